@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config — YAML schedule -> validated, immutable struct config.
+ *
+ * The configuration is read with libyaml into plain structs, every value checked,
+ * every cross-reference resolved. Nothing here logs or touches the disk beyond
+ * reading the one file: errors come back in struct cfg_error as
+ * "file:line:column: message", naming the key.
+ *
+ * Schema (see README.md "Configuration reference"):
+ *
+ *   listen: 127.0.0.1:10035
+ *   targets:
+ *     - name: state
+ *       directory: ${STATE_DIRECTORY:-./iopulse-data}   # or  file: /path/to/existing
+ *       size: 64MiB
+ *   probes:
+ *     - name: read-ping
+ *       type: ping
+ *       target: state
+ *       op: read
+ *       interval: 1s
+ */
+#ifndef IOPULSE_CONFIG_H
+#define IOPULSE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Limits on every user-controlled quantity. */
+#define CFG_NAME_MAX	     64		      /* bytes, including NUL */
+#define CFG_MAX_TARGETS	     64
+#define CFG_MAX_PROBES	     256
+#define CFG_MAX_BUCKETS	     64
+#define CFG_MIN_INTERVAL_NS  1000000ULL	      /* 1ms */
+#define CFG_MAX_INTERVAL_NS  86400000000000ULL /* 24h */
+#define CFG_MIN_TIMEOUT_NS   1000000ULL	      /* 1ms */
+#define CFG_MAX_TIMEOUT_NS   600000000000ULL  /* 10m */
+#define CFG_MIN_BLOCK_SIZE   512ULL
+#define CFG_MAX_BLOCK_SIZE   (16ULL << 20)	      /* 16MiB */
+#define CFG_MIN_TARGET_SIZE  (1ULL << 20)	      /* 1MiB */
+#define CFG_MAX_TARGET_SIZE  (1ULL << 40)	      /* 1TiB */
+
+#define CFG_DEFAULT_LISTEN	"127.0.0.1:10035"
+#define CFG_DEFAULT_TARGET_SIZE (64ULL << 20)	    /* see README: on-device caches */
+#define CFG_DEFAULT_INTERVAL_NS 1000000000ULL	    /* 1s */
+#define CFG_DEFAULT_TIMEOUT_NS	10000000000ULL	    /* 10s */
+#define CFG_DEFAULT_BLOCK_SIZE	4096ULL
+
+enum cfg_target_kind {
+	CFG_TARGET_DIRECTORY, /* iopulse creates and owns a probe file inside it */
+	CFG_TARGET_FILE,      /* an existing regular file: read-only, never written */
+};
+
+enum cfg_probe_kind {
+	CFG_PROBE_PING, /* QD1, one I/O per interval */
+};
+
+enum cfg_op {
+	CFG_OP_READ,
+	CFG_OP_WRITE,
+};
+
+enum cfg_sync {
+	CFG_SYNC_NONE,
+	CFG_SYNC_FDATASYNC, /* write pings only: fdatasync after each write, timed apart */
+};
+
+struct cfg_pos {
+	unsigned line; /* 1-based, 0 when not from a file */
+	unsigned col;  /* 1-based */
+};
+
+struct cfg_target {
+	char name[CFG_NAME_MAX];
+	enum cfg_target_kind kind;
+	char *path;		  /* environment-expanded, as written otherwise */
+	uint64_t size;		  /* directory: probe-file size; file: 0 (use the file's size) */
+	bool direct;		  /* O_DIRECT, default true */
+	bool allow_memory_backed; /* allow tmpfs/ramfs (measures RAM), default false */
+	struct cfg_pos pos;	  /* of the list item */
+};
+
+struct cfg_probe {
+	char name[CFG_NAME_MAX];
+	enum cfg_probe_kind kind;
+	unsigned target;      /* index into config->targets */
+	enum cfg_op op;
+	enum cfg_sync sync;
+	uint64_t interval_ns;
+	uint64_t block_size;  /* bytes */
+	uint64_t working_set; /* bytes; 0 = the whole target */
+	uint64_t timeout_ns;  /* per I/O */
+	char engine[16];      /* "sync" (only engine so far) */
+	struct cfg_pos pos;   /* of the list item */
+};
+
+struct config {
+	char *source;	       /* file name, or "<embedded default>" */
+	char listen_host[64];  /* numeric IPv4/IPv6 literal without brackets; "" = any */
+	uint16_t listen_port;
+	uint64_t buckets_ns[CFG_MAX_BUCKETS]; /* classic histogram bounds, ascending */
+	unsigned n_buckets;
+	struct cfg_target *targets;
+	unsigned n_targets;
+	struct cfg_probe *probes;
+	unsigned n_probes;
+};
+
+struct cfg_error {
+	char msg[512]; /* "file:line:column: message" (or "file: message") */
+};
+
+/* The embedded default configuration, as YAML text (config/default.yaml). */
+extern const char cfg_default_yaml[];
+
+/*
+ * Parse and validate the YAML file at @path. On success stores a new config in
+ * *out (free with cfg_free()) and returns 0. On failure returns -EINVAL for a bad
+ * configuration or -errno when the file cannot be read, and fills @err.
+ */
+int cfg_load_file(const char *path, struct config **out, struct cfg_error *err);
+
+/* As cfg_load_file(), from memory; @name is used in messages. */
+int cfg_load_string(const char *name, const char *text, size_t len, struct config **out,
+		    struct cfg_error *err);
+
+/* As cfg_load_string() on cfg_default_yaml, named "<embedded default>". */
+int cfg_load_default(struct config **out, struct cfg_error *err);
+
+/* Frees a config; NULL is a no-op. */
+void cfg_free(struct config *c);
+
+/* Prints the effective schedule (every value, defaults filled in) as YAML. */
+void cfg_print(const struct config *c, FILE *f);
+
+/* Looks a target up by name; returns its index or -1. */
+int cfg_target_index(const struct config *c, const char *name);
+
+/* Names for enums, for messages and labels. */
+const char *cfg_op_name(enum cfg_op op);
+const char *cfg_target_kind_name(enum cfg_target_kind k);
+const char *cfg_probe_kind_name(enum cfg_probe_kind k);
+
+/*
+ * Units (config/units.c). Each parses the whole string or fails; returns 0, or
+ * -EINVAL (malformed) / -ERANGE (overflow), never logs.
+ *
+ * Sizes are binary as in fio: "4096", "4k", "4K", "4KiB", "1m", "1MiB", "1g",
+ * "1GiB", "1t", "1TiB", optional trailing "B" after a bare number ("512B").
+ * "KB", "MB" ... are rejected as ambiguous (-EINVAL).
+ * Durations: a sequence of <number><unit> with units ns, us, ms, s, m, h, d
+ * ("500ms", "10s", "1m30s"); a bare number is an error (no unit). Decimal
+ * fractions allowed ("1.5s").
+ * Percentages: "75%", "12.5%" -> 0.75, 0.125; range 0..100%.
+ */
+int cfg_parse_size(const char *s, uint64_t *out);
+int cfg_parse_duration(const char *s, uint64_t *out_ns);
+int cfg_parse_percent(const char *s, double *out);
+
+/* Formats for cfg_print() and messages: "4KiB", "64MiB", "4097"; "500ms", "10s", "1m30s". */
+void cfg_format_size(uint64_t bytes, char *buf, size_t len);
+void cfg_format_duration(uint64_t ns, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * log — the daemon's only way to speak. Library code (config/, engines/, hist,
+ * expose) never logs; daemon/ logs once, where it decides what to do.
+ * Lines go to stderr: with "<N>" priority prefixes when JOURNAL_STREAM says
+ * stderr is the journal, with a timestamp otherwise. The level is checked
+ * before anything is formatted.
+ */
+#ifndef IOPULSE_LOG_H
+#define IOPULSE_LOG_H
+
+#include <errno.h>
+#include <stdlib.h>
+
+enum log_level {
+	LOG_LVL_ERROR = 3,
+	LOG_LVL_WARNING = 4,
+	LOG_LVL_NOTICE = 5,
+	LOG_LVL_INFO = 6,
+	LOG_LVL_DEBUG = 7,
+};
+
+extern int log_max_level;
+
+/* Parse "error|warning|notice|info|debug"; the level or -EINVAL. */
+int log_parse_level(const char *s);
+/* Decide the output style from the environment (JOURNAL_STREAM vs stderr). */
+void log_setup(void);
+
+/* Logs and returns @err (a negative errno); %m prints strerror(-err). */
+int log_internal(int level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define log_full_errno(level, err, ...)                                                         \
+	({                                                                                      \
+		int _l = (level), _e = (err);                                                    \
+		_l <= log_max_level ? log_internal(_l, _e, __VA_ARGS__) : (_e < 0 ? _e : -_e); \
+	})
+
+#define log_error(...)	 ((void)log_full_errno(LOG_LVL_ERROR, 0, __VA_ARGS__))
+#define log_warning(...) ((void)log_full_errno(LOG_LVL_WARNING, 0, __VA_ARGS__))
+#define log_notice(...)	 ((void)log_full_errno(LOG_LVL_NOTICE, 0, __VA_ARGS__))
+#define log_info(...)	 ((void)log_full_errno(LOG_LVL_INFO, 0, __VA_ARGS__))
+#define log_debug(...)	 ((void)log_full_errno(LOG_LVL_DEBUG, 0, __VA_ARGS__))
+
+#define log_error_errno(err, ...)   log_full_errno(LOG_LVL_ERROR, (err), __VA_ARGS__)
+#define log_warning_errno(err, ...) log_full_errno(LOG_LVL_WARNING, (err), __VA_ARGS__)
+
+#endif

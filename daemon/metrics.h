@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics — the registry of metric families and series, and consistent snapshots.
+ *
+ * Families are declared at start-up; series are created on first use and may be
+ * dropped (a removed target). Writers (lanes, the scheduler, scrape-time
+ * collectors) update values under one short registry mutex; the HTTP thread takes
+ * a snapshot (a deep copy, families sorted by name, series by label values) and
+ * renders it outside the lock. Nothing here formats text.
+ */
+#ifndef IOPULSE_METRICS_H
+#define IOPULSE_METRICS_H
+
+#include <stdint.h>
+
+#include "hist.h"
+
+#define METRICS_MAX_LABELS 6
+
+enum metric_type {
+	METRIC_COUNTER,
+	METRIC_GAUGE,
+	METRIC_HISTOGRAM,
+};
+
+struct metrics;
+struct metric_family;
+struct metric_series;
+
+struct metrics *metrics_new(void);
+/* Frees the registry, its families and series; NULL is a no-op. */
+void metrics_free(struct metrics *m);
+
+/*
+ * Declare a family. @name and @help are copied; @labels is a NULL-terminated list
+ * of label names (at most METRICS_MAX_LABELS, may be empty). For METRIC_HISTOGRAM,
+ * @bounds_ns[0..n_bounds) are the classic bucket bounds of every series (ignored
+ * otherwise). Declaring the same name again returns the existing family when the
+ * type and labels match, NULL otherwise. NULL on allocation failure.
+ */
+struct metric_family *metrics_family(struct metrics *m, const char *name, enum metric_type type,
+				     const char *help, const char *const *labels,
+				     const uint64_t *bounds_ns, unsigned n_bounds);
+
+/* Get or create the series with these label values (one per label name; copied).
+ * The pointer stays valid until metrics_series_drop() or metrics_free(). NULL on
+ * allocation failure. */
+struct metric_series *metrics_series(struct metric_family *f, const char *const *values);
+
+/* Remove a series from the registry and free it; NULL is a no-op. */
+void metrics_series_drop(struct metric_series *s);
+
+/* Counter: add @v (>= 0). Gauge: set to @v. */
+void metrics_add(struct metric_series *s, double v);
+void metrics_set(struct metric_series *s, double v);
+
+/* Histogram series: record one value / merge a lane-local histogram (same bounds). */
+void metrics_observe_ns(struct metric_series *s, uint64_t ns);
+int metrics_merge_hist(struct metric_series *s, const struct hist *h);
+
+/* ---- snapshots: plain data for the renderers ---- */
+
+struct snap_series {
+	const char *values[METRICS_MAX_LABELS]; /* label values, as many as the family's labels */
+	double value;				/* counter / gauge */
+	uint64_t count;				/* histogram: number of samples */
+	double sum;				/* histogram: sum, in seconds */
+	uint64_t *cumulative;			/* histogram: n_bounds cumulative counts */
+};
+
+struct snap_family {
+	const char *name;
+	const char *help;
+	enum metric_type type;
+	unsigned n_labels;
+	const char *labels[METRICS_MAX_LABELS];
+	unsigned n_bounds; /* histogram */
+	double *bounds;	   /* histogram: classic bounds in seconds */
+	unsigned n_series;
+	struct snap_series *series; /* sorted by label values */
+};
+
+struct metrics_snapshot {
+	unsigned n_families;
+	struct snap_family *families; /* sorted by name; families without series omitted */
+};
+
+/* A deep copy of the registry at one instant. NULL on allocation failure. */
+struct metrics_snapshot *metrics_snapshot(struct metrics *m);
+void metrics_snapshot_free(struct metrics_snapshot *s);
+
+#endif

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rng — xoshiro256** for offsets and write data. Written by hand because it is
+ * twenty lines and must be allocation- and syscall-free on the I/O path;
+ * seeded once from getrandom(). Not for cryptography: its job is data that no
+ * compressing or deduplicating backend can shrink.
+ */
+#ifndef IOPULSE_RNG_H
+#define IOPULSE_RNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rng {
+	uint64_t s[4];
+};
+
+/* Seed from getrandom(); 0 or -errno. */
+int rng_seed(struct rng *r);
+/* Seed deterministically (tests). */
+void rng_seed_with(struct rng *r, uint64_t seed);
+uint64_t rng_next(struct rng *r);
+/* Uniform in [0, n), n > 0, without modulo bias. */
+uint64_t rng_below(struct rng *r, uint64_t n);
+/* Fill @len bytes with random data. */
+void rng_fill(struct rng *r, void *buf, size_t len);
+
+#endif

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engines — I/O engines behind one small ops table.
+ *
+ * An engine queues a batch of requests (submit) and hands back completions
+ * (reap) with a timeout. Like liburing, every call returns a count or -errno,
+ * and each request carries its own result: bytes transferred or -errno.
+ * Engines never log, never allocate on submit/reap, and know nothing of probes.
+ *
+ * The sync engine performs each request inside submit() (pread/pwrite/
+ * fdatasync) and hands it back on the next reap(); a request stuck in the
+ * kernel blocks the calling (lane) thread, which is why only lanes call engines.
+ * The null engine completes every request at once with its full length: the
+ * test engine and the measure of our own per-I/O cost.
+ */
+#ifndef IOPULSE_ENGINE_H
+#define IOPULSE_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum io_op {
+	IO_READ,
+	IO_WRITE,
+	IO_FDATASYNC,
+};
+
+struct io_req {
+	void *buf;	    /* aligned for O_DIRECT by the caller */
+	uint64_t offset;    /* bytes */
+	uint32_t len;	    /* bytes; 0 for fdatasync */
+	enum io_op op;
+	ssize_t result;	    /* bytes, or -errno; set by the engine on completion */
+	uint64_t submit_ns; /* CLOCK_MONOTONIC, set by the caller just before submit */
+	uint64_t done_ns;   /* CLOCK_MONOTONIC, set by the engine at completion */
+};
+
+#define ENGINE_F_SYNC (1u << 0) /* completes inside submit(); reap never waits */
+
+struct engine;
+
+struct engine_ops {
+	const char *name;
+	unsigned flags; /* ENGINE_F_* */
+	/* Prepare for @depth requests in flight on @fd. 0 or -errno. */
+	int (*init)(struct engine *e, int fd, unsigned depth);
+	/* Queue @n requests. Returns how many were queued, or -errno. */
+	int (*submit)(struct engine *e, struct io_req *const *reqs, unsigned n);
+	/* Wait up to @timeout_ns (-1 = forever) for at least @min completions, store
+	 * up to @max of them in @done. Returns the count, -ETIME on timeout, or -errno. */
+	int (*reap)(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		    int64_t timeout_ns);
+	/* Best effort cancel of everything in flight. 0 or -errno. */
+	int (*cancel)(struct engine *e);
+	void (*cleanup)(struct engine *e);
+};
+
+#define ENGINE_MAX_DEPTH 256
+
+struct engine {
+	const struct engine_ops *ops;
+	int fd;
+	unsigned depth;
+	unsigned queued; /* completed-but-not-reaped (sync, null) or in flight */
+	struct io_req *ready[ENGINE_MAX_DEPTH]; /* sync/null: completions awaiting reap */
+	void *priv;	 /* engine-private state allocated in init */
+};
+
+/* Engines compiled in, NULL-terminated, in preference order. */
+extern const struct engine_ops *const eng_table[];
+
+/* Looks an engine up by name; NULL if not compiled in. */
+const struct engine_ops *eng_find(const char *name);
+
+/* Whether the engine works on this kernel (probed once, cached). */
+bool eng_available(const struct engine_ops *ops);
+
+/* init/cleanup wrappers that fill in e->ops/fd/depth. 0 or -errno (-EINVAL for depth
+ * 0 or above ENGINE_MAX_DEPTH). */
+int eng_init(struct engine *e, const struct engine_ops *ops, int fd, unsigned depth);
+void eng_cleanup(struct engine *e);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t eng_now_ns(void);
+
+#endif
