@@ -30,23 +30,23 @@
 #include <stdio.h>
 
 /* Limits on every user-controlled quantity. */
-#define CFG_NAME_MAX	     64		      /* bytes, including NUL */
-#define CFG_MAX_TARGETS	     64
-#define CFG_MAX_PROBES	     256
-#define CFG_MAX_BUCKETS	     64
-#define CFG_MIN_INTERVAL_NS  1000000ULL	      /* 1ms */
-#define CFG_MAX_INTERVAL_NS  86400000000000ULL /* 24h */
-#define CFG_MIN_TIMEOUT_NS   1000000ULL	      /* 1ms */
-#define CFG_MAX_TIMEOUT_NS   600000000000ULL  /* 10m */
-#define CFG_MIN_BLOCK_SIZE   512ULL
-#define CFG_MAX_BLOCK_SIZE   (16ULL << 20)	      /* 16MiB */
-#define CFG_MIN_TARGET_SIZE  (1ULL << 20)	      /* 1MiB */
-#define CFG_MAX_TARGET_SIZE  (1ULL << 40)	      /* 1TiB */
+#define CFG_NAME_MAX	    64 /* bytes, including NUL */
+#define CFG_MAX_TARGETS	    64
+#define CFG_MAX_PROBES	    256
+#define CFG_MAX_BUCKETS	    64
+#define CFG_MIN_INTERVAL_NS 1000000ULL	      /* 1ms */
+#define CFG_MAX_INTERVAL_NS 86400000000000ULL /* 24h */
+#define CFG_MIN_TIMEOUT_NS  1000000ULL	      /* 1ms */
+#define CFG_MAX_TIMEOUT_NS  600000000000ULL   /* 10m */
+#define CFG_MIN_BLOCK_SIZE  512ULL
+#define CFG_MAX_BLOCK_SIZE  (16ULL << 20) /* 16MiB */
+#define CFG_MIN_TARGET_SIZE (1ULL << 20)  /* 1MiB */
+#define CFG_MAX_TARGET_SIZE (1ULL << 40)  /* 1TiB */
 
 #define CFG_DEFAULT_LISTEN	"127.0.0.1:10035"
-#define CFG_DEFAULT_TARGET_SIZE (64ULL << 20)	    /* see README: on-device caches */
-#define CFG_DEFAULT_INTERVAL_NS 1000000000ULL	    /* 1s */
-#define CFG_DEFAULT_TIMEOUT_NS	10000000000ULL	    /* 10s */
+#define CFG_DEFAULT_TARGET_SIZE (64ULL << 20)  /* see README: on-device caches */
+#define CFG_DEFAULT_INTERVAL_NS 1000000000ULL  /* 1s */
+#define CFG_DEFAULT_TIMEOUT_NS	10000000000ULL /* 10s */
 #define CFG_DEFAULT_BLOCK_SIZE	4096ULL
 
 enum cfg_target_kind {
@@ -86,7 +86,7 @@ struct cfg_target {
 struct cfg_probe {
 	char name[CFG_NAME_MAX];
 	enum cfg_probe_kind kind;
-	unsigned target;      /* index into config->targets */
+	unsigned target; /* index into config->targets */
 	enum cfg_op op;
 	enum cfg_sync sync;
 	uint64_t interval_ns;
@@ -98,8 +98,8 @@ struct cfg_probe {
 };
 
 struct config {
-	char *source;	       /* file name, or "<embedded default>" */
-	char listen_host[64];  /* numeric IPv4/IPv6 literal without brackets; "" = any */
+	char *source;	      /* file name, or "<embedded default>" */
+	char listen_host[64]; /* numeric IPv4/IPv6 literal without brackets; "" = any */
 	uint16_t listen_port;
 	uint64_t buckets_ns[CFG_MAX_BUCKETS]; /* classic histogram bounds, ascending */
 	unsigned n_buckets;
@@ -138,6 +138,14 @@ void cfg_print(const struct config *c, FILE *f);
 
 /* Looks a target up by name; returns its index or -1. */
 int cfg_target_index(const struct config *c, const char *name);
+
+/*
+ * Parses a listen address as the 'listen' key does: "HOST:PORT", "[IPV6]:PORT" or
+ * ":PORT" (any address), HOST a numeric literal, PORT 0..65535 (0: any free port).
+ * Stores the host without brackets ("" = any) in @host. Returns 0, -EINVAL when
+ * malformed, -ENAMETOOLONG when @host_len is too small. For --listen.
+ */
+int cfg_parse_listen(const char *s, char *host, size_t host_len, uint16_t *port);
 
 /* Names for enums, for messages and labels. */
 const char *cfg_op_name(enum cfg_op op);

@@ -1,0 +1,1369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config — YAML schedule -> validated, immutable struct config.
+ *
+ * libyaml's document API builds the node tree with source marks; we walk it
+ * once, in document order, and stop at the first error. Checks that need the
+ * whole file (a probe's target must exist, a write probe must not point at a
+ * file target) run after the walk, in probe order.
+ *
+ * Every scalar is read as a string whatever its implicit YAML tag, so
+ * "name: 123" is the name "123"; only plain true/false are booleans and only
+ * plain "", "~" and "null" count as a missing value.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "config/config.h"
+
+#define CFG_FILE_MAX	   (1U << 20) /* largest configuration file we read */
+#define CFG_DEFAULT_SOURCE "<embedded default>"
+
+static const uint64_t default_buckets_ns[] = {
+	10000ULL,      25000ULL,      50000ULL,	     100000ULL,	     250000ULL,
+	500000ULL,     1000000ULL,    2500000ULL,    5000000ULL,     10000000ULL,
+	25000000ULL,   50000000ULL,   100000000ULL,  250000000ULL,   500000000ULL,
+	1000000000ULL, 2500000000ULL, 5000000000ULL, 10000000000ULL,
+};
+
+/* ---- parser state and errors --------------------------------------------- */
+
+struct probe_refs {
+	const yaml_node_t *target; /* value node of 'target' */
+	const yaml_node_t *op;	   /* value node of 'op', NULL when defaulted */
+	const yaml_node_t *ws;	   /* value node of 'working_set', NULL when defaulted */
+	const yaml_node_t *item;
+};
+
+struct parser {
+	const char *name;
+	struct cfg_error *err;
+	yaml_document_t *doc;
+	struct config *c;
+	struct probe_refs *refs;
+};
+
+__attribute__((format(printf, 3, 4))) static int fail_at(struct parser *p, const yaml_node_t *n,
+							 const char *fmt, ...)
+{
+	char *msg = p->err->msg;
+	size_t size = sizeof(p->err->msg);
+	va_list ap;
+	int w;
+
+	if (n)
+		w = snprintf(msg, size, "%s:%zu:%zu: ", p->name, n->start_mark.line + 1,
+			     n->start_mark.column + 1);
+	else
+		w = snprintf(msg, size, "%s: ", p->name);
+	if (w < 0 || (size_t)w >= size)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(msg + w, size - (size_t)w, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static yaml_node_t *node_get(struct parser *p, int index)
+{
+	return yaml_document_get_node(p->doc, index);
+}
+
+static const char *node_str(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+/* "a list", "a mapping", "'text'" — what the user wrote, for "got ..." */
+static const char *node_kind(const yaml_node_t *n)
+{
+	switch (n->type) {
+	case YAML_SEQUENCE_NODE:
+		return "a list";
+	case YAML_MAPPING_NODE:
+		return "a mapping";
+	default:
+		return "a string";
+	}
+}
+
+static bool node_is_null(const yaml_node_t *n)
+{
+	const char *s;
+
+	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	s = node_str(n);
+	return !strcmp(s, "") || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+	       !strcmp(s, "NULL");
+}
+
+/* The value of a key that must be a scalar; @what is "a duration", "a string", ... */
+static int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+		      const char **out)
+{
+	if (n->type != YAML_SCALAR_NODE)
+		return fail_at(p, n, "'%s' must be %s, got %s", key, what, node_kind(n));
+	if (node_is_null(n))
+		return fail_at(p, n, "missing value for '%s'", key);
+	*out = node_str(n);
+	return 0;
+}
+
+/* ---- suggestions ------------------------------------------------------------ */
+
+/* Optimal string alignment distance: edits plus adjacent transpositions. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t d[CFG_NAME_MAX + 1][CFG_NAME_MAX + 1];
+
+	if (la > CFG_NAME_MAX || lb > CFG_NAME_MAX)
+		return SIZE_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cost = a[i - 1] != b[j - 1];
+			size_t v = d[i - 1][j] + 1;
+
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (d[i - 1][j - 1] + cost < v)
+				v = d[i - 1][j - 1] + cost;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[la][lb];
+}
+
+/* Is @cand close enough to @s to be what the user meant? */
+static bool is_close(const char *s, const char *cand)
+{
+	size_t ls = strlen(s), lc = strlen(cand);
+	size_t limit = (ls > lc ? ls : lc) / 3;
+
+	if (limit < 1)
+		limit = 1;
+	if (limit > 3)
+		limit = 3;
+	return edit_distance(s, cand) <= limit;
+}
+
+/* ---- mappings with a fixed set of keys -------------------------------------- */
+
+/*
+ * Walks the pairs of mapping @m whose keys must come from @keys (NULL-terminated,
+ * at most 16). Calls @fn(p, index, key, value, ctx) for each pair in document order.
+ * Unknown and duplicate keys are errors at the key.
+ */
+typedef int (*pair_fn)(struct parser *p, unsigned key, const yaml_node_t *knode,
+		       const yaml_node_t *value, void *ctx);
+
+static int walk_mapping(struct parser *p, const yaml_node_t *m, const char *where,
+			const char *const *keys, pair_fn fn, void *ctx)
+{
+	const yaml_node_t *seen[16] = {0};
+
+	for (yaml_node_pair_t *pair = m->data.mapping.pairs.start; pair < m->data.mapping.pairs.top;
+	     pair++) {
+		const yaml_node_t *k = node_get(p, pair->key);
+		const yaml_node_t *v = node_get(p, pair->value);
+		const char *ks;
+		unsigned i;
+		int r;
+
+		if (k->type != YAML_SCALAR_NODE)
+			return fail_at(p, k, "keys %s must be strings, got %s", where,
+				       node_kind(k));
+		ks = node_str(k);
+		for (i = 0; keys[i]; i++)
+			if (!strcmp(keys[i], ks))
+				break;
+		if (!keys[i]) {
+			char list[256] = "";
+
+			for (i = 0; keys[i]; i++)
+				if (is_close(ks, keys[i]))
+					return fail_at(p, k,
+						       "unknown key '%s' %s, did you mean '%s'?",
+						       ks, where, keys[i]);
+			for (i = 0; keys[i]; i++) {
+				strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
+				strncat(list, keys[i], sizeof(list) - strlen(list) - 1);
+			}
+			return fail_at(p, k, "unknown key '%s' %s (valid keys: %s)", ks, where,
+				       list);
+		}
+		if (seen[i])
+			return fail_at(p, k, "duplicate key '%s' %s (first defined at line %zu)",
+				       ks, where, seen[i]->start_mark.line + 1);
+		seen[i] = k;
+		r = fn(p, i, k, v, ctx);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- typed values ----------------------------------------------------------- */
+
+static int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out)
+{
+	const char *s = NULL;
+	int r;
+
+	r = get_scalar(p, n, key, "true or false", &s);
+	if (r < 0)
+		return r;
+	/* Only the two spellings everyone reads the same way: no yes/no/on/off. */
+	if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !strcmp(s, "true"))
+		*out = true;
+	else if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !strcmp(s, "false"))
+		*out = false;
+	else if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return fail_at(p, n, "'%s' must be true or false without quotes, got '%s'", key, s);
+	else
+		return fail_at(p, n, "'%s' must be true or false, got '%s'", key, s);
+	return 0;
+}
+
+static int get_size(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
+{
+	const char *s;
+	size_t len;
+	int r;
+
+	r = get_scalar(p, n, key, "a size", &s);
+	if (r < 0)
+		return r;
+	r = cfg_parse_size(s, out);
+	if (r == -ERANGE)
+		return fail_at(p, n, "invalid size '%s' for '%s': too large", s, key);
+	if (r < 0) {
+		len = strlen(s);
+		if (len >= 2 && (s[len - 1] == 'B' || s[len - 1] == 'b') &&
+		    strchr("kKmMgGtT", s[len - 2]) && len >= 3 && s[len - 3] >= '0' &&
+		    s[len - 3] <= '9')
+			return fail_at(p, n,
+				       "invalid size '%s' for '%s': '%c%c' is ambiguous, write "
+				       "'%ciB' (binary, 1024-based) or a number of bytes",
+				       s, key, s[len - 2], s[len - 1], s[len - 2] & ~0x20);
+		return fail_at(p, n,
+			       "invalid size '%s' for '%s': expected bytes or a number with a "
+			       "unit (k, m, g, t, KiB, MiB, GiB, TiB)",
+			       s, key);
+	}
+	return 0;
+}
+
+static int get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
+{
+	const char *s;
+	bool number = true;
+	int r;
+
+	r = get_scalar(p, n, key, "a duration", &s);
+	if (r < 0)
+		return r;
+	r = cfg_parse_duration(s, out);
+	if (r == -ERANGE)
+		return fail_at(p, n, "invalid duration '%s' for '%s': too large", s, key);
+	if (r < 0) {
+		for (const char *q = s; *q; q++)
+			if (!((*q >= '0' && *q <= '9') || *q == '.'))
+				number = false;
+		return fail_at(p, n, "invalid duration '%s' for '%s': %s", s, key,
+			       number ? "missing unit (ns, us, ms, s, m, h, d)"
+				      : "expected a number and a unit, as in 500ms, 10s or 1m30s "
+					"(units: ns, us, ms, s, m, h, d)");
+	}
+	return 0;
+}
+
+static int check_range(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v,
+		       uint64_t lo, uint64_t hi, bool is_duration)
+{
+	char a[32], b[32], c[32];
+	void (*fmt)(uint64_t, char *, size_t) = is_duration ? cfg_format_duration : cfg_format_size;
+
+	if (v >= lo && v <= hi)
+		return 0;
+	fmt(lo, a, sizeof(a));
+	fmt(hi, b, sizeof(b));
+	fmt(v, c, sizeof(c));
+	return fail_at(p, n, "'%s' must be between %s and %s, got %s", key, a, b, c);
+}
+
+/* One of @names (NULL-terminated); @expect is the list for the message. */
+static int get_enum(struct parser *p, const yaml_node_t *n, const char *key,
+		    const char *const *names, const char *expect, unsigned *out)
+{
+	const char *s;
+	int r;
+
+	r = get_scalar(p, n, key, "a string", &s);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; names[i]; i++) {
+		if (!strcmp(s, names[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	return fail_at(p, n, "invalid value '%s' for '%s': expected %s", s, key, expect);
+}
+
+static bool name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n >= CFG_NAME_MAX)
+		return false;
+	for (; *s; s++) {
+		char c = *s;
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static int get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out)
+{
+	const char *s;
+	int r;
+
+	r = get_scalar(p, n, "name", "a string", &s);
+	if (r < 0)
+		return r;
+	if (!name_valid(s))
+		return fail_at(
+			p, n, "invalid %s name '%s': use 1 to %d characters from A-Z a-z 0-9 _ . -",
+			what, s, CFG_NAME_MAX - 1);
+	strcpy(out, s);
+	return 0;
+}
+
+/* ---- environment expansion ---------------------------------------------------- */
+
+struct strbuf {
+	char *s;
+	size_t len, cap;
+};
+
+static int sb_add(struct strbuf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 64;
+		char *ns;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		ns = realloc(b->s, cap);
+		if (!ns)
+			return -ENOMEM;
+		b->s = ns;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+	return 0;
+}
+
+static bool env_name_char(char c, bool first)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+	       (!first && c >= '0' && c <= '9');
+}
+
+/*
+ * Expands ${NAME} and ${NAME:-fallback} (fallback when NAME is unset or empty,
+ * taken literally) and "$$" as "$". Any other '$' is itself.
+ */
+static int expand_env(struct parser *p, const yaml_node_t *n, const char *key, const char *in,
+		      char **out)
+{
+	struct strbuf b = {0};
+	int r = 0;
+
+	while (*in) {
+		const char *name, *end, *fb = NULL, *val;
+		size_t nlen;
+
+		if (in[0] != '$' || (in[1] != '{' && in[1] != '$')) {
+			size_t k = strcspn(in + 1, "$") + 1;
+
+			r = sb_add(&b, in, k);
+			in += k;
+			goto next;
+		}
+		if (in[1] == '$') {
+			r = sb_add(&b, "$", 1);
+			in += 2;
+			goto next;
+		}
+		name = in + 2;
+		end = strchr(name, '}');
+		if (!end) {
+			r = fail_at(p, n, "unterminated '${' in '%s'", key);
+			goto out;
+		}
+		for (nlen = 0; env_name_char(name[nlen], nlen == 0); nlen++)
+			;
+		if (name + nlen != end) {
+			if (nlen && name[nlen] == ':' && name[nlen + 1] == '-')
+				fb = name + nlen + 2;
+			else {
+				r = fail_at(p, n,
+					    "invalid variable reference '%.*s' in '%s': use "
+					    "${NAME} or ${NAME:-fallback}",
+					    (int)(end - in + 1), in, key);
+				goto out;
+			}
+		}
+		{
+			char var[256];
+
+			if (nlen >= sizeof(var)) {
+				r = fail_at(p, n, "variable name too long in '%s'", key);
+				goto out;
+			}
+			memcpy(var, name, nlen);
+			var[nlen] = '\0';
+			val = getenv(var);
+			if (fb && (!val || !*val))
+				r = sb_add(&b, fb, (size_t)(end - fb));
+			else if (!val) {
+				r = fail_at(p, n,
+					    "environment variable '%s' used in '%s' is not set "
+					    "(write ${%s:-fallback} to give a default)",
+					    var, key, var);
+				goto out;
+			} else
+				r = sb_add(&b, val, strlen(val));
+		}
+		in = end + 1;
+	next:
+		if (r < 0) {
+			r = fail_at(p, n, "out of memory expanding '%s'", key);
+			r = -ENOMEM;
+			goto out;
+		}
+	}
+	if (!b.s && sb_add(&b, "", 0) < 0) {
+		r = fail_at(p, n, "out of memory expanding '%s'", key);
+		r = -ENOMEM;
+		goto out;
+	}
+	*out = b.s;
+	return 0;
+out:
+	free(b.s);
+	return r;
+}
+
+/* ---- listen ------------------------------------------------------------------ */
+
+/* Why an address did not parse; each has its own message. */
+enum listen_error {
+	LISTEN_OK,
+	LISTEN_E_FORMAT,      /* no ':' */
+	LISTEN_E_BRACKET,     /* '[' without "]:" */
+	LISTEN_E_V6_BRACKETS, /* IPv6 literal without brackets */
+	LISTEN_E_HOST,	      /* not a numeric address */
+	LISTEN_E_PORT,	      /* not 0..65535 */
+};
+
+/* Splits "HOST:PORT", "[V6]:PORT" or ":PORT"; @host gets the address without brackets. */
+static enum listen_error listen_split(const char *s, char *host, size_t host_len, uint16_t *port)
+{
+	const char *colon, *h, *pt;
+	unsigned char addr[16];
+	unsigned long v;
+	size_t hlen;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':')
+			return LISTEN_E_BRACKET;
+		h = s + 1;
+		hlen = (size_t)(close - h);
+		pt = close + 2;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return LISTEN_E_FORMAT;
+		h = s;
+		hlen = (size_t)(colon - s);
+		pt = colon + 1;
+		if (memchr(h, ':', hlen))
+			return LISTEN_E_V6_BRACKETS;
+	}
+	if (hlen >= host_len) {
+		/* Too long for any numeric address: keep a prefix for the message. */
+		memcpy(host, h, host_len - 1);
+		host[host_len - 1] = '\0';
+		return LISTEN_E_HOST;
+	}
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if ((s[0] == '[' && inet_pton(AF_INET6, host, addr) != 1) ||
+	    (s[0] != '[' && hlen && inet_pton(AF_INET, host, addr) != 1))
+		return LISTEN_E_HOST;
+	if (!*pt || strlen(pt) > 5 || strspn(pt, "0123456789") != strlen(pt))
+		return LISTEN_E_PORT;
+	v = strtoul(pt, NULL, 10);
+	if (v > 65535)
+		return LISTEN_E_PORT;
+	*port = (uint16_t)v;
+	return LISTEN_OK;
+}
+
+int cfg_parse_listen(const char *s, char *host, size_t host_len, uint16_t *port)
+{
+	char buf[INET6_ADDRSTRLEN];
+	uint16_t v;
+
+	if (!s || !host || !host_len || !port)
+		return -EINVAL;
+	if (listen_split(s, buf, sizeof(buf), &v) != LISTEN_OK)
+		return -EINVAL;
+	if (strlen(buf) >= host_len)
+		return -ENAMETOOLONG;
+	strcpy(host, buf);
+	*port = v;
+	return 0;
+}
+
+static int parse_listen(struct parser *p, const yaml_node_t *n)
+{
+	struct config *c = p->c;
+	char host[sizeof(c->listen_host)];
+	const char *s;
+	uint16_t port = 0;
+	int r;
+
+	r = get_scalar(p, n, "listen", "a string", &s);
+	if (r < 0)
+		return r;
+	switch (listen_split(s, host, sizeof(host), &port)) {
+	case LISTEN_OK:
+		break;
+	case LISTEN_E_FORMAT:
+		return fail_at(p, n,
+			       "invalid address '%s' for 'listen': expected HOST:PORT, "
+			       "[IPV6]:PORT or :PORT",
+			       s);
+	case LISTEN_E_BRACKET:
+		return fail_at(p, n, "invalid address '%s' for 'listen': expected [IPV6]:PORT", s);
+	case LISTEN_E_V6_BRACKETS:
+		return fail_at(p, n,
+			       "invalid address '%s' for 'listen': put an IPv6 address in "
+			       "brackets, as in [::1]:10035",
+			       s);
+	case LISTEN_E_HOST:
+		return fail_at(p, n,
+			       "invalid address '%s' for 'listen': host must be a numeric IPv4 "
+			       "or IPv6 address, or empty for any, got '%s'",
+			       s, host);
+	case LISTEN_E_PORT:
+		return fail_at(p, n,
+			       "invalid address '%s' for 'listen': port must be a number from 0 "
+			       "to 65535",
+			       s);
+	}
+	strcpy(c->listen_host, host);
+	c->listen_port = port;
+	return 0;
+}
+
+/* ---- buckets ------------------------------------------------------------------ */
+
+static int parse_buckets(struct parser *p, const yaml_node_t *n)
+{
+	struct config *c = p->c;
+	size_t count;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return fail_at(p, n, "'buckets' must be a list of durations, got %s", node_kind(n));
+	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (count < 1)
+		return fail_at(p, n, "'buckets' must not be empty");
+	if (count > CFG_MAX_BUCKETS)
+		return fail_at(p, n, "'buckets' has %zu items, at most %d are allowed", count,
+			       CFG_MAX_BUCKETS);
+	c->n_buckets = 0;
+	for (size_t i = 0; i < count; i++) {
+		const yaml_node_t *it = node_get(p, n->data.sequence.items.start[i]);
+		uint64_t v;
+		char a[32], b[32];
+		int r;
+
+		r = get_duration(p, it, "buckets", &v);
+		if (r < 0)
+			return r;
+		if (v == 0)
+			return fail_at(p, it, "'buckets' values must be greater than 0s");
+		if (i && v <= c->buckets_ns[i - 1]) {
+			cfg_format_duration(v, a, sizeof(a));
+			cfg_format_duration(c->buckets_ns[i - 1], b, sizeof(b));
+			return fail_at(p, it,
+				       "'buckets' must be strictly ascending, got %s after %s", a,
+				       b);
+		}
+		c->buckets_ns[i] = v;
+		c->n_buckets++;
+	}
+	return 0;
+}
+
+/* ---- targets ------------------------------------------------------------------- */
+
+enum { TK_NAME, TK_DIRECTORY, TK_FILE, TK_SIZE, TK_DIRECT, TK_ALLOW_MEMORY_BACKED };
+static const char *const target_keys[] = {
+	"name", "directory", "file", "size", "direct", "allow_memory_backed", NULL,
+};
+
+struct target_ctx {
+	struct cfg_target *t;
+	const yaml_node_t *key[6];
+	const yaml_node_t *value[6];
+};
+
+static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
+		       const yaml_node_t *v, void *ctx)
+{
+	struct target_ctx *tc = ctx;
+	struct cfg_target *t = tc->t;
+	const char *s;
+	int r;
+
+	tc->key[key] = knode;
+	tc->value[key] = v;
+	switch (key) {
+	case TK_NAME:
+		return get_name(p, v, "target", t->name);
+	case TK_DIRECTORY:
+	case TK_FILE:
+		r = get_scalar(p, v, target_keys[key], "a path", &s);
+		if (r < 0)
+			return r;
+		free(t->path);
+		t->path = NULL;
+		r = expand_env(p, v, target_keys[key], s, &t->path);
+		if (r < 0)
+			return r;
+		if (!*t->path)
+			return fail_at(p, v, "'%s' must not be empty", target_keys[key]);
+		if (strlen(t->path) >= PATH_MAX)
+			return fail_at(p, v, "'%s' is too long (at most %d bytes)",
+				       target_keys[key], PATH_MAX - 1);
+		t->kind = key == TK_FILE ? CFG_TARGET_FILE : CFG_TARGET_DIRECTORY;
+		return 0;
+	case TK_SIZE:
+		r = get_size(p, v, "size", &t->size);
+		if (r < 0)
+			return r;
+		return check_range(p, v, "size", t->size, CFG_MIN_TARGET_SIZE, CFG_MAX_TARGET_SIZE,
+				   false);
+	case TK_DIRECT:
+		return get_bool(p, v, "direct", &t->direct);
+	case TK_ALLOW_MEMORY_BACKED:
+		return get_bool(p, v, "allow_memory_backed", &t->allow_memory_backed);
+	}
+	return 0;
+}
+
+static int parse_target(struct parser *p, const yaml_node_t *item, unsigned idx)
+{
+	struct cfg_target *t = &p->c->targets[idx];
+	struct target_ctx tc = {.t = t};
+	int r;
+
+	if (item->type != YAML_MAPPING_NODE)
+		return fail_at(p, item, "each item of 'targets' must be a mapping, got %s",
+			       node_kind(item));
+	t->pos.line = (unsigned)item->start_mark.line + 1;
+	t->pos.col = (unsigned)item->start_mark.column + 1;
+	t->size = CFG_DEFAULT_TARGET_SIZE;
+	t->direct = true;
+	r = walk_mapping(p, item, "in target", target_keys, target_pair, &tc);
+	if (r < 0)
+		return r;
+	if (!tc.value[TK_NAME])
+		return fail_at(p, item, "target is missing required key 'name'");
+	if (tc.value[TK_DIRECTORY] && tc.value[TK_FILE]) {
+		const yaml_node_t *second =
+			tc.key[TK_FILE]->start_mark.index > tc.key[TK_DIRECTORY]->start_mark.index
+				? tc.key[TK_FILE]
+				: tc.key[TK_DIRECTORY];
+		return fail_at(p, second, "target '%s' has both 'directory' and 'file', use one",
+			       t->name);
+	}
+	if (!tc.value[TK_DIRECTORY] && !tc.value[TK_FILE])
+		return fail_at(p, item, "target '%s' needs 'directory' or 'file'", t->name);
+	if (t->kind == CFG_TARGET_FILE) {
+		if (tc.value[TK_SIZE])
+			return fail_at(p, tc.key[TK_SIZE],
+				       "'size' is only valid on directory targets: target '%s' is "
+				       "a file and is measured at its own size",
+				       t->name);
+		t->size = 0;
+	}
+	for (unsigned i = 0; i < idx; i++)
+		if (!strcmp(p->c->targets[i].name, t->name))
+			return fail_at(p, item,
+				       "duplicate target name '%s' (first defined at line %u)",
+				       t->name, p->c->targets[i].pos.line);
+	return 0;
+}
+
+/* A list of 1..max mappings under @key; returns the count or -EINVAL. */
+static int list_size(struct parser *p, const yaml_node_t *n, const char *key, unsigned max)
+{
+	size_t count;
+
+	if (n->type != YAML_SEQUENCE_NODE) {
+		if (node_is_null(n))
+			return fail_at(p, n, "'%s' must not be empty", key);
+		return fail_at(p, n, "'%s' must be a list, got %s", key, node_kind(n));
+	}
+	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (count < 1)
+		return fail_at(p, n, "'%s' must not be empty", key);
+	if (count > max)
+		return fail_at(p, n, "'%s' has %zu items, at most %u are allowed", key, count, max);
+	return (int)count;
+}
+
+static int parse_targets(struct parser *p, const yaml_node_t *n)
+{
+	int count, r;
+
+	count = list_size(p, n, "targets", CFG_MAX_TARGETS);
+	if (count < 0)
+		return count;
+	p->c->targets = calloc((size_t)count, sizeof(*p->c->targets));
+	if (!p->c->targets)
+		return -ENOMEM;
+	for (int i = 0; i < count; i++) {
+		p->c->n_targets = (unsigned)i + 1; /* so cfg_free() sees paths set so far */
+		r = parse_target(p, node_get(p, n->data.sequence.items.start[i]), (unsigned)i);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- probes --------------------------------------------------------------------- */
+
+enum {
+	PK_NAME,
+	PK_TYPE,
+	PK_TARGET,
+	PK_OP,
+	PK_SYNC,
+	PK_INTERVAL,
+	PK_BLOCK_SIZE,
+	PK_WORKING_SET,
+	PK_TIMEOUT,
+	PK_ENGINE,
+};
+static const char *const probe_keys[] = {
+	"name",	      "type",	     "target",	"op",	  "sync", "interval",
+	"block_size", "working_set", "timeout", "engine", NULL,
+};
+static const char *const op_names[] = {"read", "write", NULL};
+static const char *const sync_names[] = {"none", "fdatasync", NULL};
+static const char *const probe_kind_names[] = {"ping", NULL};
+static const char *const engine_names[] = {"sync", NULL};
+
+struct probe_ctx {
+	struct cfg_probe *pr;
+	const yaml_node_t *value[10];
+};
+
+static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
+		      const yaml_node_t *v, void *ctx)
+{
+	struct probe_ctx *pc = ctx;
+	struct cfg_probe *pr = pc->pr;
+	const char *s;
+	unsigned e;
+	int r;
+
+	(void)knode;
+	pc->value[key] = v;
+	switch (key) {
+	case PK_NAME:
+		return get_name(p, v, "probe", pr->name);
+	case PK_TYPE:
+		r = get_enum(p, v, "type", probe_kind_names, "ping", &e);
+		pr->kind = (enum cfg_probe_kind)e;
+		return r;
+	case PK_TARGET:
+		return get_scalar(p, v, "target", "a target name", &s);
+	case PK_OP:
+		r = get_enum(p, v, "op", op_names, "read or write", &e);
+		pr->op = (enum cfg_op)e;
+		return r;
+	case PK_SYNC:
+		r = get_enum(p, v, "sync", sync_names, "none or fdatasync", &e);
+		pr->sync = (enum cfg_sync)e;
+		return r;
+	case PK_INTERVAL:
+		r = get_duration(p, v, "interval", &pr->interval_ns);
+		if (r < 0)
+			return r;
+		return check_range(p, v, "interval", pr->interval_ns, CFG_MIN_INTERVAL_NS,
+				   CFG_MAX_INTERVAL_NS, true);
+	case PK_BLOCK_SIZE:
+		r = get_size(p, v, "block_size", &pr->block_size);
+		if (r < 0)
+			return r;
+		r = check_range(p, v, "block_size", pr->block_size, CFG_MIN_BLOCK_SIZE,
+				CFG_MAX_BLOCK_SIZE, false);
+		if (r < 0)
+			return r;
+		if (pr->block_size % 512)
+			return fail_at(p, v,
+				       "'block_size' must be a multiple of 512 (direct I/O), got "
+				       "%llu",
+				       (unsigned long long)pr->block_size);
+		return 0;
+	case PK_WORKING_SET:
+		r = get_size(p, v, "working_set", &pr->working_set);
+		if (r < 0)
+			return r;
+		if (pr->working_set > CFG_MAX_TARGET_SIZE) {
+			char a[32];
+
+			cfg_format_size(pr->working_set, a, sizeof(a));
+			return fail_at(p, v, "'working_set' must be at most 1TiB, got %s", a);
+		}
+		return 0;
+	case PK_TIMEOUT:
+		r = get_duration(p, v, "timeout", &pr->timeout_ns);
+		if (r < 0)
+			return r;
+		return check_range(p, v, "timeout", pr->timeout_ns, CFG_MIN_TIMEOUT_NS,
+				   CFG_MAX_TIMEOUT_NS, true);
+	case PK_ENGINE:
+		r = get_enum(p, v, "engine", engine_names, "sync", &e);
+		if (r == 0)
+			strcpy(pr->engine, engine_names[e]);
+		return r;
+	}
+	return 0;
+}
+
+static int parse_probe(struct parser *p, const yaml_node_t *item, unsigned idx)
+{
+	struct cfg_probe *pr = &p->c->probes[idx];
+	struct probe_ctx pc = {.pr = pr};
+	int r;
+
+	if (item->type != YAML_MAPPING_NODE)
+		return fail_at(p, item, "each item of 'probes' must be a mapping, got %s",
+			       node_kind(item));
+	pr->pos.line = (unsigned)item->start_mark.line + 1;
+	pr->pos.col = (unsigned)item->start_mark.column + 1;
+	pr->op = CFG_OP_READ;
+	pr->sync = CFG_SYNC_NONE;
+	pr->interval_ns = CFG_DEFAULT_INTERVAL_NS;
+	pr->block_size = CFG_DEFAULT_BLOCK_SIZE;
+	pr->working_set = 0;
+	pr->timeout_ns = CFG_DEFAULT_TIMEOUT_NS;
+	strcpy(pr->engine, "sync");
+	r = walk_mapping(p, item, "in probe", probe_keys, probe_pair, &pc);
+	if (r < 0)
+		return r;
+	if (!pc.value[PK_NAME])
+		return fail_at(p, item, "probe is missing required key 'name'");
+	if (!pc.value[PK_TYPE])
+		return fail_at(p, item, "probe '%s' is missing required key 'type'", pr->name);
+	if (!pc.value[PK_TARGET])
+		return fail_at(p, item, "probe '%s' is missing required key 'target'", pr->name);
+	if (pr->sync == CFG_SYNC_FDATASYNC && pr->op != CFG_OP_WRITE)
+		return fail_at(p, pc.value[PK_SYNC],
+			       "probe '%s': 'sync: fdatasync' needs 'op: write'", pr->name);
+	if (pr->working_set && pr->working_set < pr->block_size) {
+		char a[32], b[32];
+
+		cfg_format_size(pr->working_set, a, sizeof(a));
+		cfg_format_size(pr->block_size, b, sizeof(b));
+		return fail_at(p, pc.value[PK_WORKING_SET],
+			       "probe '%s': 'working_set' (%s) must be at least 'block_size' (%s)",
+			       pr->name, a, b);
+	}
+	for (unsigned i = 0; i < idx; i++)
+		if (!strcmp(p->c->probes[i].name, pr->name))
+			return fail_at(p, item,
+				       "duplicate probe name '%s' (first defined at line %u)",
+				       pr->name, p->c->probes[i].pos.line);
+	p->refs[idx].target = pc.value[PK_TARGET];
+	p->refs[idx].op = pc.value[PK_OP];
+	p->refs[idx].ws = pc.value[PK_WORKING_SET];
+	p->refs[idx].item = item;
+	return 0;
+}
+
+static int parse_probes(struct parser *p, const yaml_node_t *n)
+{
+	int count, r;
+
+	count = list_size(p, n, "probes", CFG_MAX_PROBES);
+	if (count < 0)
+		return count;
+	p->c->probes = calloc((size_t)count, sizeof(*p->c->probes));
+	p->refs = calloc((size_t)count, sizeof(*p->refs));
+	if (!p->c->probes || !p->refs)
+		return -ENOMEM;
+	p->c->n_probes = (unsigned)count;
+	for (int i = 0; i < count; i++) {
+		r = parse_probe(p, node_get(p, n->data.sequence.items.start[i]), (unsigned)i);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Cross-references, once every target and probe is read. */
+static int resolve_probes(struct parser *p)
+{
+	struct config *c = p->c;
+
+	for (unsigned i = 0; i < c->n_probes; i++) {
+		struct cfg_probe *pr = &c->probes[i];
+		const struct probe_refs *ref = &p->refs[i];
+		const char *want = node_str(ref->target);
+		const struct cfg_target *t;
+		int ti = cfg_target_index(c, want);
+
+		if (ti < 0) {
+			for (unsigned j = 0; j < c->n_targets; j++)
+				if (is_close(want, c->targets[j].name))
+					return fail_at(p, ref->target,
+						       "probe '%s' references undefined target "
+						       "'%s', did you mean '%s'?",
+						       pr->name, want, c->targets[j].name);
+			return fail_at(p, ref->target,
+				       "probe '%s' references undefined target '%s'", pr->name,
+				       want);
+		}
+		pr->target = (unsigned)ti;
+		t = &c->targets[ti];
+		if (pr->op == CFG_OP_WRITE && t->kind == CFG_TARGET_FILE)
+			return fail_at(p, ref->op,
+				       "probe '%s' writes to file target '%s': iopulse never "
+				       "writes to a file it did not create, use a 'directory' "
+				       "target for write probes",
+				       pr->name, t->name);
+		if (t->kind == CFG_TARGET_DIRECTORY && pr->working_set > t->size) {
+			char a[32], b[32];
+
+			cfg_format_size(pr->working_set, a, sizeof(a));
+			cfg_format_size(t->size, b, sizeof(b));
+			return fail_at(p, ref->ws,
+				       "probe '%s': 'working_set' (%s) is larger than the size of "
+				       "target '%s' (%s)",
+				       pr->name, a, t->name, b);
+		}
+	}
+	return 0;
+}
+
+/* ---- top level ----------------------------------------------------------------- */
+
+enum { KEY_LISTEN, KEY_BUCKETS, KEY_TARGETS, KEY_PROBES };
+static const char *const top_keys[] = {"listen", "buckets", "targets", "probes", NULL};
+
+static int top_pair(struct parser *p, unsigned key, const yaml_node_t *knode, const yaml_node_t *v,
+		    void *ctx)
+{
+	bool *seen = ctx;
+
+	(void)knode;
+	seen[key] = true;
+	switch (key) {
+	case KEY_LISTEN:
+		return parse_listen(p, v);
+	case KEY_BUCKETS:
+		return parse_buckets(p, v);
+	case KEY_TARGETS:
+		return parse_targets(p, v);
+	case KEY_PROBES:
+		return parse_probes(p, v);
+	}
+	return 0;
+}
+
+static int parse_root(struct parser *p, const yaml_node_t *root)
+{
+	bool seen[4] = {false};
+	int r;
+
+	if (root->type != YAML_MAPPING_NODE)
+		return fail_at(
+			p, root,
+			"configuration must be a mapping with 'targets' and 'probes', got %s",
+			node_kind(root));
+	r = walk_mapping(p, root, "at top level", top_keys, top_pair, seen);
+	if (r < 0)
+		return r;
+	if (!seen[KEY_TARGETS])
+		return fail_at(p, root, "configuration is missing required key 'targets'");
+	if (!seen[KEY_PROBES])
+		return fail_at(p, root, "configuration is missing required key 'probes'");
+	return resolve_probes(p);
+}
+
+static int syntax_error(struct parser *p, yaml_parser_t *yp, const char *text, size_t len)
+{
+	size_t line = yp->problem_mark.line, col = yp->problem_mark.column;
+
+	if (yp->error == YAML_MEMORY_ERROR) {
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s: out of memory", p->name);
+		return -ENOMEM;
+	}
+	if (yp->error == YAML_READER_ERROR) {
+		/* The reader reports a byte offset only. */
+		line = col = 0;
+		for (size_t i = 0; i < yp->problem_offset && i < len; i++) {
+			if (text[i] == '\n') {
+				line++;
+				col = 0;
+			} else {
+				col++;
+			}
+		}
+	}
+	snprintf(p->err->msg, sizeof(p->err->msg), "%s:%zu:%zu: YAML syntax error: %s%s%s%s",
+		 p->name, line + 1, col + 1, yp->problem ? yp->problem : "unknown error",
+		 yp->context ? " (" : "", yp->context ? yp->context : "", yp->context ? ")" : "");
+	return -EINVAL;
+}
+
+static void set_defaults(struct config *c)
+{
+	strcpy(c->listen_host, "127.0.0.1");
+	c->listen_port = 10035;
+	memcpy(c->buckets_ns, default_buckets_ns, sizeof(default_buckets_ns));
+	c->n_buckets = sizeof(default_buckets_ns) / sizeof(default_buckets_ns[0]);
+}
+
+int cfg_load_string(const char *name, const char *text, size_t len, struct config **out,
+		    struct cfg_error *err)
+{
+	struct cfg_error dummy;
+	yaml_parser_t yp;
+	yaml_document_t doc, extra;
+	struct parser p = {.name = name ? name : "<string>", .err = err ? err : &dummy};
+	const yaml_node_t *root;
+	int r;
+
+	p.err->msg[0] = '\0';
+	if (!out || !text)
+		return -EINVAL;
+	*out = NULL;
+	if (!yaml_parser_initialize(&yp)) {
+		snprintf(p.err->msg, sizeof(p.err->msg), "%s: out of memory", p.name);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&yp, &doc)) {
+		r = syntax_error(&p, &yp, text, len);
+		yaml_parser_delete(&yp);
+		return r;
+	}
+	p.doc = &doc;
+	root = yaml_document_get_root_node(&doc);
+	if (!root || node_is_null(root)) {
+		snprintf(p.err->msg, sizeof(p.err->msg),
+			 "%s:1:1: configuration is empty, expected a mapping with 'targets' and "
+			 "'probes'",
+			 p.name);
+		r = -EINVAL;
+		goto out_doc;
+	}
+	/* A second document would be silently ignored: refuse it. */
+	if (!yaml_parser_load(&yp, &extra)) {
+		r = syntax_error(&p, &yp, text, len);
+		goto out_doc;
+	}
+	if (yaml_document_get_root_node(&extra)) {
+		r = fail_at(&p, yaml_document_get_root_node(&extra),
+			    "only one YAML document is allowed in a configuration");
+		yaml_document_delete(&extra);
+		goto out_doc;
+	}
+	yaml_document_delete(&extra);
+
+	p.c = calloc(1, sizeof(*p.c));
+	if (!p.c) {
+		r = -ENOMEM;
+		goto out_doc;
+	}
+	set_defaults(p.c);
+	p.c->source = strdup(p.name);
+	r = p.c->source ? parse_root(&p, root) : -ENOMEM;
+	if (r == -ENOMEM)
+		snprintf(p.err->msg, sizeof(p.err->msg), "%s: out of memory", p.name);
+	if (r < 0) {
+		cfg_free(p.c);
+		goto out_doc;
+	}
+	*out = p.c;
+out_doc:
+	free(p.refs);
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&yp);
+	return r;
+}
+
+int cfg_load_file(const char *path, struct config **out, struct cfg_error *err)
+{
+	struct cfg_error dummy;
+	char *buf = NULL, *nb;
+	size_t len = 0, cap = 0;
+	int fd, r;
+
+	if (!err)
+		err = &dummy;
+	err->msg[0] = '\0';
+	if (!out || !path)
+		return -EINVAL;
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	/* Read to EOF rather than trusting st_size: /dev/stdin and pipes work too. */
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			cap = cap ? cap * 2 : 4096;
+			if (cap > CFG_FILE_MAX + 1)
+				cap = CFG_FILE_MAX + 1;
+			if (len == cap) {
+				r = -EFBIG;
+				goto fail_close;
+			}
+			nb = realloc(buf, cap);
+			if (!nb) {
+				r = -ENOMEM;
+				goto fail_close;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			goto fail_close;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	r = cfg_load_string(path, buf ? buf : "", len, out, err);
+	free(buf);
+	return r;
+
+fail_close:
+	close(fd);
+fail:
+	free(buf);
+	snprintf(err->msg, sizeof(err->msg), "%s: cannot read: %s", path, strerror(-r));
+	return r;
+}
+
+int cfg_load_default(struct config **out, struct cfg_error *err)
+{
+	return cfg_load_string(CFG_DEFAULT_SOURCE, cfg_default_yaml, strlen(cfg_default_yaml), out,
+			       err);
+}
+
+void cfg_free(struct config *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; c->targets && i < c->n_targets; i++)
+		free(c->targets[i].path);
+	free(c->targets);
+	free(c->probes);
+	free(c->source);
+	free(c);
+}
+
+/* ---- printing ------------------------------------------------------------------ */
+
+/* Plain when it reads back as the same string, double-quoted otherwise. */
+static void print_str(FILE *f, const char *s)
+{
+	bool plain = *s && *s != '-' && strcmp(s, "null") && strcmp(s, "Null") && strcmp(s, "NULL");
+
+	for (const char *q = s; plain && *q; q++)
+		if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+		      (*q >= '0' && *q <= '9') || *q == '_' || *q == '.' || *q == '-' || *q == '/'))
+			plain = false;
+	if (plain) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\x%02x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+/* A path: '$' doubled so that reloading does not expand it again. */
+static void print_path(FILE *f, const char *s)
+{
+	size_t n = strlen(s), dollars = 0;
+	char *esc;
+
+	for (size_t i = 0; i < n; i++)
+		dollars += s[i] == '$';
+	esc = malloc(n + dollars + 1);
+	if (!esc) {
+		print_str(f, s);
+		return;
+	}
+	for (size_t i = 0, j = 0; i <= n; i++) {
+		esc[j++] = s[i];
+		if (s[i] == '$')
+			esc[j++] = '$';
+	}
+	print_str(f, esc);
+	free(esc);
+}
+
+void cfg_print(const struct config *c, FILE *f)
+{
+	char buf[96];
+
+	fprintf(f, "# effective configuration from %s\n", c->source ? c->source : "<unknown>");
+	if (strchr(c->listen_host, ':'))
+		snprintf(buf, sizeof(buf), "[%s]:%u", c->listen_host, c->listen_port);
+	else
+		snprintf(buf, sizeof(buf), "%s:%u", c->listen_host, c->listen_port);
+	fputs("listen: ", f);
+	print_str(f, buf);
+	fputs("\nbuckets: [", f);
+	for (unsigned i = 0; i < c->n_buckets; i++) {
+		cfg_format_duration(c->buckets_ns[i], buf, sizeof(buf));
+		fprintf(f, "%s%s", i ? ", " : "", buf);
+	}
+	fputs("]\ntargets:\n", f);
+	for (unsigned i = 0; i < c->n_targets; i++) {
+		const struct cfg_target *t = &c->targets[i];
+
+		fputs("  - name: ", f);
+		print_str(f, t->name);
+		fprintf(f, "\n    %s: ", cfg_target_kind_name(t->kind));
+		print_path(f, t->path ? t->path : "");
+		fputc('\n', f);
+		if (t->kind == CFG_TARGET_DIRECTORY) {
+			cfg_format_size(t->size, buf, sizeof(buf));
+			fprintf(f, "    size: %s\n", buf);
+		}
+		fprintf(f, "    direct: %s\n", t->direct ? "true" : "false");
+		fprintf(f, "    allow_memory_backed: %s\n",
+			t->allow_memory_backed ? "true" : "false");
+	}
+	fputs("probes:\n", f);
+	for (unsigned i = 0; i < c->n_probes; i++) {
+		const struct cfg_probe *pr = &c->probes[i];
+
+		fputs("  - name: ", f);
+		print_str(f, pr->name);
+		fprintf(f, "\n    type: %s\n", cfg_probe_kind_name(pr->kind));
+		fputs("    target: ", f);
+		print_str(f, pr->target < c->n_targets ? c->targets[pr->target].name : "");
+		fprintf(f, "\n    op: %s\n", cfg_op_name(pr->op));
+		fprintf(f, "    sync: %s\n", pr->sync == CFG_SYNC_FDATASYNC ? "fdatasync" : "none");
+		cfg_format_duration(pr->interval_ns, buf, sizeof(buf));
+		fprintf(f, "    interval: %s\n", buf);
+		cfg_format_size(pr->block_size, buf, sizeof(buf));
+		fprintf(f, "    block_size: %s\n", buf);
+		cfg_format_size(pr->working_set, buf, sizeof(buf));
+		fprintf(f, "    working_set: %s\n", buf);
+		cfg_format_duration(pr->timeout_ns, buf, sizeof(buf));
+		fprintf(f, "    timeout: %s\n", buf);
+		fputs("    engine: ", f);
+		print_str(f, pr->engine);
+		fputc('\n', f);
+	}
+}
+
+/* ---- look-ups and names ------------------------------------------------------------ */
+
+int cfg_target_index(const struct config *c, const char *name)
+{
+	if (!c || !name)
+		return -1;
+	for (unsigned i = 0; i < c->n_targets; i++)
+		if (!strcmp(c->targets[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+const char *cfg_op_name(enum cfg_op op)
+{
+	switch (op) {
+	case CFG_OP_READ:
+		return "read";
+	case CFG_OP_WRITE:
+		return "write";
+	}
+	return "unknown";
+}
+
+const char *cfg_target_kind_name(enum cfg_target_kind k)
+{
+	switch (k) {
+	case CFG_TARGET_DIRECTORY:
+		return "directory";
+	case CFG_TARGET_FILE:
+		return "file";
+	}
+	return "unknown";
+}
+
+const char *cfg_probe_kind_name(enum cfg_probe_kind k)
+{
+	switch (k) {
+	case CFG_PROBE_PING:
+		return "ping";
+	}
+	return "unknown";
+}

@@ -1,0 +1,814 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config: every malformed input gives one exact "file:line:col: message"; every
+ * valid input gives the documented values; cfg_print() output reloads unchanged.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config/config.h"
+
+#define MIB (1ULL << 20)
+#define S   1000000000ULL
+
+/* A valid target and probe to build cases around: 3 and 4 lines. */
+#define T "targets:\n  - name: disk\n    directory: /srv/x\n"
+#define P "probes:\n  - name: p1\n    type: ping\n    target: disk\n"
+
+struct bad_case {
+	const char *name;
+	const char *yaml;
+	const char *msg;
+};
+
+static const struct bad_case bad_cases[] = {
+	/* YAML itself */
+	{"syntax_tab", "targets:\n\t- name: a\n",
+	 "t.yaml:2:1: YAML syntax error: found character that cannot start any token (while "
+	 "scanning for the next token)"},
+	{"syntax_unclosed_quote", "listen: \"127.0.0.1\n",
+	 "t.yaml:2:1: YAML syntax error: found unexpected end of stream (while scanning a quoted "
+	 "scalar)"},
+	{"syntax_bad_indent", T "  name: x\n" P,
+	 "t.yaml:4:3: YAML syntax error: did not find expected '-' indicator (while parsing a "
+	 "block collection)"},
+	{"empty_document", "",
+	 "t.yaml:1:1: configuration is empty, expected a mapping with 'targets' and 'probes'"},
+	{"only_comments", "# nothing\n\n# here\n",
+	 "t.yaml:1:1: configuration is empty, expected a mapping with 'targets' and 'probes'"},
+	{"two_documents", T P "---\n" T P,
+	 "t.yaml:9:1: only one YAML document is allowed in a configuration"},
+	{"root_is_list", "- a\n- b\n",
+	 "t.yaml:1:1: configuration must be a mapping with 'targets' and 'probes', got a list"},
+	{"root_is_scalar", "hello\n",
+	 "t.yaml:1:1: configuration must be a mapping with 'targets' and 'probes', got a string"},
+
+	/* top level */
+	{"unknown_top_key_suggest", "tragets: []\n",
+	 "t.yaml:1:1: unknown key 'tragets' at top level, did you mean 'targets'?"},
+	{"unknown_top_key_list", T P "metrics: yes\n",
+	 "t.yaml:8:1: unknown key 'metrics' at top level (valid keys: listen, buckets, targets, "
+	 "probes)"},
+	{"duplicate_top_key", T P "targets: []\n",
+	 "t.yaml:8:1: duplicate key 'targets' at top level (first defined at line 1)"},
+	{"non_string_key", "? [a, b]\n: 1\n",
+	 "t.yaml:1:3: keys at top level must be strings, got a list"},
+	{"missing_targets", P, "t.yaml:1:1: configuration is missing required key 'targets'"},
+	{"missing_probes", T, "t.yaml:1:1: configuration is missing required key 'probes'"},
+	{"targets_not_list", "targets: disk\n" P,
+	 "t.yaml:1:10: 'targets' must be a list, got a string"},
+	{"targets_empty", "targets: []\n" P, "t.yaml:1:10: 'targets' must not be empty"},
+	{"targets_null", "targets:\n" P, "t.yaml:1:9: 'targets' must not be empty"},
+	{"probes_mapping", T "probes:\n  name: p1\n",
+	 "t.yaml:5:3: 'probes' must be a list, got a mapping"},
+
+	/* listen */
+	{"listen_hostname", "listen: localhost:10035\n" T P,
+	 "t.yaml:1:9: invalid address 'localhost:10035' for 'listen': host must be a numeric "
+	 "IPv4 or IPv6 address, or empty for any, got 'localhost'"},
+	{"listen_port_range", "listen: 127.0.0.1:65536\n" T P,
+	 "t.yaml:1:9: invalid address '127.0.0.1:65536' for 'listen': port must be a number "
+	 "from 0 to 65535"},
+	{"listen_no_port", "listen: 127.0.0.1\n" T P,
+	 "t.yaml:1:9: invalid address '127.0.0.1' for 'listen': expected HOST:PORT, "
+	 "[IPV6]:PORT or :PORT"},
+	{"listen_v6_brackets", "listen: ::1:10035\n" T P,
+	 "t.yaml:1:9: invalid address '::1:10035' for 'listen': put an IPv6 address in "
+	 "brackets, as in [::1]:10035"},
+	{"listen_v6_bad", "listen: \"[1.2.3.4]:80\"\n" T P,
+	 "t.yaml:1:9: invalid address '[1.2.3.4]:80' for 'listen': host must be a numeric IPv4 "
+	 "or IPv6 address, or empty for any, got '1.2.3.4'"},
+	{"listen_long_host",
+	 "listen: 1234567890123456789012345678901234567890123456789012345678901234567890:1\n" T P,
+	 "t.yaml:1:9: invalid address "
+	 "'1234567890123456789012345678901234567890123456789012345678901234567890:1' for "
+	 "'listen': host must be a numeric IPv4 or IPv6 address, or empty for any, got "
+	 "'123456789012345678901234567890123456789012345678901234567890123'"},
+	{"listen_list", "listen: [a]\n" T P, "t.yaml:1:9: 'listen' must be a string, got a list"},
+
+	/* buckets */
+	{"buckets_not_ascending", "buckets: [1ms, 5ms, 2ms]\n" T P,
+	 "t.yaml:1:21: 'buckets' must be strictly ascending, got 2ms after 5ms"},
+	{"buckets_equal", "buckets: [1ms, 1000us]\n" T P,
+	 "t.yaml:1:16: 'buckets' must be strictly ascending, got 1ms after 1ms"},
+	{"buckets_no_unit", "buckets:\n  - 1ms\n  - 5\n" T P,
+	 "t.yaml:3:5: invalid duration '5' for 'buckets': missing unit (ns, us, ms, s, m, h, d)"},
+	{"buckets_zero", "buckets: [0s, 1s]\n" T P,
+	 "t.yaml:1:11: 'buckets' values must be greater than 0s"},
+	{"buckets_empty", "buckets: []\n" T P, "t.yaml:1:10: 'buckets' must not be empty"},
+	{"buckets_scalar", "buckets: 1ms\n" T P,
+	 "t.yaml:1:10: 'buckets' must be a list of durations, got a string"},
+
+	/* targets */
+	{"target_not_mapping", "targets:\n  - disk\n" P,
+	 "t.yaml:2:5: each item of 'targets' must be a mapping, got a string"},
+	{"target_missing_name", "targets:\n  - directory: /srv/x\n" P,
+	 "t.yaml:2:5: target is missing required key 'name'"},
+	{"target_bad_name", "targets:\n  - name: my disk\n    directory: /srv/x\n" P,
+	 "t.yaml:2:11: invalid target name 'my disk': use 1 to 63 characters from A-Z a-z 0-9 _ "
+	 ". -"},
+	{"target_name_too_long",
+	 "targets:\n  - name: "
+	 "a123456789b123456789c123456789d123456789e123456789f123456789abcd\n"
+	 "    directory: /srv/x\n" P,
+	 "t.yaml:2:11: invalid target name "
+	 "'a123456789b123456789c123456789d123456789e123456789f123456789abcd': use 1 to 63 "
+	 "characters from A-Z a-z 0-9 _ . -"},
+	{"target_name_null", "targets:\n  - name:\n    directory: /srv/x\n" P,
+	 "t.yaml:2:10: missing value for 'name'"},
+	{"target_unknown_key", "targets:\n  - name: disk\n    dir: /srv/x\n" P,
+	 "t.yaml:3:5: unknown key 'dir' in target (valid keys: name, directory, file, size, "
+	 "direct, allow_memory_backed)"},
+	{"target_unknown_key_suggest", "targets:\n  - name: disk\n    directroy: /srv/x\n" P,
+	 "t.yaml:3:5: unknown key 'directroy' in target, did you mean 'directory'?"},
+	{"target_both_kinds", "targets:\n  - name: disk\n    directory: /srv/x\n    file: /f\n" P,
+	 "t.yaml:4:5: target 'disk' has both 'directory' and 'file', use one"},
+	{"target_no_kind", "targets:\n  - name: disk\n    size: 1GiB\n" P,
+	 "t.yaml:2:5: target 'disk' needs 'directory' or 'file'"},
+	{"target_empty_path", "targets:\n  - name: disk\n    directory: \"\"\n" P,
+	 "t.yaml:3:16: 'directory' must not be empty"},
+	{"target_size_on_file", "targets:\n  - name: db\n    file: /db\n    size: 1GiB\n" P,
+	 "t.yaml:4:5: 'size' is only valid on directory targets: target 'db' is a file and is "
+	 "measured at its own size"},
+	{"target_size_small", T "    size: 4k\n" P,
+	 "t.yaml:4:11: 'size' must be between 1MiB and 1TiB, got 4KiB"},
+	{"target_size_big", T "    size: 2TiB\n" P,
+	 "t.yaml:4:11: 'size' must be between 1MiB and 1TiB, got 2TiB"},
+	{"target_size_ambiguous", T "    size: 64MB\n" P,
+	 "t.yaml:4:11: invalid size '64MB' for 'size': 'MB' is ambiguous, write 'MiB' (binary, "
+	 "1024-based) or a number of bytes"},
+	{"target_size_garbage", T "    size: lots\n" P,
+	 "t.yaml:4:11: invalid size 'lots' for 'size': expected bytes or a number with a unit "
+	 "(k, m, g, t, KiB, MiB, GiB, TiB)"},
+	{"target_size_overflow", T "    size: 99999999999999999999\n" P,
+	 "t.yaml:4:11: invalid size '99999999999999999999' for 'size': too large"},
+	{"target_direct_maybe", T "    direct: maybe\n" P,
+	 "t.yaml:4:13: 'direct' must be true or false, got 'maybe'"},
+	{"target_direct_yes", T "    direct: yes\n" P,
+	 "t.yaml:4:13: 'direct' must be true or false, got 'yes'"},
+	{"target_direct_quoted", T "    allow_memory_backed: \"true\"\n" P,
+	 "t.yaml:4:26: 'allow_memory_backed' must be true or false without quotes, got 'true'"},
+	{"target_duplicate_key", T "    directory: /srv/y\n" P,
+	 "t.yaml:4:5: duplicate key 'directory' in target (first defined at line 3)"},
+	{"target_duplicate_name", T "  - name: disk\n    directory: /srv/y\n" P,
+	 "t.yaml:4:5: duplicate target name 'disk' (first defined at line 2)"},
+	{"target_env_unset", "targets:\n  - name: disk\n    directory: ${IOPULSE_TEST_UNSET}/x\n" P,
+	 "t.yaml:3:16: environment variable 'IOPULSE_TEST_UNSET' used in 'directory' is not set "
+	 "(write ${IOPULSE_TEST_UNSET:-fallback} to give a default)"},
+	{"target_env_unterminated", "targets:\n  - name: disk\n    file: ${HOME/x\n" P,
+	 "t.yaml:3:11: unterminated '${' in 'file'"},
+	{"target_env_bad_name", "targets:\n  - name: disk\n    directory: ${1X}/x\n" P,
+	 "t.yaml:3:16: invalid variable reference '${1X}' in 'directory': use ${NAME} or "
+	 "${NAME:-fallback}"},
+	{"target_env_bad_operator", "targets:\n  - name: disk\n    directory: ${HOME:=/x}\n" P,
+	 "t.yaml:3:16: invalid variable reference '${HOME:=/x}' in 'directory': use ${NAME} or "
+	 "${NAME:-fallback}"},
+
+	/* probes */
+	{"probe_not_mapping", T "probes:\n  - [p1]\n",
+	 "t.yaml:5:5: each item of 'probes' must be a mapping, got a list"},
+	{"probe_missing_name", T "probes:\n  - type: ping\n    target: disk\n",
+	 "t.yaml:5:5: probe is missing required key 'name'"},
+	{"probe_missing_type", T "probes:\n  - name: p1\n    target: disk\n",
+	 "t.yaml:5:5: probe 'p1' is missing required key 'type'"},
+	{"probe_missing_target", T "probes:\n  - name: p1\n    type: ping\n",
+	 "t.yaml:5:5: probe 'p1' is missing required key 'target'"},
+	{"probe_unknown_key", T P "    intervall: 1s\n",
+	 "t.yaml:8:5: unknown key 'intervall' in probe, did you mean 'interval'?"},
+	{"probe_unknown_key_transposed", T P "    blcok_size: 4k\n",
+	 "t.yaml:8:5: unknown key 'blcok_size' in probe, did you mean 'block_size'?"},
+	{"probe_unknown_key_far", T P "    qd: 4\n",
+	 "t.yaml:8:5: unknown key 'qd' in probe (valid keys: name, type, target, op, sync, "
+	 "interval, block_size, working_set, timeout, engine)"},
+	{"probe_duplicate_key", T P "    op: read\n    op: write\n",
+	 "t.yaml:9:5: duplicate key 'op' in probe (first defined at line 8)"},
+	{"probe_bad_name", T "probes:\n  - name: p/1\n    type: ping\n    target: disk\n",
+	 "t.yaml:5:11: invalid probe name 'p/1': use 1 to 63 characters from A-Z a-z 0-9 _ . -"},
+	{"probe_duplicate_name", T P "  - name: p1\n    type: ping\n    target: disk\n",
+	 "t.yaml:8:5: duplicate probe name 'p1' (first defined at line 5)"},
+	{"probe_type_burst", T "probes:\n  - name: p1\n    type: burst\n    target: disk\n",
+	 "t.yaml:6:11: invalid value 'burst' for 'type': expected ping"},
+	{"probe_op_bad", T P "    op: randread\n",
+	 "t.yaml:8:9: invalid value 'randread' for 'op': expected read or write"},
+	{"probe_sync_bad", T P "    op: write\n    sync: fsync\n",
+	 "t.yaml:9:11: invalid value 'fsync' for 'sync': expected none or fdatasync"},
+	{"probe_sync_on_read", T P "    sync: fdatasync\n",
+	 "t.yaml:8:11: probe 'p1': 'sync: fdatasync' needs 'op: write'"},
+	{"probe_interval_no_unit", T P "    interval: 10\n",
+	 "t.yaml:8:15: invalid duration '10' for 'interval': missing unit (ns, us, ms, s, m, h, "
+	 "d)"},
+	{"probe_interval_fraction_no_unit", T P "    interval: 1.5\n",
+	 "t.yaml:8:15: invalid duration '1.5' for 'interval': missing unit (ns, us, ms, s, m, h, "
+	 "d)"},
+	{"probe_interval_garbage", T P "    interval: 1 sec\n",
+	 "t.yaml:8:15: invalid duration '1 sec' for 'interval': expected a number and a unit, as "
+	 "in 500ms, 10s or 1m30s (units: ns, us, ms, s, m, h, d)"},
+	{"probe_interval_zero", T P "    interval: 0s\n",
+	 "t.yaml:8:15: 'interval' must be between 1ms and 24h, got 0s"},
+	{"probe_interval_long", T P "    interval: 2d\n",
+	 "t.yaml:8:15: 'interval' must be between 1ms and 24h, got 48h"},
+	{"probe_interval_overflow", T P "    interval: 999999999999h\n",
+	 "t.yaml:8:15: invalid duration '999999999999h' for 'interval': too large"},
+	{"probe_interval_list", T P "    interval: [1s]\n",
+	 "t.yaml:8:15: 'interval' must be a duration, got a list"},
+	{"probe_interval_null", T P "    interval: ~\n",
+	 "t.yaml:8:15: missing value for 'interval'"},
+	{"probe_timeout_long", T P "    timeout: 1h\n",
+	 "t.yaml:8:14: 'timeout' must be between 1ms and 10m, got 1h"},
+	{"probe_block_size_small", T P "    block_size: 256\n",
+	 "t.yaml:8:17: 'block_size' must be between 512 and 16MiB, got 256"},
+	{"probe_block_size_big", T P "    block_size: 32m\n",
+	 "t.yaml:8:17: 'block_size' must be between 512 and 16MiB, got 32MiB"},
+	{"probe_block_size_unaligned", T P "    block_size: 1000\n",
+	 "t.yaml:8:17: 'block_size' must be a multiple of 512 (direct I/O), got 1000"},
+	{"probe_working_set_small", T P "    block_size: 64k\n    working_set: 8k\n",
+	 "t.yaml:9:18: probe 'p1': 'working_set' (8KiB) must be at least 'block_size' (64KiB)"},
+	{"probe_working_set_big", T P "    working_set: 128MiB\n",
+	 "t.yaml:8:18: probe 'p1': 'working_set' (128MiB) is larger than the size of target "
+	 "'disk' (64MiB)"},
+	{"probe_working_set_huge", T P "    working_set: 2t\n",
+	 "t.yaml:8:18: 'working_set' must be at most 1TiB, got 2TiB"},
+	{"probe_engine", T P "    engine: io_uring\n",
+	 "t.yaml:8:13: invalid value 'io_uring' for 'engine': expected sync"},
+	{"probe_undefined_target_suggest",
+	 T "probes:\n  - name: p1\n    type: ping\n    target: dsik\n",
+	 "t.yaml:7:13: probe 'p1' references undefined target 'dsik', did you mean 'disk'?"},
+	{"probe_undefined_target", T "probes:\n  - name: p1\n    type: ping\n    target: nvme0\n",
+	 "t.yaml:7:13: probe 'p1' references undefined target 'nvme0'"},
+	{"probe_target_null", T "probes:\n  - name: p1\n    type: ping\n    target:\n",
+	 "t.yaml:7:12: missing value for 'target'"},
+	{"probe_write_file_target",
+	 "targets:\n  - name: db\n    file: /db\n"
+	 "probes:\n  - name: p1\n    type: ping\n    target: db\n    op: write\n",
+	 "t.yaml:8:9: probe 'p1' writes to file target 'db': iopulse never writes to a file it "
+	 "did not create, use a 'directory' target for write probes"},
+	/* Probes may come first: the reference is resolved after everything is read. */
+	{"probes_before_targets_undefined",
+	 "probes:\n  - name: p1\n    type: ping\n    target: disc\n" T,
+	 "t.yaml:4:13: probe 'p1' references undefined target 'disc', did you mean 'disk'?"},
+	/* First error wins: the bad interval comes before the bad op. */
+	{"first_error_wins", T P "    interval: 5\n    op: wirte\n",
+	 "t.yaml:8:15: invalid duration '5' for 'interval': missing unit (ns, us, ms, s, m, h, "
+	 "d)"},
+};
+
+static void test_bad_case(void **state)
+{
+	const struct bad_case *bc = *state;
+	struct config *c = (struct config *)&c; /* must be reset to NULL */
+	struct cfg_error err;
+	int r;
+
+	r = cfg_load_string("t.yaml", bc->yaml, strlen(bc->yaml), &c, &err);
+	if (r != -EINVAL || strcmp(err.msg, bc->msg) != 0)
+		fail_msg("case %s:\n  got  (%d) %s\n  want      %s", bc->name, r, err.msg, bc->msg);
+	assert_null(c);
+}
+
+/* ---- helpers ---- */
+
+static struct config *load_ok(const char *yaml)
+{
+	struct config *c = NULL;
+	struct cfg_error err;
+	int r;
+
+	r = cfg_load_string("t.yaml", yaml, strlen(yaml), &c, &err);
+	if (r != 0)
+		fail_msg("load failed (%d): %s", r, err.msg);
+	assert_non_null(c);
+	return c;
+}
+
+static void assert_config_equal(const struct config *a, const struct config *b)
+{
+	assert_string_equal(a->listen_host, b->listen_host);
+	assert_int_equal(a->listen_port, b->listen_port);
+	assert_int_equal(a->n_buckets, b->n_buckets);
+	for (unsigned i = 0; i < a->n_buckets; i++)
+		assert_int_equal(a->buckets_ns[i], b->buckets_ns[i]);
+	assert_int_equal(a->n_targets, b->n_targets);
+	for (unsigned i = 0; i < a->n_targets; i++) {
+		const struct cfg_target *x = &a->targets[i], *y = &b->targets[i];
+
+		assert_string_equal(x->name, y->name);
+		assert_int_equal(x->kind, y->kind);
+		assert_string_equal(x->path, y->path);
+		assert_int_equal(x->size, y->size);
+		assert_int_equal(x->direct, y->direct);
+		assert_int_equal(x->allow_memory_backed, y->allow_memory_backed);
+	}
+	assert_int_equal(a->n_probes, b->n_probes);
+	for (unsigned i = 0; i < a->n_probes; i++) {
+		const struct cfg_probe *x = &a->probes[i], *y = &b->probes[i];
+
+		assert_string_equal(x->name, y->name);
+		assert_int_equal(x->kind, y->kind);
+		assert_int_equal(x->target, y->target);
+		assert_int_equal(x->op, y->op);
+		assert_int_equal(x->sync, y->sync);
+		assert_int_equal(x->interval_ns, y->interval_ns);
+		assert_int_equal(x->block_size, y->block_size);
+		assert_int_equal(x->working_set, y->working_set);
+		assert_int_equal(x->timeout_ns, y->timeout_ns);
+		assert_string_equal(x->engine, y->engine);
+	}
+}
+
+static char *print_to_string(const struct config *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	cfg_print(c, f);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* cfg_print() output loads back to an equal config. */
+static void assert_print_reloads(const struct config *c)
+{
+	char *text = print_to_string(c);
+	struct config *again = NULL;
+	struct cfg_error err;
+	int r;
+
+	r = cfg_load_string("printed.yaml", text, strlen(text), &again, &err);
+	if (r != 0)
+		fail_msg("printed config does not load: %s\n%s", err.msg, text);
+	assert_config_equal(c, again);
+	cfg_free(again);
+	free(text);
+}
+
+/* ---- valid configurations ---- */
+
+static void test_defaults_filled(void **state)
+{
+	struct config *c;
+	const struct cfg_probe *p;
+	const struct cfg_target *t;
+	static const uint64_t buckets[] = {
+		10000,	   25000,      50000,	   100000,     250000,	    500000,    1000000,
+		2500000,   5000000,    10000000,   25000000,   50000000,    100000000, 250000000,
+		500000000, 1000000000, 2500000000, 5000000000, 10000000000,
+	};
+
+	(void)state;
+	c = load_ok(T P);
+	assert_string_equal(c->source, "t.yaml");
+	assert_string_equal(c->listen_host, "127.0.0.1");
+	assert_int_equal(c->listen_port, 10035);
+	assert_int_equal(c->n_buckets, sizeof(buckets) / sizeof(buckets[0]));
+	assert_memory_equal(c->buckets_ns, buckets, sizeof(buckets));
+	assert_int_equal(c->n_targets, 1);
+	t = &c->targets[0];
+	assert_string_equal(t->name, "disk");
+	assert_int_equal(t->kind, CFG_TARGET_DIRECTORY);
+	assert_string_equal(t->path, "/srv/x");
+	assert_int_equal(t->size, CFG_DEFAULT_TARGET_SIZE);
+	assert_true(t->direct);
+	assert_false(t->allow_memory_backed);
+	assert_int_equal(t->pos.line, 2);
+	assert_int_equal(t->pos.col, 5);
+	assert_int_equal(c->n_probes, 1);
+	p = &c->probes[0];
+	assert_string_equal(p->name, "p1");
+	assert_int_equal(p->kind, CFG_PROBE_PING);
+	assert_int_equal(p->target, 0);
+	assert_int_equal(p->op, CFG_OP_READ);
+	assert_int_equal(p->sync, CFG_SYNC_NONE);
+	assert_int_equal(p->interval_ns, CFG_DEFAULT_INTERVAL_NS);
+	assert_int_equal(p->block_size, CFG_DEFAULT_BLOCK_SIZE);
+	assert_int_equal(p->working_set, 0);
+	assert_int_equal(p->timeout_ns, CFG_DEFAULT_TIMEOUT_NS);
+	assert_string_equal(p->engine, "sync");
+	assert_int_equal(p->pos.line, 5);
+	assert_int_equal(p->pos.col, 5);
+	cfg_free(c);
+}
+
+static void test_every_key(void **state)
+{
+	struct config *c;
+	const struct cfg_probe *p;
+
+	(void)state;
+	c = load_ok("listen: \"[::1]:0\"\n"
+		    "buckets: [1ms, 1.5ms, 1s]\n"
+		    "targets:\n"
+		    "  - name: a\n    directory: /a\n    size: 1073741824\n"
+		    "    direct: false\n    allow_memory_backed: true\n"
+		    "  - name: b.2_x-y\n    file: '/b file'\n"
+		    "probes:\n"
+		    "  - name: w\n    type: ping\n    target: a\n    op: write\n"
+		    "    sync: fdatasync\n    interval: 1m30s\n    block_size: 8KiB\n"
+		    "    working_set: 1GiB\n    timeout: 2.5s\n    engine: sync\n"
+		    "  - name: r\n    type: ping\n    target: b.2_x-y\n    working_set: 512GiB\n");
+	assert_string_equal(c->listen_host, "::1");
+	assert_int_equal(c->listen_port, 0);
+	assert_int_equal(c->n_buckets, 3);
+	assert_int_equal(c->buckets_ns[1], 1500000);
+	assert_int_equal(c->targets[0].size, 1ULL << 30);
+	assert_false(c->targets[0].direct);
+	assert_true(c->targets[0].allow_memory_backed);
+	assert_int_equal(c->targets[1].kind, CFG_TARGET_FILE);
+	assert_string_equal(c->targets[1].path, "/b file");
+	assert_int_equal(c->targets[1].size, 0);
+	p = &c->probes[0];
+	assert_int_equal(p->op, CFG_OP_WRITE);
+	assert_int_equal(p->sync, CFG_SYNC_FDATASYNC);
+	assert_int_equal(p->interval_ns, 90 * S);
+	assert_int_equal(p->block_size, 8192);
+	assert_int_equal(p->working_set, 1ULL << 30);
+	assert_int_equal(p->timeout_ns, 2500000000ULL);
+	p = &c->probes[1];
+	assert_int_equal(p->target, 1);
+	assert_int_equal(p->working_set, 512ULL << 30); /* a file's size is not checked here */
+	assert_print_reloads(c);
+	cfg_free(c);
+}
+
+static void test_listen_forms(void **state)
+{
+	static const struct {
+		const char *yaml;
+		const char *host;
+		unsigned port;
+	} cases[] = {
+		{"listen: 0.0.0.0:9100\n", "0.0.0.0", 9100},
+		{"listen: :10035\n", "", 10035},
+		{"listen: \":0\"\n", "", 0},
+		{"listen: \"[::]:80\"\n", "::", 80},
+		{"listen: \"[fe80::1]:65535\"\n", "fe80::1", 65535},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char yaml[256];
+		struct config *c;
+
+		snprintf(yaml, sizeof(yaml), "%s" T P, cases[i].yaml);
+		c = load_ok(yaml);
+		assert_string_equal(c->listen_host, cases[i].host);
+		assert_int_equal(c->listen_port, cases[i].port);
+		assert_print_reloads(c);
+		cfg_free(c);
+	}
+}
+
+/* --listen on the command line parses exactly like the 'listen' key. */
+static void test_parse_listen(void **state)
+{
+	char host[64], tiny[4];
+	uint16_t port = 1;
+
+	(void)state;
+	assert_int_equal(cfg_parse_listen("127.0.0.1:10035", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "127.0.0.1");
+	assert_int_equal(port, 10035);
+	assert_int_equal(cfg_parse_listen("[::1]:0", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "::1");
+	assert_int_equal(port, 0);
+	assert_int_equal(cfg_parse_listen(":9100", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "");
+	assert_int_equal(port, 9100);
+	assert_int_equal(cfg_parse_listen("localhost:80", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(cfg_parse_listen("::1:80", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(cfg_parse_listen("[::1]80", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(cfg_parse_listen("[]:80", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(cfg_parse_listen("1.2.3.4:", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(cfg_parse_listen("1.2.3.4:-1", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(cfg_parse_listen("1.2.3.4:65536", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(cfg_parse_listen("1.2.3.4", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(cfg_parse_listen("", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(cfg_parse_listen("1.2.3.4:80", tiny, sizeof(tiny), &port), -ENAMETOOLONG);
+	assert_int_equal(cfg_parse_listen(NULL, host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(port, 9100); /* untouched on failure */
+}
+
+static void test_env_expansion(void **state)
+{
+	struct config *c;
+
+	(void)state;
+	setenv("IOPULSE_TEST_DIR", "/srv/data", 1);
+	setenv("IOPULSE_TEST_EMPTY", "", 1);
+	unsetenv("IOPULSE_TEST_UNSET");
+	c = load_ok("targets:\n"
+		    "  - name: a\n    directory: ${IOPULSE_TEST_DIR}/iopulse\n"
+		    "  - name: b\n    directory: ${IOPULSE_TEST_UNSET:-/fallback/b}\n"
+		    "  - name: c\n    directory: ${IOPULSE_TEST_EMPTY:-/fallback/c}\n"
+		    "  - name: d\n    directory: ${IOPULSE_TEST_DIR:-/unused}/d\n"
+		    "  - name: e\n    file: /cost$5/$$HOME/a$\n"
+		    "  - name: f\n    directory: ${IOPULSE_TEST_UNSET:-}/rel\n"
+		    "probes:\n  - name: p\n    type: ping\n    target: a\n");
+	assert_string_equal(c->targets[0].path, "/srv/data/iopulse");
+	assert_string_equal(c->targets[1].path, "/fallback/b");
+	assert_string_equal(c->targets[2].path, "/fallback/c");
+	assert_string_equal(c->targets[3].path, "/srv/data/d");
+	assert_string_equal(c->targets[4].path, "/cost$5/$HOME/a$");
+	assert_string_equal(c->targets[5].path, "/rel");
+	/* Printed paths are escaped: reloading must not expand them again. */
+	setenv("IOPULSE_TEST_DIR", "${IOPULSE_TEST_UNSET}", 1);
+	cfg_free(c);
+	c = load_ok("targets:\n  - name: a\n    directory: /x/${IOPULSE_TEST_DIR}\n"
+		    "probes:\n  - name: p\n    type: ping\n    target: a\n");
+	assert_string_equal(c->targets[0].path, "/x/${IOPULSE_TEST_UNSET}");
+	assert_print_reloads(c);
+	cfg_free(c);
+	unsetenv("IOPULSE_TEST_DIR");
+	unsetenv("IOPULSE_TEST_EMPTY");
+}
+
+static void test_scalars_are_strings(void **state)
+{
+	struct config *c;
+
+	(void)state;
+	/* Names that YAML would type as numbers or booleans are still names. */
+	c = load_ok(
+		"targets:\n  - name: 123\n    directory: /x\n  - name: 'null'\n"
+		"    directory: /y\n  - name: \"true\"\n    directory: '-'\n"
+		"probes:\n  - name: 1.5\n    type: ping\n    target: 123\n"
+		"  - name: '-'\n    type: \"ping\"\n    target: 'null'\n    block_size: 4096\n");
+	assert_string_equal(c->targets[0].name, "123");
+	assert_string_equal(c->targets[1].name, "null");
+	assert_string_equal(c->targets[2].path, "-");
+	assert_string_equal(c->probes[0].name, "1.5");
+	assert_int_equal(c->probes[1].target, 1);
+	assert_print_reloads(c);
+	cfg_free(c);
+}
+
+static void test_limits(void **state)
+{
+	size_t cap = 64 * 1024;
+	char *yaml = malloc(cap);
+	struct config *c = NULL;
+	struct cfg_error err;
+	size_t n;
+
+	(void)state;
+	assert_non_null(yaml);
+	/* 64 targets and 256 probes are fine; one more of either is not. */
+	for (unsigned extra = 0; extra < 3; extra++) {
+		unsigned nt = CFG_MAX_TARGETS + (extra == 1), np = CFG_MAX_PROBES + (extra == 2);
+
+		n = (size_t)snprintf(yaml, cap, "targets:\n");
+		for (unsigned i = 0; i < nt; i++)
+			n += (size_t)snprintf(yaml + n, cap - n, "  - {name: t%u, directory: /t}\n",
+					      i);
+		n += (size_t)snprintf(yaml + n, cap - n, "probes:\n");
+		for (unsigned i = 0; i < np; i++)
+			n += (size_t)snprintf(yaml + n, cap - n,
+					      "  - {name: p%u, type: ping, target: t%u}\n", i,
+					      i % CFG_MAX_TARGETS);
+		assert_true(n < cap);
+		if (extra == 0) {
+			assert_int_equal(cfg_load_string("t.yaml", yaml, n, &c, &err), 0);
+			assert_int_equal(c->n_targets, CFG_MAX_TARGETS);
+			assert_int_equal(c->n_probes, CFG_MAX_PROBES);
+			assert_int_equal(c->probes[65].target, 1);
+			cfg_free(c);
+		} else {
+			assert_int_equal(cfg_load_string("t.yaml", yaml, n, &c, &err), -EINVAL);
+			assert_string_equal(err.msg, extra == 1 ? "t.yaml:2:3: 'targets' has 65 "
+								  "items, at most 64 are allowed"
+								: "t.yaml:67:3: 'probes' has 257 "
+								  "items, at most 256 are allowed");
+		}
+	}
+	free(yaml);
+}
+
+static void test_embedded_default(void **state)
+{
+	struct config *c = NULL;
+	struct cfg_error err;
+	const struct cfg_probe *p;
+
+	(void)state;
+	unsetenv("STATE_DIRECTORY");
+	assert_int_equal(cfg_load_default(&c, &err), 0);
+	assert_string_equal(c->source, "<embedded default>");
+	assert_string_equal(c->listen_host, "127.0.0.1");
+	assert_int_equal(c->listen_port, 10035);
+	assert_int_equal(c->n_buckets, 19);
+	assert_int_equal(c->n_targets, 1);
+	assert_string_equal(c->targets[0].name, "state");
+	assert_int_equal(c->targets[0].kind, CFG_TARGET_DIRECTORY);
+	assert_string_equal(c->targets[0].path, "./iopulse-data");
+	assert_int_equal(c->targets[0].size, 64 * MIB);
+	assert_true(c->targets[0].direct);
+	assert_false(c->targets[0].allow_memory_backed);
+	assert_int_equal(c->n_probes, 2);
+	p = &c->probes[0];
+	assert_string_equal(p->name, "read-ping");
+	assert_int_equal(p->kind, CFG_PROBE_PING);
+	assert_int_equal(p->target, 0);
+	assert_int_equal(p->op, CFG_OP_READ);
+	assert_int_equal(p->sync, CFG_SYNC_NONE);
+	assert_int_equal(p->block_size, 4096);
+	assert_int_equal(p->interval_ns, 1 * S);
+	p = &c->probes[1];
+	assert_string_equal(p->name, "write-ping");
+	assert_int_equal(p->target, 0);
+	assert_int_equal(p->op, CFG_OP_WRITE);
+	assert_int_equal(p->sync, CFG_SYNC_FDATASYNC);
+	assert_int_equal(p->block_size, 4096);
+	assert_int_equal(p->interval_ns, 10 * S);
+	cfg_free(c);
+
+	setenv("STATE_DIRECTORY", "/var/lib/iopulse", 1);
+	assert_int_equal(cfg_load_default(&c, &err), 0);
+	assert_string_equal(c->targets[0].path, "/var/lib/iopulse");
+	cfg_free(c);
+	unsetenv("STATE_DIRECTORY");
+}
+
+/* The whole printed default, byte for byte: this is what `iopulse check` shows. */
+static void test_print_default(void **state)
+{
+	static const char want[] =
+		"# effective configuration from <embedded default>\n"
+		"listen: \"127.0.0.1:10035\"\n"
+		"buckets: [10us, 25us, 50us, 100us, 250us, 500us, 1ms, 2ms500us, 5ms, 10ms, 25ms, "
+		"50ms, 100ms, 250ms, 500ms, 1s, 2s500ms, 5s, 10s]\n"
+		"targets:\n"
+		"  - name: state\n"
+		"    directory: ./iopulse-data\n"
+		"    size: 64MiB\n"
+		"    direct: true\n"
+		"    allow_memory_backed: false\n"
+		"probes:\n"
+		"  - name: read-ping\n"
+		"    type: ping\n"
+		"    target: state\n"
+		"    op: read\n"
+		"    sync: none\n"
+		"    interval: 1s\n"
+		"    block_size: 4KiB\n"
+		"    working_set: 0\n"
+		"    timeout: 10s\n"
+		"    engine: sync\n"
+		"  - name: write-ping\n"
+		"    type: ping\n"
+		"    target: state\n"
+		"    op: write\n"
+		"    sync: fdatasync\n"
+		"    interval: 10s\n"
+		"    block_size: 4KiB\n"
+		"    working_set: 0\n"
+		"    timeout: 10s\n"
+		"    engine: sync\n";
+	struct config *c = NULL;
+	struct cfg_error err;
+	char *text;
+
+	(void)state;
+	unsetenv("STATE_DIRECTORY");
+	assert_int_equal(cfg_load_default(&c, &err), 0);
+	text = print_to_string(c);
+	assert_string_equal(text, want);
+	assert_print_reloads(c);
+	free(text);
+	cfg_free(c);
+}
+
+static void test_examples_load(void **state)
+{
+	const char *dir = TEST_SOURCE_DIR "/config/examples";
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	unsigned n = 0;
+
+	(void)state;
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char path[4096];
+		struct config *c = NULL;
+		struct cfg_error err;
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".yaml"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (cfg_load_file(path, &c, &err) != 0)
+			fail_msg("%s", err.msg);
+		assert_string_equal(c->source, path);
+		assert_print_reloads(c);
+		cfg_free(c);
+		n++;
+	}
+	closedir(d);
+	assert_true(n >= 3);
+}
+
+/* The files the integration test feeds to `iopulse check` must all fail. */
+static void test_bad_files_fail(void **state)
+{
+	const char *dir = TEST_SOURCE_DIR "/tests/configs/bad";
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	unsigned n = 0;
+
+	(void)state;
+	assert_non_null(d);
+	unsetenv("IOPULSE_SURELY_UNSET_VARIABLE");
+	while ((de = readdir(d))) {
+		char path[4096];
+		struct config *c = NULL;
+		struct cfg_error err;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (cfg_load_file(path, &c, &err) != -EINVAL)
+			fail_msg("%s loaded", path);
+		assert_null(c);
+		assert_int_equal(strncmp(err.msg, path, strlen(path)), 0);
+		n++;
+	}
+	closedir(d);
+	assert_true(n >= 6);
+}
+
+static void test_load_file_errors(void **state)
+{
+	struct config *c = NULL;
+	struct cfg_error err;
+
+	(void)state;
+	assert_int_equal(cfg_load_file("/nonexistent/iopulse.yaml", &c, &err), -ENOENT);
+	assert_null(c);
+	assert_string_equal(err.msg,
+			    "/nonexistent/iopulse.yaml: cannot read: No such file or directory");
+	assert_int_equal(cfg_load_file(TEST_SOURCE_DIR "/config", &c, &err), -EISDIR);
+	assert_string_equal(err.msg, TEST_SOURCE_DIR "/config: cannot read: Is a directory");
+	assert_null(c);
+}
+
+static void test_misc(void **state)
+{
+	struct config *c;
+
+	(void)state;
+	cfg_free(NULL);
+	c = load_ok(T "  - name: other\n    file: /f\n" P);
+	assert_int_equal(cfg_target_index(c, "disk"), 0);
+	assert_int_equal(cfg_target_index(c, "other"), 1);
+	assert_int_equal(cfg_target_index(c, "nope"), -1);
+	assert_int_equal(cfg_target_index(c, NULL), -1);
+	assert_int_equal(cfg_target_index(NULL, "disk"), -1);
+	cfg_free(c);
+	assert_string_equal(cfg_op_name(CFG_OP_READ), "read");
+	assert_string_equal(cfg_op_name(CFG_OP_WRITE), "write");
+	assert_string_equal(cfg_target_kind_name(CFG_TARGET_DIRECTORY), "directory");
+	assert_string_equal(cfg_target_kind_name(CFG_TARGET_FILE), "file");
+	assert_string_equal(cfg_probe_kind_name(CFG_PROBE_PING), "ping");
+}
+
+int main(void)
+{
+	static const struct CMUnitTest fixed[] = {
+		cmocka_unit_test(test_defaults_filled),
+		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_listen_forms),
+		cmocka_unit_test(test_parse_listen),
+		cmocka_unit_test(test_env_expansion),
+		cmocka_unit_test(test_scalars_are_strings),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_embedded_default),
+		cmocka_unit_test(test_print_default),
+		cmocka_unit_test(test_examples_load),
+		cmocka_unit_test(test_bad_files_fail),
+		cmocka_unit_test(test_load_file_errors),
+		cmocka_unit_test(test_misc),
+	};
+	enum { N_BAD = sizeof(bad_cases) / sizeof(bad_cases[0]) };
+	enum { N_FIXED = sizeof(fixed) / sizeof(fixed[0]) };
+	struct CMUnitTest tests[N_BAD + N_FIXED];
+
+	unsetenv("IOPULSE_TEST_UNSET");
+	for (size_t i = 0; i < N_BAD; i++)
+		tests[i] = (struct CMUnitTest){
+			.name = bad_cases[i].name,
+			.test_func = test_bad_case,
+			.initial_state = (void *)&bad_cases[i],
+		};
+	for (size_t i = 0; i < N_FIXED; i++)
+		tests[N_BAD + i] = fixed[i];
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
