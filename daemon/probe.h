@@ -19,17 +19,19 @@
 struct ping {
 	const struct cfg_probe *cfg;
 	const struct engine_ops *ops;
-	void *buf;			/* block_size bytes, aligned for O_DIRECT */
+	void *buf; /* block_size bytes, aligned for O_DIRECT */
 	struct rng rng;
-	_Atomic uint64_t *inflight_ns;	/* if set: submit time of the I/O in flight, 0 idle */
+	_Atomic uint64_t *inflight_ns; /* if set: submit time of the I/O in flight, 0 idle */
+	struct engine eng;	       /* set up on the first run, again when the fd changes */
+	int eng_fd;		       /* target fd @eng was set up for; -1: not set up */
 };
 
 struct ping_result {
-	uint64_t offset;	/* where the I/O went */
-	ssize_t result;		/* bytes, or -errno */
-	uint64_t lat_ns;	/* latency of the read/write */
-	ssize_t sync_result;	/* 0 or -errno when cfg->sync == CFG_SYNC_FDATASYNC */
-	uint64_t sync_lat_ns;	/* latency of the fdatasync */
+	uint64_t offset;      /* where the I/O went */
+	ssize_t result;	      /* bytes, or -errno */
+	uint64_t lat_ns;      /* latency of the read/write */
+	ssize_t sync_result;  /* 0 or -errno when cfg->sync == CFG_SYNC_FDATASYNC */
+	uint64_t sync_lat_ns; /* latency of the fdatasync */
 };
 
 /* Prepare a ping for @cfg (buffers sized for its block size at max alignment).

@@ -27,9 +27,9 @@ enum io_op {
 };
 
 struct io_req {
-	void *buf;	    /* aligned for O_DIRECT by the caller */
-	uint64_t offset;    /* bytes */
-	uint32_t len;	    /* bytes; 0 for fdatasync */
+	void *buf;	 /* aligned for O_DIRECT by the caller */
+	uint64_t offset; /* bytes */
+	uint32_t len;	 /* bytes; 0 for fdatasync */
 	enum io_op op;
 	ssize_t result;	    /* bytes, or -errno; set by the engine on completion */
 	uint64_t submit_ns; /* CLOCK_MONOTONIC, set by the caller just before submit */
@@ -64,7 +64,7 @@ struct engine {
 	unsigned depth;
 	unsigned queued; /* completed-but-not-reaped (sync, null) or in flight */
 	struct io_req *ready[ENGINE_MAX_DEPTH]; /* sync/null: completions awaiting reap */
-	void *priv;	 /* engine-private state allocated in init */
+	void *priv;				/* engine-private state allocated in init */
 };
 
 /* Engines compiled in, NULL-terminated, in preference order. */
@@ -83,5 +83,20 @@ void eng_cleanup(struct engine *e);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t eng_now_ns(void);
+
+/* The engines themselves (engines/<name>.c); use eng_table / eng_find. */
+extern const struct engine_ops eng_sync_ops;
+extern const struct engine_ops eng_null_ops;
+
+/*
+ * Shared by engines that complete inside submit() (ENGINE_F_SYNC): park a finished
+ * request in e->ready[], and hand parked requests out in submission order. Reap
+ * never waits, since nothing else can complete: it returns up to @max parked
+ * requests (fewer than @min if that is all there is), 0 when nothing is parked and
+ * @min is 0, and -ETIME at once when nothing is parked and @min > 0, whatever the
+ * timeout. Park returns -EBUSY when @depth requests are already parked.
+ */
+int eng_ready_park(struct engine *e, struct io_req *req);
+int eng_ready_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max);
 
 #endif

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * null — completes every request at once with its full length, touching neither
+ * the buffer nor the file (fio's engines/null.c). It is the test engine and the
+ * calibration of our own per-I/O cost: a ping over it measures iopulse alone.
+ */
+#include <errno.h>
+
+#include "engine.h"
+
+static int null_init(struct engine *e, int fd, unsigned depth)
+{
+	(void)e;
+	(void)fd;
+	(void)depth;
+	return 0;
+}
+
+static int null_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct io_req *req = reqs[i];
+
+		if (e->queued >= e->depth)
+			break;
+		switch (req->op) {
+		case IO_READ:
+		case IO_WRITE:
+			req->result = (ssize_t)req->len;
+			break;
+		case IO_FDATASYNC:
+			req->result = 0;
+			break;
+		default:
+			req->result = -EINVAL;
+			break;
+		}
+		req->done_ns = eng_now_ns();
+		(void)eng_ready_park(e, req);
+	}
+	if (i == 0 && n > 0)
+		return -EBUSY;
+	return (int)i;
+}
+
+static int null_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		     int64_t timeout_ns)
+{
+	(void)timeout_ns;
+	return eng_ready_reap(e, done, min, max);
+}
+
+static int null_cancel(struct engine *e)
+{
+	(void)e;
+	return 0;
+}
+
+static void null_cleanup(struct engine *e)
+{
+	e->queued = 0;
+}
+
+const struct engine_ops eng_null_ops = {
+	.name = "null",
+	.flags = ENGINE_F_SYNC,
+	.init = null_init,
+	.submit = null_submit,
+	.reap = null_reap,
+	.cancel = null_cancel,
+	.cleanup = null_cleanup,
+};

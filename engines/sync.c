@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sync — pread/pwrite/fdatasync, one request at a time, inside submit().
+ *
+ * The ioping way: each request runs to completion in the calling thread, so the
+ * timestamp taken by the caller just before submit() and done_ns taken here
+ * bracket exactly one system call. Finished requests are parked in e->ready[]
+ * and handed out by reap(), which never waits. A short transfer is reported as
+ * it happened (result < len), not retried: the caller decides what it means.
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+static ssize_t sync_do(int fd, const struct io_req *req)
+{
+	ssize_t n;
+
+	for (;;) {
+		switch (req->op) {
+		case IO_READ:
+			n = pread(fd, req->buf, req->len, (off_t)req->offset);
+			break;
+		case IO_WRITE:
+			n = pwrite(fd, req->buf, req->len, (off_t)req->offset);
+			break;
+		case IO_FDATASYNC:
+			n = fdatasync(fd);
+			break;
+		default:
+			return -EINVAL;
+		}
+		if (n >= 0)
+			return n;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+static int sync_init(struct engine *e, int fd, unsigned depth)
+{
+	(void)e;
+	(void)fd;
+	(void)depth;
+	return 0; /* nothing to set up: e->ready[] lives in struct engine */
+}
+
+static int sync_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		if (e->queued >= e->depth)
+			break;
+		reqs[i]->result = sync_do(e->fd, reqs[i]);
+		reqs[i]->done_ns = eng_now_ns();
+		(void)eng_ready_park(e, reqs[i]);
+	}
+	if (i == 0 && n > 0)
+		return -EBUSY; /* every slot holds a completion nobody reaped */
+	return (int)i;
+}
+
+static int sync_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		     int64_t timeout_ns)
+{
+	(void)timeout_ns; /* everything that will ever complete already has */
+	return eng_ready_reap(e, done, min, max);
+}
+
+static int sync_cancel(struct engine *e)
+{
+	(void)e;
+	return 0; /* nothing is ever in flight between calls */
+}
+
+static void sync_cleanup(struct engine *e)
+{
+	e->queued = 0;
+}
+
+const struct engine_ops eng_sync_ops = {
+	.name = "sync",
+	.flags = ENGINE_F_SYNC,
+	.init = sync_init,
+	.submit = sync_submit,
+	.reap = sync_reap,
+	.cancel = sync_cancel,
+	.cleanup = sync_cleanup,
+};

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probe: pings over real targets in a mkdtemp directory of our own under
+ * $TEST_TMPDIR: offsets, fresh write data, fdatasync timing, refusals.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/probe.h"
+
+#define MIB (1ULL << 20)
+
+static char scratch[PATH_MAX];
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	const char *base = getenv("TEST_TMPDIR");
+
+	(void)state;
+	if (mkdir(base, 0755) < 0 && errno != EEXIST)
+		return -1;
+	snprintf(scratch, sizeof(scratch), "%s/probe.XXXXXX", base);
+	return mkdtemp(scratch) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	/* Our own mkdtemp directory only; never follow a symlink out. */
+	return nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+struct fixture {
+	char dir[PATH_MAX];
+	struct cfg_target tcfg;
+	struct target t;
+};
+
+/* A laid-out directory target of @size data bytes in a fresh subdirectory. */
+static void open_dir_target(struct fixture *f, uint64_t size)
+{
+	assert_true(snprintf(f->dir, sizeof(f->dir), "%s/d.XXXXXX", scratch) < (int)sizeof(f->dir));
+	assert_non_null(mkdtemp(f->dir));
+	f->tcfg = (struct cfg_target){
+		.name = "t",
+		.kind = CFG_TARGET_DIRECTORY,
+		.path = f->dir,
+		.size = size,
+		.direct = true,
+	};
+	target_init(&f->t, &f->tcfg);
+	assert_int_equal(target_open(&f->t), 0);
+}
+
+static struct cfg_probe ping_cfg(enum cfg_op op, uint64_t bs)
+{
+	struct cfg_probe c = {
+		.name = "p",
+		.kind = CFG_PROBE_PING,
+		.op = op,
+		.sync = CFG_SYNC_NONE,
+		.interval_ns = CFG_DEFAULT_INTERVAL_NS,
+		.block_size = bs,
+		.timeout_ns = CFG_DEFAULT_TIMEOUT_NS,
+		.engine = "sync",
+	};
+	return c;
+}
+
+/* Distinct byte values in @len bytes: ~256 for random data of 4KiB. */
+static unsigned distinct_bytes(const unsigned char *p, size_t len)
+{
+	bool seen[256] = {false};
+	unsigned n = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (!seen[p[i]]) {
+			seen[p[i]] = true;
+			n++;
+		}
+	return n;
+}
+
+static void test_read_offsets(void **state)
+{
+	static const uint64_t sizes[] = {4096, 8192, 65536};
+	struct fixture f;
+	unsigned char *check = malloc(65536);
+
+	(void)state;
+	assert_non_null(check);
+	open_dir_target(&f, MIB);
+	int rfd = open(f.t.file_path, O_RDONLY | O_CLOEXEC);
+	assert_true(rfd >= 0);
+
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (int wsi = 0; wsi < 2; wsi++) {
+			struct cfg_probe cfg = ping_cfg(CFG_OP_READ, sizes[s]);
+			uint64_t ws = wsi ? 256 * 1024 : MIB, lo = UINT64_MAX, hi = 0;
+			struct ping p;
+			_Atomic uint64_t inflight = 12345;
+
+			cfg.working_set = wsi ? ws : 0;
+			assert_int_equal(probe_ping_init(&p, &cfg), 0);
+			assert_null(p.inflight_ns);
+			p.inflight_ns = &inflight;
+			assert_true(((uintptr_t)p.buf % 4096) == 0);
+			for (int i = 0; i < 400; i++) {
+				struct ping_result r;
+
+				assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+				assert_int_equal(r.result, (ssize_t)sizes[s]);
+				assert_int_equal(r.offset % f.t.offset_align, 0);
+				assert_true(r.offset >= f.t.data_start);
+				assert_true(r.offset + sizes[s] <= f.t.data_start + ws);
+				assert_true(r.lat_ns > 0);
+				assert_int_equal(r.sync_lat_ns, 0);
+				assert_int_equal(atomic_load(&inflight), 0);
+				lo = r.offset < lo ? r.offset : lo;
+				hi = r.offset > hi ? r.offset : hi;
+				/* The data read is the file's at that offset. */
+				if (i % 50 == 0) {
+					assert_int_equal(
+						pread(rfd, check, sizes[s], (off_t)r.offset),
+						(ssize_t)sizes[s]);
+					assert_memory_equal(check, p.buf, sizes[s]);
+				}
+			}
+			/* Offsets spread over the working set, not stuck in a corner. */
+			assert_true(lo < f.t.data_start + ws / 4);
+			assert_true(hi + sizes[s] > f.t.data_start + ws * 3 / 4);
+			probe_ping_cleanup(&p);
+			probe_ping_cleanup(&p); /* idempotent */
+		}
+	}
+	close(rfd);
+	free(check);
+	target_close(&f.t);
+}
+
+static void test_write_fresh_data(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
+	unsigned char first[4096], got[4096];
+	struct ping_result r1, r2;
+	struct fixture f;
+	struct ping p;
+
+	(void)state;
+	open_dir_target(&f, MIB);
+	cfg.working_set = 4096; /* one slot: both writes land on the same block */
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+
+	assert_int_equal(probe_ping_run(&p, &f.t, &r1), 0);
+	assert_int_equal(r1.result, 4096);
+	assert_int_equal(r1.offset, f.t.data_start);
+	memcpy(first, p.buf, sizeof(first));
+	assert_true(distinct_bytes(first, sizeof(first)) > 220);
+
+	int rfd = open(f.t.file_path, O_RDONLY | O_CLOEXEC);
+	assert_true(rfd >= 0);
+	assert_int_equal(pread(rfd, got, sizeof(got), (off_t)r1.offset), 4096);
+	assert_memory_equal(got, first, sizeof(got));
+
+	assert_int_equal(probe_ping_run(&p, &f.t, &r2), 0);
+	assert_int_equal(r2.offset, r1.offset);
+	assert_int_equal(pread(rfd, got, sizeof(got), (off_t)r2.offset), 4096);
+	assert_memory_not_equal(got, first, sizeof(got));
+	assert_memory_equal(got, p.buf, sizeof(got));
+	assert_true(distinct_bytes(got, sizeof(got)) > 220);
+	close(rfd);
+
+	/* Many writes over the whole file stay inside it. */
+	probe_ping_cleanup(&p);
+	cfg.working_set = 0;
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(probe_ping_run(&p, &f.t, &r1), 0);
+		assert_int_equal(r1.result, 4096);
+		assert_true(r1.offset >= f.t.data_start && r1.offset + 4096 <= f.t.data_end);
+		assert_int_equal(r1.offset % f.t.offset_align, 0);
+	}
+	probe_ping_cleanup(&p);
+	target_close(&f.t);
+
+	/* The header is intact after all that. */
+	char hdr[19];
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/%s", f.dir, TARGET_PROBE_FILE);
+	rfd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(rfd >= 0);
+	assert_int_equal(pread(rfd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
+	assert_memory_equal(hdr, "IOPULSE-PROBE-FILE\n", sizeof(hdr));
+	close(rfd);
+}
+
+static void test_fdatasync_timed_apart(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
+	struct ping_result r;
+	struct fixture f;
+	struct ping p;
+	_Atomic uint64_t inflight = 0;
+
+	(void)state;
+	open_dir_target(&f, MIB);
+	cfg.sync = CFG_SYNC_FDATASYNC;
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	p.inflight_ns = &inflight;
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+		assert_int_equal(r.result, 4096);
+		assert_true(r.lat_ns > 0);
+		assert_int_equal(r.sync_result, 0);
+		assert_true(r.sync_lat_ns > 0);
+		assert_int_equal(atomic_load(&inflight), 0);
+	}
+	probe_ping_cleanup(&p);
+
+	/* A read ping never syncs, whatever cfg.sync says. */
+	cfg.op = CFG_OP_READ;
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	assert_int_equal(r.sync_lat_ns, 0);
+	assert_int_equal(r.sync_result, 0);
+	probe_ping_cleanup(&p);
+	target_close(&f.t);
+}
+
+static void test_write_on_file_target_refused(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	unsigned char content[65536], after[65536];
+	struct cfg_target tcfg;
+	struct ping_result r;
+	struct target t;
+	struct stat a, b;
+	struct ping p;
+	int fd;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(content); i++)
+		content[i] = (unsigned char)(i * 13 + 1);
+	assert_true(snprintf(dir, sizeof(dir), "%s/f.XXXXXX", scratch) < (int)sizeof(dir));
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/data.bin", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, content, sizeof(content)), (ssize_t)sizeof(content));
+	close(fd);
+	assert_int_equal(stat(path, &a), 0);
+
+	tcfg = (struct cfg_target){
+		.name = "f", .kind = CFG_TARGET_FILE, .path = path, .direct = true};
+	target_init(&t, &tcfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(probe_ping_run(&p, &t, &r), -EBADF);
+	probe_ping_cleanup(&p);
+
+	/* Reads work on it. */
+	cfg.op = CFG_OP_READ;
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	assert_int_equal(probe_ping_run(&p, &t, &r), 0);
+	assert_int_equal(r.result, 4096);
+	assert_memory_equal(p.buf, content + r.offset, 4096);
+	probe_ping_cleanup(&p);
+	target_close(&t);
+
+	assert_int_equal(stat(path, &b), 0);
+	assert_int_equal(a.st_mtim.tv_sec, b.st_mtim.tv_sec);
+	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, after, sizeof(after)), (ssize_t)sizeof(after));
+	close(fd);
+	assert_memory_equal(after, content, sizeof(content));
+}
+
+static void test_refusals(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(CFG_OP_READ, 4096);
+	struct ping_result r;
+	struct fixture f;
+	struct ping p;
+
+	(void)state;
+	strcpy(cfg.engine, "warp-drive");
+	assert_int_equal(probe_ping_init(&p, &cfg), -ENOENT);
+	probe_ping_cleanup(&p); /* safe after a failed init */
+	strcpy(cfg.engine, "sync");
+
+	open_dir_target(&f, MIB);
+
+	/* Working set bigger than the target, or smaller than a block. */
+	cfg.working_set = 2 * MIB;
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), -EINVAL);
+	probe_ping_cleanup(&p);
+	cfg.working_set = 2048;
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), -EINVAL);
+	probe_ping_cleanup(&p);
+	cfg.working_set = 0;
+
+	/* Block size not a multiple of the offset alignment. */
+	cfg.block_size = 4096 + 1;
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), -EINVAL);
+	probe_ping_cleanup(&p);
+	cfg.block_size = 4096;
+
+	/* Block size beyond the limit. */
+	cfg.block_size = CFG_MAX_BLOCK_SIZE + 4096;
+	assert_int_equal(probe_ping_init(&p, &cfg), -EINVAL);
+	cfg.block_size = 4096;
+
+	/* A target wanting more buffer alignment than we allocate. */
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	uint32_t saved = f.t.mem_align;
+	f.t.mem_align = 8192;
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), -EINVAL);
+	f.t.mem_align = saved;
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+
+	/* A closed target. */
+	target_close(&f.t);
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), -EBADF);
+	probe_ping_cleanup(&p);
+}
+
+static void test_reinit_on_new_fd(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(CFG_OP_READ, 4096);
+	struct ping_result r;
+	struct fixture f;
+	struct ping p;
+	int old_fd, blocker;
+
+	(void)state;
+	open_dir_target(&f, MIB);
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	assert_int_equal(p.eng_fd, -1);
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	assert_int_equal(p.eng_fd, f.t.fd);
+	old_fd = f.t.fd;
+
+	/* Re-open on another descriptor number (the old one is taken). */
+	target_close(&f.t);
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_true(devnull >= 0);
+	blocker = dup3(devnull, old_fd, O_CLOEXEC);
+	assert_int_equal(blocker, old_fd);
+	close(devnull);
+	assert_int_equal(target_open(&f.t), 0);
+	assert_true(f.t.fd != old_fd);
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	assert_int_equal(r.result, 4096);
+	assert_int_equal(p.eng_fd, f.t.fd);
+	close(blocker);
+	probe_ping_cleanup(&p);
+	target_close(&f.t);
+}
+
+static void test_null_engine(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
+	unsigned char before[8192], after[8192];
+	struct ping_result r;
+	struct fixture f;
+	struct ping p;
+	int fd;
+
+	(void)state;
+	open_dir_target(&f, MIB);
+	fd = open(f.t.file_path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, before, sizeof(before), TARGET_HEADER_SIZE), 8192);
+
+	strcpy(cfg.engine, "null");
+	cfg.working_set = 8192;
+	cfg.sync = CFG_SYNC_FDATASYNC;
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+		assert_int_equal(r.result, 4096);
+		assert_int_equal(r.sync_result, 0);
+	}
+	probe_ping_cleanup(&p);
+	assert_int_equal(pread(fd, after, sizeof(after), TARGET_HEADER_SIZE), 8192);
+	assert_memory_equal(before, after, sizeof(after));
+	close(fd);
+	target_close(&f.t);
+}
+
+int main(void)
+{
+	if (!getenv("TEST_TMPDIR")) {
+		fprintf(stderr, "TEST_TMPDIR not set: skipping\n");
+		return 77;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_read_offsets),
+		cmocka_unit_test(test_write_fresh_data),
+		cmocka_unit_test(test_fdatasync_timed_apart),
+		cmocka_unit_test(test_write_on_file_target_refused),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_reinit_on_new_fd),
+		cmocka_unit_test(test_null_engine),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* rng: known answers, determinism, unbiased rng_below, incompressible rng_fill. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/rng.h"
+
+static void test_known_answer(void **state)
+{
+	/* xoshiro256** seeded by four splitmix64 outputs from 42, computed
+	 * independently (Python reference of both algorithms). */
+	static const uint64_t want[] = {0x15780b2e0c2ec716ULL, 0x6104d9866d113a7eULL,
+					0xae17533239e499a1ULL, 0xecb8ad4703b360a1ULL};
+	struct rng r;
+
+	(void)state;
+	rng_seed_with(&r, 42);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_int_equal(rng_next(&r), want[i]);
+}
+
+static void test_determinism(void **state)
+{
+	struct rng a, b, c;
+	unsigned same = 0;
+
+	(void)state;
+	rng_seed_with(&a, 7);
+	rng_seed_with(&b, 7);
+	rng_seed_with(&c, 8);
+	for (int i = 0; i < 1000; i++) {
+		uint64_t x = rng_next(&a);
+
+		assert_int_equal(x, rng_next(&b));
+		same += x == rng_next(&c);
+	}
+	assert_int_equal(same, 0);
+}
+
+static void test_seed_getrandom(void **state)
+{
+	struct rng a, b;
+
+	(void)state;
+	assert_int_equal(rng_seed(&a), 0);
+	assert_int_equal(rng_seed(&b), 0);
+	assert_true(a.s[0] | a.s[1] | a.s[2] | a.s[3]);
+	assert_memory_not_equal(a.s, b.s, sizeof(a.s));
+}
+
+static void test_below_range(void **state)
+{
+	static const uint64_t ns[] = {1, 2, 3, 7, 1000, 4097, (1ULL << 63) + 1, UINT64_MAX};
+	struct rng r;
+
+	(void)state;
+	rng_seed_with(&r, 1);
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		for (int j = 0; j < 10000; j++)
+			assert_true(rng_below(&r, ns[i]) < ns[i]);
+	for (int j = 0; j < 100; j++)
+		assert_int_equal(rng_below(&r, 1), 0);
+}
+
+/* Chi-square of @k observed counts against a uniform expectation. */
+static double chi_square(const unsigned *obs, unsigned k, unsigned total)
+{
+	double e = (double)total / k, x = 0;
+
+	for (unsigned i = 0; i < k; i++)
+		x += ((double)obs[i] - e) * ((double)obs[i] - e) / e;
+	return x;
+}
+
+static void test_below_uniform(void **state)
+{
+	unsigned counts[10] = {0};
+	struct rng r;
+
+	(void)state;
+	rng_seed_with(&r, 2);
+	for (int i = 0; i < 100000; i++)
+		counts[rng_below(&r, 10)]++;
+	/* 9 degrees of freedom: p = 0.001 at 27.9. Loose, and the seed is fixed. */
+	assert_true(chi_square(counts, 10, 100000) < 40.0);
+}
+
+static void test_below_no_modulo_bias(void **state)
+{
+	/* n = 3 * 2^62: plain "rng_next() % n" would put half of all values in the
+	 * first third. Unbiased, each third gets a third. */
+	const uint64_t third = 1ULL << 62, n = 3 * third;
+	unsigned counts[3] = {0};
+	struct rng r;
+
+	(void)state;
+	rng_seed_with(&r, 3);
+	for (int i = 0; i < 60000; i++)
+		counts[rng_below(&r, n) / third]++;
+	assert_true(chi_square(counts, 3, 60000) < 20.0);
+}
+
+static void test_fill_incompressible(void **state)
+{
+	static unsigned char buf[64 * 1024];
+	unsigned hist[256] = {0};
+	struct rng r;
+
+	(void)state;
+	rng_seed_with(&r, 4);
+	rng_fill(&r, buf, sizeof(buf));
+	for (size_t i = 0; i < sizeof(buf); i++)
+		hist[buf[i]]++;
+	/* 255 degrees of freedom: p = 0.001 at ~330. Every byte value present. */
+	for (int i = 0; i < 256; i++)
+		assert_true(hist[i] > 0);
+	assert_true(chi_square(hist, 256, sizeof(buf)) < 400.0);
+
+	/* And no repeated 8-byte words (a stuck generator would repeat). */
+	uint64_t w0, w1;
+	for (size_t i = 8; i < sizeof(buf); i += 8) {
+		memcpy(&w0, buf + i - 8, 8);
+		memcpy(&w1, buf + i, 8);
+		assert_true(w0 != w1);
+	}
+}
+
+static void test_fill_lengths(void **state)
+{
+	unsigned char buf[64];
+	struct rng a, b;
+
+	(void)state;
+	/* Odd lengths write exactly len bytes, and the bytes are rng_next()'s. */
+	for (size_t len = 0; len <= 40; len++) {
+		memset(buf, 0xAA, sizeof(buf));
+		rng_seed_with(&a, 5);
+		rng_seed_with(&b, 5);
+		rng_fill(&a, buf, len);
+		for (size_t i = len; i < sizeof(buf); i++)
+			assert_int_equal(buf[i], 0xAA);
+		for (size_t off = 0; off + 8 <= len; off += 8) {
+			uint64_t v = rng_next(&b);
+
+			assert_memory_equal(buf + off, &v, 8);
+		}
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_known_answer),
+		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_seed_getrandom),
+		cmocka_unit_test(test_below_range),
+		cmocka_unit_test(test_below_uniform),
+		cmocka_unit_test(test_below_no_modulo_bias),
+		cmocka_unit_test(test_fill_incompressible),
+		cmocka_unit_test(test_fill_lengths),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

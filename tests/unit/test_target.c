@@ -1,0 +1,710 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * target: probe-file layout, reuse, re-lay, refusals, file targets, identity
+ * checks and the tmpfs guard. Everything happens inside a mkdtemp directory of
+ * our own under $TEST_TMPDIR (and, for tmpfs, under /dev/shm), removed at the end.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/target.h"
+
+#define MIB (1ULL << 20)
+
+static char scratch[PATH_MAX];
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int rm_tree(const char *dir)
+{
+	/* Only directories we made with mkdtemp; never follow a symlink out. */
+	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+static int setup(void **state)
+{
+	const char *base = getenv("TEST_TMPDIR");
+
+	(void)state;
+	if (mkdir(base, 0755) < 0 && errno != EEXIST)
+		return -1;
+	snprintf(scratch, sizeof(scratch), "%s/target.XXXXXX", base);
+	return mkdtemp(scratch) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	return rm_tree(scratch);
+}
+
+/* A fresh subdirectory of the scratch directory for one test. */
+static void new_dir(char *out, size_t len)
+{
+	assert_true(snprintf(out, len, "%s/d.XXXXXX", scratch) < (int)len);
+	assert_non_null(mkdtemp(out));
+}
+
+static void join(char *out, size_t len, const char *dir, const char *name)
+{
+	assert_true((size_t)snprintf(out, len, "%s/%s", dir, name) < len);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	char *buf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	buf = malloc((size_t)st.st_size + 1);
+	assert_non_null(buf);
+	assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static unsigned count_entries(const char *dir)
+{
+	unsigned n = 0;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static struct cfg_target dir_cfg(const char *path, uint64_t size)
+{
+	return (struct cfg_target){
+		.name = "t",
+		.kind = CFG_TARGET_DIRECTORY,
+		.path = (char *)path,
+		.size = size,
+		.direct = true,
+	};
+}
+
+static bool pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static void assert_alignment(const struct target *t)
+{
+	assert_true(pow2(t->mem_align) && t->mem_align <= 4096);
+	assert_true(pow2(t->offset_align) && t->offset_align <= 4096);
+}
+
+/* ---------------------------------------------------------------- directory */
+
+static void test_layout(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+	struct stat st;
+	unsigned hist[256] = {0}, zero_blocks = 0;
+	size_t len;
+	char *data;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, 2 * MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(t.fd, -1);
+	assert_int_equal(target_open(&t), 0);
+	assert_true(t.fd >= 0);
+	assert_true(t.writable);
+	assert_true(t.pinned);
+	assert_int_equal(t.data_start, TARGET_HEADER_SIZE);
+	assert_int_equal(t.data_end, TARGET_HEADER_SIZE + 2 * MIB);
+	assert_alignment(&t);
+	assert_true(fcntl(t.fd, F_GETFL) & O_DIRECT);
+	assert_true(fcntl(t.fd, F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(fcntl(t.fd, F_GETFL) & O_ACCMODE, O_RDWR);
+
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	assert_string_equal(t.file_path, path);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_ino, t.ino);
+	assert_int_equal(st.st_size, TARGET_HEADER_SIZE + 2 * MIB);
+	assert_true((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size); /* no holes */
+	/* Only the probe file: no temporary left behind. */
+	assert_int_equal(count_entries(dir), 1);
+
+	data = slurp(path, &len);
+	assert_memory_equal(data, "IOPULSE-PROBE-FILE\n", 19);
+	assert_non_null(strstr(data, "size: 2097152\n"));
+	for (size_t off = TARGET_HEADER_SIZE; off < len; off += 4096) {
+		bool all_zero = true;
+
+		for (size_t i = off; i < off + 4096; i++) {
+			hist[(unsigned char)data[i]]++;
+			all_zero &= data[i] == 0;
+		}
+		zero_blocks += all_zero;
+	}
+	assert_int_equal(zero_blocks, 0);
+	/* Random: every byte value about equally often (expected 8192 each). */
+	for (int i = 0; i < 256; i++)
+		assert_true(hist[i] > 7000 && hist[i] < 9400);
+	free(data);
+
+	target_close(&t);
+	assert_int_equal(t.fd, -1);
+	target_close(&t); /* idempotent */
+}
+
+static void test_reuse_keeps_inode(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+	struct stat a, b;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	assert_int_equal(stat(path, &a), 0);
+	target_close(&t);
+
+	/* A restart: a fresh struct target. */
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(stat(path, &b), 0);
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(t.ino, a.st_ino);
+	assert_int_equal(a.st_mtim.tv_sec, b.st_mtim.tv_sec);
+	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+	/* Open again while open: no-op. */
+	int fd = t.fd;
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(t.fd, fd);
+	target_close(&t);
+}
+
+static void test_size_change_relays(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+	struct stat a, b;
+	size_t len;
+	char *data;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	assert_int_equal(stat(path, &a), 0);
+	target_close(&t);
+
+	cfg.size = 2 * MIB;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(stat(path, &b), 0);
+	assert_true(a.st_ino != b.st_ino);
+	assert_int_equal(b.st_size, TARGET_HEADER_SIZE + 2 * MIB);
+	assert_true((uint64_t)b.st_blocks * 512 >= (uint64_t)b.st_size);
+	assert_int_equal(t.data_end, TARGET_HEADER_SIZE + 2 * MIB);
+	assert_int_equal(count_entries(dir), 1);
+	data = slurp(path, &len);
+	assert_non_null(strstr(data, "size: 2097152\n"));
+	free(data);
+	target_close(&t);
+}
+
+static void test_hole_relays(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+	struct stat a, b;
+	int fd;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	target_close(&t);
+
+	/* Punch a hole into our own file: it must be laid out again. */
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 65536, 65536) < 0) {
+		close(fd);
+		skip(); /* filesystem without hole punching */
+	}
+	close(fd);
+	assert_int_equal(stat(path, &a), 0);
+	assert_true((uint64_t)a.st_blocks * 512 < (uint64_t)a.st_size);
+
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(stat(path, &b), 0);
+	assert_true(a.st_ino != b.st_ino);
+	assert_true((uint64_t)b.st_blocks * 512 >= (uint64_t)b.st_size);
+	target_close(&t);
+}
+
+static void test_foreign_file_refused(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	char content[8192];
+	struct cfg_target cfg;
+	struct target t;
+	struct stat a, b;
+	size_t len;
+	char *after;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	for (size_t i = 0; i < sizeof(content); i++)
+		content[i] = (char)(i * 7);
+	write_file(path, content, sizeof(content));
+	assert_int_equal(stat(path, &a), 0);
+
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -EEXIST);
+	assert_int_equal(t.fd, -1);
+	assert_non_null(strstr(t.error, "not an iopulse probe file"));
+
+	assert_int_equal(stat(path, &b), 0);
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+	assert_int_equal(a.st_mtim.tv_sec, b.st_mtim.tv_sec);
+	after = slurp(path, &len);
+	assert_int_equal(len, sizeof(content));
+	assert_memory_equal(after, content, sizeof(content));
+	free(after);
+	assert_int_equal(count_entries(dir), 1);
+
+	/* Empty file: no header either. */
+	write_file(path, "", 0);
+	assert_int_equal(target_open(&t), -EEXIST);
+	assert_int_equal(stat(path, &b), 0);
+	assert_int_equal(b.st_size, 0);
+}
+
+static void test_not_owned_refused(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+	struct stat a, b;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* only root can hand a file to another uid */
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0); /* a genuine probe file... */
+	target_close(&t);
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	assert_int_equal(chown(path, 12345, 12345), 0); /* ...now someone else's */
+	assert_int_equal(stat(path, &a), 0);
+
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -EEXIST);
+	assert_non_null(strstr(t.error, "owned by uid 12345"));
+	assert_int_equal(stat(path, &b), 0);
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+}
+
+static void test_symlink_refused(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32], victim[PATH_MAX + 32];
+	const char content[] = "precious data, not ours\n";
+	struct cfg_target cfg;
+	struct target t;
+	struct stat st;
+	size_t len;
+	char *after;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	join(victim, sizeof(victim), dir, "victim");
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	write_file(victim, content, sizeof(content));
+	assert_int_equal(symlink(victim, path), 0);
+
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -EEXIST);
+	assert_non_null(strstr(t.error, "symlink"));
+
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	after = slurp(victim, &len);
+	assert_int_equal(len, sizeof(content));
+	assert_memory_equal(after, content, sizeof(content));
+	free(after);
+
+	/* A dangling symlink is not ours either, and is not followed to create. */
+	assert_int_equal(unlink(path), 0);
+	join(victim, sizeof(victim), dir, "nowhere");
+	assert_int_equal(symlink(victim, path), 0);
+	assert_int_equal(target_open(&t), -EEXIST);
+	assert_int_equal(lstat(victim, &st), -1);
+	assert_int_equal(count_entries(dir), 2);
+
+	/* A directory by that name: refused too. */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(target_open(&t), -EEXIST);
+	assert_int_equal(rmdir(path), 0);
+}
+
+static void test_missing_directory(void **state)
+{
+	char dir[PATH_MAX], missing[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+	struct stat st;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	join(missing, sizeof(missing), dir, "missing");
+	cfg = dir_cfg(missing, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -ENOENT);
+	assert_non_null(strstr(t.error, "no such directory"));
+	assert_int_equal(stat(missing, &st), -1);
+	assert_int_equal(count_entries(dir), 0);
+	assert_false(t.pinned);
+
+	/* A file where the directory should be. */
+	write_file(missing, "x", 1);
+	assert_int_equal(target_open(&t), -ENOTDIR);
+}
+
+static void test_unwritable_directory(void **state)
+{
+	char dir[PATH_MAX];
+	struct cfg_target cfg;
+	struct target t;
+	int r;
+
+	(void)state;
+	if (geteuid() == 0)
+		skip(); /* root writes anywhere: the permission check cannot show */
+	new_dir(dir, sizeof(dir));
+	assert_int_equal(chmod(dir, 0555), 0);
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	r = target_open(&t);
+	assert_int_equal(chmod(dir, 0700), 0);
+	assert_true(r == -EACCES || r == -EPERM);
+	assert_true(t.error[0] != '\0');
+	assert_int_equal(count_entries(dir), 0);
+}
+
+static void test_buffered(void **state)
+{
+	char dir[PATH_MAX];
+	struct cfg_target cfg;
+	struct target t;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, MIB);
+	cfg.direct = false;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_false(fcntl(t.fd, F_GETFL) & O_DIRECT);
+	assert_alignment(&t);
+	target_close(&t);
+
+	/* The same file is reused with O_DIRECT. */
+	cfg.direct = true;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_true(fcntl(t.fd, F_GETFL) & O_DIRECT);
+	target_close(&t);
+}
+
+static void test_unaligned_size(void **state)
+{
+	char dir[PATH_MAX];
+	struct cfg_target cfg;
+	struct target t;
+	struct stat st;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	/* Not a multiple of any O_DIRECT alignment: the tail is written buffered. */
+	cfg = dir_cfg(dir, MIB + 100);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_true(fcntl(t.fd, F_GETFL) & O_DIRECT);
+	assert_int_equal(fstat(t.fd, &st), 0);
+	assert_int_equal(st.st_size, TARGET_HEADER_SIZE + MIB + 100);
+	assert_true((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size);
+	assert_int_equal(t.data_end, TARGET_HEADER_SIZE + MIB + 100);
+	ino_t ino = t.ino;
+	target_close(&t);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(t.ino, ino); /* reused */
+	target_close(&t);
+}
+
+/* ------------------------------------------------------------------ checks */
+
+static void test_check_detects_deletion(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+	struct stat st;
+	ino_t old;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(target_check(&t), 0);
+	old = t.ino;
+
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(target_check(&t), -ESTALE);
+	assert_int_equal(t.fd, -1);
+	assert_non_null(strstr(t.error, "deleted"));
+	assert_int_equal(target_check(&t), -EBADF);
+
+	/* Same filesystem: the next open lays it out again. */
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_ino, t.ino);
+	assert_true(st.st_size == (off_t)(TARGET_HEADER_SIZE + MIB));
+	(void)old;
+	assert_int_equal(target_check(&t), 0);
+
+	/* Replaced behind our back (rename over it): stale as well. */
+	char other[PATH_MAX + 32];
+	join(other, sizeof(other), dir, "other");
+	write_file(other, "y", 1);
+	assert_int_equal(rename(other, path), 0);
+	assert_int_equal(target_check(&t), -ESTALE);
+	assert_int_equal(target_open(&t), -EEXIST); /* and that file is not ours */
+}
+
+static void test_identity_pinned(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+	struct stat st;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+
+	/* Pretend the directory was on another device when pinned (as after an
+	 * unmount uncovers the mount point): check and open both refuse. */
+	t.dev = makedev(major(t.dev) + 1, minor(t.dev));
+	assert_int_equal(target_check(&t), -EXDEV);
+	assert_int_equal(t.fd, -1);
+	assert_non_null(strstr(t.error, "different filesystem"));
+
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(target_open(&t), -EXDEV);
+	assert_non_null(strstr(t.error, "not creating a probe file there"));
+	assert_int_equal(stat(path, &st), -1); /* nothing created underneath */
+	assert_int_equal(count_entries(dir), 0);
+}
+
+/* ------------------------------------------------------------------- files */
+
+static void test_file_target(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32], link[PATH_MAX + 32];
+	const size_t size = 64 * 1024 + 100;
+	struct cfg_target cfg;
+	struct target t;
+	struct stat a, b;
+	char *content = malloc(size), *after;
+	size_t len;
+
+	(void)state;
+	assert_non_null(content);
+	for (size_t i = 0; i < size; i++)
+		content[i] = (char)(i * 31 + 7);
+	new_dir(dir, sizeof(dir));
+	join(path, sizeof(path), dir, "data.bin");
+	write_file(path, content, size);
+	assert_int_equal(stat(path, &a), 0);
+
+	cfg = (struct cfg_target){
+		.name = "f", .kind = CFG_TARGET_FILE, .path = path, .direct = true};
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_false(t.writable);
+	assert_int_equal(fcntl(t.fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+	assert_true(fcntl(t.fd, F_GETFL) & O_DIRECT);
+	assert_true(fcntl(t.fd, F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(t.data_start, 0);
+	assert_int_equal(t.data_end % t.offset_align, 0);
+	assert_true(t.data_end <= size && t.data_end > size - t.offset_align);
+	assert_alignment(&t);
+	assert_string_equal(t.file_path, path);
+	assert_int_equal(target_check(&t), 0);
+	target_close(&t);
+
+	assert_int_equal(stat(path, &b), 0);
+	assert_int_equal(a.st_mtim.tv_sec, b.st_mtim.tv_sec);
+	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+	assert_int_equal(a.st_ino, b.st_ino);
+	after = slurp(path, &len);
+	assert_int_equal(len, size);
+	assert_memory_equal(after, content, size);
+	free(after);
+	assert_int_equal(count_entries(dir), 1); /* no probe file next to it */
+
+	/* Truncated under us: stale. */
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(truncate(path, 8192), 0);
+	assert_int_equal(target_check(&t), -ESTALE);
+
+	/* Too small, a symlink, a directory, missing: refused. */
+	assert_int_equal(truncate(path, 100), 0);
+	assert_int_equal(target_open(&t), -EINVAL);
+	assert_int_equal(truncate(path, 8192), 0);
+	join(link, sizeof(link), dir, "link");
+	assert_int_equal(symlink(path, link), 0);
+	cfg.path = link;
+	assert_int_equal(target_open(&t), -ELOOP);
+	cfg.path = dir;
+	assert_int_equal(target_open(&t), -EINVAL);
+	join(link, sizeof(link), dir, "missing");
+	cfg.path = link;
+	assert_int_equal(target_open(&t), -ENOENT);
+	free(content);
+}
+
+/* ------------------------------------------------------------------- tmpfs */
+
+static void test_tmpfs(void **state)
+{
+	char dir[] = "/dev/shm/iopulse-test.XXXXXX";
+	char path[sizeof(dir) + 32];
+	struct cfg_target cfg;
+	struct target t;
+	struct statfs sfs;
+	struct stat st;
+	int r;
+
+	(void)state;
+	if (statfs("/dev/shm", &sfs) < 0 || sfs.f_type != TMPFS_MAGIC)
+		skip();
+	if (!mkdtemp(dir))
+		skip();
+
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	r = target_open(&t);
+	bool says_why = strstr(t.error, "tmpfs/ramfs") != NULL;
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	bool created = stat(path, &st) == 0;
+
+	cfg.allow_memory_backed = true;
+	target_init(&t, &cfg);
+	int r2 = target_open(&t);
+	char err2[sizeof(t.error)];
+	memcpy(err2, t.error, sizeof(err2));
+	target_close(&t);
+	rm_tree(dir);
+
+	assert_int_equal(r, -EMEDIUMTYPE);
+	assert_true(says_why);
+	assert_false(created);
+	/* Older kernels refuse O_DIRECT on tmpfs: then the clear error, not a
+	 * silent fall back. */
+	if (r2 == -EINVAL)
+		assert_non_null(strstr(err2, "does not support O_DIRECT"));
+	else
+		assert_int_equal(r2, 0);
+}
+
+int main(void)
+{
+	if (!getenv("TEST_TMPDIR")) {
+		fprintf(stderr, "TEST_TMPDIR not set: skipping\n");
+		return 77;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_reuse_keeps_inode),
+		cmocka_unit_test(test_size_change_relays),
+		cmocka_unit_test(test_hole_relays),
+		cmocka_unit_test(test_foreign_file_refused),
+		cmocka_unit_test(test_not_owned_refused),
+		cmocka_unit_test(test_symlink_refused),
+		cmocka_unit_test(test_missing_directory),
+		cmocka_unit_test(test_unwritable_directory),
+		cmocka_unit_test(test_buffered),
+		cmocka_unit_test(test_unaligned_size),
+		cmocka_unit_test(test_check_detects_deletion),
+		cmocka_unit_test(test_identity_pinned),
+		cmocka_unit_test(test_file_target),
+		cmocka_unit_test(test_tmpfs),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
