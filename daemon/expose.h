@@ -34,7 +34,7 @@ char *buf_steal(struct buf *b, size_t *len);
  * Prometheus text format 0.0.4: HELP and TYPE per family, HELP escaped (\\, \n),
  * label values escaped (\\, \", \n), histograms as _bucket{le=...} (cumulative,
  * ending with le="+Inf"), _sum and _count. Floats in shortest round-trip form
- * ("%.17g" trimmed), "+Inf"/"-Inf"/"NaN" spelled as Prometheus does.
+ * (shortest round-trip digits, Go's %g rule), "+Inf"/"-Inf"/"NaN" spelled as Prometheus does.
  * Returns 0 or -ENOMEM.
  */
 int expose_text(const struct metrics_snapshot *snap, struct buf *out);

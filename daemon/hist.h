@@ -52,4 +52,15 @@ unsigned hist_n_bounds(const struct hist *h);
 const uint64_t *hist_bounds_ns(const struct hist *h);
 void hist_cumulative(const struct hist *h, uint64_t *counts);
 
+/* Fine-bucket layout (see hist.c), for tests and for exporters that walk the
+ * buckets: HIST_N_FINE buckets; hist_fine_index() maps a value to its bucket
+ * (values past the range map to the last one), hist_fine_range() gives a
+ * bucket's inclusive value range, hist_fine_count() its count. */
+#define HIST_N_FINE 4480
+unsigned hist_fine_index(uint64_t ns);
+void hist_fine_range(unsigned idx, uint64_t *lo, uint64_t *hi);
+uint64_t hist_fine_count(const struct hist *h, unsigned idx);
+/* Samples too large for the fine buckets (>= 2^41 ns), clamped into the last. */
+uint64_t hist_overflow(const struct hist *h);
+
 #endif

@@ -37,6 +37,9 @@ void metrics_free(struct metrics *m);
  * @bounds_ns[0..n_bounds) are the classic bucket bounds of every series (ignored
  * otherwise). Declaring the same name again returns the existing family when the
  * type and labels match, NULL otherwise. NULL on allocation failure.
+ * (Also NULL for an invalid metric or label name, a duplicate or reserved label
+ * name — "__*", "le" on histograms —, bounds hist_new() refuses, or, on a
+ * redeclared histogram, different bounds; the help of a redeclaration is ignored.)
  */
 struct metric_family *metrics_family(struct metrics *m, const char *name, enum metric_type type,
 				     const char *help, const char *const *labels,
@@ -50,13 +53,30 @@ struct metric_series *metrics_series(struct metric_family *f, const char *const 
 /* Remove a series from the registry and free it; NULL is a no-op. */
 void metrics_series_drop(struct metric_series *s);
 
-/* Counter: add @v (>= 0). Gauge: set to @v. */
+/* Counter: add @v (>= 0). Gauge: set to @v.
+ * (Also: metrics_add() on a gauge adds, metrics_set() on a counter sets — for
+ * counters read from elsewhere, like process_cpu_seconds_total; a negative or
+ * NaN add to a counter is ignored; both are no-ops on a NULL or histogram series.) */
 void metrics_add(struct metric_series *s, double v);
 void metrics_set(struct metric_series *s, double v);
 
 /* Histogram series: record one value / merge a lane-local histogram (same bounds). */
 void metrics_observe_ns(struct metric_series *s, uint64_t ns);
 int metrics_merge_hist(struct metric_series *s, const struct hist *h);
+
+/*
+ * Batches: several updates under one hold of the registry mutex, so that a
+ * snapshot sees all of them or none (a latency sample with its I/O and byte
+ * counts). Between metrics_lock() and metrics_unlock() call only the _locked
+ * variants (the others take the mutex and would deadlock); same semantics as
+ * the unlocked ones (NULL series: no-ops; a merge into one returns -EINVAL).
+ */
+void metrics_lock(struct metrics *m);
+void metrics_unlock(struct metrics *m);
+void metrics_add_locked(struct metric_series *s, double v);
+void metrics_set_locked(struct metric_series *s, double v);
+void metrics_observe_ns_locked(struct metric_series *s, uint64_t ns);
+int metrics_merge_hist_locked(struct metric_series *s, const struct hist *h);
 
 /* ---- snapshots: plain data for the renderers ---- */
 

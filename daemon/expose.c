@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * expose — pure renderers: registry snapshot in, bytes out.
+ *
+ * The text format follows Prometheus exposition format 0.0.4 as client_golang's
+ * expfmt writes it, so that our pages look like every other exporter's and
+ * compare byte for byte against golden files.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "expose.h"
+
+/* ---- buffer ---- */
+
+void buf_init(struct buf *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void buf_free(struct buf *b)
+{
+	free(b->data);
+	buf_init(b);
+}
+
+/* Room for @n more bytes plus a NUL; false (and oom set) when there is none. */
+static int buf_reserve(struct buf *b, size_t n)
+{
+	size_t ncap;
+	char *d;
+
+	if (b->oom)
+		return 0;
+	if (n < b->cap - b->len && b->data)
+		return 1;
+	if (n > SIZE_MAX / 2 - b->len - 1)
+		goto oom;
+	ncap = b->cap ? b->cap : 256;
+	while (ncap - b->len <= n)
+		ncap *= 2;
+	d = realloc(b->data, ncap);
+	if (!d)
+		goto oom;
+	b->data = d;
+	b->cap = ncap;
+	return 1;
+oom:
+	b->oom = 1;
+	return 0;
+}
+
+void buf_append(struct buf *b, const char *s, size_t n)
+{
+	if (!buf_reserve(b, n))
+		return;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void buf_puts(struct buf *b, const char *s)
+{
+	buf_append(b, s, strlen(s));
+}
+
+void buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->oom = 1;
+		return;
+	}
+	if (!buf_reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+char *buf_steal(struct buf *b, size_t *len)
+{
+	char *d = b->data;
+
+	if (len)
+		*len = b->len;
+	if (!d)
+		d = calloc(1, 1); /* an empty page is "", not NULL */
+	buf_init(b);
+	return d;
+}
+
+/* ---- floats ---- */
+
+/*
+ * Go's strconv.FormatFloat(v, 'g', -1, 64), as client_golang's writeFloat uses
+ * it (which also spells 0 as "0", -0 included, and Inf/NaN as below).
+ *
+ * Shortest digits: the fewest significant digits p (1..17) whose correctly
+ * rounded "%.*e" reads back as @v. That is Go's shortest representation except
+ * in a corner the round-trip search cannot see: at an exact power of two the
+ * gap below is half the gap above, and a p-digit candidate above @v may round
+ * trip while the nearest one (below) does not; we then print p+1 digits where
+ * Go prints p. No value we export is affected in practice.
+ *
+ * Layout (ftoa.go, formatDigits, shortest %g): with digits d1..dn and decimal
+ * exponent x (v = d1.d2...dn x 10^x), Go uses %e when x < -4 || x >= 6 (eprec
+ * is 6 in shortest mode, whatever n is), printing all n digits and an exponent
+ * of at least two digits; otherwise %f with max(n - (x+1), 0) decimals.
+ */
+void expose_format_double(double v, char *out, size_t len)
+{
+	char tmp[40], digits[20], res[40];
+	int p, nd = 0, x, dp, i, pos = 0;
+	const char *c;
+	char *end;
+
+	if (isnan(v)) {
+		snprintf(out, len, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(out, len, "%s", v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	if (v == 0) {
+		snprintf(out, len, "0");
+		return;
+	}
+
+	for (p = 1; p <= 17; p++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+
+	/* tmp is "[-]d[.ddd]e[+-]xx" */
+	c = tmp;
+	if (*c == '-')
+		res[pos++] = *c++;
+	for (; *c && *c != 'e'; c++)
+		if (*c >= '0' && *c <= '9' && nd < (int)sizeof(digits))
+			digits[nd++] = *c;
+	x = (int)strtol(c + 1, &end, 10);
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	dp = x + 1;
+
+	if (x < -4 || x >= 6) {
+		res[pos++] = digits[0];
+		if (nd > 1) {
+			res[pos++] = '.';
+			for (i = 1; i < nd; i++)
+				res[pos++] = digits[i];
+		}
+		pos += snprintf(res + pos, sizeof(res) - (size_t)pos, "e%c%02d", x < 0 ? '-' : '+',
+				x < 0 ? -x : x);
+	} else {
+		if (dp > 0) {
+			for (i = 0; i < dp; i++)
+				res[pos++] = i < nd ? digits[i] : '0';
+		} else {
+			res[pos++] = '0';
+		}
+		if (nd > dp) {
+			res[pos++] = '.';
+			for (i = dp; i < nd; i++)
+				res[pos++] = i >= 0 ? digits[i] : '0';
+		}
+		res[pos] = '\0';
+	}
+	snprintf(out, len, "%s", res);
+}
+
+/* ---- text format 0.0.4 ---- */
+
+static void put_escaped(struct buf *b, const char *s, int quote)
+{
+	const char *run = s;
+
+	for (; *s; s++) {
+		const char *esc;
+
+		if (*s == '\\')
+			esc = "\\\\";
+		else if (*s == '\n')
+			esc = "\\n";
+		else if (quote && *s == '"')
+			esc = "\\\"";
+		else
+			continue;
+		buf_append(b, run, (size_t)(s - run));
+		buf_puts(b, esc);
+		run = s + 1;
+	}
+	buf_append(b, run, (size_t)(s - run));
+}
+
+static void put_double(struct buf *b, double v)
+{
+	char tmp[32];
+
+	expose_format_double(v, tmp, sizeof(tmp));
+	buf_puts(b, tmp);
+}
+
+/* name[suffix]{labels[,le="..."]} */
+static void put_series_name(struct buf *b, const struct snap_family *f, const struct snap_series *s,
+			    const char *suffix, const double *le)
+{
+	unsigned i;
+
+	buf_puts(b, f->name);
+	buf_puts(b, suffix);
+	if (!f->n_labels && !le)
+		return;
+	buf_append(b, "{", 1);
+	for (i = 0; i < f->n_labels; i++) {
+		if (i)
+			buf_append(b, ",", 1);
+		buf_puts(b, f->labels[i]);
+		buf_append(b, "=\"", 2);
+		put_escaped(b, s->values[i], 1);
+		buf_append(b, "\"", 1);
+	}
+	if (le) {
+		if (f->n_labels)
+			buf_append(b, ",", 1);
+		buf_puts(b, "le=\"");
+		put_double(b, *le);
+		buf_append(b, "\"", 1);
+	}
+	buf_append(b, "}", 1);
+}
+
+static const char *type_name(enum metric_type t)
+{
+	switch (t) {
+	case METRIC_COUNTER:
+		return "counter";
+	case METRIC_GAUGE:
+		return "gauge";
+	case METRIC_HISTOGRAM:
+		return "histogram";
+	}
+	return "untyped";
+}
+
+static void put_histogram(struct buf *b, const struct snap_family *f, const struct snap_series *s)
+{
+	double inf = INFINITY;
+	unsigned i;
+
+	for (i = 0; i < f->n_bounds; i++) {
+		put_series_name(b, f, s, "_bucket", &f->bounds[i]);
+		buf_printf(b, " %" PRIu64 "\n", s->cumulative[i]);
+	}
+	put_series_name(b, f, s, "_bucket", &inf);
+	buf_printf(b, " %" PRIu64 "\n", s->count);
+	put_series_name(b, f, s, "_sum", NULL);
+	buf_append(b, " ", 1);
+	put_double(b, s->sum);
+	buf_append(b, "\n", 1);
+	put_series_name(b, f, s, "_count", NULL);
+	buf_printf(b, " %" PRIu64 "\n", s->count);
+}
+
+int expose_text(const struct metrics_snapshot *snap, struct buf *out)
+{
+	unsigned i, j;
+
+	for (i = 0; snap && i < snap->n_families; i++) {
+		const struct snap_family *f = &snap->families[i];
+
+		if (f->help && *f->help) {
+			buf_puts(out, "# HELP ");
+			buf_puts(out, f->name);
+			buf_append(out, " ", 1);
+			put_escaped(out, f->help, 0);
+			buf_append(out, "\n", 1);
+		}
+		buf_printf(out, "# TYPE %s %s\n", f->name, type_name(f->type));
+		for (j = 0; j < f->n_series; j++) {
+			const struct snap_series *s = &f->series[j];
+
+			if (f->type == METRIC_HISTOGRAM) {
+				put_histogram(out, f, s);
+				continue;
+			}
+			put_series_name(out, f, s, "", NULL);
+			buf_append(out, " ", 1);
+			put_double(out, s->value);
+			buf_append(out, "\n", 1);
+		}
+	}
+	return out->oom ? -ENOMEM : 0;
+}

@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics — registry of families and series, and consistent snapshots.
+ *
+ * One pthread mutex in the registry guards everything: the family list, each
+ * family's series list, and every value (including histogram series). Writers
+ * hold it for a few increments (or one histogram merge); metrics_snapshot()
+ * holds it for a deep copy and sorts after releasing it.
+ *
+ * Lookups are linear scans over plain arrays. We expect tens of families and at
+ * most a few hundred series (probes x targets x ops); below ~2000 series a scan is
+ * cheaper to reason about than a hash table and fast enough for series that are
+ * created once and then reused through their pointer.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+struct metrics {
+	pthread_mutex_t lock;		 /* guards everything below and in families/series */
+	struct metric_family **families; /* declaration order */
+	unsigned n_families;
+	unsigned cap_families;
+};
+
+struct metric_family {
+	struct metrics *reg; /* owner */
+	char *name;
+	char *help;
+	enum metric_type type;
+	unsigned n_labels;
+	char *labels[METRICS_MAX_LABELS];
+	unsigned n_bounds;		     /* histogram */
+	uint64_t bounds_ns[HIST_MAX_BOUNDS]; /* histogram: classic bounds */
+	struct metric_series **series;	     /* creation order */
+	unsigned n_series;
+	unsigned cap_series;
+};
+
+struct metric_series {
+	struct metric_family *family; /* owner */
+	char *values[METRICS_MAX_LABELS];
+	double value;	   /* counter / gauge */
+	struct hist *hist; /* histogram series */
+};
+
+/* ---- helpers ---- */
+
+static bool name_valid(const char *s, bool colon)
+{
+	const char *p;
+
+	if (!s || !*s)
+		return false;
+	for (p = s; *p; p++) {
+		char c = *p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+			  (colon && c == ':') || (p != s && c >= '0' && c <= '9');
+
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static int grow(void *arrayp, unsigned *cap, unsigned need, size_t elem)
+{
+	void **array = arrayp;
+	unsigned ncap;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 8;
+	while (ncap < need)
+		ncap *= 2;
+	n = realloc(*array, (size_t)ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	*array = n;
+	*cap = ncap;
+	return 0;
+}
+
+static void series_free(struct metric_series *s)
+{
+	unsigned i;
+
+	if (!s)
+		return;
+	for (i = 0; i < METRICS_MAX_LABELS; i++)
+		free(s->values[i]);
+	hist_free(s->hist);
+	free(s);
+}
+
+static void family_free(struct metric_family *f)
+{
+	unsigned i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->n_series; i++)
+		series_free(f->series[i]);
+	free(f->series);
+	for (i = 0; i < METRICS_MAX_LABELS; i++)
+		free(f->labels[i]);
+	free(f->name);
+	free(f->help);
+	free(f);
+}
+
+/* ---- registry ---- */
+
+struct metrics *metrics_new(void)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	if (pthread_mutex_init(&m->lock, NULL) != 0) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void metrics_free(struct metrics *m)
+{
+	unsigned i;
+
+	if (!m)
+		return;
+	for (i = 0; i < m->n_families; i++)
+		family_free(m->families[i]);
+	free(m->families);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static bool family_matches(const struct metric_family *f, enum metric_type type,
+			   const char *const *labels, unsigned n_labels, const uint64_t *bounds_ns,
+			   unsigned n_bounds)
+{
+	unsigned i;
+
+	if (f->type != type || f->n_labels != n_labels)
+		return false;
+	for (i = 0; i < n_labels; i++)
+		if (strcmp(f->labels[i], labels[i]) != 0)
+			return false;
+	if (type == METRIC_HISTOGRAM &&
+	    (f->n_bounds != n_bounds ||
+	     (n_bounds && memcmp(f->bounds_ns, bounds_ns, n_bounds * sizeof(*bounds_ns)) != 0)))
+		return false;
+	return true;
+}
+
+static bool labels_valid(enum metric_type type, const char *const *labels, unsigned *n)
+{
+	unsigned i, j;
+
+	for (i = 0; labels && labels[i]; i++) {
+		if (i >= METRICS_MAX_LABELS || !name_valid(labels[i], false) ||
+		    strncmp(labels[i], "__", 2) == 0)
+			return false;
+		if (type == METRIC_HISTOGRAM && strcmp(labels[i], "le") == 0)
+			return false;
+		for (j = 0; j < i; j++)
+			if (strcmp(labels[i], labels[j]) == 0)
+				return false;
+	}
+	*n = i;
+	return true;
+}
+
+struct metric_family *metrics_family(struct metrics *m, const char *name, enum metric_type type,
+				     const char *help, const char *const *labels,
+				     const uint64_t *bounds_ns, unsigned n_bounds)
+{
+	struct metric_family *f = NULL;
+	unsigned n_labels, i;
+	struct hist *probe;
+
+	if (!m || !name_valid(name, true) || !labels_valid(type, labels, &n_labels))
+		return NULL;
+	if (type != METRIC_COUNTER && type != METRIC_GAUGE && type != METRIC_HISTOGRAM)
+		return NULL;
+	if (type != METRIC_HISTOGRAM)
+		n_bounds = 0;
+	/* Let hist_new() judge the bounds, once, here rather than per series. */
+	if (type == METRIC_HISTOGRAM) {
+		probe = hist_new(bounds_ns, n_bounds);
+		if (!probe)
+			return NULL;
+		hist_free(probe);
+	}
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < m->n_families; i++) {
+		if (strcmp(m->families[i]->name, name) != 0)
+			continue;
+		f = m->families[i];
+		if (!family_matches(f, type, labels, n_labels, bounds_ns, n_bounds))
+			f = NULL;
+		goto out;
+	}
+
+	if (grow(&m->families, &m->cap_families, m->n_families + 1, sizeof(*m->families)) < 0)
+		goto out;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		goto out;
+	f->reg = m;
+	f->type = type;
+	f->name = strdup(name);
+	f->help = strdup(help ? help : "");
+	if (!f->name || !f->help)
+		goto fail;
+	f->n_labels = n_labels;
+	for (i = 0; i < n_labels; i++) {
+		f->labels[i] = strdup(labels[i]);
+		if (!f->labels[i])
+			goto fail;
+	}
+	f->n_bounds = n_bounds;
+	if (n_bounds)
+		memcpy(f->bounds_ns, bounds_ns, n_bounds * sizeof(*bounds_ns));
+	m->families[m->n_families++] = f;
+	goto out;
+fail:
+	family_free(f);
+	f = NULL;
+out:
+	pthread_mutex_unlock(&m->lock);
+	return f;
+}
+
+/* ---- series ---- */
+
+static bool series_matches(const struct metric_series *s, const char *const *values, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(s->values[i], values[i]) != 0)
+			return false;
+	return true;
+}
+
+struct metric_series *metrics_series(struct metric_family *f, const char *const *values)
+{
+	struct metric_series *s = NULL;
+	struct metrics *m;
+	unsigned i;
+
+	if (!f || (f->n_labels && !values))
+		return NULL;
+	for (i = 0; i < f->n_labels; i++)
+		if (!values[i])
+			return NULL;
+	m = f->reg;
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < f->n_series; i++) {
+		if (series_matches(f->series[i], values, f->n_labels)) {
+			s = f->series[i];
+			goto out;
+		}
+	}
+
+	if (grow(&f->series, &f->cap_series, f->n_series + 1, sizeof(*f->series)) < 0)
+		goto out;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		goto out;
+	s->family = f;
+	for (i = 0; i < f->n_labels; i++) {
+		s->values[i] = strdup(values[i]);
+		if (!s->values[i])
+			goto fail;
+	}
+	if (f->type == METRIC_HISTOGRAM) {
+		s->hist = hist_new(f->bounds_ns, f->n_bounds);
+		if (!s->hist)
+			goto fail;
+	}
+	f->series[f->n_series++] = s;
+	goto out;
+fail:
+	series_free(s);
+	s = NULL;
+out:
+	pthread_mutex_unlock(&m->lock);
+	return s;
+}
+
+void metrics_series_drop(struct metric_series *s)
+{
+	struct metric_family *f;
+	struct metrics *m;
+	unsigned i;
+
+	if (!s)
+		return;
+	f = s->family;
+	m = f->reg;
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < f->n_series; i++) {
+		if (f->series[i] == s) {
+			memmove(&f->series[i], &f->series[i + 1],
+				(f->n_series - i - 1) * sizeof(*f->series));
+			f->n_series--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	series_free(s);
+}
+
+/* ---- values ---- */
+
+void metrics_lock(struct metrics *m)
+{
+	pthread_mutex_lock(&m->lock);
+}
+
+void metrics_unlock(struct metrics *m)
+{
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_add_locked(struct metric_series *s, double v)
+{
+	/* Counters only go up; "!(v >= 0)" also refuses NaN. */
+	if (!s || s->family->type == METRIC_HISTOGRAM ||
+	    (s->family->type == METRIC_COUNTER && !(v >= 0)))
+		return;
+	s->value += v;
+}
+
+void metrics_set_locked(struct metric_series *s, double v)
+{
+	if (!s || s->family->type == METRIC_HISTOGRAM)
+		return;
+	s->value = v;
+}
+
+void metrics_observe_ns_locked(struct metric_series *s, uint64_t ns)
+{
+	if (s && s->hist)
+		hist_record(s->hist, ns);
+}
+
+int metrics_merge_hist_locked(struct metric_series *s, const struct hist *h)
+{
+	if (!s || !s->hist || !h)
+		return -EINVAL;
+	return hist_merge(s->hist, h);
+}
+
+void metrics_add(struct metric_series *s, double v)
+{
+	if (!s)
+		return;
+	metrics_lock(s->family->reg);
+	metrics_add_locked(s, v);
+	metrics_unlock(s->family->reg);
+}
+
+void metrics_set(struct metric_series *s, double v)
+{
+	if (!s)
+		return;
+	metrics_lock(s->family->reg);
+	metrics_set_locked(s, v);
+	metrics_unlock(s->family->reg);
+}
+
+void metrics_observe_ns(struct metric_series *s, uint64_t ns)
+{
+	if (!s)
+		return;
+	metrics_lock(s->family->reg);
+	metrics_observe_ns_locked(s, ns);
+	metrics_unlock(s->family->reg);
+}
+
+int metrics_merge_hist(struct metric_series *s, const struct hist *h)
+{
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	metrics_lock(s->family->reg);
+	r = metrics_merge_hist_locked(s, h);
+	metrics_unlock(s->family->reg);
+	return r;
+}
+
+/* ---- snapshots ---- */
+
+static void snap_family_free(struct snap_family *sf)
+{
+	unsigned i, j;
+
+	for (i = 0; i < sf->n_series; i++) {
+		for (j = 0; j < METRICS_MAX_LABELS; j++)
+			free((char *)sf->series[i].values[j]);
+		free(sf->series[i].cumulative);
+	}
+	free(sf->series);
+	for (j = 0; j < METRICS_MAX_LABELS; j++)
+		free((char *)sf->labels[j]);
+	free((char *)sf->name);
+	free((char *)sf->help);
+	free(sf->bounds);
+}
+
+void metrics_snapshot_free(struct metrics_snapshot *s)
+{
+	unsigned i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->n_families; i++)
+		snap_family_free(&s->families[i]);
+	free(s->families);
+	free(s);
+}
+
+/* Called with the lock held. */
+static int snap_series_copy(const struct metric_family *f, const struct metric_series *s,
+			    struct snap_series *ss)
+{
+	unsigned i;
+
+	for (i = 0; i < f->n_labels; i++) {
+		ss->values[i] = strdup(s->values[i]);
+		if (!ss->values[i])
+			return -ENOMEM;
+	}
+	if (f->type != METRIC_HISTOGRAM) {
+		ss->value = s->value;
+		return 0;
+	}
+	ss->count = hist_count(s->hist);
+	ss->sum = (double)hist_sum_ns(s->hist) / 1e9;
+	if (f->n_bounds) {
+		ss->cumulative = calloc(f->n_bounds, sizeof(*ss->cumulative));
+		if (!ss->cumulative)
+			return -ENOMEM;
+		hist_cumulative(s->hist, ss->cumulative);
+	}
+	return 0;
+}
+
+/* Called with the lock held; on failure the caller frees @sf. */
+static int snap_family_copy(const struct metric_family *f, struct snap_family *sf)
+{
+	unsigned i;
+	int r;
+
+	sf->type = f->type;
+	sf->name = strdup(f->name);
+	sf->help = strdup(f->help);
+	if (!sf->name || !sf->help)
+		return -ENOMEM;
+	sf->n_labels = f->n_labels;
+	for (i = 0; i < f->n_labels; i++) {
+		sf->labels[i] = strdup(f->labels[i]);
+		if (!sf->labels[i])
+			return -ENOMEM;
+	}
+	if (f->type == METRIC_HISTOGRAM && f->n_bounds) {
+		sf->bounds = calloc(f->n_bounds, sizeof(*sf->bounds));
+		if (!sf->bounds)
+			return -ENOMEM;
+		for (i = 0; i < f->n_bounds; i++)
+			sf->bounds[i] = (double)f->bounds_ns[i] / 1e9;
+		sf->n_bounds = f->n_bounds;
+	}
+	sf->series = calloc(f->n_series, sizeof(*sf->series));
+	if (!sf->series)
+		return -ENOMEM;
+	for (i = 0; i < f->n_series; i++) {
+		/* Count it first so a partial copy is freed too. */
+		sf->n_series = i + 1;
+		r = snap_series_copy(f, f->series[i], &sf->series[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int cmp_family(const void *a, const void *b)
+{
+	const struct snap_family *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+/* qsort() has no context argument; the label count travels in a thread-local. */
+static _Thread_local unsigned cmp_n_labels;
+
+static int cmp_series(const void *a, const void *b)
+{
+	const struct snap_series *x = a, *y = b;
+	unsigned i;
+	int c;
+
+	for (i = 0; i < cmp_n_labels; i++) {
+		c = strcmp(x->values[i], y->values[i]);
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+struct metrics_snapshot *metrics_snapshot(struct metrics *m)
+{
+	struct metrics_snapshot *snap;
+	unsigned i, n = 0;
+	int r = 0;
+
+	if (!m)
+		return NULL;
+	snap = calloc(1, sizeof(*snap));
+	if (!snap)
+		return NULL;
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < m->n_families; i++)
+		if (m->families[i]->n_series)
+			n++;
+	if (n) {
+		snap->families = calloc(n, sizeof(*snap->families));
+		if (!snap->families)
+			r = -ENOMEM;
+	}
+	for (i = 0; r == 0 && i < m->n_families; i++) {
+		if (!m->families[i]->n_series)
+			continue;
+		r = snap_family_copy(m->families[i], &snap->families[snap->n_families++]);
+	}
+	pthread_mutex_unlock(&m->lock);
+
+	if (r < 0) {
+		metrics_snapshot_free(snap);
+		return NULL;
+	}
+
+	if (snap->n_families)
+		qsort(snap->families, snap->n_families, sizeof(*snap->families), cmp_family);
+	for (i = 0; i < snap->n_families; i++) {
+		/* Every family in a snapshot has at least one series. */
+		cmp_n_labels = snap->families[i].n_labels;
+		qsort(snap->families[i].series, snap->families[i].n_series,
+		      sizeof(*snap->families[i].series), cmp_series);
+	}
+	return snap;
+}

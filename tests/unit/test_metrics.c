@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for daemon/metrics: declaring families, series, values, and
+ * snapshots (sorted, deep copies, empty families omitted).
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/metrics.h"
+
+static const char *const no_labels[] = {NULL};
+static const char *const pto[] = {"probe", "target", "op", NULL};
+static const uint64_t bounds[] = {1000000, 10000000, 100000000}; /* 1 ms, 10 ms, 100 ms */
+
+static const struct snap_family *find_family(const struct metrics_snapshot *s, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n_families; i++)
+		if (strcmp(s->families[i].name, name) == 0)
+			return &s->families[i];
+	return NULL;
+}
+
+static void test_family_declare_and_redeclare(void **state)
+{
+	static const char *const other_labels[] = {"probe", "target", NULL};
+	static const char *const reordered[] = {"target", "probe", "op", NULL};
+	static const uint64_t other_bounds[] = {1000000, 20000000};
+	struct metrics *m = metrics_new();
+	struct metric_family *f, *g, *h;
+
+	(void)state;
+	assert_non_null(m);
+	f = metrics_family(m, "test_runs_total", METRIC_COUNTER, "Runs.", pto, NULL, 0);
+	assert_non_null(f);
+	/* Same type and labels: the same family (help may differ, it is ignored). */
+	assert_ptr_equal(
+		metrics_family(m, "test_runs_total", METRIC_COUNTER, "Other help.", pto, NULL, 0),
+		f);
+	/* Different type, label set, or label order: refused. */
+	assert_null(metrics_family(m, "test_runs_total", METRIC_GAUGE, "Runs.", pto, NULL, 0));
+	assert_null(metrics_family(m, "test_runs_total", METRIC_COUNTER, "Runs.", other_labels,
+				   NULL, 0));
+	assert_null(
+		metrics_family(m, "test_runs_total", METRIC_COUNTER, "Runs.", reordered, NULL, 0));
+	assert_null(
+		metrics_family(m, "test_runs_total", METRIC_COUNTER, "Runs.", no_labels, NULL, 0));
+
+	/* Histograms: bounds are part of the family. */
+	h = metrics_family(m, "test_latency_seconds", METRIC_HISTOGRAM, "Latency.", pto, bounds, 3);
+	assert_non_null(h);
+	assert_ptr_equal(metrics_family(m, "test_latency_seconds", METRIC_HISTOGRAM, "Latency.",
+					pto, bounds, 3),
+			 h);
+	assert_null(metrics_family(m, "test_latency_seconds", METRIC_HISTOGRAM, "Latency.", pto,
+				   other_bounds, 2));
+
+	/* Labels may be NULL (none); bounds are ignored on non-histograms. */
+	g = metrics_family(m, "test_up", METRIC_GAUGE, "Up.", NULL, bounds, 3);
+	assert_non_null(g);
+	assert_ptr_equal(metrics_family(m, "test_up", METRIC_GAUGE, "Up.", no_labels, NULL, 0), g);
+
+	/* Invalid names and labels. */
+	assert_null(metrics_family(m, "", METRIC_GAUGE, "x", NULL, NULL, 0));
+	assert_null(metrics_family(m, "1abc", METRIC_GAUGE, "x", NULL, NULL, 0));
+	assert_null(metrics_family(m, "a-b", METRIC_GAUGE, "x", NULL, NULL, 0));
+	{
+		static const char *const dup[] = {"a", "a", NULL};
+		static const char *const reserved[] = {"__name", NULL};
+		static const char *const le[] = {"le", NULL};
+		static const char *const seven[] = {"a", "b", "c", "d", "e", "f", "g", NULL};
+		static const uint64_t unsorted[] = {5, 1};
+
+		assert_null(metrics_family(m, "test_a", METRIC_GAUGE, "x", dup, NULL, 0));
+		assert_null(metrics_family(m, "test_b", METRIC_GAUGE, "x", reserved, NULL, 0));
+		assert_null(metrics_family(m, "test_c", METRIC_HISTOGRAM, "x", le, bounds, 3));
+		assert_non_null(metrics_family(m, "test_d", METRIC_GAUGE, "x", le, NULL, 0));
+		assert_null(metrics_family(m, "test_e", METRIC_GAUGE, "x", seven, NULL, 0));
+		assert_null(metrics_family(m, "test_f", METRIC_HISTOGRAM, "x", NULL, unsorted, 2));
+	}
+	metrics_free(m);
+	metrics_free(NULL);
+}
+
+static void test_series_counter_gauge(void **state)
+{
+	static const char *const v1[] = {"ping", "/dev/sda", "read"};
+	static const char *const v1_copy[] = {"ping", "/dev/sda", "read"};
+	static const char *const v2[] = {"ping", "/dev/sda", "write"};
+	struct metrics *m = metrics_new();
+	struct metric_family *c, *g;
+	struct metric_series *s1, *s2, *s3, *gs;
+	struct metrics_snapshot *snap;
+	const struct snap_family *sf;
+
+	(void)state;
+	assert_non_null(m);
+	c = metrics_family(m, "test_runs_total", METRIC_COUNTER, "Runs.", pto, NULL, 0);
+	g = metrics_family(m, "test_temperature_celsius", METRIC_GAUGE, "T.", NULL, NULL, 0);
+	assert_non_null(c);
+	assert_non_null(g);
+
+	s1 = metrics_series(c, v1);
+	s2 = metrics_series(c, v2);
+	s3 = metrics_series(c, v1_copy);
+	assert_non_null(s1);
+	assert_non_null(s2);
+	assert_ptr_equal(s1, s3); /* same label values, same series */
+	assert_ptr_not_equal(s1, s2);
+	gs = metrics_series(g, NULL);
+	assert_non_null(gs);
+	assert_ptr_equal(metrics_series(g, no_labels), gs);
+
+	metrics_add(s1, 1);
+	metrics_add(s1, 2.5);
+	metrics_add(s1, -1);  /* counters never go down */
+	metrics_add(s1, NAN); /* nor become NaN */
+	metrics_add(s2, 1);
+	metrics_set(gs, 21.5);
+	metrics_set(gs, -3);
+	metrics_add(gs, 1);	   /* gauges may add */
+	metrics_observe_ns(s1, 5); /* not a histogram: ignored */
+	metrics_add(NULL, 1);
+	metrics_set(NULL, 1);
+
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	sf = find_family(snap, "test_runs_total");
+	assert_non_null(sf);
+	assert_int_equal(sf->type, METRIC_COUNTER);
+	assert_string_equal(sf->help, "Runs.");
+	assert_int_equal(sf->n_labels, 3);
+	assert_string_equal(sf->labels[0], "probe");
+	assert_string_equal(sf->labels[2], "op");
+	assert_int_equal(sf->n_series, 2);
+	assert_string_equal(sf->series[0].values[2], "read");
+	assert_true(sf->series[0].value == 3.5);
+	assert_string_equal(sf->series[1].values[2], "write");
+	assert_true(sf->series[1].value == 1);
+	sf = find_family(snap, "test_temperature_celsius");
+	assert_non_null(sf);
+	assert_int_equal(sf->n_labels, 0);
+	assert_int_equal(sf->n_series, 1);
+	assert_true(sf->series[0].value == -2);
+	metrics_snapshot_free(snap);
+	metrics_snapshot_free(NULL);
+	metrics_free(m);
+}
+
+static void test_histogram_observe_merge(void **state)
+{
+	static const char *const v[] = {"ping", "/srv", "read"};
+	static const uint64_t other[] = {1, 2};
+	struct metrics *m = metrics_new();
+	struct metric_family *f;
+	struct metric_series *s;
+	struct hist *local = hist_new(bounds, 3), *wrong = hist_new(other, 2);
+	struct metrics_snapshot *snap;
+	const struct snap_family *sf;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(local);
+	assert_non_null(wrong);
+	f = metrics_family(m, "test_latency_seconds", METRIC_HISTOGRAM, "Latency.", pto, bounds, 3);
+	s = metrics_series(f, v);
+	assert_non_null(s);
+
+	metrics_observe_ns(s, 500000);	   /* 0.5 ms */
+	metrics_observe_ns(s, 1000000);	   /* 1 ms: le="0.001" */
+	hist_record(local, 10000000);	   /* 10 ms */
+	hist_record(local, 2000000000ull); /* 2 s: only +Inf */
+	assert_int_equal(metrics_merge_hist(s, local), 0);
+	assert_int_equal(metrics_merge_hist(s, wrong), -EINVAL);
+	assert_int_equal(metrics_merge_hist(NULL, local), -EINVAL);
+	metrics_set(s, 5); /* not a counter/gauge: ignored */
+
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	sf = find_family(snap, "test_latency_seconds");
+	assert_non_null(sf);
+	assert_int_equal(sf->type, METRIC_HISTOGRAM);
+	assert_int_equal(sf->n_bounds, 3);
+	assert_true(sf->bounds[0] == 0.001);
+	assert_true(sf->bounds[1] == 0.01);
+	assert_true(sf->bounds[2] == 0.1);
+	assert_int_equal(sf->n_series, 1);
+	assert_int_equal(sf->series[0].count, 4);
+	assert_true(fabs(sf->series[0].sum - 2.0115) < 1e-12);
+	assert_int_equal(sf->series[0].cumulative[0], 2);
+	assert_int_equal(sf->series[0].cumulative[1], 3);
+	assert_int_equal(sf->series[0].cumulative[2], 3);
+	metrics_snapshot_free(snap);
+	hist_free(local);
+	hist_free(wrong);
+	metrics_free(m);
+}
+
+static void test_snapshot_sorted_deep_copy(void **state)
+{
+	static const char *const lab[] = {"a", "b", NULL};
+	static const char *const vals[][2] = {
+		{"y", "1"}, {"x", "2"}, {"x", "10"}, {"", "z"}, {"y", "0"},
+	};
+	static const char *const want[][2] = {
+		{"", "z"}, {"x", "10"}, {"x", "2"}, {"y", "0"}, {"y", "1"},
+	};
+	struct metrics *m = metrics_new();
+	struct metric_family *f;
+	struct metric_series *s[5], *z;
+	struct metrics_snapshot *snap, *snap2;
+	const struct snap_family *sf;
+	unsigned i;
+
+	(void)state;
+	assert_non_null(m);
+	/* Declared out of order; "test_empty" never gets a series. */
+	assert_non_null(metrics_family(m, "test_zeta", METRIC_GAUGE, "Z.", NULL, NULL, 0));
+	assert_non_null(metrics_family(m, "test_empty", METRIC_GAUGE, "E.", NULL, NULL, 0));
+	f = metrics_family(m, "test_beta", METRIC_GAUGE, "B.", lab, NULL, 0);
+	assert_non_null(metrics_family(m, "test_alpha_total", METRIC_COUNTER, "A.", NULL, NULL, 0));
+	for (i = 0; i < 5; i++) {
+		s[i] = metrics_series(f, vals[i]);
+		assert_non_null(s[i]);
+		metrics_set(s[i], i);
+	}
+	z = metrics_series(metrics_family(m, "test_zeta", METRIC_GAUGE, "Z.", NULL, NULL, 0), NULL);
+	metrics_set(z, 7);
+	metrics_add(metrics_series(metrics_family(m, "test_alpha_total", METRIC_COUNTER, "A.", NULL,
+						  NULL, 0),
+				   NULL),
+		    1);
+
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	assert_int_equal(snap->n_families, 3); /* test_empty omitted */
+	assert_string_equal(snap->families[0].name, "test_alpha_total");
+	assert_string_equal(snap->families[1].name, "test_beta");
+	assert_string_equal(snap->families[2].name, "test_zeta");
+	sf = &snap->families[1];
+	assert_int_equal(sf->n_series, 5);
+	for (i = 0; i < 5; i++) {
+		assert_string_equal(sf->series[i].values[0], want[i][0]);
+		assert_string_equal(sf->series[i].values[1], want[i][1]);
+	}
+
+	/* Mutating, dropping, even freeing the registry leaves the snapshot intact. */
+	metrics_set(z, 99);
+	metrics_series_drop(s[0]);
+	metrics_series_drop(NULL);
+	snap2 = metrics_snapshot(m);
+	assert_non_null(snap2);
+	assert_int_equal(find_family(snap2, "test_beta")->n_series, 4);
+	assert_true(find_family(snap2, "test_zeta")->series[0].value == 99);
+	metrics_series_drop(z); /* the family's last series: the family disappears */
+	metrics_snapshot_free(snap2);
+	snap2 = metrics_snapshot(m);
+	assert_non_null(snap2);
+	assert_int_equal(snap2->n_families, 2);
+	assert_null(find_family(snap2, "test_zeta"));
+	metrics_snapshot_free(snap2);
+
+	metrics_free(m);
+	assert_true(snap->families[2].series[0].value == 7);
+	assert_int_equal(snap->families[1].n_series, 5);
+	assert_string_equal(snap->families[1].series[4].values[0], "y");
+	assert_string_equal(snap->families[1].series[4].values[1], "1");
+	assert_true(snap->families[1].series[4].value == 0);
+	metrics_snapshot_free(snap);
+}
+
+static void test_batch_locked(void **state)
+{
+	static const char *const v[] = {"p", "t", "o"};
+	struct metrics *m = metrics_new();
+	struct metric_series *c, *g, *h;
+	struct hist *local = hist_new(bounds, 3);
+	struct metrics_snapshot *snap;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(local);
+	c = metrics_series(metrics_family(m, "test_ops_total", METRIC_COUNTER, "O.", pto, NULL, 0),
+			   v);
+	g = metrics_series(metrics_family(m, "test_level_ratio", METRIC_GAUGE, "L.", pto, NULL, 0),
+			   v);
+	h = metrics_series(
+		metrics_family(m, "test_latency_seconds", METRIC_HISTOGRAM, "L.", pto, bounds, 3),
+		v);
+	hist_record(local, 2000000);
+
+	metrics_lock(m);
+	metrics_add_locked(c, 2);
+	metrics_add_locked(c, -5); /* refused, as unlocked */
+	metrics_set_locked(g, 0.75);
+	metrics_observe_ns_locked(h, 500);
+	assert_int_equal(metrics_merge_hist_locked(h, local), 0);
+	assert_int_equal(metrics_merge_hist_locked(c, local), -EINVAL);
+	metrics_add_locked(NULL, 1);
+	metrics_observe_ns_locked(NULL, 1);
+	metrics_unlock(m);
+
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	assert_true(find_family(snap, "test_ops_total")->series[0].value == 2);
+	assert_true(find_family(snap, "test_level_ratio")->series[0].value == 0.75);
+	assert_int_equal(find_family(snap, "test_latency_seconds")->series[0].count, 2);
+	assert_int_equal(find_family(snap, "test_latency_seconds")->series[0].cumulative[0], 1);
+	metrics_snapshot_free(snap);
+	hist_free(local);
+	metrics_free(m);
+}
+
+static void test_empty_registry(void **state)
+{
+	struct metrics *m = metrics_new();
+	struct metrics_snapshot *snap;
+
+	(void)state;
+	assert_non_null(m);
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	assert_int_equal(snap->n_families, 0);
+	metrics_snapshot_free(snap);
+	metrics_free(m);
+}
+
+/* Writers and a snapshotter at once: under ASan/TSan this catches missing locking. */
+struct writer_arg {
+	struct metrics *m;
+	struct metric_series *counter;
+	struct metric_series *hist;
+};
+
+static void *writer(void *p)
+{
+	struct writer_arg *a = p;
+	unsigned i;
+
+	for (i = 0; i < 20000; i++) {
+		if (i % 2) {
+			metrics_add(a->counter, 1);
+			metrics_observe_ns(a->hist, i);
+			continue;
+		}
+		/* A batch: the snapshotter sees both or neither. */
+		metrics_lock(a->m);
+		metrics_add_locked(a->counter, 1);
+		metrics_observe_ns_locked(a->hist, i);
+		metrics_unlock(a->m);
+	}
+	return NULL;
+}
+
+static void test_concurrent_writers(void **state)
+{
+	static const char *const v[] = {"p", "t", "o"};
+	struct metrics *m = metrics_new();
+	struct writer_arg a;
+	pthread_t th[4];
+	struct metrics_snapshot *snap;
+	unsigned i;
+
+	(void)state;
+	assert_non_null(m);
+	a.m = m;
+	a.counter = metrics_series(
+		metrics_family(m, "test_ops_total", METRIC_COUNTER, "Ops.", pto, NULL, 0), v);
+	a.hist = metrics_series(
+		metrics_family(m, "test_latency_seconds", METRIC_HISTOGRAM, "L.", pto, bounds, 3),
+		v);
+	assert_non_null(a.counter);
+	assert_non_null(a.hist);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, writer, &a), 0);
+	for (i = 0; i < 50; i++)
+		metrics_snapshot_free(metrics_snapshot(m));
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	assert_true(find_family(snap, "test_ops_total")->series[0].value == 80000);
+	assert_int_equal(find_family(snap, "test_latency_seconds")->series[0].count, 80000);
+	metrics_snapshot_free(snap);
+	metrics_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_family_declare_and_redeclare),
+		cmocka_unit_test(test_series_counter_gauge),
+		cmocka_unit_test(test_histogram_observe_merge),
+		cmocka_unit_test(test_snapshot_sorted_deep_copy),
+		cmocka_unit_test(test_batch_locked),
+		cmocka_unit_test(test_empty_registry),
+		cmocka_unit_test(test_concurrent_writers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
