@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../engines/engine.h"
+#include "lane.h"
+#include "log.h"
+
+static const char *const op_names[_LANE_OP_MAX] = {
+	[LANE_OP_READ] = "read",
+	[LANE_OP_WRITE] = "write",
+	[LANE_OP_FDATASYNC] = "fdatasync",
+};
+
+static const char *const error_names[_LANE_ERR_MAX] = {
+	[LANE_ERR_IO] = "io_error",	[LANE_ERR_SHORT] = "short_io",
+	[LANE_ERR_TIMEOUT] = "timeout", [LANE_ERR_TARGET_DOWN] = "target_down",
+	[LANE_ERR_SETUP] = "setup",
+};
+
+/* ---------------------------------------------------------------- series */
+
+static int lane_probe_series(struct lane_probe *lp, const char *target, const struct config *cfg,
+			     struct metrics *m)
+{
+	static const char *const pto[] = {"probe", "target", "op", NULL};
+	static const char *const ptr[] = {"probe", "target", "reason", NULL};
+	static const char *const pt[] = {"probe", "target", NULL};
+	const struct cfg_probe *p = lp->cfg;
+	struct metric_family *lat, *ios, *bytes, *errs, *runs, *last, *deferred, *skipped;
+	const char *v[4] = {p->name, target, NULL, NULL};
+
+	lat = metrics_family(m, "iopulse_probe_latency_seconds", METRIC_HISTOGRAM,
+			     "Latency of each probe I/O, by operation.", pto, cfg->buckets_ns,
+			     cfg->n_buckets);
+	ios = metrics_family(m, "iopulse_probe_ios_total", METRIC_COUNTER,
+			     "I/Os completed without error, by operation.", pto, NULL, 0);
+	bytes = metrics_family(m, "iopulse_probe_bytes_total", METRIC_COUNTER,
+			       "Bytes transferred by I/Os completed without error.", pto, NULL, 0);
+	errs = metrics_family(m, "iopulse_probe_errors_total", METRIC_COUNTER,
+			      "Probe failures, by reason.", ptr, NULL, 0);
+	runs = metrics_family(m, "iopulse_probe_runs_total", METRIC_COUNTER,
+			      "Probe runs started, successful or not.", pt, NULL, 0);
+	last = metrics_family(m, "iopulse_probe_last_run_timestamp_seconds", METRIC_GAUGE,
+			      "Unix time the probe last started a run.", pt, NULL, 0);
+	deferred =
+		metrics_family(m, "iopulse_probe_deferred_total", METRIC_COUNTER,
+			       "Runs that fell due while another probe had the target and waited "
+			       "their turn.",
+			       pt, NULL, 0);
+	skipped = metrics_family(m, "iopulse_probe_skipped_total", METRIC_COUNTER,
+				 "Runs not made, by reason (busy: still waiting from the previous "
+				 "interval).",
+				 ptr, NULL, 0);
+	if (!lat || !ios || !bytes || !errs || !runs || !last || !deferred || !skipped)
+		return -ENOMEM;
+
+	for (int op = 0; op < _LANE_OP_MAX; op++) {
+		bool used = op == LANE_OP_FDATASYNC
+				    ? p->sync == CFG_SYNC_FDATASYNC
+				    : (op == LANE_OP_WRITE) == (p->op == CFG_OP_WRITE);
+		if (!used)
+			continue;
+		v[2] = op_names[op];
+		lp->latency[op] = metrics_series(lat, v);
+		lp->ios[op] = metrics_series(ios, v);
+		lp->bytes[op] = metrics_series(bytes, v);
+		if (!lp->latency[op] || !lp->ios[op] || !lp->bytes[op])
+			return -ENOMEM;
+	}
+	for (int e = 0; e < _LANE_ERR_MAX; e++) {
+		v[2] = error_names[e];
+		lp->errors[e] = metrics_series(errs, v);
+		if (!lp->errors[e])
+			return -ENOMEM;
+	}
+	v[2] = "busy";
+	lp->skipped = metrics_series(skipped, v);
+	v[2] = NULL;
+	lp->runs = metrics_series(runs, v);
+	lp->last_run = metrics_series(last, v);
+	lp->deferred = metrics_series(deferred, v);
+	if (!lp->skipped || !lp->runs || !lp->last_run || !lp->deferred)
+		return -ENOMEM;
+	return 0;
+}
+
+int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m)
+{
+	static const char *const t_labels[] = {"target", NULL};
+	const struct cfg_target *tc = &cfg->targets[ti];
+	const char *tv[] = {tc->name, NULL};
+	struct metric_family *up, *inflight;
+	unsigned n = 0;
+	int r;
+
+	memset(l, 0, sizeof(*l));
+	l->cfg = tc;
+	l->metrics = m;
+	atomic_init(&l->inflight_ns, 0);
+	atomic_init(&l->running, -1);
+	atomic_init(&l->up, false);
+	target_init(&l->target, tc);
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
+
+	for (unsigned i = 0; i < cfg->n_probes; i++)
+		n += cfg->probes[i].target == ti;
+	l->probes = calloc(n ? n : 1, sizeof(*l->probes));
+	l->queue = calloc(n ? n : 1, sizeof(*l->queue));
+	if (!l->probes || !l->queue)
+		return -ENOMEM;
+
+	up = metrics_family(m, "iopulse_target_up", METRIC_GAUGE,
+			    "1 if the target is open, checked and its last I/O finished within "
+			    "the timeout; 0 otherwise.",
+			    t_labels, NULL, 0);
+	inflight = metrics_family(m, "iopulse_target_inflight_seconds", METRIC_GAUGE,
+				  "Age of the I/O in flight on the target, 0 when idle.", t_labels,
+				  NULL, 0);
+	if (!up || !inflight)
+		return -ENOMEM;
+	l->m_up = metrics_series(up, tv);
+	l->m_inflight = metrics_series(inflight, tv);
+	if (!l->m_up || !l->m_inflight)
+		return -ENOMEM;
+
+	for (unsigned i = 0; i < cfg->n_probes; i++) {
+		struct lane_probe *lp;
+
+		if (cfg->probes[i].target != ti)
+			continue;
+		lp = &l->probes[l->n_probes++];
+		lp->cfg = &cfg->probes[i];
+		r = lane_probe_series(lp, tc->name, cfg, m);
+		if (r < 0)
+			return r;
+		r = probe_ping_init(&lp->ping, lp->cfg);
+		if (r < 0) {
+			lp->init_error = r;
+			continue;
+		}
+		lp->ping.inflight_ns = &l->inflight_ns;
+		lp->ping_ready = true;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* One line when the target goes down or its reason changes, one when it comes back. */
+static void target_down(struct lane *l, int r)
+{
+	atomic_store(&l->up, false);
+	if (strcmp(l->down_reason, l->target.error) == 0)
+		return;
+	snprintf(l->down_reason, sizeof(l->down_reason), "%s", l->target.error);
+	log_error_errno(r, "Target %s is down: %s", l->cfg->name, l->target.error);
+}
+
+static void target_is_up(struct lane *l)
+{
+	if (l->down_reason[0]) {
+		log_notice("Target %s is up again (%s)", l->cfg->name, l->target.file_path);
+		l->down_reason[0] = '\0';
+	}
+	atomic_store(&l->up, true);
+}
+
+static int lane_prepare_target(struct lane *l)
+{
+	int r;
+
+	if (l->target.fd >= 0) {
+		r = target_check(&l->target);
+		if (r == 0)
+			return 0;
+		if (r != -ESTALE) /* a deleted probe file may be re-created; anything else waits */
+			return r;
+		log_warning("Target %s: %s, re-opening", l->cfg->name, l->target.error);
+	}
+	return target_open(&l->target);
+}
+
+static void log_probe_error(struct lane_probe *lp, int err, const char *what)
+{
+	if (lp->last_error == err)
+		return;
+	lp->last_error = err;
+	log_error_errno(err, "Probe %s: %s: %m", lp->cfg->name, what);
+}
+
+static void publish_io(struct lane *l, struct lane_probe *lp, enum lane_op op, ssize_t result,
+		       size_t want, uint64_t lat_ns)
+{
+	if (result < 0) {
+		metrics_add(lp->errors[LANE_ERR_IO], 1);
+		log_probe_error(lp, (int)result, op_names[op]);
+		return;
+	}
+	if ((size_t)result < want) {
+		metrics_add(lp->errors[LANE_ERR_SHORT], 1);
+		log_probe_error(lp, -EIO, "short transfer");
+		return;
+	}
+	/* Histogram, I/O and byte counts move together: a scrape sees all or none. */
+	metrics_lock(l->metrics);
+	metrics_observe_ns_locked(lp->latency[op], lat_ns);
+	metrics_add_locked(lp->ios[op], 1);
+	metrics_add_locked(lp->bytes[op], (double)result);
+	metrics_unlock(l->metrics);
+	if (lp->last_error) {
+		log_notice("Probe %s: %s succeeds again", lp->cfg->name, op_names[op]);
+		lp->last_error = 0;
+	}
+}
+
+static void lane_run_probe(struct lane *l, struct lane_probe *lp)
+{
+	const struct cfg_probe *p = lp->cfg;
+	struct ping_result res;
+	struct timespec wall;
+	enum lane_op op = p->op == CFG_OP_WRITE ? LANE_OP_WRITE : LANE_OP_READ;
+	int r;
+
+	clock_gettime(CLOCK_REALTIME, &wall);
+	metrics_add(lp->runs, 1);
+	metrics_set(lp->last_run, (double)wall.tv_sec + wall.tv_nsec / 1e9);
+
+	r = lane_prepare_target(l);
+	if (r < 0) {
+		target_down(l, r);
+		metrics_add(lp->errors[LANE_ERR_TARGET_DOWN], 1);
+		return;
+	}
+	target_is_up(l);
+
+	if (!lp->ping_ready) {
+		metrics_add(lp->errors[LANE_ERR_SETUP], 1);
+		log_probe_error(lp, lp->init_error, "cannot set up");
+		return;
+	}
+	r = probe_ping_run(&lp->ping, &l->target, &res);
+	if (r < 0) {
+		metrics_add(lp->errors[LANE_ERR_SETUP], 1);
+		log_probe_error(lp, r, "cannot run on this target");
+		return;
+	}
+	publish_io(l, lp, op, res.result, p->block_size, res.lat_ns);
+	if (p->sync == CFG_SYNC_FDATASYNC && res.result >= 0)
+		publish_io(l, lp, LANE_OP_FDATASYNC, res.sync_result, 0, res.sync_lat_ns);
+}
+
+static void *lane_main(void *arg)
+{
+	struct lane *l = arg;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		struct lane_probe *lp;
+		unsigned pi;
+
+		while (!l->stop && l->q_len == 0)
+			pthread_cond_wait(&l->cv, &l->mu);
+		if (l->stop)
+			break;
+		pi = l->queue[l->q_head];
+		l->q_head = (l->q_head + 1) % l->n_probes;
+		l->q_len--;
+		lp = &l->probes[pi];
+		lp->queued = false;
+		l->busy = true;
+		atomic_store(&l->running, (int)pi);
+		pthread_mutex_unlock(&l->mu);
+
+		lane_run_probe(l, lp);
+
+		pthread_mutex_lock(&l->mu);
+		atomic_store(&l->running, -1);
+		l->busy = false;
+	}
+	l->exited = true;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+int lane_start(struct lane *l)
+{
+	int r = pthread_create(&l->thread, NULL, lane_main, l);
+
+	if (r)
+		return -r;
+	l->started = true;
+	return 0;
+}
+
+void lane_enqueue(struct lane *l, unsigned pi)
+{
+	struct lane_probe *lp = &l->probes[pi];
+
+	pthread_mutex_lock(&l->mu);
+	if (lp->queued) {
+		metrics_add(lp->skipped, 1);
+	} else {
+		if (l->busy || l->q_len)
+			metrics_add(lp->deferred, 1);
+		l->queue[(l->q_head + l->q_len) % l->n_probes] = pi;
+		l->q_len++;
+		lp->queued = true;
+		pthread_cond_signal(&l->cv);
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+void lane_request_stop(struct lane *l)
+{
+	pthread_mutex_lock(&l->mu);
+	l->stop = true;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+bool lane_wait(struct lane *l, uint64_t deadline_ns)
+{
+	struct timespec ts = {.tv_sec = deadline_ns / 1000000000ULL,
+			      .tv_nsec = deadline_ns % 1000000000ULL};
+	bool done;
+
+	if (!l->started)
+		return true;
+	pthread_mutex_lock(&l->mu);
+	while (!l->exited)
+		if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT)
+			break;
+	done = l->exited;
+	pthread_mutex_unlock(&l->mu);
+	if (done)
+		pthread_join(l->thread, NULL);
+	return done;
+}
+
+/* The timeout of the probe whose I/O is in flight, or 0. */
+static uint64_t inflight_timeout(struct lane *l, uint64_t *since)
+{
+	int pi = atomic_load(&l->running);
+
+	*since = atomic_load(&l->inflight_ns);
+	if (pi < 0 || *since == 0)
+		return 0;
+	return l->probes[pi].cfg->timeout_ns;
+}
+
+void lane_check_timeout(struct lane *l, uint64_t now_ns)
+{
+	int pi = atomic_load(&l->running);
+	uint64_t since, timeout = inflight_timeout(l, &since);
+
+	if (!timeout || now_ns - since < timeout || l->timeout_seen == since || pi < 0)
+		return;
+	l->timeout_seen = since;
+	metrics_add(l->probes[pi].errors[LANE_ERR_TIMEOUT], 1);
+	log_error("Probe %s: I/O on target %s in flight for over %.1fs (timeout), target is "
+		  "stuck",
+		  l->probes[pi].cfg->name, l->cfg->name, timeout / 1e9);
+}
+
+void lane_collect(struct lane *l, uint64_t now_ns)
+{
+	uint64_t since, timeout = inflight_timeout(l, &since);
+	bool stuck = timeout && now_ns - since >= timeout;
+
+	metrics_set(l->m_up, atomic_load(&l->up) && !stuck ? 1 : 0);
+	metrics_set(l->m_inflight, since && now_ns > since ? (now_ns - since) / 1e9 : 0);
+}
+
+void lane_destroy(struct lane *l)
+{
+	if (l->probes)
+		for (unsigned i = 0; i < l->n_probes; i++)
+			if (l->probes[i].ping_ready)
+				probe_ping_cleanup(&l->probes[i].ping);
+	target_close(&l->target);
+	free(l->probes);
+	free(l->queue);
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
+	l->probes = NULL;
+	l->queue = NULL;
+}

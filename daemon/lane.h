@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lane — one thread per target; the only threads that do I/O.
+ *
+ * Probes on one target never overlap: the scheduler hands due probes to the
+ * target's lane, which runs them one at a time in the order they fell due. A
+ * probe that falls due while the lane is busy waits its turn (counted as
+ * deferred); one that falls due again before its previous turn came is
+ * coalesced (counted as skipped, reason "busy"). A lane stuck in the kernel
+ * blocks only itself: the scheduler and the HTTP thread read its state from
+ * atomics.
+ */
+#ifndef IOPULSE_LANE_H
+#define IOPULSE_LANE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../config/config.h"
+#include "metrics.h"
+#include "probe.h"
+#include "target.h"
+
+enum lane_op {
+	LANE_OP_READ,
+	LANE_OP_WRITE,
+	LANE_OP_FDATASYNC,
+	_LANE_OP_MAX,
+};
+
+enum lane_error {
+	LANE_ERR_IO,	      /* the I/O returned -errno */
+	LANE_ERR_SHORT,	      /* fewer bytes than asked */
+	LANE_ERR_TIMEOUT,     /* in flight longer than the probe's timeout */
+	LANE_ERR_TARGET_DOWN, /* the target could not be opened or changed under us */
+	LANE_ERR_SETUP,	      /* the probe cannot run on this target (engine, sizes) */
+	_LANE_ERR_MAX,
+};
+
+struct lane_probe {
+	const struct cfg_probe *cfg;
+	struct ping ping;
+	bool ping_ready; /* probe_ping_init() succeeded */
+	int init_error;	 /* its error otherwise */
+	bool queued;	 /* waiting in the lane's queue (lane mutex) */
+	int last_error;	 /* last errno logged for this probe, to log changes only */
+	struct metric_series *latency[_LANE_OP_MAX];
+	struct metric_series *ios[_LANE_OP_MAX];
+	struct metric_series *bytes[_LANE_OP_MAX];
+	struct metric_series *errors[_LANE_ERR_MAX];
+	struct metric_series *runs, *last_run, *deferred, *skipped;
+};
+
+struct lane {
+	const struct cfg_target *cfg;
+	struct target target;
+	struct lane_probe *probes;
+	unsigned n_probes;
+
+	pthread_mutex_t mu; /* guards queue, busy, stop, queued flags */
+	pthread_cond_t cv;
+	unsigned *queue; /* ring of probe indices, capacity n_probes */
+	unsigned q_head, q_len;
+	bool busy, stop, exited;
+	pthread_t thread;
+	bool started;
+
+	_Atomic uint64_t inflight_ns; /* submit time of the I/O in flight, 0 when idle */
+	_Atomic int running;	      /* index of the probe running, -1 when idle */
+	_Atomic bool up;	      /* target open and checked by the last run */
+	uint64_t timeout_seen;	      /* scheduler: inflight_ns already counted as timed out */
+	char down_reason[512];	      /* lane thread: last logged target error */
+
+	struct metrics *metrics;
+	struct metric_series *m_up, *m_inflight;
+};
+
+/* Prepare the lane of target @ti in @cfg and its probes' series. 0 or -errno. */
+int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m);
+/* Start the thread. 0 or -errno. */
+int lane_start(struct lane *l);
+/* Hand probe @pi (index into l->probes) to the lane; never blocks on I/O. */
+void lane_enqueue(struct lane *l, unsigned pi);
+/* Ask the thread to finish after the probe it is running. */
+void lane_request_stop(struct lane *l);
+/* Wait until the thread exited or @deadline_ns (CLOCK_MONOTONIC); true if it did. */
+bool lane_wait(struct lane *l, uint64_t deadline_ns);
+/* Scheduler: count an I/O in flight longer than its probe's timeout, once. */
+void lane_check_timeout(struct lane *l, uint64_t now_ns);
+/* Scrape time: refresh target_up and in-flight age. */
+void lane_collect(struct lane *l, uint64_t now_ns);
+/* Free what lane_init() allocated; the thread must have exited (or never started). */
+void lane_destroy(struct lane *l);
+
+#endif

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main — the command line, the process lifecycle and nothing else:
+ *   iopulse run     load the config, listen, start lanes, serve until SIGTERM
+ *   iopulse check   validate a config and print the effective schedule
+ *   iopulse version
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "../config/config.h"
+#include "../engines/engine.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+#include "process.h"
+#include "scheduler.h"
+
+#ifndef IOPULSE_REVISION
+#define IOPULSE_REVISION "unknown"
+#endif
+
+#define STOP_GRACE_NS 800000000ULL /* lanes get this long to finish on SIGTERM */
+
+static const char main_usage[] =
+	"Usage: iopulse COMMAND [OPTIONS]\n"
+	"\n"
+	"Continuous storage latency probes, served as Prometheus metrics.\n"
+	"\n"
+	"Commands:\n"
+	"  run       run the probes and serve /metrics (foreground)\n"
+	"  check     validate a configuration and print the effective schedule\n"
+	"  version   print the version\n"
+	"\n"
+	"Run 'iopulse COMMAND --help' for a command's options.\n";
+
+static const char run_usage[] =
+	"Usage: iopulse run [--config FILE] [--listen ADDR:PORT] [--log-level LEVEL]\n"
+	"\n"
+	"Run the probes of the configuration and serve metrics over HTTP.\n"
+	"\n"
+	"  -c, --config FILE      YAML configuration (default: the embedded default)\n"
+	"  -l, --listen ADDR:PORT listen address, overrides 'listen:' (port 0 picks one)\n"
+	"      --log-level LEVEL  error, warning, notice, info (default) or debug\n"
+	"  -h, --help             show this help\n";
+
+static const char check_usage[] =
+	"Usage: iopulse check [--config FILE]\n"
+	"\n"
+	"Validate a configuration and print the effective schedule, every default\n"
+	"filled in. Exits 0 when valid, 78 when not.\n"
+	"\n"
+	"  -c, --config FILE      YAML configuration (default: the embedded default)\n"
+	"  -h, --help             show this help\n";
+
+static const char version_usage[] = "Usage: iopulse version\n\nPrint the version and exit.\n";
+
+enum { OPT_LOG_LEVEL = 0x100 };
+
+struct options {
+	const char *config;
+	const char *listen;
+};
+
+/* Parses a subcommand's options. Returns -1 to go on, or an exit status. */
+static int parse_options(int argc, char **argv, const char *usage, bool run, struct options *o)
+{
+	static const struct option run_opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"listen", required_argument, NULL, 'l'},
+		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	static const struct option check_opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int c, level;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, run ? "+c:l:h" : "+c:h", run ? run_opts : check_opts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'l':
+			o->listen = optarg;
+			break;
+		case OPT_LOG_LEVEL:
+			level = log_parse_level(optarg);
+			if (level < 0) {
+				fprintf(stderr,
+					"iopulse: invalid --log-level '%s': use error, warning, "
+					"notice, info or debug\n",
+					optarg);
+				return EX_USAGE;
+			}
+			log_max_level = level;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return EX_OK;
+		default:
+			if (optopt && optopt < 0x100)
+				fprintf(stderr, "iopulse %s: invalid or incomplete option '-%c'\n",
+					argv[0], optopt);
+			else
+				fprintf(stderr, "iopulse %s: invalid or incomplete option '%s'\n",
+					argv[0], argv[optind - 1]);
+			fputs(usage, stderr);
+			return EX_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "iopulse %s: unexpected argument '%s'\n", argv[0], argv[optind]);
+		fputs(usage, stderr);
+		return EX_USAGE;
+	}
+	return -1;
+}
+
+/* Loads the configuration; prints the error and returns EX_CONFIG on failure. The
+ * message starts with "file:line:column: " so editors can jump to it; @plain prints
+ * it as is (check), otherwise through the log (run). */
+static int load_config(const char *path, struct config **cfg, bool plain)
+{
+	struct cfg_error err = {0};
+	int r = path ? cfg_load_file(path, cfg, &err) : cfg_load_default(cfg, &err);
+
+	if (r < 0) {
+		if (plain)
+			fprintf(stderr, "%s\n", err.msg);
+		else
+			log_error("%s", err.msg);
+		return EX_CONFIG;
+	}
+	return EX_OK;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	struct options o = {0};
+	struct config *cfg = NULL;
+	int r = parse_options(argc, argv, check_usage, false, &o);
+
+	if (r >= 0)
+		return r;
+	r = load_config(o.config, &cfg, true);
+	if (r != EX_OK)
+		return r;
+	cfg_print(cfg, stdout);
+	cfg_free(cfg);
+	return EX_OK;
+}
+
+static void collect(void *userdata)
+{
+	void **parts = userdata;
+
+	sched_collect(parts[0]);
+	process_metrics_collect(parts[1]);
+}
+
+static int set_build_info(struct metrics *m)
+{
+	static const char *const labels[] = {"version", "revision", NULL};
+	const char *values[] = {IOPULSE_VERSION, IOPULSE_REVISION, NULL};
+	struct metric_family *f;
+	struct metric_series *s;
+
+	f = metrics_family(m, "iopulse_build_info", METRIC_GAUGE,
+			   "A metric with a constant '1' value labeled by the version and revision "
+			   "iopulse was built from.",
+			   labels, NULL, 0);
+	s = f ? metrics_series(f, values) : NULL;
+	if (!s)
+		return -ENOMEM;
+	metrics_set(s, 1);
+	return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct options o = {0};
+	struct config *cfg = NULL;
+	struct metrics *m = NULL;
+	struct sched *s = NULL;
+	struct process_metrics *pm = NULL;
+	struct http_server *h = NULL;
+	void *parts[2];
+	char host[64];
+	uint16_t port, bound;
+	sigset_t mask;
+	int r, fd, status = EXIT_FAILURE;
+
+	r = parse_options(argc, argv, run_usage, true, &o);
+	if (r >= 0)
+		return r;
+	log_setup();
+	r = load_config(o.config, &cfg, false);
+	if (r != EX_OK)
+		return r;
+	snprintf(host, sizeof(host), "%s", cfg->listen_host);
+	port = cfg->listen_port;
+	if (o.listen && cfg_parse_listen(o.listen, host, sizeof(host), &port) < 0) {
+		log_error("Invalid --listen '%s': expected ADDR:PORT with a numeric address, "
+			  "e.g. 127.0.0.1:10035 or [::1]:10035",
+			  o.listen);
+		cfg_free(cfg);
+		return EX_USAGE;
+	}
+
+	/* Every thread inherits this mask; the scheduler takes the signals from a signalfd. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	fd = http_listen(host, port, &bound);
+	if (fd < 0) {
+		if (fd == -EADDRINUSE)
+			log_error("Cannot listen on %s%s%s:%u: address already in use (is another "
+				  "iopulse running?)",
+				  strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+				  port);
+		else
+			log_error_errno(fd, "Cannot listen on %s:%u: %m", host, port);
+		cfg_free(cfg);
+		return fd == -EADDRINUSE || fd == -EADDRNOTAVAIL || fd == -EACCES ? EX_UNAVAILABLE
+										  : EXIT_FAILURE;
+	}
+
+	m = metrics_new();
+	pm = m ? process_metrics_new(m) : NULL;
+	if (!m || !pm || set_build_info(m) < 0) {
+		log_error("Out of memory");
+		close(fd);
+		goto out;
+	}
+	s = sched_new(cfg, m, &r);
+	if (!s) {
+		log_error_errno(r, "Failed to set up the probes: %m");
+		close(fd);
+		goto out;
+	}
+	parts[0] = s;
+	parts[1] = pm;
+	h = http_start(fd, m, collect, parts, &r);
+	if (!h) {
+		log_error_errno(r, "Failed to start the HTTP server: %m");
+		goto out;
+	}
+	if (sched_start(s) < 0)
+		goto out;
+
+	log_info("iopulse %s: %u probe(s) on %u target(s) from %s", IOPULSE_VERSION, cfg->n_probes,
+		 cfg->n_targets, cfg->source);
+	log_info("Serving metrics on http://%s%s%s:%u/metrics", strchr(host, ':') ? "[" : "",
+		 host[0] ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", bound);
+	sd_notify(0, "READY=1");
+
+	r = sched_run(s);
+	sd_notify(0, "STOPPING=1");
+	status = r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+out:
+	http_stop(h);
+	if (s && sched_stop(s, STOP_GRACE_NS) > 0) {
+		/* A lane stuck in the kernel cannot be joined: leave without tearing down
+		 * what it may still touch. */
+		_exit(status);
+	}
+	sched_free(s);
+	process_metrics_free(pm);
+	metrics_free(m);
+	cfg_free(cfg);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		fputs(main_usage, stderr);
+		return EX_USAGE;
+	}
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		fputs(main_usage, stdout);
+		return EX_OK;
+	}
+	if (strcmp(cmd, "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(cmd, "check") == 0)
+		return cmd_check(argc - 1, argv + 1);
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+		struct options o = {0};
+		int r = argc > 2 ? parse_options(argc - 1, argv + 1, version_usage, false, &o) : -1;
+
+		if (r >= 0)
+			return r;
+		printf("iopulse %s (revision %s)\n", IOPULSE_VERSION, IOPULSE_REVISION);
+		return EX_OK;
+	}
+	fprintf(stderr, "iopulse: unknown command '%s'\n\n%s", cmd, main_usage);
+	return EX_USAGE;
+}

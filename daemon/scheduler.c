@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "../engines/engine.h"
+#include "lane.h"
+#include "log.h"
+#include "scheduler.h"
+
+#define HOUSEKEEPING_NS 250000000ULL /* timeout checks: 4 per second */
+
+struct slot {
+	uint64_t due_ns;
+	unsigned lane;
+	unsigned probe; /* index into the lane's probes */
+};
+
+struct sched {
+	const struct config *cfg;
+	struct metrics *metrics;
+	struct lane *lanes;
+	unsigned n_lanes;
+	bool *abandoned;   /* lanes whose thread did not exit in time */
+	struct slot *heap; /* min-heap on due_ns */
+	unsigned n_heap;
+	int epoll_fd, timer_fd, hk_fd, signal_fd;
+};
+
+/* ---------------------------------------------------------------- heap */
+
+static void heap_swap(struct slot *a, struct slot *b)
+{
+	struct slot t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static void heap_push(struct sched *s, struct slot v)
+{
+	unsigned i = s->n_heap++;
+
+	s->heap[i] = v;
+	while (i > 0 && s->heap[(i - 1) / 2].due_ns > s->heap[i].due_ns) {
+		heap_swap(&s->heap[(i - 1) / 2], &s->heap[i]);
+		i = (i - 1) / 2;
+	}
+}
+
+static struct slot heap_pop(struct sched *s)
+{
+	struct slot top = s->heap[0];
+	unsigned i = 0;
+
+	s->heap[0] = s->heap[--s->n_heap];
+	for (;;) {
+		unsigned l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < s->n_heap && s->heap[l].due_ns < s->heap[m].due_ns)
+			m = l;
+		if (r < s->n_heap && s->heap[r].due_ns < s->heap[m].due_ns)
+			m = r;
+		if (m == i)
+			break;
+		heap_swap(&s->heap[m], &s->heap[i]);
+		i = m;
+	}
+	return top;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
+{
+	struct sched *s = calloc(1, sizeof(*s));
+	int r = -ENOMEM;
+
+	if (!s)
+		goto fail;
+	s->epoll_fd = s->timer_fd = s->hk_fd = s->signal_fd = -1;
+	s->cfg = cfg;
+	s->metrics = m;
+	s->lanes = calloc(cfg->n_targets, sizeof(*s->lanes));
+	s->abandoned = calloc(cfg->n_targets, sizeof(*s->abandoned));
+	s->heap = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*s->heap));
+	if (!s->lanes || !s->abandoned || !s->heap)
+		goto fail;
+	for (unsigned i = 0; i < cfg->n_targets; i++) {
+		s->n_lanes++;
+		r = lane_init(&s->lanes[i], cfg, i, m);
+		if (r < 0)
+			goto fail;
+	}
+	return s;
+fail:
+	sched_free(s);
+	*err = r;
+	return NULL;
+}
+
+static int add_fd(struct sched *s, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+
+	return epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+int sched_start(struct sched *s)
+{
+	struct itimerspec hk = {
+		.it_interval = {.tv_nsec = HOUSEKEEPING_NS},
+		.it_value = {.tv_nsec = HOUSEKEEPING_NS},
+	};
+	uint64_t now = eng_now_ns();
+	sigset_t mask;
+	int r;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	s->hk_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s->epoll_fd < 0 || s->timer_fd < 0 || s->hk_fd < 0 || s->signal_fd < 0)
+		return log_error_errno(-errno, "Failed to set up the scheduler's event loop: %m");
+	if (timerfd_settime(s->hk_fd, 0, &hk, NULL) < 0)
+		return log_error_errno(-errno, "Failed to arm the housekeeping timer: %m");
+	if ((r = add_fd(s, s->timer_fd)) < 0 || (r = add_fd(s, s->hk_fd)) < 0 ||
+	    (r = add_fd(s, s->signal_fd)) < 0)
+		return log_error_errno(r, "Failed to watch the scheduler's descriptors: %m");
+
+	for (unsigned li = 0; li < s->n_lanes; li++) {
+		r = lane_start(&s->lanes[li]);
+		if (r < 0)
+			return log_error_errno(r, "Failed to start the lane of target %s: %m",
+					       s->lanes[li].cfg->name);
+		/* First runs fall due now; the lane runs them one after another. */
+		for (unsigned pi = 0; pi < s->lanes[li].n_probes; pi++)
+			heap_push(s, (struct slot){.due_ns = now, .lane = li, .probe = pi});
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- loop */
+
+static int arm_timer(struct sched *s)
+{
+	struct itimerspec its = {0};
+	uint64_t due;
+
+	if (s->n_heap == 0)
+		return 0;
+	due = s->heap[0].due_ns ? s->heap[0].due_ns : 1; /* 0 would disarm */
+	its.it_value.tv_sec = due / 1000000000ULL;
+	its.it_value.tv_nsec = due % 1000000000ULL;
+	return timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ? -errno : 0;
+}
+
+static void run_due(struct sched *s)
+{
+	uint64_t now = eng_now_ns();
+
+	while (s->n_heap && s->heap[0].due_ns <= now) {
+		struct slot v = heap_pop(s);
+		struct lane *l = &s->lanes[v.lane];
+		uint64_t interval = l->probes[v.probe].cfg->interval_ns;
+
+		lane_enqueue(l, v.probe);
+		v.due_ns += interval;
+		if (v.due_ns <= now) /* fell behind: drop missed slots, keep the phase */
+			v.due_ns += ((now - v.due_ns) / interval + 1) * interval;
+		heap_push(s, v);
+	}
+}
+
+static void drain(int fd)
+{
+	uint64_t ticks;
+
+	while (read(fd, &ticks, sizeof(ticks)) > 0)
+		;
+}
+
+/* Returns 1 to stop, 0 to go on. */
+static int handle_signal(struct sched *s)
+{
+	struct signalfd_siginfo si;
+
+	while (read(s->signal_fd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGTERM:
+		case SIGINT:
+			log_info("Received SIG%s, stopping", sigabbrev_np((int)si.ssi_signo));
+			return 1;
+		case SIGHUP:
+			log_warning("Received SIGHUP: configuration reload is not implemented yet, "
+				    "ignoring");
+			break;
+		}
+	}
+	return 0;
+}
+
+int sched_run(struct sched *s)
+{
+	for (;;) {
+		struct epoll_event ev[4];
+		int n, r;
+
+		r = arm_timer(s);
+		if (r < 0)
+			return log_error_errno(r, "Failed to arm the probe timer: %m");
+		n = epoll_wait(s->epoll_fd, ev, 4, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return log_error_errno(-errno, "Scheduler wait failed: %m");
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = ev[i].data.fd;
+
+			if (fd == s->signal_fd) {
+				if (handle_signal(s))
+					return 0;
+			} else if (fd == s->timer_fd) {
+				drain(fd);
+			} else if (fd == s->hk_fd) {
+				uint64_t now = eng_now_ns();
+
+				drain(fd);
+				for (unsigned li = 0; li < s->n_lanes; li++)
+					lane_check_timeout(&s->lanes[li], now);
+			}
+		}
+		run_due(s);
+	}
+}
+
+void sched_collect(struct sched *s)
+{
+	uint64_t now = eng_now_ns();
+
+	for (unsigned li = 0; li < s->n_lanes; li++)
+		lane_collect(&s->lanes[li], now);
+}
+
+unsigned sched_stop(struct sched *s, uint64_t grace_ns)
+{
+	uint64_t deadline;
+	struct timespec ts;
+	unsigned stuck = 0;
+
+	for (unsigned li = 0; li < s->n_lanes; li++)
+		lane_request_stop(&s->lanes[li]);
+	/* lane_wait() takes a CLOCK_REALTIME deadline (pthread_cond_timedwait's clock). */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	deadline = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + grace_ns;
+	for (unsigned li = 0; li < s->n_lanes; li++) {
+		if (lane_wait(&s->lanes[li], deadline))
+			continue;
+		s->abandoned[li] = true;
+		stuck++;
+		log_warning("Target %s: its lane is stuck in the kernel, abandoning it",
+			    s->lanes[li].cfg->name);
+	}
+	return stuck;
+}
+
+void sched_free(struct sched *s)
+{
+	bool leak = false;
+
+	if (!s)
+		return;
+	for (unsigned li = 0; li < s->n_lanes; li++) {
+		if (s->abandoned && s->abandoned[li])
+			leak = true;
+		else
+			lane_destroy(&s->lanes[li]);
+	}
+	if (!leak)
+		free(s->lanes);
+	free(s->abandoned);
+	free(s->heap);
+	if (s->epoll_fd >= 0)
+		close(s->epoll_fd);
+	if (s->timer_fd >= 0)
+		close(s->timer_fd);
+	if (s->hk_fd >= 0)
+		close(s->hk_fd);
+	if (s->signal_fd >= 0)
+		close(s->signal_fd);
+	free(s);
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scheduler — timers, lanes, timeouts. It owns when things run, never does I/O.
+ *
+ * One binary heap of (due time, probe) on CLOCK_MONOTONIC drives one timerfd;
+ * a signalfd carries SIGTERM/SIGINT/SIGHUP; a periodic housekeeping timerfd
+ * checks lanes for I/O stuck past its timeout. All of it is one epoll loop on
+ * the main thread. Timing is fixed-rate: next = previous + interval; after a
+ * stall (suspend, overload) missed slots are dropped, keeping the phase.
+ */
+#ifndef IOPULSE_SCHEDULER_H
+#define IOPULSE_SCHEDULER_H
+
+#include <stdint.h>
+
+#include "../config/config.h"
+#include "metrics.h"
+
+struct sched;
+
+/* Lanes and series for @cfg (which must outlive the scheduler). NULL on failure
+ * with *err set to -errno. Signals SIGTERM, SIGINT, SIGHUP must already be blocked
+ * in every thread (main does it before creating any). */
+struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err);
+
+/* Start the lanes; first runs fall due at once. 0 or -errno. */
+int sched_start(struct sched *s);
+
+/* The event loop; returns 0 after SIGTERM/SIGINT, -errno on failure. */
+int sched_run(struct sched *s);
+
+/* Scrape time (HTTP thread): refresh per-target gauges. Never blocks on I/O. */
+void sched_collect(struct sched *s);
+
+/* Stop lanes: wait until @grace_ns for them, abandon those stuck in the kernel.
+ * Returns how many were abandoned. */
+unsigned sched_stop(struct sched *s, uint64_t grace_ns);
+
+/* Free; lanes that were abandoned are leaked on purpose (their threads may still
+ * touch them). NULL is a no-op. */
+void sched_free(struct sched *s);
+
+#endif
