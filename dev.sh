@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The two Quick start commands (README.md), run as root on Debian 12:
+#   ./dev.sh run [iopulse run options]   install what is missing, build, run in the foreground
+#   ./dev.sh test                        install what is missing, build, run the whole suite
+# `./dev.sh build` only installs and builds. .ci/run runs `./dev.sh test`.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Build and run dependencies, then what the tests drive (promtool, curl, chattr).
+PACKAGES=(gcc make cmake pkg-config git libyaml-dev libmicrohttpd-dev liburing-dev libaio-dev
+	libsystemd-dev zlib1g-dev)
+TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs)
+
+install_missing() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "dev.sh: missing Debian packages: ${missing[*]}; run as root to install them" >&2
+		exit 1
+	fi
+	echo "dev.sh: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() { # build DIR [cmake options]
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+	cmake --build "$dir" -j"$(nproc)"
+}
+
+case "${1:-}" in
+run)
+	shift
+	install_missing "${PACKAGES[@]}"
+	build build -DIOPULSE_TESTS=OFF
+	# The embedded default measures ./iopulse-data ($STATE_DIRECTORY under systemd);
+	# iopulse never creates a target directory itself.
+	[ -n "${STATE_DIRECTORY:-}" ] || mkdir -p iopulse-data
+	exec build/iopulse run "$@"
+	;;
+build)
+	install_missing "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+	build build
+	;;
+test)
+	install_missing "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+	start=$(date +%s)
+	build build
+	(cd build && ctest --output-on-failure -j2)
+	# The same suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+	build build-asan -DIOPULSE_SANITIZE=ON
+	(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2)
+	echo "dev.sh: whole suite passed in $(($(date +%s) - start))s"
+	;;
+*)
+	echo "usage: $0 run [iopulse run options] | test | build" >&2
+	exit 64
+	;;
+esac

@@ -1,0 +1,421 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: MIT
+#
+# lib.sh — shared helpers for the integration tests. Sourced, never run.
+#
+# Every test_*.sh runs under CTest with:
+#   IOPULSE      the built binary
+#   SOURCE_DIR   the repository root
+#   TEST_TMPDIR  scratch space on a real disk under the build tree
+# Exit status: 0 pass, 77 skipped (a needed feature is missing), anything else fail.
+#
+# Conventions:
+#   - Everything a test creates lives in $WORK (a fresh mktemp -d inside
+#     $TEST_TMPDIR), removed at exit; daemons started here are stopped at exit.
+#     IOPULSE_TEST_KEEP=1 keeps $WORK for a post-mortem.
+#   - fail() and helpers that may call it must run in the test's own shell, not
+#     inside $(...): a subshell cannot stop the test or print the logs once.
+#     Helpers that produce a value therefore store it (sample_into, scrape_metrics).
+#   - Nothing here sleeps for a fixed time to "let things settle" except where the
+#     test is about time itself; waits poll a condition with a deadline.
+
+set -Eeuo pipefail
+
+: "${IOPULSE:?IOPULSE must be the path of the iopulse binary}"
+: "${SOURCE_DIR:?SOURCE_DIR must be the repository root}"
+: "${TEST_TMPDIR:?TEST_TMPDIR must be a scratch directory}"
+
+TEST_NAME=$(basename "$0" .sh)
+mkdir -p "$TEST_TMPDIR"
+WORK=$(mktemp -d "$TEST_TMPDIR/$TEST_NAME.XXXXXX")
+
+DAEMON_PIDS=()	  # daemons started and not yet reaped
+DAEMON_LOGS=()	  # every log file worth printing on failure
+CLEANUP_HOOKS=()  # shell commands (already quoted) run at exit
+DAEMON_PID=	  # the most recently started daemon ...
+DAEMON_LOG=	  # ... its log
+DAEMON_PORT=	  # ... and the port it serves on
+PAGE=		  # file of the most recent scrape_metrics
+SCRAPE_N=0
+
+# A non-interactive bash starts background commands with SIGINT ignored, and a
+# program that finds SIGINT ignored at start-up rightly keeps ignoring it. Start
+# daemons the way a terminal or systemd would: SIGINT at its default.
+SPAWN=()
+if env --default-signal=INT true 2>/dev/null; then
+	SPAWN=(env --default-signal=INT)
+fi
+
+# ---- reporting -------------------------------------------------------------
+
+note() {
+	echo "# $*"
+}
+
+dump_logs() {
+	local log
+	for log in "${DAEMON_LOGS[@]}"; do
+		[[ -f $log ]] || continue
+		echo "----- $log ($(wc -l <"$log") lines; last 400) -----"
+		tail -n 400 "$log"
+		echo "----- end of $log -----"
+	done
+}
+
+# fail MSG...: print MSG and the daemon logs, exit 1 (cleanup runs from the trap).
+fail() {
+	{
+		echo "FAIL: $TEST_NAME: $*"
+		dump_logs
+	} >&2
+	exit 1
+}
+
+# skip MSG...: the test needs something this machine lacks.
+skip() {
+	echo "SKIP: $TEST_NAME: $*" >&2
+	exit 77
+}
+
+_on_err() {
+	local rc=$? line=$1 cmd=$2
+	# In a $(...) subshell: let errexit carry the status to the caller, which
+	# reports it once.
+	[[ $BASHPID == "$$" ]] || return "$rc"
+	fail "unexpected status $rc at line $line: $cmd"
+}
+
+# ---- cleanup ---------------------------------------------------------------
+
+# on_exit CMD [ARGS...]: run CMD at exit, before the work directory is removed.
+on_exit() {
+	CLEANUP_HOOKS+=("$(printf '%q ' "$@")")
+}
+
+_forget_pid() {
+	local pid=$1 p keep=()
+	for p in "${DAEMON_PIDS[@]}"; do
+		[[ $p == "$pid" ]] || keep+=("$p")
+	done
+	DAEMON_PIDS=("${keep[@]}")
+}
+
+# alive PID: true while PID exists and is not a zombie.
+alive() {
+	local st
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	st=${st##*) }
+	[[ ${st:0:1} != Z ]]
+}
+
+_kill_daemon() {
+	local pid=$1 i
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 50; i++)); do
+		alive "$pid" || break
+		sleep 0.1
+	done
+	if alive "$pid"; then
+		echo "# daemon $pid ignored SIGTERM for 5s, killing it" >&2
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+}
+
+_cleanup() {
+	local rc=$? pid hook
+	set +e
+	trap - ERR
+	for pid in "${DAEMON_PIDS[@]}"; do
+		_kill_daemon "$pid"
+	done
+	DAEMON_PIDS=()
+	for hook in "${CLEANUP_HOOKS[@]}"; do
+		eval "$hook"
+	done
+	if [[ -n ${IOPULSE_TEST_KEEP:-} ]]; then
+		echo "# keeping $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+	exit "$rc"
+}
+
+trap '_on_err "$LINENO" "$BASH_COMMAND"' ERR
+trap _cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- time and numbers ------------------------------------------------------
+
+# now_ms: wall-clock milliseconds (bash 5 $EPOCHREALTIME, no fork).
+now_ms() {
+	local t=${EPOCHREALTIME/[.,]/}
+	echo $((t / 1000))
+}
+
+# num A OP B: numeric comparison (OP one of == != < <= > >=), in awk so that
+# 1e+06, 0.5 and 17 all compare as numbers.
+num() {
+	awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN {
+		a += 0; b += 0
+		if (op == "==") r = a == b
+		else if (op == "!=") r = a != b
+		else if (op == "<") r = a < b
+		else if (op == "<=") r = a <= b
+		else if (op == ">") r = a > b
+		else if (op == ">=") r = a >= b
+		else exit 2
+		exit !r
+	}'
+}
+
+# wait_until SECONDS WHAT CMD [ARGS...]: poll CMD every 0.1s until it succeeds;
+# fail (naming WHAT) after SECONDS, or as soon as the current daemon dies.
+wait_until() {
+	local limit=$1 what=$2 deadline
+	shift 2
+	deadline=$(($(now_ms) + limit * 1000))
+	while :; do
+		if "$@"; then
+			return 0
+		fi
+		if [[ -n $DAEMON_PID ]] && ! alive "$DAEMON_PID"; then
+			local rc=0
+			wait "$DAEMON_PID" || rc=$?
+			_forget_pid "$DAEMON_PID"
+			fail "daemon exited (status $rc) while waiting for: $what"
+		fi
+		if (($(now_ms) > deadline)); then
+			fail "timed out after ${limit}s waiting for: $what"
+		fi
+		sleep 0.1
+	done
+}
+
+# ---- files -----------------------------------------------------------------
+
+# yaml_str S: S as a single-quoted YAML scalar.
+yaml_str() {
+	local s=$1
+	printf "'%s'" "${s//\'/\'\'}"
+}
+
+# require_disk DIR: probe files need a real filesystem (tmpfs/ramfs are refused by
+# design, they measure RAM).
+require_disk() {
+	local fs
+	fs=$(stat -f -c %T "$1")
+	case $fs in
+	tmpfs | ramfs) skip "$1 is on $fs; iopulse refuses memory-backed targets" ;;
+	esac
+}
+
+# require_cmd CMD...: tools the test cannot do without. Their absence is a broken
+# test machine, not a missing kernel feature: fail, never skip.
+require_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null || fail "required tool '$c' not found"
+	done
+}
+
+# ---- the daemon ------------------------------------------------------------
+
+# start_daemon CONFIG [ARGS...]: run the daemon in the background on a free
+# loopback port, debug logging to its own log file; wait (10s at most) until it
+# logs where it serves. Sets DAEMON_PID, DAEMON_LOG, DAEMON_PORT.
+start_daemon() {
+	local config=$1 out port deadline rc
+	shift
+	DAEMON_LOG="$WORK/daemon.${#DAEMON_LOGS[@]}.log"
+	DAEMON_LOGS+=("$DAEMON_LOG")
+	DAEMON_PORT=
+	: >"$DAEMON_LOG" # exists before the child opens it: the wait below reads it at once
+	"${SPAWN[@]}" "$IOPULSE" run --config "$config" --listen 127.0.0.1:0 --log-level debug \
+		"$@" >"$DAEMON_LOG" 2>&1 &
+	DAEMON_PID=$!
+	DAEMON_PIDS+=("$DAEMON_PID")
+	deadline=$(($(now_ms) + 10000))
+	while :; do
+		out=$(sed -n 's|.*Serving metrics on http://127\.0\.0\.1:\([0-9][0-9]*\)/metrics.*|\1|p' \
+			"$DAEMON_LOG")
+		port=${out%%$'\n'*}
+		if [[ -n $port ]]; then
+			DAEMON_PORT=$port
+			note "daemon $DAEMON_PID serving on 127.0.0.1:$DAEMON_PORT (log $DAEMON_LOG)"
+			return 0
+		fi
+		if ! alive "$DAEMON_PID"; then
+			rc=0
+			wait "$DAEMON_PID" || rc=$?
+			_forget_pid "$DAEMON_PID"
+			fail "daemon exited with status $rc before serving metrics"
+		fi
+		if (($(now_ms) > deadline)); then
+			fail "daemon did not log 'Serving metrics on http://127.0.0.1:PORT/metrics' within 10s"
+		fi
+		sleep 0.1
+	done
+}
+
+# stop_daemon [SIGNAL [SECONDS]]: signal the current daemon (default TERM) and
+# require exit status 0 within SECONDS (default 5). Sets STOP_MS (time to exit).
+stop_daemon() {
+	local sig=${1:-TERM} limit=${2:-5} pid=$DAEMON_PID t0 rc=0
+	[[ -n $pid ]] || fail "stop_daemon: no daemon"
+	alive "$pid" || fail "daemon $pid had already exited before SIG$sig"
+	t0=$(now_ms)
+	kill -s "$sig" "$pid" || fail "cannot send SIG$sig to daemon $pid"
+	while alive "$pid"; do
+		if (($(now_ms) - t0 > limit * 1000)); then
+			fail "daemon did not exit within ${limit}s of SIG$sig"
+		fi
+		sleep 0.02
+	done
+	STOP_MS=$(($(now_ms) - t0))
+	wait "$pid" || rc=$?
+	_forget_pid "$pid"
+	DAEMON_PID=
+	((rc == 0)) || fail "daemon exited with status $rc after SIG$sig (want 0)"
+	note "daemon $pid exited 0 ${STOP_MS}ms after SIG$sig"
+}
+
+# require_alive: the current daemon is still running.
+require_alive() {
+	local rc=0
+	alive "$DAEMON_PID" && return 0
+	wait "$DAEMON_PID" || rc=$?
+	_forget_pid "$DAEMON_PID"
+	fail "daemon exited unexpectedly with status $rc"
+}
+
+# ---- HTTP ------------------------------------------------------------------
+
+url() {
+	echo "http://127.0.0.1:$DAEMON_PORT${1:-/metrics}"
+}
+
+# scrape [PATH]: GET PATH (default /metrics) to stdout; curl's status on error.
+scrape() {
+	curl -fsS --max-time 5 "$(url "${1:-/metrics}")"
+}
+
+# scrape_metrics: GET /metrics into a new file under $WORK; sets PAGE to it.
+scrape_metrics() {
+	SCRAPE_N=$((SCRAPE_N + 1))
+	PAGE="$WORK/scrape.$SCRAPE_N.prom"
+	scrape /metrics >"$PAGE" || fail "scrape of $(url /metrics) failed (curl status $?)"
+}
+
+# http_status METHOD PATH: prints the status code (000 when no response).
+http_status() {
+	local method=$1 path=$2
+	if [[ $method == HEAD ]]; then
+		curl -sS -o /dev/null --max-time 5 --head -w '%{http_code}' "$(url "$path")" || true
+	else
+		curl -sS -o /dev/null --max-time 5 -X "$method" -w '%{http_code}' "$(url "$path")" || true
+	fi
+}
+
+# ---- samples ---------------------------------------------------------------
+
+# sample FILE SERIES: print the value of the line whose series text (metric name
+# and labels, exactly as exposed) is SERIES; status 1 when there is none.
+sample() {
+	awk -v s="$2" '
+		index($0, s " ") == 1 {
+			split(substr($0, length(s) + 2), f, " ")
+			print f[1]
+			found = 1
+			exit
+		}
+		END { exit !found }' "$1"
+}
+
+# sample_into VAR FILE SERIES: as sample, into VAR; fail when SERIES is absent.
+sample_into() {
+	local out
+	out=$(sample "$2" "$3") || fail "series $3 not found in $2"
+	printf -v "$1" '%s' "$out"
+}
+
+# sample_or VAR DEFAULT FILE SERIES: as sample, into VAR; DEFAULT when absent.
+sample_or() {
+	local out
+	out=$(sample "$3" "$4") || out=$2
+	printf -v "$1" '%s' "$out"
+}
+
+# has_series FILE SERIES
+has_series() {
+	sample "$1" "$2" >/dev/null
+}
+
+# check_histograms FILE: every iopulse_probe_latency_seconds series in FILE is
+# internally consistent and agrees with iopulse_probe_ios_total:
+#   - `le` is the last label; buckets appear in strictly ascending `le` order and
+#     their counts never decrease (they are cumulative);
+#   - the finite bounds run from 10us to 10s (the default classic buckets);
+#   - le="+Inf" == _count, _sum present (and > 0 once something was counted);
+#   - _count == iopulse_probe_ios_total of the same {probe,target,op} and every
+#     ios_total series has a histogram (both are published under one lock, so a
+#     scrape never sees one without the other).
+# Status 1 when anything is wrong; sets HIST_FINDINGS (one line per finding) and
+# HIST_SERIES (the label sets checked, one per line).
+check_histograms() {
+	local rc=0
+	# shellcheck disable=SC2034 # read by the tests
+	HIST_FINDINGS=$(awk '
+		function err(m) { print m; bad = 1 }
+		/^#/ { next }
+		{
+			name = $1; labels = ""
+			b = index($1, "{")
+			if (b) { name = substr($1, 1, b - 1); labels = substr($1, b + 1, length($1) - b - 1) }
+			v = $2 + 0
+		}
+		name == "iopulse_probe_ios_total" { ios[labels] = v; next }
+		name == "iopulse_probe_latency_seconds_count" { cnt[labels] = v; next }
+		name == "iopulse_probe_latency_seconds_sum" { sum[labels] = v; hassum[labels] = 1; next }
+		name == "iopulse_probe_latency_seconds_bucket" {
+			if (!match(labels, /,le="[^"]*"$/)) { err("le is not the last label: " $1); next }
+			key = substr(labels, 1, RSTART - 1)
+			le = substr(labels, RSTART + 5, RLENGTH - 6)
+			if (!(key in nb)) { nb[key] = 0; order[++nkeys] = key }
+			if (key in inf) { err("bucket after le=\"+Inf\": " $1); next }
+			if (le == "+Inf") {
+				inf[key] = v
+			} else {
+				lev = le + 0
+				if (nb[key] > 0 && !(lev > lastle[key])) err("le not ascending: " $1)
+				if (!(key in first)) first[key] = lev
+				lastfin[key] = lev
+				lastle[key] = lev
+			}
+			if (nb[key] > 0 && v < lastv[key]) err("bucket count decreases: " $1 " after " lastv[key])
+			lastv[key] = v
+			nb[key]++
+		}
+		END {
+			for (i = 1; i <= nkeys; i++) {
+				k = order[i]
+				print "series " k > "/dev/stderr"
+				if (!(k in inf)) { err("{" k "}: no le=\"+Inf\" bucket"); continue }
+				if (!(k in cnt)) err("{" k "}: no _count")
+				else if (inf[k] != cnt[k]) err("{" k "}: le=\"+Inf\" " inf[k] " != _count " cnt[k])
+				if (!(k in hassum)) err("{" k "}: no _sum")
+				else if (cnt[k] > 0 && !(sum[k] > 0)) err("{" k "}: _count " cnt[k] " but _sum " sum[k])
+				if (first[k] != 0.00001) err("{" k "}: first bucket le=" first[k] ", want 1e-05 (10us)")
+				if (lastfin[k] != 10) err("{" k "}: last finite bucket le=" lastfin[k] ", want 10 (10s)")
+				if (!(k in ios)) err("{" k "}: histogram without iopulse_probe_ios_total")
+				else if (ios[k] != cnt[k]) err("{" k "}: _count " cnt[k] " != iopulse_probe_ios_total " ios[k])
+			}
+			for (k in ios) if (!(k in nb)) err("{" k "}: iopulse_probe_ios_total without a histogram")
+			for (k in cnt) if (!(k in nb)) err("{" k "}: _count without buckets")
+			exit bad
+		}' "$1" 2>"$WORK/.hist_series") || rc=$?
+	# shellcheck disable=SC2034 # read by the tests
+	HIST_SERIES=$(sed 's/^series //' "$WORK/.hist_series")
+	return "$rc"
+}

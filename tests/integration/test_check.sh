@@ -1,0 +1,116 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The command line: `iopulse check` accepts every shipped example and prints an
+# effective configuration that is itself valid (and stable when checked again);
+# it rejects every file in tests/configs/bad/ with status 78 and a
+# `file:line:column: message` on stderr; usage errors exit 64; `version` and
+# every `--help` exit 0.
+
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+require_cmd timeout
+
+# run_cli NAME ARGS...: run iopulse with ARGS (10s at most), stdout and stderr into
+# $WORK/NAME.out and .err; sets RC. The files are printed if the test fails.
+run_cli() {
+	local name=$1
+	shift
+	RC=0
+	OUT="$WORK/$name.out"
+	ERR="$WORK/$name.err"
+	timeout 10 "$IOPULSE" "$@" >"$OUT" 2>"$ERR" </dev/null || RC=$?
+	DAEMON_LOGS=("$OUT" "$ERR") # on failure, print what the last command said
+	((RC != 124)) || fail "iopulse $* did not finish within 10s"
+}
+
+# Comment lines may say where the configuration came from; the schedule may not differ.
+strip_comments() {
+	sed -e 's/[[:space:]]#.*$//' -e '/^[[:space:]]*#/d' -e '/^[[:space:]]*$/d' "$1"
+}
+
+# check_round_trip NAME: $OUT (an effective configuration) passes check again, and
+# checking it once more prints the same schedule.
+check_round_trip() {
+	local name=$1 first="$WORK/$1.effective.yaml"
+	cp "$OUT" "$first"
+	[[ -s $first ]] || fail "iopulse check printed nothing for $name"
+	run_cli "$name.again" check --config "$first"
+	((RC == 0)) || fail "the effective configuration printed for $name fails iopulse check (status $RC): $(cat "$ERR")"
+	if ! diff -u <(strip_comments "$first") <(strip_comments "$OUT") >"$WORK/$name.diff"; then
+		fail "the effective configuration of $name changes when checked again:"$'\n'"$(cat "$WORK/$name.diff")"
+	fi
+}
+
+# ---- examples: valid, and their effective configuration too ---------------
+
+shopt -s nullglob
+examples=("$SOURCE_DIR"/config/examples/*.yaml)
+bad=("$SOURCE_DIR"/tests/configs/bad/*.yaml)
+shopt -u nullglob
+
+((${#examples[@]} > 0)) || fail "no example configurations in $SOURCE_DIR/config/examples/*.yaml"
+for f in "${examples[@]}"; do
+	name="example-$(basename "$f" .yaml)"
+	run_cli "$name" check --config "$f"
+	((RC == 0)) || fail "iopulse check --config $f: status $RC, want 0: $(cat "$ERR")"
+	check_round_trip "$name"
+	note "ok: $f"
+done
+
+# ---- bad configurations: 78 and a positioned message ------------------------
+
+((${#bad[@]} > 0)) || fail "no bad configurations in $SOURCE_DIR/tests/configs/bad/*.yaml"
+for f in "${bad[@]}"; do
+	name="bad-$(basename "$f" .yaml)"
+	run_cli "$name" check --config "$f"
+	((RC == 78)) || fail "iopulse check --config $f: status $RC, want 78"
+	awk -v p="$f" 'index($0, p ":") == 1 && substr($0, length(p) + 2) ~ /^[0-9]+:[0-9]+: ./ { found = 1 }
+		END { exit !found }' "$ERR" ||
+		fail "iopulse check --config $f: no '$f:LINE:COLUMN: message' line on stderr"
+	note "rejected: $(head -n 1 "$ERR")"
+done
+
+# ---- the embedded default ---------------------------------------------------
+
+run_cli default check
+((RC == 0)) || fail "iopulse check (embedded default): status $RC, want 0: $(cat "$ERR")"
+for key in listen targets probes; do
+	grep -q "^$key:" "$OUT" || fail "iopulse check (embedded default) prints no top-level '$key:'"
+done
+check_round_trip default
+
+# ---- a missing file ---------------------------------------------------------
+
+missing="$WORK/does-not-exist.yaml"
+run_cli missing check --config "$missing"
+((RC == 78)) || fail "iopulse check --config $missing: status $RC, want 78"
+grep -qF "$missing" "$ERR" || fail "the error for a missing configuration does not name $missing"
+
+# ---- usage errors -------------------------------------------------------------
+
+run_cli bogus bogus
+((RC == 64)) || fail "iopulse bogus: status $RC, want 64"
+[[ -s $ERR ]] || fail "iopulse bogus: nothing on stderr"
+run_cli run-bogus run --bogus --listen 127.0.0.1:0
+((RC == 64)) || fail "iopulse run --bogus: status $RC, want 64"
+run_cli check-bogus check --bogus
+((RC == 64)) || fail "iopulse check --bogus: status $RC, want 64"
+
+# ---- version and help ---------------------------------------------------------
+
+run_cli version version
+((RC == 0)) || fail "iopulse version: status $RC, want 0"
+grep -qE '[0-9]+\.[0-9]+(\.[0-9]+)?' "$OUT" || fail "iopulse version prints no version number on stdout"
+note "version: $(head -n 1 "$OUT")"
+
+for cmd in "" run check version; do
+	name="help${cmd:+-$cmd}"
+	# shellcheck disable=SC2086 # an empty $cmd is no argument
+	run_cli "$name" $cmd --help
+	((RC == 0)) || fail "iopulse ${cmd:+$cmd }--help: status $RC, want 0"
+	grep -qi usage "$OUT" || fail "iopulse ${cmd:+$cmd }--help: no usage on stdout"
+done
+
+note "pass"

@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A second daemon asked to listen where the first one already does exits 69
+# (EX_UNAVAILABLE) promptly, saying which address is in use; the first keeps
+# serving.
+
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+require_cmd curl timeout
+require_disk "$WORK"
+
+# write_config FILE DIR: one directory target with a slow read ping.
+write_config() {
+	mkdir -p "$2"
+	cat >"$1" <<EOF
+targets:
+  - name: t1
+    directory: $(yaml_str "$2")
+    size: 1MiB
+probes:
+  - name: p1
+    type: ping
+    target: t1
+    op: read
+    interval: 1s
+EOF
+}
+
+# Separate directories: the second daemon must not get as far as its lanes, but if
+# it did, it should not fight over the first one's probe file.
+write_config "$WORK/first.yaml" "$WORK/first"
+write_config "$WORK/second.yaml" "$WORK/second"
+
+start_daemon "$WORK/first.yaml"
+addr="127.0.0.1:$DAEMON_PORT"
+
+LOG2="$WORK/second.log"
+DAEMON_LOGS+=("$LOG2")
+t0=$(now_ms)
+rc=0
+timeout 10 "$IOPULSE" run --config "$WORK/second.yaml" --listen "$addr" --log-level debug \
+	>"$LOG2" 2>&1 </dev/null || rc=$?
+elapsed=$(($(now_ms) - t0))
+((rc != 124)) || fail "the second daemon on $addr was still running after 10s"
+((rc == 69)) || fail "the second daemon on $addr exited with status $rc, want 69"
+((elapsed <= 5000)) || fail "the second daemon took ${elapsed}ms to give up on $addr"
+line=$(awk -v a="$addr" 'index($0, a) && tolower($0) ~ /in use/ { print; found = 1; exit } END { exit !found }' "$LOG2") ||
+	fail "the second daemon's log has no line naming $addr and saying it is in use"
+note "second daemon: status $rc after ${elapsed}ms: $line"
+
+require_alive
+code=$(http_status GET /metrics)
+[[ $code == 200 ]] || fail "the first daemon stopped serving: GET /metrics status $code"
+
+stop_daemon TERM 5
+note "pass"

@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# SIGTERM and SIGINT stop the daemon cleanly: exit status 0 within 2 seconds,
+# while pings are running (a write ping with fdatasync and a read ping, 100ms).
+
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+require_cmd curl
+require_disk "$WORK"
+
+DIR="$WORK/target"
+mkdir "$DIR"
+CFG="$WORK/iopulse.yaml"
+cat >"$CFG" <<EOF
+targets:
+  - name: t1
+    directory: $(yaml_str "$DIR")
+    size: 1MiB
+probes:
+  - name: p1
+    type: ping
+    target: t1
+    op: read
+    interval: 100ms
+  - name: w1
+    type: ping
+    target: t1
+    op: write
+    sync: fdatasync
+    interval: 100ms
+EOF
+
+pinging() {
+	local v
+	scrape_metrics
+	sample_or v 0 "$PAGE" 'iopulse_probe_ios_total{probe="w1",target="t1",op="write"}'
+	num "$v" '>' 0
+}
+
+for sig in TERM INT; do
+	start_daemon "$CFG"
+	wait_until 10 "write pings running before SIG$sig" pinging
+	stop_daemon "$sig" 2
+done
+note "pass"
