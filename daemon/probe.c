@@ -131,9 +131,12 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 		p->eng_fd = t->fd;
 	}
 
-	/* Every aligned start whose block ends inside the working set. */
-	slots = (ws - bs) / t->offset_align + 1;
-	r->offset = t->data_start + rng_below(&p->rng, slots) * t->offset_align;
+	/* Offsets are aligned to the block size, as fio's blockalign=bs and ioping do:
+	 * a 4k write at a 512-aligned offset straddles two 4k physical sectors and
+	 * measures the drive's read-modify-write instead of the write. data_start is
+	 * 4KiB aligned, so blocks are physically aligned too. */
+	slots = (ws - bs) / bs + 1;
+	r->offset = t->data_start + rng_below(&p->rng, slots) * bs;
 
 	if (write)
 		rng_fill(&p->rng, p->buf, bs); /* fresh data, before the clock starts */

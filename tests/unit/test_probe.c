@@ -132,6 +132,7 @@ static void test_read_offsets(void **state)
 				assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
 				assert_int_equal(r.result, (ssize_t)sizes[s]);
 				assert_int_equal(r.offset % f.t.offset_align, 0);
+				assert_int_equal((r.offset - f.t.data_start) % sizes[s], 0);
 				assert_true(r.offset >= f.t.data_start);
 				assert_true(r.offset + sizes[s] <= f.t.data_start + ws);
 				assert_true(r.lat_ns > 0);
