@@ -70,6 +70,16 @@ int http_listen(const char *host, uint16_t port, uint16_t *bound_port)
 		len = sizeof(*sin6);
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 && errno == EAFNOSUPPORT && host[0] == '\0') {
+		/* Every address on a kernel without IPv6: IPv4 only. */
+		memset(&ss, 0, sizeof(ss));
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		sin->sin_addr.s_addr = htonl(INADDR_ANY);
+		len = sizeof(*sin);
+		v6 = false;
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	}
 	if (fd < 0)
 		return -errno;
 	/* SO_REUSEADDR only: a restart may bind over TIME_WAIT, but a second live
@@ -229,18 +239,19 @@ struct http_server *http_start(int listen_fd, struct metrics *m, http_collect_fn
 		*err = -ENOMEM;
 		return NULL;
 	}
-	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-					  MHD_USE_ERROR_LOG,
-				  0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_SECONDS,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_LIMIT,
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT,
-				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+	/* The logger first, so that even option parsing speaks through our log. */
+	errno = 0;
+	h->mhd = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+		on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
+		listen_fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_SECONDS,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_LIMIT,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT, MHD_OPTION_END);
 	if (!h->mhd) {
+		*err = errno ? -errno : -EIO;
 		close(listen_fd);
 		free(h);
-		*err = -EIO;
 		return NULL;
 	}
 	return h;

@@ -94,6 +94,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	const struct cfg_target *tc = &cfg->targets[ti];
 	const char *tv[] = {tc->name, NULL};
 	struct metric_family *up, *inflight;
+	pthread_condattr_t ca;
 	unsigned n = 0;
 	int r;
 
@@ -103,9 +104,22 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	atomic_init(&l->inflight_ns, 0);
 	atomic_init(&l->running, -1);
 	atomic_init(&l->up, false);
+	atomic_init(&l->timeout_claimed, 0);
 	target_init(&l->target, tc);
-	pthread_mutex_init(&l->mu, NULL);
-	pthread_cond_init(&l->cv, NULL);
+	r = pthread_mutex_init(&l->mu, NULL);
+	if (r)
+		return -r;
+	/* Shutdown waits on this with a CLOCK_MONOTONIC deadline: a wall-clock step
+	 * must neither stretch the grace period nor cut it short. */
+	r = pthread_condattr_init(&ca);
+	if (!r)
+		r = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!r)
+		r = pthread_cond_init(&l->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (r)
+		return -r;
+	l->initialised = true;
 
 	for (unsigned i = 0; i < cfg->n_probes; i++)
 		n += cfg->probes[i].target == ti;
@@ -115,8 +129,8 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 		return -ENOMEM;
 
 	up = metrics_family(m, "iopulse_target_up", METRIC_GAUGE,
-			    "1 if the target is open, checked and its last I/O finished within "
-			    "the timeout; 0 otherwise.",
+			    "1 if the target is open and checked by its last run and no I/O on "
+			    "it is in flight past its timeout; 0 otherwise.",
 			    t_labels, NULL, 0);
 	inflight = metrics_family(m, "iopulse_target_inflight_seconds", METRIC_GAUGE,
 				  "Age of the I/O in flight on the target, 0 when idle.", t_labels,
@@ -175,7 +189,11 @@ static int lane_prepare_target(struct lane *l)
 	int r;
 
 	if (l->target.fd >= 0) {
+		/* Metadata calls hang on a dead NFS or FUSE mount as readily as I/O does:
+		 * make them visible as in flight too. */
+		atomic_store(&l->inflight_ns, eng_now_ns());
 		r = target_check(&l->target);
+		atomic_store(&l->inflight_ns, 0);
 		if (r == 0)
 			return 0;
 		if (r != -ESTALE) /* a deleted probe file may be re-created; anything else waits */
@@ -196,6 +214,8 @@ static void log_probe_error(struct lane_probe *lp, int err, const char *what)
 static void publish_io(struct lane *l, struct lane_probe *lp, enum lane_op op, ssize_t result,
 		       size_t want, uint64_t lat_ns)
 {
+	if (result == -ETIME) /* the engine gave up waiting: counted as a timeout */
+		return;
 	if (result < 0) {
 		metrics_add(lp->errors[LANE_ERR_IO], 1);
 		log_probe_error(lp, (int)result, op_names[op]);
@@ -216,6 +236,27 @@ static void publish_io(struct lane *l, struct lane_probe *lp, enum lane_op op, s
 		log_notice("Probe %s: %s succeeds again", lp->cfg->name, op_names[op]);
 		lp->last_error = 0;
 	}
+}
+
+static uint64_t age(uint64_t now_ns, uint64_t since_ns)
+{
+	/* since may be newer than a clock read taken before it was stored */
+	return since_ns && now_ns > since_ns ? now_ns - since_ns : 0;
+}
+
+/* Counts the I/O submitted at @submit_ns as timed out unless already counted. */
+static bool claim_timeout(struct lane *l, uint64_t submit_ns)
+{
+	uint64_t prev = atomic_load(&l->timeout_claimed);
+
+	return prev != submit_ns &&
+	       atomic_compare_exchange_strong(&l->timeout_claimed, &prev, submit_ns);
+}
+
+static void count_timeout(struct lane *l, struct lane_probe *lp, uint64_t submit_ns)
+{
+	if (claim_timeout(l, submit_ns))
+		metrics_add(lp->errors[LANE_ERR_TIMEOUT], 1);
 }
 
 static void lane_run_probe(struct lane *l, struct lane_probe *lp)
@@ -250,8 +291,14 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 		return;
 	}
 	publish_io(l, lp, op, res.result, p->block_size, res.lat_ns);
-	if (p->sync == CFG_SYNC_FDATASYNC && res.result >= 0)
-		publish_io(l, lp, LANE_OP_FDATASYNC, res.sync_result, 0, res.sync_lat_ns);
+	if (res.result == -ETIME || res.lat_ns >= p->timeout_ns)
+		count_timeout(l, lp, res.submit_ns);
+	if (p->sync != CFG_SYNC_FDATASYNC)
+		return;
+	/* Even after a failed write: fdatasync is where writeback errors show. */
+	publish_io(l, lp, LANE_OP_FDATASYNC, res.sync_result, 0, res.sync_lat_ns);
+	if (res.sync_result == -ETIME || res.sync_lat_ns >= p->timeout_ns)
+		count_timeout(l, lp, res.sync_submit_ns);
 }
 
 static void *lane_main(void *arg)
@@ -343,42 +390,45 @@ bool lane_wait(struct lane *l, uint64_t deadline_ns)
 	return done;
 }
 
-/* The timeout of the probe whose I/O is in flight, or 0. */
-static uint64_t inflight_timeout(struct lane *l, uint64_t *since)
+/* The probe whose I/O is in flight and since when; NULL when idle. Reads each
+ * atomic once, so the probe and its timeout belong together. */
+static struct lane_probe *inflight_probe(struct lane *l, uint64_t *since)
 {
 	int pi = atomic_load(&l->running);
 
 	*since = atomic_load(&l->inflight_ns);
 	if (pi < 0 || *since == 0)
-		return 0;
-	return l->probes[pi].cfg->timeout_ns;
+		return NULL;
+	return &l->probes[pi];
 }
 
 void lane_check_timeout(struct lane *l, uint64_t now_ns)
 {
-	int pi = atomic_load(&l->running);
-	uint64_t since, timeout = inflight_timeout(l, &since);
+	uint64_t since;
+	struct lane_probe *lp = inflight_probe(l, &since);
 
-	if (!timeout || now_ns - since < timeout || l->timeout_seen == since || pi < 0)
+	if (!lp || age(now_ns, since) < lp->cfg->timeout_ns || !claim_timeout(l, since))
 		return;
-	l->timeout_seen = since;
-	metrics_add(l->probes[pi].errors[LANE_ERR_TIMEOUT], 1);
-	log_error("Probe %s: I/O on target %s in flight for over %.1fs (timeout), target is "
+	metrics_add(lp->errors[LANE_ERR_TIMEOUT], 1);
+	log_error("Probe %s: I/O on target %s in flight for over %.3gs (timeout), target is "
 		  "stuck",
-		  l->probes[pi].cfg->name, l->cfg->name, timeout / 1e9);
+		  lp->cfg->name, l->cfg->name, lp->cfg->timeout_ns / 1e9);
 }
 
 void lane_collect(struct lane *l, uint64_t now_ns)
 {
-	uint64_t since, timeout = inflight_timeout(l, &since);
-	bool stuck = timeout && now_ns - since >= timeout;
+	uint64_t since;
+	struct lane_probe *lp = inflight_probe(l, &since);
+	bool stuck = lp && age(now_ns, since) >= lp->cfg->timeout_ns;
 
 	metrics_set(l->m_up, atomic_load(&l->up) && !stuck ? 1 : 0);
-	metrics_set(l->m_inflight, since && now_ns > since ? (now_ns - since) / 1e9 : 0);
+	metrics_set(l->m_inflight, age(now_ns, since) / 1e9);
 }
 
 void lane_destroy(struct lane *l)
 {
+	if (!l->initialised)
+		return;
 	if (l->probes)
 		for (unsigned i = 0; i < l->n_probes; i++)
 			if (l->probes[i].ping_ready)

@@ -65,13 +65,14 @@ struct lane {
 	unsigned q_head, q_len;
 	bool busy, stop, exited;
 	pthread_t thread;
+	bool initialised; /* mutex and condition variable exist */
 	bool started;
 
-	_Atomic uint64_t inflight_ns; /* submit time of the I/O in flight, 0 when idle */
-	_Atomic int running;	      /* index of the probe running, -1 when idle */
-	_Atomic bool up;	      /* target open and checked by the last run */
-	uint64_t timeout_seen;	      /* scheduler: inflight_ns already counted as timed out */
-	char down_reason[512];	      /* lane thread: last logged target error */
+	_Atomic uint64_t inflight_ns;	  /* submit time of the I/O in flight, 0 when idle */
+	_Atomic int running;		  /* index of the probe running, -1 when idle */
+	_Atomic bool up;		  /* target open and checked by the last run */
+	_Atomic uint64_t timeout_claimed; /* submit time of the last I/O counted as timed out */
+	char down_reason[512];		  /* lane thread: last logged target error */
 
 	struct metrics *metrics;
 	struct metric_series *m_up, *m_inflight;
@@ -87,7 +88,9 @@ void lane_enqueue(struct lane *l, unsigned pi);
 void lane_request_stop(struct lane *l);
 /* Wait until the thread exited or @deadline_ns (CLOCK_MONOTONIC); true if it did. */
 bool lane_wait(struct lane *l, uint64_t deadline_ns);
-/* Scheduler: count an I/O in flight longer than its probe's timeout, once. */
+/* Scheduler: count an I/O in flight longer than its probe's timeout. The lane counts
+ * one that completes late itself; whichever sees it first claims it, so each slow
+ * I/O is counted exactly once. */
 void lane_check_timeout(struct lane *l, uint64_t now_ns);
 /* Scrape time: refresh target_up and in-flight age. */
 void lane_collect(struct lane *l, uint64_t now_ns);

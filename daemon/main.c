@@ -252,7 +252,10 @@ static int cmd_run(int argc, char **argv)
 	}
 	s = sched_new(cfg, m, &r);
 	if (!s) {
-		log_error_errno(r, "Failed to set up the probes: %m");
+		if (r == -EINVAL) /* a configuration the file alone could not reveal */
+			status = EX_CONFIG;
+		else
+			log_error_errno(r, "Failed to set up the probes: %m");
 		close(fd);
 		goto out;
 	}

@@ -151,6 +151,7 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 	if (ret < 0)
 		return ret;
 	r->result = req.result;
+	r->submit_ns = req.submit_ns;
 	r->lat_ns = elapsed(&req);
 
 	if (write && cfg->sync == CFG_SYNC_FDATASYNC) {
@@ -160,6 +161,7 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 		if (ret < 0)
 			return ret;
 		r->sync_result = req.result;
+		r->sync_submit_ns = req.submit_ns;
 		r->sync_lat_ns = elapsed(&req);
 	}
 	return 0;

@@ -27,11 +27,13 @@ struct ping {
 };
 
 struct ping_result {
-	uint64_t offset;      /* where the I/O went */
-	ssize_t result;	      /* bytes, or -errno */
-	uint64_t lat_ns;      /* latency of the read/write */
-	ssize_t sync_result;  /* 0 or -errno when cfg->sync == CFG_SYNC_FDATASYNC */
-	uint64_t sync_lat_ns; /* latency of the fdatasync */
+	uint64_t offset;	 /* where the I/O went */
+	uint64_t submit_ns;	 /* CLOCK_MONOTONIC submit time of the read/write */
+	ssize_t result;		 /* bytes, or -errno */
+	uint64_t lat_ns;	 /* latency of the read/write */
+	ssize_t sync_result;	 /* 0 or -errno when cfg->sync == CFG_SYNC_FDATASYNC */
+	uint64_t sync_submit_ns; /* CLOCK_MONOTONIC submit time of the fdatasync */
+	uint64_t sync_lat_ns;	 /* latency of the fdatasync */
 };
 
 /* Prepare a ping for @cfg (buffers sized for its block size at max alignment).

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -76,6 +77,43 @@ static struct slot heap_pop(struct sched *s)
 
 /* ---------------------------------------------------------------- setup */
 
+/*
+ * Two targets naming one directory, file or device would run two lanes on one
+ * disk at once (the overlap lanes exist to prevent) and, for directories, fight
+ * over one probe file. Paths that do not exist yet cannot be compared; the probe
+ * file's lock catches those later.
+ */
+static int check_distinct_targets(const struct config *cfg)
+{
+	for (unsigned i = 0; i < cfg->n_targets; i++) {
+		struct stat a, b;
+
+		if (stat(cfg->targets[i].path, &a) < 0)
+			continue;
+		for (unsigned j = i + 1; j < cfg->n_targets; j++) {
+			bool same;
+
+			if (stat(cfg->targets[j].path, &b) < 0)
+				continue;
+			same = S_ISBLK(a.st_mode) && S_ISBLK(b.st_mode)
+				       ? a.st_rdev == b.st_rdev
+				       : a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+			if (same)
+				return log_error_errno(
+					-EINVAL,
+					"%s:%u:%u: targets '%s' and '%s' are the same "
+					"%s (%s): probes on one disk must share one "
+					"target so they never overlap",
+					cfg->source, cfg->targets[j].pos.line,
+					cfg->targets[j].pos.col, cfg->targets[i].name,
+					cfg->targets[j].name,
+					cfg_target_kind_name(cfg->targets[j].kind),
+					cfg->targets[j].path);
+		}
+	}
+	return 0;
+}
+
 struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 {
 	struct sched *s = calloc(1, sizeof(*s));
@@ -83,6 +121,10 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 
 	if (!s)
 		goto fail;
+	r = check_distinct_targets(cfg);
+	if (r < 0)
+		goto fail;
+	r = -ENOMEM;
 	s->epoll_fd = s->timer_fd = s->hk_fd = s->signal_fd = -1;
 	s->cfg = cfg;
 	s->metrics = m;
@@ -142,9 +184,19 @@ int sched_start(struct sched *s)
 		if (r < 0)
 			return log_error_errno(r, "Failed to start the lane of target %s: %m",
 					       s->lanes[li].cfg->name);
-		/* First runs fall due now; the lane runs them one after another. */
-		for (unsigned pi = 0; pi < s->lanes[li].n_probes; pi++)
-			heap_push(s, (struct slot){.due_ns = now, .lane = li, .probe = pi});
+		struct lane *l = &s->lanes[li];
+		uint64_t spread = 1000000000ULL; /* first runs within a second of start */
+
+		/* Splay: a lane's probes start evenly spread over the shortest interval
+		 * (at most a second), so that probes with multiple intervals do not fall
+		 * due together forever and defer each other. */
+		for (unsigned pi = 0; pi < l->n_probes; pi++)
+			if (l->probes[pi].cfg->interval_ns < spread)
+				spread = l->probes[pi].cfg->interval_ns;
+		for (unsigned pi = 0; pi < l->n_probes; pi++)
+			heap_push(s, (struct slot){.due_ns = now + spread * pi / l->n_probes,
+						   .lane = li,
+						   .probe = pi});
 	}
 	return 0;
 }
@@ -254,15 +306,11 @@ void sched_collect(struct sched *s)
 
 unsigned sched_stop(struct sched *s, uint64_t grace_ns)
 {
-	uint64_t deadline;
-	struct timespec ts;
+	uint64_t deadline = eng_now_ns() + grace_ns;
 	unsigned stuck = 0;
 
 	for (unsigned li = 0; li < s->n_lanes; li++)
 		lane_request_stop(&s->lanes[li]);
-	/* lane_wait() takes a CLOCK_REALTIME deadline (pthread_cond_timedwait's clock). */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	deadline = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec + grace_ns;
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		if (lane_wait(&s->lanes[li], deadline))
 			continue;
