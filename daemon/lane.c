@@ -105,6 +105,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	atomic_init(&l->running, -1);
 	atomic_init(&l->up, false);
 	atomic_init(&l->timeout_claimed, 0);
+	atomic_init(&l->stuck_logged, false);
 	target_init(&l->target, tc);
 	r = pthread_mutex_init(&l->mu, NULL);
 	if (r)
@@ -324,6 +325,10 @@ static void *lane_main(void *arg)
 		pthread_mutex_unlock(&l->mu);
 
 		lane_run_probe(l, lp);
+		/* The I/O the scheduler reported stuck has come back: say so once. */
+		if (atomic_exchange(&l->stuck_logged, false))
+			log_notice("Target %s: the stuck I/O finished, target is up again",
+				   l->cfg->name);
 
 		pthread_mutex_lock(&l->mu);
 		atomic_store(&l->running, -1);
@@ -410,6 +415,7 @@ void lane_check_timeout(struct lane *l, uint64_t now_ns)
 	if (!lp || age(now_ns, since) < lp->cfg->timeout_ns || !claim_timeout(l, since))
 		return;
 	metrics_add(lp->errors[LANE_ERR_TIMEOUT], 1);
+	atomic_store(&l->stuck_logged, true);
 	log_error("Probe %s: I/O on target %s in flight for over %.3gs (timeout), target is "
 		  "stuck",
 		  lp->cfg->name, l->cfg->name, lp->cfg->timeout_ns / 1e9);

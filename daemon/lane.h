@@ -72,6 +72,7 @@ struct lane {
 	_Atomic int running;		  /* index of the probe running, -1 when idle */
 	_Atomic bool up;		  /* target open and checked by the last run */
 	_Atomic uint64_t timeout_claimed; /* submit time of the last I/O counted as timed out */
+	_Atomic bool stuck_logged;	  /* scheduler logged "stuck"; the lane logs the end */
 	char down_reason[512];		  /* lane thread: last logged target error */
 
 	struct metrics *metrics;

@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hangfs — a FUSE pass-through filesystem whose data path can be frozen, for
+ * the integration tests: a disk that hangs, without device-mapper.
+ *
+ *   hangfs BACKING_DIR MOUNTPOINT [FUSE options]
+ *
+ * Runs in the foreground, multi-threaded, until unmounted (or SIGTERM/SIGINT).
+ * Everything under MOUNTPOINT is BACKING_DIR.
+ *
+ *   SIGUSR1  freeze: read, write and fsync/fdatasync requests block until thawed
+ *   SIGUSR2  thaw: blocked requests go on and complete normally
+ *
+ * Metadata (lookup, getattr, statfs, create, rename...) never blocks: like a
+ * device whose queue is stuck while the page and dentry caches still answer.
+ *
+ * Each change is acknowledged on stderr once it is in effect, so a test can wait
+ * for it instead of sleeping:
+ *   "hangfs: frozen" / "hangfs: thawed"
+ *   "hangfs: read blocked (offset O, size N)"   a request started waiting
+ *   "hangfs: read released"                     ... and went on after a thaw
+ *   "hangfs: read interrupted"                  ... or was abandoned, see below
+ *
+ * A blocked request that the kernel interrupts (FUSE_INTERRUPT: its caller got
+ * a signal, e.g. was killed) fails with EINTR, as a killable wait in a driver
+ * would. Without that, a process killed while one of its threads waits here
+ * stays a zombie until the thaw: the kernel waits uninterruptibly for an answer
+ * to a request the filesystem already took (fs/fuse/dev.c request_wait_answer).
+ *
+ * Files are always opened with direct_io, so every read and write reaches us
+ * (no page cache in front of the freeze), whether or not the caller asked for
+ * O_DIRECT. The backing files are opened without O_DIRECT: the buffers libfuse
+ * hands us are not aligned, and the backing store's caching is not under test.
+ */
+#define FUSE_USE_VERSION 314
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RECHECK_NS 50000000L /* how often a blocked request looks for an interrupt */
+
+static int backing_fd = -1; /* the backing directory; every path is relative to it */
+
+static pthread_mutex_t freeze_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t freeze_cv; /* CLOCK_MONOTONIC; broadcast on thaw */
+static bool frozen;		 /* guarded by freeze_mu */
+
+/* ---------------------------------------------------------------- freezing */
+
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	flockfile(stderr);
+	fputs("hangfs: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	funlockfile(stderr);
+	fflush(stderr);
+}
+
+/*
+ * Called by the data-path operations before they touch the backing file: returns
+ * at once when not frozen, 0 after a thaw, -EINTR when the kernel interrupted the
+ * request while it waited.
+ */
+static int freeze_gate(const char *op, off_t off, size_t size)
+{
+	bool waited = false;
+	int r = 0;
+
+	pthread_mutex_lock(&freeze_mu);
+	while (frozen) {
+		struct timespec ts;
+
+		if (!waited) {
+			say("%s blocked (offset %lld, size %zu)", op, (long long)off, size);
+			waited = true;
+		}
+		if (fuse_interrupted()) {
+			r = -EINTR;
+			break;
+		}
+		/* The thaw wakes us at once; the timeout is only for interrupts, which
+		 * libfuse's high-level API flags but does not signal. */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += RECHECK_NS;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&freeze_cv, &freeze_mu, &ts);
+	}
+	pthread_mutex_unlock(&freeze_mu);
+	if (waited)
+		say("%s %s", op, r ? "interrupted" : "released");
+	return r;
+}
+
+/* SIGUSR1/SIGUSR2 are blocked in every thread; this one takes them. */
+static void *control_main(void *arg)
+{
+	sigset_t *set = arg;
+
+	for (;;) {
+		int sig;
+
+		if (sigwait(set, &sig) != 0)
+			continue;
+		pthread_mutex_lock(&freeze_mu);
+		frozen = sig == SIGUSR1;
+		pthread_cond_broadcast(&freeze_cv);
+		pthread_mutex_unlock(&freeze_mu);
+		say("%s", sig == SIGUSR1 ? "frozen" : "thawed");
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- pass-through */
+
+/* "/a/b" -> "a/b", "/" -> "." (relative to backing_fd). */
+static const char *rel(const char *path)
+{
+	while (*path == '/')
+		path++;
+	return *path ? path : ".";
+}
+
+static void *hang_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	(void)conn;
+	/* Inode numbers from the backing store: the daemon compares st_ino of its
+	 * open file with the name's. No attribute or entry caching: every stat
+	 * asks us, so renames and unlinks show at once. */
+	cfg->use_ino = 1;
+	cfg->entry_timeout = 0;
+	cfg->attr_timeout = 0;
+	cfg->negative_timeout = 0;
+	cfg->hard_remove = 1; /* no .fuse_hidden files for unlinked open files */
+	cfg->direct_io = 1;
+	return NULL;
+}
+
+static int hang_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+	int r = fi ? fstat((int)fi->fh, st)
+		   : fstatat(backing_fd, rel(path), st, AT_SYMLINK_NOFOLLOW);
+
+	return r < 0 ? -errno : 0;
+}
+
+static int hang_readlink(const char *path, char *buf, size_t size)
+{
+	ssize_t n = readlinkat(backing_fd, rel(path), buf, size - 1);
+
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int hang_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+			struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	(void)off;
+	(void)fi;
+	(void)flags;
+	fd = openat(backing_fd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		struct stat st = {.st_ino = de->d_ino, .st_mode = (mode_t)DTTOIF(de->d_type)};
+
+		if (fill(buf, de->d_name, &st, 0, 0))
+			break;
+	}
+	closedir(d);
+	return 0;
+}
+
+static int hang_mkdir(const char *path, mode_t mode)
+{
+	return mkdirat(backing_fd, rel(path), mode) < 0 ? -errno : 0;
+}
+
+static int hang_unlink(const char *path)
+{
+	return unlinkat(backing_fd, rel(path), 0) < 0 ? -errno : 0;
+}
+
+static int hang_rmdir(const char *path)
+{
+	return unlinkat(backing_fd, rel(path), AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+static int hang_symlink(const char *target, const char *path)
+{
+	return symlinkat(target, backing_fd, rel(path)) < 0 ? -errno : 0;
+}
+
+/* RENAME_NOREPLACE and RENAME_EXCHANGE go through as they are. */
+static int hang_rename(const char *from, const char *to, unsigned int flags)
+{
+	return renameat2(backing_fd, rel(from), backing_fd, rel(to), flags) < 0 ? -errno : 0;
+}
+
+static int hang_link(const char *from, const char *to)
+{
+	return linkat(backing_fd, rel(from), backing_fd, rel(to), 0) < 0 ? -errno : 0;
+}
+
+static int hang_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	int r = fi ? fchmod((int)fi->fh, mode) : fchmodat(backing_fd, rel(path), mode, 0);
+
+	return r < 0 ? -errno : 0;
+}
+
+static int hang_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+	int r = fi ? fchown((int)fi->fh, uid, gid)
+		   : fchownat(backing_fd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW);
+
+	return r < 0 ? -errno : 0;
+}
+
+static int hang_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	int fd, r;
+
+	if (fi)
+		return ftruncate((int)fi->fh, size) < 0 ? -errno : 0;
+	fd = openat(backing_fd, rel(path), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = ftruncate(fd, size) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+static int hang_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+	int r = fi ? futimens((int)fi->fh, tv)
+		   : utimensat(backing_fd, rel(path), tv, AT_SYMLINK_NOFOLLOW);
+
+	return r < 0 ? -errno : 0;
+}
+
+/* The caller's open flags minus what must not reach the backing file. */
+static int backing_flags(int flags)
+{
+	return (flags & ~(O_DIRECT | O_NOCTTY)) | O_CLOEXEC;
+}
+
+static int hang_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	int fd = openat(backing_fd, rel(path), backing_flags(fi->flags) | O_CREAT, mode);
+
+	if (fd < 0)
+		return -errno;
+	fi->fh = (uint64_t)fd;
+	fi->direct_io = 1;
+	return 0;
+}
+
+static int hang_open(const char *path, struct fuse_file_info *fi)
+{
+	int fd = openat(backing_fd, rel(path), backing_flags(fi->flags));
+
+	if (fd < 0)
+		return -errno;
+	fi->fh = (uint64_t)fd;
+	fi->direct_io = 1;
+	return 0;
+}
+
+static int hang_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	ssize_t n;
+	int r;
+
+	(void)path;
+	r = freeze_gate("read", off, size);
+	if (r < 0)
+		return r;
+	n = pread((int)fi->fh, buf, size, off);
+	return n < 0 ? -errno : (int)n;
+}
+
+static int hang_write(const char *path, const char *buf, size_t size, off_t off,
+		      struct fuse_file_info *fi)
+{
+	ssize_t n;
+	int r;
+
+	(void)path;
+	r = freeze_gate("write", off, size);
+	if (r < 0)
+		return r;
+	n = pwrite((int)fi->fh, buf, size, off);
+	return n < 0 ? -errno : (int)n;
+}
+
+static int hang_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	int r;
+
+	(void)path;
+	r = freeze_gate(datasync ? "fdatasync" : "fsync", 0, 0);
+	if (r < 0)
+		return r;
+	r = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
+	return r < 0 ? -errno : 0;
+}
+
+static int hang_statfs(const char *path, struct statvfs *sv)
+{
+	(void)path;
+	return fstatvfs(backing_fd, sv) < 0 ? -errno : 0;
+}
+
+/* close(2) of one of the caller's descriptors: nothing is buffered here. */
+static int hang_flush(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	(void)fi;
+	return 0;
+}
+
+static int hang_release(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	close((int)fi->fh);
+	return 0;
+}
+
+static const struct fuse_operations hang_ops = {
+	.init = hang_init,
+	.getattr = hang_getattr,
+	.readlink = hang_readlink,
+	.readdir = hang_readdir,
+	.mkdir = hang_mkdir,
+	.unlink = hang_unlink,
+	.rmdir = hang_rmdir,
+	.symlink = hang_symlink,
+	.rename = hang_rename,
+	.link = hang_link,
+	.chmod = hang_chmod,
+	.chown = hang_chown,
+	.truncate = hang_truncate,
+	.utimens = hang_utimens,
+	.create = hang_create,
+	.open = hang_open,
+	.read = hang_read,
+	.write = hang_write,
+	.fsync = hang_fsync,
+	.statfs = hang_statfs,
+	.flush = hang_flush,
+	.release = hang_release,
+};
+
+int main(int argc, char **argv)
+{
+	static sigset_t control;
+	pthread_condattr_t ca;
+	pthread_t thread;
+	char **fargv;
+	int fargc = 0, r;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s BACKING_DIR MOUNTPOINT [FUSE options]\n", argv[0]);
+		return 64;
+	}
+	backing_fd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (backing_fd < 0) {
+		fprintf(stderr, "hangfs: %s: %s\n", argv[1], strerror(errno));
+		return 1;
+	}
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&freeze_cv, &ca);
+	pthread_condattr_destroy(&ca);
+
+	/* Before any thread exists, so that libfuse's workers inherit the mask. */
+	sigemptyset(&control);
+	sigaddset(&control, SIGUSR1);
+	sigaddset(&control, SIGUSR2);
+	r = pthread_sigmask(SIG_BLOCK, &control, NULL);
+	if (r == 0)
+		r = pthread_create(&thread, NULL, control_main, &control);
+	if (r != 0) {
+		fprintf(stderr, "hangfs: cannot start the control thread: %s\n", strerror(r));
+		return 1;
+	}
+
+	/* argv[0] MOUNTPOINT -f -o ... [caller's options] */
+	fargv = calloc((size_t)argc + 4, sizeof(*fargv));
+	if (!fargv)
+		return 1;
+	fargv[fargc++] = argv[0];
+	fargv[fargc++] = argv[2];
+	fargv[fargc++] = "-f";
+	fargv[fargc++] = "-ofsname=hangfs,subtype=hangfs";
+	for (int i = 3; i < argc; i++)
+		fargv[fargc++] = argv[i];
+	r = fuse_main(fargc, fargv, &hang_ops, NULL);
+	free(fargv);
+	return r;
+}

@@ -1,0 +1,298 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A disk that hangs blocks only its own lane. The target is a directory on hangfs
+# (tests/integration/hangfs.c: a FUSE pass-through whose reads, writes and fsyncs
+# block while it is frozen), pinged every 100ms with a 1s timeout.
+#   1. Reads are measured through FUSE with O_DIRECT.
+#   2. Frozen: /metrics answers every scrape promptly; the stuck read shows as
+#      iopulse_target_inflight_seconds, turns iopulse_target_up to 0 from the
+#      moment it is older than the timeout, and is counted exactly once as
+#      reason="timeout" however long it stays stuck. /healthz answers.
+#   3. Thawed: the stuck read completes and is recorded (latency > 1s), the
+#      target comes back, reads grow again, and the timeout count stays 1.
+#   4. Frozen again, SIGTERM: the daemon exits 0 within 2s, abandoning the lane
+#      that is stuck in FUSE instead of waiting for it.
+# Skipped without hangfs (libfuse3 missing at build time), /dev/fuse, or a kernel
+# or container that lets us mount FUSE.
+
+# shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
+. "$(dirname "$0")/lib.sh"
+
+[[ -n ${HANGFS:-} ]] || skip "HANGFS is not set: hangfs was not built (libfuse3 not found)"
+[[ -x $HANGFS ]] || fail "HANGFS=$HANGFS is not an executable"
+[[ -c /dev/fuse ]] || skip "/dev/fuse is missing"
+require_cmd curl fusermount3 umount
+require_disk "$WORK"
+
+BACKING="$WORK/backing"
+MNT="$WORK/mnt"
+HANGFS_LOG="$WORK/hangfs.log"
+HANGFS_PID=
+mkdir "$BACKING" "$MNT"
+DAEMON_LOGS+=("$HANGFS_LOG") # printed with the daemon's on failure
+
+# ---- hangfs ------------------------------------------------------------------
+
+mounted() {
+	grep -qF " $MNT " /proc/self/mountinfo
+}
+
+# hangfs_cleanup: thaw, unmount, stop hangfs; never leave the mount behind.
+# Runs from lib.sh's cleanup, after the daemons are gone.
+hangfs_cleanup() {
+	local i
+	if [[ -n $HANGFS_PID ]]; then
+		kill -USR2 "$HANGFS_PID" 2>/dev/null || true
+	fi
+	if mounted; then
+		fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" || true
+	fi
+	if [[ -n $HANGFS_PID ]]; then
+		# Unmounted, hangfs leaves by itself.
+		for ((i = 0; i < 50; i++)); do
+			alive "$HANGFS_PID" || break
+			sleep 0.1
+		done
+		if alive "$HANGFS_PID"; then
+			echo "# hangfs $HANGFS_PID still running after the unmount, killing it" >&2
+			kill -KILL "$HANGFS_PID" 2>/dev/null || true
+		fi
+		wait "$HANGFS_PID" 2>/dev/null || true
+		HANGFS_PID=
+	fi
+	if mounted; then
+		umount -l "$MNT" || true
+	fi
+	if mount | grep -F " $MNT "; then
+		# Leave $WORK alone: removing it would reach through the mount.
+		echo "FAIL: $TEST_NAME: $MNT is still mounted after cleanup" >&2
+		exit 1
+	fi
+}
+on_exit hangfs_cleanup
+
+# lib.sh's cleanup stops the daemons before it runs the on_exit hooks, and waits
+# for them. A daemon thread blocked in a frozen hangfs must not make that wait
+# hang: thaw first, then run the usual cleanup with the test's exit status.
+_hung_exit() {
+	local rc=$?
+	set +e
+	trap - ERR
+	[[ -z $HANGFS_PID ]] || kill -USR2 "$HANGFS_PID" 2>/dev/null
+	(exit "$rc")
+	_cleanup
+}
+trap _hung_exit EXIT
+
+# hangfs_said COUNT TEXT: hangfs has logged a line containing TEXT COUNT times
+# (it logs each freeze, thaw and blocked request once it is in effect).
+hangfs_said() {
+	local n
+	n=$(grep -cF -- "hangfs: $2" "$HANGFS_LOG" || true)
+	((n >= $1))
+}
+
+# wait_hangfs SECONDS COUNT TEXT: wait for hangfs_said, or fail (or hangfs died).
+wait_hangfs() {
+	local deadline=$(($(now_ms) + $1 * 1000))
+	until hangfs_said "$2" "$3"; do
+		alive "$HANGFS_PID" || fail "hangfs exited while waiting for '$3' (x$2)"
+		(($(now_ms) < deadline)) || fail "hangfs did not log '$3' (x$2) within $1s"
+		sleep 0.05
+	done
+}
+
+: >"$HANGFS_LOG"
+"$HANGFS" "$BACKING" "$MNT" >"$HANGFS_LOG" 2>&1 &
+HANGFS_PID=$!
+deadline=$(($(now_ms) + 10000))
+until mounted; do
+	if ! alive "$HANGFS_PID"; then
+		rc=0
+		wait "$HANGFS_PID" || rc=$?
+		HANGFS_PID=
+		# No FUSE in this kernel, or a container that may not mount.
+		if grep -qiE 'device not found|no such device|not permitted|permission denied' \
+			"$HANGFS_LOG"; then
+			skip "cannot mount FUSE here: $(cat "$HANGFS_LOG")"
+		fi
+		fail "hangfs exited with status $rc before mounting $MNT"
+	fi
+	(($(now_ms) < deadline)) || fail "hangfs did not mount $MNT within 10s"
+	sleep 0.05
+done
+[[ $(stat -f -c %T "$MNT") == fuseblk || $(stat -f -c %T "$MNT") == fuse ]] ||
+	fail "$MNT is mounted but not FUSE: $(stat -f -c %T "$MNT")"
+note "hangfs $HANGFS_PID serves $BACKING on $MNT"
+
+# ---- 1. reads through FUSE -----------------------------------------------------
+
+# direct: true works: FUSE files have a direct_IO method, so fcntl(F_SETFL,
+# O_DIRECT) is accepted; hangfs opens every file with direct_io anyway, so no
+# read is answered from the page cache in front of the freeze.
+cat >"$WORK/hung.yaml" <<EOF
+targets:
+  - name: hung
+    directory: $(yaml_str "$MNT")
+    size: 1MiB
+    direct: true
+probes:
+  - name: ping
+    type: ping
+    target: hung
+    op: read
+    interval: 100ms
+    timeout: 1s
+EOF
+
+UP='iopulse_target_up{target="hung"}'
+INFLIGHT='iopulse_target_inflight_seconds{target="hung"}'
+IOS='iopulse_probe_ios_total{probe="ping",target="hung",op="read"}'
+TIMEOUTS='iopulse_probe_errors_total{probe="ping",target="hung",reason="timeout"}'
+LAT='iopulse_probe_latency_seconds'
+LAT_LABELS='probe="ping",target="hung",op="read"'
+
+# scrape_quick: scrape_metrics, but the page must come within 2s.
+scrape_quick() {
+	local t0 rc=0
+	SCRAPE_N=$((SCRAPE_N + 1))
+	PAGE="$WORK/scrape.$SCRAPE_N.prom"
+	t0=$(now_ms)
+	curl -fsS --max-time 2 "$(url /metrics)" >"$PAGE" || rc=$?
+	SCRAPE_MS=$(($(now_ms) - t0))
+	((rc == 0)) || fail "scrape $SCRAPE_N of /metrics failed (curl status $rc after ${SCRAPE_MS}ms)"
+}
+
+IOS0=0
+up_and_reading() {
+	local up ios
+	scrape_quick
+	sample_or up 0 "$PAGE" "$UP"
+	sample_or ios 0 "$PAGE" "$IOS"
+	num "$up" '==' 1 && num "$ios" '>' "$IOS0"
+}
+
+start_daemon "$WORK/hung.yaml"
+wait_until 10 "reads on hangfs (target_up 1, ios_total > 0)" up_and_reading
+sample_into v "$PAGE" "$TIMEOUTS"
+num "$v" '==' 0 || fail "$v timeouts counted before any freeze"
+[[ -f $BACKING/.iopulse-probe ]] || fail "no probe file in the backing directory $BACKING"
+grep -q 'read blocked' "$HANGFS_LOG" && fail "hangfs blocked a read before the freeze"
+sample_into IOS0 "$PAGE" "$IOS"
+
+# The daemon's descriptor of the probe file really has O_DIRECT (fdinfo flags are
+# octal; O_DIRECT's value depends on the architecture).
+case $(uname -m) in
+arm* | aarch64) o_direct=0200000 ;;
+ppc* | powerpc*) o_direct=0400000 ;;
+mips*) o_direct=0100000 ;;
+*) o_direct=040000 ;;
+esac
+flags=
+for fd in "/proc/$DAEMON_PID/fd/"*; do
+	[[ $(readlink "$fd") == "$MNT/.iopulse-probe" ]] || continue
+	flags=$(awk '$1 == "flags:" { print $2 }' "/proc/$DAEMON_PID/fdinfo/${fd##*/}")
+	break
+done
+[[ -n $flags ]] || fail "the daemon has no descriptor open on $MNT/.iopulse-probe"
+((8#$flags & o_direct)) || fail "the probe file is open without O_DIRECT (flags $flags)"
+note "reads through FUSE with O_DIRECT (flags $flags): $IOS0 so far"
+
+# ---- 2. frozen -------------------------------------------------------------------
+
+kill -USR1 "$HANGFS_PID"
+wait_hangfs 5 1 frozen
+wait_hangfs 5 1 'read blocked'
+note "frozen; a read is stuck in hangfs"
+
+# Scrape every 0.2s until the stuck read is 3s old. Each scrape must answer
+# within 2s, and every page must be consistent about the stuck read:
+#   - older than the 1s timeout  => target_up 0 (computed at scrape time);
+#   - older than 1.5s (timeout + a 250ms housekeeping tick + slack) => counted;
+#   - never counted more than once, however many ticks pass.
+n=0 max_ms=0 first_down=
+deadline=$(($(now_ms) + 10000))
+while :; do
+	scrape_quick
+	n=$((n + 1))
+	((SCRAPE_MS <= max_ms)) || max_ms=$SCRAPE_MS
+	sample_into up "$PAGE" "$UP"
+	sample_into age "$PAGE" "$INFLIGHT"
+	sample_into tmo "$PAGE" "$TIMEOUTS"
+	num "$tmo" '<=' 1 || fail "the stuck read is counted $tmo times as a timeout (age ${age}s), want once"
+	if num "$age" '>=' 1; then
+		num "$up" '==' 0 || fail "target_up is $up with a read in flight for ${age}s (timeout 1s)"
+		[[ -n $first_down ]] || first_down=$age
+	fi
+	if num "$age" '>=' 1.5; then
+		num "$tmo" '==' 1 || fail "a read in flight for ${age}s (timeout 1s) is counted $tmo times as a timeout"
+	fi
+	num "$age" '<' 3 || break
+	(($(now_ms) < deadline)) || fail "the stuck read's age is ${age}s after 10s frozen"
+	sleep 0.2
+done
+((n >= 10)) || fail "only $n scrapes while frozen"
+num "$up" '==' 0 || fail "target_up is $up after 3s frozen"
+num "$tmo" '==' 1 || fail "$tmo timeouts after 3s frozen, want 1"
+note "frozen: $n scrapes answered (slowest ${max_ms}ms); target_up 0 from age ${first_down}s; inflight ${age}s; timeouts $tmo"
+
+status=$(http_status GET /healthz)
+[[ $status == 200 ]] || fail "/healthz answered $status while the target hangs"
+stuck_lines=$(grep -c 'in flight for over' "$DAEMON_LOG" || true)
+((stuck_lines == 1)) || fail "the daemon logged the stuck read $stuck_lines times, want once"
+blocked=$(grep -c 'read blocked' "$HANGFS_LOG" || true)
+((blocked == 1)) || fail "$blocked reads reached hangfs while frozen, want 1 (one lane, QD1)"
+sample_into ios_frozen "$PAGE" "$IOS"
+
+# ---- 3. thawed --------------------------------------------------------------------
+
+kill -USR2 "$HANGFS_PID"
+wait_hangfs 5 1 thawed
+wait_hangfs 5 1 'read released'
+IOS0=$((ios_frozen + 5))
+wait_until 5 "target_up 1 and reads growing after the thaw (5 more than $ios_frozen)" up_and_reading
+sample_into tmo "$PAGE" "$TIMEOUTS"
+num "$tmo" '==' 1 || fail "$tmo timeouts after the thaw, want still 1"
+sample_into age "$PAGE" "$INFLIGHT"
+num "$age" '<' 1 || fail "iopulse_target_inflight_seconds is $age after the thaw"
+# The stuck read finished and was recorded like any other: above 1s.
+sample_into le1 "$PAGE" "${LAT}_bucket{$LAT_LABELS,le=\"1\"}"
+sample_into count "$PAGE" "${LAT}_count{$LAT_LABELS}"
+num "$count" '>' "$le1" || fail "no read slower than 1s recorded after the thaw ($count reads, $le1 <= 1s)"
+check_histograms "$PAGE" || fail "inconsistent histograms after the thaw:"$'\n'"$HIST_FINDINGS"
+sample_into ios "$PAGE" "$IOS"
+note "thawed: target up, $ios reads, $((${count%.*} - ${le1%.*})) slower than 1s, timeouts $tmo"
+
+# ---- 4. SIGTERM while stuck ---------------------------------------------------------
+
+kill -USR1 "$HANGFS_PID"
+wait_hangfs 5 2 frozen
+wait_hangfs 5 2 'read blocked'
+# stop_daemon reaps the daemon. Its stuck thread is freed by the kernel's
+# FUSE_INTERRUPT when the process exits (hangfs then fails the read with EINTR);
+# should that go wrong, thaw after 10s rather than hang until CTest's timeout
+# (the check below on 'read interrupted' would then fail the test).
+(
+	trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+	sleep 10 &
+	sleeper=$!
+	wait "$sleeper"
+	kill -USR2 "$HANGFS_PID"
+) >/dev/null 2>&1 &
+watchdog=$!
+stop_daemon TERM 2
+kill "$watchdog" 2>/dev/null || true
+wait "$watchdog" 2>/dev/null || true
+grep -q 'lane is stuck in the kernel, abandoning it' "$DAEMON_LOG" ||
+	fail "the daemon exited without abandoning its stuck lane"
+hangfs_said 1 'read interrupted' ||
+	fail "the stuck read was not interrupted by the daemon's exit (released by a thaw?)"
+hangfs_said 2 'read released' && fail "the stuck read was released by a thaw, not by the daemon's exit"
+
+kill -USR2 "$HANGFS_PID"
+wait_hangfs 5 2 thawed
+fusermount3 -u "$MNT" || fail "cannot unmount $MNT"
+wait "$HANGFS_PID" || fail "hangfs exited with status $? after the unmount"
+HANGFS_PID=
+note "pass (exit ${STOP_MS}ms after SIGTERM with the lane stuck)"
