@@ -5,7 +5,13 @@
  * libyaml's document API builds the node tree with source marks; we walk it
  * once, in document order, and stop at the first error. Checks that need the
  * whole file (a probe's target must exist, a write probe must not point at a
- * file target) run after the walk, in probe order.
+ * file target, nor at a device target without 'allow_device_writes') run after
+ * the walk, in probe order. Checks between the keys of one item (exactly one
+ * kind of target, 'duration' or 'ios') run after that item's walk.
+ *
+ * Which probe keys are valid depends on 'type', which may come last: it is
+ * looked up before the walk, so that a burst key on a ping is reported where
+ * it is written.
  *
  * Every scalar is read as a string whatever its implicit YAML tag, so
  * "name: 123" is the name "123"; only plain true/false are booleans and only
@@ -37,7 +43,7 @@ static const uint64_t default_buckets_ns[] = {
 
 struct probe_refs {
 	const yaml_node_t *target; /* value node of 'target' */
-	const yaml_node_t *op;	   /* value node of 'op', NULL when defaulted */
+	const yaml_node_t *writes; /* value node of 'op' (ping) or 'rw' (burst), or NULL */
 	const yaml_node_t *ws;	   /* value node of 'working_set', NULL when defaulted */
 	const yaml_node_t *item;
 };
@@ -164,18 +170,29 @@ static bool is_close(const char *s, const char *cand)
 
 /* ---- mappings with a fixed set of keys -------------------------------------- */
 
+#define KEYS_MAX 32 /* keys a mapping may have: bits of a uint32_t mask */
+
 /*
  * Walks the pairs of mapping @m whose keys must come from @keys (NULL-terminated,
- * at most 16). Calls @fn(p, index, key, value, ctx) for each pair in document order.
+ * at most KEYS_MAX). Calls @fn(p, index, key, value, ctx) for each pair in document order.
  * Unknown and duplicate keys are errors at the key.
  */
 typedef int (*pair_fn)(struct parser *p, unsigned key, const yaml_node_t *knode,
 		       const yaml_node_t *value, void *ctx);
 
-static int walk_mapping(struct parser *p, const yaml_node_t *m, const char *where,
-			const char *const *keys, pair_fn fn, void *ctx)
+/* The error for a key of the schema that is not valid here (at @knode). */
+typedef int (*misplaced_fn)(struct parser *p, unsigned key, const yaml_node_t *knode, void *ctx);
+
+/*
+ * As walk_mapping(), where only the keys whose bit is set in @valid may appear
+ * (probes of one kind): a known key outside it is reported by @misplaced, and
+ * suggestions and the list of valid keys for an unknown key come from @valid only.
+ */
+static int walk_mapping_valid(struct parser *p, const yaml_node_t *m, const char *where,
+			      const char *const *keys, uint32_t valid, misplaced_fn misplaced,
+			      pair_fn fn, void *ctx)
 {
-	const yaml_node_t *seen[16] = {0};
+	const yaml_node_t *seen[KEYS_MAX] = {0};
 
 	for (yaml_node_pair_t *pair = m->data.mapping.pairs.start; pair < m->data.mapping.pairs.top;
 	     pair++) {
@@ -193,16 +210,20 @@ static int walk_mapping(struct parser *p, const yaml_node_t *m, const char *wher
 			if (!strcmp(keys[i], ks))
 				break;
 		if (!keys[i]) {
-			char list[256] = "";
+			char list[512] = "";
+			bool first = true;
 
 			for (i = 0; keys[i]; i++)
-				if (is_close(ks, keys[i]))
+				if ((valid >> i & 1) && is_close(ks, keys[i]))
 					return fail_at(p, k,
 						       "unknown key '%s' %s, did you mean '%s'?",
 						       ks, where, keys[i]);
 			for (i = 0; keys[i]; i++) {
-				strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
+				if (!(valid >> i & 1))
+					continue;
+				strncat(list, first ? "" : ", ", sizeof(list) - strlen(list) - 1);
 				strncat(list, keys[i], sizeof(list) - strlen(list) - 1);
+				first = false;
 			}
 			return fail_at(p, k, "unknown key '%s' %s (valid keys: %s)", ks, where,
 				       list);
@@ -211,11 +232,19 @@ static int walk_mapping(struct parser *p, const yaml_node_t *m, const char *wher
 			return fail_at(p, k, "duplicate key '%s' %s (first defined at line %zu)",
 				       ks, where, seen[i]->start_mark.line + 1);
 		seen[i] = k;
+		if (!(valid >> i & 1) && misplaced)
+			return misplaced(p, i, k, ctx);
 		r = fn(p, i, k, v, ctx);
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+static int walk_mapping(struct parser *p, const yaml_node_t *m, const char *where,
+			const char *const *keys, pair_fn fn, void *ctx)
+{
+	return walk_mapping_valid(p, m, where, keys, UINT32_MAX, NULL, fn, ctx);
 }
 
 /* ---- typed values ----------------------------------------------------------- */
@@ -240,32 +269,155 @@ static int get_bool(struct parser *p, const yaml_node_t *n, const char *key, boo
 	return 0;
 }
 
+/* "64MB", "1kb": a number, then a k/m/g/t and a B; in @unit the two letters. */
+static bool size_is_ambiguous(const char *s, char unit[3])
+{
+	size_t len = strlen(s);
+
+	if (len >= 3 && (s[len - 1] == 'B' || s[len - 1] == 'b') &&
+	    strchr("kKmMgGtT", s[len - 2]) && s[len - 3] >= '0' && s[len - 3] <= '9') {
+		unit[0] = s[len - 2];
+		unit[1] = s[len - 1];
+		unit[2] = '\0';
+		return true;
+	}
+	return false;
+}
+
+/* The message for cfg_parse_size(@s) failing with @r; @what is "'size'", ... */
+static int size_error(struct parser *p, const yaml_node_t *n, const char *what, const char *s,
+		      int r)
+{
+	char unit[3];
+
+	if (r == -ERANGE)
+		return fail_at(p, n, "invalid size '%s' for %s: too large", s, what);
+	if (size_is_ambiguous(s, unit))
+		return fail_at(p, n,
+			       "invalid size '%s' for %s: '%s' is ambiguous, write '%ciB' "
+			       "(binary, 1024-based) or a number of bytes",
+			       s, what, unit, unit[0] & ~0x20);
+	return fail_at(p, n,
+		       "invalid size '%s' for %s: expected bytes or a number with a unit (k, m, "
+		       "g, t, KiB, MiB, GiB, TiB)",
+		       s, what);
+}
+
 static int get_size(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
-	const char *s;
-	size_t len;
+	char what[64];
+	const char *s = NULL;
 	int r;
 
 	r = get_scalar(p, n, key, "a size", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_size(s, out);
-	if (r == -ERANGE)
-		return fail_at(p, n, "invalid size '%s' for '%s': too large", s, key);
 	if (r < 0) {
-		len = strlen(s);
-		if (len >= 2 && (s[len - 1] == 'B' || s[len - 1] == 'b') &&
-		    strchr("kKmMgGtT", s[len - 2]) && len >= 3 && s[len - 3] >= '0' &&
-		    s[len - 3] <= '9')
-			return fail_at(p, n,
-				       "invalid size '%s' for '%s': '%c%c' is ambiguous, write "
-				       "'%ciB' (binary, 1024-based) or a number of bytes",
-				       s, key, s[len - 2], s[len - 1], s[len - 2] & ~0x20);
-		return fail_at(p, n,
-			       "invalid size '%s' for '%s': expected bytes or a number with a "
-			       "unit (k, m, g, t, KiB, MiB, GiB, TiB)",
-			       s, key);
+		snprintf(what, sizeof(what), "'%s'", key);
+		return size_error(p, n, what, s, r);
 	}
+	return 0;
+}
+
+/* A size per second: "32MiB/s", or a size alone ("32MiB", "0"). */
+static int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
+{
+	char *num, unit[3];
+	const char *s;
+	size_t len;
+	int r;
+
+	r = get_scalar(p, n, key, "a size per second", &s);
+	if (r < 0)
+		return r;
+	len = strlen(s);
+	if (len >= 2 && !strcmp(s + len - 2, "/s"))
+		len -= 2;
+	num = strndup(s, len);
+	if (!num)
+		return -ENOMEM;
+	r = cfg_parse_size(num, out);
+	if (r == -ERANGE)
+		r = fail_at(p, n, "invalid rate '%s' for '%s': too large", s, key);
+	else if (r < 0 && size_is_ambiguous(num, unit))
+		r = fail_at(p, n,
+			    "invalid rate '%s' for '%s': '%s' is ambiguous, write '%ciB/s' "
+			    "(binary, 1024-based) or a number of bytes per second",
+			    s, key, unit, unit[0] & ~0x20);
+	else if (r < 0)
+		r = fail_at(p, n,
+			    "invalid rate '%s' for '%s': expected a size per second, as in "
+			    "32MiB/s, or 0 for no limit",
+			    s, key);
+	free(num);
+	return r;
+}
+
+/* A count: plain decimal digits, as "iodepth: 32". */
+static int get_uint(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
+{
+	const char *s, *q;
+	int r;
+
+	r = get_scalar(p, n, key, "a whole number", &s);
+	if (r < 0)
+		return r;
+	r = cfg_parse_uint(s, out);
+	if (r == -ERANGE)
+		return fail_at(p, n, "invalid number '%s' for '%s': too large", s, key);
+	if (r == 0)
+		return 0;
+	if (s[0] == '-' || s[0] == '+')
+		return fail_at(p, n,
+			       "invalid number '%s' for '%s': write a whole number without "
+			       "a sign, as in 32",
+			       s, key);
+	for (q = s; *q >= '0' && *q <= '9'; q++)
+		;
+	if (q > s && *q == '.')
+		return fail_at(p, n,
+			       "invalid number '%s' for '%s': must be a whole number, not a "
+			       "fraction",
+			       s, key);
+	if (q > s && strspn(q, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == strlen(q))
+		return fail_at(p, n,
+			       "invalid number '%s' for '%s': write a plain number, without "
+			       "a unit",
+			       s, key);
+	return fail_at(p, n, "invalid number '%s' for '%s': expected a whole number, as in 32", s,
+		       key);
+}
+
+/* As check_range(), for counts: printed as plain numbers. */
+static int check_count(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v,
+		       uint64_t lo, uint64_t hi)
+{
+	if (v >= lo && v <= hi)
+		return 0;
+	return fail_at(p, n, "'%s' must be between %llu and %llu, got %llu", key,
+		       (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)v);
+}
+
+static int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double *out)
+{
+	const char *s;
+	int r;
+
+	r = get_scalar(p, n, key, "a percentage", &s);
+	if (r < 0)
+		return r;
+	r = cfg_parse_percent(s, out);
+	if (r == -ERANGE)
+		return fail_at(p, n,
+			       "invalid percentage '%s' for '%s': must be between 0%% and "
+			       "100%%",
+			       s, key);
+	if (r < 0)
+		return fail_at(p, n,
+			       "invalid percentage '%s' for '%s': expected a number and %%, "
+			       "as in 70%% or 12.5%%",
+			       s, key);
 	return 0;
 }
 
@@ -635,20 +787,64 @@ static int parse_buckets(struct parser *p, const yaml_node_t *n)
 
 /* ---- targets ------------------------------------------------------------------- */
 
-enum { TK_NAME, TK_DIRECTORY, TK_FILE, TK_SIZE, TK_DIRECT, TK_ALLOW_MEMORY_BACKED };
-static const char *const target_keys[] = {
-	"name", "directory", "file", "size", "direct", "allow_memory_backed", NULL,
+enum {
+	TK_NAME,
+	TK_DIRECTORY,
+	TK_FILE,
+	TK_DEVICE,
+	TK_SIZE,
+	TK_LAYOUT_RATE,
+	TK_DIRECT,
+	TK_ALLOW_MEMORY_BACKED,
+	TK_ALLOW_DEVICE_WRITES,
+	TK_COUNT,
 };
+static const char *const target_keys[] = {
+	"name",
+	"directory",
+	"file",
+	"device",
+	"size",
+	"layout_rate",
+	"direct",
+	"allow_memory_backed",
+	"allow_device_writes",
+	NULL,
+};
+
+_Static_assert(TK_COUNT <= KEYS_MAX, "target keys must fit walk_mapping()");
 
 struct target_ctx {
 	struct cfg_target *t;
-	const yaml_node_t *key[6];
-	const yaml_node_t *value[6];
+	const yaml_node_t *key[TK_COUNT];
+	const yaml_node_t *value[TK_COUNT];
 };
+
+/*
+ * A device path: under /dev/, with no ".." component to leave it. Nothing is
+ * looked up: checking a configuration never touches the disk, so a device that
+ * does not exist (yet) is the daemon's error, not the configuration's.
+ */
+static bool device_path_valid(const char *path)
+{
+	const char *q;
+
+	if (strncmp(path, "/dev/", 5) || !path[5])
+		return false;
+	for (q = path + 5; *q; q += strcspn(q, "/"), q += *q == '/')
+		if (!strncmp(q, "..", 2) && (q[2] == '/' || !q[2]))
+			return false;
+	return true;
+}
 
 static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 		       const yaml_node_t *v, void *ctx)
 {
+	static const enum cfg_target_kind kinds[] = {
+		[TK_DIRECTORY] = CFG_TARGET_DIRECTORY,
+		[TK_FILE] = CFG_TARGET_FILE,
+		[TK_DEVICE] = CFG_TARGET_DEVICE,
+	};
 	struct target_ctx *tc = ctx;
 	struct cfg_target *t = tc->t;
 	const char *s;
@@ -661,6 +857,7 @@ static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 		return get_name(p, v, "target", t->name);
 	case TK_DIRECTORY:
 	case TK_FILE:
+	case TK_DEVICE:
 		r = get_scalar(p, v, target_keys[key], "a path", &s);
 		if (r < 0)
 			return r;
@@ -674,7 +871,12 @@ static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 		if (strlen(t->path) >= PATH_MAX)
 			return fail_at(p, v, "'%s' is too long (at most %d bytes)",
 				       target_keys[key], PATH_MAX - 1);
-		t->kind = key == TK_FILE ? CFG_TARGET_FILE : CFG_TARGET_DIRECTORY;
+		if (key == TK_DEVICE && !device_path_valid(t->path))
+			return fail_at(p, v,
+				       "'device' must be a block device under /dev/, as in "
+				       "/dev/sdb or /dev/disk/by-id/..., got '%s'",
+				       t->path);
+		t->kind = kinds[key];
 		return 0;
 	case TK_SIZE:
 		r = get_size(p, v, "size", &t->size);
@@ -682,11 +884,69 @@ static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 			return r;
 		return check_range(p, v, "size", t->size, CFG_MIN_TARGET_SIZE, CFG_MAX_TARGET_SIZE,
 				   false);
+	case TK_LAYOUT_RATE:
+		r = get_rate(p, v, "layout_rate", &t->layout_rate);
+		if (r < 0)
+			return r;
+		if (t->layout_rate > CFG_MAX_LAYOUT_RATE) {
+			char a[32];
+
+			cfg_format_size(t->layout_rate, a, sizeof(a));
+			return fail_at(p, v, "'layout_rate' must be at most 1TiB/s, got %s/s", a);
+		}
+		return 0;
 	case TK_DIRECT:
 		return get_bool(p, v, "direct", &t->direct);
 	case TK_ALLOW_MEMORY_BACKED:
 		return get_bool(p, v, "allow_memory_backed", &t->allow_memory_backed);
+	case TK_ALLOW_DEVICE_WRITES:
+		return get_bool(p, v, "allow_device_writes", &t->allow_device_writes);
 	}
+	return 0;
+}
+
+/* Exactly one of directory, file and device; keys that only fit another kind. */
+static int check_target_kind(struct parser *p, const yaml_node_t *item, struct target_ctx *tc)
+{
+	static const unsigned path_keys[] = {TK_DIRECTORY, TK_FILE, TK_DEVICE};
+	const struct cfg_target *t = tc->t;
+	const yaml_node_t *first = NULL;
+	unsigned first_key = 0;
+
+	for (unsigned i = 0; i < 3; i++) {
+		unsigned k = path_keys[i];
+		const yaml_node_t *second;
+
+		if (!tc->key[k])
+			continue;
+		if (!first) {
+			first = tc->key[k];
+			first_key = k;
+			continue;
+		}
+		second =
+			tc->key[k]->start_mark.index > first->start_mark.index ? tc->key[k] : first;
+		return fail_at(p, second, "target '%s' has both '%s' and '%s', use one", t->name,
+			       target_keys[first_key], target_keys[k]);
+	}
+	if (!first)
+		return fail_at(p, item, "target '%s' needs 'directory', 'file' or 'device'",
+			       t->name);
+	if (t->kind != CFG_TARGET_DIRECTORY && tc->key[TK_SIZE])
+		return fail_at(p, tc->key[TK_SIZE],
+			       "'size' is only valid on directory targets: target '%s' is a %s and "
+			       "is measured at its own size",
+			       t->name, cfg_target_kind_name(t->kind));
+	if (t->kind != CFG_TARGET_DIRECTORY && tc->key[TK_LAYOUT_RATE])
+		return fail_at(p, tc->key[TK_LAYOUT_RATE],
+			       "'layout_rate' is only valid on directory targets: target '%s' is a "
+			       "%s, which iopulse never lays out",
+			       t->name, cfg_target_kind_name(t->kind));
+	if (t->kind != CFG_TARGET_DEVICE && tc->key[TK_ALLOW_DEVICE_WRITES])
+		return fail_at(p, tc->key[TK_ALLOW_DEVICE_WRITES],
+			       "'allow_device_writes' is only valid on device targets: target '%s' "
+			       "is a %s",
+			       t->name, cfg_target_kind_name(t->kind));
 	return 0;
 }
 
@@ -702,29 +962,20 @@ static int parse_target(struct parser *p, const yaml_node_t *item, unsigned idx)
 	t->pos.line = (unsigned)item->start_mark.line + 1;
 	t->pos.col = (unsigned)item->start_mark.column + 1;
 	t->size = CFG_DEFAULT_TARGET_SIZE;
+	t->layout_rate = CFG_DEFAULT_LAYOUT_RATE;
 	t->direct = true;
 	r = walk_mapping(p, item, "in target", target_keys, target_pair, &tc);
 	if (r < 0)
 		return r;
 	if (!tc.value[TK_NAME])
 		return fail_at(p, item, "target is missing required key 'name'");
-	if (tc.value[TK_DIRECTORY] && tc.value[TK_FILE]) {
-		const yaml_node_t *second =
-			tc.key[TK_FILE]->start_mark.index > tc.key[TK_DIRECTORY]->start_mark.index
-				? tc.key[TK_FILE]
-				: tc.key[TK_DIRECTORY];
-		return fail_at(p, second, "target '%s' has both 'directory' and 'file', use one",
-			       t->name);
-	}
-	if (!tc.value[TK_DIRECTORY] && !tc.value[TK_FILE])
-		return fail_at(p, item, "target '%s' needs 'directory' or 'file'", t->name);
-	if (t->kind == CFG_TARGET_FILE) {
-		if (tc.value[TK_SIZE])
-			return fail_at(p, tc.key[TK_SIZE],
-				       "'size' is only valid on directory targets: target '%s' is "
-				       "a file and is measured at its own size",
-				       t->name);
+	r = check_target_kind(p, item, &tc);
+	if (r < 0)
+		return r;
+	if (t->kind != CFG_TARGET_DIRECTORY) {
+		/* Measured at their own size and never laid out. */
 		t->size = 0;
+		t->layout_rate = 0;
 	}
 	for (unsigned i = 0; i < idx; i++)
 		if (!strcmp(p->c->targets[i].name, t->name))
@@ -784,20 +1035,164 @@ enum {
 	PK_WORKING_SET,
 	PK_TIMEOUT,
 	PK_ENGINE,
+	PK_RW,
+	PK_RWMIX_READ,
+	PK_IODEPTH,
+	PK_JOBS,
+	PK_DURATION,
+	PK_IOS,
+	PK_RATE_IOPS,
+	PK_RAMP,
+	PK_EVERY,
+	PK_COUNT,
 };
 static const char *const probe_keys[] = {
-	"name",	      "type",	     "target",	"op",	  "sync", "interval",
-	"block_size", "working_set", "timeout", "engine", NULL,
+	"name",	       "type",	  "target",    "op",   "sync",	     "interval", "block_size",
+	"working_set", "timeout", "engine",    "rw",   "rwmix_read", "iodepth",	 "jobs",
+	"duration",    "ios",	  "rate_iops", "ramp", "every",	     NULL,
 };
+#define PK_BIT(k) (1U << (k))
+#define PK_COMMON                                                                                  \
+	(PK_BIT(PK_NAME) | PK_BIT(PK_TYPE) | PK_BIT(PK_TARGET) | PK_BIT(PK_BLOCK_SIZE) |           \
+	 PK_BIT(PK_WORKING_SET) | PK_BIT(PK_TIMEOUT) | PK_BIT(PK_ENGINE))
+#define PK_PING_ONLY  (PK_BIT(PK_OP) | PK_BIT(PK_SYNC) | PK_BIT(PK_INTERVAL))
+#define PK_BURST_ONLY (((1U << PK_COUNT) - 1) & ~PK_COMMON & ~PK_PING_ONLY)
+_Static_assert(PK_COUNT <= KEYS_MAX, "probe keys must fit a walk_mapping_valid() mask");
+
+/* For a key used on the other kind of probe: what that kind does instead. */
+static const char *const probe_key_elsewhere[PK_COUNT] = {
+	[PK_OP] = "burst probes use 'rw'",
+	[PK_SYNC] = "burst probes do not fdatasync",
+	[PK_INTERVAL] = "burst probes use 'every'",
+	[PK_RW] = "ping probes use 'op'",
+	[PK_RWMIX_READ] = "ping probes use 'op'",
+	[PK_IODEPTH] = "ping probes have one I/O in flight",
+	[PK_JOBS] = "ping probes have one I/O in flight",
+	[PK_DURATION] = "ping probes do one I/O every 'interval'",
+	[PK_IOS] = "ping probes do one I/O every 'interval'",
+	[PK_RATE_IOPS] = "ping probes do one I/O every 'interval'",
+	[PK_RAMP] = "ping probes have no warm-up",
+	[PK_EVERY] = "ping probes use 'interval'",
+};
+
 static const char *const op_names[] = {"read", "write", NULL};
 static const char *const sync_names[] = {"none", "fdatasync", NULL};
-static const char *const probe_kind_names[] = {"ping", NULL};
-static const char *const engine_names[] = {"sync", NULL};
+static const char *const probe_kind_names[] = {"ping", "burst", NULL};
+static const char *const engine_names[] = {"auto", "io_uring", "libaio", "sync", "null", NULL};
+static const char *const rw_names[] = {"randread", "randwrite", "randrw", "read", "write", NULL};
 
 struct probe_ctx {
 	struct cfg_probe *pr;
-	const yaml_node_t *value[10];
+	int kind; /* from a valid 'type' anywhere in the mapping, -1 before it is known */
+	const yaml_node_t *key[PK_COUNT];
+	const yaml_node_t *value[PK_COUNT];
 };
+
+/*
+ * The kind of probe, when 'type' is present and valid, or -1. Looked up before
+ * the walk, since which keys are valid depends on it and 'type' may come last; a
+ * bad or missing 'type' is reported by the walk itself, in document order.
+ */
+static int probe_kind_early(struct parser *p, const yaml_node_t *item)
+{
+	for (yaml_node_pair_t *pair = item->data.mapping.pairs.start;
+	     pair < item->data.mapping.pairs.top; pair++) {
+		const yaml_node_t *k = node_get(p, pair->key);
+		const yaml_node_t *v = node_get(p, pair->value);
+
+		if (k->type != YAML_SCALAR_NODE || strcmp(node_str(k), "type"))
+			continue;
+		if (v->type != YAML_SCALAR_NODE || node_is_null(v))
+			return -1;
+		for (int i = 0; probe_kind_names[i]; i++)
+			if (!strcmp(node_str(v), probe_kind_names[i]))
+				return i;
+		return -1;
+	}
+	return -1;
+}
+
+static int probe_misplaced(struct parser *p, unsigned key, const yaml_node_t *knode, void *ctx)
+{
+	const struct probe_ctx *pc = ctx;
+	const char *owner = pc->kind == CFG_PROBE_PING ? "burst" : "ping";
+
+	return fail_at(p, knode, "'%s' is a %s key; %s", probe_keys[key], owner,
+		       probe_key_elsewhere[key]);
+}
+
+static int check_block_size(struct parser *p, const yaml_node_t *n, uint64_t v)
+{
+	int r;
+
+	r = check_range(p, n, "block_size", v, CFG_MIN_BLOCK_SIZE, CFG_MAX_BLOCK_SIZE, false);
+	if (r < 0)
+		return r;
+	if (v % 512)
+		return fail_at(p, n,
+			       "'block_size' must be a multiple of 512 (direct I/O), got %llu",
+			       (unsigned long long)v);
+	return 0;
+}
+
+/*
+ * 'block_size': one size, or for bursts "MIN-MAX" as fio's bsrange: each I/O is a
+ * random multiple of MIN up to MAX, so MAX must be a multiple of MIN.
+ */
+static int get_block_size(struct parser *p, const yaml_node_t *n, int kind, struct cfg_probe *pr)
+{
+	char *lo_s, what[128], a[32], b[32];
+	const char *s, *dash;
+	int r;
+
+	r = get_scalar(p, n, "block_size", "a size", &s);
+	if (r < 0)
+		return r;
+	dash = strchr(s, '-');
+	if (!dash || dash == s) {
+		r = get_size(p, n, "block_size", &pr->block_size);
+		if (r < 0)
+			return r;
+		pr->block_size_max = pr->block_size;
+		return check_block_size(p, n, pr->block_size);
+	}
+	if (kind == CFG_PROBE_PING)
+		return fail_at(p, n,
+			       "'block_size' of a ping probe must be one size, got '%s': ranges "
+			       "are for burst probes",
+			       s);
+	snprintf(what, sizeof(what), "'block_size' range '%s'", s);
+	lo_s = strndup(s, (size_t)(dash - s));
+	if (!lo_s)
+		return -ENOMEM;
+	r = cfg_parse_size(lo_s, &pr->block_size);
+	if (r < 0)
+		r = size_error(p, n, what, lo_s, r);
+	free(lo_s);
+	if (r < 0)
+		return r;
+	r = cfg_parse_size(dash + 1, &pr->block_size_max);
+	if (r < 0)
+		return size_error(p, n, what, dash + 1, r);
+	r = check_block_size(p, n, pr->block_size);
+	if (r == 0)
+		r = check_block_size(p, n, pr->block_size_max);
+	if (r < 0)
+		return r;
+	cfg_format_size(pr->block_size, a, sizeof(a));
+	cfg_format_size(pr->block_size_max, b, sizeof(b));
+	if (pr->block_size > pr->block_size_max)
+		return fail_at(p, n,
+			       "invalid range '%s' for 'block_size': write the smaller size first, "
+			       "as in %s-%s",
+			       s, b, a);
+	if (pr->block_size_max % pr->block_size)
+		return fail_at(p, n,
+			       "invalid range '%s' for 'block_size': the largest size (%s) must be "
+			       "a multiple of the smallest (%s)",
+			       s, b, a);
+	return 0;
+}
 
 static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 		      const yaml_node_t *v, void *ctx)
@@ -805,16 +1200,17 @@ static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 	struct probe_ctx *pc = ctx;
 	struct cfg_probe *pr = pc->pr;
 	const char *s;
+	uint64_t n;
 	unsigned e;
 	int r;
 
-	(void)knode;
+	pc->key[key] = knode;
 	pc->value[key] = v;
 	switch (key) {
 	case PK_NAME:
 		return get_name(p, v, "probe", pr->name);
 	case PK_TYPE:
-		r = get_enum(p, v, "type", probe_kind_names, "ping", &e);
+		r = get_enum(p, v, "type", probe_kind_names, "ping or burst", &e);
 		pr->kind = (enum cfg_probe_kind)e;
 		return r;
 	case PK_TARGET:
@@ -834,19 +1230,7 @@ static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 		return check_range(p, v, "interval", pr->interval_ns, CFG_MIN_INTERVAL_NS,
 				   CFG_MAX_INTERVAL_NS, true);
 	case PK_BLOCK_SIZE:
-		r = get_size(p, v, "block_size", &pr->block_size);
-		if (r < 0)
-			return r;
-		r = check_range(p, v, "block_size", pr->block_size, CFG_MIN_BLOCK_SIZE,
-				CFG_MAX_BLOCK_SIZE, false);
-		if (r < 0)
-			return r;
-		if (pr->block_size % 512)
-			return fail_at(p, v,
-				       "'block_size' must be a multiple of 512 (direct I/O), got "
-				       "%llu",
-				       (unsigned long long)pr->block_size);
-		return 0;
+		return get_block_size(p, v, pc->kind, pr);
 	case PK_WORKING_SET:
 		r = get_size(p, v, "working_set", &pr->working_set);
 		if (r < 0)
@@ -865,10 +1249,116 @@ static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 		return check_range(p, v, "timeout", pr->timeout_ns, CFG_MIN_TIMEOUT_NS,
 				   CFG_MAX_TIMEOUT_NS, true);
 	case PK_ENGINE:
-		r = get_enum(p, v, "engine", engine_names, "sync", &e);
+		/* The null engine, not YAML's null: nothing else could be meant here. */
+		if (v->type == YAML_SCALAR_NODE && !strcmp(node_str(v), "null")) {
+			strcpy(pr->engine, "null");
+			return 0;
+		}
+		r = get_enum(p, v, "engine", engine_names, "auto, io_uring, libaio, sync or null",
+			     &e);
 		if (r == 0)
 			strcpy(pr->engine, engine_names[e]);
 		return r;
+	case PK_RW:
+		r = get_enum(p, v, "rw", rw_names, "randread, randwrite, randrw, read or write",
+			     &e);
+		pr->rw = (enum cfg_rw)e;
+		return r;
+	case PK_RWMIX_READ:
+		return get_percent(p, v, "rwmix_read", &pr->rwmix_read);
+	case PK_IODEPTH:
+		r = get_uint(p, v, "iodepth", &n);
+		if (r == 0)
+			r = check_count(p, v, "iodepth", n, 1, CFG_MAX_IODEPTH);
+		pr->iodepth = (unsigned)n;
+		return r;
+	case PK_JOBS:
+		r = get_uint(p, v, "jobs", &n);
+		if (r == 0)
+			r = check_count(p, v, "jobs", n, 1, CFG_MAX_JOBS);
+		pr->jobs = (unsigned)n;
+		return r;
+	case PK_DURATION:
+		r = get_duration(p, v, "duration", &pr->duration_ns);
+		if (r < 0)
+			return r;
+		return check_range(p, v, "duration", pr->duration_ns, CFG_MIN_DURATION_NS,
+				   CFG_MAX_DURATION_NS, true);
+	case PK_IOS:
+		r = get_uint(p, v, "ios", &pr->ios);
+		if (r < 0)
+			return r;
+		return check_count(p, v, "ios", pr->ios, 1, CFG_MAX_IOS);
+	case PK_RATE_IOPS:
+		r = get_uint(p, v, "rate_iops", &pr->rate_iops);
+		if (r < 0)
+			return r;
+		return check_count(p, v, "rate_iops", pr->rate_iops, 0, CFG_MAX_RATE_IOPS);
+	case PK_RAMP:
+		r = get_duration(p, v, "ramp", &pr->ramp_ns);
+		if (r < 0)
+			return r;
+		return check_range(p, v, "ramp", pr->ramp_ns, 0, CFG_MAX_DURATION_NS, true);
+	case PK_EVERY:
+		r = get_duration(p, v, "every", &pr->interval_ns);
+		if (r < 0)
+			return r;
+		return check_range(p, v, "every", pr->interval_ns, CFG_MIN_EVERY_NS,
+				   CFG_MAX_EVERY_NS, true);
+	}
+	return 0;
+}
+
+/* The later of two keys in the document, for "has both" errors. */
+static const yaml_node_t *later_key(const yaml_node_t *a, const yaml_node_t *b)
+{
+	return a->start_mark.index > b->start_mark.index ? a : b;
+}
+
+/* Checks between the keys of a burst, once all are read; fills in derived defaults. */
+static int check_burst(struct parser *p, const struct probe_ctx *pc)
+{
+	struct cfg_probe *pr = pc->pr;
+	char a[32], b[32], c[32];
+
+	if (pc->key[PK_DURATION] && pc->key[PK_IOS])
+		return fail_at(p, later_key(pc->key[PK_DURATION], pc->key[PK_IOS]),
+			       "probe '%s' has both 'duration' and 'ios', use one", pr->name);
+	if (pc->value[PK_RWMIX_READ] && pr->rw != CFG_RW_RANDRW)
+		return fail_at(p, pc->value[PK_RWMIX_READ],
+			       "probe '%s': 'rwmix_read' needs 'rw: randrw'", pr->name);
+	if (pc->value[PK_IOS])
+		pr->duration_ns = 0;
+	if (!pc->value[PK_EVERY])
+		pr->interval_ns = CFG_DEFAULT_EVERY_NS;
+	/* The effective fraction of reads, whatever the pattern. */
+	if (pr->rw == CFG_RW_RANDREAD || pr->rw == CFG_RW_READ)
+		pr->rwmix_read = 1.0;
+	else if (pr->rw == CFG_RW_RANDWRITE || pr->rw == CFG_RW_WRITE)
+		pr->rwmix_read = 0.0;
+
+	cfg_format_duration(pr->interval_ns, a, sizeof(a));
+	cfg_format_duration(pr->ramp_ns, b, sizeof(b));
+	if (pr->duration_ns) {
+		cfg_format_duration(pr->duration_ns, c, sizeof(c));
+		if (pr->ramp_ns >= pr->duration_ns)
+			return fail_at(
+				p, pc->value[PK_RAMP],
+				"probe '%s': 'ramp' (%s) must be shorter than 'duration' (%s)",
+				pr->name, b, c);
+		if (pr->interval_ns <= pr->ramp_ns + pr->duration_ns)
+			/* 'every' defaulted: only a long 'duration' gets here. */
+			return fail_at(p,
+				       pc->value[PK_EVERY] ? pc->value[PK_EVERY]
+							   : pc->value[PK_DURATION],
+				       "probe '%s': 'every' (%s) must be longer than 'ramp' + "
+				       "'duration' (%s + %s), or the burst would overlap itself",
+				       pr->name, a, b, c);
+	} else if (pr->interval_ns <= pr->ramp_ns) {
+		return fail_at(p, pc->value[PK_EVERY] ? pc->value[PK_EVERY] : pc->value[PK_RAMP],
+			       "probe '%s': 'every' (%s) must be longer than 'ramp' (%s), or the "
+			       "burst would overlap itself",
+			       pr->name, a, b);
 	}
 	return 0;
 }
@@ -877,6 +1367,7 @@ static int parse_probe(struct parser *p, const yaml_node_t *item, unsigned idx)
 {
 	struct cfg_probe *pr = &p->c->probes[idx];
 	struct probe_ctx pc = {.pr = pr};
+	uint32_t valid = UINT32_MAX;
 	int r;
 
 	if (item->type != YAML_MAPPING_NODE)
@@ -888,10 +1379,25 @@ static int parse_probe(struct parser *p, const yaml_node_t *item, unsigned idx)
 	pr->sync = CFG_SYNC_NONE;
 	pr->interval_ns = CFG_DEFAULT_INTERVAL_NS;
 	pr->block_size = CFG_DEFAULT_BLOCK_SIZE;
+	pr->block_size_max = CFG_DEFAULT_BLOCK_SIZE;
 	pr->working_set = 0;
 	pr->timeout_ns = CFG_DEFAULT_TIMEOUT_NS;
-	strcpy(pr->engine, "sync");
-	r = walk_mapping(p, item, "in probe", probe_keys, probe_pair, &pc);
+	strcpy(pr->engine, "auto");
+	pr->rw = CFG_RW_RANDREAD;
+	pr->rwmix_read = CFG_DEFAULT_RWMIX_READ;
+	pr->iodepth = CFG_DEFAULT_IODEPTH;
+	pr->jobs = 1;
+	pr->duration_ns = CFG_DEFAULT_DURATION_NS;
+	pr->ios = 0;
+	pr->rate_iops = 0;
+	pr->ramp_ns = 0;
+	pc.kind = probe_kind_early(p, item);
+	if (pc.kind == CFG_PROBE_PING)
+		valid = PK_COMMON | PK_PING_ONLY;
+	else if (pc.kind == CFG_PROBE_BURST)
+		valid = PK_COMMON | PK_BURST_ONLY;
+	r = walk_mapping_valid(p, item, "in probe", probe_keys, valid, probe_misplaced, probe_pair,
+			       &pc);
 	if (r < 0)
 		return r;
 	if (!pc.value[PK_NAME])
@@ -900,17 +1406,29 @@ static int parse_probe(struct parser *p, const yaml_node_t *item, unsigned idx)
 		return fail_at(p, item, "probe '%s' is missing required key 'type'", pr->name);
 	if (!pc.value[PK_TARGET])
 		return fail_at(p, item, "probe '%s' is missing required key 'target'", pr->name);
-	if (pr->sync == CFG_SYNC_FDATASYNC && pr->op != CFG_OP_WRITE)
-		return fail_at(p, pc.value[PK_SYNC],
-			       "probe '%s': 'sync: fdatasync' needs 'op: write'", pr->name);
-	if (pr->working_set && pr->working_set < pr->block_size) {
+	if (pr->kind == CFG_PROBE_PING) {
+		if (pr->sync == CFG_SYNC_FDATASYNC && pr->op != CFG_OP_WRITE)
+			return fail_at(p, pc.value[PK_SYNC],
+				       "probe '%s': 'sync: fdatasync' needs 'op: write'", pr->name);
+		/* A ping as a burst would describe it: one random I/O at a time. */
+		pr->rw = pr->op == CFG_OP_WRITE ? CFG_RW_RANDWRITE : CFG_RW_RANDREAD;
+		pr->rwmix_read = pr->op == CFG_OP_WRITE ? 0.0 : 1.0;
+		pr->iodepth = 1;
+		pr->duration_ns = 0;
+	} else {
+		r = check_burst(p, &pc);
+		if (r < 0)
+			return r;
+	}
+	if (pr->working_set && pr->working_set < pr->block_size_max) {
 		char a[32], b[32];
 
 		cfg_format_size(pr->working_set, a, sizeof(a));
-		cfg_format_size(pr->block_size, b, sizeof(b));
-		return fail_at(p, pc.value[PK_WORKING_SET],
-			       "probe '%s': 'working_set' (%s) must be at least 'block_size' (%s)",
-			       pr->name, a, b);
+		cfg_format_size(pr->block_size_max, b, sizeof(b));
+		return fail_at(
+			p, pc.value[PK_WORKING_SET],
+			"probe '%s': 'working_set' (%s) must be at least %s'block_size' (%s)",
+			pr->name, a, pr->block_size_max != pr->block_size ? "the largest " : "", b);
 	}
 	for (unsigned i = 0; i < idx; i++)
 		if (!strcmp(p->c->probes[i].name, pr->name))
@@ -918,7 +1436,7 @@ static int parse_probe(struct parser *p, const yaml_node_t *item, unsigned idx)
 				       "duplicate probe name '%s' (first defined at line %u)",
 				       pr->name, p->c->probes[i].pos.line);
 	p->refs[idx].target = pc.value[PK_TARGET];
-	p->refs[idx].op = pc.value[PK_OP];
+	p->refs[idx].writes = pr->kind == CFG_PROBE_PING ? pc.value[PK_OP] : pc.value[PK_RW];
 	p->refs[idx].ws = pc.value[PK_WORKING_SET];
 	p->refs[idx].item = item;
 	return 0;
@@ -969,12 +1487,19 @@ static int resolve_probes(struct parser *p)
 		}
 		pr->target = (unsigned)ti;
 		t = &c->targets[ti];
-		if (pr->op == CFG_OP_WRITE && t->kind == CFG_TARGET_FILE)
-			return fail_at(p, ref->op,
+		/* A writing probe set its 'op' or 'rw': ref->writes is not NULL. */
+		if (cfg_probe_writes(pr) && t->kind == CFG_TARGET_FILE)
+			return fail_at(p, ref->writes,
 				       "probe '%s' writes to file target '%s': iopulse never "
 				       "writes to a file it did not create, use a 'directory' "
 				       "target for write probes",
 				       pr->name, t->name);
+		if (cfg_probe_writes(pr) && t->kind == CFG_TARGET_DEVICE && !t->allow_device_writes)
+			return fail_at(p, ref->writes,
+				       "probe '%s' writes to device target '%s': this destroys the "
+				       "data on %s; set 'allow_device_writes: true' on the target "
+				       "if you mean it",
+				       pr->name, t->name, t->path);
 		if (t->kind == CFG_TARGET_DIRECTORY && pr->working_set > t->size) {
 			char a[32], b[32];
 
@@ -1267,6 +1792,71 @@ static void print_path(FILE *f, const char *s)
 	free(esc);
 }
 
+static void print_target(const struct cfg_target *t, FILE *f)
+{
+	char buf[32];
+
+	fputs("  - name: ", f);
+	print_str(f, t->name);
+	fprintf(f, "\n    %s: ", cfg_target_kind_name(t->kind));
+	print_path(f, t->path ? t->path : "");
+	fputc('\n', f);
+	if (t->kind == CFG_TARGET_DIRECTORY) {
+		cfg_format_size(t->size, buf, sizeof(buf));
+		fprintf(f, "    size: %s\n", buf);
+		cfg_format_size(t->layout_rate, buf, sizeof(buf));
+		fprintf(f, "    layout_rate: %s%s\n", buf, t->layout_rate ? "/s" : "");
+	}
+	fprintf(f, "    direct: %s\n", t->direct ? "true" : "false");
+	fprintf(f, "    allow_memory_backed: %s\n", t->allow_memory_backed ? "true" : "false");
+	if (t->kind == CFG_TARGET_DEVICE)
+		fprintf(f, "    allow_device_writes: %s\n",
+			t->allow_device_writes ? "true" : "false");
+}
+
+/* The keys of a ping only. */
+static void print_ping_keys(const struct cfg_probe *pr, FILE *f)
+{
+	char buf[32];
+
+	fprintf(f, "    op: %s\n", cfg_op_name(pr->op));
+	fprintf(f, "    sync: %s\n", pr->sync == CFG_SYNC_FDATASYNC ? "fdatasync" : "none");
+	cfg_format_duration(pr->interval_ns, buf, sizeof(buf));
+	fprintf(f, "    interval: %s\n", buf);
+	cfg_format_size(pr->block_size, buf, sizeof(buf));
+	fprintf(f, "    block_size: %s\n", buf);
+}
+
+/* The keys of a burst only, 'every' and 'timeout' aside. */
+static void print_burst_keys(const struct cfg_probe *pr, FILE *f)
+{
+	char buf[32];
+
+	fprintf(f, "    rw: %s\n", cfg_rw_name(pr->rw));
+	if (pr->rw == CFG_RW_RANDRW) {
+		cfg_format_percent(pr->rwmix_read, buf, sizeof(buf));
+		fprintf(f, "    rwmix_read: %s\n", buf);
+	}
+	cfg_format_size(pr->block_size, buf, sizeof(buf));
+	fprintf(f, "    block_size: %s", buf);
+	if (pr->block_size_max != pr->block_size) {
+		cfg_format_size(pr->block_size_max, buf, sizeof(buf));
+		fprintf(f, "-%s", buf);
+	}
+	fprintf(f, "\n    iodepth: %u\n    jobs: %u\n", pr->iodepth, pr->jobs);
+	if (pr->ios) {
+		fprintf(f, "    ios: %llu\n", (unsigned long long)pr->ios);
+	} else {
+		cfg_format_duration(pr->duration_ns, buf, sizeof(buf));
+		fprintf(f, "    duration: %s\n", buf);
+	}
+	fprintf(f, "    rate_iops: %llu\n", (unsigned long long)pr->rate_iops);
+	cfg_format_duration(pr->ramp_ns, buf, sizeof(buf));
+	fprintf(f, "    ramp: %s\n", buf);
+	cfg_format_duration(pr->interval_ns, buf, sizeof(buf));
+	fprintf(f, "    every: %s\n", buf);
+}
+
 void cfg_print(const struct config *c, FILE *f)
 {
 	char buf[96];
@@ -1284,22 +1874,8 @@ void cfg_print(const struct config *c, FILE *f)
 		fprintf(f, "%s%s", i ? ", " : "", buf);
 	}
 	fputs("]\ntargets:\n", f);
-	for (unsigned i = 0; i < c->n_targets; i++) {
-		const struct cfg_target *t = &c->targets[i];
-
-		fputs("  - name: ", f);
-		print_str(f, t->name);
-		fprintf(f, "\n    %s: ", cfg_target_kind_name(t->kind));
-		print_path(f, t->path ? t->path : "");
-		fputc('\n', f);
-		if (t->kind == CFG_TARGET_DIRECTORY) {
-			cfg_format_size(t->size, buf, sizeof(buf));
-			fprintf(f, "    size: %s\n", buf);
-		}
-		fprintf(f, "    direct: %s\n", t->direct ? "true" : "false");
-		fprintf(f, "    allow_memory_backed: %s\n",
-			t->allow_memory_backed ? "true" : "false");
-	}
+	for (unsigned i = 0; i < c->n_targets; i++)
+		print_target(&c->targets[i], f);
 	fputs("probes:\n", f);
 	for (unsigned i = 0; i < c->n_probes; i++) {
 		const struct cfg_probe *pr = &c->probes[i];
@@ -1309,12 +1885,11 @@ void cfg_print(const struct config *c, FILE *f)
 		fprintf(f, "\n    type: %s\n", cfg_probe_kind_name(pr->kind));
 		fputs("    target: ", f);
 		print_str(f, pr->target < c->n_targets ? c->targets[pr->target].name : "");
-		fprintf(f, "\n    op: %s\n", cfg_op_name(pr->op));
-		fprintf(f, "    sync: %s\n", pr->sync == CFG_SYNC_FDATASYNC ? "fdatasync" : "none");
-		cfg_format_duration(pr->interval_ns, buf, sizeof(buf));
-		fprintf(f, "    interval: %s\n", buf);
-		cfg_format_size(pr->block_size, buf, sizeof(buf));
-		fprintf(f, "    block_size: %s\n", buf);
+		fputc('\n', f);
+		if (pr->kind == CFG_PROBE_BURST)
+			print_burst_keys(pr, f);
+		else
+			print_ping_keys(pr, f);
 		cfg_format_size(pr->working_set, buf, sizeof(buf));
 		fprintf(f, "    working_set: %s\n", buf);
 		cfg_format_duration(pr->timeout_ns, buf, sizeof(buf));
@@ -1337,6 +1912,25 @@ int cfg_target_index(const struct config *c, const char *name)
 	return -1;
 }
 
+int cfg_probe_index(const struct config *c, const char *name)
+{
+	if (!c || !name)
+		return -1;
+	for (unsigned i = 0; i < c->n_probes; i++)
+		if (!strcmp(c->probes[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+bool cfg_probe_writes(const struct cfg_probe *p)
+{
+	if (!p)
+		return false;
+	if (p->kind == CFG_PROBE_PING)
+		return p->op == CFG_OP_WRITE;
+	return p->rw == CFG_RW_RANDWRITE || p->rw == CFG_RW_RANDRW || p->rw == CFG_RW_WRITE;
+}
+
 const char *cfg_op_name(enum cfg_op op)
 {
 	switch (op) {
@@ -1355,6 +1949,8 @@ const char *cfg_target_kind_name(enum cfg_target_kind k)
 		return "directory";
 	case CFG_TARGET_FILE:
 		return "file";
+	case CFG_TARGET_DEVICE:
+		return "device";
 	}
 	return "unknown";
 }
@@ -1364,6 +1960,25 @@ const char *cfg_probe_kind_name(enum cfg_probe_kind k)
 	switch (k) {
 	case CFG_PROBE_PING:
 		return "ping";
+	case CFG_PROBE_BURST:
+		return "burst";
+	}
+	return "unknown";
+}
+
+const char *cfg_rw_name(enum cfg_rw rw)
+{
+	switch (rw) {
+	case CFG_RW_RANDREAD:
+		return "randread";
+	case CFG_RW_RANDWRITE:
+		return "randwrite";
+	case CFG_RW_RANDRW:
+		return "randrw";
+	case CFG_RW_READ:
+		return "read";
+	case CFG_RW_WRITE:
+		return "write";
 	}
 	return "unknown";
 }

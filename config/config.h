@@ -42,20 +42,45 @@
 #define CFG_MAX_BLOCK_SIZE  (16ULL << 20) /* 16MiB */
 #define CFG_MIN_TARGET_SIZE (1ULL << 20)  /* 1MiB */
 #define CFG_MAX_TARGET_SIZE (1ULL << 40)  /* 1TiB */
+#define CFG_MAX_IODEPTH	    256		  /* = ENGINE_MAX_DEPTH */
+#define CFG_MAX_JOBS	    64
+#define CFG_MIN_DURATION_NS 100000000ULL    /* 100ms */
+#define CFG_MAX_DURATION_NS 600000000000ULL /* 10m */
+#define CFG_MAX_IOS	    1000000000ULL
+#define CFG_MAX_RATE_IOPS   10000000ULL
+#define CFG_MIN_EVERY_NS    1000000000ULL     /* 1s */
+#define CFG_MAX_EVERY_NS    86400000000000ULL /* 24h */
+#define CFG_MAX_LAYOUT_RATE (1ULL << 40)      /* bytes per second */
 
 #define CFG_DEFAULT_LISTEN	"127.0.0.1:10035"
 #define CFG_DEFAULT_TARGET_SIZE (64ULL << 20)  /* see README: on-device caches */
 #define CFG_DEFAULT_INTERVAL_NS 1000000000ULL  /* 1s */
 #define CFG_DEFAULT_TIMEOUT_NS	10000000000ULL /* 10s */
 #define CFG_DEFAULT_BLOCK_SIZE	4096ULL
+#define CFG_DEFAULT_IODEPTH	32
+#define CFG_DEFAULT_DURATION_NS 10000000000ULL	/* 10s */
+#define CFG_DEFAULT_EVERY_NS	900000000000ULL /* 15m */
+#define CFG_DEFAULT_RWMIX_READ	0.5
+#define CFG_DEFAULT_LAYOUT_RATE (32ULL << 20) /* bytes per second */
 
 enum cfg_target_kind {
 	CFG_TARGET_DIRECTORY, /* iopulse creates and owns a probe file inside it */
 	CFG_TARGET_FILE,      /* an existing regular file: read-only, never written */
+	CFG_TARGET_DEVICE,    /* a block device: read-only unless allow_device_writes */
 };
 
 enum cfg_probe_kind {
-	CFG_PROBE_PING, /* QD1, one I/O per interval */
+	CFG_PROBE_PING,	 /* QD1, one I/O per interval */
+	CFG_PROBE_BURST, /* fio-style: iodepth x jobs for a duration or a number of I/Os */
+};
+
+/* Burst access pattern, as fio's rw=. */
+enum cfg_rw {
+	CFG_RW_RANDREAD,
+	CFG_RW_RANDWRITE,
+	CFG_RW_RANDRW,
+	CFG_RW_READ,  /* sequential */
+	CFG_RW_WRITE, /* sequential */
 };
 
 enum cfg_op {
@@ -80,21 +105,32 @@ struct cfg_target {
 	uint64_t size;		  /* directory: probe-file size; file: 0 (use the file's size) */
 	bool direct;		  /* O_DIRECT, default true */
 	bool allow_memory_backed; /* allow tmpfs/ramfs (measures RAM), default false */
-	struct cfg_pos pos;	  /* of the list item */
+	bool allow_device_writes; /* device: write probes allowed (destroys data), default false */
+	uint64_t layout_rate; /* directory: probe-file layout, bytes per second; 0 = unthrottled */
+	struct cfg_pos pos;   /* of the list item */
 };
 
 struct cfg_probe {
 	char name[CFG_NAME_MAX];
 	enum cfg_probe_kind kind;
-	unsigned target; /* index into config->targets */
-	enum cfg_op op;
-	enum cfg_sync sync;
-	uint64_t interval_ns;
-	uint64_t block_size;  /* bytes */
-	uint64_t working_set; /* bytes; 0 = the whole target */
-	uint64_t timeout_ns;  /* per I/O */
-	char engine[16];      /* "sync" (only engine so far) */
-	struct cfg_pos pos;   /* of the list item */
+	unsigned target;	 /* index into config->targets */
+	enum cfg_op op;		 /* ping */
+	enum cfg_sync sync;	 /* ping */
+	uint64_t interval_ns;	 /* ping: 'interval'; burst: 'every' */
+	uint64_t block_size;	 /* bytes; burst with a range: the smallest */
+	uint64_t block_size_max; /* bytes; == block_size unless a burst range "2k-16k" */
+	uint64_t working_set;	 /* bytes; 0 = the whole target */
+	uint64_t timeout_ns;	 /* per I/O */
+	char engine[16];	 /* "auto", "io_uring", "libaio", "sync" or "null" */
+	enum cfg_rw rw;		 /* burst */
+	double rwmix_read;	 /* burst, randrw: fraction of reads, 0..1 */
+	unsigned iodepth;	 /* burst: I/Os in flight per job */
+	unsigned jobs;		 /* burst: threads, each with its own queue */
+	uint64_t duration_ns;	 /* burst: measured time (after ramp); 0 when 'ios' is set */
+	uint64_t ios;		 /* burst: measured I/Os (after ramp), all jobs; 0 = by duration */
+	uint64_t rate_iops;	 /* burst: cap over all jobs; 0 = unlimited */
+	uint64_t ramp_ns;	 /* burst: warm-up excluded from results */
+	struct cfg_pos pos;	 /* of the list item */
 };
 
 struct config {
@@ -139,6 +175,9 @@ void cfg_print(const struct config *c, FILE *f);
 /* Looks a target up by name; returns its index or -1. */
 int cfg_target_index(const struct config *c, const char *name);
 
+/* Looks a probe up by name; returns its index or -1. */
+int cfg_probe_index(const struct config *c, const char *name);
+
 /*
  * Parses a listen address as the 'listen' key does: "HOST:PORT", "[IPV6]:PORT" or
  * ":PORT" (any address), HOST a numeric literal, PORT 0..65535 (0: any free port).
@@ -147,10 +186,14 @@ int cfg_target_index(const struct config *c, const char *name);
  */
 int cfg_parse_listen(const char *s, char *host, size_t host_len, uint16_t *port);
 
+/* Whether the probe writes (a write ping, or a burst with randwrite/randrw/write). */
+bool cfg_probe_writes(const struct cfg_probe *p);
+
 /* Names for enums, for messages and labels. */
 const char *cfg_op_name(enum cfg_op op);
 const char *cfg_target_kind_name(enum cfg_target_kind k);
 const char *cfg_probe_kind_name(enum cfg_probe_kind k);
+const char *cfg_rw_name(enum cfg_rw rw);
 
 /*
  * Units (config/units.c). Each parses the whole string or fails; returns 0, or
@@ -163,7 +206,9 @@ const char *cfg_probe_kind_name(enum cfg_probe_kind k);
  * ("500ms", "10s", "1m30s"); a bare number is an error (no unit). Decimal
  * fractions allowed ("1.5s").
  * Percentages: "75%", "12.5%" -> 0.75, 0.125; range 0..100%.
+ * Counts (cfg_parse_uint): plain decimal digits only, "32"; no sign, fraction or unit.
  */
+int cfg_parse_uint(const char *s, uint64_t *out);
 int cfg_parse_size(const char *s, uint64_t *out);
 int cfg_parse_duration(const char *s, uint64_t *out_ns);
 int cfg_parse_percent(const char *s, double *out);
@@ -171,5 +216,7 @@ int cfg_parse_percent(const char *s, double *out);
 /* Formats for cfg_print() and messages: "4KiB", "64MiB", "4097"; "500ms", "10s", "1m30s". */
 void cfg_format_size(uint64_t bytes, char *buf, size_t len);
 void cfg_format_duration(uint64_t ns, char *buf, size_t len);
+/* "70%", "12.5%": the shortest form cfg_parse_percent() reads back to @fraction exactly. */
+void cfg_format_percent(double fraction, char *buf, size_t len);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Units: sizes ("4KiB"), durations ("1m30s") and percentages ("12.5%").
+ * Units: sizes ("4KiB"), durations ("1m30s"), percentages ("12.5%") and plain
+ * counts ("32").
  *
  * Every parser takes the whole string or fails, without locale (strtod and
  * friends read "1,5" in some locales and skip leading blanks), and checks
@@ -65,6 +66,22 @@ static int size_multiplier(char c, uint64_t *mult)
 	default:
 		return -EINVAL;
 	}
+}
+
+int cfg_parse_uint(const char *s, uint64_t *out)
+{
+	uint64_t v;
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	r = parse_uint(&s, &v);
+	if (r < 0)
+		return r;
+	if (*s)
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 int cfg_parse_size(const char *s, uint64_t *out)
@@ -186,6 +203,32 @@ int cfg_parse_percent(const char *s, double *out)
 		return -ERANGE;
 	*out = (double)mant / (double)div;
 	return 0;
+}
+
+void cfg_format_percent(double fraction, char *buf, size_t len)
+{
+	double pct = fraction * 100.0;
+
+	if (!buf || !len)
+		return;
+	if (!(fraction >= 0.0 && fraction <= 1.0)) {
+		snprintf(buf, len, "%g%%", pct);
+		return;
+	}
+	/*
+	 * fraction * 100 is rarely exact, so print the fewest decimals that
+	 * cfg_parse_percent() reads back to the very same double: "12.5%", not
+	 * "12.500000000000002%". A value that came from the parser always has
+	 * such a form, the one it was written in.
+	 */
+	for (int decimals = 0; decimals <= 16; decimals++) {
+		double back;
+
+		snprintf(buf, len, "%.*f%%", decimals, pct);
+		if (cfg_parse_percent(buf, &back) == 0 && back == fraction)
+			return;
+	}
+	snprintf(buf, len, "%.16f%%", pct);
 }
 
 void cfg_format_size(uint64_t bytes, char *buf, size_t len)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,21 @@ static const char *const error_names[_LANE_ERR_MAX] = {
 };
 
 /* ---------------------------------------------------------------- series */
+
+static bool probe_uses_op(const struct cfg_probe *p, int op)
+{
+	if (p->kind == CFG_PROBE_PING)
+		return op == LANE_OP_FDATASYNC ? p->sync == CFG_SYNC_FDATASYNC
+					       : (op == LANE_OP_WRITE) == (p->op == CFG_OP_WRITE);
+	switch (op) {
+	case LANE_OP_READ:
+		return p->rw == CFG_RW_RANDREAD || p->rw == CFG_RW_READ || p->rw == CFG_RW_RANDRW;
+	case LANE_OP_WRITE:
+		return p->rw == CFG_RW_RANDWRITE || p->rw == CFG_RW_WRITE || p->rw == CFG_RW_RANDRW;
+	default:
+		return false;
+	}
+}
 
 static int lane_probe_series(struct lane_probe *lp, const char *target, const struct config *cfg,
 			     struct metrics *m)
@@ -59,10 +75,7 @@ static int lane_probe_series(struct lane_probe *lp, const char *target, const st
 		return -ENOMEM;
 
 	for (int op = 0; op < _LANE_OP_MAX; op++) {
-		bool used = op == LANE_OP_FDATASYNC
-				    ? p->sync == CFG_SYNC_FDATASYNC
-				    : (op == LANE_OP_WRITE) == (p->op == CFG_OP_WRITE);
-		if (!used)
+		if (!probe_uses_op(p, op))
 			continue;
 		v[2] = op_names[op];
 		lp->latency[op] = metrics_series(lat, v);
@@ -82,10 +95,100 @@ static int lane_probe_series(struct lane_probe *lp, const char *target, const st
 	v[2] = NULL;
 	lp->runs = metrics_series(runs, v);
 	lp->last_run = metrics_series(last, v);
-	lp->deferred = metrics_series(deferred, v);
-	if (!lp->skipped || !lp->runs || !lp->last_run || !lp->deferred)
+	if (p->kind == CFG_PROBE_PING) /* bursts are skipped, never deferred */
+		lp->deferred = metrics_series(deferred, v);
+	if (!lp->skipped || !lp->runs || !lp->last_run ||
+	    (p->kind == CFG_PROBE_PING && !lp->deferred))
 		return -ENOMEM;
 	return 0;
+}
+
+static const double burst_quantiles[LANE_BURST_QUANTILES] = {0.5, 0.9, 0.99, 0.999};
+static const char *const burst_percentiles[LANE_BURST_QUANTILES] = {"50", "90", "99", "99.9"};
+
+/* The last-burst gauges, made when a burst first has something to show. */
+static int burst_series(struct lane_probe *lp, const char *target, struct metrics *m)
+{
+	static const char *const pto[] = {"probe", "target", "op", NULL};
+	/* "quantile" is reserved for summaries; these are plain gauges. */
+	static const char *const ptoq[] = {"probe", "target", "op", "percentile", NULL};
+	static const char *const pt[] = {"probe", "target", NULL};
+	const char *v[5] = {lp->cfg->name, target, NULL, NULL, NULL};
+	struct metric_family *iops, *bw, *q, *max, *secs;
+
+	if (lp->burst_seconds)
+		return 0;
+	iops = metrics_family(m, "iopulse_burst_iops", METRIC_GAUGE,
+			      "I/Os per second of the last finished burst, by operation.", pto,
+			      NULL, 0);
+	bw = metrics_family(m, "iopulse_burst_bandwidth_bytes", METRIC_GAUGE,
+			    "Bytes per second of the last finished burst, by operation.", pto, NULL,
+			    0);
+	q = metrics_family(m, "iopulse_burst_latency_seconds", METRIC_GAUGE,
+			   "Latency quantiles of the last finished burst, by operation.", ptoq,
+			   NULL, 0);
+	max = metrics_family(m, "iopulse_burst_latency_max_seconds", METRIC_GAUGE,
+			     "Largest latency of the last finished burst, by operation.", pto, NULL,
+			     0);
+	secs = metrics_family(m, "iopulse_burst_duration_seconds", METRIC_GAUGE,
+			      "Measured time of the last finished burst (after its ramp).", pt,
+			      NULL, 0);
+	if (!iops || !bw || !q || !max || !secs)
+		return -ENOMEM;
+	for (int op = 0; op < _LANE_OP_MAX; op++) {
+		if (!probe_uses_op(lp->cfg, op))
+			continue;
+		v[2] = op_names[op];
+		lp->burst_iops[op] = metrics_series(iops, v);
+		lp->burst_bw[op] = metrics_series(bw, v);
+		lp->burst_max[op] = metrics_series(max, v);
+		if (!lp->burst_iops[op] || !lp->burst_bw[op] || !lp->burst_max[op])
+			return -ENOMEM;
+		for (int i = 0; i < LANE_BURST_QUANTILES; i++) {
+			v[3] = burst_percentiles[i];
+			lp->burst_q[op][i] = metrics_series(q, v);
+			if (!lp->burst_q[op][i])
+				return -ENOMEM;
+		}
+		v[3] = NULL;
+	}
+	v[2] = NULL;
+	lp->burst_seconds = metrics_series(secs, v);
+	return lp->burst_seconds ? 0 : -ENOMEM;
+}
+
+/* Sets up a probe's ping or burst; a failure is kept and reported by each run. */
+static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct config *cfg)
+{
+	const struct engine_ops *ops;
+	int r;
+
+	if (lp->cfg->kind == CFG_PROBE_PING) {
+		r = probe_ping_init(&lp->ping, lp->cfg);
+		if (r == 0) {
+			lp->ping.inflight_ns = &l->inflight_ns;
+			lp->ping.stop = &l->stopping;
+			lp->engine = lp->ping.ops->name;
+		}
+	} else {
+		ops = eng_resolve(lp->cfg->engine, &r);
+		if (ops) {
+			lp->engine = ops->name;
+			lp->burst = burst_new(lp->cfg, ops, cfg->buckets_ns, cfg->n_buckets, &r);
+			r = lp->burst ? 0 : r;
+		}
+	}
+	lp->ready = r == 0;
+	lp->init_error = r;
+	if (r == -ENOENT || r == -EOPNOTSUPP)
+		log_error("Probe %s: engine '%s' is %s; the probe will not run", lp->cfg->name,
+			  lp->cfg->engine,
+			  r == -ENOENT ? "not built in" : "not available on this system");
+	else if (r < 0)
+		log_error_errno(r, "Probe %s: cannot be set up: %m", lp->cfg->name);
+	else
+		log_debug("Probe %s: %s on target %s, engine %s", lp->cfg->name,
+			  cfg_probe_kind_name(lp->cfg->kind), l->cfg->name, lp->engine);
 }
 
 int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m)
@@ -93,7 +196,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	static const char *const t_labels[] = {"target", NULL};
 	const struct cfg_target *tc = &cfg->targets[ti];
 	const char *tv[] = {tc->name, NULL};
-	struct metric_family *up, *inflight;
+	struct metric_family *up, *inflight, *layout;
 	pthread_condattr_t ca;
 	unsigned n = 0;
 	int r;
@@ -106,6 +209,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	atomic_init(&l->up, false);
 	atomic_init(&l->timeout_claimed, 0);
 	atomic_init(&l->stuck_logged, false);
+	atomic_init(&l->stopping, false);
 	target_init(&l->target, tc);
 	r = pthread_mutex_init(&l->mu, NULL);
 	if (r)
@@ -136,11 +240,16 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	inflight = metrics_family(m, "iopulse_target_inflight_seconds", METRIC_GAUGE,
 				  "Age of the I/O in flight on the target, 0 when idle.", t_labels,
 				  NULL, 0);
-	if (!up || !inflight)
+	layout = metrics_family(m, "iopulse_target_layout_progress_ratio", METRIC_GAUGE,
+				"Progress of the probe-file layout in progress on a directory "
+				"target (0 to 1); 1 when none is in progress.",
+				t_labels, NULL, 0);
+	if (!up || !inflight || !layout)
 		return -ENOMEM;
 	l->m_up = metrics_series(up, tv);
 	l->m_inflight = metrics_series(inflight, tv);
-	if (!l->m_up || !l->m_inflight)
+	l->m_layout = metrics_series(layout, tv);
+	if (!l->m_up || !l->m_inflight || !l->m_layout)
 		return -ENOMEM;
 
 	for (unsigned i = 0; i < cfg->n_probes; i++) {
@@ -153,14 +262,12 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 		r = lane_probe_series(lp, tc->name, cfg, m);
 		if (r < 0)
 			return r;
-		r = probe_ping_init(&lp->ping, lp->cfg);
-		if (r < 0) {
-			lp->init_error = r;
-			continue;
-		}
-		lp->ping.inflight_ns = &l->inflight_ns;
-		lp->ping_ready = true;
+		lane_probe_setup(l, lp, cfg);
+		if (cfg_probe_writes(lp->cfg))
+			l->target.want_write = true;
 	}
+	l->target.stop = &l->stopping;
+	l->target.inflight_ns = &l->inflight_ns;
 	return 0;
 }
 
@@ -260,6 +367,69 @@ static void count_timeout(struct lane *l, struct lane_probe *lp, uint64_t submit
 		metrics_add(lp->errors[LANE_ERR_TIMEOUT], 1);
 }
 
+static void publish_burst(struct lane *l, struct lane_probe *lp, const struct burst_result *res)
+{
+	static const int dir_op[_BURST_DIR_MAX] = {
+		[BURST_READ] = LANE_OP_READ, [BURST_WRITE] = LANE_OP_WRITE};
+	double secs = res->elapsed_ns / 1e9;
+	uint64_t errors = 0, shorts = 0;
+	bool gauges = burst_series(lp, l->cfg->name, l->metrics) == 0;
+
+	/* Histograms, counters and the last-burst gauges move together. */
+	metrics_lock(l->metrics);
+	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+		const struct burst_dir_result *dr = &res->dir[d];
+		int op = dir_op[d];
+
+		errors += dr->errors;
+		shorts += dr->short_ios;
+		if (!probe_uses_op(lp->cfg, op))
+			continue;
+		metrics_merge_hist_locked(lp->latency[op], dr->hist);
+		metrics_add_locked(lp->ios[op], (double)dr->ios);
+		metrics_add_locked(lp->bytes[op], (double)dr->bytes);
+		if (!gauges)
+			continue;
+		metrics_set_locked(lp->burst_iops[op], secs > 0 ? dr->ios / secs : 0);
+		metrics_set_locked(lp->burst_bw[op], secs > 0 ? dr->bytes / secs : 0);
+		for (int i = 0; i < LANE_BURST_QUANTILES; i++)
+			metrics_set_locked(lp->burst_q[op][i],
+					   hist_quantile_ns(dr->hist, burst_quantiles[i]) / 1e9);
+		metrics_set_locked(lp->burst_max[op], hist_max_ns(dr->hist) / 1e9);
+	}
+	if (gauges)
+		metrics_set_locked(lp->burst_seconds, secs);
+	metrics_add_locked(lp->errors[LANE_ERR_IO], (double)errors);
+	metrics_add_locked(lp->errors[LANE_ERR_SHORT], (double)shorts);
+	metrics_add_locked(lp->errors[LANE_ERR_TIMEOUT], (double)res->timeouts);
+	metrics_unlock(l->metrics);
+}
+
+static void lane_run_burst(struct lane *l, struct lane_probe *lp)
+{
+	const struct burst_result *res;
+	int r = burst_run(lp->burst, &l->target, &l->stopping, &res);
+
+	if (r < 0) {
+		metrics_add(lp->errors[LANE_ERR_SETUP], 1);
+		log_probe_error(lp, r, "cannot run on this target");
+		return;
+	}
+	publish_burst(l, lp, res);
+	if (res->timeouts)
+		log_error("Probe %s: I/O on target %s in flight for over %.3gs (timeout), burst "
+			  "aborted",
+			  lp->cfg->name, l->cfg->name, lp->cfg->timeout_ns / 1e9);
+	else if (res->error)
+		log_probe_error(lp, res->error, "burst stopped early");
+	else if (res->dir[BURST_READ].errors + res->dir[BURST_WRITE].errors)
+		log_probe_error(lp, -EIO, "I/O errors during the burst");
+	else if (lp->last_error && !res->stopped) {
+		log_notice("Probe %s: burst ran without errors again", lp->cfg->name);
+		lp->last_error = 0;
+	}
+}
+
 static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 {
 	const struct cfg_probe *p = lp->cfg;
@@ -273,6 +443,8 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 	metrics_set(lp->last_run, (double)wall.tv_sec + wall.tv_nsec / 1e9);
 
 	r = lane_prepare_target(l);
+	if (r == -ECANCELED && atomic_load(&l->stopping))
+		return; /* a layout abandoned at shutdown: nothing is wrong with the target */
 	if (r < 0) {
 		target_down(l, r);
 		metrics_add(lp->errors[LANE_ERR_TARGET_DOWN], 1);
@@ -280,9 +452,13 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 	}
 	target_is_up(l);
 
-	if (!lp->ping_ready) {
+	if (!lp->ready) {
 		metrics_add(lp->errors[LANE_ERR_SETUP], 1);
 		log_probe_error(lp, lp->init_error, "cannot set up");
+		return;
+	}
+	if (p->kind == CFG_PROBE_BURST) {
+		lane_run_burst(l, lp);
 		return;
 	}
 	r = probe_ping_run(&lp->ping, &l->target, &res);
@@ -355,7 +531,7 @@ void lane_enqueue(struct lane *l, unsigned pi)
 	struct lane_probe *lp = &l->probes[pi];
 
 	pthread_mutex_lock(&l->mu);
-	if (lp->queued) {
+	if (lp->queued || (lp->cfg->kind == CFG_PROBE_BURST && (l->busy || l->q_len))) {
 		metrics_add(lp->skipped, 1);
 	} else {
 		if (l->busy || l->q_len)
@@ -370,6 +546,7 @@ void lane_enqueue(struct lane *l, unsigned pi)
 
 void lane_request_stop(struct lane *l)
 {
+	atomic_store(&l->stopping, true);
 	pthread_mutex_lock(&l->mu);
 	l->stop = true;
 	pthread_cond_broadcast(&l->cv);
@@ -400,11 +577,12 @@ bool lane_wait(struct lane *l, uint64_t deadline_ns)
 static struct lane_probe *inflight_probe(struct lane *l, uint64_t *since)
 {
 	int pi = atomic_load(&l->running);
+	struct lane_probe *lp = pi < 0 ? NULL : &l->probes[pi];
 
 	*since = atomic_load(&l->inflight_ns);
-	if (pi < 0 || *since == 0)
-		return NULL;
-	return &l->probes[pi];
+	if (lp && lp->burst && !*since)
+		*since = burst_inflight_since(lp->burst);
+	return lp && *since ? lp : NULL;
 }
 
 void lane_check_timeout(struct lane *l, uint64_t now_ns)
@@ -412,7 +590,9 @@ void lane_check_timeout(struct lane *l, uint64_t now_ns)
 	uint64_t since;
 	struct lane_probe *lp = inflight_probe(l, &since);
 
-	if (!lp || age(now_ns, since) < lp->cfg->timeout_ns || !claim_timeout(l, since))
+	/* A burst counts its own timeouts (and aborts). */
+	if (!lp || lp->burst || age(now_ns, since) < lp->cfg->timeout_ns ||
+	    !claim_timeout(l, since))
 		return;
 	metrics_add(lp->errors[LANE_ERR_TIMEOUT], 1);
 	atomic_store(&l->stuck_logged, true);
@@ -427,18 +607,46 @@ void lane_collect(struct lane *l, uint64_t now_ns)
 	struct lane_probe *lp = inflight_probe(l, &since);
 	bool stuck = lp && age(now_ns, since) >= lp->cfg->timeout_ns;
 
+	uint64_t total = atomic_load(&l->target.layout_total);
+	uint64_t done = atomic_load(&l->target.layout_done);
+
 	metrics_set(l->m_up, atomic_load(&l->up) && !stuck ? 1 : 0);
 	metrics_set(l->m_inflight, age(now_ns, since) / 1e9);
+	metrics_set(l->m_layout, total ? (double)(done < total ? done : total) / total : 1);
+}
+
+#define LAYOUT_LOG_NS 5000000000ULL
+
+void lane_log_layout(struct lane *l, uint64_t now_ns)
+{
+	uint64_t total = atomic_load(&l->target.layout_total);
+	uint64_t done = atomic_load(&l->target.layout_done);
+
+	if (!total) {
+		l->layout_logged_ns = 0;
+		return;
+	}
+	if (!l->layout_logged_ns) { /* first sight: wait a period, short layouts stay quiet */
+		l->layout_logged_ns = now_ns;
+		return;
+	}
+	if (now_ns - l->layout_logged_ns < LAYOUT_LOG_NS)
+		return;
+	l->layout_logged_ns = now_ns;
+	log_info("Target %s: laying out the probe file, %.0f%% (%" PRIu64 " of %" PRIu64 " MiB)",
+		 l->cfg->name, 100.0 * done / total, done >> 20, total >> 20);
 }
 
 void lane_destroy(struct lane *l)
 {
 	if (!l->initialised)
 		return;
-	if (l->probes)
-		for (unsigned i = 0; i < l->n_probes; i++)
-			if (l->probes[i].ping_ready)
-				probe_ping_cleanup(&l->probes[i].ping);
+	for (unsigned i = 0; l->probes && i < l->n_probes; i++) {
+		if (l->probes[i].burst)
+			burst_free(l->probes[i].burst);
+		else if (l->probes[i].ready)
+			probe_ping_cleanup(&l->probes[i].ping);
+	}
 	target_close(&l->target);
 	free(l->probes);
 	free(l->queue);

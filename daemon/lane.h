@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "../config/config.h"
+#include "burst.h"
 #include "metrics.h"
 #include "probe.h"
 #include "target.h"
@@ -39,18 +40,28 @@ enum lane_error {
 	_LANE_ERR_MAX,
 };
 
+/* The quantiles of the last burst exported as gauges. */
+#define LANE_BURST_QUANTILES 4
+
 struct lane_probe {
 	const struct cfg_probe *cfg;
-	struct ping ping;
-	bool ping_ready; /* probe_ping_init() succeeded */
-	int init_error;	 /* its error otherwise */
-	bool queued;	 /* waiting in the lane's queue (lane mutex) */
-	int last_error;	 /* last errno logged for this probe, to log changes only */
+	struct ping ping;    /* ping probes */
+	struct burst *burst; /* burst probes */
+	bool ready;	     /* the ping or burst is set up */
+	int init_error;	     /* its error otherwise */
+	const char *engine;  /* the engine in use (auto resolved) */
+	bool queued;	     /* waiting in the lane's queue (lane mutex) */
+	int last_error;	     /* last errno logged for this probe, to log changes only */
 	struct metric_series *latency[_LANE_OP_MAX];
 	struct metric_series *ios[_LANE_OP_MAX];
 	struct metric_series *bytes[_LANE_OP_MAX];
 	struct metric_series *errors[_LANE_ERR_MAX];
 	struct metric_series *runs, *last_run, *deferred, *skipped;
+	/* Last finished burst, created at its first publication (no zeros before). */
+	struct metric_series *burst_iops[_LANE_OP_MAX], *burst_bw[_LANE_OP_MAX];
+	struct metric_series *burst_q[_LANE_OP_MAX][LANE_BURST_QUANTILES];
+	struct metric_series *burst_max[_LANE_OP_MAX];
+	struct metric_series *burst_seconds;
 };
 
 struct lane {
@@ -71,19 +82,24 @@ struct lane {
 	_Atomic uint64_t inflight_ns;	  /* submit time of the I/O in flight, 0 when idle */
 	_Atomic int running;		  /* index of the probe running, -1 when idle */
 	_Atomic bool up;		  /* target open and checked by the last run */
+	_Atomic bool stopping;		  /* shutdown: bursts and layouts give up */
 	_Atomic uint64_t timeout_claimed; /* submit time of the last I/O counted as timed out */
 	_Atomic bool stuck_logged;	  /* scheduler logged "stuck"; the lane logs the end */
 	char down_reason[512];		  /* lane thread: last logged target error */
 
 	struct metrics *metrics;
-	struct metric_series *m_up, *m_inflight;
+	struct metric_series *m_up, *m_inflight, *m_layout;
+	uint64_t layout_logged_ns; /* scheduler: last layout progress line */
 };
 
 /* Prepare the lane of target @ti in @cfg and its probes' series. 0 or -errno. */
 int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m);
 /* Start the thread. 0 or -errno. */
 int lane_start(struct lane *l);
-/* Hand probe @pi (index into l->probes) to the lane; never blocks on I/O. */
+/* Hand probe @pi (index into l->probes) to the lane; never blocks on I/O. A ping
+ * that finds the lane busy waits its turn (deferred); a burst is skipped (a burst
+ * late by a whole other probe would measure at the wrong time, and queueing bursts
+ * behind each other would hog the disk). */
 void lane_enqueue(struct lane *l, unsigned pi);
 /* Ask the thread to finish after the probe it is running. */
 void lane_request_stop(struct lane *l);
@@ -93,8 +109,10 @@ bool lane_wait(struct lane *l, uint64_t deadline_ns);
  * one that completes late itself; whichever sees it first claims it, so each slow
  * I/O is counted exactly once. */
 void lane_check_timeout(struct lane *l, uint64_t now_ns);
-/* Scrape time: refresh target_up and in-flight age. */
+/* Scrape time: refresh target_up, in-flight age and layout progress. */
 void lane_collect(struct lane *l, uint64_t now_ns);
+/* Scheduler: log the progress of a probe-file layout every few seconds. */
+void lane_log_layout(struct lane *l, uint64_t now_ns);
 /* Free what lane_init() allocated; the thread must have exited (or never started). */
 void lane_destroy(struct lane *l);
 

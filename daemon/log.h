@@ -30,10 +30,10 @@ void log_setup(void);
 /* Logs and returns @err (a negative errno); %m prints strerror(-err). */
 int log_internal(int level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-#define log_full_errno(level, err, ...)                                                         \
-	({                                                                                      \
-		int _l = (level), _e = (err);                                                    \
-		_l <= log_max_level ? log_internal(_l, _e, __VA_ARGS__) : (_e < 0 ? _e : -_e); \
+#define log_full_errno(level, err, ...)                                                            \
+	({                                                                                         \
+		int _l = (level), _e = (err);                                                      \
+		_l <= log_max_level ? log_internal(_l, _e, __VA_ARGS__) : (_e < 0 ? _e : -_e);     \
 	})
 
 #define log_error(...)	 ((void)log_full_errno(LOG_LVL_ERROR, 0, __VA_ARGS__))

@@ -20,6 +20,7 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "oneshot.h"
 #include "process.h"
 #include "scheduler.h"
 
@@ -37,6 +38,7 @@ static const char main_usage[] =
 	"Commands:\n"
 	"  run       run the probes and serve /metrics (foreground)\n"
 	"  check     validate a configuration and print the effective schedule\n"
+	"  probe     run probes once in the foreground and print a summary\n"
 	"  version   print the version\n"
 	"\n"
 	"Run 'iopulse COMMAND --help' for a command's options.\n";
@@ -59,6 +61,22 @@ static const char check_usage[] =
 	"\n"
 	"  -c, --config FILE      YAML configuration (default: the embedded default)\n"
 	"  -h, --help             show this help\n";
+
+static const char probe_usage[] =
+	"Usage: iopulse probe [--config FILE] [--count N] [--interval DURATION] [--json]\n"
+	"                     [PROBE...]\n"
+	"\n"
+	"Run the named probes (default: all) once, one after another, in the foreground,\n"
+	"and print a summary per operation: count, IOPS, bandwidth, min/avg/max and\n"
+	"p50/p90/p99/p99.9 latency. Ctrl-C prints what was measured so far.\n"
+	"Exits 0 when every probe ran without error, 1 otherwise.\n"
+	"\n"
+	"  -c, --config FILE       YAML configuration (default: the embedded default)\n"
+	"  -n, --count N           pings per ping probe (default 10)\n"
+	"  -i, --interval DURATION time between pings, overriding the configuration;\n"
+	"                          0 runs them back to back\n"
+	"  -j, --json              print JSON (schema: docs/probe-output.schema.json)\n"
+	"  -h, --help              show this help\n";
 
 static const char version_usage[] = "Usage: iopulse version\n\nPrint the version and exit.\n";
 
@@ -164,6 +182,80 @@ static int cmd_check(int argc, char **argv)
 	return EX_OK;
 }
 
+static int cmd_probe(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},   {"count", required_argument, NULL, 'n'},
+		{"interval", required_argument, NULL, 'i'}, {"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},	    {0},
+	};
+	struct oneshot_opts o = {.count = ONESHOT_DEFAULT_COUNT, .interval_ns = -1};
+	const char *config = NULL;
+	struct config *cfg = NULL;
+	unsigned long long v;
+	uint64_t ns;
+	char *end;
+	int c, r;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+c:n:i:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'n':
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (errno || *end || optarg[0] == '-' || v < 1 || v > ONESHOT_MAX_COUNT) {
+				fprintf(stderr,
+					"iopulse probe: invalid --count '%s': a whole number from "
+					"1 "
+					"to %u\n",
+					optarg, ONESHOT_MAX_COUNT);
+				return EX_USAGE;
+			}
+			o.count = (unsigned)v;
+			break;
+		case 'i':
+			if (strcmp(optarg, "0") == 0) {
+				o.interval_ns = 0;
+				break;
+			}
+			if (cfg_parse_duration(optarg, &ns) < 0 || ns > CFG_MAX_INTERVAL_NS) {
+				fprintf(stderr,
+					"iopulse probe: invalid --interval '%s': a duration such "
+					"as "
+					"0, 10ms or 1s, at most 24h\n",
+					optarg);
+				return EX_USAGE;
+			}
+			o.interval_ns = (int64_t)ns;
+			break;
+		case 'j':
+			o.json = true;
+			break;
+		case 'h':
+			fputs(probe_usage, stdout);
+			return EX_OK;
+		default:
+			fprintf(stderr, "iopulse probe: invalid or incomplete option '%s'\n",
+				argv[optind - 1]);
+			fputs(probe_usage, stderr);
+			return EX_USAGE;
+		}
+	}
+	o.names = (const char *const *)argv + optind;
+	o.n_names = (unsigned)(argc - optind);
+	log_setup();
+	r = load_config(config, &cfg, true);
+	if (r != EX_OK)
+		return r;
+	r = oneshot_run(cfg, &o);
+	cfg_free(cfg);
+	return r;
+}
+
 static void collect(void *userdata)
 {
 	void **parts = userdata;
@@ -187,6 +279,38 @@ static int set_build_info(struct metrics *m)
 	if (!s)
 		return -ENOMEM;
 	metrics_set(s, 1);
+	return 0;
+}
+
+/* iopulse_engine_available{engine}, and which engine 'auto' means here, once. */
+static int set_engines(struct metrics *m)
+{
+	static const char *const labels[] = {"engine", NULL};
+	const struct engine_ops *best;
+	struct metric_family *f;
+	int r;
+
+	f = metrics_family(m, "iopulse_engine_available", METRIC_GAUGE,
+			   "1 if the I/O engine is built in and works on this system (io_uring "
+			   "may be disabled by sysctl or seccomp), 0 otherwise.",
+			   labels, NULL, 0);
+	if (!f)
+		return -ENOMEM;
+	for (size_t i = 0; eng_table[i]; i++) {
+		const char *values[] = {eng_table[i]->name, NULL};
+		struct metric_series *s = metrics_series(f, values);
+		bool ok = eng_available(eng_table[i]);
+
+		if (!s)
+			return -ENOMEM;
+		metrics_set(s, ok ? 1 : 0);
+		if (!ok)
+			log_notice("Engine %s is built in but not available on this system",
+				   eng_table[i]->name);
+	}
+	best = eng_resolve("auto", &r);
+	if (best)
+		log_info("Engine 'auto' is %s on this system", best->name);
 	return 0;
 }
 
@@ -245,7 +369,7 @@ static int cmd_run(int argc, char **argv)
 
 	m = metrics_new();
 	pm = m ? process_metrics_new(m) : NULL;
-	if (!m || !pm || set_build_info(m) < 0) {
+	if (!m || !pm || set_build_info(m) < 0 || set_engines(m) < 0) {
 		log_error("Out of memory");
 		close(fd);
 		goto out;
@@ -308,6 +432,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
+	if (strcmp(cmd, "probe") == 0)
+		return cmd_probe(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		struct options o = {0};
 		int r = argc > 2 ? parse_options(argc - 1, argv + 1, version_usage, false, &o) : -1;

@@ -8,6 +8,7 @@
  * I/O path needs (buffer, engine state) is set up before the first run.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,8 @@
 
 /* Probe buffers are aligned to this; targets needing more are refused (target.c). */
 #define PROBE_BUF_ALIGN 4096u
+/* How often a wait for a slow I/O looks at the stop flag. */
+#define PROBE_WAIT_SLICE_NS 100000000LL
 
 int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
 {
@@ -28,11 +31,9 @@ int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
 
 	if (cfg->block_size == 0 || cfg->block_size > CFG_MAX_BLOCK_SIZE)
 		return -EINVAL;
-	p->ops = eng_find(cfg->engine);
+	p->ops = eng_resolve(cfg->engine, &r); /* "auto": the best engine here */
 	if (!p->ops)
-		return -ENOENT;
-	if (!eng_available(p->ops))
-		return -EOPNOTSUPP;
+		return r;
 	if (posix_memalign(&p->buf, PROBE_BUF_ALIGN, cfg->block_size) != 0) {
 		p->buf = NULL;
 		return -ENOMEM;
@@ -60,12 +61,55 @@ static void inflight_set(struct ping *p, uint64_t ns)
 		atomic_store_explicit(p->inflight_ns, ns, memory_order_relaxed);
 }
 
+/*
+ * After a timeout: cancel, then tear the engine down (set up again on the next
+ * run) and leave the buffer to the kernel, allocating a fresh one. The old buffer
+ * is leaked on purpose: a late completion may still DMA into it. The in-flight
+ * stamp stays set meanwhile, since a teardown may itself wait on the device.
+ */
+/* Buffers the kernel may still write into are parked here and never freed; kept
+ * reachable so that a leak checker does not flag the deliberate leak. */
+static pthread_mutex_t parked_mu = PTHREAD_MUTEX_INITIALIZER;
+static void **parked;
+static size_t n_parked, cap_parked;
+
+static void park_buffer(void *buf)
+{
+	pthread_mutex_lock(&parked_mu);
+	if (n_parked == cap_parked) {
+		size_t cap = cap_parked ? 2 * cap_parked : 8;
+		void **grown = realloc(parked, cap * sizeof(*parked));
+
+		if (grown) {
+			parked = grown;
+			cap_parked = cap;
+		}
+	}
+	if (n_parked < cap_parked)
+		parked[n_parked++] = buf;
+	pthread_mutex_unlock(&parked_mu);
+}
+
+static void abandon_inflight(struct ping *p)
+{
+	void *fresh = NULL;
+
+	if (p->ops->cancel)
+		(void)p->ops->cancel(&p->eng);
+	eng_cleanup(&p->eng);
+	p->eng_fd = -1;
+	park_buffer(p->buf);
+	if (posix_memalign(&fresh, PROBE_BUF_ALIGN, p->cfg->block_size) == 0)
+		p->buf = fresh;
+	else
+		p->buf = NULL; /* the next run allocates again */
+}
+
 /* Submit one request, wait for it; result and done_ns end up in @req. */
 static int run_one(struct ping *p, struct io_req *req)
 {
 	struct io_req *const reqs[1] = {req};
 	struct io_req *done[1];
-	int64_t timeout = p->cfg->timeout_ns ? (int64_t)p->cfg->timeout_ns : -1;
 	int n;
 
 	req->result = 0;
@@ -77,14 +121,23 @@ static int run_one(struct ping *p, struct io_req *req)
 		inflight_set(p, 0);
 		return n < 0 ? n : -EAGAIN;
 	}
-	n = p->ops->reap(&p->eng, done, 1, 1, timeout);
-	if (n != 1) {
-		/* Only engines that really wait can get here (-ETIME): report it as
-		 * the I/O's result and try to cancel; the lane decides what's next. */
+	/*
+	 * A ping past its timeout is not abandoned: the lane keeps waiting, exactly
+	 * as the sync engine must, while the scheduler reports the target stuck and
+	 * counts the timeout. Giving up would free the lane only to queue one more
+	 * request per interval on a hung device, each holding a ring and a buffer.
+	 * Only shutdown (or an engine error) abandons the request.
+	 */
+	for (;;) {
+		n = p->ops->reap(&p->eng, done, 1, 1, PROBE_WAIT_SLICE_NS);
+		if (n == 1)
+			break;
+		if (n == -ETIME && !(p->stop && atomic_load(p->stop)))
+			continue;
 		req->result = n < 0 ? n : -EIO;
 		req->done_ns = eng_now_ns();
-		if (p->ops->cancel)
-			(void)p->ops->cancel(&p->eng);
+		abandon_inflight(p);
+		break;
 	}
 	inflight_set(p, 0);
 	return 0;
@@ -105,8 +158,12 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	if (!p->buf || !p->ops)
+	if (!p->ops)
 		return -EINVAL;
+	if (!p->buf && posix_memalign(&p->buf, PROBE_BUF_ALIGN, bs) != 0) {
+		p->buf = NULL; /* after a timeout abandoned the old one */
+		return -ENOMEM;
+	}
 	if (t->fd < 0)
 		return -EBADF;
 	if (write && !t->writable)

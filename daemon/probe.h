@@ -22,6 +22,7 @@ struct ping {
 	void *buf; /* block_size bytes, aligned for O_DIRECT */
 	struct rng rng;
 	_Atomic uint64_t *inflight_ns; /* if set: submit time of the I/O in flight, 0 idle */
+	const _Atomic bool *stop;      /* if set and true: stop waiting for a slow I/O */
 	struct engine eng;	       /* set up on the first run, again when the fd changes */
 	int eng_fd;		       /* target fd @eng was set up for; -1: not set up */
 };

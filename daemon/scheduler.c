@@ -288,8 +288,10 @@ int sched_run(struct sched *s)
 				uint64_t now = eng_now_ns();
 
 				drain(fd);
-				for (unsigned li = 0; li < s->n_lanes; li++)
+				for (unsigned li = 0; li < s->n_lanes; li++) {
 					lane_check_timeout(&s->lanes[li], now);
+					lane_log_layout(&s->lanes[li], now);
+				}
 			}
 		}
 		run_due(s);

@@ -19,7 +19,29 @@
  *   owned by our euid, no header magic) is refused with -EEXIST and never opened
  *   for writing beyond the check (regular files only, O_NOFOLLOW, after lstat).
  * - Memory-backed filesystems are refused with -EMEDIUMTYPE.
+ * - Device targets are checked with stat() (symlinks followed: /dev/disk/by-id/...
+ *   names are the sane way to name a disk) and opened only when S_ISBLK, with
+ *   O_NONBLOCK until fstat() has confirmed the same device. Alignment: statx
+ *   STATX_DIOALIGN (block devices report it since Linux 6.11), else the logical
+ *   block size (BLKSSZGET) for both. The usable range is the whole device, rounded
+ *   down to the offset alignment.
+ * - Writing to a device needs want_write && allow_device_writes (else -EPERM,
+ *   decided before anything is opened). Then the device and its partitions must
+ *   not be mounted (/proc/self/mountinfo, by major:minor, or by the source path
+ *   for filesystems such as btrfs that report an anonymous device), used as swap
+ *   (/proc/swaps) or have holders (/sys/dev/block/M:m/holders), else -EBUSY with
+ *   the mount point or holder named; when /sys or /proc cannot tell, the write is
+ *   refused rather than assumed safe. Finally O_EXCL: the kernel's claim covers
+ *   what we cannot see (other mount namespaces, a claim racing our checks), and
+ *   while we hold it nobody can mount or claim the device. The same checks run in
+ *   every target_check(): should the claim ever be lost, writes stop.
+ * - Layout throttling paces writes against absolute deadlines (start +
+ *   bytes/rate, clock_nanosleep TIMER_ABSTIME on CLOCK_MONOTONIC), so time spent
+ *   writing counts against the budget and the average rate is exact. Chunks
+ *   shrink at low rates (about 1/16 s of budget each, at least 4KiB) so that a
+ *   stop request is seen promptly without polling.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -28,12 +50,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h> /* BLKGETSIZE64, BLKSSZGET */
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../engines/engine.h"
 #include "rng.h"
 #include "target.h"
 
@@ -42,6 +68,7 @@
 #define LAYOUT_CHUNK	     (1u << 20) /* bytes per write while laying out */
 #define MAX_ALIGN	     4096u
 #define FILE_TARGET_MIN_SIZE 4096u
+#define MAX_PARTITIONS	     256u /* DISK_MAX_PARTS: the most one disk can have */
 
 /* Stores a message in t->error and returns @r (negative errno). %m prints @r. */
 __attribute__((format(printf, 3, 4))) static int terr(struct target *t, int r, const char *fmt, ...)
@@ -60,13 +87,19 @@ void target_init(struct target *t, const struct cfg_target *cfg)
 	memset(t, 0, sizeof(*t));
 	t->cfg = cfg;
 	t->fd = -1;
+	t->lock_fd = -1;
+	atomic_init(&t->layout_done, 0);
+	atomic_init(&t->layout_total, 0);
 }
 
 void target_close(struct target *t)
 {
 	if (t->fd >= 0)
 		close(t->fd);
+	if (t->lock_fd >= 0)
+		close(t->lock_fd);
 	t->fd = -1;
+	t->lock_fd = -1;
 	t->writable = false;
 }
 
@@ -107,8 +140,8 @@ static int enable_direct(struct target *t, int fd, const char *path)
 	return 0;
 }
 
-/* Fills t->mem_align / t->offset_align for the open file @fd. */
-static int get_align(struct target *t, int fd, const char *path)
+/* Fills t->mem_align / t->offset_align for the open file or block device @fd. */
+static int get_align(struct target *t, int fd, const char *path, bool blk)
 {
 	uint32_t mem = 0, off = 0;
 	struct stat st;
@@ -122,7 +155,13 @@ static int get_align(struct target *t, int fd, const char *path)
 		off = stx.stx_dio_offset_align;
 	}
 #endif
-	if (!mem || !off) {
+	if ((!mem || !off) && blk) {
+		int lbs = 0;
+
+		if (ioctl(fd, BLKSSZGET, &lbs) < 0)
+			return terr(t, -errno, "%s: BLKSSZGET: %m", path);
+		mem = off = lbs > 0 ? (uint32_t)lbs : 0;
+	} else if (!mem || !off) {
 		uint32_t b = 512;
 
 		if (fstat(fd, &st) < 0)
@@ -139,6 +178,20 @@ static int get_align(struct target *t, int fd, const char *path)
 	t->mem_align = mem;
 	t->offset_align = off;
 	return 0;
+}
+
+/* An opened target file: blocking again (it was opened O_NONBLOCK so that a
+ * FIFO swapped in could not hang us), O_DIRECT as configured, alignment known. */
+static int prepare_fd(struct target *t, int fd, const char *name, bool device)
+{
+	int r = set_flag(fd, O_NONBLOCK, false);
+
+	if (r < 0)
+		return terr(t, r, "%s: %m", name);
+	r = enable_direct(t, fd, name);
+	if (r < 0)
+		return r;
+	return get_align(t, fd, name, device);
 }
 
 /* Identity (when pinned) and memory-backed checks for the directory or file. */
@@ -184,6 +237,50 @@ static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/*
+ * Every open probe file is held with an exclusive flock: two iopulse processes (a
+ * service and a hand-started one) on one directory would otherwise measure each
+ * other and re-lay each other's file on every run. The lock goes with the
+ * descriptor, so a crashed process leaves nothing to clean up.
+ *
+ * It is taken on a descriptor of its own (the file reopened through /proc), not
+ * on the one probes use: io_uring's registered-file table keeps that one alive
+ * after the process exits, until the ring's asynchronous teardown, and a lock on
+ * it would outlive us and make a restart find the target busy. *lock gets the
+ * descriptor to close on target_close().
+ */
+static int lock_probe_file(struct target *t, int fd, const char *path, int *lock)
+{
+	char proc[64];
+	int lk, r;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	lk = open(proc, O_RDONLY | O_CLOEXEC);
+	if (lk < 0) /* no /proc: lock the shared description, it still works */
+		lk = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (lk < 0)
+		return terr(t, -errno, "%s: cannot open the probe file for locking: %m", path);
+	if (flock(lk, LOCK_EX | LOCK_NB) == 0) {
+		*lock = lk;
+		return 0;
+	}
+	r = errno;
+	close(lk);
+	if (r == EWOULDBLOCK)
+		return terr(t, -EBUSY,
+			    "%s is in use by another iopulse process: two daemons must not "
+			    "measure the same directory",
+			    path);
+	return terr(t, -r, "%s: cannot lock the probe file: %m", path);
+}
+
+/* Brackets a layout write, so that a hung disk shows as I/O in flight. */
+static void layout_inflight(struct target *t, bool on)
+{
+	if (t->inflight_ns)
+		atomic_store_explicit(t->inflight_ns, on ? eng_now_ns() : 0, memory_order_relaxed);
+}
+
 /* ---- probe-file header -------------------------------------------------- */
 
 /*
@@ -223,17 +320,55 @@ static bool header_parse(const void *blk, size_t len, unsigned *version, uint64_
 	return true;
 }
 
-/* Writes header + random data over the whole file, then fdatasync. */
+/* Bytes per layout write: LAYOUT_CHUNK, or about 1/16 s of the rate's budget
+ * when that is smaller (at least MAX_ALIGN), so that a stop request is seen
+ * soon. A multiple of MAX_ALIGN: every write but an unaligned tail stays
+ * O_DIRECT-aligned. */
+static size_t layout_chunk(uint64_t rate)
+{
+	uint64_t c = (rate / 16) & ~(uint64_t)(MAX_ALIGN - 1);
+
+	if (!rate || c > LAYOUT_CHUNK)
+		return LAYOUT_CHUNK;
+	return c < MAX_ALIGN ? MAX_ALIGN : (size_t)c;
+}
+
+/* Sleeps until @start + @bytes / @rate seconds (CLOCK_MONOTONIC, absolute). */
+static void layout_pace(const struct timespec *start, uint64_t bytes, uint64_t rate)
+{
+	struct timespec until = *start;
+
+	/* In two parts: bytes * 1e9 overflows 64 bits above 18GB. */
+	until.tv_sec += (time_t)(bytes / rate);
+	until.tv_nsec += (long)((double)(bytes % rate) * 1e9 / (double)rate);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+		;
+}
+
+/*
+ * Writes header + random data over the whole file, then fdatasync. Paced to
+ * cfg->layout_rate bytes per second when set; progress in t->layout_done /
+ * t->layout_total; -ECANCELED as soon as *t->stop is seen true (checked before
+ * every write, after its pause).
+ */
 static int layout(struct target *t, int fd, const char *path)
 {
-	uint64_t total = TARGET_HEADER_SIZE + t->cfg->size;
+	uint64_t total = TARGET_HEADER_SIZE + t->cfg->size, rate = t->cfg->layout_rate;
 	uint64_t direct_end = total, off = 0;
+	size_t chunk = layout_chunk(rate);
+	struct timespec start;
 	struct rng rng;
 	void *buf;
 	int r;
 
 	if (posix_memalign(&buf, MAX_ALIGN, LAYOUT_CHUNK) != 0)
 		return terr(t, -ENOMEM, "%s: out of memory for the layout buffer", path);
+	atomic_store(&t->layout_done, 0);
+	atomic_store(&t->layout_total, total);
 	r = rng_seed(&rng);
 	if (r < 0) {
 		terr(t, r, "getrandom: %m");
@@ -241,11 +376,20 @@ static int layout(struct target *t, int fd, const char *path)
 	}
 	if (t->cfg->direct)
 		direct_end = total & ~(uint64_t)(t->offset_align - 1);
+	clock_gettime(CLOCK_MONOTONIC, &start);
 
 	while (off < total) {
 		uint64_t end = off < direct_end ? direct_end : total;
-		size_t n = end - off < LAYOUT_CHUNK ? (size_t)(end - off) : LAYOUT_CHUNK;
+		size_t n = end - off < chunk ? (size_t)(end - off) : chunk;
 
+		/* Token-bucket style: the first chunk at once, each next one when the
+		 * bytes before it are paid for. */
+		if (rate && off)
+			layout_pace(&start, off, rate);
+		if (t->stop && atomic_load(t->stop)) {
+			r = terr(t, -ECANCELED, "%s: probe-file layout abandoned: stopping", path);
+			goto out;
+		}
 		if (off == direct_end && direct_end != total) {
 			/* An unaligned tail cannot go through O_DIRECT: write it buffered. */
 			r = set_flag(fd, O_DIRECT, false);
@@ -257,7 +401,9 @@ static int layout(struct target *t, int fd, const char *path)
 		rng_fill(&rng, buf, n);
 		if (off == 0)
 			header_format(&rng, buf, t->cfg->size);
+		layout_inflight(t, true);
 		r = pwrite_all(fd, buf, n, off);
+		layout_inflight(t, false);
 		if (r == -ENOSPC || r == -EDQUOT) {
 			terr(t, r, "%s: no space for a %" PRIu64 "-byte probe file: %m", path,
 			     total);
@@ -268,6 +414,7 @@ static int layout(struct target *t, int fd, const char *path)
 			goto out;
 		}
 		off += n;
+		atomic_store(&t->layout_done, off);
 	}
 	if (direct_end != total) {
 		r = set_flag(fd, O_DIRECT, true);
@@ -276,11 +423,14 @@ static int layout(struct target *t, int fd, const char *path)
 			goto out;
 		}
 	}
+	layout_inflight(t, true);
 	while ((r = fdatasync(fd)) < 0 && errno == EINTR)
 		;
+	layout_inflight(t, false);
 	if (r < 0)
 		r = terr(t, -errno, "%s: fdatasync: %m", path);
 out:
+	atomic_store(&t->layout_total, 0);
 	free(buf);
 	return r;
 }
@@ -292,7 +442,7 @@ out:
  * *relay when it must be laid out again), -ENOENT when there is none (no
  * message), or another -errno with t->error set; -EEXIST: a file that is not ours.
  */
-static int open_existing(struct target *t, int dfd, int *out, bool *relay)
+static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *relay)
 {
 	const char *path = t->file_path;
 	struct stat lst, st;
@@ -300,7 +450,7 @@ static int open_existing(struct target *t, int dfd, int *out, bool *relay)
 	uint64_t size;
 	void *hdr = NULL;
 	ssize_t n;
-	int fd, r;
+	int fd, r, lk = -1;
 
 	*relay = false;
 	if (fstatat(dfd, TARGET_PROBE_FILE, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -341,15 +491,10 @@ static int open_existing(struct target *t, int dfd, int *out, bool *relay)
 		r = terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it", path);
 		goto fail;
 	}
-	r = set_flag(fd, O_NONBLOCK, false);
-	if (r < 0) {
-		terr(t, r, "%s: %m", path);
-		goto fail;
-	}
-	r = enable_direct(t, fd, path);
+	r = lock_probe_file(t, fd, path, &lk);
 	if (r < 0)
 		goto fail;
-	r = get_align(t, fd, path);
+	r = prepare_fd(t, fd, path, false);
 	if (r < 0)
 		goto fail;
 
@@ -379,8 +524,11 @@ static int open_existing(struct target *t, int dfd, int *out, bool *relay)
 	    (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
 		*relay = true;
 	*out = fd;
+	*lock = lk;
 	return 0;
 fail:
+	if (lk >= 0)
+		close(lk);
 	free(hdr);
 	close(fd);
 	return r;
@@ -430,12 +578,12 @@ static int rename_noreplace(int dfd, const char *tmp)
  * one ever sees a partial file: O_TMPFILE + linkat, or a temporary name +
  * rename. @replace: an old probe file of ours is there and is renamed over.
  */
-static int create_probe_file(struct target *t, int dfd, bool replace, int *out)
+static int create_probe_file(struct target *t, int dfd, bool replace, int *out, int *lock)
 {
 	const char *path = t->file_path;
 	bool anon = true, tmp_named = false;
 	char tmp[64];
-	int fd, r;
+	int fd, r, lk = -1;
 
 	snprintf(tmp, sizeof(tmp), TARGET_PROBE_FILE ".tmp.%ld", (long)getpid());
 
@@ -455,10 +603,14 @@ static int create_probe_file(struct target *t, int dfd, bool replace, int *out)
 		tmp_named = true;
 	}
 
+	/* Locked before it has a name: nobody can take it between link and use. */
+	r = lock_probe_file(t, fd, path, &lk);
+	if (r < 0)
+		goto fail;
 	r = enable_direct(t, fd, path);
 	if (r < 0)
 		goto fail;
-	r = get_align(t, fd, path);
+	r = get_align(t, fd, path, false);
 	if (r < 0)
 		goto fail;
 	r = layout(t, fd, path);
@@ -504,10 +656,13 @@ static int create_probe_file(struct target *t, int dfd, bool replace, int *out)
 		tmp_named = false;
 	}
 	*out = fd;
+	*lock = lk;
 	return 0;
 fail:
 	if (tmp_named)
 		(void)unlinkat(dfd, tmp, 0);
+	if (lk >= 0)
+		close(lk);
 	close(fd);
 	return r;
 }
@@ -518,7 +673,7 @@ static int open_directory(struct target *t)
 	struct statfs sfs;
 	struct stat dst, st;
 	bool relay = false;
-	int dfd, fd = -1, r;
+	int dfd, fd = -1, lk = -1, r;
 
 	r = snprintf(t->file_path, sizeof(t->file_path), "%s/%s", dir, TARGET_PROBE_FILE);
 	if (r < 0 || (size_t)r >= sizeof(t->file_path))
@@ -540,13 +695,16 @@ static int open_directory(struct target *t)
 	if (r < 0)
 		goto out;
 
-	r = open_existing(t, dfd, &fd, &relay);
-	if (r == -ENOENT)
-		r = create_probe_file(t, dfd, false, &fd);
-	else if (r == 0 && relay) {
-		close(fd);
-		fd = -1;
-		r = create_probe_file(t, dfd, true, &fd);
+	r = open_existing(t, dfd, &fd, &lk, &relay);
+	if (r == -ENOENT) {
+		r = create_probe_file(t, dfd, false, &fd, &lk);
+	} else if (r == 0 && relay) {
+		/* The old file stays locked until its replacement is in place. */
+		int old_fd = fd, old_lk = lk;
+
+		r = create_probe_file(t, dfd, true, &fd, &lk);
+		close(old_fd);
+		close(old_lk);
 	}
 	if (r < 0)
 		goto out;
@@ -554,9 +712,11 @@ static int open_directory(struct target *t)
 	if (fstat(fd, &st) < 0) {
 		r = terr(t, -errno, "%s: fstat: %m", t->file_path);
 		close(fd);
+		close(lk);
 		goto out;
 	}
 	t->fd = fd;
+	t->lock_fd = lk;
 	t->ino = st.st_ino;
 	t->writable = true;
 	t->data_start = TARGET_HEADER_SIZE;
@@ -622,15 +782,7 @@ static int open_file(struct target *t)
 	r = check_fs(t, path, &st, &sfs);
 	if (r < 0)
 		goto fail;
-	r = set_flag(fd, O_NONBLOCK, false);
-	if (r < 0) {
-		terr(t, r, "%s: %m", path);
-		goto fail;
-	}
-	r = enable_direct(t, fd, path);
-	if (r < 0)
-		goto fail;
-	r = get_align(t, fd, path);
+	r = prepare_fd(t, fd, path, false);
 	if (r < 0)
 		goto fail;
 
@@ -651,6 +803,407 @@ fail:
 	return r;
 }
 
+/* ---- device targets ---------------------------------------------------- */
+
+/* The device and its partitions, as sysfs knows them. */
+struct devset {
+	unsigned n; /* [0] is the device itself */
+	dev_t dev[1 + MAX_PARTITIONS];
+	char name[1 + MAX_PARTITIONS][32]; /* sysfs name ("loop3p1"); [0] unused */
+};
+
+/* How messages name a device target: "/dev/sdb", or "/dev/disk/by-id/x (/dev/sdb)". */
+static const char *device_name(const struct target *t, char *buf, size_t len)
+{
+	if (strcmp(t->cfg->path, t->file_path) == 0)
+		return t->file_path;
+	snprintf(buf, len, "%s (%s)", t->cfg->path, t->file_path);
+	return buf;
+}
+
+/* Reads a small sysfs/proc file relative to @dfd, without the trailing newline. */
+static int read_small(int dfd, const char *name, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Fills @s with @rdev and its partitions: the subdirectories of
+ * /sys/dev/block/M:m that have a "partition" file. */
+static int devset_load(struct target *t, struct devset *s, dev_t rdev, const char *name)
+{
+	char sys[64], buf[32], sub[NAME_MAX + 16];
+	struct dirent *de;
+	unsigned ma, mi;
+	DIR *d;
+	int r = 0;
+
+	s->n = 1;
+	s->dev[0] = rdev;
+	s->name[0][0] = '\0';
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(rdev), minor(rdev));
+	d = opendir(sys);
+	if (!d)
+		return terr(t, -errno,
+			    "%s: cannot check its partitions and holders (%s: %m): refusing to "
+			    "write to it",
+			    name, sys);
+	while ((errno = 0, de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/partition", de->d_name);
+		if (faccessat(dirfd(d), sub, F_OK, 0) < 0)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/dev", de->d_name);
+		if (read_small(dirfd(d), sub, buf, sizeof(buf)) < 0 ||
+		    sscanf(buf, "%u:%u", &ma, &mi) != 2)
+			continue; /* the partition went away while we looked */
+		if (s->n == 1 + MAX_PARTITIONS) {
+			r = terr(t, -E2BIG, "%s: more than %u partitions: refusing to write to it",
+				 name, MAX_PARTITIONS);
+			break;
+		}
+		s->dev[s->n] = makedev(ma, mi);
+		snprintf(s->name[s->n], sizeof(s->name[0]), "%.31s", de->d_name);
+		s->n++;
+	}
+	if (!r && errno)
+		r = terr(t, -errno, "%s: reading %s: %m: refusing to write to it", name, sys);
+	closedir(d);
+	return r;
+}
+
+/* Index of @dev in @s, or -1. */
+static int devset_find(const struct devset *s, dev_t dev)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->dev[i] == dev)
+			return (int)i;
+	return -1;
+}
+
+/* Index in @s of the block device at @path (mountinfo/swaps source), or -1. */
+static int devset_find_path(const struct devset *s, const char *path)
+{
+	struct stat st;
+
+	/* Only device nodes: stat() on an arbitrary path could hang on a dead mount. */
+	if (strncmp(path, "/dev/", 5) != 0 || stat(path, &st) < 0 || !S_ISBLK(st.st_mode))
+		return -1;
+	return devset_find(s, st.st_rdev);
+}
+
+/* Undoes the octal escapes of /proc/self/mountinfo and /proc/swaps ("\040"), in place. */
+static void unescape_octal(char *p)
+{
+	char *w = p;
+
+	for (; *p; p++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+		    p[3] >= '0' && p[3] <= '7') {
+			*w++ = (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 | (p[3] - '0'));
+			p += 3;
+		} else {
+			*w++ = *p;
+		}
+	}
+	*w = '\0';
+}
+
+/* " (partition loop3p1)" when @i names a partition, else "". */
+static const char *part_note(const struct devset *s, int i, char *buf, size_t len)
+{
+	if (i <= 0)
+		return "";
+	snprintf(buf, len, " (partition %s)", s->name[i]);
+	return buf;
+}
+
+/* -EBUSY when the device or one of its partitions is mounted in our namespace. */
+static int check_mounts(struct target *t, const struct devset *s, const char *name)
+{
+	char *line = NULL, *tok[64], *save, note[64];
+	size_t cap = 0;
+	int r = 0;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return terr(t, -errno,
+			    "%s: cannot check whether it is mounted (/proc/self/mountinfo: %m): "
+			    "refusing to write to it",
+			    name);
+	while (getline(&line, &cap, f) > 0) {
+		unsigned n = 0, dash = 0, ma, mi;
+		int i = -1;
+
+		for (char *p = strtok_r(line, " \n", &save); p && n < 64;
+		     p = strtok_r(NULL, " \n", &save)) {
+			if (n >= 6 && !dash && strcmp(p, "-") == 0)
+				dash = n;
+			tok[n++] = p;
+		}
+		/* id parent maj:min root mountpoint options [optional...] - type source */
+		if (n < 6 || sscanf(tok[2], "%u:%u", &ma, &mi) != 2)
+			continue;
+		i = devset_find(s, makedev(ma, mi));
+		if (i < 0 && dash && dash + 2 < n) {
+			/* btrfs and others report an anonymous device: go by the source. */
+			unescape_octal(tok[dash + 2]);
+			i = devset_find_path(s, tok[dash + 2]);
+		}
+		if (i >= 0) {
+			unescape_octal(tok[4]);
+			r = terr(t, -EBUSY, "%s is mounted at %s%s: refusing to write to it", name,
+				 tok[4], part_note(s, i, note, sizeof(note)));
+			break;
+		}
+	}
+	if (!r && ferror(f))
+		r = terr(t, -EIO, "%s: cannot read /proc/self/mountinfo: refusing to write to it",
+			 name);
+	free(line);
+	fclose(f);
+	return r;
+}
+
+/* -EBUSY when the device or one of its partitions is an active swap area. */
+static int check_swaps(struct target *t, const struct devset *s, const char *name)
+{
+	char *line = NULL, note[64];
+	size_t cap = 0;
+	int r = 0;
+	FILE *f = fopen("/proc/swaps", "re");
+
+	if (!f)
+		return errno == ENOENT ? 0 : /* no swap support */
+			       terr(t, -errno,
+				    "%s: cannot check whether it is swap (/proc/swaps: %m): "
+				    "refusing to write to it",
+				    name);
+	while (getline(&line, &cap, f) > 0) {
+		int i;
+
+		line[strcspn(line, " \t\n")] = '\0'; /* Filename Type Size Used Priority */
+		unescape_octal(line);
+		i = devset_find_path(s, line);
+		if (i >= 0) {
+			r = terr(t, -EBUSY, "%s is in use as swap%s: refusing to write to it", name,
+				 part_note(s, i, note, sizeof(note)));
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return r;
+}
+
+/* -EBUSY when something (dm, md, bcache...) is stacked on the device or a partition. */
+static int check_holders(struct target *t, const struct devset *s, const char *name)
+{
+	char dir[96], note[64];
+
+	for (unsigned i = 0; i < s->n; i++) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u/holders", major(s->dev[i]),
+			 minor(s->dev[i]));
+		d = opendir(dir);
+		if (!d) {
+			if (errno == ENOENT && i > 0)
+				continue; /* the partition went away */
+			return terr(
+				t, -errno,
+				"%s: cannot check its holders (%s: %m): refusing to write to it",
+				name, dir);
+		}
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.')
+				break;
+		if (de) {
+			int r = terr(t, -EBUSY, "%s is held by %s%s: refusing to write to it", name,
+				     de->d_name, part_note(s, (int)i, note, sizeof(note)));
+
+			closedir(d);
+			return r;
+		}
+		closedir(d);
+	}
+	return 0;
+}
+
+/*
+ * Whether the device @rdev may be written: 0, -EBUSY (mounted, swap, held) or
+ * another -errno when we cannot tell; t->error set.
+ */
+static int device_in_use(struct target *t, dev_t rdev, const char *name)
+{
+	struct devset *s = malloc(sizeof(*s));
+	int r;
+
+	if (!s)
+		return terr(t, -ENOMEM, "%s: out of memory", name);
+	r = devset_load(t, s, rdev, name);
+	if (r == 0)
+		r = check_mounts(t, s, name);
+	if (r == 0)
+		r = check_swaps(t, s, name);
+	if (r == 0)
+		r = check_holders(t, s, name);
+	free(s);
+	return r;
+}
+
+static int device_size(struct target *t, int fd, const char *name, uint64_t *size)
+{
+	if (ioctl(fd, BLKGETSIZE64, size) < 0)
+		return terr(t, -errno, "%s: BLKGETSIZE64: %m", name);
+	return 0;
+}
+
+static int open_device(struct target *t)
+{
+	const char *path = t->cfg->path;
+	const bool write = t->want_write;
+	char real[PATH_MAX], nbuf[2 * PATH_MAX + 4];
+	const char *name;
+	struct stat st, fst;
+	uint64_t size;
+	int fd, r;
+
+	/* stat, not lstat: /dev/disk/by-id/... symlinks are how disks are named. Never
+	 * open() anything but a block device to find out what it is. */
+	if (stat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return terr(t, -ENOENT, "%s: no such device", path);
+		return terr(t, -errno, "%s: %m", path);
+	}
+	if (!S_ISBLK(st.st_mode))
+		return terr(t, -ENOTBLK, "%s is not a block device%s", path,
+			    S_ISREG(st.st_mode)	  ? ": for a regular file, use 'file:'"
+			    : S_ISDIR(st.st_mode) ? ": for a directory, use 'directory:'"
+						  : "");
+	if (!realpath(path, real))
+		snprintf(real, sizeof(real), "%s", path);
+	r = snprintf(t->file_path, sizeof(t->file_path), "%s", real);
+	if (r < 0 || (size_t)r >= sizeof(t->file_path))
+		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+	name = device_name(t, nbuf, sizeof(nbuf));
+
+	if (t->pinned && st.st_rdev != t->dev)
+		return terr(t, -EXDEV,
+			    "%s now names device %u:%u, not %u:%u as when first opened: not "
+			    "opening it",
+			    name, major(st.st_rdev), minor(st.st_rdev), major(t->dev),
+			    minor(t->dev));
+	if (write && !t->cfg->allow_device_writes)
+		return terr(t, -EPERM,
+			    "%s: write probes on a block device overwrite its data; set "
+			    "'allow_device_writes: true' on the target to allow them",
+			    name);
+	if (write) {
+		r = device_in_use(t, st.st_rdev, name);
+		if (r < 0)
+			return r;
+	}
+
+	fd = open(path, (write ? O_RDWR | O_EXCL : O_RDONLY) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		if (r == -EBUSY && write) {
+			/* Claimed since we looked: say by what, if we can see it. */
+			r = device_in_use(t, st.st_rdev, name);
+			if (r < 0)
+				return r;
+			return terr(
+				t, -EBUSY,
+				"%s is in use (EBUSY on exclusive open): refusing to write to it",
+				name);
+		}
+		return terr(t, r, "%s: cannot open%s: %m", name, write ? " for writing" : "");
+	}
+	if (fstat(fd, &fst) < 0) {
+		r = terr(t, -errno, "%s: fstat: %m", name);
+		goto fail;
+	}
+	if (!S_ISBLK(fst.st_mode) || fst.st_rdev != st.st_rdev) {
+		r = terr(t, -EINVAL, "%s changed while we opened it", name);
+		goto fail;
+	}
+	r = prepare_fd(t, fd, name, true);
+	if (r < 0)
+		goto fail;
+	r = device_size(t, fd, name, &size);
+	if (r < 0)
+		goto fail;
+	if (size < FILE_TARGET_MIN_SIZE || size < t->offset_align) {
+		r = terr(t, -EINVAL, "%s has %" PRIu64 " bytes (no medium?): nothing to measure",
+			 name, size);
+		goto fail;
+	}
+
+	t->fd = fd;
+	t->ino = fst.st_ino;
+	t->writable = write;
+	t->data_start = 0;
+	t->data_end = size & ~(uint64_t)(t->offset_align - 1);
+	if (!t->pinned) {
+		t->dev = st.st_rdev;
+		t->fs_type = 0;
+		t->pinned = true;
+	}
+	t->error[0] = '\0';
+	return 0;
+fail:
+	close(fd);
+	return r;
+}
+
+/* target_check() for a device target; 0 or -errno, the caller closes. */
+static int check_device(struct target *t)
+{
+	char nbuf[2 * PATH_MAX + 4];
+	const char *name = device_name(t, nbuf, sizeof(nbuf));
+	struct stat fst, st;
+	uint64_t size;
+	int r;
+
+	if (fstat(t->fd, &fst) < 0)
+		return terr(t, -errno, "%s: fstat: %m", name);
+	if (!S_ISBLK(fst.st_mode) || fst.st_rdev != t->dev)
+		return terr(t, -ESTALE, "%s: the open descriptor is not device %u:%u", name,
+			    major(t->dev), minor(t->dev));
+	if (stat(t->cfg->path, &st) < 0) {
+		if (errno == ENOENT)
+			return terr(t, -ESTALE, "%s was removed", name);
+		return terr(t, -errno, "%s: %m", name);
+	}
+	if (!S_ISBLK(st.st_mode) || st.st_rdev != t->dev)
+		return terr(t, -EXDEV,
+			    "%s now names %s %u:%u, not the device %u:%u we opened: was it "
+			    "replaced?",
+			    t->cfg->path, S_ISBLK(st.st_mode) ? "device" : "a non-device",
+			    major(st.st_rdev), minor(st.st_rdev), major(t->dev), minor(t->dev));
+	r = device_size(t, t->fd, name, &size);
+	if (r < 0)
+		return r;
+	if (size < t->data_end)
+		return terr(t, -ESTALE, "%s shrank to %" PRIu64 " bytes", name, size);
+	if (t->writable)
+		return device_in_use(t, t->dev, name);
+	return 0;
+}
+
 /* ---- public ------------------------------------------------------------- */
 
 int target_open(struct target *t)
@@ -665,6 +1218,8 @@ int target_open(struct target *t)
 		return open_directory(t);
 	case CFG_TARGET_FILE:
 		return open_file(t);
+	case CFG_TARGET_DEVICE:
+		return open_device(t);
 	}
 	return terr(t, -EINVAL, "%s: unknown target kind", t->cfg->path);
 }
@@ -678,6 +1233,12 @@ int target_check(struct target *t)
 
 	if (t->fd < 0)
 		return terr(t, -EBADF, "%s: not open", t->file_path);
+	if (t->cfg->kind == CFG_TARGET_DEVICE) {
+		r = check_device(t);
+		if (r < 0)
+			goto fail;
+		return 0;
+	}
 	if (fstat(t->fd, &fst) < 0) {
 		r = terr(t, -errno, "%s: fstat: %m", t->file_path);
 		goto fail;

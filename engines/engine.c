@@ -15,11 +15,22 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* One engine a line, each under its CMake option. */
+/* clang-format off */
 const struct engine_ops *const eng_table[] = {
+#ifdef WITH_IO_URING
+	&eng_io_uring_ops,
+#endif
+#ifdef WITH_LIBAIO
+	&eng_libaio_ops,
+#endif
 	&eng_sync_ops,
 	&eng_null_ops,
 	NULL,
 };
+/* clang-format on */
+
+bool eng_test_force_fallbacks;
 
 /* Availability per eng_table[] slot: 0 not probed yet, 1 available, -1 not. */
 static _Atomic int eng_avail_cache[ARRAY_SIZE(eng_table)];
@@ -66,6 +77,32 @@ bool eng_available(const struct engine_ops *ops)
 		eng_cleanup(&e);
 	atomic_store(&eng_avail_cache[i], ok ? 1 : -1);
 	return ok;
+}
+
+const struct engine_ops *eng_resolve(const char *name, int *err)
+{
+	const struct engine_ops *ops = NULL;
+	int r = -ENOENT;
+
+	if (name && strcmp(name, "auto") == 0) {
+		/* eng_table[] is in preference order; null is for tests and calibration. */
+		for (size_t i = 0; eng_table[i]; i++)
+			if (eng_table[i] != &eng_null_ops && eng_available(eng_table[i])) {
+				ops = eng_table[i];
+				break;
+			}
+		if (!ops)
+			r = -EOPNOTSUPP; /* cannot happen: sync is always there */
+	} else {
+		ops = eng_find(name);
+		if (ops && !eng_available(ops)) {
+			ops = NULL;
+			r = -EOPNOTSUPP;
+		}
+	}
+	if (err)
+		*err = ops ? 0 : r;
+	return ops;
 }
 
 int eng_init(struct engine *e, const struct engine_ops *ops, int fd, unsigned depth)

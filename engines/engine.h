@@ -12,6 +12,13 @@
  * kernel blocks the calling (lane) thread, which is why only lanes call engines.
  * The null engine completes every request at once with its full length: the
  * test engine and the measure of our own per-I/O cost.
+ *
+ * io_uring and libaio really queue: reap() waits in the kernel, completions may
+ * come back in any order, and cancel() is best effort. An engine is used by one
+ * thread at a time; io_uring further binds its ring to the first thread that
+ * submits (IORING_SETUP_SINGLE_ISSUER), so submit/reap/cancel must stay there.
+ * Buffers of requests still in flight must not be freed or reused: cancel, then
+ * reap them back, before cleanup.
  */
 #ifndef IOPULSE_ENGINE_H
 #define IOPULSE_ENGINE_H
@@ -76,6 +83,15 @@ const struct engine_ops *eng_find(const char *name);
 /* Whether the engine works on this kernel (probed once, cached). */
 bool eng_available(const struct engine_ops *ops);
 
+/*
+ * The engine a probe asks for by name. "auto" is the first available of io_uring,
+ * libaio and sync, never null. Returns NULL with *err (if @err is not NULL) set to
+ * -ENOENT when @name is unknown or not compiled in, -EOPNOTSUPP when it is compiled
+ * in but does not work here (io_uring disabled by sysctl or seccomp, ...); *err = 0
+ * on success.
+ */
+const struct engine_ops *eng_resolve(const char *name, int *err);
+
 /* init/cleanup wrappers that fill in e->ops/fd/depth. 0 or -errno (-EINVAL for depth
  * 0 or above ENGINE_MAX_DEPTH). */
 int eng_init(struct engine *e, const struct engine_ops *ops, int fd, unsigned depth);
@@ -85,8 +101,17 @@ void eng_cleanup(struct engine *e);
 uint64_t eng_now_ns(void);
 
 /* The engines themselves (engines/<name>.c); use eng_table / eng_find. */
+extern const struct engine_ops eng_io_uring_ops, eng_libaio_ops;
 extern const struct engine_ops eng_sync_ops;
 extern const struct engine_ops eng_null_ops;
+
+/*
+ * Tests only: engines initialised while this is true take the paths meant for
+ * older kernels, so that those get tested here too: io_uring cancels request by
+ * request as if IORING_ASYNC_CANCEL_ANY were unknown, and libaio runs fdatasync(2)
+ * inside submit() as if the kernel refused aio fdsync. Read at init only.
+ */
+extern bool eng_test_force_fallbacks;
 
 /*
  * Shared by engines that complete inside submit() (ENGINE_F_SYNC): park a finished

@@ -23,6 +23,10 @@
 /* A valid target and probe to build cases around: 3 and 4 lines. */
 #define T "targets:\n  - name: disk\n    directory: /srv/x\n"
 #define P "probes:\n  - name: p1\n    type: ping\n    target: disk\n"
+/* A burst on that target (4 lines), a device target (3 lines) and a ping on it (4 lines). */
+#define B  "probes:\n  - name: b1\n    type: burst\n    target: disk\n"
+#define TD "targets:\n  - name: dev\n    device: /dev/vdb\n"
+#define PD "probes:\n  - name: p1\n    type: ping\n    target: dev\n"
 
 struct bad_case {
 	const char *name;
@@ -126,14 +130,14 @@ static const struct bad_case bad_cases[] = {
 	{"target_name_null", "targets:\n  - name:\n    directory: /srv/x\n" P,
 	 "t.yaml:2:10: missing value for 'name'"},
 	{"target_unknown_key", "targets:\n  - name: disk\n    dir: /srv/x\n" P,
-	 "t.yaml:3:5: unknown key 'dir' in target (valid keys: name, directory, file, size, "
-	 "direct, allow_memory_backed)"},
+	 "t.yaml:3:5: unknown key 'dir' in target (valid keys: name, directory, file, device, "
+	 "size, layout_rate, direct, allow_memory_backed, allow_device_writes)"},
 	{"target_unknown_key_suggest", "targets:\n  - name: disk\n    directroy: /srv/x\n" P,
 	 "t.yaml:3:5: unknown key 'directroy' in target, did you mean 'directory'?"},
 	{"target_both_kinds", "targets:\n  - name: disk\n    directory: /srv/x\n    file: /f\n" P,
 	 "t.yaml:4:5: target 'disk' has both 'directory' and 'file', use one"},
 	{"target_no_kind", "targets:\n  - name: disk\n    size: 1GiB\n" P,
-	 "t.yaml:2:5: target 'disk' needs 'directory' or 'file'"},
+	 "t.yaml:2:5: target 'disk' needs 'directory', 'file' or 'device'"},
 	{"target_empty_path", "targets:\n  - name: disk\n    directory: \"\"\n" P,
 	 "t.yaml:3:16: 'directory' must not be empty"},
 	{"target_size_on_file", "targets:\n  - name: db\n    file: /db\n    size: 1GiB\n" P,
@@ -195,8 +199,8 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:5:11: invalid probe name 'p/1': use 1 to 63 characters from A-Z a-z 0-9 _ . -"},
 	{"probe_duplicate_name", T P "  - name: p1\n    type: ping\n    target: disk\n",
 	 "t.yaml:8:5: duplicate probe name 'p1' (first defined at line 5)"},
-	{"probe_type_burst", T "probes:\n  - name: p1\n    type: burst\n    target: disk\n",
-	 "t.yaml:6:11: invalid value 'burst' for 'type': expected ping"},
+	{"probe_type_bad", T "probes:\n  - name: p1\n    type: fio\n    target: disk\n",
+	 "t.yaml:6:11: invalid value 'fio' for 'type': expected ping or burst"},
 	{"probe_op_bad", T P "    op: randread\n",
 	 "t.yaml:8:9: invalid value 'randread' for 'op': expected read or write"},
 	{"probe_sync_bad", T P "    op: write\n    sync: fsync\n",
@@ -237,8 +241,12 @@ static const struct bad_case bad_cases[] = {
 	 "'disk' (64MiB)"},
 	{"probe_working_set_huge", T P "    working_set: 2t\n",
 	 "t.yaml:8:18: 'working_set' must be at most 1TiB, got 2TiB"},
-	{"probe_engine", T P "    engine: io_uring\n",
-	 "t.yaml:8:13: invalid value 'io_uring' for 'engine': expected sync"},
+	{"probe_engine", T P "    engine: spdk\n",
+	 "t.yaml:8:13: invalid value 'spdk' for 'engine': expected auto, io_uring, libaio, sync "
+	 "or null"},
+	/* 'engine: null' is the null engine; the other empty values are still missing. */
+	{"probe_engine_tilde", T P "    engine: ~\n", "t.yaml:8:13: missing value for 'engine'"},
+	{"probe_engine_empty", T B "    engine:\n", "t.yaml:8:12: missing value for 'engine'"},
 	{"probe_undefined_target_suggest",
 	 T "probes:\n  - name: p1\n    type: ping\n    target: dsik\n",
 	 "t.yaml:7:13: probe 'p1' references undefined target 'dsik', did you mean 'disk'?"},
@@ -259,6 +267,213 @@ static const struct bad_case bad_cases[] = {
 	{"first_error_wins", T P "    interval: 5\n    op: wirte\n",
 	 "t.yaml:8:15: invalid duration '5' for 'interval': missing unit (ns, us, ms, s, m, h, "
 	 "d)"},
+
+	/* device targets */
+	{"device_not_under_dev", "targets:\n  - name: dev\n    device: /tmp/disk.img\n" PD,
+	 "t.yaml:3:13: 'device' must be a block device under /dev/, as in /dev/sdb or "
+	 "/dev/disk/by-id/..., got '/tmp/disk.img'"},
+	{"device_relative", "targets:\n  - name: dev\n    device: vdb\n" PD,
+	 "t.yaml:3:13: 'device' must be a block device under /dev/, as in /dev/sdb or "
+	 "/dev/disk/by-id/..., got 'vdb'"},
+	{"device_dotdot", "targets:\n  - name: dev\n    device: /dev/../etc/passwd\n" PD,
+	 "t.yaml:3:13: 'device' must be a block device under /dev/, as in /dev/sdb or "
+	 "/dev/disk/by-id/..., got '/dev/../etc/passwd'"},
+	{"device_env_not_under_dev",
+	 "targets:\n  - name: dev\n    device: ${IOPULSE_TEST_UNSET:-/srv}/vdb\n" PD,
+	 "t.yaml:3:13: 'device' must be a block device under /dev/, as in /dev/sdb or "
+	 "/dev/disk/by-id/..., got '/srv/vdb'"},
+	{"device_and_file", TD "    file: /f\n" PD,
+	 "t.yaml:4:5: target 'dev' has both 'file' and 'device', use one"},
+	{"directory_and_device", T "    device: /dev/vdb\n" P,
+	 "t.yaml:4:5: target 'disk' has both 'directory' and 'device', use one"},
+	{"size_on_device", TD "    size: 1GiB\n" PD,
+	 "t.yaml:4:5: 'size' is only valid on directory targets: target 'dev' is a device and is "
+	 "measured at its own size"},
+	{"allow_device_writes_on_directory", T "    allow_device_writes: true\n" P,
+	 "t.yaml:4:5: 'allow_device_writes' is only valid on device targets: target 'disk' is a "
+	 "directory"},
+	{"allow_device_writes_false_on_file",
+	 "targets:\n  - name: db\n    file: /db\n    allow_device_writes: false\n"
+	 "probes:\n  - name: p1\n    type: ping\n    target: db\n",
+	 "t.yaml:4:5: 'allow_device_writes' is only valid on device targets: target 'db' is a "
+	 "file"},
+	{"allow_device_writes_yes", TD "    allow_device_writes: yes\n" PD,
+	 "t.yaml:4:26: 'allow_device_writes' must be true or false, got 'yes'"},
+
+	/* layout_rate */
+	{"layout_rate_garbage", T "    layout_rate: fast\n" P,
+	 "t.yaml:4:18: invalid rate 'fast' for 'layout_rate': expected a size per second, as in "
+	 "32MiB/s, or 0 for no limit"},
+	{"layout_rate_per_minute", T "    layout_rate: 32MiB/m\n" P,
+	 "t.yaml:4:18: invalid rate '32MiB/m' for 'layout_rate': expected a size per second, as "
+	 "in 32MiB/s, or 0 for no limit"},
+	{"layout_rate_ambiguous", T "    layout_rate: 32MB/s\n" P,
+	 "t.yaml:4:18: invalid rate '32MB/s' for 'layout_rate': 'MB' is ambiguous, write "
+	 "'MiB/s' (binary, 1024-based) or a number of bytes per second"},
+	{"layout_rate_too_fast", T "    layout_rate: 2TiB/s\n" P,
+	 "t.yaml:4:18: 'layout_rate' must be at most 1TiB/s, got 2TiB/s"},
+	{"layout_rate_overflow", T "    layout_rate: 99999999999999999999/s\n" P,
+	 "t.yaml:4:18: invalid rate '99999999999999999999/s' for 'layout_rate': too large"},
+	{"layout_rate_on_file",
+	 "targets:\n  - name: db\n    file: /db\n    layout_rate: 1MiB/s\n"
+	 "probes:\n  - name: p1\n    type: ping\n    target: db\n",
+	 "t.yaml:4:5: 'layout_rate' is only valid on directory targets: target 'db' is a file, "
+	 "which iopulse never lays out"},
+	{"layout_rate_on_device", TD "    layout_rate: 0\n" PD,
+	 "t.yaml:4:5: 'layout_rate' is only valid on directory targets: target 'dev' is a device, "
+	 "which iopulse never lays out"},
+
+	/* keys of the other kind of probe */
+	{"ping_rw", T P "    rw: randread\n",
+	 "t.yaml:8:5: 'rw' is a burst key; ping probes use 'op'"},
+	{"ping_every", T P "    every: 1m\n",
+	 "t.yaml:8:5: 'every' is a burst key; ping probes use 'interval'"},
+	{"ping_iodepth_before_type",
+	 T "probes:\n  - name: p1\n    iodepth: 4\n    type: ping\n    target: disk\n",
+	 "t.yaml:6:5: 'iodepth' is a burst key; ping probes have one I/O in flight"},
+	{"ping_duration", T P "    duration: 10s\n",
+	 "t.yaml:8:5: 'duration' is a burst key; ping probes do one I/O every 'interval'"},
+	{"burst_op", T B "    op: write\n",
+	 "t.yaml:8:5: 'op' is a ping key; burst probes use 'rw'"},
+	{"burst_interval", T B "    interval: 1s\n",
+	 "t.yaml:8:5: 'interval' is a ping key; burst probes use 'every'"},
+	{"burst_sync", T B "    sync: fdatasync\n",
+	 "t.yaml:8:5: 'sync' is a ping key; burst probes do not fdatasync"},
+	/* Suggestions and lists come from the keys of the probe's kind. */
+	{"burst_unknown_key_suggest", T B "    iodepht: 4\n",
+	 "t.yaml:8:5: unknown key 'iodepht' in probe, did you mean 'iodepth'?"},
+	{"burst_unknown_key_list", T B "    qd: 4\n",
+	 "t.yaml:8:5: unknown key 'qd' in probe (valid keys: name, type, target, block_size, "
+	 "working_set, timeout, engine, rw, rwmix_read, iodepth, jobs, duration, ios, rate_iops, "
+	 "ramp, every)"},
+	{"ping_unknown_key_near_burst_key", T P "    iodepht: 4\n",
+	 "t.yaml:8:5: unknown key 'iodepht' in probe (valid keys: name, type, target, op, sync, "
+	 "interval, block_size, working_set, timeout, engine)"},
+	{"untyped_unknown_key_list", T "probes:\n  - name: p1\n    qd: 4\n",
+	 "t.yaml:6:5: unknown key 'qd' in probe (valid keys: name, type, target, op, sync, "
+	 "interval, block_size, working_set, timeout, engine, rw, rwmix_read, iodepth, jobs, "
+	 "duration, ios, rate_iops, ramp, every)"},
+	/* A bad 'type' is reported where it is, after the errors before it. */
+	{"bad_type_after_burst_key",
+	 T "probes:\n  - name: p1\n    iodepth: 4\n    type: fio\n    target: disk\n",
+	 "t.yaml:7:11: invalid value 'fio' for 'type': expected ping or burst"},
+
+	/* burst values */
+	{"burst_rw_bad", T B "    rw: randomread\n",
+	 "t.yaml:8:9: invalid value 'randomread' for 'rw': expected randread, randwrite, randrw, "
+	 "read or write"},
+	{"burst_rwmix_no_percent", T B "    rw: randrw\n    rwmix_read: 70\n",
+	 "t.yaml:9:17: invalid percentage '70' for 'rwmix_read': expected a number and %, as in "
+	 "70% or 12.5%"},
+	{"burst_rwmix_over_100", T B "    rw: randrw\n    rwmix_read: 150%\n",
+	 "t.yaml:9:17: invalid percentage '150%' for 'rwmix_read': must be between 0% and 100%"},
+	{"burst_rwmix_without_randrw", T B "    rwmix_read: 70%\n",
+	 "t.yaml:8:17: probe 'b1': 'rwmix_read' needs 'rw: randrw'"},
+	{"burst_rwmix_with_randwrite", T B "    rwmix_read: 70%\n    rw: randwrite\n",
+	 "t.yaml:8:17: probe 'b1': 'rwmix_read' needs 'rw: randrw'"},
+	{"burst_iodepth_zero", T B "    iodepth: 0\n",
+	 "t.yaml:8:14: 'iodepth' must be between 1 and 256, got 0"},
+	{"burst_iodepth_big", T B "    iodepth: 257\n",
+	 "t.yaml:8:14: 'iodepth' must be between 1 and 256, got 257"},
+	{"burst_iodepth_unit", T B "    iodepth: 32k\n",
+	 "t.yaml:8:14: invalid number '32k' for 'iodepth': write a plain number, without a unit"},
+	{"burst_iodepth_negative", T B "    iodepth: -1\n",
+	 "t.yaml:8:14: invalid number '-1' for 'iodepth': write a whole number without a sign, "
+	 "as in 32"},
+	{"burst_iodepth_list", T B "    iodepth: [1]\n",
+	 "t.yaml:8:14: 'iodepth' must be a whole number, got a list"},
+	{"burst_jobs_fraction", T B "    jobs: 1.5\n",
+	 "t.yaml:8:11: invalid number '1.5' for 'jobs': must be a whole number, not a fraction"},
+	{"burst_jobs_big", T B "    jobs: 65\n",
+	 "t.yaml:8:11: 'jobs' must be between 1 and 64, got 65"},
+	{"burst_ios_zero", T B "    ios: 0\n",
+	 "t.yaml:8:10: 'ios' must be between 1 and 1000000000, got 0"},
+	{"burst_ios_plus", T B "    ios: +5\n",
+	 "t.yaml:8:10: invalid number '+5' for 'ios': write a whole number without a sign, as in "
+	 "32"},
+	{"burst_ios_exponent", T B "    ios: 1e6\n",
+	 "t.yaml:8:10: invalid number '1e6' for 'ios': expected a whole number, as in 32"},
+	{"burst_ios_overflow", T B "    ios: 99999999999999999999\n",
+	 "t.yaml:8:10: invalid number '99999999999999999999' for 'ios': too large"},
+	{"burst_ios_null", T B "    ios:\n", "t.yaml:8:9: missing value for 'ios'"},
+	{"burst_rate_iops_big", T B "    rate_iops: 20000000\n",
+	 "t.yaml:8:16: 'rate_iops' must be between 0 and 10000000, got 20000000"},
+	{"burst_rate_iops_unit", T B "    rate_iops: 5k\n",
+	 "t.yaml:8:16: invalid number '5k' for 'rate_iops': write a plain number, without a unit"},
+	{"burst_duration_and_ios", T B "    duration: 10s\n    ios: 1000\n",
+	 "t.yaml:9:5: probe 'b1' has both 'duration' and 'ios', use one"},
+	{"burst_ios_and_duration", T B "    ios: 1000\n    duration: 10s\n",
+	 "t.yaml:9:5: probe 'b1' has both 'duration' and 'ios', use one"},
+	{"burst_duration_short", T B "    duration: 50ms\n",
+	 "t.yaml:8:15: 'duration' must be between 100ms and 10m, got 50ms"},
+	{"burst_duration_no_unit", T B "    duration: 10\n",
+	 "t.yaml:8:15: invalid duration '10' for 'duration': missing unit (ns, us, ms, s, m, h, "
+	 "d)"},
+	{"burst_ramp_equals_duration", T B "    duration: 10s\n    ramp: 10s\n",
+	 "t.yaml:9:11: probe 'b1': 'ramp' (10s) must be shorter than 'duration' (10s)"},
+	{"burst_ramp_beyond_default_duration", T B "    ramp: 1m\n",
+	 "t.yaml:8:11: probe 'b1': 'ramp' (1m) must be shorter than 'duration' (10s)"},
+	{"burst_ramp_long", T B "    ios: 10\n    ramp: 11m\n",
+	 "t.yaml:9:11: 'ramp' must be between 0s and 10m, got 11m"},
+	{"burst_every_short", T B "    every: 500ms\n",
+	 "t.yaml:8:12: 'every' must be between 1s and 24h, got 500ms"},
+	{"burst_every_overlap", T B "    duration: 30s\n    ramp: 5s\n    every: 35s\n",
+	 "t.yaml:10:12: probe 'b1': 'every' (35s) must be longer than 'ramp' + 'duration' (5s + "
+	 "30s), or the burst would overlap itself"},
+	/* The default 'every' (15m) is too short: point at what made it so. */
+	{"burst_default_every_overlap", T B "    duration: 10m\n    ramp: 5m\n",
+	 "t.yaml:8:15: probe 'b1': 'every' (15m) must be longer than 'ramp' + 'duration' (5m + "
+	 "10m), or the burst would overlap itself"},
+	{"burst_every_ramp_ios", T B "    ios: 1000\n    ramp: 2m\n    every: 1m\n",
+	 "t.yaml:10:12: probe 'b1': 'every' (1m) must be longer than 'ramp' (2m), or the burst "
+	 "would overlap itself"},
+
+	/* block_size ranges */
+	{"ping_block_size_range", T P "    block_size: 4k-16k\n",
+	 "t.yaml:8:17: 'block_size' of a ping probe must be one size, got '4k-16k': ranges are "
+	 "for burst probes"},
+	{"burst_range_reversed", T B "    block_size: 16k-2k\n",
+	 "t.yaml:8:17: invalid range '16k-2k' for 'block_size': write the smaller size first, as "
+	 "in 2KiB-16KiB"},
+	{"burst_range_not_multiple", T B "    block_size: 2k-3k\n",
+	 "t.yaml:8:17: invalid range '2k-3k' for 'block_size': the largest size (3KiB) must be a "
+	 "multiple of the smallest (2KiB)"},
+	{"burst_range_bad_side", T B "    block_size: 2k-16x\n",
+	 "t.yaml:8:17: invalid size '16x' for 'block_size' range '2k-16x': expected bytes or a "
+	 "number with a unit (k, m, g, t, KiB, MiB, GiB, TiB)"},
+	{"burst_range_open", T B "    block_size: 2k-\n",
+	 "t.yaml:8:17: invalid size '' for 'block_size' range '2k-': expected bytes or a number "
+	 "with a unit (k, m, g, t, KiB, MiB, GiB, TiB)"},
+	{"burst_range_ambiguous", T B "    block_size: 4KB-16KiB\n",
+	 "t.yaml:8:17: invalid size '4KB' for 'block_size' range '4KB-16KiB': 'KB' is ambiguous, "
+	 "write 'KiB' (binary, 1024-based) or a number of bytes"},
+	{"burst_range_unaligned", T B "    block_size: 1000-4000\n",
+	 "t.yaml:8:17: 'block_size' must be a multiple of 512 (direct I/O), got 1000"},
+	{"burst_range_too_big", T B "    block_size: 4k-32m\n",
+	 "t.yaml:8:17: 'block_size' must be between 512 and 16MiB, got 32MiB"},
+	{"burst_working_set_below_range", T B "    block_size: 4k-64k\n    working_set: 32k\n",
+	 "t.yaml:9:18: probe 'b1': 'working_set' (32KiB) must be at least the largest "
+	 "'block_size' (64KiB)"},
+
+	/* writes */
+	{"burst_write_file_target",
+	 "targets:\n  - name: db\n    file: /db\n"
+	 "probes:\n  - name: b1\n    type: burst\n    target: db\n    rw: randrw\n",
+	 "t.yaml:8:9: probe 'b1' writes to file target 'db': iopulse never writes to a file it "
+	 "did not create, use a 'directory' target for write probes"},
+	{"ping_write_device", TD PD "    op: write\n",
+	 "t.yaml:8:9: probe 'p1' writes to device target 'dev': this destroys the data on "
+	 "/dev/vdb; set 'allow_device_writes: true' on the target if you mean it"},
+	{"burst_write_device",
+	 TD "probes:\n  - name: b1\n    type: burst\n    target: dev\n"
+	    "    rw: write\n",
+	 "t.yaml:8:9: probe 'b1' writes to device target 'dev': this destroys the data on "
+	 "/dev/vdb; set 'allow_device_writes: true' on the target if you mean it"},
+	{"burst_write_device_not_allowed",
+	 TD "    allow_device_writes: false\n"
+	    "probes:\n  - name: b1\n    type: burst\n    target: dev\n    rw: randwrite\n",
+	 "t.yaml:9:9: probe 'b1' writes to device target 'dev': this destroys the data on "
+	 "/dev/vdb; set 'allow_device_writes: true' on the target if you mean it"},
 };
 
 static void test_bad_case(void **state)
@@ -306,6 +521,8 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 		assert_int_equal(x->size, y->size);
 		assert_int_equal(x->direct, y->direct);
 		assert_int_equal(x->allow_memory_backed, y->allow_memory_backed);
+		assert_int_equal(x->allow_device_writes, y->allow_device_writes);
+		assert_int_equal(x->layout_rate, y->layout_rate);
 	}
 	assert_int_equal(a->n_probes, b->n_probes);
 	for (unsigned i = 0; i < a->n_probes; i++) {
@@ -321,6 +538,15 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 		assert_int_equal(x->working_set, y->working_set);
 		assert_int_equal(x->timeout_ns, y->timeout_ns);
 		assert_string_equal(x->engine, y->engine);
+		assert_int_equal(x->block_size_max, y->block_size_max);
+		assert_int_equal(x->rw, y->rw);
+		assert_true(x->rwmix_read == y->rwmix_read);
+		assert_int_equal(x->iodepth, y->iodepth);
+		assert_int_equal(x->jobs, y->jobs);
+		assert_int_equal(x->duration_ns, y->duration_ns);
+		assert_int_equal(x->ios, y->ios);
+		assert_int_equal(x->rate_iops, y->rate_iops);
+		assert_int_equal(x->ramp_ns, y->ramp_ns);
 	}
 }
 
@@ -380,6 +606,8 @@ static void test_defaults_filled(void **state)
 	assert_int_equal(t->size, CFG_DEFAULT_TARGET_SIZE);
 	assert_true(t->direct);
 	assert_false(t->allow_memory_backed);
+	assert_false(t->allow_device_writes);
+	assert_int_equal(t->layout_rate, CFG_DEFAULT_LAYOUT_RATE);
 	assert_int_equal(t->pos.line, 2);
 	assert_int_equal(t->pos.col, 5);
 	assert_int_equal(c->n_probes, 1);
@@ -393,7 +621,18 @@ static void test_defaults_filled(void **state)
 	assert_int_equal(p->block_size, CFG_DEFAULT_BLOCK_SIZE);
 	assert_int_equal(p->working_set, 0);
 	assert_int_equal(p->timeout_ns, CFG_DEFAULT_TIMEOUT_NS);
-	assert_string_equal(p->engine, "sync");
+	assert_string_equal(p->engine, "auto");
+	assert_int_equal(p->block_size_max, CFG_DEFAULT_BLOCK_SIZE);
+	/* A ping's burst fields describe it as a burst would: one random I/O at a time. */
+	assert_int_equal(p->rw, CFG_RW_RANDREAD);
+	assert_true(p->rwmix_read == 1.0);
+	assert_int_equal(p->iodepth, 1);
+	assert_int_equal(p->jobs, 1);
+	assert_int_equal(p->duration_ns, 0);
+	assert_int_equal(p->ios, 0);
+	assert_int_equal(p->rate_iops, 0);
+	assert_int_equal(p->ramp_ns, 0);
+	assert_false(cfg_probe_writes(p));
 	assert_int_equal(p->pos.line, 5);
 	assert_int_equal(p->pos.col, 5);
 	cfg_free(c);
@@ -438,6 +677,307 @@ static void test_every_key(void **state)
 	assert_int_equal(p->working_set, 512ULL << 30); /* a file's size is not checked here */
 	assert_print_reloads(c);
 	cfg_free(c);
+}
+
+static void test_burst_defaults(void **state)
+{
+	struct config *c;
+	const struct cfg_probe *p;
+
+	(void)state;
+	c = load_ok(T B "  - name: mix\n    type: burst\n    target: disk\n    rw: randrw\n"
+			"  - name: byios\n    type: burst\n    target: disk\n    ios: 5000\n");
+	p = &c->probes[0];
+	assert_int_equal(p->kind, CFG_PROBE_BURST);
+	assert_int_equal(p->target, 0);
+	assert_int_equal(p->rw, CFG_RW_RANDREAD);
+	assert_true(p->rwmix_read == 1.0); /* the effective fraction of reads */
+	assert_int_equal(p->block_size, CFG_DEFAULT_BLOCK_SIZE);
+	assert_int_equal(p->block_size_max, CFG_DEFAULT_BLOCK_SIZE);
+	assert_int_equal(p->working_set, 0);
+	assert_int_equal(p->iodepth, CFG_DEFAULT_IODEPTH);
+	assert_int_equal(p->jobs, 1);
+	assert_int_equal(p->duration_ns, CFG_DEFAULT_DURATION_NS);
+	assert_int_equal(p->ios, 0);
+	assert_int_equal(p->rate_iops, 0);
+	assert_int_equal(p->ramp_ns, 0);
+	assert_int_equal(p->interval_ns, CFG_DEFAULT_EVERY_NS);
+	assert_int_equal(p->timeout_ns, CFG_DEFAULT_TIMEOUT_NS);
+	assert_string_equal(p->engine, "auto");
+	assert_int_equal(p->op, CFG_OP_READ);
+	assert_int_equal(p->sync, CFG_SYNC_NONE);
+	assert_false(cfg_probe_writes(p));
+	p = &c->probes[1];
+	assert_int_equal(p->rw, CFG_RW_RANDRW);
+	assert_true(p->rwmix_read == CFG_DEFAULT_RWMIX_READ);
+	assert_true(cfg_probe_writes(p));
+	p = &c->probes[2];
+	assert_int_equal(p->ios, 5000);
+	assert_int_equal(p->duration_ns, 0);
+	assert_int_equal(p->interval_ns, CFG_DEFAULT_EVERY_NS);
+	assert_print_reloads(c);
+	cfg_free(c);
+	/* Long forms are read whole, never cut short. */
+	c = load_ok(T B
+		    "    block_size: "
+		    "00000000000000000000000000000000000000000000000000000000000000000000002k-"
+		    "000000000000000000000000000000000000000000000000000000000000000000000016k\n");
+	assert_int_equal(c->probes[0].block_size, 2048);
+	assert_int_equal(c->probes[0].block_size_max, 16384);
+	cfg_free(c);
+}
+
+static void test_burst_every_key(void **state)
+{
+	struct config *c;
+	const struct cfg_probe *p;
+
+	(void)state;
+	c = load_ok("targets:\n"
+		    "  - name: big\n    directory: /srv/big\n    size: 2GiB\n"
+		    "    layout_rate: 8MiB/s\n"
+		    "  - name: dev\n    device: /dev/disk/by-id/nvme-x\n"
+		    "    allow_device_writes: true\n    direct: false\n"
+		    "probes:\n"
+		    /* 'type' last: the kind is known before the keys that depend on it */
+		    "  - name: mix\n    target: big\n    rw: randrw\n    rwmix_read: 70%\n"
+		    "    block_size: 2k-16k\n    working_set: 1GiB\n    iodepth: 64\n"
+		    "    jobs: 4\n    duration: 30s\n    rate_iops: 5000\n    ramp: 5s\n"
+		    "    every: 1m\n    timeout: 1s\n    engine: io_uring\n    type: burst\n"
+		    "  - name: seq\n    type: burst\n    target: dev\n    rw: write\n"
+		    "    block_size: 1m-1m\n    ios: 100000\n    ramp: 2s\n    every: 3s\n"
+		    "    iodepth: 1\n    jobs: 64\n    engine: libaio\n    rate_iops: 0\n"
+		    "  - name: rd\n    type: burst\n    target: dev\n    rw: read\n"
+		    "    iodepth: 256\n    ios: 1000000000\n    rate_iops: 10000000\n"
+		    "    every: 24h\n    engine: sync\n"
+		    "  - name: edge\n    type: burst\n    target: big\n    rw: randrw\n"
+		    "    rwmix_read: 12.5%\n    block_size: 512-16MiB\n    duration: 10m\n"
+		    "    ramp: 9m59s\n    every: 19m59s1ms\n    engine: \"null\"\n"
+		    "  - name: wping\n    type: ping\n    target: dev\n    op: write\n");
+	assert_int_equal(c->targets[0].layout_rate, 8 * MIB);
+	assert_int_equal(c->targets[1].kind, CFG_TARGET_DEVICE);
+	assert_string_equal(c->targets[1].path, "/dev/disk/by-id/nvme-x");
+	assert_true(c->targets[1].allow_device_writes);
+	assert_int_equal(c->targets[1].size, 0);
+	assert_int_equal(c->targets[1].layout_rate, 0);
+	p = &c->probes[0];
+	assert_int_equal(p->kind, CFG_PROBE_BURST);
+	assert_int_equal(p->rw, CFG_RW_RANDRW);
+	assert_true(p->rwmix_read == 0.7);
+	assert_int_equal(p->block_size, 2048);
+	assert_int_equal(p->block_size_max, 16384);
+	assert_int_equal(p->working_set, 1ULL << 30);
+	assert_int_equal(p->iodepth, 64);
+	assert_int_equal(p->jobs, 4);
+	assert_int_equal(p->duration_ns, 30 * S);
+	assert_int_equal(p->ios, 0);
+	assert_int_equal(p->rate_iops, 5000);
+	assert_int_equal(p->ramp_ns, 5 * S);
+	assert_int_equal(p->interval_ns, 60 * S);
+	assert_int_equal(p->timeout_ns, 1 * S);
+	assert_string_equal(p->engine, "io_uring");
+	p = &c->probes[1];
+	assert_int_equal(p->target, 1);
+	assert_int_equal(p->rw, CFG_RW_WRITE);
+	assert_true(p->rwmix_read == 0.0);
+	assert_int_equal(p->block_size, MIB);
+	assert_int_equal(p->block_size_max, MIB);
+	assert_int_equal(p->ios, 100000);
+	assert_int_equal(p->duration_ns, 0);
+	assert_int_equal(p->ramp_ns, 2 * S);
+	assert_int_equal(p->interval_ns, 3 * S);
+	assert_int_equal(p->iodepth, 1);
+	assert_int_equal(p->jobs, CFG_MAX_JOBS);
+	assert_string_equal(p->engine, "libaio");
+	assert_true(cfg_probe_writes(p));
+	p = &c->probes[2];
+	assert_int_equal(p->rw, CFG_RW_READ);
+	assert_int_equal(p->iodepth, CFG_MAX_IODEPTH);
+	assert_int_equal(p->ios, CFG_MAX_IOS);
+	assert_int_equal(p->rate_iops, CFG_MAX_RATE_IOPS);
+	assert_int_equal(p->interval_ns, CFG_MAX_EVERY_NS);
+	assert_false(cfg_probe_writes(p));
+	p = &c->probes[3];
+	assert_true(p->rwmix_read == 0.125);
+	assert_int_equal(p->block_size, CFG_MIN_BLOCK_SIZE);
+	assert_int_equal(p->block_size_max, CFG_MAX_BLOCK_SIZE);
+	assert_int_equal(p->duration_ns, CFG_MAX_DURATION_NS);
+	assert_string_equal(p->engine, "null");
+	p = &c->probes[4];
+	assert_int_equal(p->rw, CFG_RW_RANDWRITE);
+	assert_true(p->rwmix_read == 0.0);
+	assert_true(cfg_probe_writes(p));
+	assert_print_reloads(c);
+	cfg_free(c);
+}
+
+/* What `iopulse check` prints for bursts and devices: only the keys of each kind. */
+static void test_print_burst(void **state)
+{
+	static const char want[] = "# effective configuration from t.yaml\n"
+				   "listen: \"127.0.0.1:10035\"\n"
+				   "buckets: [1ms]\n"
+				   "targets:\n"
+				   "  - name: disk\n"
+				   "    directory: /srv/x\n"
+				   "    size: 64MiB\n"
+				   "    layout_rate: 0\n"
+				   "    direct: true\n"
+				   "    allow_memory_backed: false\n"
+				   "  - name: dev\n"
+				   "    device: /dev/vdb\n"
+				   "    direct: true\n"
+				   "    allow_memory_backed: false\n"
+				   "    allow_device_writes: false\n"
+				   "probes:\n"
+				   "  - name: mix\n"
+				   "    type: burst\n"
+				   "    target: disk\n"
+				   "    rw: randrw\n"
+				   "    rwmix_read: 70%\n"
+				   "    block_size: 2KiB-16KiB\n"
+				   "    iodepth: 32\n"
+				   "    jobs: 1\n"
+				   "    duration: 1m30s\n"
+				   "    rate_iops: 0\n"
+				   "    ramp: 500ms\n"
+				   "    every: 15m\n"
+				   "    working_set: 0\n"
+				   "    timeout: 10s\n"
+				   "    engine: auto\n"
+				   "  - name: rd\n"
+				   "    type: burst\n"
+				   "    target: dev\n"
+				   "    rw: randread\n"
+				   "    block_size: 4KiB\n"
+				   "    iodepth: 32\n"
+				   "    jobs: 2\n"
+				   "    ios: 1000\n"
+				   "    rate_iops: 100\n"
+				   "    ramp: 0s\n"
+				   "    every: 1h\n"
+				   "    working_set: 0\n"
+				   "    timeout: 10s\n"
+				   "    engine: auto\n"
+				   "  - name: p\n"
+				   "    type: ping\n"
+				   "    target: dev\n"
+				   "    op: read\n"
+				   "    sync: none\n"
+				   "    interval: 1s\n"
+				   "    block_size: 4KiB\n"
+				   "    working_set: 0\n"
+				   "    timeout: 10s\n"
+				   "    engine: auto\n";
+	struct config *c;
+	char *text;
+
+	(void)state;
+	c = load_ok("buckets: [1ms]\n" T "    layout_rate: 0\n"
+		    "  - name: dev\n    device: /dev/vdb\n"
+		    "probes:\n"
+		    "  - name: mix\n    type: burst\n    target: disk\n    rw: randrw\n"
+		    "    rwmix_read: 70.0%\n    block_size: 2048-16KiB\n    duration: 90s\n"
+		    "    ramp: 0.5s\n"
+		    "  - name: rd\n    type: burst\n    target: dev\n    jobs: 2\n    ios: 1000\n"
+		    "    rate_iops: 100\n    every: 60m\n"
+		    "  - name: p\n    type: ping\n    target: dev\n");
+	text = print_to_string(c);
+	assert_string_equal(text, want);
+	assert_print_reloads(c);
+	free(text);
+	cfg_free(c);
+}
+
+static void test_layout_rate_forms(void **state)
+{
+	static const struct {
+		const char *yaml;
+		uint64_t rate;
+		const char *printed;
+	} cases[] = {
+		{"32MiB/s", 32 * MIB, "32MiB/s"},
+		{"32MiB", 32 * MIB, "32MiB/s"},
+		{"0", 0, "0"},
+		{"0/s", 0, "0"},
+		{"1000/s", 1000, "1000/s"},
+		{"1g/s", 1ULL << 30, "1GiB/s"},
+		{"1TiB/s", CFG_MAX_LAYOUT_RATE, "1TiB/s"},
+		/* Long forms are read whole, never cut short. */
+		{"00000000000000000000000000000000000000000000000000000000000000000000001MiB/s",
+		 MIB, "1MiB/s"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char yaml[256], line[64];
+		struct config *c;
+		char *text;
+
+		snprintf(yaml, sizeof(yaml), T "    layout_rate: %s\n" P, cases[i].yaml);
+		c = load_ok(yaml);
+		assert_int_equal(c->targets[0].layout_rate, cases[i].rate);
+		text = print_to_string(c);
+		snprintf(line, sizeof(line), "\n    layout_rate: %s\n", cases[i].printed);
+		if (!strstr(text, line))
+			fail_msg("'%s' printed as:\n%s", cases[i].yaml, text);
+		free(text);
+		assert_print_reloads(c);
+		cfg_free(c);
+	}
+}
+
+static void test_device_target(void **state)
+{
+	struct config *c;
+	const struct cfg_target *t;
+
+	(void)state;
+	setenv("IOPULSE_TEST_DEV", "/dev/vdc", 1);
+	c = load_ok("targets:\n  - name: a\n    device: /dev/vdb\n"
+		    "  - name: b\n    device: ${IOPULSE_TEST_DEV}\n"
+		    "  - name: c\n    device: ${IOPULSE_TEST_UNSET:-/dev/mapper/vg-lv}\n"
+		    "    allow_device_writes: true\n    allow_memory_backed: true\n"
+		    "probes:\n  - name: p\n    type: ping\n    target: c\n    op: write\n"
+		    "  - name: q\n    type: ping\n    target: a\n    working_set: 1TiB\n");
+	t = &c->targets[0];
+	assert_int_equal(t->kind, CFG_TARGET_DEVICE);
+	assert_string_equal(t->path, "/dev/vdb");
+	assert_false(t->allow_device_writes);
+	assert_true(t->direct);
+	assert_int_equal(t->size, 0);
+	assert_int_equal(t->layout_rate, 0);
+	assert_string_equal(c->targets[1].path, "/dev/vdc");
+	t = &c->targets[2];
+	assert_string_equal(t->path, "/dev/mapper/vg-lv");
+	assert_true(t->allow_device_writes);
+	assert_true(t->allow_memory_backed);
+	assert_int_equal(c->probes[0].target, 2);
+	assert_int_equal(c->probes[1].working_set, 1ULL << 40); /* a device's size: run time */
+	assert_print_reloads(c);
+	cfg_free(c);
+	unsetenv("IOPULSE_TEST_DEV");
+}
+
+static void test_engines(void **state)
+{
+	static const char *const engines[] = {"auto", "io_uring", "libaio", "sync", "null"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
+		char yaml[256];
+		struct config *c;
+
+		snprintf(yaml, sizeof(yaml),
+			 T P "    engine: %s\n  - name: b1\n    type: burst\n    target: disk\n"
+			     "    engine: %s\n",
+			 engines[i], engines[i]);
+		c = load_ok(yaml); /* "engine: null" too: the null engine */
+		assert_string_equal(c->probes[0].engine, engines[i]);
+		assert_string_equal(c->probes[1].engine, engines[i]);
+		assert_print_reloads(c);
+		cfg_free(c);
+	}
 }
 
 static void test_listen_forms(void **state)
@@ -650,6 +1190,7 @@ static void test_print_default(void **state)
 		"  - name: state\n"
 		"    directory: ./iopulse-data\n"
 		"    size: 64MiB\n"
+		"    layout_rate: 32MiB/s\n"
 		"    direct: true\n"
 		"    allow_memory_backed: false\n"
 		"probes:\n"
@@ -662,7 +1203,7 @@ static void test_print_default(void **state)
 		"    block_size: 4KiB\n"
 		"    working_set: 0\n"
 		"    timeout: 10s\n"
-		"    engine: sync\n"
+		"    engine: auto\n"
 		"  - name: write-ping\n"
 		"    type: ping\n"
 		"    target: state\n"
@@ -672,7 +1213,7 @@ static void test_print_default(void **state)
 		"    block_size: 4KiB\n"
 		"    working_set: 0\n"
 		"    timeout: 10s\n"
-		"    engine: sync\n";
+		"    engine: auto\n";
 	struct config *c = NULL;
 	struct cfg_error err;
 	char *text;
@@ -778,6 +1319,28 @@ static void test_misc(void **state)
 	assert_string_equal(cfg_target_kind_name(CFG_TARGET_DIRECTORY), "directory");
 	assert_string_equal(cfg_target_kind_name(CFG_TARGET_FILE), "file");
 	assert_string_equal(cfg_probe_kind_name(CFG_PROBE_PING), "ping");
+	assert_string_equal(cfg_target_kind_name(CFG_TARGET_DEVICE), "device");
+	assert_string_equal(cfg_probe_kind_name(CFG_PROBE_BURST), "burst");
+	assert_string_equal(cfg_rw_name(CFG_RW_RANDREAD), "randread");
+	assert_string_equal(cfg_rw_name(CFG_RW_RANDWRITE), "randwrite");
+	assert_string_equal(cfg_rw_name(CFG_RW_RANDRW), "randrw");
+	assert_string_equal(cfg_rw_name(CFG_RW_READ), "read");
+	assert_string_equal(cfg_rw_name(CFG_RW_WRITE), "write");
+	assert_false(cfg_probe_writes(NULL));
+	assert_false(cfg_probe_writes(&(struct cfg_probe){.kind = CFG_PROBE_PING}));
+	assert_true(
+		cfg_probe_writes(&(struct cfg_probe){.kind = CFG_PROBE_PING, .op = CFG_OP_WRITE}));
+	/* A burst's 'op' means nothing: only 'rw' decides. */
+	assert_false(cfg_probe_writes(&(struct cfg_probe){
+		.kind = CFG_PROBE_BURST, .op = CFG_OP_WRITE, .rw = CFG_RW_READ}));
+	assert_false(cfg_probe_writes(
+		&(struct cfg_probe){.kind = CFG_PROBE_BURST, .rw = CFG_RW_RANDREAD}));
+	assert_true(cfg_probe_writes(
+		&(struct cfg_probe){.kind = CFG_PROBE_BURST, .rw = CFG_RW_RANDWRITE}));
+	assert_true(cfg_probe_writes(
+		&(struct cfg_probe){.kind = CFG_PROBE_BURST, .rw = CFG_RW_RANDRW}));
+	assert_true(
+		cfg_probe_writes(&(struct cfg_probe){.kind = CFG_PROBE_BURST, .rw = CFG_RW_WRITE}));
 }
 
 int main(void)
@@ -785,6 +1348,12 @@ int main(void)
 	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_defaults_filled),
 		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_burst_defaults),
+		cmocka_unit_test(test_burst_every_key),
+		cmocka_unit_test(test_print_burst),
+		cmocka_unit_test(test_layout_rate_forms),
+		cmocka_unit_test(test_device_target),
+		cmocka_unit_test(test_engines),
 		cmocka_unit_test(test_listen_forms),
 		cmocka_unit_test(test_parse_listen),
 		cmocka_unit_test(test_env_expansion),

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * target: probe-file layout, reuse, re-lay, refusals, file targets, identity
- * checks and the tmpfs guard. Everything happens inside a mkdtemp directory of
- * our own under $TEST_TMPDIR (and, for tmpfs, under /dev/shm), removed at the end.
+ * target: probe-file layout (throttle, progress, stop), reuse, re-lay, refusals,
+ * file targets, identity checks and the tmpfs guard; device targets are in
+ * test_device.c. Everything happens inside a mkdtemp directory of our own under
+ * $TEST_TMPDIR (and, for tmpfs, under /dev/shm), removed at the end.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -10,7 +11,9 @@
 #include <ftw.h>
 #include <limits.h>
 #include <linux/magic.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -161,6 +165,9 @@ static void test_layout(void **state)
 	assert_true(fcntl(t.fd, F_GETFL) & O_DIRECT);
 	assert_true(fcntl(t.fd, F_GETFD) & FD_CLOEXEC);
 	assert_int_equal(fcntl(t.fd, F_GETFL) & O_ACCMODE, O_RDWR);
+	/* Progress: done, and no layout in progress. */
+	assert_int_equal(atomic_load(&t.layout_done), TARGET_HEADER_SIZE + 2 * MIB);
+	assert_int_equal(atomic_load(&t.layout_total), 0);
 
 	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
 	assert_string_equal(t.file_path, path);
@@ -219,11 +226,45 @@ static void test_reuse_keeps_inode(void **state)
 	assert_int_equal(t.ino, a.st_ino);
 	assert_int_equal(a.st_mtim.tv_sec, b.st_mtim.tv_sec);
 	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+	assert_int_equal(atomic_load(&t.layout_done), 0); /* nothing laid out */
 	/* Open again while open: no-op. */
 	int fd = t.fd;
 	assert_int_equal(target_open(&t), 0);
 	assert_int_equal(t.fd, fd);
 	target_close(&t);
+}
+
+/* A second holder of the same directory (another iopulse) finds it busy, does not
+ * re-lay the file even with another size, and gets it once the first lets go. */
+static void test_second_holder_busy(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct cfg_target cfg, other;
+	struct target a, b;
+	struct stat before, after;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, MIB);
+	other = dir_cfg(dir, 2 * MIB);
+	target_init(&a, &cfg);
+	assert_int_equal(target_open(&a), 0);
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	assert_int_equal(stat(path, &before), 0);
+
+	target_init(&b, &other);
+	assert_int_equal(target_open(&b), -EBUSY);
+	assert_non_null(strstr(b.error, "in use by another iopulse"));
+	assert_int_equal(b.fd, -1);
+	assert_int_equal(stat(path, &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);
+	assert_int_equal(before.st_size, after.st_size);
+
+	target_close(&a);
+	assert_int_equal(target_open(&b), 0); /* ours now: re-laid at its size */
+	assert_int_equal(stat(path, &after), 0);
+	assert_int_equal((uint64_t)after.st_size, TARGET_HEADER_SIZE + 2 * MIB);
+	target_close(&b);
 }
 
 static void test_size_change_relays(void **state)
@@ -500,6 +541,153 @@ static void test_unaligned_size(void **state)
 	target_close(&t);
 }
 
+/* ------------------------------------------------------- layout throttle */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Watches a layout from another thread, as the daemon's gauge would. */
+struct watch {
+	struct target *t;
+	_Atomic bool finished; /* target_open() returned */
+	_Atomic bool *stop;    /* set once progress shows (NULL: never) */
+	uint64_t max_total;    /* largest layout_total seen */
+	uint64_t samples;      /* samples with a layout in progress */
+	bool bounded;	       /* layout_done <= layout_total whenever total != 0 */
+	bool monotonic;	       /* layout_done never went back */
+};
+
+static void *watch_layout(void *arg)
+{
+	struct watch *w = arg;
+	const struct timespec tick = {0, 1000000};
+	uint64_t prev = 0;
+
+	while (!atomic_load(&w->finished)) {
+		uint64_t total = atomic_load(&w->t->layout_total);
+		uint64_t done = atomic_load(&w->t->layout_done);
+
+		if (total) {
+			w->samples++;
+			if (total > w->max_total)
+				w->max_total = total;
+			w->bounded &= done <= total;
+			w->monotonic &= done >= prev;
+			prev = done;
+			if (w->stop && done > 0)
+				atomic_store(w->stop, true);
+		}
+		nanosleep(&tick, NULL);
+	}
+	return NULL;
+}
+
+static void test_layout_rate(void **state)
+{
+	char dir[PATH_MAX];
+	struct cfg_target cfg;
+	struct target t;
+	struct watch w = {.bounded = true, .monotonic = true};
+	struct stat st;
+	pthread_t th;
+	double t0, elapsed;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, 4 * MIB);
+	cfg.layout_rate = 8 * MIB; /* bytes per second: 4MiB takes ~0.5s */
+	target_init(&t, &cfg);
+	w.t = &t;
+	atomic_init(&w.finished, false);
+	assert_int_equal(pthread_create(&th, NULL, watch_layout, &w), 0);
+	t0 = now_s();
+	assert_int_equal(target_open(&t), 0);
+	elapsed = now_s() - t0;
+	atomic_store(&w.finished, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+
+	/* A behaviour check of the throttle: a lower bound only. */
+	assert_true(elapsed >= 0.4);
+	assert_true(w.samples > 0);
+	assert_int_equal(w.max_total, TARGET_HEADER_SIZE + 4 * MIB);
+	assert_true(w.bounded);
+	assert_true(w.monotonic);
+	assert_int_equal(atomic_load(&t.layout_done), TARGET_HEADER_SIZE + 4 * MIB);
+	assert_int_equal(atomic_load(&t.layout_total), 0);
+	assert_int_equal(fstat(t.fd, &st), 0);
+	assert_int_equal(st.st_size, TARGET_HEADER_SIZE + 4 * MIB);
+	assert_true((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size);
+	target_close(&t);
+}
+
+static void test_layout_stop(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+	struct watch w = {.bounded = true, .monotonic = true};
+	_Atomic bool stop;
+	struct stat a, b;
+	pthread_t th;
+	double t0, elapsed;
+
+	(void)state;
+	atomic_init(&stop, false);
+	new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, 8 * MIB);
+	cfg.layout_rate = 2 * MIB; /* ~4s in full */
+	target_init(&t, &cfg);
+	t.stop = &stop;
+	w.t = &t;
+	w.stop = &stop; /* stop as soon as the layout is under way */
+	atomic_init(&w.finished, false);
+	assert_int_equal(pthread_create(&th, NULL, watch_layout, &w), 0);
+	t0 = now_s();
+	assert_int_equal(target_open(&t), -ECANCELED);
+	elapsed = now_s() - t0;
+	atomic_store(&w.finished, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+
+	assert_true(atomic_load(&stop));
+	assert_true(elapsed < 3.0); /* abandoned, not finished */
+	assert_int_equal(t.fd, -1);
+	assert_non_null(strstr(t.error, "layout abandoned"));
+	assert_int_equal(atomic_load(&t.layout_total), 0);
+	assert_true(atomic_load(&t.layout_done) < TARGET_HEADER_SIZE + 8 * MIB);
+	/* Neither a probe file nor a temporary one. */
+	assert_int_equal(count_entries(dir), 0);
+
+	/* Stop already requested: nothing is written at all. */
+	assert_int_equal(target_open(&t), -ECANCELED);
+	assert_int_equal(atomic_load(&t.layout_done), 0);
+	assert_int_equal(count_entries(dir), 0);
+
+	/* No stop: laid out (unthrottled, to be quick). */
+	atomic_store(&stop, false);
+	cfg.layout_rate = 0;
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(count_entries(dir), 1);
+	target_close(&t);
+
+	/* A re-lay abandoned keeps the old probe file as it was, and nothing else. */
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	assert_int_equal(stat(path, &a), 0);
+	cfg.size = 4 * MIB;
+	atomic_store(&stop, true);
+	target_init(&t, &cfg);
+	t.stop = &stop;
+	assert_int_equal(target_open(&t), -ECANCELED);
+	assert_int_equal(stat(path, &b), 0);
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(b.st_size, TARGET_HEADER_SIZE + 8 * MIB);
+	assert_int_equal(count_entries(dir), 1);
+}
+
 /* ------------------------------------------------------------------ checks */
 
 static void test_check_detects_deletion(void **state)
@@ -691,6 +879,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_reuse_keeps_inode),
+		cmocka_unit_test(test_second_holder_busy),
 		cmocka_unit_test(test_size_change_relays),
 		cmocka_unit_test(test_hole_relays),
 		cmocka_unit_test(test_foreign_file_refused),
@@ -700,6 +889,8 @@ int main(void)
 		cmocka_unit_test(test_unwritable_directory),
 		cmocka_unit_test(test_buffered),
 		cmocka_unit_test(test_unaligned_size),
+		cmocka_unit_test(test_layout_rate),
+		cmocka_unit_test(test_layout_stop),
 		cmocka_unit_test(test_check_detects_deletion),
 		cmocka_unit_test(test_identity_pinned),
 		cmocka_unit_test(test_file_target),

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Units: sizes, durations, percentages; parse, format, round trip. */
+/* Units: sizes, durations, percentages, counts; parse, format, round trip. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -178,6 +179,70 @@ static void test_percent(void **state)
 	assert_int_equal(cfg_parse_percent(" 50%", &v), -EINVAL);
 }
 
+static void test_uint(void **state)
+{
+	static const char *const bad[] = {
+		"",    "-1", "+1", "1.5",  "1.",    ".5",    "32k",
+		"1e6", " 1", "1 ", "0x10", "1_000", "1,000",
+	};
+	uint64_t v = 0;
+
+	(void)state;
+	assert_int_equal(cfg_parse_uint("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(cfg_parse_uint("32", &v), 0);
+	assert_int_equal(v, 32);
+	assert_int_equal(cfg_parse_uint("007", &v), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(cfg_parse_uint("18446744073709551615", &v), 0);
+	assert_int_equal(v, UINT64_MAX);
+	v = 12345;
+	assert_int_equal(cfg_parse_uint("18446744073709551616", &v), -ERANGE);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (cfg_parse_uint(bad[i], &v) != -EINVAL)
+			fail_msg("cfg_parse_uint(\"%s\") accepted", bad[i]);
+	assert_int_equal(cfg_parse_uint(NULL, &v), -EINVAL);
+	assert_int_equal(v, 12345); /* untouched on failure */
+}
+
+static void assert_fmt_percent(double v, const char *want)
+{
+	char buf[32];
+
+	cfg_format_percent(v, buf, sizeof(buf));
+	assert_string_equal(buf, want);
+}
+
+/* The shortest form that reads back exactly, for what users write. */
+static void test_format_percent(void **state)
+{
+	static const char *const written[] = {
+		"0%",	"100%",	  "50%",    "70%",	   "12.5%",	      "33.333%",
+		"0.1%", "99.99%", "0.001%", "66.6666666%", "12.34567890123%", "1.000000000000001%",
+	};
+	char buf[32];
+	double v, back;
+
+	(void)state;
+	assert_fmt_percent(0.0, "0%");
+	assert_fmt_percent(1.0, "100%");
+	assert_fmt_percent(0.5, "50%");
+	assert_fmt_percent(0.7, "70%");
+	assert_fmt_percent(0.125, "12.5%");
+	assert_fmt_percent(0.001, "0.1%");
+	for (size_t i = 0; i < sizeof(written) / sizeof(written[0]); i++) {
+		assert_int_equal(cfg_parse_percent(written[i], &v), 0);
+		cfg_format_percent(v, buf, sizeof(buf));
+		assert_int_equal(cfg_parse_percent(buf, &back), 0);
+		if (back != v)
+			fail_msg("'%s' printed as '%s', which reads back differently", written[i],
+				 buf);
+	}
+	/* "70.0%" is the same value as "70%": printed the short way. */
+	assert_int_equal(cfg_parse_percent("70.000%", &v), 0);
+	assert_fmt_percent(v, "70%");
+}
+
 static void assert_fmt_size(uint64_t v, const char *want)
 {
 	char buf[32];
@@ -261,7 +326,8 @@ int main(void)
 		cmocka_unit_test(test_size_valid),     cmocka_unit_test(test_size_invalid),
 		cmocka_unit_test(test_duration_valid), cmocka_unit_test(test_duration_invalid),
 		cmocka_unit_test(test_percent),	       cmocka_unit_test(test_format),
-		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_uint),
+		cmocka_unit_test(test_format_percent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

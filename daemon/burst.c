@@ -1,0 +1,867 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * burst — fio-style IOPS bursts: `jobs` threads, each with its own engine queue.
+ *
+ * Each job runs one loop (job_loop), and every iteration of it is one batch:
+ *
+ *   1. how many may go out: the free slots, bounded by the rate schedule and, in
+ *      `ios` mode, by the job's share claimed from one shared atomic counter
+ *      (once per batch, not per I/O);
+ *   2. prepare them (size, offset, direction from the job's rng; fresh random
+ *      bytes for a write, only the bytes of that I/O), then read the clock ONCE,
+ *      stamp the whole batch, publish the oldest in-flight time, submit;
+ *   3. reap at least one completion, waiting no longer than the oldest I/O's
+ *      timeout, the next rate slot and the stop poll; record each completion
+ *      (latency into the job's own histogram, counters).
+ *
+ * Write data is generated before the clock is read, so it never counts as
+ * latency. Engines stamp done_ns once per reap batch; an engine that completes
+ * inside submit() (ENGINE_F_SYNC) runs a batch one request after the other, so
+ * there request i's latency starts where request i-1 finished (its done_ns),
+ * not at the batch stamp — the same per-I/O latency without another clock read.
+ * Per I/O there is no allocation, lock, log, division, indirect call or syscall
+ * of our own: rng draws, a multiply, hist_record() and a few increments.
+ *
+ * Results are per job and merged after the threads are joined. The measured
+ * phase starts ramp_ns after the common start; an I/O counts when it was
+ * submitted in the measured phase, whenever it completes (so draining at the
+ * end still counts). Errors (result < 0) count in every phase: an error during
+ * the ramp is still worth knowing about.
+ *
+ * Stopping: at the deadline or when the `ios` are all issued, a job stops
+ * submitting and drains its queue, watching each I/O's timeout. On *stop, on an
+ * I/O older than timeout_ns, or when another job hit a fatal error, it stops
+ * submitting, waits BURST_ABORT_DRAIN_NS for what is in flight, cancels it, waits
+ * as long again, and then abandons whatever is still in the kernel: the job's
+ * engine is not cleaned up (libaio's io_destroy would wait for the I/O) and its
+ * buffers are never freed or reused (the kernel may still write into them). They
+ * stay on a process-wide list of abandoned jobs, and the burst refuses to run
+ * again (-EBUSY): the caller frees it and makes a new one.
+ *
+ * The sync engine (and anything ENGINE_F_SYNC) cannot be interrupted: an I/O
+ * stuck in the kernel blocks its job inside submit(), and burst_run() with it
+ * when the job is the caller's thread or is being joined. Nothing here can end
+ * that; burst_inflight_since() shows it, and the lane is abandoned by its owner.
+ * When such an I/O finally returns, it is recorded like any other completion.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "burst.h"
+#include "rng.h"
+
+#define BURST_BUF_ALIGN	      4096u
+#define BURST_STOP_POLL_NS    5000000ULL   /* longest wait without looking at *stop */
+#define BURST_ABORT_DRAIN_NS  100000000ULL /* after stop/timeout: wait, cancel, wait, give up */
+#define BURST_RATE_CATCHUP_NS 100000000ULL /* rate: how far behind we still catch up */
+#define NSEC_PER_SEC	      1000000000ULL
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* One queue slot. The request comes first: a completion's io_req * is its slot. */
+struct burst_slot {
+	struct io_req req;
+	bool busy;     /* submitted, not reaped */
+	bool measured; /* submitted in the measured phase (and claimed, in ios mode) */
+};
+
+struct burst_job {
+	struct burst *b;
+	unsigned idx;
+	struct engine eng;
+	struct rng rng;		  /* seeded from getrandom(), one stream per job */
+	struct burst_slot *slots; /* [depth] */
+	struct burst_slot **free; /* [depth] stack of idle slots */
+	struct io_req **batch;	  /* [depth] one submit batch */
+	struct io_req **done;	  /* [depth] one reap batch */
+	void *bufs;		  /* depth x buf_stride bytes, BURST_BUF_ALIGN aligned */
+	struct hist *hist[_BURST_DIR_MAX];
+	uint64_t seq_lo, seq_hi; /* sequential: this job's region */
+
+	/* Results of the last run, merged by burst_run(). */
+	uint64_t ios[_BURST_DIR_MAX], bytes[_BURST_DIR_MAX];
+	uint64_t errors[_BURST_DIR_MAX], short_ios[_BURST_DIR_MAX];
+	uint64_t timeouts;
+	uint64_t last_done_ns; /* last measured completion */
+	int error;
+	bool stopped;
+	bool wedged; /* I/O left in the kernel: engine and buffers abandoned */
+
+	pthread_t thread;
+	bool thread_started;
+	struct burst_job *next_abandoned;
+
+	/* Written by the job (relaxed, once per loop iteration), read by anyone. */
+	_Atomic uint64_t inflight_since __attribute__((aligned(64)));
+};
+
+struct burst {
+	struct cfg_probe cfg; /* copy */
+	const struct engine_ops *ops;
+	unsigned jobs, depth;
+	uint64_t bs, bs_max;
+	uint64_t buf_stride; /* bs_max rounded up to BURST_BUF_ALIGN */
+	uint64_t n_sizes;    /* sizes are k * bs, k in [1, n_sizes] */
+	bool sequential;
+	bool mixed;	     /* randrw: read with probability rwmix_read */
+	bool writes_only;    /* randwrite, write */
+	uint64_t mix_thresh; /* read when (rng >> 11) < mix_thresh (53-bit fraction) */
+	uint64_t rate_job;   /* I/Os per second per job; 0 = unlimited */
+	double slot_ns;	     /* 1e9 / rate_job */
+	struct burst_job **job;
+	struct hist *hist[_BURST_DIR_MAX]; /* merged results */
+	struct burst_result result;
+	bool wedged;
+
+	/* Per run, set before the jobs start (and t0.. by the start gate). */
+	const struct target *t;
+	const _Atomic bool *stop;
+	_Atomic bool abort; /* a job hit a timeout or a fatal error: everyone stops */
+	_Atomic uint64_t ios_issued;
+	uint64_t ws_start;  /* first byte of the working set */
+	uint64_t ws_blocks; /* working set / bs */
+	uint64_t t0, measure_start, deadline;
+
+	/* Start gate: every job sets up its engine, then all start at t0 together. */
+	pthread_mutex_t gate_mu;
+	pthread_cond_t gate_cv;
+	unsigned gate_waiting, gate_expected;
+	bool gate_open;
+	int gate_error;
+	bool gate_inited;
+};
+
+static const _Atomic bool never_stop = false;
+
+/* Jobs with I/O still in the kernel: kept (reachable) for the life of the process. */
+static _Atomic(struct burst_job *) abandoned_jobs;
+
+static void job_abandon(struct burst_job *j)
+{
+	struct burst_job *head = atomic_load(&abandoned_jobs);
+
+	do
+		j->next_abandoned = head;
+	while (!atomic_compare_exchange_weak(&abandoned_jobs, &head, j));
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static void job_free(struct burst_job *j)
+{
+	if (!j)
+		return;
+	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+		hist_free(j->hist[d]);
+		j->hist[d] = NULL;
+	}
+	if (j->wedged) {
+		job_abandon(j);
+		return;
+	}
+	free(j->bufs);
+	free(j->slots);
+	free(j->free);
+	free(j->batch);
+	free(j->done);
+	free(j);
+}
+
+static int job_new(struct burst *b, unsigned idx, const uint64_t *bounds_ns, unsigned n_bounds,
+		   struct burst_job **out)
+{
+	struct burst_job *j;
+	int r;
+
+	j = aligned_alloc(64, (sizeof(*j) + 63) & ~(size_t)63);
+	if (!j)
+		return -ENOMEM;
+	memset(j, 0, sizeof(*j));
+	*out = j;
+	j->b = b;
+	j->idx = idx;
+	atomic_init(&j->inflight_since, 0);
+	j->slots = calloc(b->depth, sizeof(*j->slots));
+	j->free = calloc(b->depth, sizeof(*j->free));
+	j->batch = calloc(b->depth, sizeof(*j->batch));
+	j->done = calloc(b->depth, sizeof(*j->done));
+	if (!j->slots || !j->free || !j->batch || !j->done)
+		return -ENOMEM;
+	if (posix_memalign(&j->bufs, BURST_BUF_ALIGN, b->depth * b->buf_stride) != 0) {
+		j->bufs = NULL;
+		return -ENOMEM;
+	}
+	/* Fault the pages in now, not inside the first measured I/Os. */
+	memset(j->bufs, 0, b->depth * b->buf_stride);
+	for (unsigned i = 0; i < b->depth; i++)
+		j->slots[i].req.buf = (char *)j->bufs + i * b->buf_stride;
+	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+		j->hist[d] = hist_new(bounds_ns, n_bounds);
+		if (!j->hist[d])
+			return -EINVAL; /* bad bounds, or out of memory */
+	}
+	r = rng_seed(&j->rng);
+	return r < 0 ? r : 0;
+}
+
+struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *ops,
+			const uint64_t *bounds_ns, unsigned n_bounds, int *err)
+{
+	struct burst *b = NULL;
+	int r = -EINVAL;
+
+	if (!cfg || !ops || !ops->submit || !ops->reap)
+		goto fail;
+	if (cfg->kind != CFG_PROBE_BURST || cfg->block_size == 0 ||
+	    cfg->block_size_max < cfg->block_size || cfg->block_size_max > CFG_MAX_BLOCK_SIZE ||
+	    cfg->iodepth == 0 || cfg->iodepth > ENGINE_MAX_DEPTH || cfg->jobs == 0 ||
+	    cfg->jobs > CFG_MAX_JOBS || (cfg->duration_ns == 0 && cfg->ios == 0) ||
+	    cfg->ios > CFG_MAX_IOS || cfg->rate_iops > CFG_MAX_RATE_IOPS ||
+	    !(cfg->rwmix_read >= 0.0 && cfg->rwmix_read <= 1.0))
+		goto fail;
+	switch (cfg->rw) {
+	case CFG_RW_RANDREAD:
+	case CFG_RW_RANDWRITE:
+	case CFG_RW_RANDRW:
+	case CFG_RW_READ:
+	case CFG_RW_WRITE:
+		break;
+	default:
+		goto fail;
+	}
+
+	r = -ENOMEM;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		goto fail;
+	b->cfg = *cfg;
+	b->ops = ops;
+	b->jobs = cfg->jobs;
+	b->depth = cfg->iodepth;
+	b->bs = cfg->block_size;
+	b->bs_max = cfg->block_size_max;
+	b->buf_stride = (b->bs_max + BURST_BUF_ALIGN - 1) & ~(uint64_t)(BURST_BUF_ALIGN - 1);
+	if ((uint64_t)b->jobs * b->depth * b->buf_stride > BURST_MAX_BUFFER_BYTES) {
+		r = -E2BIG;
+		goto fail;
+	}
+	b->n_sizes = b->bs_max / b->bs;
+	b->sequential = cfg->rw == CFG_RW_READ || cfg->rw == CFG_RW_WRITE;
+	b->mixed = cfg->rw == CFG_RW_RANDRW;
+	b->writes_only = cfg->rw == CFG_RW_RANDWRITE || cfg->rw == CFG_RW_WRITE;
+	b->mix_thresh = (uint64_t)(cfg->rwmix_read * 9007199254740992.0); /* 2^53 */
+	if (cfg->rate_iops) {
+		b->rate_job = cfg->rate_iops / b->jobs;
+		if (b->rate_job == 0)
+			b->rate_job = 1;
+		b->slot_ns = (double)NSEC_PER_SEC / (double)b->rate_job;
+	}
+	atomic_init(&b->abort, false);
+	atomic_init(&b->ios_issued, 0);
+	if (pthread_mutex_init(&b->gate_mu, NULL) != 0)
+		goto fail;
+	if (pthread_cond_init(&b->gate_cv, NULL) != 0) {
+		pthread_mutex_destroy(&b->gate_mu);
+		goto fail;
+	}
+	b->gate_inited = true;
+
+	r = -EINVAL;
+	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+		b->hist[d] = hist_new(bounds_ns, n_bounds);
+		if (!b->hist[d])
+			goto fail;
+		b->result.dir[d].hist = b->hist[d];
+	}
+	r = -ENOMEM;
+	b->job = calloc(b->jobs, sizeof(*b->job));
+	if (!b->job)
+		goto fail;
+	for (unsigned i = 0; i < b->jobs; i++) {
+		r = job_new(b, i, bounds_ns, n_bounds, &b->job[i]);
+		if (r < 0)
+			goto fail;
+	}
+	if (err)
+		*err = 0;
+	return b;
+
+fail:
+	burst_free(b);
+	if (err)
+		*err = r;
+	return NULL;
+}
+
+void burst_free(struct burst *b)
+{
+	if (!b)
+		return;
+	if (b->job)
+		for (unsigned i = 0; i < b->jobs; i++)
+			job_free(b->job[i]);
+	free(b->job);
+	for (int d = 0; d < _BURST_DIR_MAX; d++)
+		hist_free(b->hist[d]);
+	if (b->gate_inited) {
+		pthread_cond_destroy(&b->gate_cv);
+		pthread_mutex_destroy(&b->gate_mu);
+	}
+	free(b);
+}
+
+uint64_t burst_inflight_since(const struct burst *b)
+{
+	uint64_t oldest = 0;
+
+	if (!b)
+		return 0;
+	for (unsigned i = 0; i < b->jobs; i++) {
+		uint64_t v = atomic_load_explicit(&b->job[i]->inflight_since, memory_order_relaxed);
+
+		if (v && (!oldest || v < oldest))
+			oldest = v;
+	}
+	return oldest;
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+static void sleep_until(uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / NSEC_PER_SEC),
+			      .tv_nsec = (long)(ns % NSEC_PER_SEC)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static inline uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Time left until @due at @now, 0 when past. */
+static inline uint64_t left(uint64_t due, uint64_t now)
+{
+	return due > now ? due - now : 0;
+}
+
+/* Submit time of the oldest busy slot, 0 when none. O(depth), once per batch at most. */
+static uint64_t oldest_busy(const struct burst_slot *slots, unsigned depth)
+{
+	uint64_t oldest = UINT64_MAX;
+
+	for (unsigned i = 0; i < depth; i++)
+		if (slots[i].busy && slots[i].req.submit_ns < oldest)
+			oldest = slots[i].req.submit_ns;
+	return oldest == UINT64_MAX ? 0 : oldest;
+}
+
+static unsigned count_older(const struct burst_slot *slots, unsigned depth, uint64_t before)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < depth; i++)
+		if (slots[i].busy && slots[i].req.submit_ns <= before)
+			n++;
+	return n;
+}
+
+/* Rate slot k is due at t0 + k * slot_ns. How many are due by @now. */
+static inline uint64_t slots_due(uint64_t now, uint64_t t0, double slots_per_ns)
+{
+	return now < t0 ? 0 : (uint64_t)((double)(now - t0) * slots_per_ns) + 1;
+}
+
+static inline uint64_t slot_time(uint64_t t0, double slot_ns, uint64_t k)
+{
+	return t0 + (uint64_t)(slot_ns * (double)k + 0.999);
+}
+
+/* A job's counters while it runs: locals, written back once at the end. */
+struct tally {
+	uint64_t ios[_BURST_DIR_MAX], bytes[_BURST_DIR_MAX];
+	uint64_t errors[_BURST_DIR_MAX], short_ios[_BURST_DIR_MAX];
+	uint64_t last_done; /* last measured completion */
+};
+
+/* Record one completion. @cancelled: -ECANCELED/-EINTR are our own doing then,
+ * not the device's errors. */
+static inline void record(struct tally *tl, struct hist *const *hist, const struct io_req *req,
+			  bool measured, bool cancelled)
+{
+	const unsigned d = req->op == IO_WRITE;
+	const ssize_t res = req->result;
+
+	if (unlikely(res < 0)) {
+		if (!(cancelled && (res == -ECANCELED || res == -EINTR)))
+			tl->errors[d]++;
+		return;
+	}
+	if (!measured)
+		return;
+	if (unlikely((uint64_t)res < req->len))
+		tl->short_ios[d]++;
+	tl->ios[d]++;
+	tl->bytes[d] += (uint64_t)res;
+	hist_record(hist[d], req->done_ns > req->submit_ns ? req->done_ns - req->submit_ns : 0);
+	if (req->done_ns > tl->last_done)
+		tl->last_done = req->done_ns;
+}
+
+static void job_loop(struct burst_job *j)
+{
+	struct burst *b = j->b;
+	const struct engine_ops *ops = b->ops;
+	struct engine *e = &j->eng;
+	const _Atomic bool *stop = b->stop;
+	struct burst_slot *const slots = j->slots;
+	struct burst_slot **const freel = j->free;
+	struct io_req **const batch = j->batch, **const done = j->done;
+	struct hist *const hist[_BURST_DIR_MAX] = {j->hist[BURST_READ], j->hist[BURST_WRITE]};
+
+	/* Constants of the run, in locals: the loop writes through char pointers
+	 * (rng_fill) and the compiler would otherwise reload them from *b. */
+	const unsigned depth = b->depth;
+	const bool sync_engine = ops->flags & ENGINE_F_SYNC;
+	const uint64_t bs = b->bs, n_sizes = b->n_sizes;
+	const bool sequential = b->sequential, mixed = b->mixed, writes_only = b->writes_only;
+	const uint64_t mix_thresh = b->mix_thresh;
+	const uint64_t ws_start = b->ws_start, ws_slots = b->ws_blocks + 1;
+	const uint64_t seq_lo = j->seq_lo, seq_hi = j->seq_hi;
+	const uint64_t timeout_ns = b->cfg.timeout_ns ? b->cfg.timeout_ns : UINT64_MAX / 4;
+	const uint64_t measure_start = b->measure_start, deadline = b->deadline;
+	const uint64_t ios_limit = b->cfg.ios;
+	const bool rated = b->rate_job != 0;
+	const double slot_ns = b->slot_ns, slots_per_ns = rated ? 1.0 / b->slot_ns : 0.0;
+	/* Slots we may fall behind and still catch up: BURST_RATE_CATCHUP_NS worth of
+	 * them (scheduling hiccups) plus a queue. */
+	const uint64_t rate_debt =
+		rated ? (uint64_t)(BURST_RATE_CATCHUP_NS * slots_per_ns) + depth : 0;
+	/* Jobs take their rate slots staggered across one interval, not all at once. */
+	const uint64_t rate_t0 = b->t0 + (uint64_t)(slot_ns * j->idx / b->jobs);
+
+	struct rng rng = j->rng;
+	struct tally tl = {0};
+	uint64_t now = b->t0, oldest = 0;
+	uint64_t credit = 0;	  /* ios mode: claimed, not yet submitted */
+	uint64_t rate_issued = 0; /* rate slots used */
+	uint64_t seq_next = seq_lo;
+	uint64_t abort_at = 0; /* stopping: when to cancel, then when to give up */
+	unsigned nfree = depth, inflight = 0;
+	bool submitting = true, cancelled = false, timed_out = false;
+	int error = 0;
+
+	for (unsigned i = 0; i < depth; i++) {
+		slots[i].busy = false;
+		freel[i] = &slots[depth - 1 - i];
+	}
+
+	for (;;) {
+		bool engine_full = false, measured, rescan = false;
+		uint64_t tmo, max_done = 0;
+		unsigned n = 0;
+		int r;
+
+		if (likely(!abort_at) &&
+		    unlikely(atomic_load_explicit(stop, memory_order_relaxed) ||
+			     atomic_load_explicit(&b->abort, memory_order_relaxed))) {
+			if (atomic_load_explicit(stop, memory_order_relaxed))
+				j->stopped = true;
+			submitting = false;
+			abort_at = now + BURST_ABORT_DRAIN_NS;
+		}
+		if (unlikely(abort_at) && now >= abort_at && inflight) {
+			if (cancelled) {
+				j->wedged = true; /* still in the kernel: leave it there */
+				break;
+			}
+			if (ops->cancel)
+				(void)ops->cancel(e);
+			cancelled = true;
+			abort_at = now + BURST_ABORT_DRAIN_NS;
+		}
+		if (unlikely(now >= deadline))
+			submitting = false;
+
+		/* 1. How many may go out: free slots, rate slots due, claimed ios. */
+		measured = now >= measure_start;
+		if (submitting)
+			n = nfree;
+		if (rated && n) {
+			uint64_t due = slots_due(now, rate_t0, slots_per_ns);
+
+			/* Behind by more than rate_debt (a slow device, a long stall):
+			 * forgive the rest rather than catch up in one flood. */
+			if (due > rate_issued + rate_debt)
+				rate_issued = due - rate_debt;
+			if (due < rate_issued + n)
+				n = due > rate_issued ? (unsigned)(due - rate_issued) : 0;
+		}
+		if (ios_limit && measured && n) {
+			if (credit < n) {
+				uint64_t want = n - credit;
+				uint64_t prev = atomic_fetch_add_explicit(&b->ios_issued, want,
+									  memory_order_relaxed);
+
+				if (prev < ios_limit)
+					credit += min_u64(want, ios_limit - prev);
+				if (!credit)
+					submitting = false; /* all measured I/Os issued */
+			}
+			if (n > credit)
+				n = (unsigned)credit;
+		}
+
+		/* 2. Prepare, stamp once, submit as one batch. */
+		for (unsigned i = 0; i < n; i++) {
+			struct burst_slot *s = freel[--nfree];
+			struct io_req *req = &s->req;
+			uint64_t k = 1, len, off;
+			bool wr;
+
+			if (n_sizes > 1)
+				k += rng_below(&rng, n_sizes);
+			len = k * bs;
+			if (sequential) {
+				if (seq_next + len > seq_hi)
+					seq_next = seq_lo;
+				off = seq_next;
+				seq_next += len;
+			} else {
+				off = ws_start + rng_below(&rng, ws_slots - k) * bs;
+			}
+			wr = writes_only || (mixed && (rng_next(&rng) >> 11) >= mix_thresh);
+			if (wr)
+				rng_fill(&rng, req->buf, len);
+			req->op = wr ? IO_WRITE : IO_READ;
+			req->offset = off;
+			req->len = (uint32_t)len;
+			s->busy = true;
+			s->measured = measured;
+			batch[i] = req;
+		}
+		if (n) {
+			const uint64_t stamp = eng_now_ns();
+
+			for (unsigned i = 0; i < n; i++)
+				batch[i]->submit_ns = stamp;
+			atomic_store_explicit(&j->inflight_since, oldest ? oldest : stamp,
+					      memory_order_relaxed);
+			r = ops->submit(e, batch, n);
+			now = stamp;
+			if (unlikely(r < 0 || (unsigned)r < n)) {
+				const unsigned ok = r < 0 ? 0 : (unsigned)r;
+
+				/* Give the rest back; a sequential walk resumes at them. */
+				if (sequential)
+					seq_next = batch[ok]->offset;
+				for (unsigned i = n; i-- > ok;) {
+					struct burst_slot *s = (struct burst_slot *)batch[i];
+
+					s->busy = false;
+					freel[nfree++] = s;
+				}
+				/* A setup problem, or an engine that takes nothing while
+				 * nothing is in flight: retrying cannot help. */
+				if (r == -EBADF || r == -EINVAL || (!ok && !inflight)) {
+					if (!error)
+						error = r < 0 ? r : -EAGAIN;
+					submitting = false;
+					atomic_store_explicit(&b->abort, true,
+							      memory_order_relaxed);
+				}
+				engine_full = true;
+				r = (int)ok;
+			}
+			/* Run one after the other inside submit(): each started when the
+			 * one before it finished. */
+			if (sync_engine)
+				for (int i = 1; i < r; i++)
+					batch[i]->submit_ns = batch[i - 1]->done_ns;
+			inflight += (unsigned)r;
+			rate_issued += (unsigned)r;
+			if (ios_limit && measured)
+				credit -= (unsigned)r;
+			if (r > 0 && !oldest)
+				oldest = stamp;
+		} else {
+			atomic_store_explicit(&j->inflight_since, oldest, memory_order_relaxed);
+		}
+
+		if (!inflight) {
+			uint64_t wake;
+
+			if (!submitting)
+				break;
+			/* Only the rate schedule holds us back: sleep to the next slot. */
+			wake = min_u64(now + BURST_STOP_POLL_NS, deadline);
+			if (rated)
+				wake = min_u64(wake, slot_time(rate_t0, slot_ns, rate_issued));
+			sleep_until(wake);
+			now = eng_now_ns();
+			continue;
+		}
+
+		/* 3. Reap, waiting no longer than the oldest I/O may take, the stop poll,
+		 * the abort schedule and the next rate slot. */
+		tmo = min_u64(BURST_STOP_POLL_NS, left(oldest + timeout_ns, now));
+		if (abort_at)
+			tmo = min_u64(tmo, left(abort_at, now));
+		if (rated && submitting && nfree && !engine_full)
+			tmo = min_u64(tmo, left(slot_time(rate_t0, slot_ns, rate_issued), now));
+		r = ops->reap(e, done, 1, depth, (int64_t)tmo);
+		if (likely(r > 0)) {
+			for (int i = 0; i < r; i++) {
+				struct burst_slot *s = (struct burst_slot *)done[i];
+
+				s->busy = false;
+				freel[nfree++] = s;
+				if (s->req.submit_ns <= oldest)
+					rescan = true;
+				if (s->req.done_ns > max_done)
+					max_done = s->req.done_ns;
+				record(&tl, hist, &s->req, s->measured, cancelled);
+			}
+			inflight -= (unsigned)r;
+			if (!inflight)
+				oldest = 0;
+			else if (rescan)
+				oldest = oldest_busy(slots, depth);
+			if (max_done > now)
+				now = max_done;
+		} else if (r == -ETIME || r == 0 || r == -EINTR) {
+			now = eng_now_ns();
+		} else {
+			/* The engine cannot reap: what is in flight stays there. */
+			if (!error)
+				error = r;
+			atomic_store_explicit(&b->abort, true, memory_order_relaxed);
+			j->wedged = inflight > 0;
+			break;
+		}
+
+		/* An I/O in flight longer than the timeout: count, cancel, stop the burst. */
+		if (unlikely(inflight && now > oldest && now - oldest >= timeout_ns &&
+			     !timed_out)) {
+			timed_out = true;
+			j->timeouts += count_older(slots, depth, now - timeout_ns);
+			if (!error)
+				error = -ETIMEDOUT;
+			submitting = false;
+			atomic_store_explicit(&b->abort, true, memory_order_relaxed);
+			if (ops->cancel)
+				(void)ops->cancel(e);
+			cancelled = true;
+			abort_at = now + BURST_ABORT_DRAIN_NS;
+		}
+	}
+
+	atomic_store_explicit(&j->inflight_since, j->wedged ? oldest : 0, memory_order_relaxed);
+	j->rng = rng;
+	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+		j->ios[d] = tl.ios[d];
+		j->bytes[d] = tl.bytes[d];
+		j->errors[d] = tl.errors[d];
+		j->short_ios[d] = tl.short_ios[d];
+	}
+	j->last_done_ns = tl.last_done;
+	j->error = error;
+}
+
+/* ---------------------------------------------------------------- threads */
+
+/* Wait until every started job has set up its engine. The last one in sets the
+ * common start time. Returns false when any job failed (nobody runs then). */
+static bool gate_pass(struct burst *b, int init_error)
+{
+	bool ok;
+
+	pthread_mutex_lock(&b->gate_mu);
+	if (init_error < 0 && !b->gate_error)
+		b->gate_error = init_error;
+	if (++b->gate_waiting >= b->gate_expected && !b->gate_open) {
+		b->t0 = eng_now_ns();
+		b->measure_start = b->t0 + b->cfg.ramp_ns;
+		b->deadline =
+			b->cfg.duration_ns ? b->measure_start + b->cfg.duration_ns : UINT64_MAX;
+		b->gate_open = true;
+		pthread_cond_broadcast(&b->gate_cv);
+	}
+	while (!b->gate_open)
+		pthread_cond_wait(&b->gate_cv, &b->gate_mu);
+	ok = b->gate_error == 0;
+	pthread_mutex_unlock(&b->gate_mu);
+	return ok;
+}
+
+/* Thread creation failed after @started jobs (the caller's job 0 included). */
+static void gate_shrink(struct burst *b, unsigned started, int error)
+{
+	pthread_mutex_lock(&b->gate_mu);
+	b->gate_expected = started;
+	if (!b->gate_error)
+		b->gate_error = error;
+	if (b->gate_waiting >= b->gate_expected && !b->gate_open) {
+		b->gate_open = true;
+		pthread_cond_broadcast(&b->gate_cv);
+	}
+	pthread_mutex_unlock(&b->gate_mu);
+}
+
+static void job_main(struct burst_job *j)
+{
+	struct burst *b = j->b;
+	int r = eng_init(&j->eng, b->ops, b->t->fd, b->depth);
+
+	if (gate_pass(b, r))
+		job_loop(j);
+	if (r == 0 && !j->wedged)
+		eng_cleanup(&j->eng);
+}
+
+static void *job_thread(void *arg)
+{
+	job_main(arg);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- run */
+
+static void result_reset(struct burst *b)
+{
+	struct burst_result *res = &b->result;
+
+	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+		hist_clear(b->hist[d]);
+		res->dir[d] = (struct burst_dir_result){.hist = b->hist[d]};
+	}
+	res->elapsed_ns = 0;
+	res->timeouts = 0;
+	res->error = 0;
+	res->stopped = false;
+}
+
+static int validate(struct burst *b, const struct target *t)
+{
+	uint64_t avail, ws;
+
+	if (t->fd < 0)
+		return -EBADF;
+	if (b->cfg.rw != CFG_RW_RANDREAD && b->cfg.rw != CFG_RW_READ && !t->writable)
+		return -EBADF; /* never write to a file we did not create */
+	if (t->mem_align == 0 || t->mem_align > BURST_BUF_ALIGN || t->offset_align == 0 ||
+	    b->bs % t->offset_align != 0 || t->data_start % t->offset_align != 0 ||
+	    t->data_end < t->data_start)
+		return -EINVAL;
+	avail = t->data_end - t->data_start;
+	ws = b->cfg.working_set ? b->cfg.working_set : avail;
+	if (ws > avail || ws < b->bs_max)
+		return -EINVAL;
+	b->ws_start = t->data_start;
+	b->ws_blocks = ws / b->bs;
+	if (b->sequential) {
+		/* Each job walks its own equal, block-aligned part. */
+		uint64_t part = ws / b->jobs / b->bs * b->bs;
+
+		if (part < b->bs_max)
+			return -EINVAL;
+		for (unsigned i = 0; i < b->jobs; i++) {
+			b->job[i]->seq_lo = b->ws_start + i * part;
+			b->job[i]->seq_hi = b->job[i]->seq_lo + part;
+		}
+	}
+	return 0;
+}
+
+int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
+	      const struct burst_result **result)
+{
+	struct burst_result *res;
+	uint64_t last = 0;
+	unsigned started;
+	int r;
+
+	if (!b || !t)
+		return -EINVAL;
+	res = &b->result;
+	if (result)
+		*result = res;
+	result_reset(b);
+	if (b->wedged)
+		return -EBUSY;
+	r = validate(b, t);
+	if (r < 0)
+		return r;
+
+	b->t = t;
+	b->stop = stop ? stop : &never_stop;
+	atomic_store(&b->abort, false);
+	atomic_store(&b->ios_issued, 0);
+	b->gate_waiting = 0;
+	b->gate_expected = b->jobs;
+	b->gate_open = false;
+	b->gate_error = 0;
+	for (unsigned i = 0; i < b->jobs; i++) {
+		struct burst_job *j = b->job[i];
+
+		for (int d = 0; d < _BURST_DIR_MAX; d++) {
+			hist_clear(j->hist[d]);
+			j->ios[d] = j->bytes[d] = j->errors[d] = j->short_ios[d] = 0;
+		}
+		j->timeouts = 0;
+		j->last_done_ns = 0;
+		j->error = 0;
+		j->stopped = false;
+		j->thread_started = false;
+	}
+
+	/* Job 0 runs on the caller's thread, the others on their own. */
+	started = 1;
+	for (unsigned i = 1; i < b->jobs; i++) {
+		struct burst_job *j = b->job[i];
+
+		r = pthread_create(&j->thread, NULL, job_thread, j);
+		if (r != 0) {
+			gate_shrink(b, started, -r);
+			break;
+		}
+		j->thread_started = true;
+		pthread_setname_np(j->thread, "iopulse-burst");
+		started++;
+	}
+	job_main(b->job[0]);
+	for (unsigned i = 1; i < b->jobs; i++)
+		if (b->job[i]->thread_started)
+			pthread_join(b->job[i]->thread, NULL);
+	if (b->gate_error)
+		return b->gate_error;
+
+	for (unsigned i = 0; i < b->jobs; i++) {
+		const struct burst_job *j = b->job[i];
+
+		for (int d = 0; d < _BURST_DIR_MAX; d++) {
+			struct burst_dir_result *dr = &res->dir[d];
+
+			dr->ios += j->ios[d];
+			dr->bytes += j->bytes[d];
+			dr->errors += j->errors[d];
+			dr->short_ios += j->short_ios[d];
+			(void)hist_merge(dr->hist, j->hist[d]); /* same bounds by construction */
+		}
+		res->timeouts += j->timeouts;
+		if (!res->error)
+			res->error = j->error;
+		res->stopped |= j->stopped;
+		b->wedged |= j->wedged;
+		if (j->last_done_ns > last)
+			last = j->last_done_ns;
+	}
+	res->elapsed_ns = last > b->measure_start ? last - b->measure_start : 0;
+	return 0;
+}

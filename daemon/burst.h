@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * burst — fio-style IOPS bursts: `jobs` threads on one target, each with its own
+ * engine queue of `iodepth` I/Os, for a duration or a number of I/Os, after an
+ * optional ramp whose I/Os are not counted.
+ *
+ * Everything is allocated in burst_new(): buffers (iodepth x block_size_max per
+ * job, aligned for O_DIRECT), requests, per-job histograms. The submit/reap loop
+ * never allocates, locks or logs; a latency is recorded with index arithmetic
+ * into the job's own histogram, and job results are merged after the run.
+ * Written data is fresh random bytes per I/O. The caller (a lane) owns the
+ * target; no other probe runs on it during a burst.
+ */
+#ifndef IOPULSE_BURST_H
+#define IOPULSE_BURST_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../config/config.h"
+#include "../engines/engine.h"
+#include "hist.h"
+#include "target.h"
+
+enum burst_dir {
+	BURST_READ,
+	BURST_WRITE,
+	_BURST_DIR_MAX,
+};
+
+struct burst_dir_result {
+	uint64_t ios;	    /* completed without error, measured phase */
+	uint64_t bytes;	    /* their bytes */
+	uint64_t errors;    /* completed with -errno */
+	uint64_t short_ios; /* completed with fewer bytes than asked */
+	struct hist *hist;  /* latencies of the measured phase; owned by the burst */
+};
+
+struct burst_result {
+	struct burst_dir_result dir[_BURST_DIR_MAX];
+	uint64_t elapsed_ns; /* measured phase: from the end of the ramp to the last completion */
+	uint64_t timeouts;   /* I/Os in flight longer than the probe's timeout (burst aborted) */
+	int error;	     /* first -errno that stopped the burst early, 0 when it ran out */
+	bool stopped;	     /* cut short by *stop */
+};
+
+struct burst;
+
+/* Limit on the buffers of one burst (jobs x iodepth x block_size_max, each
+ * rounded up to 4KiB): burst_new() refuses more with -E2BIG. */
+#define BURST_MAX_BUFFER_BYTES (1ULL << 30)
+
+/*
+ * Prepare a burst for @cfg (a CFG_PROBE_BURST probe), with classic histogram
+ * bounds @bounds_ns[0..n_bounds). @ops is the engine (resolved by the caller).
+ * NULL on failure with *err = -errno (-EINVAL: a value out of range or bad bounds;
+ * -E2BIG: buffers above BURST_MAX_BUFFER_BYTES; -ENOMEM). @cfg is copied.
+ */
+struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *ops,
+			const uint64_t *bounds_ns, unsigned n_bounds, int *err);
+
+/* NULL is a no-op. */
+void burst_free(struct burst *b);
+
+/*
+ * Run the burst once against the open target @t and block until it is done:
+ * duration or ios reached, an error, a timeout, or *stop set (checked at least
+ * every few milliseconds). Results (reset at the start of each run) stay valid
+ * until the next run or burst_free(). Returns 0 when the burst ran (the result
+ * may still hold I/O errors), or -errno when it could not start (-EINVAL: block
+ * size not a multiple of the target's alignment or working set too small;
+ * -EBADF: a write burst on a read-only target; engine init failures; -EBUSY: an
+ * earlier run had to abandon I/O stuck in the kernel — free this burst and make a
+ * new one). @stop may be NULL.
+ *
+ * On *stop, an I/O older than timeout_ns (result.error = -ETIMEDOUT), or a fatal
+ * submit error, the jobs stop submitting, wait up to 100ms for what is in flight,
+ * cancel it, wait up to 100ms more, then abandon what is still in the kernel
+ * (its buffers are never freed or reused). An engine that completes inside
+ * submit() (sync) cannot be interrupted: an I/O stuck in the kernel blocks
+ * burst_run() until it returns; burst_inflight_since() shows it meanwhile.
+ */
+int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
+	      const struct burst_result **result);
+
+/* Submit time (CLOCK_MONOTONIC ns) of the oldest I/O in flight in any job, 0 when
+ * none: lock-free, for the scheduler's stuck detection and the in-flight gauge. */
+uint64_t burst_inflight_since(const struct burst *b);
+
+#endif

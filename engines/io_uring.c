@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io_uring — liburing: one SQE per request, one io_uring_enter() per batch.
+ *
+ * Setup. The ring is created first, so that eng_available()'s probe (fd -1)
+ * sees io_uring refused by sysctl (kernel.io_uring_disabled) or seccomp. Setup
+ * flags are feature-tested, best first, each set retried without on -EINVAL:
+ *   1. SINGLE_ISSUER | DEFER_TASKRUN (6.1): completions are posted only when our
+ *      thread asks for them (no task-work interrupts while it is busy), and the
+ *      kernel skips its submission locking. The ring is created disabled
+ *      (R_DISABLED) and enabled by the first submit(), so the single issuer is
+ *      the thread that submits, not the one that called init.
+ *   2. COOP_TASKRUN (5.19): task work waits for our next system call instead of
+ *      interrupting the thread.
+ *   3. none.
+ * Sets 1 and 2 add SUBMIT_ALL (a bad SQE does not stop the rest of the batch)
+ * and TASKRUN_FLAG (the kernel flags pending completions, so a non-blocking
+ * reap enters the kernel only when there is something to collect).
+ * The target fd is registered as fixed file 0 when there is one: the kernel
+ * then skips the per-I/O file lookup and reference count. Buffers are not
+ * registered: they belong to the caller and may change from request to request.
+ *
+ * Requests. user_data is the request pointer. A request with an unknown op is
+ * queued as a NOP whose user_data has bit 0 set, and completes with -EINVAL:
+ * every request takes the same path, so a batch is never split. The engine
+ * counts what it has in flight (e->queued) and never waits for more than that.
+ *
+ * Cancel. One IORING_OP_ASYNC_CANCEL with IORING_ASYNC_CANCEL_ANY (5.19) when
+ * the kernel takes it, tested once per process on a scratch ring. Otherwise
+ * one cancel per request in flight, from a table of user_data kept only in that
+ * case. Whatever completed by then is harvested into e->ready[] and handed out
+ * by the next reap(), first. A read waiting on a pipe or socket completes with
+ * -ECANCELED; a request already running in an io-wq worker is interrupted
+ * (-EINTR) or, for a regular file, may simply finish.
+ *
+ * One thread. With SINGLE_ISSUER, submit, reap and cancel must all come from
+ * the thread that first submitted (the kernel says -EEXIST otherwise); lanes
+ * own their engines, so this holds. init and cleanup may run anywhere.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "engine.h"
+
+#define UD_EINVAL ((uint64_t)1) /* user_data bit 0: a NOP standing in for a bad op */
+
+struct uring {
+	struct io_uring ring;
+	unsigned inflight; /* requests the kernel holds (completions not harvested) */
+	unsigned nparked;  /* harvested by cancel(), waiting in e->ready[0..nparked) */
+	bool enabled;	   /* created R_DISABLED: the first submit enables it */
+	bool fixed;	   /* e->fd is registered as fixed file 0 */
+	bool cancel_any;   /* IORING_ASYNC_CANCEL_ANY works here */
+	uint64_t *table;   /* !cancel_any only: user_data of each request in flight */
+};
+
+static const unsigned uring_setup_flags[] = {
+	IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+		IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED,
+	IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	0,
+};
+
+/* ---------------------------------------------------------------- feature tests */
+
+/* 0 not tested yet, 1 works, -1 does not. */
+static _Atomic int uring_cancel_any_cache;
+
+/*
+ * Whether IORING_ASYNC_CANCEL_ANY works: on a scratch ring with nothing in flight,
+ * a cancel-any completes with 0 (nothing matched) where the flag is known, and
+ * -EINVAL where it is not. Tested once per process; racing callers agree.
+ */
+static bool uring_cancel_any_works(void)
+{
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int cached = atomic_load(&uring_cancel_any_cache);
+	bool ok = false;
+
+	if (cached)
+		return cached > 0;
+	if (io_uring_queue_init(1, &ring, 0) < 0)
+		return false; /* not cached: the caller's own ring just worked */
+	sqe = io_uring_get_sqe(&ring);
+	if (sqe) {
+		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+		io_uring_sqe_set_data64(sqe, 0);
+		if (io_uring_submit_and_wait(&ring, 1) == 1 && io_uring_peek_cqe(&ring, &cqe) == 0)
+			ok = cqe->res >= 0;
+	}
+	io_uring_queue_exit(&ring);
+	atomic_store(&uring_cancel_any_cache, ok ? 1 : -1);
+	return ok;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static int uring_init(struct engine *e, int fd, unsigned depth)
+{
+	struct uring *u = calloc(1, sizeof(*u));
+	unsigned flags = 0;
+	int r = -EINVAL;
+
+	if (!u)
+		return -ENOMEM;
+	/* The ring first: this is what the availability probe is after. */
+	for (size_t i = 0; i < sizeof(uring_setup_flags) / sizeof(uring_setup_flags[0]); i++) {
+		struct io_uring_params p;
+
+		memset(&p, 0, sizeof(p));
+		flags = p.flags = uring_setup_flags[i];
+		r = io_uring_queue_init_params(depth, &u->ring, &p);
+		if (r != -EINVAL)
+			break; /* works, or refused for a reason other than the flags */
+	}
+	if (r < 0) {
+		free(u);
+		return r;
+	}
+	u->enabled = !(flags & IORING_SETUP_R_DISABLED);
+	e->priv = u;
+
+	u->cancel_any = !eng_test_force_fallbacks && uring_cancel_any_works();
+	if (!u->cancel_any) {
+		u->table = calloc(depth, sizeof(*u->table));
+		if (!u->table) {
+			io_uring_queue_exit(&u->ring);
+			free(u);
+			e->priv = NULL;
+			return -ENOMEM;
+		}
+	}
+	/* Best effort: without it, each I/O looks the fd up (and fails as it would). */
+	if (fd >= 0)
+		u->fixed = io_uring_register_files(&u->ring, &fd, 1) == 0;
+	return 0;
+}
+
+static void uring_cleanup(struct engine *e)
+{
+	struct uring *u = e->priv;
+
+	if (!u)
+		return;
+	/* Closing the ring cancels what is still in flight, but the kernel may
+	 * finish that after we return: cancel and reap before freeing its buffers. */
+	io_uring_queue_exit(&u->ring);
+	free(u->table);
+	free(u);
+	e->priv = NULL;
+	e->queued = 0;
+}
+
+/*
+ * Enables a ring created R_DISABLED, making the calling thread its single issuer.
+ * liburing 2.3 declares io_uring_enable_rings() but does not export it, hence the
+ * system call.
+ */
+static int uring_enable(struct uring *u)
+{
+	if (syscall(__NR_io_uring_register, u->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL,
+		    0) < 0)
+		return -errno;
+	u->enabled = true;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- submit */
+
+static void uring_prep(struct uring *u, int fd, struct io_uring_sqe *sqe, struct io_req *req)
+{
+	int f = u->fixed ? 0 : fd;
+
+	switch (req->op) {
+	case IO_READ:
+		io_uring_prep_read(sqe, f, req->buf, req->len, req->offset);
+		break;
+	case IO_WRITE:
+		io_uring_prep_write(sqe, f, req->buf, req->len, req->offset);
+		break;
+	case IO_FDATASYNC:
+		io_uring_prep_fsync(sqe, f, IORING_FSYNC_DATASYNC);
+		break;
+	default:
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)req | UD_EINVAL);
+		return;
+	}
+	if (u->fixed)
+		sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data(sqe, req);
+}
+
+/*
+ * Hands the @n SQEs just prepared to the kernel. Returns how many it took, or
+ * -errno when it took none. SQEs it did not take are withdrawn from the SQ ring,
+ * so that they cannot go in with some later batch behind the caller's back.
+ */
+static int uring_commit(struct uring *u, unsigned n)
+{
+	unsigned taken = 0;
+	int r = 0;
+
+	while (taken < n) {
+		r = io_uring_submit(&u->ring);
+		if (r <= 0)
+			break;
+		taken += (unsigned)r;
+	}
+	if (taken < n) {
+		/* Only reached if io_uring_enter() failed (-EAGAIN, -ENOMEM, ...), which
+		 * consumes nothing; no SQPOLL thread reads the ring behind our back. */
+		unsigned left = n - taken;
+		struct io_uring_sq *sq = &u->ring.sq;
+
+		sq->sqe_tail -= left;
+		sq->sqe_head -= left;
+		io_uring_smp_store_release(sq->ktail, *sq->ktail - left);
+		if (taken == 0)
+			return r < 0 ? r : -EAGAIN;
+	}
+	return (int)taken;
+}
+
+static int uring_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	struct uring *u = e->priv;
+	unsigned room = e->depth - e->queued, i;
+	int r;
+
+	if (n == 0)
+		return 0;
+	if (room == 0)
+		return -EBUSY;
+	if (n > room)
+		n = room;
+	if (!u->enabled) {
+		r = uring_enable(u);
+		if (r < 0)
+			return r;
+	}
+	for (i = 0; i < n; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+
+		if (!sqe)
+			break; /* cannot happen: the SQ holds depth entries, empty between calls */
+		uring_prep(u, e->fd, sqe, reqs[i]);
+	}
+	if (i == 0)
+		return -EBUSY;
+	r = uring_commit(u, i);
+	if (r < 0)
+		return r;
+	if (u->table)
+		for (int k = 0; k < r; k++)
+			u->table[u->inflight + (unsigned)k] =
+				(uint64_t)(uintptr_t)reqs[k] |
+				((unsigned)reqs[k]->op > IO_FDATASYNC);
+	u->inflight += (unsigned)r;
+	e->queued += (unsigned)r;
+	return r;
+}
+
+/* ---------------------------------------------------------------- reap */
+
+/* Forgets @ud in the cancel table (only kept without CANCEL_ANY). */
+static void uring_table_del(struct uring *u, uint64_t ud)
+{
+	for (unsigned i = 0; i < u->inflight; i++)
+		if (u->table[i] == ud) {
+			u->table[i] = u->table[u->inflight - 1];
+			return;
+		}
+}
+
+/*
+ * Takes up to @max completions off the CQ ring without waiting. done_ns is read
+ * once for the whole batch, not per I/O: one clock read per reap is what keeps
+ * our per-I/O cost low, and a completion's latency is then off by no more than
+ * the time it takes to harvest the batch it arrived with.
+ */
+static unsigned uring_harvest(struct engine *e, struct uring *u, struct io_req **done, unsigned max)
+{
+	struct io_uring *ring = &u->ring;
+	struct io_uring_cqe *cqe;
+	unsigned head, seen = 0, got = 0;
+	uint64_t now;
+
+	if (!io_uring_cq_ready(ring)) {
+		/* Completions may wait as task work (COOP/DEFER_TASKRUN): the kernel
+		 * flags them, and only then is a system call worth making. */
+		if (!(IO_URING_READ_ONCE(*ring->sq.kflags) &
+		      (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)))
+			return 0;
+		(void)io_uring_get_events(ring);
+		if (!io_uring_cq_ready(ring))
+			return 0;
+	}
+	now = eng_now_ns();
+	io_uring_for_each_cqe(ring, head, cqe)
+	{
+		uint64_t ud = io_uring_cqe_get_data64(cqe);
+		struct io_req *req;
+
+		if (got == max)
+			break;
+		seen++;
+		if (!ud)
+			continue; /* a cancel's own completion */
+		req = (struct io_req *)(uintptr_t)(ud & ~UD_EINVAL);
+		req->result = (ud & UD_EINVAL) ? -EINVAL : cqe->res;
+		req->done_ns = now;
+		done[got++] = req;
+		if (u->table)
+			uring_table_del(u, ud);
+		u->inflight--;
+	}
+	io_uring_cq_advance(ring, seen);
+	e->queued -= got;
+	return got;
+}
+
+/* Hands out requests cancel() harvested, oldest first. */
+static unsigned uring_unpark(struct engine *e, struct uring *u, struct io_req **done, unsigned max)
+{
+	unsigned n = u->nparked < max ? u->nparked : max;
+
+	memcpy(done, e->ready, n * sizeof(*done));
+	u->nparked -= n;
+	if (u->nparked)
+		memmove(e->ready, e->ready + n, u->nparked * sizeof(e->ready[0]));
+	e->queued -= n;
+	return n;
+}
+
+/*
+ * Waits for min completions, counting what cancel() parked, but never for more
+ * than are in flight: with nothing in flight, -ETIME at once. Returns what it
+ * has when the wait ends, which may be fewer than @min after a timeout or a
+ * signal; -ETIME (or the wait's -errno, e.g. -EINTR) only when that is nothing.
+ */
+static int uring_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		      int64_t timeout_ns)
+{
+	struct uring *u = e->priv;
+	unsigned got = 0, want;
+	int r = 0;
+
+	if (max == 0)
+		return 0;
+	if (u->nparked)
+		got = uring_unpark(e, u, done, max);
+	want = min > got ? min - got : 0;
+	if (want > u->inflight)
+		want = u->inflight;
+	if (want && got < max) {
+		struct __kernel_timespec ts, *tsp = NULL;
+		struct io_uring_cqe *cqe;
+
+		if (timeout_ns >= 0) {
+			ts.tv_sec = timeout_ns / 1000000000;
+			ts.tv_nsec = timeout_ns % 1000000000;
+			tsp = &ts;
+		}
+		/* Returns at once if @want are already in the CQ ring. */
+		r = io_uring_wait_cqes(&u->ring, &cqe, want, tsp, NULL);
+	}
+	if (u->inflight && got < max)
+		got += uring_harvest(e, u, done + got, max - got);
+	if (got || min == 0)
+		return (int)got;
+	return r < 0 ? r : -ETIME;
+}
+
+/* ---------------------------------------------------------------- cancel */
+
+static int uring_cancel(struct engine *e)
+{
+	struct uring *u = e->priv;
+	unsigned n = 0;
+	int r;
+
+	if (!u->inflight)
+		return 0;
+	if (u->cancel_any) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+
+		if (!sqe)
+			return -EBUSY;
+		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+		io_uring_sqe_set_data64(sqe, 0);
+		n = 1;
+	} else {
+		/* The SQ holds at least depth entries and is empty between calls. */
+		for (; n < u->inflight; n++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+
+			if (!sqe)
+				break;
+			io_uring_prep_cancel64(sqe, u->table[n], 0);
+			io_uring_sqe_set_data64(sqe, 0);
+		}
+	}
+	r = uring_commit(u, n);
+	if (r < 0)
+		return r;
+	/* Cancellations complete as task work: run it, then park what is done for
+	 * the next reap(). Whatever is still running comes back through reap(). */
+	(void)io_uring_get_events(&u->ring);
+	u->nparked += uring_harvest(e, u, e->ready + u->nparked, ENGINE_MAX_DEPTH - u->nparked);
+	/* Parked requests stay queued until reaped. */
+	e->queued = u->inflight + u->nparked;
+	return 0;
+}
+
+const struct engine_ops eng_io_uring_ops = {
+	.name = "io_uring",
+	.flags = 0,
+	.init = uring_init,
+	.submit = uring_submit,
+	.reap = uring_reap,
+	.cancel = uring_cancel,
+	.cleanup = uring_cleanup,
+};

@@ -1,0 +1,1206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * burst: IOPS bursts over the null and sync engines and over engines of our own
+ * (a recording one, one that never completes), on real targets in a mkdtemp
+ * directory of our own under $TEST_TMPDIR: exact counts, ramp, jobs, offsets,
+ * sizes, the read/write mix, the rate cap, fresh write data, refusals, stop and
+ * timeouts. Prints the null engine's rate at QD32 (information, not a check).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/burst.h"
+
+#define MIB  (1ULL << 20)
+#define MSEC 1000000ULL
+
+static char scratch[PATH_MAX];
+
+static const uint64_t bounds[] = {100000, 1000000, 10000000, 100000000};
+#define N_BOUNDS (sizeof(bounds) / sizeof(bounds[0]))
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	const char *base = getenv("TEST_TMPDIR");
+
+	(void)state;
+	if (!base)
+		return -1;
+	if (mkdir(base, 0755) < 0 && errno != EEXIST)
+		return -1;
+	snprintf(scratch, sizeof(scratch), "%s/burst.XXXXXX", base);
+	return mkdtemp(scratch) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	/* Our own mkdtemp directory only; never follow a symlink out. */
+	return nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+static uint64_t now_ns(void)
+{
+	return eng_now_ns();
+}
+
+/* ---------------------------------------------------------------- targets */
+
+struct fixture {
+	char dir[PATH_MAX];
+	struct cfg_target tcfg;
+	struct target t;
+};
+
+/* A laid-out directory target of @size data bytes in a fresh subdirectory. */
+static void open_dir_target(struct fixture *f, uint64_t size)
+{
+	assert_true(snprintf(f->dir, sizeof(f->dir), "%s/d.XXXXXX", scratch) < (int)sizeof(f->dir));
+	assert_non_null(mkdtemp(f->dir));
+	f->tcfg = (struct cfg_target){
+		.name = "t",
+		.kind = CFG_TARGET_DIRECTORY,
+		.path = f->dir,
+		.size = size,
+		.direct = true,
+	};
+	target_init(&f->t, &f->tcfg);
+	assert_int_equal(target_open(&f->t), 0);
+	assert_true(f->t.writable);
+}
+
+/* Shared by the tests that need a target but not a fresh one. */
+static struct fixture shared_target;
+static bool shared_open;
+
+static struct target *target4m(void)
+{
+	if (!shared_open) {
+		open_dir_target(&shared_target, 4 * MIB);
+		shared_open = true;
+	}
+	return &shared_target.t;
+}
+
+static struct cfg_probe burst_cfg(enum cfg_rw rw, uint64_t bs, unsigned depth, unsigned jobs)
+{
+	struct cfg_probe c = {
+		.name = "b",
+		.kind = CFG_PROBE_BURST,
+		.block_size = bs,
+		.block_size_max = bs,
+		.timeout_ns = CFG_DEFAULT_TIMEOUT_NS,
+		.engine = "null",
+		.rw = rw,
+		.rwmix_read = CFG_DEFAULT_RWMIX_READ,
+		.iodepth = depth,
+		.jobs = jobs,
+		.interval_ns = CFG_DEFAULT_EVERY_NS,
+	};
+	return c;
+}
+
+static uint64_t total_ios(const struct burst_result *r)
+{
+	return r->dir[BURST_READ].ios + r->dir[BURST_WRITE].ios;
+}
+
+/* No errors of any kind (run_once() checked histogram counts == ios already). */
+static void assert_clean(const struct burst_result *r)
+{
+	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+		assert_int_equal(r->dir[d].errors, 0);
+		assert_int_equal(r->dir[d].short_ios, 0);
+	}
+	assert_int_equal(r->error, 0);
+	assert_int_equal(r->timeouts, 0);
+	assert_false(r->stopped);
+}
+
+/* Run @cfg once over @ops on @t; the burst is freed, the result copied. */
+struct run {
+	int ret;
+	uint64_t wall_ns;
+	struct burst_result res; /* hist pointers are gone after the run */
+	uint64_t hist_count[_BURST_DIR_MAX];
+};
+
+static struct run run_once(const struct cfg_probe *cfg, const struct engine_ops *ops,
+			   struct target *t, const _Atomic bool *stop)
+{
+	const struct burst_result *res = NULL;
+	struct run out = {0};
+	struct burst *b;
+	uint64_t start;
+	int err = 1;
+
+	b = burst_new(cfg, ops, bounds, N_BOUNDS, &err);
+	assert_non_null(b);
+	assert_int_equal(err, 0);
+	start = now_ns();
+	out.ret = burst_run(b, t, stop, &res);
+	out.wall_ns = now_ns() - start;
+	assert_non_null(res);
+	out.res = *res;
+	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+		out.hist_count[d] = hist_count(res->dir[d].hist);
+		assert_int_equal(out.hist_count[d], res->dir[d].ios);
+		out.res.dir[d].hist = NULL;
+	}
+	assert_int_equal(burst_inflight_since(b), 0);
+	burst_free(b);
+	return out;
+}
+
+/* ---------------------------------------------------------------- test engines */
+
+/*
+ * rec: completes at once, in order, like null, and logs every request (and,
+ * when capturing, a copy of each write's data). Thread-safe with a mutex: this
+ * is a test, not the I/O path.
+ */
+#define REC_MAX (1u << 17)
+
+struct rec_entry {
+	uint64_t offset;
+	uint32_t len;
+	enum io_op op;
+	pthread_t thread;
+	size_t data; /* offset of the copy in rec_capture, SIZE_MAX when none */
+};
+
+/* Faults the rec engine injects: every Nth request (0: never). */
+static unsigned rec_eio_every, rec_short_every, rec_submit_einval_after;
+static _Atomic unsigned rec_seq;
+
+static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct rec_entry *rec_log;
+static unsigned rec_n;
+static unsigned char *rec_capture;
+static size_t rec_capture_len, rec_capture_cap;
+
+static void rec_reset(size_t capture)
+{
+	free(rec_log);
+	free(rec_capture);
+	rec_log = calloc(REC_MAX, sizeof(*rec_log));
+	assert_non_null(rec_log);
+	rec_n = 0;
+	rec_capture = capture ? malloc(capture) : NULL;
+	rec_capture_len = 0;
+	rec_capture_cap = capture;
+}
+
+static void rec_done(void)
+{
+	free(rec_log);
+	free(rec_capture);
+	rec_log = NULL;
+	rec_capture = NULL;
+}
+
+static int rec_init(struct engine *e, int fd, unsigned depth)
+{
+	(void)e;
+	(void)fd;
+	(void)depth;
+	return 0;
+}
+
+static int rec_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&rec_mu);
+	for (i = 0; i < n && e->queued < e->depth; i++) {
+		struct io_req *req = reqs[i];
+		unsigned seq = atomic_fetch_add(&rec_seq, 1) + 1;
+
+		if (rec_submit_einval_after && seq > rec_submit_einval_after) {
+			if (i == 0) {
+				pthread_mutex_unlock(&rec_mu);
+				return -EINVAL;
+			}
+			break;
+		}
+
+		if (rec_n < REC_MAX) {
+			struct rec_entry *le = &rec_log[rec_n++];
+
+			*le = (struct rec_entry){.offset = req->offset,
+						 .len = req->len,
+						 .op = req->op,
+						 .thread = pthread_self(),
+						 .data = SIZE_MAX};
+			if (req->op == IO_WRITE && rec_capture_len + req->len <= rec_capture_cap) {
+				memcpy(rec_capture + rec_capture_len, req->buf, req->len);
+				le->data = rec_capture_len;
+				rec_capture_len += req->len;
+			}
+		}
+		req->result = (ssize_t)req->len;
+		if (rec_short_every && seq % rec_short_every == 0)
+			req->result = (ssize_t)req->len / 2;
+		if (rec_eio_every && seq % rec_eio_every == 0)
+			req->result = -EIO;
+		req->done_ns = eng_now_ns();
+		(void)eng_ready_park(e, req);
+	}
+	pthread_mutex_unlock(&rec_mu);
+	return i ? (int)i : -EBUSY;
+}
+
+static int rec_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		    int64_t timeout_ns)
+{
+	(void)timeout_ns;
+	return eng_ready_reap(e, done, min, max);
+}
+
+static void rec_cleanup(struct engine *e)
+{
+	e->queued = 0;
+}
+
+static const struct engine_ops rec_ops = {
+	.name = "rec",
+	.flags = ENGINE_F_SYNC,
+	.init = rec_init,
+	.submit = rec_submit,
+	.reap = rec_reap,
+	.cleanup = rec_cleanup,
+};
+
+/*
+ * hang: accepts requests and never completes them; reap waits out its timeout
+ * and says -ETIME. Its cancel either completes everything with -ECANCELED (as
+ * io_uring's would) or, with hang_cancel_works false, does nothing: I/O stuck in
+ * the kernel for good.
+ */
+static bool hang_cancel_works = true;
+static _Atomic unsigned hang_cancels;
+
+static int hang_init(struct engine *e, int fd, unsigned depth)
+{
+	(void)fd;
+	e->priv = calloc(depth, sizeof(struct io_req *));
+	return e->priv ? 0 : -ENOMEM;
+}
+
+static int hang_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	struct io_req **pending = e->priv;
+	unsigned i, used = 0;
+
+	for (unsigned k = 0; k < e->depth; k++)
+		used += pending[k] != NULL;
+	for (i = 0; i < n && used + e->queued < e->depth; i++) {
+		for (unsigned k = 0; k < e->depth; k++)
+			if (!pending[k]) {
+				pending[k] = reqs[i];
+				break;
+			}
+		used++;
+	}
+	return i ? (int)i : -EBUSY;
+}
+
+static int hang_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		     int64_t timeout_ns)
+{
+	struct timespec ts;
+
+	if (e->queued)
+		return eng_ready_reap(e, done, min, max);
+	if (timeout_ns < 0 || timeout_ns > 1000000000)
+		timeout_ns = 1000000000;
+	ts.tv_sec = timeout_ns / 1000000000;
+	ts.tv_nsec = timeout_ns % 1000000000;
+	nanosleep(&ts, NULL);
+	return -ETIME;
+}
+
+static int hang_cancel(struct engine *e)
+{
+	struct io_req **pending = e->priv;
+
+	atomic_fetch_add(&hang_cancels, 1);
+	if (!hang_cancel_works)
+		return -EALREADY;
+	for (unsigned k = 0; k < e->depth; k++)
+		if (pending[k]) {
+			pending[k]->result = -ECANCELED;
+			pending[k]->done_ns = eng_now_ns();
+			(void)eng_ready_park(e, pending[k]);
+			pending[k] = NULL;
+		}
+	return 0;
+}
+
+static void hang_cleanup(struct engine *e)
+{
+	free(e->priv);
+	e->priv = NULL;
+	e->queued = 0;
+}
+
+static const struct engine_ops hang_ops = {
+	.name = "hang",
+	.flags = 0,
+	.init = hang_init,
+	.submit = hang_submit,
+	.reap = hang_reap,
+	.cancel = hang_cancel,
+	.cleanup = hang_cleanup,
+};
+
+/* ---------------------------------------------------------------- null engine */
+
+static void test_null_ios_exact(void **state)
+{
+	static const unsigned depths[] = {1, 7, 32, 256};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+		struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, depths[i], 1);
+		struct run r;
+
+		cfg.ios = 100003;
+		r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+		assert_int_equal(r.ret, 0);
+		assert_clean(&r.res);
+		assert_int_equal(r.res.dir[BURST_READ].ios, cfg.ios);
+		assert_int_equal(r.hist_count[BURST_READ], cfg.ios);
+		assert_int_equal(r.res.dir[BURST_READ].bytes, cfg.ios * 4096);
+		assert_int_equal(r.res.dir[BURST_WRITE].ios, 0);
+		assert_true(r.res.elapsed_ns > 0 && r.res.elapsed_ns <= r.wall_ns);
+	}
+}
+
+static void test_null_duration(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDRW, 4096, 32, 1);
+	struct run r;
+
+	(void)state;
+	cfg.duration_ns = 300 * MSEC;
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_true(total_ios(&r.res) > 1000);
+	assert_true(r.res.elapsed_ns >= 150 * MSEC && r.res.elapsed_ns <= 450 * MSEC);
+	assert_true(r.wall_ns >= 150 * MSEC && r.wall_ns <= 450 * MSEC);
+}
+
+static void test_null_jobs_merge(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDRW, 4096, 16, 4);
+	struct run r;
+
+	(void)state;
+	/* ios mode: the shared counter makes the total exact across jobs. */
+	cfg.ios = 200001;
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_int_equal(total_ios(&r.res), cfg.ios);
+	assert_int_equal(r.hist_count[BURST_READ] + r.hist_count[BURST_WRITE], cfg.ios);
+	assert_int_equal(r.res.dir[BURST_READ].bytes + r.res.dir[BURST_WRITE].bytes,
+			 cfg.ios * 4096);
+
+	/* duration mode: whatever the jobs did adds up. */
+	cfg.ios = 0;
+	cfg.duration_ns = 200 * MSEC;
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_true(total_ios(&r.res) > 1000);
+	assert_true(r.res.elapsed_ns >= 100 * MSEC && r.res.elapsed_ns <= 300 * MSEC);
+}
+
+static void test_ramp_excluded(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 32, 2);
+	struct run r;
+
+	(void)state;
+	cfg.ios = 50000;
+	cfg.ramp_ns = 100 * MSEC;
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_int_equal(total_ios(&r.res), cfg.ios); /* ramp I/Os (many) not counted */
+	assert_true(r.wall_ns >= 100 * MSEC);
+	assert_true(r.res.elapsed_ns < r.wall_ns - 90 * MSEC); /* measured after the ramp */
+
+	/* duration + ramp: elapsed is the measured phase only. */
+	cfg.ios = 0;
+	cfg.duration_ns = 200 * MSEC;
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_true(r.wall_ns >= 300 * MSEC);
+	assert_true(r.res.elapsed_ns >= 100 * MSEC && r.res.elapsed_ns <= 300 * MSEC);
+}
+
+/* ---------------------------------------------------------------- sync engine */
+
+static void test_sync_randread_qd1(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 1, 1);
+	struct run r;
+
+	(void)state;
+	cfg.ios = 2000;
+	r = run_once(&cfg, &eng_sync_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_int_equal(r.res.dir[BURST_READ].ios, 2000);
+	assert_int_equal(r.res.dir[BURST_READ].bytes, 2000 * 4096);
+	assert_int_equal(r.res.dir[BURST_WRITE].ios, 0);
+}
+
+static void test_sync_randwrite(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDWRITE, 8192, 4, 2);
+	struct run r;
+
+	(void)state;
+	cfg.ios = 2000;
+	r = run_once(&cfg, &eng_sync_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_int_equal(r.res.dir[BURST_WRITE].ios, 2000);
+	assert_int_equal(r.res.dir[BURST_WRITE].bytes, 2000 * 8192);
+	assert_int_equal(r.res.dir[BURST_READ].ios, 0);
+
+	/* Sequential, both ways, by duration. */
+	cfg = burst_cfg(CFG_RW_WRITE, 65536, 8, 2);
+	cfg.duration_ns = 100 * MSEC;
+	r = run_once(&cfg, &eng_sync_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_true(r.res.dir[BURST_WRITE].ios > 0);
+	cfg.rw = CFG_RW_READ;
+	r = run_once(&cfg, &eng_sync_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_true(r.res.dir[BURST_READ].ios > 0);
+}
+
+/* io_uring and libaio, where built and working: the same counts over engines that
+ * really queue (completions out of order, reap waiting in the kernel). */
+static void test_queueing_engines(void **state)
+{
+	static const char *const names[] = {"io_uring", "libaio"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct engine_ops *ops = eng_find(names[i]);
+		struct cfg_probe cfg = burst_cfg(CFG_RW_RANDRW, 4096, 32, 2);
+		struct run r;
+
+		if (!ops || !eng_available(ops)) {
+			print_message("%s: not built or not available here, not tested\n",
+				      names[i]);
+			continue;
+		}
+		cfg.ios = 20000;
+		r = run_once(&cfg, ops, target4m(), NULL);
+		assert_int_equal(r.ret, 0);
+		assert_clean(&r.res);
+		assert_int_equal(total_ios(&r.res), 20000);
+		assert_true(r.res.dir[BURST_READ].ios > 0 && r.res.dir[BURST_WRITE].ios > 0);
+
+		cfg = burst_cfg(CFG_RW_READ, 65536, 8, 1);
+		cfg.duration_ns = 200 * MSEC;
+		cfg.ramp_ns = 50 * MSEC;
+		r = run_once(&cfg, ops, target4m(), NULL);
+		assert_int_equal(r.ret, 0);
+		assert_clean(&r.res);
+		assert_true(r.res.dir[BURST_READ].ios > 0);
+		assert_true(r.res.elapsed_ns >= 100 * MSEC && r.res.elapsed_ns <= 300 * MSEC);
+
+		cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 16, 1);
+		cfg.rate_iops = 1000;
+		cfg.duration_ns = 500 * MSEC;
+		r = run_once(&cfg, ops, target4m(), NULL);
+		assert_int_equal(r.ret, 0);
+		assert_clean(&r.res);
+		print_message("%s: rate 1000/s for 0.5s: %" PRIu64 " I/Os\n", names[i],
+			      total_ios(&r.res));
+		assert_true(total_ios(&r.res) >= 475 && total_ios(&r.res) <= 525);
+	}
+}
+
+/* ---------------------------------------------------------------- offsets and sizes */
+
+static void test_random_offsets(void **state)
+{
+	static const uint64_t sizes[] = {4096, 8192, 65536};
+	struct target *t = target4m();
+
+	(void)state;
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (int wsi = 0; wsi < 2; wsi++) {
+			struct cfg_probe cfg = burst_cfg(CFG_RW_RANDRW, sizes[s], 16, 2);
+			uint64_t ws = wsi ? 256 * 1024 : t->data_end - t->data_start;
+			uint64_t lo = UINT64_MAX, hi = 0;
+			struct run r;
+
+			cfg.working_set = wsi ? ws : 0;
+			cfg.ios = 20000;
+			rec_reset(0);
+			r = run_once(&cfg, &rec_ops, t, NULL);
+			assert_int_equal(r.ret, 0);
+			assert_clean(&r.res);
+			assert_int_equal(rec_n, 20000);
+			for (unsigned i = 0; i < rec_n; i++) {
+				const struct rec_entry *e = &rec_log[i];
+
+				assert_int_equal(e->len, sizes[s]);
+				assert_int_equal(e->offset % t->offset_align, 0);
+				assert_int_equal((e->offset - t->data_start) % sizes[s], 0);
+				assert_true(e->offset >= t->data_start);
+				assert_true(e->offset + e->len <= t->data_start + ws);
+				lo = e->offset < lo ? e->offset : lo;
+				hi = e->offset > hi ? e->offset : hi;
+			}
+			/* Uniform: both ends of the working set get hit. */
+			assert_int_equal(lo, t->data_start);
+			assert_int_equal(hi, t->data_start + ws / sizes[s] * sizes[s] - sizes[s]);
+		}
+	}
+	rec_done();
+}
+
+static void test_bsrange(void **state)
+{
+	struct target *t = target4m();
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDRW, 4096, 32, 1);
+	unsigned seen[5] = {0};
+	uint64_t ws = 64 * 1024, bytes = 0;
+	struct run r;
+
+	(void)state;
+	cfg.block_size_max = 16384;
+	cfg.working_set = ws;
+	cfg.ios = 20000;
+	rec_reset(0);
+	r = run_once(&cfg, &rec_ops, t, NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_int_equal(rec_n, 20000);
+	for (unsigned i = 0; i < rec_n; i++) {
+		const struct rec_entry *e = &rec_log[i];
+
+		assert_int_equal(e->len % 4096, 0);
+		assert_true(e->len >= 4096 && e->len <= 16384);
+		assert_int_equal((e->offset - t->data_start) % 4096, 0);
+		assert_true(e->offset >= t->data_start);
+		assert_true(e->offset + e->len <= t->data_start + ws);
+		seen[e->len / 4096]++;
+		bytes += e->len;
+	}
+	for (int k = 1; k <= 4; k++)
+		assert_true(seen[k] > 4000 && seen[k] < 6000); /* uniform over the 4 sizes */
+	assert_int_equal(r.res.dir[BURST_READ].bytes + r.res.dir[BURST_WRITE].bytes, bytes);
+	rec_done();
+}
+
+static void test_sequential(void **state)
+{
+	struct target *t = target4m();
+	struct cfg_probe cfg = burst_cfg(CFG_RW_READ, 4096, 8, 2);
+	uint64_t ws = 64 * 1024, part = ws / 2;
+	pthread_t threads[2];
+	uint64_t next[2] = {0}, first[2] = {0};
+	unsigned nthreads = 0, per[2] = {0};
+	struct run r;
+
+	(void)state;
+	cfg.working_set = ws;
+	/* Paced, so that both jobs get going (by count, the first job up could
+	 * issue them all before the second is scheduled). */
+	cfg.duration_ns = 250 * MSEC;
+	cfg.rate_iops = 4000;
+	rec_reset(0);
+	r = run_once(&cfg, &rec_ops, t, NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_int_equal(rec_n, total_ios(&r.res));
+	print_message("sequential: %u I/Os\n", rec_n);
+	assert_true(rec_n > 900 && rec_n < 1100);
+	for (unsigned i = 0; i < rec_n; i++) {
+		const struct rec_entry *e = &rec_log[i];
+		unsigned k;
+
+		for (k = 0; k < nthreads; k++)
+			if (pthread_equal(threads[k], e->thread))
+				break;
+		if (k == nthreads) {
+			assert_true(nthreads < 2);
+			threads[nthreads++] = e->thread;
+			first[k] = e->offset;
+			next[k] = e->offset;
+			/* Each job starts at the start of its own half. */
+			assert_int_equal((e->offset - t->data_start) % part, 0);
+		}
+		assert_int_equal(e->op, IO_READ);
+		assert_int_equal(e->offset, next[k]);
+		next[k] = e->offset + e->len;
+		if (next[k] == first[k] + part)
+			next[k] = first[k]; /* wraps within its region */
+		per[k]++;
+	}
+	assert_int_equal(nthreads, 2);
+	assert_int_not_equal(first[0], first[1]);
+	assert_true(per[0] > 400 && per[1] > 400); /* each walked its region, wrapping */
+	rec_done();
+}
+
+static void test_rwmix(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDRW, 4096, 32, 1);
+	unsigned reads = 0;
+	double frac;
+	struct run r;
+
+	(void)state;
+	cfg.rwmix_read = 0.7;
+	cfg.ios = 20000;
+	rec_reset(0);
+	r = run_once(&cfg, &rec_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_int_equal(rec_n, 20000);
+	for (unsigned i = 0; i < rec_n; i++)
+		reads += rec_log[i].op == IO_READ;
+	assert_int_equal(r.res.dir[BURST_READ].ios, reads);
+	assert_int_equal(r.res.dir[BURST_WRITE].ios, 20000 - reads);
+	frac = reads / 20000.0;
+	assert_true(frac > 0.68 && frac < 0.72);
+	/* Not alternation: some runs of 5+ reads and of 2+ writes. */
+	{
+		unsigned run_r = 0, max_r = 0, run_w = 0, max_w = 0;
+
+		for (unsigned i = 0; i < rec_n; i++) {
+			bool rd = rec_log[i].op == IO_READ;
+
+			run_r = rd ? run_r + 1 : 0;
+			run_w = rd ? 0 : run_w + 1;
+			max_r = run_r > max_r ? run_r : max_r;
+			max_w = run_w > max_w ? run_w : max_w;
+		}
+		assert_true(max_r >= 5 && max_w >= 2);
+	}
+
+	/* The extremes. */
+	cfg.rwmix_read = 1.0;
+	cfg.ios = 2000;
+	rec_reset(0);
+	r = run_once(&cfg, &rec_ops, target4m(), NULL);
+	assert_int_equal(r.res.dir[BURST_READ].ios, 2000);
+	cfg.rwmix_read = 0.0;
+	r = run_once(&cfg, &rec_ops, target4m(), NULL);
+	assert_int_equal(r.res.dir[BURST_WRITE].ios, 2000);
+	rec_done();
+}
+
+/* ---------------------------------------------------------------- write data */
+
+static void test_write_data_random(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDWRITE, 4096, 8, 1);
+	uint64_t hist[256] = {0};
+	double chi2 = 0, expect;
+	unsigned pairs = 0;
+	struct run r;
+
+	(void)state;
+	cfg.working_set = 4 * 4096; /* four slots: many rewrites of the same block */
+	cfg.ios = 256;		    /* 1MiB written */
+	rec_reset(MIB);
+	r = run_once(&cfg, &rec_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_int_equal(rec_capture_len, MIB);
+
+	/* Byte histogram chi-square, 255 degrees of freedom: mean 255, sd ~22.6;
+	 * zeros or text or a repeated block land in the tens of thousands. */
+	for (size_t i = 0; i < rec_capture_len; i++)
+		hist[rec_capture[i]]++;
+	expect = rec_capture_len / 256.0;
+	for (int v = 0; v < 256; v++)
+		chi2 += (hist[v] - expect) * (hist[v] - expect) / expect;
+	print_message("write data: chi-square %.1f over 1MiB (255 dof)\n", chi2);
+	assert_true(chi2 < 400);
+
+	/* No two writes carry the same block, least of all two to the same offset. */
+	for (unsigned i = 0; i < rec_n; i++)
+		for (unsigned k = i + 1; k < rec_n; k++) {
+			if (rec_log[i].offset == rec_log[k].offset)
+				pairs++;
+			assert_memory_not_equal(rec_capture + rec_log[i].data,
+						rec_capture + rec_log[k].data, 4096);
+		}
+	assert_true(pairs > 1000);
+	rec_done();
+}
+
+/* Written data reaches the file: the probe file's blocks change under a write burst. */
+static void test_sync_write_lands(void **state)
+{
+	struct fixture f;
+	struct cfg_probe cfg = burst_cfg(CFG_RW_WRITE, 4096, 1, 1);
+	unsigned char *before = malloc(64 * 1024), *after = malloc(64 * 1024);
+	struct run r;
+	int fd;
+
+	(void)state;
+	assert_non_null(before);
+	assert_non_null(after);
+	open_dir_target(&f, MIB);
+	fd = open(f.t.file_path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, before, 64 * 1024, (off_t)f.t.data_start), 64 * 1024);
+	cfg.working_set = 64 * 1024;
+	cfg.ios = 16; /* exactly the working set, sequentially */
+	r = run_once(&cfg, &eng_sync_ops, &f.t, NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_int_equal(r.res.dir[BURST_WRITE].ios, 16);
+	assert_int_equal(pread(fd, after, 64 * 1024, (off_t)f.t.data_start), 64 * 1024);
+	for (int blk = 0; blk < 16; blk++)
+		assert_memory_not_equal(before + blk * 4096, after + blk * 4096, 4096);
+	close(fd);
+	target_close(&f.t);
+	free(before);
+	free(after);
+}
+
+/* ---------------------------------------------------------------- rate */
+
+static void test_rate(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 32, 1);
+	struct run r;
+
+	(void)state;
+	cfg.rate_iops = 2000;
+	cfg.duration_ns = 1000 * MSEC;
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	print_message("rate 2000/s for 1s: %" PRIu64 " I/Os\n", total_ios(&r.res));
+	assert_true(total_ios(&r.res) >= 1900 && total_ios(&r.res) <= 2100);
+
+	/* Split over jobs, with a ramp (paced too, not counted). */
+	cfg.jobs = 3;
+	cfg.rate_iops = 3000;
+	cfg.ramp_ns = 100 * MSEC;
+	cfg.duration_ns = 500 * MSEC;
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	print_message("rate 3000/s over 3 jobs for 0.5s: %" PRIu64 " I/Os\n", total_ios(&r.res));
+	assert_true(total_ios(&r.res) >= 1425 && total_ios(&r.res) <= 1575);
+}
+
+/* ---------------------------------------------------------------- refusals */
+
+static void test_refusals(void **state)
+{
+	struct target *t = target4m();
+	struct cfg_probe cfg;
+	struct fixture ro;
+	struct run r;
+	char path[PATH_MAX];
+	int fd;
+
+	(void)state;
+	/* A write burst on a file target (read-only): -EBADF, nothing written. */
+	assert_true(snprintf(path, sizeof(path), "%s/data.bin", scratch) < (int)sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	{
+		static unsigned char blk[65536];
+
+		memset(blk, 0xa5, sizeof(blk));
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(write(fd, blk, sizeof(blk)), sizeof(blk));
+	}
+	close(fd);
+	ro.tcfg = (struct cfg_target){
+		.name = "f", .kind = CFG_TARGET_FILE, .path = path, .direct = true};
+	target_init(&ro.t, &ro.tcfg);
+	assert_int_equal(target_open(&ro.t), 0);
+	assert_false(ro.t.writable);
+	for (int rw = CFG_RW_RANDREAD; rw <= CFG_RW_WRITE; rw++) {
+		cfg = burst_cfg((enum cfg_rw)rw, 4096, 4, 1);
+		cfg.ios = 100;
+		r = run_once(&cfg, &eng_null_ops, &ro.t, NULL);
+		if (rw == CFG_RW_RANDREAD || rw == CFG_RW_READ) {
+			assert_int_equal(r.ret, 0);
+			assert_int_equal(r.res.dir[BURST_READ].ios, 100);
+		} else {
+			assert_int_equal(r.ret, -EBADF);
+			assert_int_equal(total_ios(&r.res), 0);
+		}
+	}
+	target_close(&ro.t);
+
+	/* Block size not a multiple of the offset alignment. */
+	cfg = burst_cfg(CFG_RW_RANDREAD, t->offset_align * 3 / 2, 4, 1);
+	cfg.ios = 100;
+	r = run_once(&cfg, &eng_null_ops, t, NULL);
+	assert_int_equal(r.ret, -EINVAL);
+	/* The smallest of a range decides. */
+	cfg = burst_cfg(CFG_RW_RANDREAD, t->offset_align * 3 / 2, 4, 1);
+	cfg.block_size_max = t->offset_align * 8;
+	cfg.ios = 100;
+	r = run_once(&cfg, &eng_null_ops, t, NULL);
+	assert_int_equal(r.ret, -EINVAL);
+	/* Working set smaller than the largest block, or larger than the target. */
+	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1);
+	cfg.block_size_max = 65536;
+	cfg.working_set = 32768;
+	cfg.ios = 100;
+	r = run_once(&cfg, &eng_null_ops, t, NULL);
+	assert_int_equal(r.ret, -EINVAL);
+	cfg.working_set = t->data_end - t->data_start + 4096;
+	r = run_once(&cfg, &eng_null_ops, t, NULL);
+	assert_int_equal(r.ret, -EINVAL);
+	/* Sequential parts smaller than a block. */
+	cfg = burst_cfg(CFG_RW_READ, 65536, 4, 4);
+	cfg.working_set = 131072;
+	cfg.ios = 100;
+	r = run_once(&cfg, &eng_null_ops, t, NULL);
+	assert_int_equal(r.ret, -EINVAL);
+	/* A target needing more buffer alignment than we give. */
+	{
+		struct target t2 = *t;
+
+		t2.mem_align = 8192;
+		cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1);
+		cfg.ios = 100;
+		r = run_once(&cfg, &eng_null_ops, &t2, NULL);
+		assert_int_equal(r.ret, -EINVAL);
+	}
+
+	/* burst_new refusals. */
+	{
+		int err = 0;
+
+		cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 0, 1);
+		cfg.ios = 1;
+		assert_null(burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err));
+		assert_int_equal(err, -EINVAL);
+		cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1); /* neither ios nor duration */
+		assert_null(burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err));
+		assert_int_equal(err, -EINVAL);
+		cfg = burst_cfg(CFG_RW_RANDREAD, 8192, 4, 1);
+		cfg.block_size_max = 4096;
+		cfg.ios = 1;
+		assert_null(burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err));
+		assert_int_equal(err, -EINVAL);
+		cfg = burst_cfg(CFG_RW_RANDREAD, 16 * MIB, 256, 64);
+		cfg.ios = 1;
+		assert_null(burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err));
+		assert_int_equal(err, -E2BIG);
+		burst_free(NULL);
+	}
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static int fail_init(struct engine *e, int fd, unsigned depth)
+{
+	(void)e;
+	(void)fd;
+	(void)depth;
+	return -ENOSYS;
+}
+
+static const struct engine_ops fail_ops = {
+	.name = "fail",
+	.flags = ENGINE_F_SYNC,
+	.init = fail_init,
+	.submit = rec_submit,
+	.reap = rec_reap,
+	.cleanup = rec_cleanup,
+};
+
+static void test_errors(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 8, 2);
+	struct run r;
+
+	(void)state;
+	/* I/O errors and short transfers are counted; the burst goes on. */
+	cfg.ios = 10000;
+	rec_reset(0);
+	atomic_store(&rec_seq, 0);
+	rec_eio_every = 10;
+	rec_short_every = 7;
+	r = run_once(&cfg, &rec_ops, target4m(), NULL);
+	rec_eio_every = rec_short_every = 0;
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.res.error, 0);
+	assert_int_equal(r.res.dir[BURST_READ].errors, 1000);
+	assert_int_equal(r.res.dir[BURST_READ].ios, 9000);
+	/* every 7th, less those that were every 70th (errors instead) */
+	assert_int_equal(r.res.dir[BURST_READ].short_ios, 10000 / 7 - 10000 / 70);
+	assert_int_equal(r.res.dir[BURST_READ].bytes,
+			 9000ULL * 4096 - r.res.dir[BURST_READ].short_ios * 2048);
+
+	/* -EINVAL from submit is a setup problem: the burst stops with it. */
+	cfg.ios = 0;
+	cfg.duration_ns = 5000 * MSEC;
+	atomic_store(&rec_seq, 0);
+	rec_submit_einval_after = 500;
+	r = run_once(&cfg, &rec_ops, target4m(), NULL);
+	rec_submit_einval_after = 0;
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.res.error, -EINVAL);
+	assert_int_equal(total_ios(&r.res), 500);
+	assert_true(r.wall_ns < 1000 * MSEC);
+	rec_done();
+
+	/* An engine that cannot start: burst_run() says so, every job cleans up. */
+	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 8, 4);
+	cfg.ios = 100;
+	r = run_once(&cfg, &fail_ops, target4m(), NULL);
+	assert_int_equal(r.ret, -ENOSYS);
+	assert_int_equal(total_ios(&r.res), 0);
+}
+
+/* ---------------------------------------------------------------- stop and timeouts */
+
+struct stopper {
+	_Atomic bool *flag;
+	uint64_t after_ns;
+};
+
+static void *stop_later(void *arg)
+{
+	struct stopper *s = arg;
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)s->after_ns};
+
+	nanosleep(&ts, NULL);
+	atomic_store(s->flag, true);
+	return NULL;
+}
+
+static void test_stop(void **state)
+{
+	static const uint64_t rates[] = {0, 10}; /* flat out, and asleep between slots */
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		struct cfg_probe cfg = burst_cfg(CFG_RW_RANDRW, 4096, 32, 2);
+		_Atomic bool stop = false;
+		struct stopper s = {.flag = &stop, .after_ns = 100 * MSEC};
+		pthread_t th;
+		struct run r;
+
+		cfg.duration_ns = 10000 * MSEC;
+		cfg.rate_iops = rates[i];
+		assert_int_equal(pthread_create(&th, NULL, stop_later, &s), 0);
+		r = run_once(&cfg, &eng_null_ops, target4m(), &stop);
+		pthread_join(th, NULL);
+		assert_int_equal(r.ret, 0);
+		print_message("stop (rate %" PRIu64 "): returned after %.0f ms\n", rates[i],
+			      r.wall_ns / 1e6);
+		assert_true(r.res.stopped);
+		assert_int_equal(r.res.error, 0);
+		/* The stopper's 100ms started before burst_new(), the wall clock after. */
+		assert_true(r.wall_ns >= 50 * MSEC && r.wall_ns < 1000 * MSEC);
+		assert_true(total_ios(&r.res) > 0);
+	}
+}
+
+static void test_timeout(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 1, 1);
+	struct run r;
+
+	(void)state;
+	cfg.duration_ns = 10000 * MSEC;
+	cfg.timeout_ns = 50 * MSEC;
+	hang_cancel_works = true;
+	atomic_store(&hang_cancels, 0);
+	r = run_once(&cfg, &hang_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.res.timeouts, 1);
+	assert_int_equal(r.res.error, -ETIMEDOUT);
+	assert_false(r.res.stopped);
+	assert_int_equal(total_ios(&r.res), 0);
+	assert_int_equal(r.res.dir[BURST_READ].errors, 0); /* our cancel, not the device */
+	assert_true(atomic_load(&hang_cancels) >= 1);
+	assert_true(r.wall_ns >= 50 * MSEC && r.wall_ns < 500 * MSEC);
+
+	/* Every I/O of a full queue timed out; all jobs stop. */
+	cfg.iodepth = 4;
+	cfg.jobs = 2;
+	r = run_once(&cfg, &hang_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.res.timeouts, 8);
+	assert_int_equal(r.res.error, -ETIMEDOUT);
+	assert_true(r.wall_ns < 500 * MSEC);
+}
+
+/* Cancel does nothing: the I/O stays in the "kernel". burst_run still returns
+ * promptly, and the burst refuses to run again. */
+static void test_timeout_wedged(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDWRITE, 4096, 2, 1);
+	const struct burst_result *res;
+	struct burst *b;
+	uint64_t start, wall;
+	int err;
+
+	(void)state;
+	cfg.duration_ns = 10000 * MSEC;
+	cfg.timeout_ns = 50 * MSEC;
+	hang_cancel_works = false;
+	b = burst_new(&cfg, &hang_ops, bounds, N_BOUNDS, &err);
+	assert_non_null(b);
+	start = now_ns();
+	assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
+	wall = now_ns() - start;
+	assert_int_equal(res->timeouts, 2);
+	assert_int_equal(res->error, -ETIMEDOUT);
+	assert_true(wall < 1000 * MSEC);
+	/* The abandoned I/O is still "in flight". */
+	assert_true(burst_inflight_since(b) >= start && burst_inflight_since(b) <= start + wall);
+	assert_int_equal(burst_run(b, target4m(), NULL, &res), -EBUSY);
+	burst_free(b);
+	hang_cancel_works = true;
+}
+
+struct bg_run {
+	struct burst *b;
+	struct target *t;
+	int ret;
+};
+
+static void *run_bg(void *arg)
+{
+	struct bg_run *bg = arg;
+	const struct burst_result *res;
+
+	bg->ret = burst_run(bg->b, bg->t, NULL, &res);
+	return NULL;
+}
+
+static void test_inflight_since(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 3);
+	struct bg_run bg = {.t = target4m()};
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = 100 * MSEC};
+	pthread_t th;
+	uint64_t start, since;
+	int err;
+
+	(void)state;
+	cfg.duration_ns = 10000 * MSEC;
+	cfg.timeout_ns = 300 * MSEC;
+	hang_cancel_works = true;
+	bg.b = burst_new(&cfg, &hang_ops, bounds, N_BOUNDS, &err);
+	assert_non_null(bg.b);
+	assert_int_equal(burst_inflight_since(bg.b), 0);
+	start = now_ns();
+	assert_int_equal(pthread_create(&th, NULL, run_bg, &bg), 0);
+	nanosleep(&ts, NULL);
+	since = burst_inflight_since(bg.b);
+	assert_true(since >= start && since < start + 100 * MSEC);
+	pthread_join(th, NULL);
+	assert_int_equal(bg.ret, 0);
+	assert_int_equal(burst_inflight_since(bg.b), 0);
+	burst_free(bg.b);
+}
+
+/* ---------------------------------------------------------------- calibration */
+
+/* Not a check: the null engine's rate at QD32, one job, i.e. our own per-I/O cost
+ * (plus the null engine's, which reads the clock per request). */
+static void test_null_rate_report(void **state)
+{
+	static const enum cfg_rw rws[] = {CFG_RW_RANDREAD, CFG_RW_READ, CFG_RW_RANDWRITE};
+	static const char *const names[] = {"randread", "read", "randwrite"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rws) / sizeof(rws[0]); i++) {
+		struct cfg_probe cfg = burst_cfg(rws[i], 4096, 32, 1);
+		struct timespec c0, c1;
+		double cpu;
+		struct run r;
+
+		cfg.duration_ns = 500 * MSEC;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+		r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+		cpu = (double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / 1e9;
+		assert_int_equal(r.ret, 0);
+		print_message("null engine, %s 4k QD32, 1 job: %.2f M I/Os per second, "
+			      "%.2f M per CPU-second\n",
+			      names[i], total_ios(&r.res) / (r.res.elapsed_ns / 1e9) / 1e6,
+			      total_ios(&r.res) / cpu / 1e6);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_null_ios_exact),
+		cmocka_unit_test(test_null_duration),
+		cmocka_unit_test(test_null_jobs_merge),
+		cmocka_unit_test(test_ramp_excluded),
+		cmocka_unit_test(test_sync_randread_qd1),
+		cmocka_unit_test(test_sync_randwrite),
+		cmocka_unit_test(test_queueing_engines),
+		cmocka_unit_test(test_random_offsets),
+		cmocka_unit_test(test_bsrange),
+		cmocka_unit_test(test_sequential),
+		cmocka_unit_test(test_rwmix),
+		cmocka_unit_test(test_write_data_random),
+		cmocka_unit_test(test_sync_write_lands),
+		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_stop),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_timeout_wedged),
+		cmocka_unit_test(test_inflight_since),
+		cmocka_unit_test(test_null_rate_report),
+	};
+	int r = cmocka_run_group_tests(tests, setup, teardown);
+
+	if (shared_open)
+		target_close(&shared_target.t);
+	return r;
+}
