@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 # Build and run dependencies, then what the tests drive (promtool, curl, chattr).
 PACKAGES=(gcc make cmake pkg-config git libyaml-dev libmicrohttpd-dev liburing-dev libaio-dev
 	libsystemd-dev zlib1g-dev)
-TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3)
+TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema)
 
 install_missing() {
 	local missing=() p

@@ -110,11 +110,20 @@ static int run_ping(struct probe_sum *ps, struct target *t, const struct oneshot
 				 t->file_path, strerror(-r));
 			break;
 		}
+		/* A wait given up for Ctrl-C is an interruption, not an I/O error. */
+		if (res.result == -ETIME && atomic_load(&stop_requested)) {
+			ps->timeouts += res.lat_ns >= p->timeout_ns;
+			break;
+		}
 		record(main_op, res.result, p->block_size, res.lat_ns);
-		if (res.result == -ETIME)
-			ps->timeouts++;
-		if (p->sync == CFG_SYNC_FDATASYNC)
+		ps->timeouts += res.result == -ETIME || res.lat_ns >= p->timeout_ns;
+		if (p->sync == CFG_SYNC_FDATASYNC) {
+			if (res.sync_result == -ETIME && atomic_load(&stop_requested))
+				break;
 			record(&ps->ops[OP_FDATASYNC], res.sync_result, 0, res.sync_lat_ns);
+			ps->timeouts +=
+				res.sync_result == -ETIME || res.sync_lat_ns >= p->timeout_ns;
+		}
 	}
 	ps->wall_ns = now_ns() - start;
 	probe_ping_cleanup(&ping);

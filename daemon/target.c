@@ -503,7 +503,8 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 		r = terr(t, -ENOMEM, "%s: out of memory", path);
 		goto fail;
 	}
-	while ((n = pread(fd, hdr, TARGET_HEADER_SIZE, 0)) < 0 && errno == EINTR)
+	while ((n = pread(fd, hdr, TARGET_HEADER_SIZE, 0)) < 0 && errno == EINTR &&
+	       !(t->stop && atomic_load(t->stop)))
 		;
 	if (n < 0) {
 		r = terr(t, -errno, "%s: reading the header: %m", path);

@@ -152,6 +152,11 @@ static void uring_cleanup(struct engine *e)
 
 	if (!u)
 		return;
+	/* The ring is torn down asynchronously after close, and a registered file
+	 * stays referenced until then: an O_EXCL claim on a device (or a lock on the
+	 * file) would outlive us by tens of milliseconds. Drop it synchronously. */
+	if (u->fixed)
+		(void)io_uring_unregister_files(&u->ring);
 	/* Closing the ring cancels what is still in flight, but the kernel may
 	 * finish that after we return: cancel and reap before freeing its buffers. */
 	io_uring_queue_exit(&u->ring);

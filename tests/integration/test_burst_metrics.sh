@@ -1,0 +1,231 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Burst probes in the daemon, seen through /metrics.
+#
+# Target t1: a randrw burst (1s after a 200ms ramp, every 2s, iodepth 8, 70%
+# reads) and a read ping every 100ms. Two scrapes that bracket exactly one
+# published burst give that burst's I/O counts; the last-burst gauges of the
+# second scrape describe the same burst (both are published under one lock),
+# so iopulse_burst_iops * iopulse_burst_duration_seconds must give back those
+# counts (within 1%: the same numbers, not a timing measurement), bandwidth must
+# be IOPS x 4KiB, the read share must be near 70%, the latency gauges ordered,
+# the histograms consistent and the page lint-clean.
+#
+# Target t2: burst A (1.5s every 2.5s) and burst B (500 I/Os every 1s). B falls
+# due while A runs at least once per run of A, and must then be skipped
+# (iopulse_probe_skipped_total{reason="busy"}), never run alongside it. A
+# burst's counters are published all at once when it ends, so B's I/O count
+# only ever grows by whole bursts of 500; and every time B fell due it either
+# ran or was skipped.
+
+# shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
+. "$(dirname "$0")/lib.sh"
+
+require_cmd curl promtool
+require_disk "$WORK"
+
+mkdir "$WORK/t1" "$WORK/t2"
+CFG="$WORK/iopulse.yaml"
+cat >"$CFG" <<EOF
+targets:
+  - name: t1
+    directory: $(yaml_str "$WORK/t1")
+    size: 16MiB
+    layout_rate: 0
+  - name: t2
+    directory: $(yaml_str "$WORK/t2")
+    size: 16MiB
+    layout_rate: 0
+probes:
+  - name: mix
+    type: burst
+    target: t1
+    rw: randrw
+    rwmix_read: 70%
+    iodepth: 8
+    duration: 1s
+    ramp: 200ms
+    every: 2s
+  - name: rd
+    type: ping
+    target: t1
+    interval: 100ms
+  - name: A
+    type: burst
+    target: t2
+    rw: randread
+    iodepth: 4
+    duration: 1500ms
+    every: 2500ms
+  - name: B
+    type: burst
+    target: t2
+    rw: randread
+    iodepth: 4
+    ios: 500
+    every: 1s
+EOF
+
+START_MS=$(now_ms)
+start_daemon "$CFG"
+
+MIX='probe="mix",target="t1"'
+
+# count_into VAR FILE SERIES: a counter as a plain integer for shell arithmetic
+# (the page writes large values as 4.096e+08).
+count_into() {
+	local v
+	sample_into v "$2" "$3"
+	printf -v "$1" '%s' "$(awk -v v="$v" 'BEGIN { printf "%.0f", v }')"
+}
+MIX_R="$MIX,op=\"read\""
+MIX_W="$MIX,op=\"write\""
+
+# ---- t1: one burst, bracketed ----------------------------------------------
+
+burst_published() {
+	scrape_metrics
+	has_series "$PAGE" "iopulse_burst_duration_seconds{$MIX}"
+}
+wait_until 15 "a first burst of mix published (iopulse_burst_duration_seconds{$MIX})" burst_published
+
+# mix_ios VAR PAGE: read + write I/Os of mix so far.
+mix_ios() {
+	local r w
+	count_into r "$2" "iopulse_probe_ios_total{$MIX_R}"
+	count_into w "$2" "iopulse_probe_ios_total{$MIX_W}"
+	printf -v "$1" '%s' $((r + w))
+}
+
+# Scrape until the I/O count of mix changes between two scrapes less than a
+# second apart. Bursts are published 2s apart, so exactly one lies between them.
+P=$PAGE
+p_ms=$(now_ms)
+mix_ios p_ios "$P"
+deadline=$((p_ms + 15000))
+while :; do
+	sleep 0.1
+	require_alive
+	c_ms=$(now_ms)
+	scrape_metrics
+	mix_ios c_ios "$PAGE"
+	if ((c_ios != p_ios && $(now_ms) - p_ms < 1000)); then
+		break
+	fi
+	((c_ios == p_ios || c_ios > p_ios)) || fail "ios of mix went down: $p_ios -> $c_ios"
+	(($(now_ms) < deadline)) || fail "no burst of mix published between two scrapes within 15s"
+	P=$PAGE
+	p_ms=$c_ms
+	p_ios=$c_ios
+done
+C=$PAGE
+note "one burst of mix between $P and $C: $p_ios -> $c_ios I/Os"
+
+count_into runs0 "$P" "iopulse_probe_runs_total{$MIX}"
+count_into runs1 "$C" "iopulse_probe_runs_total{$MIX}"
+((runs1 - runs0 == 0 || runs1 - runs0 == 1)) ||
+	fail "iopulse_probe_runs_total{$MIX} went $runs0 -> $runs1 across one published burst"
+
+sample_into dur "$C" "iopulse_burst_duration_seconds{$MIX}"
+# 1s measured; the last completions may run a little past it. A generous bound.
+{ num "$dur" '>=' 0.9 && num "$dur" '<=' 5; } || fail "iopulse_burst_duration_seconds{$MIX} is $dur for a 1s burst"
+
+declare -A D
+for op in read write; do
+	s="$MIX,op=\"$op\""
+	count_into i0 "$P" "iopulse_probe_ios_total{$s}"
+	count_into i1 "$C" "iopulse_probe_ios_total{$s}"
+	count_into b0 "$P" "iopulse_probe_bytes_total{$s}"
+	count_into b1 "$C" "iopulse_probe_bytes_total{$s}"
+	d=$((i1 - i0))
+	D[$op]=$d
+	((d > 0)) || fail "no $op I/Os in a randrw burst ($i0 -> $i1)"
+	(((b1 - b0) == d * 4096)) || fail "$op: $((b1 - b0)) bytes for $d I/Os of 4KiB"
+
+	sample_into iops "$C" "iopulse_burst_iops{$s}"
+	sample_into bw "$C" "iopulse_burst_bandwidth_bytes{$s}"
+	got=$(awk -v a="$iops" -v b="$dur" 'BEGIN { printf "%.3f", a * b }')
+	note "$op: $d I/Os; iopulse_burst_iops $iops x duration $dur = $got"
+	awk -v g="$got" -v d="$d" 'BEGIN { e = g - d; if (e < 0) e = -e; exit !(e <= 0.01 * d) }' ||
+		fail "$op: iopulse_burst_iops x iopulse_burst_duration_seconds = $iops x $dur = $got, but the burst did $d I/Os"
+	awk -v i="$iops" -v b="$bw" 'BEGIN { e = b - i * 4096; if (e < 0) e = -e; exit !(e <= 1e-9 * b) }' ||
+		fail "$op: iopulse_burst_bandwidth_bytes $bw != iopulse_burst_iops $iops x 4096"
+
+	prev=0
+	for pc in 50 90 99 99.9; do
+		sample_into q "$C" "iopulse_burst_latency_seconds{$s,percentile=\"$pc\"}"
+		num "$q" '>' 0 || fail "$op: p$pc latency gauge is $q"
+		num "$q" '>=' "$prev" || fail "$op: p$pc latency $q below the previous percentile $prev"
+		prev=$q
+	done
+	sample_into mx "$C" "iopulse_burst_latency_max_seconds{$s}"
+	num "$mx" '>=' "$prev" || fail "$op: max latency $mx below p99.9 $prev"
+done
+for reason in io_error short_io timeout target_down setup; do
+	sample_into e "$C" "iopulse_probe_errors_total{$MIX,reason=\"$reason\"}"
+	num "$e" '==' 0 || fail "iopulse_probe_errors_total{$MIX,reason=\"$reason\"} is $e"
+done
+# The share of reads: each I/O is drawn at random, 70% reads. With N I/Os the
+# standard deviation is sqrt(0.21/N), under 0.015 for N >= 1000.
+total=$((D[read] + D[write]))
+((total >= 1000)) || note "only $total I/Os in a 1s burst: the mix check is loose"
+awk -v r="${D[read]}" -v t="$total" 'BEGIN { s = r / t; exit !(s >= 0.65 && s <= 0.75) }' ||
+	fail "read share of the burst is ${D[read]}/$total, want 0.70 +- 0.05"
+note "read share ${D[read]}/$total"
+
+check_histograms "$C" || fail "histograms inconsistent in $C:"$'\n'"$HIST_FINDINGS"
+grep -qxF "probe=\"mix\",target=\"t1\",op=\"write\"" <<<"$HIST_SERIES" || fail "no latency histogram for mix/write"
+lint=$(promtool check metrics <"$C" 2>&1) || fail "promtool check metrics failed:"$'\n'"$lint"
+[[ -z $lint ]] || fail "promtool check metrics has findings:"$'\n'"$lint"
+
+# ---- t2: B falls due while A runs -------------------------------------------
+
+A='probe="A",target="t2"'
+B='probe="B",target="t2"'
+b_whole() { # every scrape: B's reads are a whole number of 500-I/O bursts
+	local ios runs
+	count_into ios "$PAGE" "iopulse_probe_ios_total{$B,op=\"read\"}"
+	count_into runs "$PAGE" "iopulse_probe_runs_total{$B}"
+	((ios % 500 == 0)) || fail "iopulse_probe_ios_total{$B,op=\"read\"} is $ios, not a whole number of 500-I/O bursts"
+	# Runs are counted when they start, I/Os when they end: one may be in flight.
+	((runs - ios / 500 == 0 || runs - ios / 500 == 1)) ||
+		fail "B: $runs runs started but $((ios / 500)) bursts of I/O published"
+}
+b_skipped() {
+	local v a
+	scrape_metrics
+	b_whole
+	sample_or v 0 "$PAGE" "iopulse_probe_skipped_total{$B,reason=\"busy\"}"
+	sample_or a 0 "$PAGE" "iopulse_probe_runs_total{$A}"
+	num "$v" '>' 0 && num "$a" '>=' 2
+}
+wait_until 20 "B skipped as busy (iopulse_probe_skipped_total{$B,reason=\"busy\"} > 0) and A run twice" b_skipped
+now=$(now_ms)
+check_histograms "$PAGE" || fail "histograms inconsistent in $PAGE:"$'\n'"$HIST_FINDINGS"
+lint=$(promtool check metrics <"$PAGE" 2>&1) || fail "promtool check metrics failed:"$'\n'"$lint"
+[[ -z $lint ]] || fail "promtool check metrics has findings:"$'\n'"$lint"
+
+# Every time a burst fell due it either ran or was skipped: about one per
+# `every` since start (the first falls due within the first second).
+elapsed=$(((now - START_MS) / 1000))
+for p in A:2.5 B:1; do
+	name=${p%%:*}
+	every=${p#*:}
+	sample_into runs "$PAGE" "iopulse_probe_runs_total{probe=\"$name\",target=\"t2\"}"
+	sample_or skipped 0 "$PAGE" "iopulse_probe_skipped_total{probe=\"$name\",target=\"t2\",reason=\"busy\"}"
+	note "$name: $runs runs, $skipped skipped in ${elapsed}s (every ${every}s)"
+	awk -v n="$((runs + skipped))" -v t="$elapsed" -v e="$every" \
+		'BEGIN { exit !(n >= t / e - 2 && n <= t / e + 2) }' ||
+		fail "$name: runs $runs + skipped $skipped in ${elapsed}s at every ${every}s"
+	for reason in io_error short_io timeout target_down setup; do
+		sample_into e "$PAGE" "iopulse_probe_errors_total{probe=\"$name\",target=\"t2\",reason=\"$reason\"}"
+		num "$e" '==' 0 || fail "iopulse_probe_errors_total of $name, reason $reason, is $e"
+	done
+done
+# Bursts are skipped, never deferred (which would run them late, after the other).
+! grep -q "^iopulse_probe_deferred_total{probe=\"[AB]\"" "$PAGE" ||
+	fail "bursts have iopulse_probe_deferred_total series:"$'\n'"$(grep '^iopulse_probe_deferred_total' "$PAGE")"
+
+stop_daemon TERM 5
+note "pass"
