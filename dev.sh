@@ -2,6 +2,7 @@
 # The two Quick start commands (README.md), run as root on Debian 12:
 #   ./dev.sh run [iopulse run options]   install what is missing, build, run in the foreground
 #   ./dev.sh test                        install what is missing, build, run the whole suite
+#   ./dev.sh bench                       install fio/ioping, build Release, run bench/*.sh
 # `./dev.sh build` only installs and builds. .ci/run runs `./dev.sh test`.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -10,6 +11,8 @@ cd "$(dirname "$0")"
 PACKAGES=(gcc make cmake pkg-config git libyaml-dev libmicrohttpd-dev liburing-dev libaio-dev
 	libsystemd-dev zlib1g-dev)
 TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema)
+# What bench/ compares against and measures with.
+BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter)
 
 install_missing() {
 	local missing=() p
@@ -60,8 +63,19 @@ test)
 		UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j2)
 	echo "dev.sh: whole suite passed in $(($(date +%s) - start))s"
 	;;
+bench)
+	install_missing "${PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${BENCH_PACKAGES[@]}"
+	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build build-bench -j"$(nproc)"
+	# Every benchmark script (lib.sh is their shared helper, not a benchmark).
+	for script in bench/*.sh; do
+		[ "$script" = bench/lib.sh ] && continue
+		echo "=== $script" >&2
+		BUILD=$PWD/build-bench "$script"
+	done
+	;;
 *)
-	echo "usage: $0 run [iopulse run options] | test | build" >&2
+	echo "usage: $0 run [iopulse run options] | test | build | bench" >&2
 	exit 64
 	;;
 esac

@@ -102,7 +102,7 @@ static const char *node_kind(const yaml_node_t *n)
 
 static bool node_is_null(const yaml_node_t *n)
 {
-	const char *s;
+	const char *s = NULL;
 
 	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 		return false;
@@ -324,7 +324,7 @@ static int get_size(struct parser *p, const yaml_node_t *n, const char *key, uin
 static int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
 	char *num, unit[3];
-	const char *s;
+	const char *s = NULL;
 	size_t len;
 	int r;
 
@@ -357,7 +357,7 @@ static int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uin
 /* A count: plain decimal digits, as "iodepth: 32". */
 static int get_uint(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
-	const char *s, *q;
+	const char *s = NULL, *q;
 	int r;
 
 	r = get_scalar(p, n, key, "a whole number", &s);
@@ -401,7 +401,7 @@ static int check_count(struct parser *p, const yaml_node_t *n, const char *key, 
 
 static int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double *out)
 {
-	const char *s;
+	const char *s = NULL;
 	int r;
 
 	r = get_scalar(p, n, key, "a percentage", &s);
@@ -423,7 +423,7 @@ static int get_percent(struct parser *p, const yaml_node_t *n, const char *key, 
 
 static int get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
-	const char *s;
+	const char *s = NULL;
 	bool number = true;
 	int r;
 
@@ -463,7 +463,7 @@ static int check_range(struct parser *p, const yaml_node_t *n, const char *key, 
 static int get_enum(struct parser *p, const yaml_node_t *n, const char *key,
 		    const char *const *names, const char *expect, unsigned *out)
 {
-	const char *s;
+	const char *s = NULL;
 	int r;
 
 	r = get_scalar(p, n, key, "a string", &s);
@@ -496,7 +496,7 @@ static bool name_valid(const char *s)
 
 static int get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out)
 {
-	const char *s;
+	const char *s = NULL;
 	int r;
 
 	r = get_scalar(p, n, "name", "a string", &s);
@@ -707,7 +707,7 @@ static int parse_listen(struct parser *p, const yaml_node_t *n)
 {
 	struct config *c = p->c;
 	char host[sizeof(c->listen_host)];
-	const char *s;
+	const char *s = NULL;
 	uint16_t port = 0;
 	int r;
 
@@ -847,7 +847,7 @@ static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 	};
 	struct target_ctx *tc = ctx;
 	struct cfg_target *t = tc->t;
-	const char *s;
+	const char *s = NULL;
 	int r;
 
 	tc->key[key] = knode;
@@ -1199,9 +1199,9 @@ static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 {
 	struct probe_ctx *pc = ctx;
 	struct cfg_probe *pr = pc->pr;
-	const char *s;
+	const char *s = NULL;
 	uint64_t n;
-	unsigned e;
+	unsigned e = 0;
 	int r;
 
 	pc->key[key] = knode;

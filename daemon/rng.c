@@ -91,19 +91,93 @@ uint64_t rng_below(struct rng *r, uint64_t n)
 	return (uint64_t)(m >> 64);
 }
 
-void rng_fill(struct rng *r, void *buf, size_t len)
+/*
+ * The same words rng_next() would return, in order, but with the state held in
+ * locals: through r->s, every store into the char buffer may alias the state
+ * (char aliases anything), and the compiler reloads and stores all four words
+ * per step. Held in registers, a 4KiB fill takes ~0.55us instead of ~1.5us.
+ */
+static void rng_fill_serial(struct rng *r, void *buf, size_t len)
 {
 	unsigned char *p = buf;
-	uint64_t v;
+	uint64_t s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3];
+	uint64_t v, t;
+
+#define RNG_STEP()                                                                                 \
+	do {                                                                                       \
+		v = rotl(s1 * 5, 7) * 9;                                                           \
+		t = s1 << 17;                                                                      \
+		s2 ^= s0;                                                                          \
+		s3 ^= s1;                                                                          \
+		s1 ^= s2;                                                                          \
+		s0 ^= s3;                                                                          \
+		s2 ^= t;                                                                           \
+		s3 = rotl(s3, 45);                                                                 \
+	} while (0)
 
 	while (len >= 8) {
-		v = rng_next(r);
+		RNG_STEP();
 		memcpy(p, &v, 8); /* compiles to one unaligned store */
 		p += 8;
 		len -= 8;
 	}
 	if (len) {
-		v = rng_next(r);
+		RNG_STEP();
 		memcpy(p, &v, len);
 	}
+#undef RNG_STEP
+	r->s[0] = s0;
+	r->s[1] = s1;
+	r->s[2] = s2;
+	r->s[3] = s3;
+}
+
+/*
+ * Fills of 256 bytes and more (every write's data) use four independent
+ * xoshiro256** lanes, seeded afresh from @r on each call, so that the compiler
+ * can keep all four in one vector register: about 3x the serial rate, which is
+ * what lets a write burst keep up with its disk instead of with its data. The
+ * bytes are as random, but not rng_next()'s sequence.
+ */
+typedef uint64_t u64x4 __attribute__((vector_size(32)));
+
+#define ROTL4(x, k)   (((x) << (k)) | ((x) >> (64 - (k))))
+#define RNG_LANES_MIN 256
+
+#if defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void rng_fill(struct rng *r, void *buf, size_t len)
+{
+	unsigned char *p = buf;
+	u64x4 s0, s1, s2, s3, x, v, t;
+	uint64_t seed;
+
+	if (len < RNG_LANES_MIN) {
+		rng_fill_serial(r, buf, len);
+		return;
+	}
+	seed = rng_next(r);
+	for (int l = 0; l < 4; l++) {
+		s0[l] = splitmix64(&seed);
+		s1[l] = splitmix64(&seed);
+		s2[l] = splitmix64(&seed);
+		s3[l] = splitmix64(&seed);
+	}
+	while (len >= 32) {
+		x = s1 + (s1 << 2); /* s1 * 5 */
+		x = ROTL4(x, 7);
+		v = x + (x << 3); /* * 9 */
+		t = s1 << 17;
+		s2 ^= s0;
+		s3 ^= s1;
+		s1 ^= s2;
+		s0 ^= s3;
+		s2 ^= t;
+		s3 = ROTL4(s3, 45);
+		memcpy(p, &v, 32);
+		p += 32;
+		len -= 32;
+	}
+	rng_fill_serial(r, p, len);
 }

@@ -136,7 +136,7 @@ static void test_fill_lengths(void **state)
 	struct rng a, b;
 
 	(void)state;
-	/* Odd lengths write exactly len bytes, and the bytes are rng_next()'s. */
+	/* Short fills write exactly len bytes, and the bytes are rng_next()'s. */
 	for (size_t len = 0; len <= 40; len++) {
 		memset(buf, 0xAA, sizeof(buf));
 		rng_seed_with(&a, 5);
@@ -152,6 +152,37 @@ static void test_fill_lengths(void **state)
 	}
 }
 
+/* Long fills (the vector lanes): exactly len bytes, fresh on every call, no
+ * repeated 32-byte block, and a flat byte distribution. */
+static void test_fill_long(void **state)
+{
+	static unsigned char a[65536 + 64], b[65536 + 64];
+	unsigned long counts[256] = {0};
+	double chi = 0, expect;
+	struct rng r;
+
+	(void)state;
+	rng_seed_with(&r, 9);
+	for (size_t len = 256; len <= 65536; len = len * 2 + 8) {
+		memset(a, 0xAA, sizeof(a));
+		rng_fill(&r, a, len);
+		for (size_t i = len; i < sizeof(a); i++)
+			assert_int_equal(a[i], 0xAA);
+		rng_fill(&r, b, len);
+		assert_memory_not_equal(a, b, len); /* fresh data per call */
+	}
+	rng_fill(&r, a, 65536);
+	for (size_t i = 0; i < 65536; i += 32)
+		for (size_t j = i + 32; j < 65536; j += 32 * 97) /* sampled pairs */
+			assert_memory_not_equal(a + i, a + j, 32);
+	for (size_t i = 0; i < 65536; i++)
+		counts[a[i]]++;
+	expect = 65536.0 / 256;
+	for (int i = 0; i < 256; i++)
+		chi += (counts[i] - expect) * (counts[i] - expect) / expect;
+	assert_true(chi < 400); /* 255 degrees of freedom: p ~ 1e-8 */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -163,6 +194,7 @@ int main(void)
 		cmocka_unit_test(test_below_no_modulo_bias),
 		cmocka_unit_test(test_fill_incompressible),
 		cmocka_unit_test(test_fill_lengths),
+		cmocka_unit_test(test_fill_long),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# bench/overhead.sh — instrument overhead: what it costs the tool itself to issue,
+# time and record an I/O. The null engine completes every I/O at once, so all the
+# CPU either tool burns is its own. iopulse (`iopulse probe --json`, a burst probe,
+# engine null, directory target) against `fio --ioengine=null` with the same
+# settings: 4k, randread and randwrite, QD1 and QD32, one job.
+#
+# randwrite: both tools write fresh random data into the buffer before every
+# write (iopulse always does; fio with --refill_buffers), so that cost is in.
+# fio runs with its defaults otherwise (per-I/O clat/slat/lat timing on, as iopulse
+# times every I/O), plus --norandommap (pure random offsets, as iopulse; cheaper
+# for fio than its default random map).
+#
+# Each run is sized to last ~SECS seconds (from a short calibration run of each
+# tool), ROUNDS rounds interleaved iopulse/fio, medians reported.
+# Metric: I/Os per CPU-second, CPU = user+sys of the whole process (GNU time,
+# threads and children included), and plain IOPS as each tool reports it.
+# Target: iopulse >= 3x fio in I/Os per CPU-second.
+source "$(dirname "$0")/lib.sh"
+
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-2.5}
+SCENARIOS=${SCENARIOS:-"randread:1 randread:32 randwrite:1 randwrite:32"}
+RES=$WORK/results.tsv
+: >"$RES"
+mkdir -p "$WORK/dir"
+
+# iopulse_run OUT RW QD IOS
+iopulse_run() {
+	cat >"$WORK/overhead.yaml" <<-YAML
+		targets:
+		  - name: scratch
+		    directory: $WORK/dir
+		    size: 1MiB
+		    layout_rate: 0
+		probes:
+		  - name: null-burst
+		    type: burst
+		    target: scratch
+		    engine: "null"
+		    rw: $2
+		    block_size: 4KiB
+		    iodepth: $3
+		    ios: $4
+		    every: 24h
+	YAML
+	timed "$1" "$IOPULSE" probe --config "$WORK/overhead.yaml" --json
+}
+
+# fio_run OUT RW QD IOS
+fio_run() {
+	local extra=()
+	[ "$2" = randwrite ] && extra=(--refill_buffers)
+	timed "$1" fio --name=overhead --ioengine=null --rw="$2" --bs=4k --iodepth="$3" \
+		--size=$(($4 * 4096)) --norandommap --randrepeat=0 "${extra[@]}" \
+		--output-format=json
+}
+
+# parse TOOL OUT -> "ios iops cpu_s own_cpu_s" (own: fio's job usr+sys% x runtime)
+parse() {
+	python3 - "$1" "$2" <<-'PY'
+		import json, sys
+		tool, out = sys.argv[1], sys.argv[2]
+		u, s, e = map(float, open(out + ".time").read().split()[-3:])
+		j = json.load(open(out))
+		if tool == "iopulse":
+		    p = j["probes"][0]
+		    assert p["status"] == "ok", p
+		    op = p["ops"][0]
+		    print(op["ios"], op["iops"], u + s, u + s)
+		else:
+		    job = j["jobs"][0]
+		    d = job["read"] if job["read"]["total_ios"] else job["write"]
+		    own = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job["job_runtime"] / 1000
+		    print(d["total_ios"], d["iops"], u + s, own)
+	PY
+}
+
+# I/O count for ~SECS seconds, from a small calibration run.
+calibrate() { # TOOL RW QD
+	local out=$WORK/cal ios=200000
+	"${1}_run" "$out" "$2" "$3" "$ios"
+	parse "$1" "$out" | python3 -c "
+import sys; ios, iops = sys.stdin.read().split()[:2]
+print(max(100000, min(1000000000, int(float(iops) * $SECS))))"
+}
+
+for sc in $SCENARIOS; do
+	rw=${sc%:*} qd=${sc#*:}
+	n_iop=$(calibrate iopulse "$rw" "$qd")
+	n_fio=$(calibrate fio "$rw" "$qd")
+	say "overhead: $rw QD$qd: iopulse ios=$n_iop, fio ios=$n_fio, $ROUNDS rounds"
+	for r in $(seq "$ROUNDS"); do
+		# Alternate who goes first, so drift on a shared machine hits both.
+		order="iopulse fio"
+		[ $((r % 2)) -eq 0 ] && order="fio iopulse"
+		for tool in $order; do
+			n=$n_iop
+			[ "$tool" = fio ] && n=$n_fio
+			"${tool}_run" "$WORK/out" "$rw" "$qd" "$n"
+			echo "$tool $rw QD$qd $r $(parse "$tool" "$WORK/out")" >>"$RES"
+		done
+	done
+done
+
+python3 - "$RES" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1])]
+med = lambda xs: st.median(xs)
+print()
+print("null engine, 4k, 1 job; medians of %d rounds; CPU = whole-process user+sys" %
+      max(int(r[3]) for r in rows))
+print("randwrite: fresh random data per write (iopulse always, fio --refill_buffers)")
+print()
+hdr = ("scenario", "iopulse IOPS", "fio IOPS", "ratio", "iopulse IO/CPU-s", "fio IO/CPU-s",
+       "ratio", "fio IO/own-CPU-s", "ratio'", "target >=3x")
+print("%-14s %13s %12s %7s %17s %13s %7s %17s %7s %12s" % hdr)
+for sc in dict.fromkeys((r[1], r[2]) for r in rows):
+    def m(tool, col):
+        return med([float(r[col]) if col != "per" else float(r[4]) / float(r[6])
+                    for r in rows if (r[1], r[2]) == sc and r[0] == tool])
+    ip, fp = m("iopulse", 5), m("fio", 5)
+    ic = med([float(r[4]) / float(r[6]) for r in rows if (r[1], r[2]) == sc and r[0] == "iopulse"])
+    fc = med([float(r[4]) / float(r[6]) for r in rows if (r[1], r[2]) == sc and r[0] == "fio"])
+    fo = med([float(r[4]) / float(r[7]) for r in rows if (r[1], r[2]) == sc and r[0] == "fio"])
+    print("%-14s %13.0f %12.0f %6.2fx %17.0f %13.0f %6.2fx %17.0f %6.2fx %12s" %
+          (sc[0] + " " + sc[1], ip, fp, ip / fp, ic, fc, ic / fc, fo, ic / fo,
+           "met" if ic / fc >= 3 else "MISSED"))
+print()
+print("ratio = iopulse / fio. ratio' compares with fio's own job CPU (usr+sys% x runtime,")
+print("its start-up and main thread excluded). Numbers compare within one run only.")
+PY
