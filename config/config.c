@@ -1516,8 +1516,57 @@ static int resolve_probes(struct parser *p)
 
 /* ---- top level ----------------------------------------------------------------- */
 
-enum { KEY_LISTEN, KEY_BUCKETS, KEY_TARGETS, KEY_PROBES };
-static const char *const top_keys[] = {"listen", "buckets", "targets", "probes", NULL};
+/* A signed whole number, as "native_histogram_schema: -2", within [lo, hi]. */
+static int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi,
+		   int *out)
+{
+	const char *s = NULL;
+	char *end;
+	long v;
+	int r;
+
+	r = get_scalar(p, n, key, "a whole number", &s);
+	if (r < 0)
+		return r;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || !((s[0] >= '0' && s[0] <= '9') || s[0] == '-' || s[0] == '+'))
+		return fail_at(p, n,
+			       "invalid number '%s' for '%s': expected a whole number, as in %ld",
+			       s, key, hi);
+	if (errno == ERANGE || v < lo || v > hi)
+		return fail_at(p, n, "'%s' must be between %ld and %ld, got %s", key, lo, hi, s);
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_native_zero_threshold(struct parser *p, const yaml_node_t *n)
+{
+	const char *key = "native_histogram_zero_threshold";
+	int r = get_duration(p, n, key, &p->c->native_zero_threshold_ns);
+
+	if (r < 0)
+		return r;
+	return check_range(p, n, key, p->c->native_zero_threshold_ns, 0, CFG_MAX_NATIVE_ZERO_NS,
+			   true);
+}
+
+enum {
+	KEY_LISTEN,
+	KEY_BUCKETS,
+	KEY_NATIVE_SCHEMA,
+	KEY_NATIVE_ZERO_THRESHOLD,
+	KEY_TARGETS,
+	KEY_PROBES,
+	_KEY_TOP_MAX,
+};
+static const char *const top_keys[] = {"listen",
+				       "buckets",
+				       "native_histogram_schema",
+				       "native_histogram_zero_threshold",
+				       "targets",
+				       "probes",
+				       NULL};
 
 static int top_pair(struct parser *p, unsigned key, const yaml_node_t *knode, const yaml_node_t *v,
 		    void *ctx)
@@ -1531,6 +1580,11 @@ static int top_pair(struct parser *p, unsigned key, const yaml_node_t *knode, co
 		return parse_listen(p, v);
 	case KEY_BUCKETS:
 		return parse_buckets(p, v);
+	case KEY_NATIVE_SCHEMA:
+		return get_int(p, v, "native_histogram_schema", CFG_MIN_NATIVE_SCHEMA,
+			       CFG_MAX_NATIVE_SCHEMA, &p->c->native_schema);
+	case KEY_NATIVE_ZERO_THRESHOLD:
+		return parse_native_zero_threshold(p, v);
 	case KEY_TARGETS:
 		return parse_targets(p, v);
 	case KEY_PROBES:
@@ -1541,7 +1595,7 @@ static int top_pair(struct parser *p, unsigned key, const yaml_node_t *knode, co
 
 static int parse_root(struct parser *p, const yaml_node_t *root)
 {
-	bool seen[4] = {false};
+	bool seen[_KEY_TOP_MAX] = {false};
 	int r;
 
 	if (root->type != YAML_MAPPING_NODE)
@@ -1591,6 +1645,8 @@ static void set_defaults(struct config *c)
 	c->listen_port = 10035;
 	memcpy(c->buckets_ns, default_buckets_ns, sizeof(default_buckets_ns));
 	c->n_buckets = sizeof(default_buckets_ns) / sizeof(default_buckets_ns[0]);
+	c->native_schema = CFG_DEFAULT_NATIVE_SCHEMA;
+	c->native_zero_threshold_ns = 0;
 }
 
 int cfg_load_string(const char *name, const char *text, size_t len, struct config **out,
@@ -1873,7 +1929,10 @@ void cfg_print(const struct config *c, FILE *f)
 		cfg_format_duration(c->buckets_ns[i], buf, sizeof(buf));
 		fprintf(f, "%s%s", i ? ", " : "", buf);
 	}
-	fputs("]\ntargets:\n", f);
+	fprintf(f, "]\nnative_histogram_schema: %d\n", c->native_schema);
+	cfg_format_duration(c->native_zero_threshold_ns, buf, sizeof(buf));
+	fprintf(f, "native_histogram_zero_threshold: %s\n", buf);
+	fputs("targets:\n", f);
 	for (unsigned i = 0; i < c->n_targets; i++)
 		print_target(&c->targets[i], f);
 	fputs("probes:\n", f);

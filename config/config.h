@@ -63,6 +63,12 @@
 #define CFG_DEFAULT_RWMIX_READ	0.5
 #define CFG_DEFAULT_LAYOUT_RATE (32ULL << 20) /* bytes per second */
 
+/* Native histograms (protobuf scrapes). */
+#define CFG_MIN_NATIVE_SCHEMA	  (-4)		/* Prometheus' coarsest schema */
+#define CFG_MAX_NATIVE_SCHEMA	  7		/* the histogram's recording resolution */
+#define CFG_DEFAULT_NATIVE_SCHEMA 3		/* buckets 2^(1/8): 9% wide */
+#define CFG_MAX_NATIVE_ZERO_NS	  1000000000ULL /* 1s: native_histogram_zero_threshold */
+
 enum cfg_target_kind {
 	CFG_TARGET_DIRECTORY, /* iopulse creates and owns a probe file inside it */
 	CFG_TARGET_FILE,      /* an existing regular file: read-only, never written */
@@ -139,6 +145,8 @@ struct config {
 	uint16_t listen_port;
 	uint64_t buckets_ns[CFG_MAX_BUCKETS]; /* classic histogram bounds, ascending */
 	unsigned n_buckets;
+	int native_schema;		   /* native histograms: schema, -4..7 */
+	uint64_t native_zero_threshold_ns; /* their zero bucket; 0 = 2^-128 s, as client_golang */
 	struct cfg_target *targets;
 	unsigned n_targets;
 	struct cfg_probe *probes;

@@ -4,7 +4,13 @@
  *
  * The text format follows Prometheus exposition format 0.0.4 as client_golang's
  * expfmt writes it, so that our pages look like every other exporter's and
- * compare byte for byte against golden files.
+ * compare byte for byte against golden files — with one exception: le values
+ * are OpenMetrics' canonical numbers ("1.0", not "1"). Prometheus 2.x does not
+ * normalise le, and takes "1.0" from OpenMetrics and protobuf scrapes: a text
+ * scrape with "1" would start different series whenever negotiation changes.
+ *
+ * The OpenMetrics renderer shares the series and escaping code; the protobuf
+ * renderer is in protobuf.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -184,6 +190,13 @@ void expose_format_double(double v, char *out, size_t len)
 	snprintf(out, len, "%s", res);
 }
 
+void expose_format_canonical(double v, char *out, size_t len)
+{
+	expose_format_double(v, out, len);
+	if (isfinite(v) && !strpbrk(out, ".e"))
+		strncat(out, ".0", len - strlen(out) - 1);
+}
+
 /* ---- text format 0.0.4 ---- */
 
 static void put_escaped(struct buf *b, const char *s, int quote)
@@ -216,6 +229,14 @@ static void put_double(struct buf *b, double v)
 	buf_puts(b, tmp);
 }
 
+static void put_canonical(struct buf *b, double v)
+{
+	char tmp[32];
+
+	expose_format_canonical(v, tmp, sizeof(tmp));
+	buf_puts(b, tmp);
+}
+
 /* name[suffix]{labels[,le="..."]} */
 static void put_series_name(struct buf *b, const struct snap_family *f, const struct snap_series *s,
 			    const char *suffix, const double *le)
@@ -239,7 +260,7 @@ static void put_series_name(struct buf *b, const struct snap_family *f, const st
 		if (f->n_labels)
 			buf_append(b, ",", 1);
 		buf_puts(b, "le=\"");
-		put_double(b, *le);
+		put_canonical(b, *le);
 		buf_append(b, "\"", 1);
 	}
 	buf_append(b, "}", 1);
@@ -258,7 +279,9 @@ static const char *type_name(enum metric_type t)
 	return "untyped";
 }
 
-static void put_histogram(struct buf *b, const struct snap_family *f, const struct snap_series *s)
+/* Classic buckets, then _sum and _count (text) or _count and _sum (OpenMetrics). */
+static void put_histogram(struct buf *b, const struct snap_family *f, const struct snap_series *s,
+			  int om)
 {
 	double inf = INFINITY;
 	unsigned i;
@@ -269,12 +292,31 @@ static void put_histogram(struct buf *b, const struct snap_family *f, const stru
 	}
 	put_series_name(b, f, s, "_bucket", &inf);
 	buf_printf(b, " %" PRIu64 "\n", s->count);
+	if (om) {
+		put_series_name(b, f, s, "_count", NULL);
+		buf_printf(b, " %" PRIu64 "\n", s->count);
+	}
 	put_series_name(b, f, s, "_sum", NULL);
 	buf_append(b, " ", 1);
 	put_double(b, s->sum);
 	buf_append(b, "\n", 1);
-	put_series_name(b, f, s, "_count", NULL);
-	buf_printf(b, " %" PRIu64 "\n", s->count);
+	if (!om) {
+		put_series_name(b, f, s, "_count", NULL);
+		buf_printf(b, " %" PRIu64 "\n", s->count);
+	}
+}
+
+/* Counter, gauge or unknown: one sample per series, under the family's own name. */
+static void put_values(struct buf *b, const struct snap_family *f)
+{
+	unsigned j;
+
+	for (j = 0; j < f->n_series; j++) {
+		put_series_name(b, f, &f->series[j], "", NULL);
+		buf_append(b, " ", 1);
+		put_double(b, f->series[j].value);
+		buf_append(b, "\n", 1);
+	}
 }
 
 int expose_text(const struct metrics_snapshot *snap, struct buf *out)
@@ -292,18 +334,70 @@ int expose_text(const struct metrics_snapshot *snap, struct buf *out)
 			buf_append(out, "\n", 1);
 		}
 		buf_printf(out, "# TYPE %s %s\n", f->name, type_name(f->type));
-		for (j = 0; j < f->n_series; j++) {
-			const struct snap_series *s = &f->series[j];
+		if (f->type != METRIC_HISTOGRAM) {
+			put_values(out, f);
+			continue;
+		}
+		for (j = 0; j < f->n_series; j++)
+			put_histogram(out, f, &f->series[j], 0);
+	}
+	return out->oom ? -ENOMEM : 0;
+}
 
-			if (f->type == METRIC_HISTOGRAM) {
-				put_histogram(out, f, s);
+/* ---- OpenMetrics 1.0 ---- */
+
+static int has_suffix(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len > n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+int expose_openmetrics(const struct metrics_snapshot *snap, struct buf *out)
+{
+	static const char *const units[] = {"seconds", "bytes"};
+	unsigned i, j;
+
+	for (i = 0; snap && i < snap->n_families; i++) {
+		const struct snap_family *f = &snap->families[i];
+		size_t flen = strlen(f->name); /* the family name: f->name[0..flen) */
+		const char *type = type_name(f->type);
+
+		if (strcmp(type, "untyped") == 0) /* no such type in OpenMetrics */
+			type = "unknown";
+		if (f->type == METRIC_COUNTER) {
+			if (has_suffix(f->name, flen, "_total"))
+				flen -= strlen("_total");
+			else
+				type = "unknown";
+		}
+		buf_puts(out, "# TYPE ");
+		buf_append(out, f->name, flen);
+		buf_printf(out, " %s\n", type);
+		for (j = 0; j < sizeof(units) / sizeof(units[0]); j++) {
+			char suffix[16];
+
+			snprintf(suffix, sizeof(suffix), "_%s", units[j]);
+			if (!has_suffix(f->name, flen, suffix))
 				continue;
-			}
-			put_series_name(out, f, s, "", NULL);
+			buf_puts(out, "# UNIT ");
+			buf_append(out, f->name, flen);
+			buf_printf(out, " %s\n", units[j]);
+		}
+		if (f->help && *f->help) {
+			buf_puts(out, "# HELP ");
+			buf_append(out, f->name, flen);
 			buf_append(out, " ", 1);
-			put_double(out, s->value);
+			put_escaped(out, f->help, 1);
 			buf_append(out, "\n", 1);
 		}
+		if (f->type != METRIC_HISTOGRAM) {
+			put_values(out, f);
+			continue;
+		}
+		for (j = 0; j < f->n_series; j++)
+			put_histogram(out, f, &f->series[j], 1);
 	}
+	buf_puts(out, "# EOF\n");
 	return out->oom ? -ENOMEM : 0;
 }

@@ -11,7 +11,11 @@
 
 #include "metrics.h"
 
-#define EXPOSE_TEXT_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define EXPOSE_TEXT_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
+#define EXPOSE_OPENMETRICS_CONTENT_TYPE "application/openmetrics-text; version=1.0.0; charset=utf-8"
+#define EXPOSE_PROTOBUF_CONTENT_TYPE                                                               \
+	"application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "               \
+	"encoding=delimited"
 
 /* A growable byte buffer. A failed allocation sets @oom and later appends are
  * no-ops, so callers check once at the end. */
@@ -35,12 +39,42 @@ char *buf_steal(struct buf *b, size_t *len);
  * label values escaped (\\, \", \n), histograms as _bucket{le=...} (cumulative,
  * ending with le="+Inf"), _sum and _count. Floats in shortest round-trip form
  * (shortest round-trip digits, Go's %g rule), "+Inf"/"-Inf"/"NaN" spelled as Prometheus does.
+ * The le label is canonical (expose_format_canonical()), as in the other formats.
+ * Native histograms have no text form: only the classic buckets are written.
  * Returns 0 or -ENOMEM.
  */
 int expose_text(const struct metrics_snapshot *snap, struct buf *out);
 
+/*
+ * OpenMetrics 1.0 text. As expose_text(), except: a counter family "foo_total" is
+ * written as family "foo" (TYPE, UNIT, HELP lines) with the sample "foo_total"; a
+ * counter whose name lacks "_total" has no OpenMetrics counter form and is written
+ * as type "unknown" with its own name, so the series is the same in every format;
+ * families named *_seconds / *_bytes get a UNIT line; HELP also escapes '"'; the
+ * page ends with "# EOF\n" and has no blank lines. Returns 0 or -ENOMEM.
+ */
+int expose_openmetrics(const struct metrics_snapshot *snap, struct buf *out);
+
+/*
+ * Protobuf: a stream of io.prometheus.client.MetricFamily messages, each preceded
+ * by its length as a varint (the "delimited" encoding). Every family carries its
+ * type; no timestamps. Histograms carry the classic buckets (cumulative_count,
+ * upper_bound; +Inf implied by sample_count) and, when @snap was taken with
+ * METRICS_SNAP_NATIVE, the native view (schema, zero_threshold, zero_count,
+ * positive spans, packed deltas). Returns 0, -ENOMEM, or -ERANGE when a native
+ * view holds more samples than its series count (Prometheus would refuse the whole
+ * scrape; nothing useful was written).
+ */
+int expose_protobuf(const struct metrics_snapshot *snap, struct buf *out);
+
 /* Formats a double as Prometheus does (Go's strconv 'g', -1): "1", "0.25", "1e-05",
  * "+Inf". @buf must hold 32 bytes. */
 void expose_format_double(double v, char *buf, size_t len);
+
+/* OpenMetrics' canonical number, for the le label: expose_format_double() with
+ * ".0" appended when there is neither a '.' nor an exponent ("1.0", "0.0",
+ * "1e-05", "+Inf") — what Prometheus makes of a protobuf upper bound, so the
+ * bucket series are the same whatever format a scrape negotiated. */
+void expose_format_canonical(double v, char *buf, size_t len);
 
 #endif

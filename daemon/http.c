@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -8,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <strings.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "expose.h"
 #include "http.h"
@@ -103,6 +106,319 @@ fail:
 	return r;
 }
 
+/* ---------------------------------------------------------------- negotiation */
+
+/*
+ * One element of an Accept or Accept-Encoding list:
+ *   token [ "/" token ] *( OWS ";" OWS token "=" ( token / quoted-string ) )
+ * We keep the type, subtype, q (in thousandths), and the three parameters we match
+ * on. Nothing is copied: the fields point into the header.
+ */
+struct media_range {
+	const char *type, *sub; /* sub: NULL in Accept-Encoding */
+	size_t type_len, sub_len;
+	const char *version, *proto, *encoding; /* parameter values, NULL when absent */
+	size_t version_len, proto_len, encoding_len;
+	unsigned q; /* 0..1000 */
+};
+
+#define IS_OWS(c) ((c) == ' ' || (c) == '\t')
+
+static bool is_tchar(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static size_t token_len(const char *p)
+{
+	size_t n = 0;
+
+	while (is_tchar(p[n]))
+		n++;
+	return n;
+}
+
+/* A qvalue (RFC 9110): "0" [ "." 0*3DIGIT ] / "1" [ "." 0*3"0" ], in thousandths;
+ * -1 when malformed. */
+static int parse_q(const char *v, size_t n)
+{
+	unsigned q, i, scale = 100;
+
+	if (n == 0 || (v[0] != '0' && v[0] != '1') || (n > 1 && v[1] != '.') || n > 5)
+		return -1;
+	q = (unsigned)(v[0] - '0') * 1000;
+	for (i = 2; i < n; i++, scale /= 10) {
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+		q += (unsigned)(v[i] - '0') * scale;
+	}
+	return q > 1000 ? -1 : (int)q;
+}
+
+static bool eq(const char *s, size_t n, const char *lit)
+{
+	return s && n == strlen(lit) && strncasecmp(s, lit, n) == 0;
+}
+
+/*
+ * Parse the element at *pp into @r and move *pp past it and its comma. Returns
+ * false for an empty or malformed element (skipped by the callers: a broken
+ * element must not take the whole header down). @slash: the element is a media
+ * range (type/subtype).
+ */
+static bool next_range(const char **pp, struct media_range *r, bool slash)
+{
+	const char *p = *pp;
+	bool ok = true;
+	size_t n;
+
+	memset(r, 0, sizeof(*r));
+	r->q = 1000;
+	while (IS_OWS(*p))
+		p++;
+	r->type = p;
+	r->type_len = token_len(p);
+	p += r->type_len;
+	if (!r->type_len)
+		ok = false;
+	if (ok && slash) {
+		if (*p != '/')
+			ok = false;
+		else
+			p++;
+		r->sub = p;
+		r->sub_len = token_len(p);
+		p += r->sub_len;
+		if (!r->sub_len)
+			ok = false;
+	}
+	while (ok) {
+		const char *name, *val;
+		size_t name_len;
+
+		while (IS_OWS(*p))
+			p++;
+		if (*p != ';')
+			break;
+		p++;
+		while (IS_OWS(*p))
+			p++;
+		name = p;
+		name_len = token_len(p);
+		p += name_len;
+		if (!name_len || *p != '=') {
+			ok = false;
+			break;
+		}
+		p++;
+		if (*p == '"') { /* quoted-string: the value is what is inside */
+			val = ++p;
+			while (*p && *p != '"')
+				p += p[0] == '\\' && p[1] ? 2 : 1;
+			if (*p != '"') {
+				ok = false;
+				break;
+			}
+			n = (size_t)(p++ - val);
+		} else {
+			val = p;
+			n = token_len(p);
+			p += n;
+		}
+		if (eq(name, name_len, "q")) {
+			int q = parse_q(val, n);
+
+			if (q < 0)
+				ok = false;
+			else
+				r->q = (unsigned)q;
+		} else if (eq(name, name_len, "version")) {
+			r->version = val;
+			r->version_len = n;
+		} else if (eq(name, name_len, "proto")) {
+			r->proto = val;
+			r->proto_len = n;
+		} else if (eq(name, name_len, "encoding")) {
+			r->encoding = val;
+			r->encoding_len = n;
+		}
+	}
+	while (IS_OWS(*p))
+		p++;
+	if (*p && *p != ',')
+		ok = false;
+	/* Skip to the next top-level comma (a quoted comma does not count). */
+	while (*p && *p != ',') {
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p += p[0] == '\\' && p[1] ? 2 : 1)
+				;
+			if (!*p)
+				break;
+		}
+		p++;
+	}
+	if (*p == ',')
+		p++;
+	*pp = p;
+	return ok;
+}
+
+/* Parameter values compare exactly (case-sensitive), as expfmt does. */
+static bool param_is(const char *v, size_t n, const char *lit)
+{
+	return v && n == strlen(lit) && memcmp(v, lit, n) == 0;
+}
+
+/* How specifically @r names format @f: -1 no match, 0 full wildcard, 1 "text/"
+ * wildcard, 2 the type, 3 the type with a matching version parameter. */
+static int specificity(const struct media_range *r, enum http_format f)
+{
+	switch (f) {
+	case HTTP_FORMAT_PROTOBUF:
+		/* Only ever when asked for by name: never through a wildcard. */
+		if (eq(r->type, r->type_len, "application") &&
+		    eq(r->sub, r->sub_len, "vnd.google.protobuf") &&
+		    param_is(r->proto, r->proto_len, "io.prometheus.client.MetricFamily") &&
+		    param_is(r->encoding, r->encoding_len, "delimited"))
+			return 3;
+		return -1;
+	case HTTP_FORMAT_OPENMETRICS:
+		if (!eq(r->type, r->type_len, "application") ||
+		    !eq(r->sub, r->sub_len, "openmetrics-text"))
+			return -1;
+		if (!r->version)
+			return 2;
+		/* 0.0.1 is the same text for Prometheus' parser; we answer 1.0.0. */
+		return param_is(r->version, r->version_len, "1.0.0") ||
+				       param_is(r->version, r->version_len, "0.0.1")
+			       ? 3
+			       : -1;
+	case HTTP_FORMAT_TEXT:
+		if (eq(r->type, r->type_len, "*") && eq(r->sub, r->sub_len, "*"))
+			return 0;
+		if (!eq(r->type, r->type_len, "text"))
+			return -1;
+		if (eq(r->sub, r->sub_len, "*"))
+			return 1;
+		if (!eq(r->sub, r->sub_len, "plain"))
+			return -1;
+		if (!r->version)
+			return 2;
+		return param_is(r->version, r->version_len, "0.0.4") ? 3 : -1;
+	}
+	return -1;
+}
+
+#define HTTP_MAX_ACCEPT_ELEMENTS 64 /* a longer header is read that far */
+
+enum http_format http_negotiate(const char *accept)
+{
+	struct {
+		int spec;     /* of the deciding range, -1: none matched */
+		unsigned q;   /* its q */
+		unsigned pos; /* its position in the header */
+	} best[3] = {{-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
+	enum http_format f, pick = HTTP_FORMAT_TEXT;
+	const char *p = accept;
+	struct media_range r;
+	unsigned pos, found = 0;
+
+	for (pos = 0; p && *p && pos < HTTP_MAX_ACCEPT_ELEMENTS; pos++) {
+		if (!next_range(&p, &r, true))
+			continue;
+		for (f = HTTP_FORMAT_TEXT; f <= HTTP_FORMAT_PROTOBUF; f++) {
+			int sp = specificity(&r, f);
+
+			/* The most specific range decides; among equals, the best q. */
+			if (sp < 0 || sp < best[f].spec || (sp == best[f].spec && r.q <= best[f].q))
+				continue;
+			best[f].spec = sp;
+			best[f].q = r.q;
+			best[f].pos = pos;
+		}
+	}
+	for (f = HTTP_FORMAT_TEXT; f <= HTTP_FORMAT_PROTOBUF; f++) {
+		if (best[f].spec < 0 || best[f].q == 0)
+			continue;
+		if (found && (best[f].q < best[pick].q ||
+			      (best[f].q == best[pick].q && (best[f].spec < best[pick].spec ||
+							     (best[f].spec == best[pick].spec &&
+							      best[f].pos >= best[pick].pos)))))
+			continue;
+		pick = f;
+		found = 1;
+	}
+	return pick;
+}
+
+const char *http_format_content_type(enum http_format f)
+{
+	switch (f) {
+	case HTTP_FORMAT_OPENMETRICS:
+		return EXPOSE_OPENMETRICS_CONTENT_TYPE;
+	case HTTP_FORMAT_PROTOBUF:
+		return EXPOSE_PROTOBUF_CONTENT_TYPE;
+	case HTTP_FORMAT_TEXT:
+		break;
+	}
+	return EXPOSE_TEXT_CONTENT_TYPE;
+}
+
+bool http_accepts_gzip(const char *accept_encoding)
+{
+	const char *p = accept_encoding;
+	int gzip = -1, star = -1; /* q, -1 when not named */
+	struct media_range r;
+	unsigned pos;
+
+	for (pos = 0; p && *p && pos < HTTP_MAX_ACCEPT_ELEMENTS; pos++) {
+		if (!next_range(&p, &r, false))
+			continue;
+		if (eq(r.type, r.type_len, "gzip") || eq(r.type, r.type_len, "x-gzip"))
+			gzip = gzip > (int)r.q ? gzip : (int)r.q;
+		else if (eq(r.type, r.type_len, "*"))
+			star = star > (int)r.q ? star : (int)r.q;
+	}
+	return gzip >= 0 ? gzip > 0 : star > 0;
+}
+
+int http_gzip(const void *in, size_t len, void **out, size_t *out_len)
+{
+	z_stream zs = {0};
+	uLong bound;
+	void *o;
+	int r;
+
+	if (len > UINT_MAX)
+		return -EFBIG;
+	/* windowBits 15 + 16: a gzip header and trailer instead of zlib's. The
+	 * fastest level: a scrape is served on the HTTP thread, and metric pages are
+	 * so repetitive that level 1 already shrinks them several times. */
+	r = deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	if (r != Z_OK)
+		return r == Z_MEM_ERROR ? -ENOMEM : -EIO;
+	bound = deflateBound(&zs, (uLong)len);
+	o = malloc(bound);
+	if (!o) {
+		deflateEnd(&zs);
+		return -ENOMEM;
+	}
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)len;
+	zs.next_out = o;
+	zs.avail_out = (uInt)bound;
+	r = deflate(&zs, Z_FINISH); /* one call: the output has room for the bound */
+	*out_len = zs.total_out;
+	deflateEnd(&zs);
+	if (r != Z_STREAM_END) {
+		free(o);
+		return -EIO;
+	}
+	*out = o;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- requests */
 
 static void count_request(struct http_server *h, enum handler hd, unsigned code)
@@ -117,9 +433,11 @@ static void count_request(struct http_server *h, enum handler hd, unsigned code)
 		metrics_add(s, 1);
 }
 
-static enum MHD_Result reply(struct http_server *h, struct MHD_Connection *c, enum handler hd,
-			     unsigned code, const char *type, void *body, size_t len,
-			     enum MHD_ResponseMemoryMode mode)
+/* @extra: NULL, or a NULL-terminated list of header name, value pairs. */
+static enum MHD_Result reply_headers(struct http_server *h, struct MHD_Connection *c,
+				     enum handler hd, unsigned code, const char *type, void *body,
+				     size_t len, enum MHD_ResponseMemoryMode mode,
+				     const char *const *extra)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
 	enum MHD_Result ret;
@@ -132,10 +450,19 @@ static enum MHD_Result reply(struct http_server *h, struct MHD_Connection *c, en
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	for (; extra && extra[0]; extra += 2)
+		MHD_add_response_header(resp, extra[0], extra[1]);
 	ret = MHD_queue_response(c, code, resp);
 	MHD_destroy_response(resp);
 	count_request(h, hd, code);
 	return ret;
+}
+
+static enum MHD_Result reply(struct http_server *h, struct MHD_Connection *c, enum handler hd,
+			     unsigned code, const char *type, void *body, size_t len,
+			     enum MHD_ResponseMemoryMode mode)
+{
+	return reply_headers(h, c, hd, code, type, body, len, mode, NULL);
 }
 
 static enum MHD_Result reply_static(struct http_server *h, struct MHD_Connection *c,
@@ -145,28 +472,69 @@ static enum MHD_Result reply_static(struct http_server *h, struct MHD_Connection
 	return reply(h, c, hd, code, type, (void *)body, strlen(body), MHD_RESPMEM_PERSISTENT);
 }
 
+/*
+ * /metrics: negotiate the format (Accept) and compression (Accept-Encoding),
+ * snapshot, render, maybe gzip. Everything happens in memory on this thread.
+ */
 static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connection *c)
 {
+	enum http_format fmt = http_negotiate(
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+	bool gzip = http_accepts_gzip(
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
+	/* The reply depends on both request headers: caches must key on them. */
+	const char *plain_hdrs[] = {MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding", NULL};
+	const char *gzip_hdrs[] = {MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding",
+				   MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip", NULL};
 	struct metrics_snapshot *snap;
+	void *zbody = NULL;
 	struct buf out;
 	char *body;
 	size_t len;
+	int r;
 
 	if (h->collect)
 		h->collect(h->userdata);
-	snap = metrics_snapshot(h->metrics);
+	/* Only protobuf carries native histograms: only then pay for them. */
+	snap = metrics_snapshot_ex(h->metrics,
+				   fmt == HTTP_FORMAT_PROTOBUF ? METRICS_SNAP_NATIVE : 0);
 	buf_init(&out);
-	if (!snap || expose_text(snap, &out) < 0) {
-		metrics_snapshot_free(snap);
-		buf_free(&out);
-		log_error("Failed to render /metrics: out of memory");
-		return reply_static(h, c, H_METRICS, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
-				    "out of memory\n");
+	r = -ENOMEM;
+	if (snap) {
+		switch (fmt) {
+		case HTTP_FORMAT_PROTOBUF:
+			r = expose_protobuf(snap, &out);
+			break;
+		case HTTP_FORMAT_OPENMETRICS:
+			r = expose_openmetrics(snap, &out);
+			break;
+		case HTTP_FORMAT_TEXT:
+			r = expose_text(snap, &out);
+			break;
+		}
 	}
 	metrics_snapshot_free(snap);
+	if (r < 0) {
+		buf_free(&out);
+		log_error_errno(r, "Failed to render /metrics: %m");
+		return reply_static(h, c, H_METRICS, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
+				    "cannot render metrics\n");
+	}
 	body = buf_steal(&out, &len);
-	return reply(h, c, H_METRICS, MHD_HTTP_OK, EXPOSE_TEXT_CONTENT_TYPE, body, len,
-		     MHD_RESPMEM_MUST_FREE);
+	if (gzip) {
+		size_t zlen;
+
+		r = http_gzip(body, len, &zbody, &zlen);
+		if (r == 0) {
+			free(body);
+			return reply_headers(h, c, H_METRICS, MHD_HTTP_OK,
+					     http_format_content_type(fmt), zbody, zlen,
+					     MHD_RESPMEM_MUST_FREE, gzip_hdrs);
+		}
+		(void)log_warning_errno(r, "Failed to gzip /metrics: %m, sending it uncompressed");
+	}
+	return reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body, len,
+			     MHD_RESPMEM_MUST_FREE, plain_hdrs);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,

@@ -10,6 +10,7 @@
 #ifndef IOPULSE_HTTP_H
 #define IOPULSE_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,5 +40,38 @@ struct http_server *http_start(int listen_fd, struct metrics *m, http_collect_fn
 
 /* Stop serving and free; NULL is a no-op. */
 void http_stop(struct http_server *h);
+
+/* ---- content negotiation and compression (pure; exported for the tests) ---- */
+
+enum http_format {
+	HTTP_FORMAT_TEXT,	 /* text/plain; version=0.0.4 */
+	HTTP_FORMAT_OPENMETRICS, /* application/openmetrics-text; version=1.0.0 */
+	HTTP_FORMAT_PROTOBUF,	 /* delimited io.prometheus.client.MetricFamily */
+};
+
+/*
+ * The format to answer an Accept header (@accept NULL: no header) with. Each
+ * format takes the q of the most specific media range that matches it (type with
+ * a matching parameter, then bare type, then text's subtype wildcard, then the
+ * full wildcard); q=0 makes it
+ * unacceptable; the highest q wins, ties going to the more specific range, then
+ * to the one that comes first. Protobuf matches only
+ * "application/vnd.google.protobuf" with proto=io.prometheus.client.MetricFamily
+ * and encoding=delimited; OpenMetrics only "application/openmetrics-text" with
+ * version 1.0.0, 0.0.1 or none; wildcards only ever select text. Malformed
+ * elements are skipped. When nothing is acceptable: text 0.0.4, never a 406.
+ */
+enum http_format http_negotiate(const char *accept);
+
+/* The exact Content-Type of a reply in @f. */
+const char *http_format_content_type(enum http_format f);
+
+/* Whether an Accept-Encoding header (NULL: none) allows gzip: "gzip", "x-gzip"
+ * or, when neither is named, "*", with q > 0. */
+bool http_accepts_gzip(const char *accept_encoding);
+
+/* @in[0..len) as one gzip member (zlib, fastest level) in a new malloc()ed
+ * buffer: 0 with *out / *out_len set, or -ENOMEM, -EFBIG (over 4 GiB), -EIO. */
+int http_gzip(const void *in, size_t len, void **out, size_t *out_len);
 
 #endif

@@ -368,6 +368,8 @@ static int cmd_run(int argc, char **argv)
 	}
 
 	m = metrics_new();
+	if (m) /* 0 ns: the registry's default, 2^-128 s */
+		metrics_set_native(m, cfg->native_schema, cfg->native_zero_threshold_ns / 1e9);
 	pm = m ? process_metrics_new(m) : NULL;
 	if (!m || !pm || set_build_info(m) < 0 || set_engines(m) < 0) {
 		log_error("Out of memory");

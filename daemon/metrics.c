@@ -5,7 +5,10 @@
  * One pthread mutex in the registry guards everything: the family list, each
  * family's series list, and every value (including histogram series). Writers
  * hold it for a few increments (or one histogram merge); metrics_snapshot()
- * holds it for a deep copy and sorts after releasing it.
+ * holds it for a deep copy and sorts after releasing it. A native snapshot
+ * holds it no longer than that: it copies each histogram (one flat array merge)
+ * and derives the native view — allocations, a walk over every bucket, span
+ * building — from the copies once the mutex is released.
  *
  * Lookups are linear scans over plain arrays. We expect tens of families and at
  * most a few hundred series (probes x targets x ops); below ~2000 series a scan is
@@ -25,6 +28,8 @@ struct metrics {
 	struct metric_family **families; /* declaration order */
 	unsigned n_families;
 	unsigned cap_families;
+	int native_schema;	      /* native view: schema */
+	double native_zero_threshold; /* native view: zero bucket width, seconds (> 0) */
 };
 
 struct metric_family {
@@ -126,7 +131,26 @@ struct metrics *metrics_new(void)
 		free(m);
 		return NULL;
 	}
+	m->native_schema = METRICS_NATIVE_SCHEMA;
+	m->native_zero_threshold = METRICS_NATIVE_ZERO_THRESHOLD;
 	return m;
+}
+
+void metrics_set_native(struct metrics *m, int schema, double zero_threshold_s)
+{
+	if (!m)
+		return;
+	if (schema < HIST_NATIVE_MIN)
+		schema = HIST_NATIVE_MIN;
+	if (schema > HIST_NATIVE_SCHEMA)
+		schema = HIST_NATIVE_SCHEMA;
+	/* "!(> 0)" also catches NaN. */
+	if (!(zero_threshold_s > 0))
+		zero_threshold_s = METRICS_NATIVE_ZERO_THRESHOLD;
+	pthread_mutex_lock(&m->lock);
+	m->native_schema = schema;
+	m->native_zero_threshold = zero_threshold_s;
+	pthread_mutex_unlock(&m->lock);
 }
 
 void metrics_free(struct metrics *m)
@@ -413,6 +437,7 @@ static void snap_family_free(struct snap_family *sf)
 		for (j = 0; j < METRICS_MAX_LABELS; j++)
 			free((char *)sf->series[i].values[j]);
 		free(sf->series[i].cumulative);
+		hist_native_free(&sf->series[i].native);
 	}
 	free(sf->series);
 	for (j = 0; j < METRICS_MAX_LABELS; j++)
@@ -434,9 +459,10 @@ void metrics_snapshot_free(struct metrics_snapshot *s)
 	free(s);
 }
 
-/* Called with the lock held. */
+/* Called with the lock held. With @hcopy, also a copy of the series' histogram in
+ * *hcopy (for the native view, computed after the lock is released). */
 static int snap_series_copy(const struct metric_family *f, const struct metric_series *s,
-			    struct snap_series *ss)
+			    struct snap_series *ss, struct hist **hcopy)
 {
 	unsigned i;
 
@@ -457,11 +483,20 @@ static int snap_series_copy(const struct metric_family *f, const struct metric_s
 			return -ENOMEM;
 		hist_cumulative(s->hist, ss->cumulative);
 	}
+	if (hcopy) {
+		*hcopy = hist_new(f->bounds_ns, f->n_bounds);
+		if (!*hcopy)
+			return -ENOMEM;
+		return hist_merge(*hcopy, s->hist);
+	}
 	return 0;
 }
 
-/* Called with the lock held; on failure the caller frees @sf. */
-static int snap_family_copy(const struct metric_family *f, struct snap_family *sf)
+/* Called with the lock held; on failure the caller frees @sf. With @native, a
+ * histogram family's series get a histogram copy each in *copies (allocated here,
+ * n_series entries; the caller frees them). */
+static int snap_family_copy(const struct metric_family *f, struct snap_family *sf, bool native,
+			    struct hist ***copies)
 {
 	unsigned i;
 	int r;
@@ -488,10 +523,16 @@ static int snap_family_copy(const struct metric_family *f, struct snap_family *s
 	sf->series = calloc(f->n_series, sizeof(*sf->series));
 	if (!sf->series)
 		return -ENOMEM;
+	if (native && f->type == METRIC_HISTOGRAM) {
+		*copies = calloc(f->n_series, sizeof(**copies));
+		if (!*copies)
+			return -ENOMEM;
+	}
 	for (i = 0; i < f->n_series; i++) {
 		/* Count it first so a partial copy is freed too. */
 		sf->n_series = i + 1;
-		r = snap_series_copy(f, f->series[i], &sf->series[i]);
+		r = snap_series_copy(f, f->series[i], &sf->series[i],
+				     *copies ? &(*copies)[i] : NULL);
 		if (r < 0)
 			return r;
 	}
@@ -522,19 +563,52 @@ static int cmp_series(const void *a, const void *b)
 	return 0;
 }
 
-struct metrics_snapshot *metrics_snapshot(struct metrics *m)
+/* The native view of every histogram series, from the copies taken under the lock
+ * (@copies[i] belongs to snap->families[i]); frees the copies. With @r < 0 (the
+ * copy failed) only frees them and returns @r. */
+static int snap_native(struct metrics_snapshot *snap, struct hist ***copies, unsigned n_copies,
+		       int schema, double zero_threshold, int r)
 {
+	unsigned i, j;
+
+	for (i = 0; i < n_copies; i++) {
+		struct snap_family *sf = &snap->families[i];
+
+		if (!copies[i])
+			continue;
+		for (j = 0; j < sf->n_series; j++) {
+			if (r == 0 && copies[i][j])
+				r = hist_native(copies[i][j], schema, zero_threshold,
+						&sf->series[j].native);
+			else if (r == 0)
+				r = -ENOMEM; /* a partial copy */
+			hist_free(copies[i][j]);
+		}
+		free(copies[i]);
+	}
+	free(copies);
+	return r;
+}
+
+struct metrics_snapshot *metrics_snapshot_ex(struct metrics *m, unsigned flags)
+{
+	bool native = flags & METRICS_SNAP_NATIVE;
 	struct metrics_snapshot *snap;
+	struct hist ***copies = NULL; /* native: per snapshot family, per series */
+	double zero_threshold = 0;
 	unsigned i, n = 0;
-	int r = 0;
+	int r = 0, schema = 0;
 
 	if (!m)
 		return NULL;
 	snap = calloc(1, sizeof(*snap));
 	if (!snap)
 		return NULL;
+	snap->has_native = native;
 
 	pthread_mutex_lock(&m->lock);
+	schema = m->native_schema;
+	zero_threshold = m->native_zero_threshold;
 	for (i = 0; i < m->n_families; i++)
 		if (m->families[i]->n_series)
 			n++;
@@ -542,14 +616,26 @@ struct metrics_snapshot *metrics_snapshot(struct metrics *m)
 		snap->families = calloc(n, sizeof(*snap->families));
 		if (!snap->families)
 			r = -ENOMEM;
+		if (native && r == 0) {
+			copies = calloc(n, sizeof(*copies));
+			if (!copies)
+				r = -ENOMEM;
+		}
 	}
 	for (i = 0; r == 0 && i < m->n_families; i++) {
+		unsigned k = snap->n_families;
+
 		if (!m->families[i]->n_series)
 			continue;
-		r = snap_family_copy(m->families[i], &snap->families[snap->n_families++]);
+		snap->n_families++;
+		r = snap_family_copy(m->families[i], &snap->families[k], native,
+				     copies ? &copies[k] : &(struct hist **){NULL});
 	}
 	pthread_mutex_unlock(&m->lock);
 
+	/* Before sorting: copies[] is indexed like snap->families[] still. */
+	if (copies)
+		r = snap_native(snap, copies, snap->n_families, schema, zero_threshold, r);
 	if (r < 0) {
 		metrics_snapshot_free(snap);
 		return NULL;
@@ -564,4 +650,9 @@ struct metrics_snapshot *metrics_snapshot(struct metrics *m)
 		      sizeof(*snap->families[i].series), cmp_series);
 	}
 	return snap;
+}
+
+struct metrics_snapshot *metrics_snapshot(struct metrics *m)
+{
+	return metrics_snapshot_ex(m, 0);
 }

@@ -31,6 +31,20 @@ struct metrics *metrics_new(void);
 /* Frees the registry, its families and series; NULL is a no-op. */
 void metrics_free(struct metrics *m);
 
+/* Defaults of the native-histogram view (see metrics_set_native()). */
+#define METRICS_NATIVE_SCHEMA	      3
+#define METRICS_NATIVE_ZERO_THRESHOLD 0x1p-128 /* seconds, as client_golang's default */
+
+/*
+ * The native (sparse exponential) view that snapshots taken with
+ * METRICS_SNAP_NATIVE give histogram series: @schema (clamped to
+ * HIST_NATIVE_MIN..HIST_NATIVE_SCHEMA) and the zero bucket's width
+ * @zero_threshold_s in seconds (<= 0 or NaN: METRICS_NATIVE_ZERO_THRESHOLD —
+ * Prometheus 2.42 only treats a histogram as native when it is > 0).
+ * Default: METRICS_NATIVE_SCHEMA and METRICS_NATIVE_ZERO_THRESHOLD.
+ */
+void metrics_set_native(struct metrics *m, int schema, double zero_threshold_s);
+
 /*
  * Declare a family. @name and @help are copied; @labels is a NULL-terminated list
  * of label names (at most METRICS_MAX_LABELS, may be empty). For METRIC_HISTOGRAM,
@@ -86,6 +100,7 @@ struct snap_series {
 	uint64_t count;				/* histogram: number of samples */
 	double sum;				/* histogram: sum, in seconds */
 	uint64_t *cumulative;			/* histogram: n_bounds cumulative counts */
+	struct hist_native native; /* histogram, METRICS_SNAP_NATIVE only: the native view */
 };
 
 struct snap_family {
@@ -103,10 +118,21 @@ struct snap_family {
 struct metrics_snapshot {
 	unsigned n_families;
 	struct snap_family *families; /* sorted by name; families without series omitted */
+	int has_native;		      /* taken with METRICS_SNAP_NATIVE */
 };
 
 /* A deep copy of the registry at one instant. NULL on allocation failure. */
 struct metrics_snapshot *metrics_snapshot(struct metrics *m);
+
+/*
+ * As metrics_snapshot(); with METRICS_SNAP_NATIVE in @flags, histogram series also
+ * carry their native view (snap_series.native) at the registry's schema and zero
+ * threshold. Under the registry mutex each histogram is only copied (a flat
+ * array copy); the native view is computed from the copies after the mutex is
+ * released, so writers never wait for it. NULL on allocation failure.
+ */
+#define METRICS_SNAP_NATIVE 0x1u
+struct metrics_snapshot *metrics_snapshot_ex(struct metrics *m, unsigned flags);
 void metrics_snapshot_free(struct metrics_snapshot *s);
 
 #endif

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine.h"
 
@@ -136,15 +135,6 @@ void eng_cleanup(struct engine *e)
 	e->fd = -1;
 	e->queued = 0;
 	e->priv = NULL;
-}
-
-uint64_t eng_now_ns(void)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC cannot fail with a valid pointer; vDSO, no syscall. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 int eng_ready_park(struct engine *e, struct io_req *req)

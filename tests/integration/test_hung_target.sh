@@ -263,7 +263,7 @@ num "$tmo" '==' 1 || fail "$tmo timeouts after the thaw, want still 1"
 sample_into age "$PAGE" "$INFLIGHT"
 num "$age" '<' 1 || fail "iopulse_target_inflight_seconds is $age after the thaw"
 # The stuck read finished and was recorded like any other: above 1s.
-sample_into le1 "$PAGE" "${LAT}_bucket{$LAT_LABELS,le=\"1\"}"
+sample_into le1 "$PAGE" "${LAT}_bucket{$LAT_LABELS,le=\"1.0\"}"
 sample_into count "$PAGE" "${LAT}_count{$LAT_LABELS}"
 num "$count" '>' "$le1" || fail "no read slower than 1s recorded after the thaw ($count reads, $le1 <= 1s)"
 check_histograms "$PAGE" || fail "inconsistent histograms after the thaw:"$'\n'"$HIST_FINDINGS"

@@ -60,8 +60,29 @@ static const struct bad_case bad_cases[] = {
 	{"unknown_top_key_suggest", "tragets: []\n",
 	 "t.yaml:1:1: unknown key 'tragets' at top level, did you mean 'targets'?"},
 	{"unknown_top_key_list", T P "metrics: yes\n",
-	 "t.yaml:8:1: unknown key 'metrics' at top level (valid keys: listen, buckets, targets, "
-	 "probes)"},
+	 "t.yaml:8:1: unknown key 'metrics' at top level (valid keys: listen, buckets, "
+	 "native_histogram_schema, native_histogram_zero_threshold, targets, probes)"},
+	/* native histograms */
+	{"native_schema_too_fine", "native_histogram_schema: 8\n" T P,
+	 "t.yaml:1:26: 'native_histogram_schema' must be between -4 and 7, got 8"},
+	{"native_schema_too_coarse", "native_histogram_schema: -5\n" T P,
+	 "t.yaml:1:26: 'native_histogram_schema' must be between -4 and 7, got -5"},
+	{"native_schema_fraction", "native_histogram_schema: 2.5\n" T P,
+	 "t.yaml:1:26: invalid number '2.5' for 'native_histogram_schema': expected a whole "
+	 "number, as in 7"},
+	{"native_schema_word", "native_histogram_schema: fine\n" T P,
+	 "t.yaml:1:26: invalid number 'fine' for 'native_histogram_schema': expected a whole "
+	 "number, as in 7"},
+	{"native_schema_huge", "native_histogram_schema: 99999999999999999999\n" T P,
+	 "t.yaml:1:26: 'native_histogram_schema' must be between -4 and 7, got "
+	 "99999999999999999999"},
+	{"native_schema_list", "native_histogram_schema: [3]\n" T P,
+	 "t.yaml:1:26: 'native_histogram_schema' must be a whole number, got a list"},
+	{"native_zero_threshold_no_unit", "native_histogram_zero_threshold: 5\n" T P,
+	 "t.yaml:1:34: invalid duration '5' for 'native_histogram_zero_threshold': missing unit "
+	 "(ns, us, ms, s, m, h, d)"},
+	{"native_zero_threshold_too_large", "native_histogram_zero_threshold: 2s\n" T P,
+	 "t.yaml:1:34: 'native_histogram_zero_threshold' must be between 0s and 1s, got 2s"},
 	{"duplicate_top_key", T P "targets: []\n",
 	 "t.yaml:8:1: duplicate key 'targets' at top level (first defined at line 1)"},
 	{"non_string_key", "? [a, b]\n: 1\n",
@@ -511,6 +532,8 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_int_equal(a->n_buckets, b->n_buckets);
 	for (unsigned i = 0; i < a->n_buckets; i++)
 		assert_int_equal(a->buckets_ns[i], b->buckets_ns[i]);
+	assert_int_equal(a->native_schema, b->native_schema);
+	assert_int_equal(a->native_zero_threshold_ns, b->native_zero_threshold_ns);
 	assert_int_equal(a->n_targets, b->n_targets);
 	for (unsigned i = 0; i < a->n_targets; i++) {
 		const struct cfg_target *x = &a->targets[i], *y = &b->targets[i];
@@ -598,6 +621,9 @@ static void test_defaults_filled(void **state)
 	assert_int_equal(c->listen_port, 10035);
 	assert_int_equal(c->n_buckets, sizeof(buckets) / sizeof(buckets[0]));
 	assert_memory_equal(c->buckets_ns, buckets, sizeof(buckets));
+	assert_int_equal(c->native_schema, CFG_DEFAULT_NATIVE_SCHEMA);
+	assert_int_equal(c->native_schema, 3);
+	assert_int_equal(c->native_zero_threshold_ns, 0);
 	assert_int_equal(c->n_targets, 1);
 	t = &c->targets[0];
 	assert_string_equal(t->name, "disk");
@@ -646,6 +672,8 @@ static void test_every_key(void **state)
 	(void)state;
 	c = load_ok("listen: \"[::1]:0\"\n"
 		    "buckets: [1ms, 1.5ms, 1s]\n"
+		    "native_histogram_schema: -2\n"
+		    "native_histogram_zero_threshold: 1us\n"
 		    "targets:\n"
 		    "  - name: a\n    directory: /a\n    size: 1073741824\n"
 		    "    direct: false\n    allow_memory_backed: true\n"
@@ -659,6 +687,8 @@ static void test_every_key(void **state)
 	assert_int_equal(c->listen_port, 0);
 	assert_int_equal(c->n_buckets, 3);
 	assert_int_equal(c->buckets_ns[1], 1500000);
+	assert_int_equal(c->native_schema, -2);
+	assert_int_equal(c->native_zero_threshold_ns, 1000);
 	assert_int_equal(c->targets[0].size, 1ULL << 30);
 	assert_false(c->targets[0].direct);
 	assert_true(c->targets[0].allow_memory_backed);
@@ -812,11 +842,42 @@ static void test_burst_every_key(void **state)
 }
 
 /* What `iopulse check` prints for bursts and devices: only the keys of each kind. */
+/* Every schema Prometheus knows, down to -4, and the two forms of a zero threshold. */
+static void test_native_histogram_keys(void **state)
+{
+	static const char *const schemas[] = {"-4", "-1", "0", "+1", "7"};
+	static const int want[] = {-4, -1, 0, 1, 7};
+	char yaml[512];
+	struct config *c;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		snprintf(yaml, sizeof(yaml), "native_histogram_schema: %s\n" T P, schemas[i]);
+		c = load_ok(yaml);
+		assert_int_equal(c->native_schema, want[i]);
+		assert_print_reloads(c);
+		cfg_free(c);
+	}
+	c = load_ok("native_histogram_zero_threshold: 0s\n" T P);
+	assert_int_equal(c->native_zero_threshold_ns, 0);
+	cfg_free(c);
+	c = load_ok("native_histogram_zero_threshold: 1s\n" T P);
+	assert_int_equal(c->native_zero_threshold_ns, S);
+	assert_print_reloads(c);
+	cfg_free(c);
+	c = load_ok("native_histogram_zero_threshold: 250ns\n" T P);
+	assert_int_equal(c->native_zero_threshold_ns, 250);
+	assert_print_reloads(c);
+	cfg_free(c);
+}
+
 static void test_print_burst(void **state)
 {
 	static const char want[] = "# effective configuration from t.yaml\n"
 				   "listen: \"127.0.0.1:10035\"\n"
 				   "buckets: [1ms]\n"
+				   "native_histogram_schema: 3\n"
+				   "native_histogram_zero_threshold: 0s\n"
 				   "targets:\n"
 				   "  - name: disk\n"
 				   "    directory: /srv/x\n"
@@ -1186,6 +1247,8 @@ static void test_print_default(void **state)
 		"listen: \"127.0.0.1:10035\"\n"
 		"buckets: [10us, 25us, 50us, 100us, 250us, 500us, 1ms, 2ms500us, 5ms, 10ms, 25ms, "
 		"50ms, 100ms, 250ms, 500ms, 1s, 2s500ms, 5s, 10s]\n"
+		"native_histogram_schema: 3\n"
+		"native_histogram_zero_threshold: 0s\n"
 		"targets:\n"
 		"  - name: state\n"
 		"    directory: ./iopulse-data\n"
@@ -1350,6 +1413,7 @@ int main(void)
 		cmocka_unit_test(test_every_key),
 		cmocka_unit_test(test_burst_defaults),
 		cmocka_unit_test(test_burst_every_key),
+		cmocka_unit_test(test_native_histogram_keys),
 		cmocka_unit_test(test_print_burst),
 		cmocka_unit_test(test_layout_rate_forms),
 		cmocka_unit_test(test_device_target),

@@ -1,16 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for daemon/expose: float formatting against Go's strconv output,
- * and a whole text-format page compared byte for byte with
- * tests/golden/text.prom.
+ * Unit tests for daemon/expose and daemon/protobuf: float formatting against Go's
+ * strconv output, and one registry rendered in each format and compared byte for
+ * byte with the golden files:
  *
- * To regenerate the golden file after an intended change in the output:
+ *   tests/golden/text.prom        text 0.0.4
+ *   tests/golden/openmetrics.txt  OpenMetrics 1.0
+ *   tests/golden/protobuf.bin     delimited MetricFamily protobuf, native histograms
+ *   tests/golden/protobuf.txt     protobuf.bin decoded by the decoder below, for review
+ *
+ * The registry is filled through the real metrics and hist code with a fixed
+ * sequence of values (no clock, no engine), so the pages are reproducible. The
+ * protobuf bytes are also decoded back and compared field by field with the
+ * snapshot they came from, and the encoder is checked against a byte string
+ * Prometheus 2.42 is known to ingest (build-research/NATIVE.md §1.4).
+ *
+ * To regenerate the golden files after an intended change in the output:
  *
  *     UPDATE_GOLDEN=1 ./test_expose
  *
- * then inspect the diff and lint it: promtool check metrics < tests/golden/text.prom
+ * then inspect the diff (git diff tests/golden; protobuf.txt shows what changed
+ * in protobuf.bin) and lint the text page: promtool check metrics < tests/golden/text.prom
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,7 +37,10 @@
 
 #include "daemon/expose.h"
 
-#define GOLDEN TEST_GOLDEN_DIR "/text.prom"
+#define GOLDEN	    TEST_GOLDEN_DIR "/text.prom"
+#define GOLDEN_OM   TEST_GOLDEN_DIR "/openmetrics.txt"
+#define GOLDEN_PB   TEST_GOLDEN_DIR "/protobuf.bin"
+#define GOLDEN_PBTX TEST_GOLDEN_DIR "/protobuf.txt"
 
 /* ---- expose_format_double ---- */
 
@@ -75,6 +91,45 @@ static void test_format_double(void **state)
 	check_double(INFINITY, "+Inf");
 	check_double(-INFINITY, "-Inf");
 	check_double(NAN, "NaN");
+}
+
+static void check_canonical(double v, const char *want)
+{
+	char got[32];
+
+	expose_format_canonical(v, got, sizeof(got));
+	if (strcmp(got, want) != 0)
+		fail_msg("%.17g: got \"%s\", want \"%s\"", v, got, want);
+}
+
+/* OpenMetrics "Canonical Numbers", the spec's own examples and what Prometheus 2.42
+ * made of protobuf upper bounds (build-research/NATIVE.md §5). */
+static void test_format_canonical(void **state)
+{
+	(void)state;
+	check_canonical(0, "0.0");
+	check_canonical(0.001, "0.001");
+	check_canonical(0.01, "0.01");
+	check_canonical(0.1, "0.1");
+	check_canonical(0.9, "0.9");
+	check_canonical(0.95, "0.95");
+	check_canonical(0.999, "0.999");
+	check_canonical(1, "1.0");
+	check_canonical(1.7, "1.7");
+	check_canonical(10, "10.0");
+	check_canonical(1e-10, "1e-10");
+	check_canonical(1e-09, "1e-09");
+	check_canonical(1e-05, "1e-05");
+	check_canonical(0.0001, "0.0001");
+	check_canonical(100000, "100000.0");
+	check_canonical(123456, "123456.0");
+	check_canonical(1e+06, "1e+06");
+	check_canonical(1234567, "1.234567e+06");
+	check_canonical(1e+10, "1e+10");
+	check_canonical(2.5e-07, "2.5e-07");
+	check_canonical(INFINITY, "+Inf");
+	check_canonical(-INFINITY, "-Inf");
+	check_canonical(NAN, "NaN");
 }
 
 static void test_buf(void **state)
@@ -182,6 +237,25 @@ static struct metrics *build_registry(void)
 		metrics_observe_ns(a, 7000000);
 		metrics_observe_ns(a, 3000000000ull); /* above every bound */
 	}
+	{
+		/* Native corner cases: no sample at all (one empty span), and the
+		 * zero bucket, a lone bucket far from the others (a new span), a
+		 * run with empty buckets inside, and 2^k s exactly on a boundary. */
+		static const char *const vc[] = {"/dev/sdc", "read"};
+		static const char *const vd[] = {"/dev/sdd", "read"};
+		struct metric_series *d = metrics_series(f, vd);
+
+		assert_non_null(metrics_series(f, vc));
+		assert_non_null(d);
+		metrics_observe_ns(d, 0);
+		metrics_observe_ns(d, 1);
+		for (i = 0; i < 5; i++)
+			metrics_observe_ns(d, 1000000);
+		metrics_observe_ns(d, 1100000);
+		metrics_observe_ns(d, 1500000);
+		metrics_observe_ns(d, 1953125);		/* 2^-9 s */
+		metrics_observe_ns(d, 600000000000ull); /* 10 min */
+	}
 
 	/* HELP that needs escaping, no labels. */
 	f = metrics_family(m, "test_escaped_help_info", METRIC_GAUGE,
@@ -199,6 +273,11 @@ static struct metrics *build_registry(void)
 	assert_non_null(
 		metrics_family(m, "test_unused_total", METRIC_COUNTER, "Unused.", NULL, NULL, 0));
 	return m;
+}
+
+static int strcmp_ptr(const char *const *a, const char *const *b)
+{
+	return strcmp(*a, *b);
 }
 
 static char *read_all(const char *path, size_t *len)
@@ -225,49 +304,165 @@ static char *read_all(const char *path, size_t *len)
 	return data;
 }
 
-static void test_text_golden(void **state)
+/* @data[0..len) against the golden file @path, or (UPDATE_GOLDEN=1) into it. */
+static void check_golden(const char *path, const char *data, size_t len, int binary)
+{
+	const char *update = getenv("UPDATE_GOLDEN");
+	size_t want_len = 0;
+	char *want;
+
+	if (update && strcmp(update, "1") == 0) {
+		FILE *f = fopen(path, "wb");
+
+		assert_non_null(f);
+		assert_int_equal(fwrite(data, 1, len, f), len);
+		assert_int_equal(fclose(f), 0);
+		print_message("wrote %s\n", path);
+		return;
+	}
+	want = read_all(path, &want_len);
+	if (!want)
+		fail_msg("cannot read %s (UPDATE_GOLDEN=1 writes it)", path);
+	if (want_len != len || memcmp(want, data, len) != 0) {
+		if (!binary)
+			print_error("--- got ---\n%.*s--- end ---\n", (int)len, data);
+		fail_msg("rendered page differs from %s", path);
+	}
+	free(want);
+}
+
+typedef int (*render_fn)(const struct metrics_snapshot *, struct buf *);
+
+/* Render the golden registry with @render; the same snapshot twice gives the
+ * same bytes. */
+static void render_golden(render_fn render, unsigned flags, struct buf *out)
 {
 	struct metrics *m = build_registry();
-	struct metrics_snapshot *snap = metrics_snapshot(m);
-	const char *update = getenv("UPDATE_GOLDEN");
-	char *want;
-	size_t want_len = 0;
+	struct metrics_snapshot *snap = metrics_snapshot_ex(m, flags);
+	struct buf again;
+
+	assert_non_null(snap);
+	buf_init(out);
+	assert_int_equal(render(snap, out), 0);
+	assert_non_null(out->data);
+	buf_init(&again);
+	assert_int_equal(render(snap, &again), 0);
+	assert_int_equal(again.len, out->len);
+	assert_memory_equal(again.data, out->data, out->len);
+	buf_free(&again);
+	metrics_snapshot_free(snap);
+	metrics_free(m);
+}
+
+static void test_text_golden(void **state)
+{
 	struct buf out;
 
 	(void)state;
+	render_golden(expose_text, 0, &out);
+	check_golden(GOLDEN, out.data, out.len, 0);
+	buf_free(&out);
+}
+
+/* The sample lines of a page (not comments), sorted, one string. */
+static char *sample_lines(const char *page)
+{
+	char *copy = strdup(page), *save = NULL, *line, **lines = NULL, *res;
+	size_t n = 0, total = 1, i;
+
+	assert_non_null(copy);
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#')
+			continue;
+		lines = realloc(lines, (n + 1) * sizeof(*lines));
+		assert_non_null(lines);
+		lines[n++] = line;
+		total += strlen(line) + 1;
+	}
+	qsort(lines, n, sizeof(*lines), (int (*)(const void *, const void *))strcmp_ptr);
+	res = calloc(1, total);
+	assert_non_null(res);
+	for (i = 0; i < n; i++) {
+		strcat(res, lines[i]);
+		strcat(res, "\n");
+	}
+	free(lines);
+	free(copy);
+	return res;
+}
+
+static void test_openmetrics_golden(void **state)
+{
+	struct buf out, text;
+	const char *p;
+	char *a, *b;
+
+	(void)state;
+	render_golden(expose_openmetrics, 0, &out);
+	check_golden(GOLDEN_OM, out.data, out.len, 0);
+
+	/* "# EOF\n" once, at the very end; no blank line; only TYPE, UNIT, HELP
+	 * comments; no "untyped". */
+	assert_true(out.len >= 6);
+	assert_string_equal(out.data + out.len - 6, "# EOF\n");
+	assert_ptr_equal(strstr(out.data, "# EOF"), out.data + out.len - 6);
+	assert_null(strstr(out.data, "\n\n"));
+	assert_true(out.data[0] != '\n');
+	assert_null(strstr(out.data, "untyped"));
+	for (p = out.data; *p; p = strchr(p, '\n') + 1)
+		if (*p == '#')
+			assert_true(strncmp(p, "# TYPE ", 7) == 0 ||
+				    strncmp(p, "# UNIT ", 7) == 0 ||
+				    strncmp(p, "# HELP ", 7) == 0 || strcmp(p, "# EOF\n") == 0);
+	/* Counters: family without _total, sample with it; a unit only as a suffix. */
+	assert_non_null(strstr(out.data, "# TYPE test_requests counter\n"));
+	assert_non_null(strstr(out.data, "# HELP test_requests "));
+	assert_non_null(strstr(out.data, "\ntest_requests_total{"));
+	assert_non_null(strstr(out.data, "# UNIT test_latency_seconds seconds\n"));
+
+	/* The same samples as the text page, le values included: Prometheus stores
+	 * the same series whichever format it negotiated. */
+	render_golden(expose_text, 0, &text);
+	a = sample_lines(out.data);
+	b = sample_lines(text.data);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	buf_free(&text);
+	buf_free(&out);
+}
+
+/* A counter without "_total" has no OpenMetrics counter form (its sample would be
+ * renamed): it is "unknown", under its own name. Quotes in HELP are escaped. */
+static void test_openmetrics_counter_without_total(void **state)
+{
+	struct metrics *m = metrics_new();
+	struct metric_family *f;
+	struct metrics_snapshot *snap;
+	struct buf out;
+
+	(void)state;
+	f = metrics_family(m, "legacy_errors", METRIC_COUNTER, "Named \"the old way\".", NULL, NULL,
+			   0);
+	assert_non_null(f);
+	metrics_add(metrics_series(f, NULL), 2);
+	f = metrics_family(m, "total", METRIC_COUNTER, "", NULL, NULL, 0);
+	metrics_add(metrics_series(f, NULL), 1);
+	f = metrics_family(m, "x_bytes_total", METRIC_COUNTER, "", NULL, NULL, 0);
+	metrics_add(metrics_series(f, NULL), 1);
+	snap = metrics_snapshot(m);
 	assert_non_null(snap);
 	buf_init(&out);
-	assert_int_equal(expose_text(snap, &out), 0);
-	assert_non_null(out.data);
-
-	if (update && strcmp(update, "1") == 0) {
-		FILE *f = fopen(GOLDEN, "wb");
-
-		assert_non_null(f);
-		assert_int_equal(fwrite(out.data, 1, out.len, f), out.len);
-		assert_int_equal(fclose(f), 0);
-		print_message("wrote %s\n", GOLDEN);
-	} else {
-		want = read_all(GOLDEN, &want_len);
-		if (!want)
-			fail_msg("cannot read %s (UPDATE_GOLDEN=1 writes it)", GOLDEN);
-		if (want_len != out.len || memcmp(want, out.data, out.len) != 0) {
-			print_error("--- got ---\n%s--- end ---\n", out.data);
-			fail_msg("rendered page differs from %s", GOLDEN);
-		}
-		free(want);
-	}
-
-	/* The same snapshot renders to the same bytes. */
-	{
-		struct buf again;
-
-		buf_init(&again);
-		assert_int_equal(expose_text(snap, &again), 0);
-		assert_int_equal(again.len, out.len);
-		assert_memory_equal(again.data, out.data, out.len);
-		buf_free(&again);
-	}
+	assert_int_equal(expose_openmetrics(snap, &out), 0);
+	assert_string_equal(out.data, "# TYPE legacy_errors unknown\n"
+				      "# HELP legacy_errors Named \\\"the old way\\\".\n"
+				      "legacy_errors 2\n"
+				      "# TYPE total unknown\n"
+				      "total 1\n"
+				      "# TYPE x_bytes counter\n"
+				      "# UNIT x_bytes bytes\n"
+				      "x_bytes_total 1\n"
+				      "# EOF\n");
 	buf_free(&out);
 	metrics_snapshot_free(snap);
 	metrics_free(m);
@@ -276,24 +471,508 @@ static void test_text_golden(void **state)
 static void test_text_empty(void **state)
 {
 	struct metrics *m = metrics_new();
-	struct metrics_snapshot *snap = metrics_snapshot(m);
+	struct metrics_snapshot *snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE);
 	struct buf out;
 
 	(void)state;
 	buf_init(&out);
 	assert_int_equal(expose_text(snap, &out), 0);
 	assert_int_equal(out.len, 0);
+	assert_int_equal(expose_protobuf(snap, &out), 0);
+	assert_int_equal(out.len, 0);
+	assert_int_equal(expose_openmetrics(snap, &out), 0);
+	assert_string_equal(out.data, "# EOF\n");
 	buf_free(&out);
 	metrics_snapshot_free(snap);
 	metrics_free(m);
+}
+
+/* ---- protobuf: a small decoder, independent of the encoder ---- */
+
+/*
+ * Decodes the delimited MetricFamily stream into protoc-like text, one field per
+ * line in wire order: varints, zigzag, little-endian doubles, nested messages,
+ * and repeated sint64 both packed (wire type 2) and unpacked (wire type 0).
+ * Unknown fields, wrong wire types, truncation and trailing bytes fail the test.
+ */
+enum pb_kind { K_STRING, K_UINT, K_SINT, K_DOUBLE, K_TYPE, K_MSG, K_DELTAS };
+enum pb_msg { M_FAMILY, M_METRIC, M_LABEL, M_VALUE, M_HIST, M_BUCKET, M_SPAN };
+
+static const struct pb_field {
+	enum pb_msg msg;
+	unsigned num;
+	const char *name;
+	enum pb_kind kind;
+	enum pb_msg sub;
+} pb_fields[] = {
+	{M_FAMILY, 1, "name", K_STRING, 0},
+	{M_FAMILY, 2, "help", K_STRING, 0},
+	{M_FAMILY, 3, "type", K_TYPE, 0},
+	{M_FAMILY, 4, "metric", K_MSG, M_METRIC},
+	{M_METRIC, 1, "label", K_MSG, M_LABEL},
+	{M_METRIC, 2, "gauge", K_MSG, M_VALUE},
+	{M_METRIC, 3, "counter", K_MSG, M_VALUE},
+	{M_METRIC, 7, "histogram", K_MSG, M_HIST},
+	{M_LABEL, 1, "name", K_STRING, 0},
+	{M_LABEL, 2, "value", K_STRING, 0},
+	{M_VALUE, 1, "value", K_DOUBLE, 0},
+	{M_HIST, 1, "sample_count", K_UINT, 0},
+	{M_HIST, 2, "sample_sum", K_DOUBLE, 0},
+	{M_HIST, 3, "bucket", K_MSG, M_BUCKET},
+	{M_HIST, 5, "schema", K_SINT, 0},
+	{M_HIST, 6, "zero_threshold", K_DOUBLE, 0},
+	{M_HIST, 7, "zero_count", K_UINT, 0},
+	{M_HIST, 12, "positive_span", K_MSG, M_SPAN},
+	{M_HIST, 13, "positive_delta", K_DELTAS, 0},
+	{M_BUCKET, 1, "cumulative_count", K_UINT, 0},
+	{M_BUCKET, 2, "upper_bound", K_DOUBLE, 0},
+	{M_SPAN, 1, "offset", K_SINT, 0},
+	{M_SPAN, 2, "length", K_UINT, 0},
+};
+
+static uint64_t rd_varint(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	unsigned shift;
+
+	for (shift = 0; shift < 64; shift += 7) {
+		if (*p >= end)
+			fail_msg("truncated varint");
+		v |= (uint64_t)(**p & 0x7f) << shift;
+		if (!(*(*p)++ & 0x80))
+			return v;
+	}
+	fail_msg("varint longer than 10 bytes");
+	return 0;
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static void dump_indent(struct buf *o, unsigned depth)
+{
+	while (depth--)
+		buf_puts(o, "  ");
+}
+
+static void dump_double(struct buf *o, double v)
+{
+	char tmp[32];
+
+	expose_format_double(v, tmp, sizeof(tmp));
+	buf_puts(o, tmp);
+}
+
+static void dump_msg(const uint8_t *p, const uint8_t *end, enum pb_msg msg, unsigned depth,
+		     struct buf *o)
+{
+	static const char *const types[] = {"COUNTER", "GAUGE", "SUMMARY", "UNTYPED", "HISTOGRAM"};
+
+	while (p < end) {
+		uint64_t key = rd_varint(&p, end), v, len;
+		unsigned num = (unsigned)(key >> 3), wt = (unsigned)(key & 7), i;
+		const struct pb_field *f = NULL;
+
+		for (i = 0; i < sizeof(pb_fields) / sizeof(pb_fields[0]); i++)
+			if (pb_fields[i].msg == msg && pb_fields[i].num == num)
+				f = &pb_fields[i];
+		if (!f)
+			fail_msg("unknown field %u (wire type %u) in message %d", num, wt, msg);
+		dump_indent(o, depth);
+		if (f->kind == K_DELTAS && wt == 0) { /* unpacked: one element */
+			buf_printf(o, "%s: %" PRId64 "\n", f->name, unzigzag(rd_varint(&p, end)));
+			continue;
+		}
+		switch (f->kind) {
+		case K_UINT:
+		case K_SINT:
+		case K_TYPE:
+			if (wt != 0)
+				fail_msg("%s: wire type %u, want 0", f->name, wt);
+			v = rd_varint(&p, end);
+			if (f->kind == K_UINT)
+				buf_printf(o, "%s: %" PRIu64 "\n", f->name, v);
+			else if (f->kind == K_SINT)
+				buf_printf(o, "%s: %" PRId64 "\n", f->name, unzigzag(v));
+			else
+				buf_printf(o, "%s: %s\n", f->name, v < 5 ? types[v] : "?");
+			break;
+		case K_DOUBLE: {
+			uint64_t bits = 0;
+			double d;
+
+			if (wt != 1 || end - p < 8)
+				fail_msg("%s: wire type %u or truncated double", f->name, wt);
+			for (i = 0; i < 8; i++)
+				bits |= (uint64_t)p[i] << (8 * i);
+			p += 8;
+			memcpy(&d, &bits, sizeof(d));
+			buf_printf(o, "%s: ", f->name);
+			dump_double(o, d);
+			buf_puts(o, "\n");
+			break;
+		}
+		default: /* length-delimited */
+			if (wt != 2)
+				fail_msg("%s: wire type %u, want 2", f->name, wt);
+			len = rd_varint(&p, end);
+			if (len > (uint64_t)(end - p))
+				fail_msg("%s: length %" PRIu64 " past the end", f->name, len);
+			if (f->kind == K_STRING) {
+				buf_printf(o, "%s: \"", f->name);
+				for (i = 0; i < len; i++) {
+					if (p[i] == '"' || p[i] == '\\')
+						buf_printf(o, "\\%c", p[i]);
+					else if (p[i] < 0x20)
+						buf_printf(o, "\\%03o", p[i]);
+					else
+						buf_append(o, (const char *)&p[i], 1);
+				}
+				buf_puts(o, "\"\n");
+			} else if (f->kind == K_DELTAS) { /* packed */
+				const uint8_t *q = p;
+				int first = 1;
+
+				buf_printf(o, "%s: [", f->name);
+				while (q < p + len) {
+					buf_printf(o, "%s%" PRId64, first ? "" : ", ",
+						   unzigzag(rd_varint(&q, p + len)));
+					first = 0;
+				}
+				buf_puts(o, "]\n");
+			} else {
+				buf_printf(o, "%s {\n", f->name);
+				dump_msg(p, p + len, f->sub, depth + 1, o);
+				dump_indent(o, depth);
+				buf_puts(o, "}\n");
+			}
+			p += len;
+		}
+	}
+}
+
+/* A whole delimited stream. */
+static void dump_stream(const char *data, size_t n, struct buf *o)
+{
+	const uint8_t *p = (const uint8_t *)data, *end = p + n;
+
+	buf_init(o);
+	while (p < end) {
+		const uint8_t *start = p;
+		uint64_t len = rd_varint(&p, end);
+
+		if (p - start > 5)
+			fail_msg("record length varint over 5 bytes (Prometheus refuses it)");
+		if (len > (uint64_t)(end - p))
+			fail_msg("record length %" PRIu64 " past the end", len);
+		buf_puts(o, "family {\n");
+		dump_msg(p, p + len, M_FAMILY, 1, o);
+		buf_puts(o, "}\n");
+		p += len;
+	}
+	assert_false(o->oom);
+}
+
+/* What dump_stream() must print for @snap: written from the snapshot, field by
+ * field, with no help from the encoder. */
+static void expected_dump(const struct metrics_snapshot *snap, struct buf *o)
+{
+	static const char *const types[] = {"COUNTER", "GAUGE", "HISTOGRAM"};
+	unsigned i, j, k;
+
+	buf_init(o);
+	for (i = 0; i < snap->n_families; i++) {
+		const struct snap_family *f = &snap->families[i];
+
+		buf_printf(o, "family {\n  name: \"%s\"\n", f->name);
+		if (f->help && *f->help) {
+			buf_puts(o, "  help: \"");
+			for (const char *c = f->help; *c; c++) {
+				if (*c == '"' || *c == '\\')
+					buf_printf(o, "\\%c", *c);
+				else if ((unsigned char)*c < 0x20)
+					buf_printf(o, "\\%03o", *c);
+				else
+					buf_append(o, c, 1);
+			}
+			buf_puts(o, "\"\n");
+		}
+		buf_printf(o, "  type: %s\n", types[f->type]);
+		for (j = 0; j < f->n_series; j++) {
+			const struct snap_series *s = &f->series[j];
+
+			buf_puts(o, "  metric {\n");
+			for (k = 0; k < f->n_labels; k++) {
+				buf_printf(o, "    label {\n      name: \"%s\"\n      value: \"",
+					   f->labels[k]);
+				for (const char *c = s->values[k]; *c; c++) {
+					if (*c == '"' || *c == '\\')
+						buf_printf(o, "\\%c", *c);
+					else if ((unsigned char)*c < 0x20)
+						buf_printf(o, "\\%03o", *c);
+					else
+						buf_append(o, c, 1);
+				}
+				buf_puts(o, "\"\n    }\n");
+			}
+			if (f->type != METRIC_HISTOGRAM) {
+				buf_printf(o, "    %s {\n      value: ",
+					   f->type == METRIC_COUNTER ? "counter" : "gauge");
+				dump_double(o, s->value);
+				buf_puts(o, "\n    }\n  }\n");
+				continue;
+			}
+			buf_printf(o, "    histogram {\n      sample_count: %" PRIu64 "\n",
+				   s->count);
+			buf_puts(o, "      sample_sum: ");
+			dump_double(o, s->sum);
+			buf_puts(o, "\n");
+			for (k = 0; k < f->n_bounds; k++) {
+				buf_printf(o,
+					   "      bucket {\n        cumulative_count: %" PRIu64
+					   "\n        upper_bound: ",
+					   s->cumulative[k]);
+				dump_double(o, f->bounds[k]);
+				buf_puts(o, "\n      }\n");
+			}
+			if (snap->has_native) {
+				const struct hist_native *n = &s->native;
+
+				buf_printf(o,
+					   "      schema: %d\n      zero_threshold: ", n->schema);
+				dump_double(o, n->zero_threshold);
+				buf_printf(o, "\n      zero_count: %" PRIu64 "\n", n->zero_count);
+				if (!n->n_spans)
+					buf_puts(o, "      positive_span {\n        offset: 0\n"
+						    "        length: 0\n      }\n");
+				for (k = 0; k < n->n_spans; k++)
+					buf_printf(o,
+						   "      positive_span {\n        offset: %d\n"
+						   "        length: %u\n      }\n",
+						   (int)n->spans[k].offset,
+						   (unsigned)n->spans[k].length);
+				if (n->n_deltas) {
+					buf_puts(o, "      positive_delta: [");
+					for (k = 0; k < n->n_deltas; k++)
+						buf_printf(o, "%s%" PRId64, k ? ", " : "",
+							   n->deltas[k]);
+					buf_puts(o, "]\n");
+				}
+			}
+			buf_puts(o, "    }\n  }\n");
+		}
+		buf_puts(o, "}\n");
+	}
+	assert_false(o->oom);
+}
+
+static void test_protobuf_golden(void **state)
+{
+	struct buf out, dump;
+
+	(void)state;
+	render_golden(expose_protobuf, METRICS_SNAP_NATIVE, &out);
+	check_golden(GOLDEN_PB, out.data, out.len, 1);
+	dump_stream(out.data, out.len, &dump);
+	check_golden(GOLDEN_PBTX, dump.data, dump.len, 0);
+	buf_free(&dump);
+	buf_free(&out);
+}
+
+/* Every field decoded from the bytes is the snapshot's; the native views are
+ * consistent (zero_count + buckets == sample_count) and at the default schema. */
+static void test_protobuf_decodes_to_snapshot(void **state)
+{
+	struct metrics *m = build_registry();
+	struct metrics_snapshot *snap;
+	struct buf out, got, want;
+	unsigned i, j, k, natives = 0;
+
+	(void)state;
+	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE);
+	assert_non_null(snap);
+	buf_init(&out);
+	assert_int_equal(expose_protobuf(snap, &out), 0);
+	dump_stream(out.data, out.len, &got);
+	expected_dump(snap, &want);
+	assert_string_equal(got.data, want.data);
+
+	for (i = 0; i < snap->n_families; i++) {
+		const struct snap_family *f = &snap->families[i];
+
+		if (f->type != METRIC_HISTOGRAM)
+			continue;
+		for (j = 0; j < f->n_series; j++) {
+			const struct hist_native *n = &f->series[j].native;
+			uint64_t total = n->zero_count, len = 0;
+			int64_t c = 0;
+
+			assert_int_equal(n->schema, METRICS_NATIVE_SCHEMA);
+			assert_true(n->zero_threshold == 0x1p-128);
+			for (k = 0; k < n->n_spans; k++)
+				len += n->spans[k].length;
+			assert_int_equal(len, n->n_deltas);
+			for (k = 0; k < n->n_deltas; k++) {
+				c += n->deltas[k];
+				assert_true(c >= 0);
+				total += (uint64_t)c;
+			}
+			assert_int_equal(total, f->series[j].count);
+			natives++;
+		}
+	}
+	assert_int_equal(natives, 4);
+
+	/* Without METRICS_SNAP_NATIVE: classic buckets only, still decodable. */
+	metrics_snapshot_free(snap);
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	buf_free(&out);
+	buf_free(&got);
+	buf_free(&want);
+	assert_int_equal(expose_protobuf(snap, &out), 0);
+	dump_stream(out.data, out.len, &got);
+	expected_dump(snap, &want);
+	assert_string_equal(got.data, want.data);
+	assert_null(strstr(got.data, "schema"));
+
+	buf_free(&out);
+	buf_free(&got);
+	buf_free(&want);
+	metrics_snapshot_free(snap);
+	metrics_free(m);
+}
+
+static size_t unhex(const char *hex, uint8_t *out)
+{
+	size_t n = 0;
+	unsigned v;
+
+	for (; hex[0] && hex[1]; hex += 2) {
+		assert_int_equal(sscanf(hex, "%2x", &v), 1);
+		out[n++] = (uint8_t)v;
+	}
+	return n;
+}
+
+/* The classic + native histogram and counter that Prometheus 2.42 ingested in
+ * build-research/NATIVE.md §1.4, built by hand and encoded by us. */
+static void test_protobuf_known_vector(void **state)
+{
+	static const char hex[] =
+		"570a06685f626f74681204626f7468180422453a430804110000000000001e401a0b08021100"
+		"0000000000f03f1a0b0804110000000000001440280031000000000000f03738006204080110"
+		"026204080210016a03020002290a05635f6f6e6512096120636f756e74657218002213"
+		"0a060a01611201621a09090000000000001440";
+	uint64_t cumulative[] = {2, 4};
+	double bounds[] = {1.0, 5.0};
+	struct hist_span spans[] = {{-1, 2}, {1, 1}};
+	int64_t deltas[] = {1, 0, 1};
+	struct snap_series hs = {
+		.count = 4,
+		.sum = 7.5,
+		.cumulative = cumulative,
+		.native = {.schema = 0,
+			   .zero_threshold = 0x1p-128,
+			   .zero_count = 0,
+			   .n_spans = 2,
+			   .spans = spans,
+			   .n_deltas = 3,
+			   .deltas = deltas},
+	};
+	struct snap_series cs = {.values = {"b"}, .value = 5};
+	struct snap_family fams[] = {
+		{.name = "h_both",
+		 .help = "both",
+		 .type = METRIC_HISTOGRAM,
+		 .n_bounds = 2,
+		 .bounds = bounds,
+		 .n_series = 1,
+		 .series = &hs},
+		{.name = "c_one",
+		 .help = "a counter",
+		 .type = METRIC_COUNTER,
+		 .n_labels = 1,
+		 .labels = {"a"},
+		 .n_series = 1,
+		 .series = &cs},
+	};
+	struct metrics_snapshot snap = {.n_families = 2, .families = fams, .has_native = 1};
+	uint8_t want[256];
+	size_t n = unhex(hex, want);
+	struct buf out;
+
+	(void)state;
+	buf_init(&out);
+	assert_int_equal(expose_protobuf(&snap, &out), 0);
+	assert_int_equal(out.len, n);
+	assert_memory_equal(out.data, want, n);
+	buf_free(&out);
+}
+
+/* More samples in the native buckets than sample_count: Prometheus would drop the
+ * whole scrape, so the renderer refuses. */
+static void test_protobuf_inconsistent_native(void **state)
+{
+	struct hist_span span = {0, 1};
+	int64_t delta = 3;
+	struct snap_series hs = {
+		.count = 2,
+		.native = {.schema = 3,
+			   .zero_threshold = 0x1p-128,
+			   .n_spans = 1,
+			   .spans = &span,
+			   .n_deltas = 1,
+			   .deltas = &delta},
+	};
+	struct snap_family fam = {
+		.name = "h", .type = METRIC_HISTOGRAM, .n_series = 1, .series = &hs};
+	struct metrics_snapshot snap = {.n_families = 1, .families = &fam, .has_native = 1};
+	struct buf out;
+
+	(void)state;
+	buf_init(&out);
+	assert_int_equal(expose_protobuf(&snap, &out), -ERANGE);
+	buf_free(&out);
+}
+
+/* The decoder reads unpacked deltas too (as client_golang 1.14 writes them). */
+static void test_decoder_unpacked(void **state)
+{
+	/* family { name "h" type HISTOGRAM metric { histogram { positive_delta 1,
+	 * positive_delta -1 (unpacked), positive_delta [2] (packed) } } } */
+	static const uint8_t msg[] = {0x16, 0x0a, 0x01, 'h',  0x18, 0x04, 0x22, 0x0f,
+				      0x3a, 0x0d, 0x68, 0x02, 0x68, 0x01, 0x6a, 0x01,
+				      0x04, 0x62, 0x04, 0x08, 0x00, 0x10, 0x03};
+	struct buf got;
+
+	(void)state;
+	dump_stream((const char *)msg, sizeof(msg), &got);
+	assert_string_equal(got.data,
+			    "family {\n  name: \"h\"\n  type: HISTOGRAM\n  metric {\n"
+			    "    histogram {\n      positive_delta: 1\n"
+			    "      positive_delta: -1\n      positive_delta: [2]\n"
+			    "      positive_span {\n        offset: 0\n        length: 3\n"
+			    "      }\n    }\n  }\n}\n");
+	buf_free(&got);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format_double),
+		cmocka_unit_test(test_format_canonical),
 		cmocka_unit_test(test_buf),
 		cmocka_unit_test(test_text_golden),
+		cmocka_unit_test(test_openmetrics_golden),
+		cmocka_unit_test(test_openmetrics_counter_without_total),
+		cmocka_unit_test(test_protobuf_golden),
+		cmocka_unit_test(test_protobuf_decodes_to_snapshot),
+		cmocka_unit_test(test_protobuf_known_vector),
+		cmocka_unit_test(test_protobuf_inconsistent_native),
+		cmocka_unit_test(test_decoder_unpacked),
 		cmocka_unit_test(test_text_empty),
 	};
 

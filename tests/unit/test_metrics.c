@@ -394,6 +394,85 @@ static void test_concurrent_writers(void **state)
 	metrics_free(m);
 }
 
+/* The native view: only with METRICS_SNAP_NATIVE, at the registry's settings
+ * (clamped), equal to hist_native() of the same samples. */
+static void test_snapshot_native(void **state)
+{
+	static const uint64_t nbounds[] = {1000000};
+	struct metrics *m = metrics_new();
+	struct metric_family *f;
+	struct metric_series *s;
+	struct metrics_snapshot *snap;
+	struct hist *h = hist_new(nbounds, 1);
+	struct hist_native want;
+	const struct hist_native *got;
+	unsigned i;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(h);
+	f = metrics_family(m, "lat_seconds", METRIC_HISTOGRAM, "", NULL, nbounds, 1);
+	s = metrics_series(f, NULL);
+	assert_non_null(s);
+	for (i = 1; i <= 1000; i++) {
+		metrics_observe_ns(s, i * 7919);
+		hist_record(h, i * 7919);
+	}
+
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	assert_false(snap->has_native);
+	assert_int_equal(snap->families[0].series[0].native.n_spans, 0);
+	assert_null(snap->families[0].series[0].native.deltas);
+	metrics_snapshot_free(snap);
+
+	/* Defaults: schema 3, zero threshold 2^-128 s. */
+	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE);
+	assert_non_null(snap);
+	assert_true(snap->has_native);
+	got = &snap->families[0].series[0].native;
+	assert_int_equal(got->schema, METRICS_NATIVE_SCHEMA);
+	assert_true(got->zero_threshold == 0x1p-128);
+	assert_int_equal(hist_native(h, METRICS_NATIVE_SCHEMA, 0x1p-128, &want), 0);
+	assert_int_equal(got->zero_count, want.zero_count);
+	assert_int_equal(got->n_spans, want.n_spans);
+	assert_memory_equal(got->spans, want.spans, want.n_spans * sizeof(*want.spans));
+	assert_int_equal(got->n_deltas, want.n_deltas);
+	assert_memory_equal(got->deltas, want.deltas, want.n_deltas * sizeof(*want.deltas));
+	hist_native_free(&want);
+	metrics_snapshot_free(snap);
+
+	/* Out-of-range settings are clamped; a threshold <= 0 or NaN is the default. */
+	metrics_set_native(m, 42, -1);
+	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE);
+	assert_non_null(snap);
+	assert_int_equal(snap->families[0].series[0].native.schema, HIST_NATIVE_SCHEMA);
+	assert_true(snap->families[0].series[0].native.zero_threshold == 0x1p-128);
+	metrics_snapshot_free(snap);
+	metrics_set_native(m, -42, NAN);
+	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE);
+	assert_non_null(snap);
+	assert_int_equal(snap->families[0].series[0].native.schema, HIST_NATIVE_MIN);
+	metrics_snapshot_free(snap);
+
+	/* A real threshold: everything at or below 1 ms is in the zero bucket. */
+	metrics_set_native(m, 0, 0.001);
+	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE);
+	assert_non_null(snap);
+	got = &snap->families[0].series[0].native;
+	assert_int_equal(got->schema, 0);
+	assert_true(got->zero_threshold == 0.001);
+	assert_int_equal(hist_native(h, 0, 0.001, &want), 0);
+	assert_int_equal(got->zero_count, want.zero_count);
+	assert_true(got->zero_count >= 126); /* 126 * 7919 ns < 1 ms */
+	hist_native_free(&want);
+	metrics_snapshot_free(snap);
+
+	metrics_set_native(NULL, 3, 0); /* no-op */
+	hist_free(h);
+	metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_series_counter_gauge),
 		cmocka_unit_test(test_histogram_observe_merge),
 		cmocka_unit_test(test_snapshot_sorted_deep_copy),
+		cmocka_unit_test(test_snapshot_native),
 		cmocka_unit_test(test_batch_locked),
 		cmocka_unit_test(test_empty_registry),
 		cmocka_unit_test(test_concurrent_writers),

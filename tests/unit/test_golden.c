@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Golden pages of a real burst: the null engine, a fixed clock, and the daemon's
+ * own code from the configuration to the rendered page, compared byte for byte
+ * with
+ *
+ *   tests/golden/burst-null.prom            text 0.0.4
+ *   tests/golden/burst-null.openmetrics.txt OpenMetrics 1.0
+ *   tests/golden/burst-null.protobuf.bin    delimited MetricFamily protobuf, native
+ *                                           histograms (raw bytes; test_expose
+ *                                           checks the encoder field by field)
+ *
+ * Where test_expose renders a hand-made registry, this one goes the daemon's way:
+ * a YAML configuration (one directory target, one burst probe on the null engine)
+ * through cfg_load_string(), a registry with the daemon's native-histogram
+ * settings, lane_init() and a lane thread that opens (lays out) the target, runs
+ * the burst with burst_run() and publishes it, then lane_collect() and a
+ * snapshot rendered as the HTTP server renders it.
+ *
+ * What makes it reproducible:
+ *   - this file defines eng_now_ns(), the clock of engines, bursts and lanes. The
+ *     real one is alone in engines/clock.c, so with iopulse_core a static library
+ *     the linker takes this definition and never pulls clock.o from the archive.
+ *     Each call advances the clock by 1000 + (call * 7919) % 200000 ns, so
+ *     latencies spread over the buckets from 1us to ~200us;
+ *   - the null engine, which never touches the file;
+ *   - rw randread with one job: the burst seeds its rng from getrandom() and
+ *     there is no way to seed it from outside, so a read/write mix would make the
+ *     counts random. With one direction and a fixed block size the rng only
+ *     chooses offsets, which no metric shows;
+ *   - the one wall-clock value, iopulse_probe_last_run_timestamp_seconds (the
+ *     lane reads CLOCK_REALTIME), is set to a fixed time after the run.
+ * The process-wide families the daemon adds in main.c (build info, engines
+ * available on this kernel, process_*, HTTP requests) depend on the machine and
+ * are left out: the pages hold exactly what the lane of one target publishes.
+ *
+ * The whole scenario runs twice in the process, the clock reset in between, and
+ * must give the same bytes both times.
+ *
+ * To regenerate the golden files after an intended change in the output:
+ *
+ *     UPDATE_GOLDEN=1 ./test_golden
+ *
+ * then inspect the diff (git diff tests/golden) and lint the text page:
+ * promtool check metrics < tests/golden/burst-null.prom
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "config/config.h"
+#include "daemon/expose.h"
+#include "daemon/lane.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "engines/engine.h"
+
+#define GOLDEN_TEXT TEST_GOLDEN_DIR "/burst-null.prom"
+#define GOLDEN_OM   TEST_GOLDEN_DIR "/burst-null.openmetrics.txt"
+#define GOLDEN_PB   TEST_GOLDEN_DIR "/burst-null.protobuf.bin"
+
+/* The fixed clock: starts at 1000s (0 means "none" to in-flight stamps). */
+#define CLOCK_START_NS	 1000000000000ULL
+#define FIXED_NOW_NS	 2000000000000ULL /* lane_collect()'s "now" */
+#define FIXED_WALL_CLOCK 1700000000.0	  /* iopulse_probe_last_run_timestamp_seconds */
+
+/* ---- the fixed clock ---- */
+
+static _Atomic uint64_t clock_calls;
+static _Atomic uint64_t clock_ns = CLOCK_START_NS;
+
+/* Replaces engines/clock.c in this binary (see the top of the file). Only the lane
+ * thread calls it while a scenario runs, so the sequence is the same every time;
+ * atomics all the same, in case that ever changes. */
+uint64_t eng_now_ns(void)
+{
+	uint64_t call = atomic_fetch_add(&clock_calls, 1);
+	uint64_t step = 1000 + (call * 7919) % 200000;
+
+	return atomic_fetch_add(&clock_ns, step) + step;
+}
+
+static void clock_reset(void)
+{
+	atomic_store(&clock_calls, 0);
+	atomic_store(&clock_ns, CLOCK_START_NS);
+}
+
+/* ---- scratch directory ---- */
+
+static char scratch[PATH_MAX];
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	const char *base = getenv("TEST_TMPDIR");
+
+	(void)state;
+	if (!base)
+		return -1;
+	if (mkdir(base, 0755) < 0 && errno != EEXIST)
+		return -1;
+	snprintf(scratch, sizeof(scratch), "%s/golden.XXXXXX", base);
+	return mkdtemp(scratch) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	/* Our own mkdtemp directory only; never follow a symlink out. */
+	return nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* ---- golden files (as test_expose) ---- */
+
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *data;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	data = malloc((size_t)n + 1);
+	if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+		free(data);
+		data = NULL;
+	}
+	fclose(f);
+	if (data) {
+		data[n] = '\0';
+		*len = (size_t)n;
+	}
+	return data;
+}
+
+/* @data[0..len) against the golden file @path, or (UPDATE_GOLDEN=1) into it. */
+static void check_golden(const char *path, const char *data, size_t len, int binary)
+{
+	const char *update = getenv("UPDATE_GOLDEN");
+	size_t want_len = 0;
+	char *want;
+
+	if (update && strcmp(update, "1") == 0) {
+		FILE *f = fopen(path, "wb");
+
+		assert_non_null(f);
+		assert_int_equal(fwrite(data, 1, len, f), len);
+		assert_int_equal(fclose(f), 0);
+		print_message("wrote %s\n", path);
+		return;
+	}
+	want = read_all(path, &want_len);
+	if (!want)
+		fail_msg("cannot read %s (UPDATE_GOLDEN=1 writes it)", path);
+	if (want_len != len || memcmp(want, data, len) != 0) {
+		if (!binary)
+			print_error("--- got ---\n%.*s--- end ---\n", (int)len, data);
+		fail_msg("rendered page differs from %s", path);
+	}
+	free(want);
+}
+
+/* ---- the scenario ---- */
+
+struct pages {
+	struct buf text, om, pb;
+	uint64_t clock_calls;
+};
+
+static void pages_free(struct pages *p)
+{
+	buf_free(&p->text);
+	buf_free(&p->om);
+	buf_free(&p->pb);
+}
+
+/* Until the lane has taken its queue and finished what it took. */
+static void lane_idle_wait(struct lane *l)
+{
+	const struct timespec tick = {.tv_nsec = 1000000};
+
+	for (unsigned i = 0; i < 60000; i++) { /* a minute */
+		bool idle;
+
+		pthread_mutex_lock(&l->mu);
+		idle = !l->busy && l->q_len == 0;
+		pthread_mutex_unlock(&l->mu);
+		if (idle)
+			return;
+		nanosleep(&tick, NULL); /* not eng_now_ns(): the lane owns the clock */
+	}
+	fail_msg("the lane did not finish its burst within a minute");
+}
+
+/* One fresh run in its own directory @n, rendered in every format. */
+static void run_scenario(unsigned n, struct pages *out)
+{
+	struct config *cfg = NULL, *def = NULL;
+	struct cfg_error err = {0};
+	struct metrics *m;
+	struct metrics_snapshot *snap;
+	struct lane lane;
+	char dir[PATH_MAX + 16], yaml[PATH_MAX + 1024];
+	struct timespec deadline;
+	int len;
+
+	snprintf(dir, sizeof(dir), "%s/run%u", scratch, n);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	len = snprintf(yaml, sizeof(yaml),
+		       "targets:\n"
+		       "  - name: scratch\n"
+		       "    directory: %s\n"
+		       "    size: 1MiB\n"
+		       "    direct: false\n"
+		       "    allow_memory_backed: true\n"
+		       "probes:\n"
+		       "  - name: null-randread\n"
+		       "    type: burst\n"
+		       "    target: scratch\n"
+		       "    engine: null\n"
+		       "    rw: randread\n"
+		       "    block_size: 4k\n"
+		       "    iodepth: 4\n"
+		       "    jobs: 1\n"
+		       "    ios: 5000\n"
+		       "    every: 1h\n",
+		       dir);
+	assert_true(len > 0 && (size_t)len < sizeof(yaml));
+	if (cfg_load_string("<test_golden>", yaml, (size_t)len, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+
+	/* No `buckets:` above: the daemon's defaults, as in the embedded config. */
+	assert_int_equal(cfg_load_default(&def, &err), 0);
+	assert_int_equal(cfg->n_buckets, def->n_buckets);
+	assert_memory_equal(cfg->buckets_ns, def->buckets_ns,
+			    cfg->n_buckets * sizeof(cfg->buckets_ns[0]));
+	assert_int_equal(cfg->native_schema, def->native_schema);
+	cfg_free(def);
+
+	/* The registry as cmd_run() makes it, the lane as sched_new() makes it. */
+	m = metrics_new();
+	assert_non_null(m);
+	metrics_set_native(m, cfg->native_schema, cfg->native_zero_threshold_ns / 1e9);
+	clock_reset();
+	assert_int_equal(lane_init(&lane, cfg, 0, m), 0);
+	assert_int_equal(lane.n_probes, 1);
+	assert_true(lane.probes[0].ready);
+	assert_string_equal(lane.probes[0].engine, "null");
+
+	assert_int_equal(lane_start(&lane), 0);
+	lane_enqueue(&lane, 0);
+	lane_idle_wait(&lane);
+	lane_request_stop(&lane);
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	assert_true(lane_wait(&lane, ((uint64_t)deadline.tv_sec + 10) * 1000000000ULL +
+					     (uint64_t)deadline.tv_nsec));
+
+	/* The clock used was ours (the burst alone reads it twice per batch). */
+	out->clock_calls = atomic_load(&clock_calls);
+	assert_true(out->clock_calls >= 2 * 5000 / 4);
+
+	/* What a scrape does before it renders, at a fixed time. */
+	lane_collect(&lane, FIXED_NOW_NS);
+	metrics_set(lane.probes[0].last_run, FIXED_WALL_CLOCK);
+
+	buf_init(&out->text);
+	buf_init(&out->om);
+	buf_init(&out->pb);
+	snap = metrics_snapshot_ex(m, 0);
+	assert_non_null(snap);
+	assert_int_equal(expose_text(snap, &out->text), 0);
+	assert_int_equal(expose_openmetrics(snap, &out->om), 0);
+	metrics_snapshot_free(snap);
+	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE); /* as http.c for protobuf */
+	assert_non_null(snap);
+	assert_int_equal(expose_protobuf(snap, &out->pb), 0);
+	metrics_snapshot_free(snap);
+	assert_false(out->text.oom || out->om.oom || out->pb.oom);
+
+	lane_destroy(&lane);
+	metrics_free(m);
+	cfg_free(cfg);
+}
+
+static void assert_same_buf(const struct buf *a, const struct buf *b, const char *what)
+{
+	if (a->len != b->len || memcmp(a->data, b->data, a->len) != 0)
+		fail_msg("%s: two identical runs rendered different pages", what);
+}
+
+static void test_burst_null_golden(void **state)
+{
+	struct pages a, b;
+
+	(void)state;
+	run_scenario(1, &a);
+	run_scenario(2, &b);
+	assert_int_equal(a.clock_calls, b.clock_calls);
+	assert_same_buf(&a.text, &b.text, "text");
+	assert_same_buf(&a.om, &b.om, "OpenMetrics");
+	assert_same_buf(&a.pb, &b.pb, "protobuf");
+
+	/* The burst's results are on the page: 5000 reads of 4KiB, nothing else. */
+	assert_non_null(strstr(a.text.data, "iopulse_probe_latency_seconds_count{probe="
+					    "\"null-randread\",target=\"scratch\",op=\"read\"} "
+					    "5000\n"));
+	assert_non_null(strstr(a.text.data, "iopulse_probe_bytes_total{probe=\"null-randread\","
+					    "target=\"scratch\",op=\"read\"} 2.048e+07\n"));
+	assert_null(strstr(a.text.data, "op=\"write\""));
+
+	check_golden(GOLDEN_TEXT, a.text.data, a.text.len, 0);
+	check_golden(GOLDEN_OM, a.om.data, a.om.len, 0);
+	check_golden(GOLDEN_PB, a.pb.data, a.pb.len, 1);
+	pages_free(&a);
+	pages_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_burst_null_golden),
+	};
+
+	/* The lane logs the target's layout and the burst; keep the test output quiet. */
+	log_max_level = LOG_LVL_WARNING;
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
