@@ -25,43 +25,15 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "daemon/burst.h"
 
 #define MIB  (1ULL << 20)
 #define MSEC 1000000ULL
 
-static char scratch[PATH_MAX];
-
 static const uint64_t bounds[] = {100000, 1000000, 10000000, 100000000};
 #define N_BOUNDS (sizeof(bounds) / sizeof(bounds[0]))
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static int setup(void **state)
-{
-	const char *base = getenv("TEST_TMPDIR");
-
-	(void)state;
-	if (!base)
-		return -1;
-	if (mkdir(base, 0755) < 0 && errno != EEXIST)
-		return -1;
-	snprintf(scratch, sizeof(scratch), "%s/burst.XXXXXX", base);
-	return mkdtemp(scratch) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	/* Our own mkdtemp directory only; never follow a symlink out. */
-	return nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
 
 static uint64_t now_ns(void)
 {
@@ -79,7 +51,8 @@ struct fixture {
 /* A laid-out directory target of @size data bytes in a fresh subdirectory. */
 static void open_dir_target(struct fixture *f, uint64_t size)
 {
-	assert_true(snprintf(f->dir, sizeof(f->dir), "%s/d.XXXXXX", scratch) < (int)sizeof(f->dir));
+	assert_true(snprintf(f->dir, sizeof(f->dir), "%s/d.XXXXXX", tu_scratch) <
+		    (int)sizeof(f->dir));
 	assert_non_null(mkdtemp(f->dir));
 	f->tcfg = (struct cfg_target){
 		.name = "t",
@@ -843,7 +816,7 @@ static void test_refusals(void **state)
 
 	(void)state;
 	/* A write burst on a file target (read-only): -EBADF, nothing written. */
-	assert_true(snprintf(path, sizeof(path), "%s/data.bin", scratch) < (int)sizeof(path));
+	assert_true(snprintf(path, sizeof(path), "%s/data.bin", tu_scratch) < (int)sizeof(path));
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	assert_true(fd >= 0);
 	{
@@ -1198,7 +1171,7 @@ int main(void)
 		cmocka_unit_test(test_inflight_since),
 		cmocka_unit_test(test_null_rate_report),
 	};
-	int r = cmocka_run_group_tests(tests, setup, teardown);
+	int r = cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
 
 	if (shared_open)
 		target_close(&shared_target.t);

@@ -35,6 +35,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "daemon/expose.h"
 
 #define GOLDEN	    TEST_GOLDEN_DIR "/text.prom"
@@ -280,57 +282,6 @@ static int strcmp_ptr(const char *const *a, const char *const *b)
 	return strcmp(*a, *b);
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *data;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	data = malloc((size_t)n + 1);
-	if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
-		free(data);
-		data = NULL;
-	}
-	fclose(f);
-	if (data) {
-		data[n] = '\0';
-		*len = (size_t)n;
-	}
-	return data;
-}
-
-/* @data[0..len) against the golden file @path, or (UPDATE_GOLDEN=1) into it. */
-static void check_golden(const char *path, const char *data, size_t len, int binary)
-{
-	const char *update = getenv("UPDATE_GOLDEN");
-	size_t want_len = 0;
-	char *want;
-
-	if (update && strcmp(update, "1") == 0) {
-		FILE *f = fopen(path, "wb");
-
-		assert_non_null(f);
-		assert_int_equal(fwrite(data, 1, len, f), len);
-		assert_int_equal(fclose(f), 0);
-		print_message("wrote %s\n", path);
-		return;
-	}
-	want = read_all(path, &want_len);
-	if (!want)
-		fail_msg("cannot read %s (UPDATE_GOLDEN=1 writes it)", path);
-	if (want_len != len || memcmp(want, data, len) != 0) {
-		if (!binary)
-			print_error("--- got ---\n%.*s--- end ---\n", (int)len, data);
-		fail_msg("rendered page differs from %s", path);
-	}
-	free(want);
-}
-
 typedef int (*render_fn)(const struct metrics_snapshot *, struct buf *);
 
 /* Render the golden registry with @render; the same snapshot twice gives the
@@ -360,7 +311,7 @@ static void test_text_golden(void **state)
 
 	(void)state;
 	render_golden(expose_text, 0, &out);
-	check_golden(GOLDEN, out.data, out.len, 0);
+	tu_check_golden(GOLDEN, out.data, out.len, 0);
 	buf_free(&out);
 }
 
@@ -399,7 +350,7 @@ static void test_openmetrics_golden(void **state)
 
 	(void)state;
 	render_golden(expose_openmetrics, 0, &out);
-	check_golden(GOLDEN_OM, out.data, out.len, 0);
+	tu_check_golden(GOLDEN_OM, out.data, out.len, 0);
 
 	/* "# EOF\n" once, at the very end; no blank line; only TYPE, UNIT, HELP
 	 * comments; no "untyped". */
@@ -774,9 +725,9 @@ static void test_protobuf_golden(void **state)
 
 	(void)state;
 	render_golden(expose_protobuf, METRICS_SNAP_NATIVE, &out);
-	check_golden(GOLDEN_PB, out.data, out.len, 1);
+	tu_check_golden(GOLDEN_PB, out.data, out.len, 1);
 	dump_stream(out.data, out.len, &dump);
-	check_golden(GOLDEN_PBTX, dump.data, dump.len, 0);
+	tu_check_golden(GOLDEN_PBTX, dump.data, dump.len, 0);
 	buf_free(&dump);
 	buf_free(&out);
 }

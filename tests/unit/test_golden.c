@@ -60,6 +60,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "config/config.h"
 #include "daemon/expose.h"
 #include "daemon/lane.h"
@@ -96,91 +98,6 @@ static void clock_reset(void)
 {
 	atomic_store(&clock_calls, 0);
 	atomic_store(&clock_ns, CLOCK_START_NS);
-}
-
-/* ---- scratch directory ---- */
-
-static char scratch[PATH_MAX];
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static int setup(void **state)
-{
-	const char *base = getenv("TEST_TMPDIR");
-
-	(void)state;
-	if (!base)
-		return -1;
-	if (mkdir(base, 0755) < 0 && errno != EEXIST)
-		return -1;
-	snprintf(scratch, sizeof(scratch), "%s/golden.XXXXXX", base);
-	return mkdtemp(scratch) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	/* Our own mkdtemp directory only; never follow a symlink out. */
-	return nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
-/* ---- golden files (as test_expose) ---- */
-
-static char *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *data;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	data = malloc((size_t)n + 1);
-	if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
-		free(data);
-		data = NULL;
-	}
-	fclose(f);
-	if (data) {
-		data[n] = '\0';
-		*len = (size_t)n;
-	}
-	return data;
-}
-
-/* @data[0..len) against the golden file @path, or (UPDATE_GOLDEN=1) into it. */
-static void check_golden(const char *path, const char *data, size_t len, int binary)
-{
-	const char *update = getenv("UPDATE_GOLDEN");
-	size_t want_len = 0;
-	char *want;
-
-	if (update && strcmp(update, "1") == 0) {
-		FILE *f = fopen(path, "wb");
-
-		assert_non_null(f);
-		assert_int_equal(fwrite(data, 1, len, f), len);
-		assert_int_equal(fclose(f), 0);
-		print_message("wrote %s\n", path);
-		return;
-	}
-	want = read_all(path, &want_len);
-	if (!want)
-		fail_msg("cannot read %s (UPDATE_GOLDEN=1 writes it)", path);
-	if (want_len != len || memcmp(want, data, len) != 0) {
-		if (!binary)
-			print_error("--- got ---\n%.*s--- end ---\n", (int)len, data);
-		fail_msg("rendered page differs from %s", path);
-	}
-	free(want);
 }
 
 /* ---- the scenario ---- */
@@ -227,7 +144,7 @@ static void run_scenario(unsigned n, struct pages *out)
 	struct timespec deadline;
 	int len;
 
-	snprintf(dir, sizeof(dir), "%s/run%u", scratch, n);
+	snprintf(dir, sizeof(dir), "%s/run%u", tu_scratch, n);
 	assert_int_equal(mkdir(dir, 0755), 0);
 	len = snprintf(yaml, sizeof(yaml),
 		       "targets:\n"
@@ -331,9 +248,9 @@ static void test_burst_null_golden(void **state)
 					    "target=\"scratch\",op=\"read\"} 2.048e+07\n"));
 	assert_null(strstr(a.text.data, "op=\"write\""));
 
-	check_golden(GOLDEN_TEXT, a.text.data, a.text.len, 0);
-	check_golden(GOLDEN_OM, a.om.data, a.om.len, 0);
-	check_golden(GOLDEN_PB, a.pb.data, a.pb.len, 1);
+	tu_check_golden(GOLDEN_TEXT, a.text.data, a.text.len, 0);
+	tu_check_golden(GOLDEN_OM, a.om.data, a.om.len, 0);
+	tu_check_golden(GOLDEN_PB, a.pb.data, a.pb.len, 1);
 	pages_free(&a);
 	pages_free(&b);
 }
@@ -346,5 +263,5 @@ int main(void)
 
 	/* The lane logs the target's layout and the burst; keep the test output quiet. */
 	log_max_level = LOG_LVL_WARNING;
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
 }

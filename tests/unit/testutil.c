@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+char tu_scratch[PATH_MAX];
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+int tu_scratch_setup(void **state)
+{
+	extern char *program_invocation_short_name;
+	const char *base = getenv("TEST_TMPDIR");
+
+	(void)state;
+	if (!base)
+		return -1;
+	if (mkdir(base, 0755) < 0 && errno != EEXIST)
+		return -1;
+	snprintf(tu_scratch, sizeof(tu_scratch), "%s/%s.XXXXXX", base,
+		 program_invocation_short_name);
+	return mkdtemp(tu_scratch) ? 0 : -1;
+}
+
+int tu_scratch_teardown(void **state)
+{
+	(void)state;
+	/* Our own mkdtemp directory only; never follow a symlink out. */
+	return nftw(tu_scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+char *tu_read_all(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *data;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	data = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+		free(data);
+		data = NULL;
+	}
+	fclose(f);
+	if (data) {
+		data[n] = '\0';
+		*len = (size_t)n;
+	}
+	return data;
+}
+
+void tu_check_golden(const char *path, const char *data, size_t len, int binary)
+{
+	const char *update = getenv("UPDATE_GOLDEN");
+	size_t want_len = 0;
+	char *want;
+
+	if (update && strcmp(update, "1") == 0) {
+		FILE *f = fopen(path, "wb");
+
+		assert_non_null(f);
+		assert_int_equal(fwrite(data, 1, len, f), len);
+		assert_int_equal(fclose(f), 0);
+		print_message("wrote %s\n", path);
+		return;
+	}
+	want = tu_read_all(path, &want_len);
+	if (!want)
+		fail_msg("cannot read %s (UPDATE_GOLDEN=1 writes it)", path);
+	if (want_len != len || memcmp(want, data, len) != 0) {
+		if (!binary)
+			print_error("--- got ---\n%.*s--- end ---\n", (int)len, data);
+		free(want);
+		fail_msg("rendered page differs from %s (UPDATE_GOLDEN=1 rewrites it)", path);
+	}
+	free(want);
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * testutil — what several unit tests share: a scratch directory of their own
+ * under $TEST_TMPDIR, and golden-file comparison with UPDATE_GOLDEN=1 to
+ * regenerate. Linked into every unit test binary.
+ */
+#ifndef IOPULSE_TESTUTIL_H
+#define IOPULSE_TESTUTIL_H
+
+#include <limits.h>
+#include <stddef.h>
+
+/* The scratch directory made by tu_scratch_setup(); empty before. */
+extern char tu_scratch[PATH_MAX];
+
+/* cmocka group setup/teardown: mkdtemp "$TEST_TMPDIR/<name>.XXXXXX" (name from
+ * the test binary), and remove it with everything in it (never following a
+ * symlink out of it). */
+int tu_scratch_setup(void **state);
+int tu_scratch_teardown(void **state);
+
+/* The whole file, NUL-terminated; NULL if it cannot be read. Caller frees. */
+char *tu_read_all(const char *path, size_t *len);
+
+/* Fails the test unless @data[0..len) equals the golden file @path; with
+ * UPDATE_GOLDEN=1 in the environment, writes the file instead. */
+void tu_check_golden(const char *path, const char *data, size_t len, int binary);
+
+#endif
