@@ -173,6 +173,7 @@ static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct
 	} else {
 		ops = eng_resolve(lp->cfg->engine, &r);
 		if (ops) {
+			lp->ops = ops;
 			lp->engine = ops->name;
 			lp->burst = burst_new(lp->cfg, ops, cfg->buckets_ns, cfg->n_buckets, &r);
 			r = lp->burst ? 0 : r;
@@ -203,6 +204,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 
 	memset(l, 0, sizeof(*l));
 	l->cfg = tc;
+	l->config = cfg;
 	l->metrics = m;
 	atomic_init(&l->inflight_ns, 0);
 	atomic_init(&l->running, -1);
@@ -409,6 +411,19 @@ static void lane_run_burst(struct lane *l, struct lane_probe *lp)
 {
 	const struct burst_result *res;
 	int r = burst_run(lp->burst, &l->target, &l->stopping, &res);
+
+	if (r == -EBUSY) {
+		/* An earlier run left I/O stuck in the kernel with this burst's buffers:
+		 * they stay with it; run on a fresh one. */
+		struct burst *fresh = burst_new(lp->cfg, lp->ops, l->config->buckets_ns,
+						l->config->n_buckets, &r);
+
+		if (fresh) {
+			burst_free(lp->burst);
+			lp->burst = fresh;
+			r = burst_run(lp->burst, &l->target, &l->stopping, &res);
+		}
+	}
 
 	if (r < 0) {
 		metrics_add(lp->errors[LANE_ERR_SETUP], 1);

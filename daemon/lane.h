@@ -45,13 +45,14 @@ enum lane_error {
 
 struct lane_probe {
 	const struct cfg_probe *cfg;
-	struct ping ping;    /* ping probes */
-	struct burst *burst; /* burst probes */
-	bool ready;	     /* the ping or burst is set up */
-	int init_error;	     /* its error otherwise */
-	const char *engine;  /* the engine in use (auto resolved) */
-	bool queued;	     /* waiting in the lane's queue (lane mutex) */
-	int last_error;	     /* last errno logged for this probe, to log changes only */
+	struct ping ping;	      /* ping probes */
+	struct burst *burst;	      /* burst probes */
+	bool ready;		      /* the ping or burst is set up */
+	int init_error;		      /* its error otherwise */
+	const char *engine;	      /* the engine in use (auto resolved) */
+	const struct engine_ops *ops; /* bursts: the resolved engine */
+	bool queued;		      /* waiting in the lane's queue (lane mutex) */
+	int last_error;		      /* last errno logged for this probe, to log changes only */
 	struct metric_series *latency[_LANE_OP_MAX];
 	struct metric_series *ios[_LANE_OP_MAX];
 	struct metric_series *bytes[_LANE_OP_MAX];
@@ -66,6 +67,7 @@ struct lane_probe {
 
 struct lane {
 	const struct cfg_target *cfg;
+	const struct config *config; /* the whole schedule (buckets, for a fresh burst) */
 	struct target target;
 	struct lane_probe *probes;
 	unsigned n_probes;
