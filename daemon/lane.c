@@ -477,6 +477,8 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 		return;
 	}
 	r = probe_ping_run(&lp->ping, &l->target, &res);
+	if (atomic_load(&l->stopping))
+		return; /* a wait given up for shutdown measured nothing */
 	if (r < 0) {
 		metrics_add(lp->errors[LANE_ERR_SETUP], 1);
 		log_probe_error(lp, r, "cannot run on this target");

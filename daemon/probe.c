@@ -212,6 +212,10 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 	r->lat_ns = elapsed(&req);
 
 	if (write && cfg->sync == CFG_SYNC_FDATASYNC) {
+		if (p->eng_fd < 0) { /* the write was abandoned (shutdown): no engine */
+			r->sync_result = -ETIME;
+			return 0;
+		}
 		/* Even after a failed write: fdatasync reports writeback errors. */
 		req = (struct io_req){.op = IO_FDATASYNC};
 		ret = run_one(p, &req);

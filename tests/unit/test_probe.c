@@ -353,6 +353,73 @@ static void test_refusals(void **state)
 	probe_ping_cleanup(&p);
 }
 
+/* An engine whose I/O never completes: every reap times out. */
+static int stuck_init(struct engine *e, int fd, unsigned depth)
+{
+	(void)e;
+	(void)fd;
+	(void)depth;
+	return 0;
+}
+
+static unsigned stuck_submits;
+
+static int stuck_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	(void)reqs;
+	assert_non_null(e->ops); /* never on a torn-down engine */
+	stuck_submits += n;
+	return (int)n;
+}
+
+static int stuck_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		      int64_t timeout_ns)
+{
+	(void)e;
+	(void)done;
+	(void)min;
+	(void)max;
+	(void)timeout_ns;
+	return -ETIME;
+}
+
+static const struct engine_ops stuck_ops = {
+	.name = "stuck",
+	.init = stuck_init,
+	.submit = stuck_submit,
+	.reap = stuck_reap,
+};
+
+/* Shutdown during a stuck write ping (with fdatasync): the wait gives up, the
+ * request and its buffer are abandoned, and no fdatasync is attempted on the
+ * torn-down engine. */
+static void test_stop_abandons_stuck_write(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
+	_Atomic bool stop = true;
+	struct ping_result r;
+	struct fixture f;
+	struct ping p;
+	void *old_buf;
+
+	(void)state;
+	open_dir_target(&f, MIB);
+	cfg.sync = CFG_SYNC_FDATASYNC;
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	p.ops = &stuck_ops;
+	p.stop = &stop;
+	old_buf = p.buf;
+	stuck_submits = 0;
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	assert_int_equal(stuck_submits, 1); /* the write only: no fdatasync after it */
+	assert_int_equal(r.result, -ETIME);
+	assert_int_equal(r.sync_result, -ETIME);
+	assert_int_equal(p.eng_fd, -1);
+	assert_ptr_not_equal(p.buf, old_buf); /* the kernel may still own the old one */
+	probe_ping_cleanup(&p);
+	target_close(&f.t);
+}
+
 static void test_reinit_on_new_fd(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(CFG_OP_READ, 4096);
@@ -429,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_fdatasync_timed_apart),
 		cmocka_unit_test(test_write_on_file_target_refused),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_stop_abandons_stuck_write),
 		cmocka_unit_test(test_reinit_on_new_fd),
 		cmocka_unit_test(test_null_engine),
 	};
