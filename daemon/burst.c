@@ -719,6 +719,10 @@ static void job_main(struct burst_job *j)
 	struct burst *b = j->b;
 	int r = eng_init(&j->eng, b->ops, b->t->fd, b->depth);
 
+	/* Best effort: the job's buffers never change, so the kernel may keep them
+	 * pinned for the whole run instead of pinning them per I/O. */
+	if (r == 0)
+		(void)eng_register_buffer(&j->eng, j->bufs, (size_t)b->depth * b->buf_stride);
 	if (gate_pass(b, r))
 		job_loop(j);
 	if (r == 0 && !j->wedged)

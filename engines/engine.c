@@ -137,6 +137,15 @@ void eng_cleanup(struct engine *e)
 	e->priv = NULL;
 }
 
+int eng_register_buffer(struct engine *e, void *buf, size_t len)
+{
+	if (!e || !e->ops)
+		return -EINVAL;
+	if (!e->ops->register_buffer)
+		return -EOPNOTSUPP;
+	return e->ops->register_buffer(e, buf, len);
+}
+
 int eng_ready_park(struct engine *e, struct io_req *req)
 {
 	if (e->queued >= e->depth)

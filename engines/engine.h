@@ -24,6 +24,7 @@
 #define IOPULSE_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -60,6 +61,10 @@ struct engine_ops {
 		    int64_t timeout_ns);
 	/* Best effort cancel of everything in flight. 0 or -errno. */
 	int (*cancel)(struct engine *e);
+	/* Optional. Registers [@buf, @buf + @len) with the kernel once; requests whose
+	 * buffer lies inside it then skip the per-I/O page pinning. The region must
+	 * stay allocated until cleanup. 0 or -errno; the engine works without. */
+	int (*register_buffer)(struct engine *e, void *buf, size_t len);
 	void (*cleanup)(struct engine *e);
 };
 
@@ -96,6 +101,9 @@ const struct engine_ops *eng_resolve(const char *name, int *err);
  * 0 or above ENGINE_MAX_DEPTH). */
 int eng_init(struct engine *e, const struct engine_ops *ops, int fd, unsigned depth);
 void eng_cleanup(struct engine *e);
+
+/* Calls the engine's register_buffer; -EOPNOTSUPP when it has none. */
+int eng_register_buffer(struct engine *e, void *buf, size_t len);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t eng_now_ns(void);

@@ -17,8 +17,20 @@
  * and TASKRUN_FLAG (the kernel flags pending completions, so a non-blocking
  * reap enters the kernel only when there is something to collect).
  * The target fd is registered as fixed file 0 when there is one: the kernel
- * then skips the per-I/O file lookup and reference count. Buffers are not
- * registered: they belong to the caller and may change from request to request.
+ * then skips the per-I/O file lookup and reference count. Buffers are the
+ * caller's: register_buffer() registers one region of them as fixed buffer 0
+ * (bursts do, for their job's buffers), and a request whose buffer lies inside
+ * it goes as READ_FIXED/WRITE_FIXED, without pinning pages per I/O; any other
+ * buffer takes the plain path.
+ *
+ * O_DIRECT on tmpfs cannot be done without blocking: each read or write would
+ * be tried inline, fail with -EAGAIN and be punted to an io-wq worker. There
+ * (checked once at init: fstatfs + F_GETFL) reads and writes carry IOSQE_ASYNC
+ * and go to io-wq at once, and the thread's io-wq is capped at one bounded
+ * worker per online CPU (IORING_REGISTER_IOWQ_MAX_WORKERS): the work is memcpy,
+ * and more workers than CPUs only add context switches. The cap is per thread,
+ * so it also holds for that thread's other rings. Measured on 2 CPUs, 4k
+ * randread QD32: about +25-40% IOPS (bench/burst.sh).
  *
  * Requests. user_data is the request pointer. A request with an unknown op is
  * queued as a NOP whose user_data has bit 0 set, and completes with -EINVAL:
@@ -38,11 +50,14 @@
  * own their engines, so this holds. init and cleanup may run anywhere.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -59,6 +74,8 @@ struct uring {
 	bool enabled;	   /* created R_DISABLED: the first submit enables it */
 	bool fixed;	   /* e->fd is registered as fixed file 0 */
 	bool cancel_any;   /* IORING_ASYNC_CANCEL_ANY works here */
+	bool async;	   /* reads and writes go straight to io-wq (IOSQE_ASYNC) */
+	uintptr_t fbuf_lo, fbuf_hi; /* registered buffer [lo, hi), 0/0 when none */
 	uint64_t *table;   /* !cancel_any only: user_data of each request in flight */
 };
 
@@ -105,6 +122,20 @@ static bool uring_cancel_any_works(void)
 
 /* ---------------------------------------------------------------- setup */
 
+/*
+ * Whether reads and writes on @fd can never complete inline: O_DIRECT on tmpfs,
+ * which io_uring cannot do without blocking, so that each one is first tried
+ * (-EAGAIN) and then punted to io-wq.
+ */
+static bool uring_always_punts(int fd)
+{
+	struct statfs sfs;
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_DIRECT) && fstatfs(fd, &sfs) == 0 &&
+	       sfs.f_type == TMPFS_MAGIC;
+}
+
 static int uring_init(struct engine *e, int fd, unsigned depth)
 {
 	struct uring *u = calloc(1, sizeof(*u));
@@ -143,6 +174,16 @@ static int uring_init(struct engine *e, int fd, unsigned depth)
 	/* Best effort: without it, each I/O looks the fd up (and fails as it would). */
 	if (fd >= 0)
 		u->fixed = io_uring_register_files(&u->ring, &fd, 1) == 0;
+	if (fd >= 0 && uring_always_punts(fd)) {
+		/* Every read and write would fail its inline attempt (-EAGAIN) and go to
+		 * an io-wq worker anyway: send it there at once. The work is memcpy on
+		 * CPUs, so more workers than CPUs only add context switches. */
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		unsigned w[2] = {ncpu > 0 ? (unsigned)ncpu : 1, 0};
+
+		u->async = true;
+		(void)io_uring_register_iowq_max_workers(&u->ring, w);
+	}
 	return 0;
 }
 
@@ -157,6 +198,9 @@ static void uring_cleanup(struct engine *e)
 	 * file) would outlive us by tens of milliseconds. Drop it synchronously. */
 	if (u->fixed)
 		(void)io_uring_unregister_files(&u->ring);
+	/* Likewise unpin the registered buffer now (and give back its memlock). */
+	if (u->fbuf_hi)
+		(void)io_uring_unregister_buffers(&u->ring);
 	/* Closing the ring cancels what is still in flight, but the kernel may
 	 * finish that after we return: cancel and reap before freeing its buffers. */
 	io_uring_queue_exit(&u->ring);
@@ -180,18 +224,51 @@ static int uring_enable(struct uring *u)
 	return 0;
 }
 
+/*
+ * Registers [buf, buf + len) as fixed buffer 0: requests whose buffer lies
+ * inside it go as READ_FIXED/WRITE_FIXED, and the kernel skips pinning the
+ * pages on every I/O. One region per ring; a second call replaces the first.
+ */
+static int uring_register_buffer(struct engine *e, void *buf, size_t len)
+{
+	struct uring *u = e->priv;
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	int r;
+
+	if (!buf || !len)
+		return -EINVAL;
+	if (u->fbuf_hi) {
+		(void)io_uring_unregister_buffers(&u->ring);
+		u->fbuf_lo = u->fbuf_hi = 0;
+	}
+	r = io_uring_register_buffers(&u->ring, &iov, 1);
+	if (r < 0)
+		return r;
+	u->fbuf_lo = (uintptr_t)buf;
+	u->fbuf_hi = (uintptr_t)buf + len;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- submit */
 
 static void uring_prep(struct uring *u, int fd, struct io_uring_sqe *sqe, struct io_req *req)
 {
 	int f = u->fixed ? 0 : fd;
+	const uintptr_t b = (uintptr_t)req->buf;
+	const bool fbuf = b >= u->fbuf_lo && b + req->len <= u->fbuf_hi;
 
 	switch (req->op) {
 	case IO_READ:
-		io_uring_prep_read(sqe, f, req->buf, req->len, req->offset);
+		if (fbuf)
+			io_uring_prep_read_fixed(sqe, f, req->buf, req->len, req->offset, 0);
+		else
+			io_uring_prep_read(sqe, f, req->buf, req->len, req->offset);
 		break;
 	case IO_WRITE:
-		io_uring_prep_write(sqe, f, req->buf, req->len, req->offset);
+		if (fbuf)
+			io_uring_prep_write_fixed(sqe, f, req->buf, req->len, req->offset, 0);
+		else
+			io_uring_prep_write(sqe, f, req->buf, req->len, req->offset);
 		break;
 	case IO_FDATASYNC:
 		io_uring_prep_fsync(sqe, f, IORING_FSYNC_DATASYNC);
@@ -203,6 +280,8 @@ static void uring_prep(struct uring *u, int fd, struct io_uring_sqe *sqe, struct
 	}
 	if (u->fixed)
 		sqe->flags |= IOSQE_FIXED_FILE;
+	if (u->async && req->op != IO_FDATASYNC)
+		sqe->flags |= IOSQE_ASYNC;
 	io_uring_sqe_set_data(sqe, req);
 }
 
@@ -435,5 +514,6 @@ const struct engine_ops eng_io_uring_ops = {
 	.submit = uring_submit,
 	.reap = uring_reap,
 	.cancel = uring_cancel,
+	.register_buffer = uring_register_buffer,
 	.cleanup = uring_cleanup,
 };
