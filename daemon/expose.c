@@ -69,6 +69,12 @@ void buf_append(struct buf *b, const char *s, size_t n)
 	b->data[b->len] = '\0';
 }
 
+void buf_prealloc(struct buf *b, size_t n)
+{
+	if (n > b->len)
+		buf_reserve(b, n - b->len);
+}
+
 void buf_puts(struct buf *b, const char *s)
 {
 	buf_append(b, s, strlen(s));
@@ -126,53 +132,30 @@ char *buf_steal(struct buf *b, size_t *len)
  * is 6 in shortest mode, whatever n is), printing all n digits and an exponent
  * of at least two digits; otherwise %f with max(n - (x+1), 0) decimals.
  */
-void expose_format_double(double v, char *out, size_t len)
+/* Lay out significant digits @digits[0..nd) (no trailing zeros, nd >= 1) with
+ * decimal exponent @x (v = d1.d2...dn x 10^x) as Go's shortest %g does. */
+static void layout_digits(int neg, const char *digits, int nd, int x, char *out, size_t len)
 {
-	char tmp[40], digits[20], res[40];
-	int p, nd = 0, x, dp, i, pos = 0;
-	const char *c;
-	char *end;
+	char res[48];
+	int dp = x + 1, i, pos = 0;
 
-	if (isnan(v)) {
-		snprintf(out, len, "NaN");
-		return;
-	}
-	if (isinf(v)) {
-		snprintf(out, len, "%s", v > 0 ? "+Inf" : "-Inf");
-		return;
-	}
-	if (v == 0) {
-		snprintf(out, len, "0");
-		return;
-	}
-
-	for (p = 1; p <= 17; p++) {
-		snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
-		if (strtod(tmp, NULL) == v)
-			break;
-	}
-
-	/* tmp is "[-]d[.ddd]e[+-]xx" */
-	c = tmp;
-	if (*c == '-')
-		res[pos++] = *c++;
-	for (; *c && *c != 'e'; c++)
-		if (*c >= '0' && *c <= '9' && nd < (int)sizeof(digits))
-			digits[nd++] = *c;
-	x = (int)strtol(c + 1, &end, 10);
-	while (nd > 1 && digits[nd - 1] == '0')
-		nd--;
-	dp = x + 1;
-
+	if (neg)
+		res[pos++] = '-';
 	if (x < -4 || x >= 6) {
+		int ax = x < 0 ? -x : x;
+
 		res[pos++] = digits[0];
 		if (nd > 1) {
 			res[pos++] = '.';
 			for (i = 1; i < nd; i++)
 				res[pos++] = digits[i];
 		}
-		pos += snprintf(res + pos, sizeof(res) - (size_t)pos, "e%c%02d", x < 0 ? '-' : '+',
-				x < 0 ? -x : x);
+		res[pos++] = 'e';
+		res[pos++] = x < 0 ? '-' : '+';
+		if (ax >= 100)
+			res[pos++] = (char)('0' + ax / 100);
+		res[pos++] = (char)('0' + ax / 10 % 10);
+		res[pos++] = (char)('0' + ax % 10);
 	} else {
 		if (dp > 0) {
 			for (i = 0; i < dp; i++)
@@ -185,9 +168,103 @@ void expose_format_double(double v, char *out, size_t len)
 			for (i = dp; i < nd; i++)
 				res[pos++] = i >= 0 ? digits[i] : '0';
 		}
-		res[pos] = '\0';
 	}
-	snprintf(out, len, "%s", res);
+	if (len) {
+		if ((size_t)pos >= len)
+			pos = (int)len - 1;
+		memcpy(out, res, (size_t)pos);
+		out[pos] = '\0';
+	}
+}
+
+/*
+ * The fast path: @v (finite, > 0) is m x 10^-e exactly as a double division
+ * rounds it, for an integer m < 10^15 and e in {0, 9} — every integer below
+ * 10^15 and every whole number of nanoseconds in seconds (classic bounds, sums).
+ * Then the decimal m x 10^-e read back gives @v (the division is correctly
+ * rounded, so @v is the double nearest to it), and no shorter decimal does: two
+ * different decimals of at most 15 significant digits never round to the same
+ * double (DBL_DIG), so the shortest round trip is m's digits. 0 when @v is not
+ * of that form (the slow path decides).
+ */
+static int format_exact_decimal(double v, int neg, char *out, size_t len)
+{
+	static const double scale[] = {1, 1e9};
+	char tmp[24], *digits;
+	unsigned k;
+
+	for (k = 0; k < sizeof(scale) / sizeof(scale[0]); k++) {
+		double t = v * scale[k];
+		uint64_t mant;
+		int nd = 0, x, e = k ? 9 : 0;
+
+		if (!(t < 1e15) || t < 0.5)
+			continue;
+		mant = (uint64_t)(t + 0.5);
+		if ((double)mant / scale[k] != v)
+			continue;
+		/* digits of mant, most significant first */
+		digits = tmp + sizeof(tmp);
+		while (mant) {
+			*--digits = (char)('0' + mant % 10);
+			mant /= 10;
+			nd++;
+		}
+		x = nd - 1 - e;
+		while (nd > 1 && digits[nd - 1] == '0')
+			nd--;
+		layout_digits(neg, digits, nd, x, out, len);
+		return 1;
+	}
+	return 0;
+}
+
+/* The general case: the fewest digits p whose correctly rounded "%.*e" reads back. */
+static void format_shortest(double v, char *out, size_t len)
+{
+	char tmp[40], digits[20];
+	int p, nd = 0, x, neg = 0;
+	const char *c;
+	char *end;
+
+	for (p = 1; p <= 17; p++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+
+	/* tmp is "[-]d[.ddd]e[+-]xx" */
+	c = tmp;
+	if (*c == '-') {
+		neg = 1;
+		c++;
+	}
+	for (; *c && *c != 'e'; c++)
+		if (*c >= '0' && *c <= '9' && nd < (int)sizeof(digits))
+			digits[nd++] = *c;
+	x = (int)strtol(c + 1, &end, 10);
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	layout_digits(neg, digits, nd, x, out, len);
+}
+
+void expose_format_double(double v, char *out, size_t len)
+{
+	if (isnan(v)) {
+		snprintf(out, len, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(out, len, "%s", v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	if (v == 0) {
+		snprintf(out, len, "0");
+		return;
+	}
+	if (format_exact_decimal(fabs(v), v < 0, out, len))
+		return;
+	format_shortest(v, out, len);
 }
 
 void expose_format_canonical(double v, char *out, size_t len)
@@ -221,6 +298,20 @@ static void put_escaped(struct buf *b, const char *s, int quote)
 	buf_append(b, run, (size_t)(s - run));
 }
 
+/* " <v>\n", without printf. */
+static void put_u64_line(struct buf *b, uint64_t v)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+
+	*--p = '\n';
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	*--p = ' ';
+	buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
 static void put_double(struct buf *b, double v)
 {
 	char tmp[32];
@@ -229,17 +320,26 @@ static void put_double(struct buf *b, double v)
 	buf_puts(b, tmp);
 }
 
-static void put_canonical(struct buf *b, double v)
-{
-	char tmp[32];
+/* The le label values of a histogram family, formatted once per family. */
+struct le_labels {
+	char s[HIST_MAX_BOUNDS + 1][32]; /* bounds, then +Inf */
+	unsigned char len[HIST_MAX_BOUNDS + 1];
+};
 
-	expose_format_canonical(v, tmp, sizeof(tmp));
-	buf_puts(b, tmp);
+static void le_labels_init(struct le_labels *le, const struct snap_family *f)
+{
+	unsigned i, n = f->n_bounds < HIST_MAX_BOUNDS ? f->n_bounds : HIST_MAX_BOUNDS;
+
+	for (i = 0; i <= n; i++) {
+		expose_format_canonical(i < n ? f->bounds[i] : INFINITY, le->s[i],
+					sizeof(le->s[i]));
+		le->len[i] = (unsigned char)strlen(le->s[i]);
+	}
 }
 
-/* name[suffix]{labels[,le="..."]} */
+/* name[suffix]{labels[,le="..."]}; @le: the label value, or NULL for none. */
 static void put_series_name(struct buf *b, const struct snap_family *f, const struct snap_series *s,
-			    const char *suffix, const double *le)
+			    const char *suffix, const char *le, size_t le_len)
 {
 	unsigned i;
 
@@ -259,8 +359,8 @@ static void put_series_name(struct buf *b, const struct snap_family *f, const st
 	if (le) {
 		if (f->n_labels)
 			buf_append(b, ",", 1);
-		buf_puts(b, "le=\"");
-		put_canonical(b, *le);
+		buf_append(b, "le=\"", 4);
+		buf_append(b, le, le_len);
 		buf_append(b, "\"", 1);
 	}
 	buf_append(b, "}", 1);
@@ -279,69 +379,107 @@ static const char *type_name(enum metric_type t)
 	return "untyped";
 }
 
-/* Classic buckets, then _sum and _count (text) or _count and _sum (OpenMetrics). */
+/* Classic buckets, then _sum and _count (text) or _count and _sum (OpenMetrics).
+ * The family has at most HIST_MAX_BOUNDS bounds (the registry's limit). */
 static void put_histogram(struct buf *b, const struct snap_family *f, const struct snap_series *s,
-			  int om)
+			  int om, const struct le_labels *le)
 {
-	double inf = INFINITY;
-	unsigned i;
+	unsigned i, n = f->n_bounds < HIST_MAX_BOUNDS ? f->n_bounds : HIST_MAX_BOUNDS;
 
-	for (i = 0; i < f->n_bounds; i++) {
-		put_series_name(b, f, s, "_bucket", &f->bounds[i]);
-		buf_printf(b, " %" PRIu64 "\n", s->cumulative[i]);
+	for (i = 0; i < n; i++) {
+		put_series_name(b, f, s, "_bucket", le->s[i], le->len[i]);
+		put_u64_line(b, s->cumulative[i]);
 	}
-	put_series_name(b, f, s, "_bucket", &inf);
-	buf_printf(b, " %" PRIu64 "\n", s->count);
+	put_series_name(b, f, s, "_bucket", le->s[n], le->len[n]);
+	put_u64_line(b, s->count);
 	if (om) {
-		put_series_name(b, f, s, "_count", NULL);
-		buf_printf(b, " %" PRIu64 "\n", s->count);
+		put_series_name(b, f, s, "_count", NULL, 0);
+		put_u64_line(b, s->count);
 	}
-	put_series_name(b, f, s, "_sum", NULL);
+	put_series_name(b, f, s, "_sum", NULL, 0);
 	buf_append(b, " ", 1);
 	put_double(b, s->sum);
 	buf_append(b, "\n", 1);
 	if (!om) {
-		put_series_name(b, f, s, "_count", NULL);
-		buf_printf(b, " %" PRIu64 "\n", s->count);
+		put_series_name(b, f, s, "_count", NULL, 0);
+		put_u64_line(b, s->count);
 	}
 }
 
-/* Counter, gauge or unknown: one sample per series, under the family's own name. */
-static void put_values(struct buf *b, const struct snap_family *f)
+/* Counter, gauge or unknown: one sample, under the family's own name. */
+static void put_value(struct buf *b, const struct snap_family *f, const struct snap_series *s)
 {
-	unsigned j;
-
-	for (j = 0; j < f->n_series; j++) {
-		put_series_name(b, f, &f->series[j], "", NULL);
-		buf_append(b, " ", 1);
-		put_double(b, f->series[j].value);
-		buf_append(b, "\n", 1);
-	}
+	put_series_name(b, f, s, "", NULL, 0);
+	buf_append(b, " ", 1);
+	put_double(b, s->value);
+	buf_append(b, "\n", 1);
 }
 
-int expose_text(const struct metrics_snapshot *snap, struct buf *out)
+/* One series' lines, in text (@om 0) or OpenMetrics (@om 1). @le: the family's
+ * le labels, or NULL to format them here. */
+static void put_series(struct buf *b, const struct snap_family *f, const struct snap_series *s,
+		       int om, const struct le_labels *le)
 {
+	struct le_labels own;
+
+	if (f->type != METRIC_HISTOGRAM) {
+		put_value(b, f, s);
+		return;
+	}
+	if (!le) {
+		le_labels_init(&own, f);
+		le = &own;
+	}
+	put_histogram(b, f, s, om, le);
+}
+
+void expose_text_head(const struct snap_family *f, struct buf *out)
+{
+	if (f->help && *f->help) {
+		buf_append(out, "# HELP ", 7);
+		buf_puts(out, f->name);
+		buf_append(out, " ", 1);
+		put_escaped(out, f->help, 0);
+		buf_append(out, "\n", 1);
+	}
+	buf_append(out, "# TYPE ", 7);
+	buf_puts(out, f->name);
+	buf_append(out, " ", 1);
+	buf_puts(out, type_name(f->type));
+	buf_append(out, "\n", 1);
+}
+
+void expose_text_series(const struct snap_family *f, const struct snap_series *s, struct buf *out)
+{
+	put_series(out, f, s, 0, NULL);
+}
+
+/* A whole page: each family's head and series; @om selects OpenMetrics. */
+static int put_page(const struct metrics_snapshot *snap, struct buf *out, int om)
+{
+	struct le_labels le;
 	unsigned i, j;
 
 	for (i = 0; snap && i < snap->n_families; i++) {
 		const struct snap_family *f = &snap->families[i];
 
-		if (f->help && *f->help) {
-			buf_puts(out, "# HELP ");
-			buf_puts(out, f->name);
-			buf_append(out, " ", 1);
-			put_escaped(out, f->help, 0);
-			buf_append(out, "\n", 1);
-		}
-		buf_printf(out, "# TYPE %s %s\n", f->name, type_name(f->type));
-		if (f->type != METRIC_HISTOGRAM) {
-			put_values(out, f);
-			continue;
-		}
+		if (om)
+			expose_openmetrics_head(f, out);
+		else
+			expose_text_head(f, out);
+		if (f->type == METRIC_HISTOGRAM)
+			le_labels_init(&le, f);
 		for (j = 0; j < f->n_series; j++)
-			put_histogram(out, f, &f->series[j], 0);
+			put_series(out, f, &f->series[j], om, &le);
 	}
+	if (om)
+		expose_openmetrics_tail(out);
 	return out->oom ? -ENOMEM : 0;
+}
+
+int expose_text(const struct metrics_snapshot *snap, struct buf *out)
+{
+	return put_page(snap, out, 0);
 }
 
 /* ---- OpenMetrics 1.0 ---- */
@@ -353,13 +491,12 @@ static int has_suffix(const char *s, size_t len, const char *suffix)
 	return len > n && memcmp(s + len - n, suffix, n) == 0;
 }
 
-int expose_openmetrics(const struct metrics_snapshot *snap, struct buf *out)
+void expose_openmetrics_head(const struct snap_family *f, struct buf *out)
 {
 	static const char *const units[] = {"seconds", "bytes"};
-	unsigned i, j;
+	unsigned j;
 
-	for (i = 0; snap && i < snap->n_families; i++) {
-		const struct snap_family *f = &snap->families[i];
+	{
 		size_t flen = strlen(f->name); /* the family name: f->name[0..flen) */
 		const char *type = type_name(f->type);
 
@@ -371,18 +508,22 @@ int expose_openmetrics(const struct metrics_snapshot *snap, struct buf *out)
 			else
 				type = "unknown";
 		}
-		buf_puts(out, "# TYPE ");
+		buf_append(out, "# TYPE ", 7);
 		buf_append(out, f->name, flen);
-		buf_printf(out, " %s\n", type);
+		buf_append(out, " ", 1);
+		buf_puts(out, type);
+		buf_append(out, "\n", 1);
 		for (j = 0; j < sizeof(units) / sizeof(units[0]); j++) {
 			char suffix[16];
 
 			snprintf(suffix, sizeof(suffix), "_%s", units[j]);
 			if (!has_suffix(f->name, flen, suffix))
 				continue;
-			buf_puts(out, "# UNIT ");
+			buf_append(out, "# UNIT ", 7);
 			buf_append(out, f->name, flen);
-			buf_printf(out, " %s\n", units[j]);
+			buf_append(out, " ", 1);
+			buf_puts(out, units[j]);
+			buf_append(out, "\n", 1);
 		}
 		if (f->help && *f->help) {
 			buf_puts(out, "# HELP ");
@@ -391,13 +532,21 @@ int expose_openmetrics(const struct metrics_snapshot *snap, struct buf *out)
 			put_escaped(out, f->help, 1);
 			buf_append(out, "\n", 1);
 		}
-		if (f->type != METRIC_HISTOGRAM) {
-			put_values(out, f);
-			continue;
-		}
-		for (j = 0; j < f->n_series; j++)
-			put_histogram(out, f, &f->series[j], 1);
 	}
-	buf_puts(out, "# EOF\n");
-	return out->oom ? -ENOMEM : 0;
+}
+
+void expose_openmetrics_series(const struct snap_family *f, const struct snap_series *s,
+			       struct buf *out)
+{
+	put_series(out, f, s, 1, NULL);
+}
+
+void expose_openmetrics_tail(struct buf *out)
+{
+	buf_append(out, "# EOF\n", 6);
+}
+
+int expose_openmetrics(const struct metrics_snapshot *snap, struct buf *out)
+{
+	return put_page(snap, out, 1);
 }

@@ -30,6 +30,8 @@ void buf_init(struct buf *b);
 void buf_free(struct buf *b);
 void buf_append(struct buf *b, const char *s, size_t n);
 void buf_puts(struct buf *b, const char *s);
+/* Make room for @n bytes in all (a hint: a failure sets oom as an append would). */
+void buf_prealloc(struct buf *b, size_t n);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Hands the bytes to the caller (to free()); the buffer becomes empty. */
 char *buf_steal(struct buf *b, size_t *len);
@@ -66,6 +68,29 @@ int expose_openmetrics(const struct metrics_snapshot *snap, struct buf *out);
  * scrape; nothing useful was written).
  */
 int expose_protobuf(const struct metrics_snapshot *snap, struct buf *out);
+
+/*
+ * The pages piece by piece. A page is, family by family, the family's head and
+ * then one piece per series (and, in OpenMetrics, the tail at the end);
+ * expose_text(), expose_openmetrics() and expose_protobuf() are exactly these
+ * loops. A piece depends only on its family's name, labels and bounds and on its
+ * series, so a caller that keeps the pieces of unchanged series (http.c's render
+ * cache) assembles the same bytes by concatenating kept and fresh pieces.
+ * Protobuf: expose_protobuf_head() opens the family's delimited record and
+ * returns where it starts, for expose_protobuf_tail() to close; a piece is one
+ * MetricFamily.metric field; expose_protobuf_series() returns 0 or -ERANGE (as
+ * expose_protobuf()).
+ */
+void expose_text_head(const struct snap_family *f, struct buf *out);
+void expose_text_series(const struct snap_family *f, const struct snap_series *s, struct buf *out);
+void expose_openmetrics_head(const struct snap_family *f, struct buf *out);
+void expose_openmetrics_series(const struct snap_family *f, const struct snap_series *s,
+			       struct buf *out);
+void expose_openmetrics_tail(struct buf *out);
+size_t expose_protobuf_head(const struct snap_family *f, struct buf *out);
+int expose_protobuf_series(const struct snap_family *f, const struct snap_series *s, int native,
+			   struct buf *out);
+void expose_protobuf_tail(struct buf *out, size_t head);
 
 /* Formats a double as Prometheus does (Go's strconv 'g', -1): "1", "0.25", "1e-05",
  * "+Inf". @buf must hold 32 bytes. */

@@ -40,6 +40,7 @@ struct http_server {
 	struct metric_family *requests; /* iopulse_http_requests_total{handler,code} */
 	http_collect_fn collect;
 	void *userdata;
+	size_t last_len[3]; /* the last body's size per format: the next buffer's size */
 };
 
 static const char landing_page[] =
@@ -419,6 +420,67 @@ int http_gzip(const void *in, size_t len, void **out, size_t *out_len)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- rendering */
+
+/*
+ * The render cache: one kept piece per series per format, in the registry
+ * (metrics.h). Each format uses the cache slot of its enum value. The renderers
+ * stay pure; this only concatenates their pieces, kept or fresh, exactly as
+ * expose_*() concatenate them.
+ */
+_Static_assert(HTTP_FORMAT_PROTOBUF < METRICS_CACHE_SLOTS, "a cache slot per format");
+
+int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out)
+{
+	bool native = f == HTTP_FORMAT_PROTOBUF;
+	struct metrics_snapshot *snap;
+	unsigned i, j;
+	int r = 0;
+
+	/* Only protobuf carries native histograms: only then pay for them. */
+	snap = metrics_snapshot_cached(m, native ? METRICS_SNAP_NATIVE : 0, (unsigned)f);
+	if (!snap)
+		return -ENOMEM;
+	for (i = 0; r == 0 && i < snap->n_families; i++) {
+		const struct snap_family *sf = &snap->families[i];
+		size_t head = 0;
+
+		if (f == HTTP_FORMAT_PROTOBUF)
+			head = expose_protobuf_head(sf, out);
+		else if (f == HTTP_FORMAT_OPENMETRICS)
+			expose_openmetrics_head(sf, out);
+		else
+			expose_text_head(sf, out);
+		for (j = 0; r == 0 && j < sf->n_series; j++) {
+			const struct snap_series *ss = &sf->series[j];
+			size_t at = out->len;
+
+			if (ss->cached) {
+				buf_append(out, ss->cached, ss->cached_len);
+				continue;
+			}
+			if (f == HTTP_FORMAT_PROTOBUF)
+				r = expose_protobuf_series(sf, ss, 1, out);
+			else if (f == HTTP_FORMAT_OPENMETRICS)
+				expose_openmetrics_series(sf, ss, out);
+			else
+				expose_text_series(sf, ss, out);
+			/* Keeping it is an optimisation: a failure only costs a render. */
+			if (r == 0 && !out->oom)
+				(void)metrics_cache_store(m, ss, (unsigned)f, out->data + at,
+							  out->len - at);
+		}
+		if (f == HTTP_FORMAT_PROTOBUF)
+			expose_protobuf_tail(out, head);
+	}
+	if (f == HTTP_FORMAT_OPENMETRICS)
+		expose_openmetrics_tail(out);
+	metrics_snapshot_free(snap);
+	if (r < 0)
+		return r;
+	return out->oom ? -ENOMEM : 0;
+}
+
 /* ---------------------------------------------------------------- requests */
 
 static void count_request(struct http_server *h, enum handler hd, unsigned code)
@@ -486,7 +548,6 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 	const char *plain_hdrs[] = {MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding", NULL};
 	const char *gzip_hdrs[] = {MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding",
 				   MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip", NULL};
-	struct metrics_snapshot *snap;
 	void *zbody = NULL;
 	struct buf out;
 	char *body;
@@ -495,25 +556,10 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 
 	if (h->collect)
 		h->collect(h->userdata);
-	/* Only protobuf carries native histograms: only then pay for them. */
-	snap = metrics_snapshot_ex(h->metrics,
-				   fmt == HTTP_FORMAT_PROTOBUF ? METRICS_SNAP_NATIVE : 0);
 	buf_init(&out);
-	r = -ENOMEM;
-	if (snap) {
-		switch (fmt) {
-		case HTTP_FORMAT_PROTOBUF:
-			r = expose_protobuf(snap, &out);
-			break;
-		case HTTP_FORMAT_OPENMETRICS:
-			r = expose_openmetrics(snap, &out);
-			break;
-		case HTTP_FORMAT_TEXT:
-			r = expose_text(snap, &out);
-			break;
-		}
-	}
-	metrics_snapshot_free(snap);
+	/* One allocation for the whole body: it is about as long as the last one. */
+	buf_prealloc(&out, h->last_len[fmt] + h->last_len[fmt] / 8 + 4096);
+	r = http_render_metrics(h->metrics, fmt, &out);
 	if (r < 0) {
 		buf_free(&out);
 		log_error_errno(r, "Failed to render /metrics: %m");
@@ -521,6 +567,7 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 				    "cannot render metrics\n");
 	}
 	body = buf_steal(&out, &len);
+	h->last_len[fmt] = len;
 	if (gzip) {
 		size_t zlen;
 

@@ -70,6 +70,18 @@ const char *http_format_content_type(enum http_format f);
  * or, when neither is named, "*", with q > 0. */
 bool http_accepts_gzip(const char *accept_encoding);
 
+struct buf;
+
+/*
+ * The /metrics body in @f, appended to @out: the same bytes as expose_text(),
+ * expose_openmetrics() or expose_protobuf() (with the native view) of a snapshot
+ * of @m, but through the registry's render cache (metrics_snapshot_cached(),
+ * slot @f): series unchanged since an earlier call are not copied nor rendered
+ * again, their kept pieces are; fresh pieces are kept for the next call.
+ * 0, -ENOMEM or -ERANGE (see expose_protobuf()).
+ */
+int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out);
+
 /* @in[0..len) as one gzip member (zlib, fastest level) in a new malloc()ed
  * buffer: 0 with *out / *out_len set, or -ENOMEM, -EFBIG (over 4 GiB), -EIO. */
 int http_gzip(const void *in, size_t len, void **out, size_t *out_len);

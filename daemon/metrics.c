@@ -10,6 +10,23 @@
  * and derives the native view — allocations, a walk over every bucket, span
  * building — from the copies once the mutex is released.
  *
+ * Render cache: every series has a generation, bumped by each update under the
+ * mutex, and a shared, reference-counted part (label values and the cache slots)
+ * that snapshots point to instead of copying: a snapshot of a series whose slot
+ * holds bytes for its current generation takes a reference to those bytes and
+ * copies nothing else. Snapshots never strdup() label values; the shared part
+ * outlives a dropped series (or a freed registry) until the last snapshot
+ * holding it is freed. Slots are read and replaced under the mutex; the bytes
+ * themselves are immutable and reference-counted, so a snapshot reads them
+ * without the mutex. Reference counts are plain integers under the mutex (no
+ * atomic operation per series): a cached snapshot is taken and freed with the
+ * mutex held for a pass over its series, so it must be freed before the
+ * registry. Plain snapshots (metrics_snapshot_ex()) copy the label values and
+ * hold no reference: they outlive the registry.
+ *
+ * Each family keeps its series sorted by label values (inserted in place), so a
+ * snapshot needs no sort of its series.
+ *
  * Lookups are linear scans over plain arrays. We expect tens of families and at
  * most a few hundred series (probes x targets x ops); below ~2000 series a scan is
  * cheaper to reason about than a hash table and fast enough for series that are
@@ -41,14 +58,32 @@ struct metric_family {
 	char *labels[METRICS_MAX_LABELS];
 	unsigned n_bounds;		     /* histogram */
 	uint64_t bounds_ns[HIST_MAX_BOUNDS]; /* histogram: classic bounds */
-	struct metric_series **series;	     /* creation order */
+	double bounds_s[HIST_MAX_BOUNDS];    /* the same in seconds */
+	struct metric_series **series;	     /* sorted by label values */
 	unsigned n_series;
 	unsigned cap_series;
 };
 
+/* Immutable bytes, shared by a cache slot and the snapshots that use them. */
+struct metrics_blob {
+	unsigned refs; /* under the registry mutex */
+	size_t len;
+	char data[];
+};
+
+/* What a series shares with snapshots: its label values (immutable) and its cache
+ * slots (guarded by the registry mutex). */
+struct metrics_shared {
+	unsigned refs; /* under the registry mutex */
+	char *values[METRICS_MAX_LABELS];
+	struct metrics_blob *slot[METRICS_CACHE_SLOTS];
+	uint64_t slot_gen[METRICS_CACHE_SLOTS]; /* the series generation slot[] renders */
+};
+
 struct metric_series {
 	struct metric_family *family; /* owner */
-	char *values[METRICS_MAX_LABELS];
+	struct metrics_shared *shared;
+	uint64_t gen;	   /* bumped by every update; starts at 1 */
 	double value;	   /* counter / gauge */
 	struct hist *hist; /* histogram series */
 };
@@ -91,14 +126,33 @@ static int grow(void *arrayp, unsigned *cap, unsigned need, size_t elem)
 	return 0;
 }
 
-static void series_free(struct metric_series *s)
+/* Reference counts: called with the registry mutex held (or with no other
+ * thread left, in metrics_free()). */
+static void blob_unref(struct metrics_blob *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
+}
+
+static void shared_unref(struct metrics_shared *sh)
 {
 	unsigned i;
 
-	if (!s)
+	if (!sh || --sh->refs != 0)
 		return;
 	for (i = 0; i < METRICS_MAX_LABELS; i++)
-		free(s->values[i]);
+		free(sh->values[i]);
+	for (i = 0; i < METRICS_CACHE_SLOTS; i++)
+		blob_unref(sh->slot[i]);
+	free(sh);
+}
+
+/* With the mutex held (the shared part's count), or in metrics_free(). */
+static void series_free(struct metric_series *s)
+{
+	if (!s)
+		return;
+	shared_unref(s->shared);
 	hist_free(s->hist);
 	free(s);
 }
@@ -138,6 +192,8 @@ struct metrics *metrics_new(void)
 
 void metrics_set_native(struct metrics *m, int schema, double zero_threshold_s)
 {
+	unsigned i, j;
+
 	if (!m)
 		return;
 	if (schema < HIST_NATIVE_MIN)
@@ -150,6 +206,10 @@ void metrics_set_native(struct metrics *m, int schema, double zero_threshold_s)
 	pthread_mutex_lock(&m->lock);
 	m->native_schema = schema;
 	m->native_zero_threshold = zero_threshold_s;
+	/* Renderings with the native view are stale: make every series new. */
+	for (i = 0; i < m->n_families; i++)
+		for (j = 0; j < m->families[i]->n_series; j++)
+			m->families[i]->series[j]->gen++;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -254,6 +314,8 @@ struct metric_family *metrics_family(struct metrics *m, const char *name, enum m
 	f->n_bounds = n_bounds;
 	if (n_bounds)
 		memcpy(f->bounds_ns, bounds_ns, n_bounds * sizeof(*bounds_ns));
+	for (i = 0; i < n_bounds; i++)
+		f->bounds_s[i] = (double)bounds_ns[i] / 1e9;
 	m->families[m->n_families++] = f;
 	goto out;
 fail:
@@ -266,21 +328,25 @@ out:
 
 /* ---- series ---- */
 
-static bool series_matches(const struct metric_series *s, const char *const *values, unsigned n)
+/* The snapshot order of series: label values, compared one by one. */
+static int values_cmp(const char *const *a, const char *const *b, unsigned n)
 {
 	unsigned i;
+	int c;
 
-	for (i = 0; i < n; i++)
-		if (strcmp(s->values[i], values[i]) != 0)
-			return false;
-	return true;
+	for (i = 0; i < n; i++) {
+		c = strcmp(a[i], b[i]);
+		if (c)
+			return c;
+	}
+	return 0;
 }
 
 struct metric_series *metrics_series(struct metric_family *f, const char *const *values)
 {
 	struct metric_series *s = NULL;
 	struct metrics *m;
-	unsigned i;
+	unsigned i, pos;
 
 	if (!f || (f->n_labels && !values))
 		return NULL;
@@ -290,12 +356,19 @@ struct metric_series *metrics_series(struct metric_family *f, const char *const 
 	m = f->reg;
 
 	pthread_mutex_lock(&m->lock);
+	/* Sorted: stop at the first series that sorts after @values. */
 	for (i = 0; i < f->n_series; i++) {
-		if (series_matches(f->series[i], values, f->n_labels)) {
+		int c = values_cmp((const char *const *)f->series[i]->shared->values, values,
+				   f->n_labels);
+
+		if (c == 0) {
 			s = f->series[i];
 			goto out;
 		}
+		if (c > 0)
+			break;
 	}
+	pos = i;
 
 	if (grow(&f->series, &f->cap_series, f->n_series + 1, sizeof(*f->series)) < 0)
 		goto out;
@@ -303,9 +376,14 @@ struct metric_series *metrics_series(struct metric_family *f, const char *const 
 	if (!s)
 		goto out;
 	s->family = f;
+	s->gen = 1;
+	s->shared = calloc(1, sizeof(*s->shared));
+	if (!s->shared)
+		goto fail;
+	s->shared->refs = 1;
 	for (i = 0; i < f->n_labels; i++) {
-		s->values[i] = strdup(values[i]);
-		if (!s->values[i])
+		s->shared->values[i] = strdup(values[i]);
+		if (!s->shared->values[i])
 			goto fail;
 	}
 	if (f->type == METRIC_HISTOGRAM) {
@@ -313,7 +391,9 @@ struct metric_series *metrics_series(struct metric_family *f, const char *const 
 		if (!s->hist)
 			goto fail;
 	}
-	f->series[f->n_series++] = s;
+	memmove(&f->series[pos + 1], &f->series[pos], (f->n_series - pos) * sizeof(*f->series));
+	f->series[pos] = s;
+	f->n_series++;
 	goto out;
 fail:
 	series_free(s);
@@ -343,6 +423,8 @@ void metrics_series_drop(struct metric_series *s)
 			break;
 		}
 	}
+	shared_unref(s->shared); /* snapshots may still hold it */
+	s->shared = NULL;
 	pthread_mutex_unlock(&m->lock);
 	series_free(s);
 }
@@ -366,6 +448,7 @@ void metrics_add_locked(struct metric_series *s, double v)
 	    (s->family->type == METRIC_COUNTER && !(v >= 0)))
 		return;
 	s->value += v;
+	s->gen++;
 }
 
 void metrics_set_locked(struct metric_series *s, double v)
@@ -373,18 +456,22 @@ void metrics_set_locked(struct metric_series *s, double v)
 	if (!s || s->family->type == METRIC_HISTOGRAM)
 		return;
 	s->value = v;
+	s->gen++;
 }
 
 void metrics_observe_ns_locked(struct metric_series *s, uint64_t ns)
 {
-	if (s && s->hist)
+	if (s && s->hist) {
 		hist_record(s->hist, ns);
+		s->gen++;
+	}
 }
 
 int metrics_merge_hist_locked(struct metric_series *s, const struct hist *h)
 {
 	if (!s || !s->hist || !h)
 		return -EINVAL;
+	s->gen++; /* a failed merge changes nothing; a spurious bump only costs a render */
 	return hist_merge(s->hist, h);
 }
 
@@ -434,10 +521,15 @@ static void snap_family_free(struct snap_family *sf)
 	unsigned i, j;
 
 	for (i = 0; i < sf->n_series; i++) {
-		for (j = 0; j < METRICS_MAX_LABELS; j++)
-			free((char *)sf->series[i].values[j]);
-		free(sf->series[i].cumulative);
-		hist_native_free(&sf->series[i].native);
+		struct snap_series *ss = &sf->series[i];
+
+		if (!ss->shared) /* a plain snapshot's own copies */
+			for (j = 0; j < METRICS_MAX_LABELS; j++)
+				free((char *)ss->values[j]);
+		if (ss->cached)
+			continue;
+		free(ss->cumulative);
+		hist_native_free(&ss->native);
 	}
 	free(sf->series);
 	for (j = 0; j < METRICS_MAX_LABELS; j++)
@@ -449,10 +541,24 @@ static void snap_family_free(struct snap_family *sf)
 
 void metrics_snapshot_free(struct metrics_snapshot *s)
 {
-	unsigned i;
+	unsigned i, j;
 
 	if (!s)
 		return;
+	if (s->reg) {
+		/* A cached snapshot: its references, in one hold of the mutex. */
+		pthread_mutex_lock(&s->reg->lock);
+		for (i = 0; i < s->n_families; i++) {
+			for (j = 0; j < s->families[i].n_series; j++) {
+				struct snap_series *ss = &s->families[i].series[j];
+
+				shared_unref(ss->shared);
+				blob_unref(ss->blob);
+				ss->blob = NULL;
+			}
+		}
+		pthread_mutex_unlock(&s->reg->lock);
+	}
 	for (i = 0; i < s->n_families; i++)
 		snap_family_free(&s->families[i]);
 	free(s->families);
@@ -462,14 +568,30 @@ void metrics_snapshot_free(struct metrics_snapshot *s)
 /* Called with the lock held. With @hcopy, also a copy of the series' histogram in
  * *hcopy (for the native view, computed after the lock is released). */
 static int snap_series_copy(const struct metric_family *f, const struct metric_series *s,
-			    struct snap_series *ss, struct hist **hcopy)
+			    struct snap_series *ss, struct hist **hcopy, int slot)
 {
 	unsigned i;
 
-	for (i = 0; i < f->n_labels; i++) {
-		ss->values[i] = strdup(s->values[i]);
-		if (!ss->values[i])
-			return -ENOMEM;
+	ss->gen = s->gen;
+	if (slot < 0) {
+		/* A plain snapshot: copies, no references (it may outlive the registry). */
+		for (i = 0; i < f->n_labels; i++) {
+			ss->values[i] = strdup(s->shared->values[i]);
+			if (!ss->values[i])
+				return -ENOMEM;
+		}
+	} else {
+		ss->shared = s->shared;
+		ss->shared->refs++;
+		for (i = 0; i < f->n_labels; i++)
+			ss->values[i] = s->shared->values[i];
+	}
+	if (slot >= 0 && s->shared->slot[slot] && s->shared->slot_gen[slot] == s->gen) {
+		ss->blob = s->shared->slot[slot];
+		ss->blob->refs++;
+		ss->cached = ss->blob->data;
+		ss->cached_len = ss->blob->len;
+		return 0;
 	}
 	if (f->type != METRIC_HISTOGRAM) {
 		ss->value = s->value;
@@ -496,7 +618,7 @@ static int snap_series_copy(const struct metric_family *f, const struct metric_s
  * histogram family's series get a histogram copy each in *copies (allocated here,
  * n_series entries; the caller frees them). */
 static int snap_family_copy(const struct metric_family *f, struct snap_family *sf, bool native,
-			    struct hist ***copies)
+			    struct hist ***copies, int slot)
 {
 	unsigned i;
 	int r;
@@ -516,8 +638,7 @@ static int snap_family_copy(const struct metric_family *f, struct snap_family *s
 		sf->bounds = calloc(f->n_bounds, sizeof(*sf->bounds));
 		if (!sf->bounds)
 			return -ENOMEM;
-		for (i = 0; i < f->n_bounds; i++)
-			sf->bounds[i] = (double)f->bounds_ns[i] / 1e9;
+		memcpy(sf->bounds, f->bounds_s, f->n_bounds * sizeof(*sf->bounds));
 		sf->n_bounds = f->n_bounds;
 	}
 	sf->series = calloc(f->n_series, sizeof(*sf->series));
@@ -532,7 +653,7 @@ static int snap_family_copy(const struct metric_family *f, struct snap_family *s
 		/* Count it first so a partial copy is freed too. */
 		sf->n_series = i + 1;
 		r = snap_series_copy(f, f->series[i], &sf->series[i],
-				     *copies ? &(*copies)[i] : NULL);
+				     *copies ? &(*copies)[i] : NULL, slot);
 		if (r < 0)
 			return r;
 	}
@@ -544,23 +665,6 @@ static int cmp_family(const void *a, const void *b)
 	const struct snap_family *x = a, *y = b;
 
 	return strcmp(x->name, y->name);
-}
-
-/* qsort() has no context argument; the label count travels in a thread-local. */
-static _Thread_local unsigned cmp_n_labels;
-
-static int cmp_series(const void *a, const void *b)
-{
-	const struct snap_series *x = a, *y = b;
-	unsigned i;
-	int c;
-
-	for (i = 0; i < cmp_n_labels; i++) {
-		c = strcmp(x->values[i], y->values[i]);
-		if (c)
-			return c;
-	}
-	return 0;
 }
 
 /* The native view of every histogram series, from the copies taken under the lock
@@ -577,6 +681,8 @@ static int snap_native(struct metrics_snapshot *snap, struct hist ***copies, uns
 		if (!copies[i])
 			continue;
 		for (j = 0; j < sf->n_series; j++) {
+			if (sf->series[j].cached)
+				continue; /* not copied: nothing to compute */
 			if (r == 0 && copies[i][j])
 				r = hist_native(copies[i][j], schema, zero_threshold,
 						&sf->series[j].native);
@@ -590,7 +696,7 @@ static int snap_native(struct metrics_snapshot *snap, struct hist ***copies, uns
 	return r;
 }
 
-struct metrics_snapshot *metrics_snapshot_ex(struct metrics *m, unsigned flags)
+static struct metrics_snapshot *snapshot(struct metrics *m, unsigned flags, int slot)
 {
 	bool native = flags & METRICS_SNAP_NATIVE;
 	struct metrics_snapshot *snap;
@@ -605,6 +711,8 @@ struct metrics_snapshot *metrics_snapshot_ex(struct metrics *m, unsigned flags)
 	if (!snap)
 		return NULL;
 	snap->has_native = native;
+	if (slot >= 0)
+		snap->reg = m;
 
 	pthread_mutex_lock(&m->lock);
 	schema = m->native_schema;
@@ -629,7 +737,7 @@ struct metrics_snapshot *metrics_snapshot_ex(struct metrics *m, unsigned flags)
 			continue;
 		snap->n_families++;
 		r = snap_family_copy(m->families[i], &snap->families[k], native,
-				     copies ? &copies[k] : &(struct hist **){NULL});
+				     copies ? &copies[k] : &(struct hist **){NULL}, slot);
 	}
 	pthread_mutex_unlock(&m->lock);
 
@@ -641,15 +749,56 @@ struct metrics_snapshot *metrics_snapshot_ex(struct metrics *m, unsigned flags)
 		return NULL;
 	}
 
+	/* Series are in order already (the registry keeps them sorted). */
 	if (snap->n_families)
 		qsort(snap->families, snap->n_families, sizeof(*snap->families), cmp_family);
-	for (i = 0; i < snap->n_families; i++) {
-		/* Every family in a snapshot has at least one series. */
-		cmp_n_labels = snap->families[i].n_labels;
-		qsort(snap->families[i].series, snap->families[i].n_series,
-		      sizeof(*snap->families[i].series), cmp_series);
-	}
 	return snap;
+}
+
+struct metrics_snapshot *metrics_snapshot_ex(struct metrics *m, unsigned flags)
+{
+	return snapshot(m, flags, -1);
+}
+
+struct metrics_snapshot *metrics_snapshot_cached(struct metrics *m, unsigned flags, unsigned slot)
+{
+	if (slot >= METRICS_CACHE_SLOTS)
+		return NULL;
+	return snapshot(m, flags, (int)slot);
+}
+
+int metrics_cache_store(struct metrics *m, const struct snap_series *ss, unsigned slot,
+			const void *data, size_t len)
+{
+	struct metrics_blob *b, *old = NULL;
+	struct metrics_shared *sh;
+
+	if (!m || !ss || !ss->shared || slot >= METRICS_CACHE_SLOTS || (len && !data))
+		return -EINVAL;
+	if (ss->cached)
+		return 0;
+	if (len > SIZE_MAX - sizeof(*b))
+		return -ENOMEM;
+	b = malloc(sizeof(*b) + len);
+	if (!b)
+		return -ENOMEM;
+	b->refs = 1;
+	b->len = len;
+	if (len)
+		memcpy(b->data, data, len);
+	sh = ss->shared;
+	pthread_mutex_lock(&m->lock);
+	/* Generations only grow: never replace a newer rendering with an older one. */
+	if (!sh->slot[slot] || ss->gen >= sh->slot_gen[slot]) {
+		old = sh->slot[slot];
+		sh->slot[slot] = b;
+		sh->slot_gen[slot] = ss->gen;
+		b = NULL;
+	}
+	blob_unref(old); /* snapshots may still hold it */
+	pthread_mutex_unlock(&m->lock);
+	free(b);
+	return 0;
 }
 
 struct metrics_snapshot *metrics_snapshot(struct metrics *m)

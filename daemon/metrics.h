@@ -6,11 +6,13 @@
  * dropped (a removed target). Writers (lanes, the scheduler, scrape-time
  * collectors) update values under one short registry mutex; the HTTP thread takes
  * a snapshot (a deep copy, families sorted by name, series by label values) and
- * renders it outside the lock. Nothing here formats text.
+ * renders it outside the lock. Nothing here formats text; the render cache
+ * (metrics_snapshot_cached()) only keeps bytes it is given.
  */
 #ifndef IOPULSE_METRICS_H
 #define IOPULSE_METRICS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hist.h"
@@ -94,6 +96,9 @@ int metrics_merge_hist_locked(struct metric_series *s, const struct hist *h);
 
 /* ---- snapshots: plain data for the renderers ---- */
 
+struct metrics_shared;
+struct metrics_blob;
+
 struct snap_series {
 	const char *values[METRICS_MAX_LABELS]; /* label values, as many as the family's labels */
 	double value;				/* counter / gauge */
@@ -101,6 +106,16 @@ struct snap_series {
 	double sum;				/* histogram: sum, in seconds */
 	uint64_t *cumulative;			/* histogram: n_bounds cumulative counts */
 	struct hist_native native; /* histogram, METRICS_SNAP_NATIVE only: the native view */
+	/* metrics_snapshot_cached() only: the bytes last stored for this series in the
+	 * snapshot's cache slot, still current (the series has not changed since);
+	 * then only values[] is filled, not the fields above. NULL otherwise. */
+	const char *cached;
+	size_t cached_len;
+	/* Internal (what metrics_cache_store() needs): the series' generation at the
+	 * snapshot and its shared part (label values, cache slots). */
+	uint64_t gen;
+	struct metrics_shared *shared;
+	struct metrics_blob *blob;
 };
 
 struct snap_family {
@@ -119,6 +134,7 @@ struct metrics_snapshot {
 	unsigned n_families;
 	struct snap_family *families; /* sorted by name; families without series omitted */
 	int has_native;		      /* taken with METRICS_SNAP_NATIVE */
+	struct metrics *reg;	      /* internal: the registry of a cached snapshot */
 };
 
 /* A deep copy of the registry at one instant. NULL on allocation failure. */
@@ -134,5 +150,33 @@ struct metrics_snapshot *metrics_snapshot(struct metrics *m);
 #define METRICS_SNAP_NATIVE 0x1u
 struct metrics_snapshot *metrics_snapshot_ex(struct metrics *m, unsigned flags);
 void metrics_snapshot_free(struct metrics_snapshot *s);
+
+/*
+ * Render cache. Every series has METRICS_CACHE_SLOTS slots of opaque bytes (the
+ * HTTP layer keeps one rendering per exposition format in them; nothing here
+ * knows what they hold) and a generation, bumped by every update of the series
+ * (under the registry mutex, which writers hold anyway) and by
+ * metrics_set_native(). A slot's bytes are "current" while the series'
+ * generation is the one they were stored for.
+ *
+ * metrics_snapshot_cached() is metrics_snapshot_ex() for slot @slot, except that
+ * a series whose slot is current is not copied: its snap_series has only its
+ * label values and @cached / @cached_len, the stored bytes (held by the snapshot
+ * until metrics_snapshot_free(), whatever happens to the series meanwhile). The
+ * other series are copied as usual; after rendering one, give the bytes back with
+ * metrics_cache_store(), for the generation the snapshot saw. Unlike a plain
+ * snapshot, a cached one shares the label values and bytes with the registry
+ * (counted under its mutex): free it before the registry. Memory: at most one
+ * stored rendering per series per slot; a dropped series frees its slots once the
+ * last snapshot that holds it is freed.
+ */
+#define METRICS_CACHE_SLOTS 3
+struct metrics_snapshot *metrics_snapshot_cached(struct metrics *m, unsigned flags, unsigned slot);
+
+/* Store @data[0..len) (copied) as the rendering of snapshot series @ss in @slot.
+ * Ignored when @ss has cached bytes or a newer rendering is stored already.
+ * 0, -EINVAL (bad slot, no series) or -ENOMEM. */
+int metrics_cache_store(struct metrics *m, const struct snap_series *ss, unsigned slot,
+			const void *data, size_t len);
 
 #endif

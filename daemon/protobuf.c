@@ -228,36 +228,54 @@ static int put_histogram(struct buf *b, const struct snap_family *f, const struc
 	return r;
 }
 
-static int put_family(struct buf *b, const struct snap_family *f, int native)
+size_t expose_protobuf_head(const struct snap_family *f, struct buf *out)
 {
-	size_t at = pb_open(b, 0); /* the delimited record */
-	unsigned j;
-	int r = 0;
+	size_t at = pb_open(out, 0); /* the delimited record */
 
-	pb_string(b, 1, f->name); /* MetricFamily.name, "_total" included */
+	pb_string(out, 1, f->name); /* MetricFamily.name, "_total" included */
 	if (f->help && *f->help)
-		pb_string(b, 2, f->help); /* MetricFamily.help, unescaped */
-	pb_uint(b, 3,
+		pb_string(out, 2, f->help); /* MetricFamily.help, unescaped */
+	pb_uint(out, 3,
 		f->type == METRIC_COUNTER ? PB_COUNTER
 		: f->type == METRIC_GAUGE ? PB_GAUGE
 					  : PB_HISTOGRAM); /* MetricFamily.type */
-	for (j = 0; r == 0 && j < f->n_series; j++) {
-		const struct snap_series *s = &f->series[j];
-		size_t mat = pb_open(b, 4); /* MetricFamily.metric */
+	return at;
+}
 
-		put_labels(b, f, s);
-		if (f->type == METRIC_HISTOGRAM) {
-			r = put_histogram(b, f, s, native);
-		} else {
-			/* Metric.counter / Metric.gauge, then Counter/Gauge.value */
-			size_t vat = pb_open(b, f->type == METRIC_COUNTER ? 3 : 2);
+int expose_protobuf_series(const struct snap_family *f, const struct snap_series *s, int native,
+			   struct buf *out)
+{
+	size_t mat = pb_open(out, 4); /* MetricFamily.metric */
+	int r = 0;
 
-			pb_double(b, 1, s->value);
-			pb_close(b, vat);
-		}
-		pb_close(b, mat);
+	put_labels(out, f, s);
+	if (f->type == METRIC_HISTOGRAM) {
+		r = put_histogram(out, f, s, native);
+	} else {
+		/* Metric.counter / Metric.gauge, then Counter/Gauge.value */
+		size_t vat = pb_open(out, f->type == METRIC_COUNTER ? 3 : 2);
+
+		pb_double(out, 1, s->value);
+		pb_close(out, vat);
 	}
-	pb_close(b, at);
+	pb_close(out, mat);
+	return r;
+}
+
+void expose_protobuf_tail(struct buf *out, size_t head)
+{
+	pb_close(out, head);
+}
+
+static int put_family(struct buf *b, const struct snap_family *f, int native)
+{
+	size_t at = expose_protobuf_head(f, b);
+	unsigned j;
+	int r = 0;
+
+	for (j = 0; r == 0 && j < f->n_series; j++)
+		r = expose_protobuf_series(f, &f->series[j], native, b);
+	expose_protobuf_tail(b, at);
 	return r;
 }
 

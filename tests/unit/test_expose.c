@@ -910,10 +910,167 @@ static void test_decoder_unpacked(void **state)
 	buf_free(&got);
 }
 
+/*
+ * expose_format_double() before its fast path (integers and whole nanoseconds
+ * written from their digits): the round-trip search over "%.*e" for every value.
+ * The fast path must give the same bytes.
+ */
+static void reference_format_double(double v, char *out, size_t len)
+{
+	char tmp[40], digits[20], res[40];
+	int p, nd = 0, x, dp, i, pos = 0;
+	const char *c;
+	char *end;
+
+	if (isnan(v)) {
+		snprintf(out, len, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(out, len, "%s", v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	if (v == 0) {
+		snprintf(out, len, "0");
+		return;
+	}
+	for (p = 1; p <= 17; p++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+	c = tmp;
+	if (*c == '-')
+		res[pos++] = *c++;
+	for (; *c && *c != 'e'; c++)
+		if (*c >= '0' && *c <= '9' && nd < (int)sizeof(digits))
+			digits[nd++] = *c;
+	x = (int)strtol(c + 1, &end, 10);
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	dp = x + 1;
+	if (x < -4 || x >= 6) {
+		res[pos++] = digits[0];
+		if (nd > 1) {
+			res[pos++] = '.';
+			for (i = 1; i < nd; i++)
+				res[pos++] = digits[i];
+		}
+		pos += snprintf(res + pos, sizeof(res) - (size_t)pos, "e%c%02d", x < 0 ? '-' : '+',
+				x < 0 ? -x : x);
+	} else {
+		if (dp > 0) {
+			for (i = 0; i < dp; i++)
+				res[pos++] = i < nd ? digits[i] : '0';
+		} else {
+			res[pos++] = '0';
+		}
+		if (nd > dp) {
+			res[pos++] = '.';
+			for (i = dp; i < nd; i++)
+				res[pos++] = i >= 0 ? digits[i] : '0';
+		}
+		res[pos] = '\0';
+	}
+	snprintf(out, len, "%s", res);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void check_against_reference(double v)
+{
+	char got[32], want[32];
+
+	expose_format_double(v, got, sizeof(got));
+	reference_format_double(v, want, sizeof(want));
+	if (strcmp(got, want) != 0)
+		fail_msg("%a: got %s, want %s", v, got, want);
+}
+
+static void test_format_double_fast_path(void **state)
+{
+	static const double edges[] = {
+		1,
+		-1,
+		0.5,
+		0.1,
+		1e-9,
+		1e-10,
+		999999,
+		1e6,
+		1e15,
+		1e15 - 1,
+		1e15 + 1,
+		9007199254740992.0,
+		123456789012345.0,
+		1e21,
+		1e-5,
+		1.5e-05,
+		0.0001,
+		2.5e-05,
+		1e300,
+		1e-300,
+		5e-324,
+		0.3,
+		2.0 / 3.0,
+		1e9,
+		4.5e-10,
+		0.000999999,
+		1e-4,
+		HUGE_VAL,
+		-HUGE_VAL,
+		NAN,
+		0.0,
+		-0.0,
+	};
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		check_against_reference(edges[i]);
+		check_against_reference(-edges[i]);
+	}
+	for (i = 0; i < 200000; i++) {
+		uint64_t r = xorshift(&seed), bits;
+		double v;
+
+		switch (i % 6) {
+		case 0: /* whole nanoseconds, as bounds and sums are */
+			v = (double)(r >> (r % 64)) / 1e9;
+			break;
+		case 1: /* integers */
+			v = (double)(r >> (r % 64));
+			break;
+		case 2: /* arbitrary doubles */
+			bits = r;
+			memcpy(&v, &bits, sizeof(v));
+			break;
+		case 3: /* short decimals */
+			v = (double)(r % 100000) / pow(10, (double)((r >> 40) % 20));
+			break;
+		case 4: /* near the 1e15 limit */
+			v = 1e15 + (double)(int64_t)(r % 2001) - 1000;
+			break;
+		default: /* lognormal-ish latencies in seconds */
+			v = exp((double)(int64_t)(r % 40000) / 1000.0 - 25.0);
+			break;
+		}
+		check_against_reference(v);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format_double),
+		cmocka_unit_test(test_format_double_fast_path),
 		cmocka_unit_test(test_format_canonical),
 		cmocka_unit_test(test_buf),
 		cmocka_unit_test(test_text_golden),

@@ -387,12 +387,116 @@ static void test_live_server(void **state)
 	metrics_free(m);
 }
 
+/* What http_render_metrics() must equal: expose_*() of a fresh snapshot. */
+static void render_fresh(struct metrics *m, enum http_format f, struct buf *out)
+{
+	struct metrics_snapshot *snap =
+		metrics_snapshot_ex(m, f == HTTP_FORMAT_PROTOBUF ? METRICS_SNAP_NATIVE : 0);
+
+	assert_non_null(snap);
+	buf_init(out);
+	switch (f) {
+	case HTTP_FORMAT_TEXT:
+		assert_int_equal(expose_text(snap, out), 0);
+		break;
+	case HTTP_FORMAT_OPENMETRICS:
+		assert_int_equal(expose_openmetrics(snap, out), 0);
+		break;
+	case HTTP_FORMAT_PROTOBUF:
+		assert_int_equal(expose_protobuf(snap, out), 0);
+		break;
+	}
+	metrics_snapshot_free(snap);
+}
+
+static void check_cached_render(struct metrics *m)
+{
+	enum http_format f;
+
+	for (f = HTTP_FORMAT_TEXT; f <= HTTP_FORMAT_PROTOBUF; f++) {
+		struct buf want, got;
+
+		render_fresh(m, f, &want);
+		buf_init(&got);
+		assert_int_equal(http_render_metrics(m, f, &got), 0);
+		assert_int_equal(got.len, want.len);
+		assert_memory_equal(got.data, want.data, want.len);
+		buf_free(&want);
+		buf_free(&got);
+	}
+}
+
+/*
+ * The render cache changes no byte: after each kind of change (first render, no
+ * change, some series updated, series added and dropped, new native settings,
+ * a series with an escaped label value), the cached page in each format equals
+ * the page rendered from scratch.
+ */
+static void test_render_cache(void **state)
+{
+	static const char *const labels[] = {"probe", "op", NULL};
+	static const uint64_t bounds[] = {10000, 250000, 1000000, 25000000, 1000000000};
+	struct metrics *m = metrics_new();
+	struct metric_family *lat, *ios, *g;
+	struct metric_series *s[12], *extra;
+	uint64_t seed = 42;
+	unsigned i, round;
+
+	(void)state;
+	assert_non_null(m);
+	lat = metrics_family(m, "lat_seconds", METRIC_HISTOGRAM, "Latency.", labels, bounds, 5);
+	ios = metrics_family(m, "ios_total", METRIC_COUNTER, "I/Os \"done\".", labels, NULL, 0);
+	g = metrics_family(m, "up", METRIC_GAUGE, "", NULL, NULL, 0);
+	assert_non_null(lat);
+	assert_non_null(ios);
+	assert_non_null(g);
+	for (i = 0; i < 12; i++) {
+		char probe[16];
+		const char *v[] = {probe, i % 2 ? "read" : "write", NULL};
+
+		snprintf(probe, sizeof(probe), "p%u", (i * 7) % 12);
+		s[i] = metrics_series(i < 6 ? lat : ios, v);
+		assert_non_null(s[i]);
+	}
+	metrics_set(metrics_series(g, NULL), 1);
+	check_cached_render(m); /* all fresh */
+	check_cached_render(m); /* all kept */
+	for (round = 0; round < 20; round++) {
+		for (i = 0; i < 4; i++) {
+			unsigned k =
+				(unsigned)((seed = seed * 6364136223846793005ull + 1) >> 33) % 12;
+
+			if (k < 6)
+				metrics_observe_ns(s[k], (seed >> 20) % 2000000000);
+			else
+				metrics_add(s[k], (double)(seed % 1000) / 8);
+		}
+		check_cached_render(m);
+	}
+	{
+		const char *v[] = {"new\"one\\\n", "write", NULL};
+
+		extra = metrics_series(lat, v);
+		assert_non_null(extra);
+		metrics_observe_ns(extra, 1234567);
+	}
+	check_cached_render(m);
+	metrics_series_drop(s[3]);
+	metrics_series_drop(s[8]);
+	check_cached_render(m);
+	metrics_set_native(m, 0, 1e-9);
+	check_cached_render(m);
+	metrics_series_drop(extra);
+	check_cached_render(m);
+	metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_negotiate),    cmocka_unit_test(test_content_types),
 		cmocka_unit_test(test_accepts_gzip), cmocka_unit_test(test_gzip_round_trip),
-		cmocka_unit_test(test_live_server),
+		cmocka_unit_test(test_live_server),  cmocka_unit_test(test_render_cache),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -396,6 +396,141 @@ static void test_concurrent_writers(void **state)
 
 /* The native view: only with METRICS_SNAP_NATIVE, at the registry's settings
  * (clamped), equal to hist_native() of the same samples. */
+/*
+ * The render cache: a stored piece comes back while the series is unchanged;
+ * any update (a value, a histogram sample or merge, the native settings)
+ * makes the series be copied again; older pieces never replace newer ones; a
+ * snapshot keeps its pieces and label values when the series is dropped and the
+ * registry freed.
+ */
+static void test_snapshot_cached(void **state)
+{
+	static const char *const l[] = {"op", NULL};
+	static const char *const va[] = {"a", NULL}, *const vb[] = {"b", NULL};
+	struct metrics *m = metrics_new();
+	struct metric_family *c, *h;
+	struct metric_series *ca, *cb, *ha;
+	struct metrics_snapshot *snap, *old;
+	const struct snap_family *sf;
+	struct hist *lane = hist_new(bounds, 3);
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(lane);
+	c = metrics_family(m, "c_total", METRIC_COUNTER, "", l, NULL, 0);
+	h = metrics_family(m, "h_seconds", METRIC_HISTOGRAM, "", l, bounds, 3);
+	cb = metrics_series(c, vb); /* created out of order: snapshots still sort */
+	ca = metrics_series(c, va);
+	ha = metrics_series(h, va);
+	assert_non_null(ca);
+	assert_non_null(cb);
+	assert_non_null(ha);
+	metrics_add(ca, 1);
+	metrics_observe_ns(ha, 5000000);
+
+	assert_null(metrics_snapshot_cached(m, 0, METRICS_CACHE_SLOTS));
+	snap = metrics_snapshot_cached(m, 0, 1);
+	assert_non_null(snap);
+	sf = find_family(snap, "c_total");
+	assert_int_equal(sf->n_series, 2);
+	assert_string_equal(sf->series[0].values[0], "a");
+	assert_string_equal(sf->series[1].values[0], "b");
+	assert_null(sf->series[0].cached);
+	assert_true(sf->series[0].value == 1);
+	assert_int_equal(metrics_cache_store(m, &sf->series[0], 1, "A1", 2), 0);
+	assert_int_equal(metrics_cache_store(m, &sf->series[1], 1, "B0", 2), 0);
+	assert_int_equal(metrics_cache_store(m, &sf->series[1], METRICS_CACHE_SLOTS, "x", 1),
+			 -EINVAL);
+	sf = find_family(snap, "h_seconds");
+	assert_int_equal(sf->series[0].count, 1);
+	assert_int_equal(metrics_cache_store(m, &sf->series[0], 1, "H1", 2), 0);
+	old = snap;
+
+	/* Everything unchanged: all pieces come back, in slot 1 only. */
+	snap = metrics_snapshot_cached(m, 0, 1);
+	assert_non_null(snap);
+	sf = find_family(snap, "c_total");
+	assert_int_equal(sf->series[0].cached_len, 2);
+	assert_memory_equal(sf->series[0].cached, "A1", 2);
+	assert_string_equal(sf->series[0].values[0], "a");
+	assert_memory_equal(sf->series[1].cached, "B0", 2);
+	assert_memory_equal(find_family(snap, "h_seconds")->series[0].cached, "H1", 2);
+	metrics_snapshot_free(snap);
+	snap = metrics_snapshot_cached(m, 0, 0);
+	assert_null(find_family(snap, "c_total")->series[0].cached);
+	metrics_snapshot_free(snap);
+	snap = metrics_snapshot(m);
+	assert_null(find_family(snap, "c_total")->series[0].cached);
+	metrics_snapshot_free(snap);
+
+	/* Updates: the changed series only. */
+	metrics_add(ca, 2);
+	metrics_observe_ns(ha, 50000000);
+	snap = metrics_snapshot_cached(m, 0, 1);
+	sf = find_family(snap, "c_total");
+	assert_null(sf->series[0].cached);
+	assert_true(sf->series[0].value == 3);
+	assert_non_null(sf->series[1].cached);
+	sf = find_family(snap, "h_seconds");
+	assert_null(sf->series[0].cached);
+	assert_int_equal(sf->series[0].count, 2);
+	assert_int_equal(sf->series[0].cumulative[1], 1);
+	/* A piece of an older snapshot does not replace a newer one. */
+	assert_int_equal(metrics_cache_store(m, &sf->series[0], 1, "H2", 2), 0);
+	assert_int_equal(
+		metrics_cache_store(m, &find_family(old, "h_seconds")->series[0], 1, "H1", 2), 0);
+	metrics_snapshot_free(snap);
+	snap = metrics_snapshot_cached(m, 0, 1);
+	assert_memory_equal(find_family(snap, "h_seconds")->series[0].cached, "H2", 2);
+	metrics_snapshot_free(snap);
+
+	/* A merge, a set, a batch and new native settings are updates too. */
+	hist_record(lane, 1);
+	assert_int_equal(metrics_merge_hist(ha, lane), 0);
+	metrics_set(cb, 0); /* same value: still an update */
+	snap = metrics_snapshot_cached(m, 0, 1);
+	assert_null(find_family(snap, "h_seconds")->series[0].cached);
+	assert_int_equal(find_family(snap, "h_seconds")->series[0].count, 3);
+	assert_null(find_family(snap, "c_total")->series[1].cached);
+	assert_null(find_family(snap, "c_total")->series[0].cached); /* "A1" is stale */
+	metrics_snapshot_free(snap);
+	snap = metrics_snapshot_cached(m, METRICS_SNAP_NATIVE, 1);
+	sf = find_family(snap, "h_seconds");
+	assert_int_equal(metrics_cache_store(m, &sf->series[0], 1, "N3", 2), 0);
+	assert_int_equal(sf->series[0].native.schema, METRICS_NATIVE_SCHEMA);
+	metrics_snapshot_free(snap);
+	metrics_set_native(m, 2, 0);
+	snap = metrics_snapshot_cached(m, METRICS_SNAP_NATIVE, 1);
+	sf = find_family(snap, "h_seconds");
+	assert_null(sf->series[0].cached);
+	assert_int_equal(sf->series[0].native.schema, 2);
+	metrics_snapshot_free(snap);
+
+	/* Dropped series: the snapshots keep their bytes and label values (a cached
+	 * snapshot is freed before the registry), and a late store is harmless. */
+	snap = metrics_snapshot_cached(m, 0, 1);
+	assert_int_equal(
+		metrics_cache_store(m, &find_family(snap, "c_total")->series[0], 1, "A3", 2), 0);
+	metrics_snapshot_free(snap);
+	snap = metrics_snapshot_cached(m, 0, 1);
+	metrics_series_drop(ca);
+	metrics_series_drop(ha);
+	sf = find_family(snap, "c_total");
+	assert_string_equal(sf->series[0].values[0], "a");
+	assert_memory_equal(sf->series[0].cached, "A3", 2);
+	assert_string_equal(find_family(old, "h_seconds")->series[0].values[0], "a");
+	assert_int_equal(
+		metrics_cache_store(m, &find_family(old, "h_seconds")->series[0], 1, "X", 1), 0);
+	metrics_snapshot_free(snap);
+	metrics_snapshot_free(old);
+	snap = metrics_snapshot_cached(m, 0, 1);
+	assert_int_equal(find_family(snap, "c_total")->n_series, 1);
+	assert_null(find_family(snap, "h_seconds"));
+	metrics_snapshot_free(snap);
+	metrics_free(m);
+	hist_free(lane);
+}
+
 static void test_snapshot_native(void **state)
 {
 	static const uint64_t nbounds[] = {1000000};
@@ -484,6 +619,7 @@ int main(void)
 		cmocka_unit_test(test_batch_locked),
 		cmocka_unit_test(test_empty_registry),
 		cmocka_unit_test(test_concurrent_writers),
+		cmocka_unit_test(test_snapshot_cached),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
