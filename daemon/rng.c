@@ -144,7 +144,9 @@ typedef uint64_t u64x4 __attribute__((vector_size(32)));
 #define ROTL4(x, k)   (((x) << (k)) | ((x) >> (64 - (k))))
 #define RNG_LANES_MIN 256
 
-#if defined(__x86_64__)
+/* target_clones makes an ifunc whose resolver runs during relocation, before a
+ * ThreadSanitizer runtime is up (GCC instruments the resolver): not under TSan. */
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void rng_fill(struct rng *r, void *buf, size_t len)
