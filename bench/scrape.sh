@@ -184,6 +184,16 @@ done
 
 sleep "$WARMUP"
 
+# The ceiling: the same HTTP library serving a constant page of iopulse's size,
+# with no work per request (bench/static_page.c).
+CEIL_BYTES=$(curl -fsS -o /dev/null -w '%{size_download}' "http://127.0.0.1:$IOP_PORT/metrics")
+cc -O2 -o "$WORK/static_page" "$REPO/bench/static_page.c" $(pkg-config --cflags --libs libmicrohttpd)
+CEIL_PORT=$(free_port)
+"$WORK/static_page" "$CEIL_PORT" "$CEIL_BYTES" &
+CEIL_PID=$!
+PIDS+=("$CEIL_PID")
+wait_http "$CEIL_PID" "$CEIL_PORT" || { say "static_page did not start"; exit 1; }
+
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # utime + stime of a process, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -240,6 +250,7 @@ run_wrk() {
 for r in $(seq "$ROUNDS"); do
 	run_wrk plain iopulse "$IOP_PID" "$IOP_URL"
 	run_wrk plain node_exporter "$NE_PID" "$NE_URL"
+	run_wrk plain ceiling "$CEIL_PID" "http://127.0.0.1:$CEIL_PORT/metrics"
 done
 run_wrk gzip iopulse "$IOP_PID" "$IOP_URL" -H 'Accept-Encoding: gzip'
 run_wrk gzip node_exporter "$NE_PID" "$NE_URL" -H 'Accept-Encoding: gzip'
@@ -252,7 +263,7 @@ kill -0 "$IOP_PID" 2>/dev/null || IOP_ALIVE=no
 # Stop both before render_bench, so it has the CPU to itself.
 cleanup_servers() {
 	local p
-	for p in "$IOP_PID" "$NE_PID" "$SAMPLER"; do
+	for p in "$IOP_PID" "$NE_PID" "$CEIL_PID" "$SAMPLER"; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
@@ -275,6 +286,8 @@ P_IOP=$(med plain iopulse 3 1)
 P_NE=$(med plain node_exporter 3 1)
 G_IOP=$(med gzip iopulse 3 1)
 G_NE=$(med gzip node_exporter 3 1)
+P_CEIL=$(med plain ceiling 3 1)
+C_RATIO=$(ratio "$P_CEIL" "$P_NE")
 P_RATIO=$(ratio "$P_IOP" "$P_NE")
 G_RATIO=$(ratio "$G_IOP" "$G_NE")
 RSS_DELTA=$((RSS_MAX - RSS_IDLE))
@@ -293,6 +306,10 @@ wrk:        -t1 -c4 -d$DURATION; plain: $ROUNDS rounds interleaved (median); gzi
 |---|---|---|---|---|---|---|---|
 | text | $P_IOP | $P_NE | ${P_RATIO}x | $(med plain iopulse 4) us | $(med plain node_exporter 4) us | $IOP_BYTES | $NE_BYTES |
 | text + gzip | $G_IOP | $G_NE | ${G_RATIO}x | $(med gzip iopulse 4) us | $(med gzip node_exporter 4) us | $IOP_GZ_BYTES | $NE_GZ_BYTES |
+
+ceiling: a constant ${CEIL_BYTES}-byte page through the same HTTP library, no work per
+request (bench/static_page.c): $P_CEIL req/s = ${C_RATIO}x node_exporter; iopulse reaches
+$(ratio "$P_IOP" "$P_CEIL")x of it
 
 iopulse VmRSS: before any scrape ${RSS_COLD} KiB, idle ${RSS_IDLE} KiB, peak under load ${RSS_MAX} KiB: +${RSS_DELTA} KiB over idle, +$((RSS_MAX - RSS_COLD)) KiB over before any scrape
 
