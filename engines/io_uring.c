@@ -69,14 +69,14 @@
 
 struct uring {
 	struct io_uring ring;
-	unsigned inflight; /* requests the kernel holds (completions not harvested) */
-	unsigned nparked;  /* harvested by cancel(), waiting in e->ready[0..nparked) */
-	bool enabled;	   /* created R_DISABLED: the first submit enables it */
-	bool fixed;	   /* e->fd is registered as fixed file 0 */
-	bool cancel_any;   /* IORING_ASYNC_CANCEL_ANY works here */
-	bool async;	   /* reads and writes go straight to io-wq (IOSQE_ASYNC) */
+	unsigned inflight;	    /* requests the kernel holds (completions not harvested) */
+	unsigned nparked;	    /* harvested by cancel(), waiting in e->ready[0..nparked) */
+	bool enabled;		    /* created R_DISABLED: the first submit enables it */
+	bool fixed;		    /* e->fd is registered as fixed file 0 */
+	bool cancel_any;	    /* IORING_ASYNC_CANCEL_ANY works here */
+	bool async;		    /* reads and writes go straight to io-wq (IOSQE_ASYNC) */
 	uintptr_t fbuf_lo, fbuf_hi; /* registered buffer [lo, hi), 0/0 when none */
-	uint64_t *table;   /* !cancel_any only: user_data of each request in flight */
+	uint64_t *table;	    /* !cancel_any only: user_data of each request in flight */
 };
 
 static const unsigned uring_setup_flags[] = {
@@ -132,8 +132,7 @@ static bool uring_always_punts(int fd)
 	struct statfs sfs;
 	int fl = fcntl(fd, F_GETFL);
 
-	return fl >= 0 && (fl & O_DIRECT) && fstatfs(fd, &sfs) == 0 &&
-	       sfs.f_type == TMPFS_MAGIC;
+	return fl >= 0 && (fl & O_DIRECT) && fstatfs(fd, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
 }
 
 static int uring_init(struct engine *e, int fd, unsigned depth)
