@@ -167,3 +167,14 @@ int eng_ready_reap(struct engine *e, struct io_req **done, unsigned min, unsigne
 		memmove(e->ready, e->ready + n, e->queued * sizeof(e->ready[0]));
 	return (int)n;
 }
+
+unsigned eng_unpark(struct engine *e, unsigned *nparked, struct io_req **done, unsigned max)
+{
+	unsigned n = *nparked < max ? *nparked : max;
+
+	memcpy(done, e->ready, n * sizeof(*done));
+	*nparked -= n;
+	if (*nparked)
+		memmove(e->ready, e->ready + n, *nparked * sizeof(e->ready[0]));
+	return n;
+}

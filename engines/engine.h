@@ -132,4 +132,9 @@ extern bool eng_test_force_fallbacks;
 int eng_ready_park(struct engine *e, struct io_req *req);
 int eng_ready_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max);
 
+/* For engines that park completions in e->ready[0..*nparked) themselves (what a
+ * cancel harvested, an fdatasync done synchronously): hand out up to @max, oldest
+ * first, and shift the rest down. Returns how many; e->queued is the caller's. */
+unsigned eng_unpark(struct engine *e, unsigned *nparked, struct io_req **done, unsigned max);
+
 #endif

@@ -413,19 +413,6 @@ static unsigned uring_harvest(struct engine *e, struct uring *u, struct io_req *
 	return got;
 }
 
-/* Hands out requests cancel() harvested, oldest first. */
-static unsigned uring_unpark(struct engine *e, struct uring *u, struct io_req **done, unsigned max)
-{
-	unsigned n = u->nparked < max ? u->nparked : max;
-
-	memcpy(done, e->ready, n * sizeof(*done));
-	u->nparked -= n;
-	if (u->nparked)
-		memmove(e->ready, e->ready + n, u->nparked * sizeof(e->ready[0]));
-	e->queued -= n;
-	return n;
-}
-
 /*
  * Waits for min completions, counting what cancel() parked, but never for more
  * than are in flight: with nothing in flight, -ETIME at once. Returns what it
@@ -441,8 +428,10 @@ static int uring_reap(struct engine *e, struct io_req **done, unsigned min, unsi
 
 	if (max == 0)
 		return 0;
-	if (u->nparked)
-		got = uring_unpark(e, u, done, max);
+	if (u->nparked) {
+		got = eng_unpark(e, &u->nparked, done, max); /* what cancel() harvested */
+		e->queued -= got;
+	}
 	want = min > got ? min - got : 0;
 	if (want > u->inflight)
 		want = u->inflight;

@@ -230,17 +230,6 @@ out:
 
 /* ---------------------------------------------------------------- reap */
 
-static unsigned aio_unpark(struct engine *e, struct aio *a, struct io_req **done, unsigned max)
-{
-	unsigned n = a->nparked < max ? a->nparked : max;
-
-	memcpy(done, e->ready, n * sizeof(*done));
-	a->nparked -= n;
-	if (a->nparked)
-		memmove(e->ready, e->ready + n, a->nparked * sizeof(e->ready[0]));
-	return n;
-}
-
 /*
  * Takes the @n events in a->events. done_ns is read once for the batch, not per
  * I/O: one clock read per reap keeps our per-I/O cost low, and a completion's
@@ -278,7 +267,7 @@ static int aio_reap(struct engine *e, struct io_req **done, unsigned min, unsign
 	if (max == 0)
 		return 0;
 	if (a->nparked)
-		got = aio_unpark(e, a, done, max);
+		got = eng_unpark(e, &a->nparked, done, max);
 	want = min > got ? min - got : 0;
 	if (want > a->inflight)
 		want = a->inflight;
