@@ -7,10 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# Build and run dependencies, then what the tests drive (promtool, curl, chattr).
+# Build and run dependencies, then what the tests drive (promtool, curl, chattr; cpack's
+# dpkg-shlibdeps and lintian for the .deb).
 PACKAGES=(gcc make cmake pkg-config git libyaml-dev libmicrohttpd-dev liburing-dev libaio-dev
 	libsystemd-dev zlib1g-dev)
-TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema)
+TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema
+	dpkg-dev lintian)
 # What bench/ compares against and measures with.
 BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter)
 

@@ -1,0 +1,159 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Install and package: a fresh Release build (with Debian's hardening flags from
+# dpkg-buildflags, as a Debian build would use) in $WORK, `cpack -G DEB`, then:
+#   - the control fields (name, version, architecture, section, priority,
+#     maintainer, description) and the computed runtime Depends;
+#   - the file list: binary, unit (and socket if shipped), /etc/iopulse/iopulse.yaml,
+#     man pages, dashboards, README, copyright, changelog; owners root/root,
+#     modes 0755 (directories, the binary) and 0644 (everything else);
+#   - /etc/iopulse/iopulse.yaml is a conffile and is the shipped default;
+#   - `lintian` reports no error (E:); warnings are printed, not fatal;
+#   - `dpkg -x` into $WORK (never dpkg -i: the machine is not touched): the binary
+#     is stripped, runs `version` and `check`s the shipped configuration;
+#   - `cmake --install` with DESTDIR puts the same files in place and does not
+#     overwrite an edited configuration when run again.
+# Skipped (77) when cpack, dpkg-deb, dpkg-shlibdeps or lintian is missing.
+
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+for tool in cpack dpkg-deb dpkg-shlibdeps lintian; do
+	command -v "$tool" >/dev/null || skip "'$tool' not found (apt-get install cmake dpkg-dev lintian)"
+done
+require_cmd cmake readelf tar
+
+BUILD="$WORK/build"
+LOG="$WORK/build.log"
+DAEMON_LOGS=("$LOG")
+
+# ---- build and package -------------------------------------------------------
+
+if command -v dpkg-buildflags >/dev/null; then
+	export DEB_BUILD_MAINT_OPTIONS=hardening=+all
+	CFLAGS="$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
+	LDFLAGS=$(dpkg-buildflags --get LDFLAGS)
+	export CFLAGS LDFLAGS # CMake reads them at the first configure
+fi
+cmake -S "$SOURCE_DIR" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DIOPULSE_TESTS=OFF \
+	>"$LOG" 2>&1 || fail "cmake configure failed"
+cmake --build "$BUILD" -j"$(nproc)" >>"$LOG" 2>&1 || fail "build failed"
+(cd "$BUILD" && cpack -G DEB) >>"$LOG" 2>&1 || fail "cpack -G DEB failed"
+
+ARCH=$(dpkg --print-architecture)
+VERSION=$(sed -n 's/^project(iopulse VERSION \([0-9.]*\).*/\1/p' "$SOURCE_DIR/CMakeLists.txt")
+[[ -n $VERSION ]] || fail "cannot read the version from CMakeLists.txt"
+DEB="$BUILD/iopulse_${VERSION}_${ARCH}.deb"
+[[ -f $DEB ]] || fail "cpack did not produce $DEB: $(ls "$BUILD"/*.deb 2>/dev/null)"
+note "built $(basename "$DEB") ($(stat -c %s "$DEB") bytes)"
+
+# ---- control fields ----------------------------------------------------------
+
+field() { dpkg-deb -f "$DEB" "$1"; }
+expect_field() { # NAME VALUE
+	local got
+	got=$(field "$1")
+	[[ $got == "$2" ]] || fail "control field $1 is '$got', expected '$2'"
+}
+expect_field Package iopulse
+expect_field Version "$VERSION"
+expect_field Architecture "$ARCH"
+expect_field Section admin
+expect_field Priority optional
+[[ $(field Maintainer) == *\<*@*\> ]] || fail "Maintainer '$(field Maintainer)' has no address"
+[[ $(field Description) == *$'\n '* ]] || fail "Description has no extended part"
+
+DEPENDS=$(field Depends)
+note "Depends: $DEPENDS"
+# One package per library the binary links (Debian 12 names; t64 for later).
+for pkg in libyaml-0-2 libmicrohttpd12 liburing2 'libaio1(t64)?' libsystemd0 zlib1g libc6; do
+	[[ ", $DEPENDS," =~ [\ ,]${pkg}[\ ,] ]] || fail "Depends lacks $pkg: $DEPENDS"
+done
+
+# ---- file list ----------------------------------------------------------------
+
+dpkg-deb -c "$DEB" >"$WORK/contents"
+DAEMON_LOGS+=("$WORK/contents")
+has() { # PATH (as dpkg-deb -c prints it, ./...)
+	awk '{print $6}' "$WORK/contents" | grep -qxF "$1" || fail "the package lacks $1"
+}
+has ./usr/bin/iopulse
+UNIT=$(awk '{print $6}' "$WORK/contents" | grep -E '^\./(usr/)?lib/systemd/system/iopulse\.service$' || true)
+[[ -n $UNIT ]] || fail "the package lacks the unit iopulse.service under lib/systemd/system"
+if [[ -f $SOURCE_DIR/systemd/iopulse.socket ]]; then
+	has "${UNIT%.service}.socket"
+fi
+has ./etc/iopulse/iopulse.yaml
+has ./usr/share/man/man8/iopulse.8.gz
+has ./usr/share/man/man5/iopulse.yaml.5.gz
+for f in "$SOURCE_DIR"/dashboards/*; do
+	has "./usr/share/iopulse/$(basename "$f")"
+done
+for f in copyright changelog.gz README.md; do
+	has "./usr/share/doc/iopulse/$f"
+done
+# Owners and modes: root/root; directories and the binary 0755, files 0644.
+awk '$2 != "root/root" { print "owner " $2 ": " $6 }
+	/^d/ && $1 != "drwxr-xr-x" { print "mode " $1 ": " $6 }
+	/^-/ && $6 == "./usr/bin/iopulse" && $1 != "-rwxr-xr-x" { print "mode " $1 ": " $6 }
+	/^-/ && $6 != "./usr/bin/iopulse" && $1 != "-rw-r--r--" { print "mode " $1 ": " $6 }
+	/^[^-d]/ { print "not a file or directory: " $6 }' "$WORK/contents" >"$WORK/bad-modes"
+[[ ! -s $WORK/bad-modes ]] || fail "bad owners or modes: $(cat "$WORK/bad-modes")"
+
+# ---- conffiles ------------------------------------------------------------------
+
+dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles >"$WORK/conffiles" 2>/dev/null ||
+	fail "the package has no conffiles"
+[[ $(cat "$WORK/conffiles") == /etc/iopulse/iopulse.yaml ]] ||
+	fail "conffiles is '$(cat "$WORK/conffiles")', expected /etc/iopulse/iopulse.yaml"
+# Every file under /etc must be a conffile (lintian: file-in-etc-not-marked-as-conffile).
+awk '/^-/ && $6 ~ /^\.\/etc\// { print substr($6, 2) }' "$WORK/contents" >"$WORK/etc-files"
+diff -u "$WORK/conffiles" "$WORK/etc-files" >&2 || fail "files under /etc and conffiles differ"
+
+# ---- lintian --------------------------------------------------------------------
+
+lintian --pedantic --display-info "$DEB" >"$WORK/lintian.out" 2>&1 || true
+# (lintian exits non-zero for errors; the E: lines below are what decides.)
+note "lintian:"
+sed 's/^/#   /' "$WORK/lintian.out"
+if grep -q '^E: ' "$WORK/lintian.out"; then
+	fail "lintian reports errors: $(grep '^E: ' "$WORK/lintian.out")"
+fi
+
+# ---- extracted package ------------------------------------------------------------
+
+ROOT="$WORK/root"
+dpkg-deb -x "$DEB" "$ROOT"
+BIN="$ROOT/usr/bin/iopulse"
+! readelf -S "$BIN" | grep -qE '\.symtab|\.debug_' || fail "the packaged binary is not stripped"
+"$BIN" version >"$WORK/version.out" 2>&1 || fail "the packaged iopulse version failed: $(cat "$WORK/version.out")"
+grep -qF "$VERSION" "$WORK/version.out" ||
+	fail "iopulse version says '$(cat "$WORK/version.out")', not $VERSION"
+cmp -s "$ROOT/etc/iopulse/iopulse.yaml" "$SOURCE_DIR/config/default.yaml" ||
+	fail "the packaged /etc/iopulse/iopulse.yaml is not config/default.yaml"
+STATE_DIRECTORY="$WORK" "$BIN" check --config "$ROOT/etc/iopulse/iopulse.yaml" \
+	>"$WORK/check.out" 2>&1 || fail "iopulse check rejects the packaged configuration: $(cat "$WORK/check.out")"
+for page in man8/iopulse.8.gz man5/iopulse.yaml.5.gz; do
+	if command -v man >/dev/null; then
+		warnings=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 \
+			man --warnings -E UTF-8 -l -Tutf8 -Z "$ROOT/usr/share/man/$page" 2>&1 >/dev/null)
+		[[ -z $warnings ]] || fail "man warns about $page: $warnings"
+	fi
+done
+
+# ---- cmake --install keeps an edited configuration -------------------------------
+
+INST="$WORK/inst"
+DESTDIR="$INST" cmake --install "$BUILD" --prefix /usr >>"$LOG" 2>&1 || fail "cmake --install failed"
+[[ -x $INST/usr/bin/iopulse && -f $INST/etc/iopulse/iopulse.yaml &&
+	-f $INST/usr/share/man/man8/iopulse.8.gz ]] || fail "cmake --install left files out: $(cd "$INST" && find . | sort)"
+[[ -f $INST${UNIT#.} ]] || fail "cmake --install did not put the unit at ${UNIT#.}"
+echo "# edited by the administrator" >>"$INST/etc/iopulse/iopulse.yaml"
+DESTDIR="$INST" cmake --install "$BUILD" --prefix /usr >>"$LOG" 2>&1 || fail "cmake --install (again) failed"
+grep -q "edited by the administrator" "$INST/etc/iopulse/iopulse.yaml" ||
+	fail "cmake --install overwrote an edited /etc/iopulse/iopulse.yaml"
+
+note "package contents:"
+sed 's/^/#   /' "$WORK/contents"
+echo "PASS: $TEST_NAME"
