@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <strings.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -87,7 +89,11 @@ int http_listen(const char *host, uint16_t port, uint16_t *bound_port)
 	if (fd < 0)
 		return -errno;
 	/* SO_REUSEADDR only: a restart may bind over TIME_WAIT, but a second live
-	 * instance still gets EADDRINUSE. */
+	 * instance still gets EADDRINUSE. Not SO_REUSEPORT: it would let a second
+	 * instance bind silently, and the kernel would then spread new connections
+	 * over both sockets, so a stuck old instance that still holds its socket
+	 * would swallow half the scrapes. Socket activation is the way to survive
+	 * a stuck instance (systemd keeps the one socket across restarts). */
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
 		goto fail;
 	/* "" means every address: one dual-stack socket. */
@@ -105,6 +111,52 @@ fail:
 	r = -errno;
 	close(fd);
 	return r;
+}
+
+int http_listen_activated(unsigned *n_fds)
+{
+	int n = sd_listen_fds(1), fd = SD_LISTEN_FDS_START, r, flags;
+
+	*n_fds = n > 0 ? (unsigned)n : 0;
+	if (n <= 0)
+		return n;
+	if (n > 1)
+		return -E2BIG;
+	r = sd_is_socket_inet(fd, 0, SOCK_STREAM, 1, 0);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return -ENOTSOCK;
+	/* As http_listen() makes its own: non-blocking, not inherited. */
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return -errno;
+	return fd;
+}
+
+int http_local_address(int fd, char *buf, size_t n)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN];
+	const void *a;
+	uint16_t port;
+	bool v6;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	v6 = ss.ss_family == AF_INET6;
+	if (!v6 && ss.ss_family != AF_INET)
+		return -EAFNOSUPPORT;
+	a = v6 ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+	       : (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
+	port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+			: ((struct sockaddr_in *)&ss)->sin_port);
+	if (!inet_ntop(ss.ss_family, a, ip, sizeof(ip)))
+		return -errno;
+	snprintf(buf, n, v6 ? "[%s]:%u" : "%s:%u", ip, port);
+	return 0;
 }
 
 /* ---------------------------------------------------------------- negotiation */

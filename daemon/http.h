@@ -30,6 +30,18 @@ struct http_server;
  */
 int http_listen(const char *host, uint16_t port, uint16_t *bound_port);
 
+/*
+ * Socket activation: the listening socket the service manager passed (LISTEN_FDS,
+ * LISTEN_PID; the variables are then unset). Returns its descriptor (made
+ * non-blocking and close-on-exec), 0 when none was passed, -E2BIG when more than
+ * one was, -ENOTSOCK when it is not a listening TCP socket, -errno otherwise.
+ * *n_fds gets how many descriptors were passed.
+ */
+int http_listen_activated(unsigned *n_fds);
+
+/* "ADDR:PORT" (IPv6 in brackets) of the socket @fd is bound to. 0 or -errno. */
+int http_local_address(int fd, char *buf, size_t n);
+
 /* Called on the HTTP thread before each /metrics snapshot, to refresh gauges. */
 typedef void (*http_collect_fn)(void *userdata);
 

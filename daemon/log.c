@@ -11,6 +11,9 @@
 
 #include "log.h"
 
+#define RL_SLOTS    64	/* distinct texts tracked at once; a collision evicts */
+#define RL_TEXT_LEN 256 /* the head of a text, repeated in its summary line */
+
 int log_max_level = LOG_LVL_INFO;
 static bool log_to_journal;
 
@@ -18,6 +21,22 @@ static const char *const level_names[] = {
 	[LOG_LVL_ERROR] = "error", [LOG_LVL_WARNING] = "warning", [LOG_LVL_NOTICE] = "notice",
 	[LOG_LVL_INFO] = "info",   [LOG_LVL_DEBUG] = "debug",
 };
+
+/* One rate-limited text: how often it was printed and dropped in its window. */
+struct rl_slot {
+	uint64_t hash;		/* FNV-1a of the text; 0: slot free */
+	uint64_t window_ns;	/* CLOCK_MONOTONIC start of the current interval */
+	unsigned shown;		/* lines printed in this interval */
+	unsigned suppressed;	/* lines dropped in this interval */
+	int level;		/* of the text, for the summary line */
+	char text[RL_TEXT_LEN]; /* the text, for the summary line */
+};
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER; /* guards everything below */
+static struct rl_slot rl_slots[RL_SLOTS];
+static unsigned rl_burst = LOG_RATELIMIT_BURST;
+static uint64_t rl_interval_ns = LOG_RATELIMIT_INTERVAL_NS;
+static char last_error[RL_TEXT_LEN];
 
 int log_parse_level(const char *s)
 {
@@ -39,20 +58,55 @@ void log_setup(void)
 			 st.st_dev == dev && st.st_ino == ino;
 }
 
-int log_internal(int level, int err, const char *fmt, ...)
+void log_set_ratelimit(unsigned burst, uint64_t interval_ns)
 {
-	char msg[1024], stamp[40] = "";
-	int saved = errno;
-	va_list ap;
+	pthread_mutex_lock(&log_mu);
+	rl_burst = burst;
+	rl_interval_ns = interval_ns;
+	memset(rl_slots, 0, sizeof(rl_slots));
+	pthread_mutex_unlock(&log_mu);
+}
 
-	if (err < 0)
-		errno = -err;
-	else if (err > 0)
-		errno = err;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap); /* %m expands to strerror(errno) */
-	va_end(ap);
-	errno = saved;
+/* Copy @src into @dst of @n bytes, cut short if it must be (on purpose: these are
+ * heads of messages). */
+static void copy_head(char *dst, size_t n, const char *src)
+{
+	size_t len = strnlen(src, n - 1);
+
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+void log_last_error(char *buf, size_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&log_mu);
+	copy_head(buf, n, last_error);
+	pthread_mutex_unlock(&log_mu);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h ? h : 1; /* 0 marks a free slot */
+}
+
+/* Caller holds log_mu. */
+static void emit(int level, const char *msg)
+{
+	char stamp[40];
 
 	if (log_to_journal) {
 		fprintf(stderr, "<%d>%s\n", level, msg);
@@ -66,5 +120,75 @@ int log_internal(int level, int err, const char *fmt, ...)
 		fprintf(stderr, "%s.%03ld %s: %s\n", stamp, ts.tv_nsec / 1000000,
 			level_names[level], msg);
 	}
+}
+
+/* Caller holds log_mu. Reports what @slot dropped and frees it. */
+static void rl_report(struct rl_slot *slot)
+{
+	char line[RL_TEXT_LEN + 64];
+
+	if (slot->suppressed) {
+		snprintf(line, sizeof(line), "Suppressed %u similar message%s: %s",
+			 slot->suppressed, slot->suppressed == 1 ? "" : "s", slot->text);
+		emit(slot->level, line);
+	}
+	slot->hash = 0;
+}
+
+/* Caller holds log_mu. True if @msg may be printed now. */
+static bool rl_admit(int level, const char *msg)
+{
+	uint64_t h = fnv1a(msg), now = mono_ns();
+	struct rl_slot *slot = &rl_slots[h % RL_SLOTS];
+
+	if (slot->hash && (slot->hash != h || now - slot->window_ns >= rl_interval_ns))
+		rl_report(slot);
+	if (!slot->hash) {
+		slot->hash = h;
+		slot->window_ns = now;
+		slot->shown = slot->suppressed = 0;
+		slot->level = level;
+		copy_head(slot->text, sizeof(slot->text), msg);
+	}
+	if (slot->shown >= rl_burst) {
+		slot->suppressed++;
+		return false;
+	}
+	slot->shown++;
+	return true;
+}
+
+void log_flush_suppressed(void)
+{
+	uint64_t now = mono_ns();
+
+	pthread_mutex_lock(&log_mu);
+	for (unsigned i = 0; i < RL_SLOTS; i++)
+		if (rl_slots[i].hash && now - rl_slots[i].window_ns >= rl_interval_ns)
+			rl_report(&rl_slots[i]);
+	pthread_mutex_unlock(&log_mu);
+}
+
+int log_internal(int level, int err, const char *fmt, ...)
+{
+	char msg[1024];
+	int saved = errno;
+	va_list ap;
+
+	if (err < 0)
+		errno = -err;
+	else if (err > 0)
+		errno = err;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap); /* %m expands to strerror(errno) */
+	va_end(ap);
+	errno = saved;
+
+	pthread_mutex_lock(&log_mu);
+	if (level == LOG_LVL_ERROR)
+		copy_head(last_error, sizeof(last_error), msg);
+	if (level > LOG_LVL_WARNING || rl_burst == 0 || rl_admit(level, msg))
+		emit(level, msg);
+	pthread_mutex_unlock(&log_mu);
 	return err < 0 ? err : -err;
 }

@@ -5,12 +5,23 @@
  * Lines go to stderr: with "<N>" priority prefixes when JOURNAL_STREAM says
  * stderr is the journal, with a timestamp otherwise. The level is checked
  * before anything is formatted.
+ *
+ * Errors and warnings are rate-limited per identical text: at most
+ * LOG_RATELIMIT_BURST lines of one text per LOG_RATELIMIT_INTERVAL_NS; the rest
+ * are counted and reported in one "Suppressed N similar messages: ..." line when
+ * the interval ends (a target that fails the same way on every ping must not
+ * flood the journal, and the count says how often it happened).
  */
 #ifndef IOPULSE_LOG_H
 #define IOPULSE_LOG_H
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
+
+#define LOG_RATELIMIT_BURST	  5		 /* lines of one text per interval */
+#define LOG_RATELIMIT_INTERVAL_NS 30000000000ULL /* 30 s */
 
 enum log_level {
 	LOG_LVL_ERROR = 3,
@@ -26,6 +37,19 @@ extern int log_max_level;
 int log_parse_level(const char *s);
 /* Decide the output style from the environment (JOURNAL_STREAM vs stderr). */
 void log_setup(void);
+
+/* Replace the rate limit (tests use a short interval); @burst 0 turns it off.
+ * Call before any thread logs. */
+void log_set_ratelimit(unsigned burst, uint64_t interval_ns);
+
+/* Report rate-limited texts whose interval ended (one summary line each), so a
+ * count is not held back until the same text comes again. Called from the
+ * scheduler's housekeeping tick; thread-safe. */
+void log_flush_suppressed(void);
+
+/* Copy the last error-level message (suppressed or not) into @buf, "" if none.
+ * Thread-safe; for the service manager's STATUS= line. */
+void log_last_error(char *buf, size_t n);
 
 /* Logs and returns @err (a negative errno); %m prints strerror(-err). */
 int log_internal(int level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -5,6 +5,7 @@
  *   iopulse check   validate a config and print the effective schedule
  *   iopulse version
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -323,8 +324,9 @@ static int cmd_run(int argc, char **argv)
 	struct process_metrics *pm = NULL;
 	struct http_server *h = NULL;
 	void *parts[2];
-	char host[64];
+	char host[64], where[sizeof(host) + 16];
 	uint16_t port, bound;
+	unsigned n_fds;
 	sigset_t mask;
 	int r, fd, status = EXIT_FAILURE;
 
@@ -353,7 +355,36 @@ static int cmd_run(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	fd = http_listen(host, port, &bound);
+	/* A socket from the service manager wins over 'listen:' and --listen: systemd
+	 * holds it across restarts, so even a stuck old instance cannot keep the
+	 * port from a new one. */
+	fd = http_listen_activated(&n_fds);
+	if (fd < 0) {
+		if (fd == -E2BIG)
+			log_error("The service manager passed %u sockets; iopulse serves on "
+				  "exactly one (check ListenStream= in the .socket unit)",
+				  n_fds);
+		else if (fd == -ENOTSOCK)
+			log_error("The socket passed by the service manager is not a listening "
+				  "TCP socket (check ListenStream= in the .socket unit)");
+		else
+			log_error_errno(fd, "Cannot use the socket passed by the service manager: "
+					    "%m");
+		cfg_free(cfg);
+		return EX_USAGE;
+	}
+	if (fd > 0) {
+		if (http_local_address(fd, where, sizeof(where)) < 0)
+			snprintf(where, sizeof(where), "?");
+		log_info("Using the socket passed by the service manager (%s); 'listen:' and "
+			 "--listen are ignored",
+			 where);
+	} else {
+		fd = http_listen(host, port, &bound);
+		if (fd >= 0)
+			snprintf(where, sizeof(where), "%s%s%s:%u", strchr(host, ':') ? "[" : "",
+				 host[0] ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", bound);
+	}
 	if (fd < 0) {
 		if (fd == -EADDRINUSE)
 			log_error("Cannot listen on %s%s%s:%u: address already in use (is another "
@@ -397,9 +428,8 @@ static int cmd_run(int argc, char **argv)
 
 	log_info("iopulse %s: %u probe(s) on %u target(s) from %s", IOPULSE_VERSION, cfg->n_probes,
 		 cfg->n_targets, cfg->source);
-	log_info("Serving metrics on http://%s%s%s:%u/metrics", strchr(host, ':') ? "[" : "",
-		 host[0] ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", bound);
-	sd_notify(0, "READY=1");
+	log_info("Serving metrics on http://%s/metrics", where);
+	sched_notify_ready(s);
 
 	r = sched_run(s);
 	sd_notify(0, "STOPPING=1");

@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "../engines/engine.h"
@@ -14,7 +15,9 @@
 #include "log.h"
 #include "scheduler.h"
 
-#define HOUSEKEEPING_NS 250000000ULL /* timeout checks: 4 per second */
+#define HOUSEKEEPING_NS 250000000ULL  /* timeout checks: 4 per second */
+#define STATUS_MIN_NS	1000000000ULL /* STATUS= at most once a second */
+#define STATUS_LEN	256
 
 struct slot {
 	uint64_t due_ns;
@@ -31,6 +34,9 @@ struct sched {
 	struct slot *heap; /* min-heap on due_ns */
 	unsigned n_heap;
 	int epoll_fd, timer_fd, hk_fd, signal_fd;
+	int watchdog_fd;	 /* timerfd at half WATCHDOG_USEC; -1 without a watchdog */
+	char status[STATUS_LEN]; /* the STATUS= line the service manager has */
+	uint64_t status_sent_ns; /* when it was sent */
 };
 
 /* ---------------------------------------------------------------- heap */
@@ -125,7 +131,7 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 	if (r < 0)
 		goto fail;
 	r = -ENOMEM;
-	s->epoll_fd = s->timer_fd = s->hk_fd = s->signal_fd = -1;
+	s->epoll_fd = s->timer_fd = s->hk_fd = s->signal_fd = s->watchdog_fd = -1;
 	s->cfg = cfg;
 	s->metrics = m;
 	s->lanes = calloc(cfg->n_targets, sizeof(*s->lanes));
@@ -151,6 +157,40 @@ static int add_fd(struct sched *s, int fd)
 	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
 
 	return epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+/*
+ * The service manager's watchdog (WATCHDOG_USEC, for this pid) is fed from this
+ * loop and nowhere else: a lane hung on a dead disk does not stop it (the disk's
+ * trouble shows in the metrics), a wedged scheduler does, and then restarting
+ * is the right thing.
+ */
+static int watchdog_start(struct sched *s)
+{
+	struct itimerspec its = {0};
+	uint64_t usec = 0, half_ns;
+	int r = sd_watchdog_enabled(0, &usec);
+
+	if (r < 0) {
+		log_warning_errno(r, "Invalid watchdog settings from the service manager: %m, "
+				     "ignoring");
+		return 0;
+	}
+	if (r == 0)
+		return 0;
+	half_ns = usec * 1000 / 2;
+	if (half_ns == 0)
+		half_ns = 1;
+	its.it_interval.tv_sec = its.it_value.tv_sec = (time_t)(half_ns / 1000000000ULL);
+	its.it_interval.tv_nsec = its.it_value.tv_nsec = (long)(half_ns % 1000000000ULL);
+	s->watchdog_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->watchdog_fd < 0 || timerfd_settime(s->watchdog_fd, 0, &its, NULL) < 0)
+		return log_error_errno(-errno, "Failed to arm the watchdog timer: %m");
+	r = add_fd(s, s->watchdog_fd);
+	if (r < 0)
+		return log_error_errno(r, "Failed to watch the watchdog timer: %m");
+	log_info("Watchdog enabled: keep-alive every %.3gs", half_ns / 1e9);
+	return 0;
 }
 
 int sched_start(struct sched *s)
@@ -179,6 +219,10 @@ int sched_start(struct sched *s)
 	    (r = add_fd(s, s->signal_fd)) < 0)
 		return log_error_errno(r, "Failed to watch the scheduler's descriptors: %m");
 
+	r = watchdog_start(s);
+	if (r < 0)
+		return r;
+
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		r = lane_start(&s->lanes[li]);
 		if (r < 0)
@@ -199,6 +243,56 @@ int sched_start(struct sched *s)
 						   .probe = pi});
 	}
 	return 0;
+}
+
+/* ---------------------------------------------------------------- status */
+
+/* One line: "3 probes on 2 targets, 2 up; last error: ...". */
+static void format_status(const struct sched *s, char *buf, size_t n)
+{
+	char err[STATUS_LEN - 64]; /* leaves room for the counts */
+	unsigned up = 0;
+	int len;
+
+	for (unsigned li = 0; li < s->n_lanes; li++)
+		up += atomic_load(&s->lanes[li].up);
+	len = snprintf(buf, n, "%u probe%s on %u target%s, %u up", s->cfg->n_probes,
+		       s->cfg->n_probes == 1 ? "" : "s", s->n_lanes, s->n_lanes == 1 ? "" : "s",
+		       up);
+	log_last_error(err, sizeof(err));
+	if (err[0] && len >= 0 && (size_t)len + 16 < n) {
+		size_t room = n - (size_t)len - 15, elen = strnlen(err, room - 1);
+
+		memcpy(buf + len, "; last error: ", 15);
+		memcpy(buf + len + 14, err, elen);
+		buf[len + 14 + elen] = '\0';
+	}
+	for (char *p = buf; *p; p++) /* STATUS= is one line */
+		if (*p == '\n')
+			*p = ' ';
+}
+
+void sched_notify_ready(struct sched *s)
+{
+	format_status(s, s->status, sizeof(s->status));
+	s->status_sent_ns = eng_now_ns();
+	sd_notifyf(0, "READY=1\nSTATUS=%s", s->status);
+}
+
+/* Housekeeping: send STATUS= when it changed, at most once per STATUS_MIN_NS (a
+ * change held back goes out at a later tick). */
+static void update_status(struct sched *s, uint64_t now)
+{
+	char cur[STATUS_LEN];
+
+	if (now - s->status_sent_ns < STATUS_MIN_NS)
+		return;
+	format_status(s, cur, sizeof(cur));
+	if (strcmp(cur, s->status) == 0)
+		return;
+	memcpy(s->status, cur, sizeof(cur));
+	s->status_sent_ns = now;
+	sd_notifyf(0, "STATUS=%s", s->status);
 }
 
 /* ---------------------------------------------------------------- loop */
@@ -264,13 +358,13 @@ static int handle_signal(struct sched *s)
 int sched_run(struct sched *s)
 {
 	for (;;) {
-		struct epoll_event ev[4];
+		struct epoll_event ev[8];
 		int n, r;
 
 		r = arm_timer(s);
 		if (r < 0)
 			return log_error_errno(r, "Failed to arm the probe timer: %m");
-		n = epoll_wait(s->epoll_fd, ev, 4, -1);
+		n = epoll_wait(s->epoll_fd, ev, 8, -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -292,6 +386,11 @@ int sched_run(struct sched *s)
 					lane_check_timeout(&s->lanes[li], now);
 					lane_log_layout(&s->lanes[li], now);
 				}
+				log_flush_suppressed();
+				update_status(s, now);
+			} else if (fd == s->watchdog_fd) {
+				drain(fd);
+				sd_notify(0, "WATCHDOG=1");
 			}
 		}
 		run_due(s);
@@ -348,5 +447,7 @@ void sched_free(struct sched *s)
 		close(s->hk_fd);
 	if (s->signal_fd >= 0)
 		close(s->signal_fd);
+	if (s->watchdog_fd >= 0)
+		close(s->watchdog_fd);
 	free(s);
 }

@@ -4,7 +4,8 @@
  *
  * One binary heap of (due time, probe) on CLOCK_MONOTONIC drives one timerfd;
  * a signalfd carries SIGTERM/SIGINT/SIGHUP; a periodic housekeeping timerfd
- * checks lanes for I/O stuck past its timeout. All of it is one epoll loop on
+ * checks lanes for I/O stuck past its timeout and updates the service manager's
+ * STATUS=; a watchdog timerfd feeds systemd's watchdog. All of it is one epoll loop on
  * the main thread. Timing is fixed-rate: next = previous + interval; after a
  * stall (suspend, overload) missed slots are dropped, keeping the phase.
  */
@@ -25,6 +26,12 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err);
 
 /* Start the lanes; first runs fall due at once. 0 or -errno. */
 int sched_start(struct sched *s);
+
+/* Tell the service manager READY=1 with a STATUS= summary (probes, targets up,
+ * the last error logged). The loop then sends STATUS= when the summary changes
+ * (at most once a second) and, when the service manager asks for it
+ * (WATCHDOG_USEC), WATCHDOG=1 at half its interval. No-op outside a service. */
+void sched_notify_ready(struct sched *s);
 
 /* The event loop; returns 0 after SIGTERM/SIGINT, -errno on failure. */
 int sched_run(struct sched *s);

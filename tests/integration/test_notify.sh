@@ -1,0 +1,112 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The daemon speaks sd_notify the way a Type=notify service with WatchdogSec=1s
+# expects. This test is the service manager: it owns the NOTIFY_SOCKET datagram
+# socket, records every message with its time, and requires exactly
+#   READY=1 with STATUS= "1 probe on 1 target, ..."   (once, first)
+#   WATCHDOG=1 every ~0.5s (half of WATCHDOG_USEC=1000000), or a STATUS= update
+#   STOPPING=1                                          (once, last, after SIGTERM)
+# and exit status 0. With WATCHDOG_PID naming another process there is no
+# WATCHDOG=1 at all (the watchdog is not ours).
+
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+require_cmd curl /usr/bin/python3
+require_disk "$WORK"
+
+DIR="$WORK/target"
+mkdir "$DIR"
+CFG="$WORK/iopulse.yaml"
+cat >"$CFG" <<EOF2
+targets:
+  - name: t1
+    directory: $(yaml_str "$DIR")
+    size: 1MiB
+probes:
+  - name: p1
+    type: ping
+    target: t1
+    op: read
+    interval: 100ms
+EOF2
+
+# listen OUT: start a notify listener writing to OUT; sets NOTIFY_SOCKET.
+listen() {
+	local out=$1 pid
+	export NOTIFY_SOCKET="@iopulse-test-notify-$$-$RANDOM"
+	/usr/bin/python3 "$SOURCE_DIR/tests/integration/notify_listen.py" "$NOTIFY_SOCKET" "$out" &
+	pid=$!
+	on_exit kill "$pid"
+	wait_until 10 "the notify listener to bind $NOTIFY_SOCKET" test -e "$out"
+}
+
+# has_msg OUT REGEX: some recorded message (fields joined by ';') matches REGEX.
+has_msg() {
+	cut -f2 "$1" | grep -Eq "$2"
+}
+
+# ---- watchdog requested for this daemon -----------------------------------
+
+MSGS="$WORK/notify.log"
+listen "$MSGS"
+export WATCHDOG_USEC=1000000
+unset WATCHDOG_PID
+start_daemon "$CFG"
+unset NOTIFY_SOCKET WATCHDOG_USEC
+wait_until 10 "READY=1" has_msg "$MSGS" '^READY=1'
+# The cadence is the point of the test: let the watchdog run for 3 seconds.
+sleep 3
+require_alive
+stop_daemon TERM 5
+wait_until 5 "STOPPING=1" has_msg "$MSGS" '^STOPPING=1$'
+note "messages:"
+sed 's/^/#   /' "$MSGS"
+
+# One pass over the record: the sequence, the watchdog gaps, the last status.
+verdict=$(awk -F'\t' '
+	function bad(m) { print m; failed = 1; exit }
+	NR == 1 {
+		if ($2 !~ /^READY=1;STATUS=1 probe on 1 target, [01] up(; last error: .*)?$/)
+			bad("first message is not READY=1 with STATUS=: " $2)
+		ready = $1; last = $1; status = $2; next
+	}
+	$2 == "STOPPING=1" { stop = $1; if (NR != total) bad("STOPPING=1 is not the last message"); next }
+	$2 == "WATCHDOG=1" {
+		gap = $1 - last
+		if (gap > maxgap) maxgap = gap
+		if (nwd > 0 && (mingap == "" || gap < mingap)) mingap = gap
+		last = $1; nwd++; next
+	}
+	$2 ~ /^STATUS=[^;]*$/ { status = $2; nstatus++; next }
+	{ bad("unexpected message " NR ": " $2) }
+	END {
+		if (failed) exit 1
+		if (!stop) { print "no STOPPING=1"; exit 1 }
+		span = stop - ready
+		want = span / 0.5
+		printf "span %.2fs, %d WATCHDOG=1 (want ~%.1f), gaps %.3f..%.3fs, %d STATUS= updates, last %s\n",
+			span, nwd, want, mingap, maxgap, nstatus, status
+		if (nwd < want - 2 || nwd > want + 1) { print "WATCHDOG=1 count off"; exit 1 }
+		if (maxgap > 0.9) { print "a gap between keep-alives came close to the 1s watchdog"; exit 1 }
+		if (mingap < 0.3) { print "keep-alives sent faster than half the interval"; exit 1 }
+		if (stop - last > 0.9) { print "no keep-alive in the last 0.9s before STOPPING"; exit 1 }
+	}' total="$(wc -l <"$MSGS")" "$MSGS") || fail "notify sequence: $verdict"
+note "$verdict"
+[[ $verdict == *"last STATUS=1 probe on 1 target, 1 up"* ]] ||
+	fail "the last STATUS= does not report the target up: $verdict"
+
+# ---- watchdog for another process: not ours --------------------------------
+
+MSGS2="$WORK/notify2.log"
+listen "$MSGS2"
+export WATCHDOG_USEC=200000 WATCHDOG_PID=1
+start_daemon "$CFG"
+unset NOTIFY_SOCKET WATCHDOG_USEC WATCHDOG_PID
+wait_until 10 "READY=1" has_msg "$MSGS2" '^READY=1'
+sleep 1 # five would-be keep-alive periods
+stop_daemon TERM 5
+wait_until 5 "STOPPING=1" has_msg "$MSGS2" '^STOPPING=1$'
+! has_msg "$MSGS2" WATCHDOG || fail "WATCHDOG=1 sent although WATCHDOG_PID names another process: $(cut -f2 "$MSGS2" | tr '\n' ' ')"
+note "pass"

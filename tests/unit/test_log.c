@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/* log: identical errors and warnings are rate-limited with a count of what was
+ * dropped; other levels and other texts pass; the last error is kept. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/log.h"
+
+#define INTERVAL_NS 200000000ULL /* 200 ms */
+
+static FILE *capture_file;
+static int saved_stderr = -1;
+
+/* Send stderr (where the log goes) to a fresh temporary file. */
+static void capture_begin(void)
+{
+	fflush(stderr);
+	capture_file = tmpfile();
+	assert_non_null(capture_file);
+	saved_stderr = dup(2);
+	assert_true(saved_stderr >= 0);
+	assert_int_equal(dup2(fileno(capture_file), 2), 2);
+}
+
+/* Restore stderr (before any assertion: cmocka reports on it); the captured
+ * text, caller frees. */
+static char *capture_end(void)
+{
+	char *text;
+	long len;
+
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	len = ftell(capture_file);
+	text = calloc(1, (size_t)len + 1);
+	rewind(capture_file);
+	if (text && len > 0 && fread(text, 1, (size_t)len, capture_file) != (size_t)len)
+		text[0] = '\0';
+	fclose(capture_file);
+	assert_non_null(text);
+	return text;
+}
+
+static unsigned count_lines(const char *text, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static void sleep_past_interval(void)
+{
+	struct timespec ts = {.tv_nsec = (long)(INTERVAL_NS + 50000000ULL)};
+
+	nanosleep(&ts, NULL);
+}
+
+static void test_identical_errors_limited(void **state)
+{
+	char last[256];
+	char *text;
+
+	(void)state;
+	log_set_ratelimit(3, INTERVAL_NS);
+	capture_begin();
+	for (int i = 0; i < 10; i++)
+		log_error("Target %s is down: %s", "t1", "gone");
+	log_error("Target %s is down: %s", "t2", "gone"); /* another text: its own count */
+	for (int i = 0; i < 5; i++)
+		log_info("Started %d", 1); /* info is never limited */
+	log_flush_suppressed();		   /* the interval has not ended: nothing to report yet */
+	text = capture_end();
+	assert_int_equal(count_lines(text, "Target t1 is down: gone\n"), 3);
+	assert_int_equal(count_lines(text, "Target t2 is down: gone\n"), 1);
+	assert_int_equal(count_lines(text, "Started 1\n"), 5);
+	assert_null(strstr(text, "Suppressed"));
+	free(text);
+
+	/* After the interval: one summary with the count, at the text's level. */
+	sleep_past_interval();
+	capture_begin();
+	log_flush_suppressed();
+	text = capture_end();
+	assert_int_equal(count_lines(text, "Suppressed"), 1);
+	assert_non_null(
+		strstr(text, "error: Suppressed 7 similar messages: Target t1 is down: gone\n"));
+	free(text);
+
+	/* A new interval admits the text again. */
+	capture_begin();
+	log_error("Target %s is down: %s", "t1", "gone");
+	text = capture_end();
+	assert_int_equal(count_lines(text, "Target t1 is down: gone\n"), 1);
+	free(text);
+
+	log_last_error(last, sizeof(last));
+	assert_string_equal(last, "Target t1 is down: gone");
+}
+
+/* A text that comes back after its interval reports the dropped count itself,
+ * without waiting for the housekeeping flush. */
+static void test_warning_summary_on_return(void **state)
+{
+	char *text;
+
+	(void)state;
+	log_set_ratelimit(2, INTERVAL_NS);
+	capture_begin();
+	for (int i = 0; i < 4; i++)
+		log_warning("Target %s: %s, re-opening", "t1", "stale");
+	text = capture_end();
+	assert_int_equal(count_lines(text, "re-opening\n"), 2);
+	free(text);
+
+	sleep_past_interval();
+	capture_begin();
+	log_warning("Target %s: %s, re-opening", "t1", "stale");
+	text = capture_end();
+	assert_non_null(strstr(
+		text, "warning: Suppressed 2 similar messages: Target t1: stale, re-opening\n"));
+	assert_int_equal(count_lines(text, "re-opening\n"), 2); /* the summary and the line */
+	free(text);
+}
+
+static void test_disabled(void **state)
+{
+	char *text;
+
+	(void)state;
+	log_set_ratelimit(0, INTERVAL_NS);
+	capture_begin();
+	for (int i = 0; i < 20; i++)
+		log_error("Same %d", 0);
+	text = capture_end();
+	assert_int_equal(count_lines(text, "Same 0\n"), 20);
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_identical_errors_limited),
+		cmocka_unit_test(test_warning_summary_on_return),
+		cmocka_unit_test(test_disabled),
+	};
+
+	unsetenv("JOURNAL_STREAM");
+	log_setup();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
