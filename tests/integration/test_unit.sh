@@ -49,6 +49,13 @@ run_analyze verify verify "$UNITS/iopulse.service"
 [[ ! -s $OUT ]] || fail "systemd-analyze verify is not silent: $(cat "$OUT")"
 note "verify: clean"
 
+# The optional socket unit, next to the service it activates.
+cp "$SOURCE_DIR/systemd/iopulse.socket" "$UNITS/iopulse.socket"
+run_analyze verify-socket verify "$UNITS/iopulse.socket"
+((RC == 0)) || fail "systemd-analyze verify of iopulse.socket exited $RC"
+[[ ! -s $OUT ]] || fail "systemd-analyze verify of iopulse.socket is not silent: $(cat "$OUT")"
+note "verify iopulse.socket: clean"
+
 # The drop-in example, installed the way the admin would (a .d directory next
 # to the unit), found through SYSTEMD_UNIT_PATH (":" keeps the default path).
 mkdir -p "$UNITS/iopulse.service.d"
