@@ -654,6 +654,40 @@ void lane_log_layout(struct lane *l, uint64_t now_ns)
 		 l->cfg->name, 100.0 * done / total, done >> 20, total >> 20);
 }
 
+static void drop(struct metric_series **s)
+{
+	metrics_series_drop(*s);
+	*s = NULL;
+}
+
+void lane_drop_probe_series(struct lane_probe *lp)
+{
+	for (int op = 0; op < _LANE_OP_MAX; op++) {
+		drop(&lp->latency[op]);
+		drop(&lp->ios[op]);
+		drop(&lp->bytes[op]);
+		drop(&lp->burst_iops[op]);
+		drop(&lp->burst_bw[op]);
+		drop(&lp->burst_max[op]);
+		for (int i = 0; i < LANE_BURST_QUANTILES; i++)
+			drop(&lp->burst_q[op][i]);
+	}
+	for (int e = 0; e < _LANE_ERR_MAX; e++)
+		drop(&lp->errors[e]);
+	drop(&lp->runs);
+	drop(&lp->last_run);
+	drop(&lp->deferred);
+	drop(&lp->skipped);
+	drop(&lp->burst_seconds);
+}
+
+void lane_drop_target_series(struct lane *l)
+{
+	drop(&l->m_up);
+	drop(&l->m_inflight);
+	drop(&l->m_layout);
+}
+
 void lane_destroy(struct lane *l)
 {
 	if (!l->initialised)

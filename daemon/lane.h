@@ -115,6 +115,13 @@ void lane_check_timeout(struct lane *l, uint64_t now_ns);
 void lane_collect(struct lane *l, uint64_t now_ns);
 /* Scheduler: log the progress of a probe-file layout every few seconds. */
 void lane_log_layout(struct lane *l, uint64_t now_ns);
+/* Reload: remove the series of probe @lp from the registry (a removed or changed
+ * probe; a re-created one starts from zero). Its lane's thread must have exited. */
+void lane_drop_probe_series(struct lane_probe *lp);
+/* Reload: remove the target's series (target_up, inflight, layout progress) of a
+ * removed target. Only scrape time touches them: the caller keeps sched_collect()
+ * off the lane first. */
+void lane_drop_target_series(struct lane *l);
 /* Free what lane_init() allocated; the thread must have exited (or never started). */
 void lane_destroy(struct lane *l);
 

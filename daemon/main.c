@@ -416,6 +416,11 @@ static int cmd_run(int argc, char **argv)
 		close(fd);
 		goto out;
 	}
+	if (sched_set_config_path(s, o.config) < 0) {
+		log_error("Out of memory");
+		close(fd);
+		goto out;
+	}
 	parts[0] = s;
 	parts[1] = pm;
 	h = http_start(fd, m, collect, parts, &r);

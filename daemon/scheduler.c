@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -8,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../engines/engine.h"
@@ -18,6 +21,7 @@
 #define HOUSEKEEPING_NS 250000000ULL  /* timeout checks: 4 per second */
 #define STATUS_MIN_NS	1000000000ULL /* STATUS= at most once a second */
 #define STATUS_LEN	256
+#define RELOAD_GRACE_NS 500000000ULL /* old lanes get this long to finish on reload */
 
 struct slot {
 	uint64_t due_ns;
@@ -27,9 +31,17 @@ struct slot {
 
 struct sched {
 	const struct config *cfg;
+	struct config *owned; /* cfg when a reload loaded it (the first one is main's) */
+	char *path;	      /* what a reload re-reads; NULL: the embedded default */
 	struct metrics *metrics;
+	/* lanes and n_lanes change only on reload (scheduler thread); scrapes read them
+	 * under lanes_mu. */
+	pthread_mutex_t lanes_mu;
+	bool lanes_mu_init;
 	struct lane *lanes;
 	unsigned n_lanes;
+	unsigned stuck_before; /* lanes abandoned by reloads, still in the kernel maybe */
+	struct metric_series *m_reload_ok, *m_reload_time;
 	bool *abandoned;   /* lanes whose thread did not exit in time */
 	struct slot *heap; /* min-heap on due_ns */
 	unsigned n_heap;
@@ -83,6 +95,8 @@ static struct slot heap_pop(struct sched *s)
 
 /* ---------------------------------------------------------------- setup */
 
+static int start_lanes(struct sched *s);
+
 /*
  * Two targets naming one directory, file or device would run two lanes on one
  * disk at once (the overlap lanes exist to prevent) and, for directories, fight
@@ -120,6 +134,70 @@ static int check_distinct_targets(const struct config *cfg)
 	return 0;
 }
 
+/* Destroy lanes that never started (or whose threads exited) and free the array. */
+static void free_lanes(struct lane *lanes, unsigned n)
+{
+	for (unsigned i = 0; lanes && i < n; i++)
+		lane_destroy(&lanes[i]);
+	free(lanes);
+}
+
+/* The lanes of @cfg, not started: their series exist (get-or-create). 0 or -errno. */
+static int build_lanes(const struct config *cfg, struct metrics *m, struct lane **out,
+		       unsigned *n_out)
+{
+	struct lane *lanes = calloc(cfg->n_targets ? cfg->n_targets : 1, sizeof(*lanes));
+	unsigned n = 0;
+	int r = 0;
+
+	if (!lanes)
+		return -ENOMEM;
+	for (unsigned i = 0; i < cfg->n_targets; i++) {
+		n++;
+		r = lane_init(&lanes[i], cfg, i, m);
+		if (r < 0) {
+			free_lanes(lanes, n);
+			return r;
+		}
+	}
+	*out = lanes;
+	*n_out = n;
+	return 0;
+}
+
+static void set_reload_gauges(struct sched *s, bool ok)
+{
+	struct timespec ts;
+
+	metrics_set(s->m_reload_ok, ok ? 1 : 0);
+	if (ok && clock_gettime(CLOCK_REALTIME, &ts) == 0)
+		metrics_set(s->m_reload_time, ts.tv_sec + ts.tv_nsec / 1e9);
+}
+
+/* iopulse_config_last_reload_successful and _success_timestamp_seconds, as
+ * Prometheus exports them. */
+static int reload_series(struct sched *s)
+{
+	static const char *const none[] = {NULL};
+	struct metric_family *ok, *when;
+
+	ok = metrics_family(s->metrics, "iopulse_config_last_reload_successful", METRIC_GAUGE,
+			    "1 if the last configuration load (start-up or SIGHUP) succeeded, 0 "
+			    "if it failed and the previous schedule kept running.",
+			    none, NULL, 0);
+	when = metrics_family(s->metrics, "iopulse_config_last_reload_success_timestamp_seconds",
+			      METRIC_GAUGE,
+			      "Unix time of the last successful configuration load (start-up or "
+			      "SIGHUP).",
+			      none, NULL, 0);
+	s->m_reload_ok = ok ? metrics_series(ok, none) : NULL;
+	s->m_reload_time = when ? metrics_series(when, none) : NULL;
+	if (!s->m_reload_ok || !s->m_reload_time)
+		return -ENOMEM;
+	set_reload_gauges(s, true);
+	return 0;
+}
+
 struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 {
 	struct sched *s = calloc(1, sizeof(*s));
@@ -127,29 +205,40 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 
 	if (!s)
 		goto fail;
+	s->epoll_fd = s->timer_fd = s->hk_fd = s->signal_fd = s->watchdog_fd = -1;
 	r = check_distinct_targets(cfg);
 	if (r < 0)
 		goto fail;
 	r = -ENOMEM;
-	s->epoll_fd = s->timer_fd = s->hk_fd = s->signal_fd = s->watchdog_fd = -1;
 	s->cfg = cfg;
 	s->metrics = m;
-	s->lanes = calloc(cfg->n_targets, sizeof(*s->lanes));
-	s->abandoned = calloc(cfg->n_targets, sizeof(*s->abandoned));
-	s->heap = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*s->heap));
-	if (!s->lanes || !s->abandoned || !s->heap)
+	if (pthread_mutex_init(&s->lanes_mu, NULL) != 0)
 		goto fail;
-	for (unsigned i = 0; i < cfg->n_targets; i++) {
-		s->n_lanes++;
-		r = lane_init(&s->lanes[i], cfg, i, m);
-		if (r < 0)
-			goto fail;
-	}
+	s->lanes_mu_init = true;
+	s->abandoned = calloc(cfg->n_targets ? cfg->n_targets : 1, sizeof(*s->abandoned));
+	s->heap = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*s->heap));
+	if (!s->abandoned || !s->heap)
+		goto fail;
+	r = reload_series(s);
+	if (r < 0)
+		goto fail;
+	r = build_lanes(cfg, m, &s->lanes, &s->n_lanes);
+	if (r < 0)
+		goto fail;
 	return s;
 fail:
 	sched_free(s);
 	*err = r;
 	return NULL;
+}
+
+int sched_set_config_path(struct sched *s, const char *path)
+{
+	free(s->path);
+	s->path = NULL;
+	if (path && !(s->path = strdup(path)))
+		return -ENOMEM;
+	return 0;
 }
 
 static int add_fd(struct sched *s, int fd)
@@ -199,7 +288,6 @@ int sched_start(struct sched *s)
 		.it_interval = {.tv_nsec = HOUSEKEEPING_NS},
 		.it_value = {.tv_nsec = HOUSEKEEPING_NS},
 	};
-	uint64_t now = eng_now_ns();
 	sigset_t mask;
 	int r;
 
@@ -222,7 +310,16 @@ int sched_start(struct sched *s)
 	r = watchdog_start(s);
 	if (r < 0)
 		return r;
+	return start_lanes(s);
+}
 
+/* Start every lane and put its probes on the heap (which has room for them all). */
+static int start_lanes(struct sched *s)
+{
+	uint64_t now = eng_now_ns();
+	int r;
+
+	s->n_heap = 0;
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		r = lane_start(&s->lanes[li]);
 		if (r < 0)
@@ -335,9 +432,215 @@ static void drain(int fd)
 		;
 }
 
-/* Returns 1 to stop, 0 to go on. */
+/* ---------------------------------------------------------------- reload */
+
+static bool target_same(const struct cfg_target *a, const struct cfg_target *b)
+{
+	return strcmp(a->name, b->name) == 0 && a->kind == b->kind &&
+	       strcmp(a->path, b->path) == 0 && a->size == b->size && a->direct == b->direct &&
+	       a->allow_memory_backed == b->allow_memory_backed &&
+	       a->allow_device_writes == b->allow_device_writes && a->layout_rate == b->layout_rate;
+}
+
+/* Same definition: every field but the position in the file, and the same target. */
+static bool probe_same(const struct config *ac, const struct cfg_probe *a, const struct config *bc,
+		       const struct cfg_probe *b)
+{
+	return strcmp(a->name, b->name) == 0 && a->kind == b->kind && a->op == b->op &&
+	       a->sync == b->sync && a->interval_ns == b->interval_ns &&
+	       a->block_size == b->block_size && a->block_size_max == b->block_size_max &&
+	       a->working_set == b->working_set && a->timeout_ns == b->timeout_ns &&
+	       strcmp(a->engine, b->engine) == 0 && a->rw == b->rw &&
+	       a->rwmix_read == b->rwmix_read && a->iodepth == b->iodepth && a->jobs == b->jobs &&
+	       a->duration_ns == b->duration_ns && a->ios == b->ios &&
+	       a->rate_iops == b->rate_iops && a->ramp_ns == b->ramp_ns &&
+	       target_same(&ac->targets[a->target], &bc->targets[b->target]);
+}
+
+/* The larger of two counts, at least 1 (calloc(0) may return NULL). */
+static unsigned room(unsigned a, unsigned b)
+{
+	unsigned m = a > b ? a : b;
+
+	return m ? m : 1;
+}
+
+/* A probe of the old schedule that is gone or different in @nc. */
+static bool probe_changed(const struct config *oc, const struct cfg_probe *op,
+			  const struct config *nc)
+{
+	int ni = cfg_probe_index(nc, op->name);
+
+	return ni < 0 || !probe_same(oc, op, nc, &nc->probes[ni]);
+}
+
+/*
+ * SIGHUP: load and check the new file completely; a bad one changes nothing.
+ * Otherwise stop the old lanes, drop the series of removed and changed probes and
+ * of removed targets, and start lanes for the new schedule. Unchanged probes get
+ * their series back from the registry (get-or-create): their counters go on.
+ * Returns 0 (also when the file was refused), -errno when no schedule could be
+ * started at all.
+ */
+static int sched_reload(struct sched *s)
+{
+	const char *src = s->path ? s->path : "<embedded default>";
+	const struct config *oc = s->cfg;
+	struct cfg_error err = {0};
+	struct config *nc = NULL;
+	struct lane *old = s->lanes, *lanes = NULL;
+	unsigned n_old = s->n_lanes, n = 0, stuck = 0;
+	struct slot *heap = NULL;
+	bool *abandoned = NULL, *gone = NULL;
+	struct timespec mono;
+	uint64_t deadline;
+	int r;
+
+	log_info("Received SIGHUP, reloading the configuration from %s", src);
+	r = s->path ? cfg_load_file(s->path, &nc, &err) : cfg_load_default(&nc, &err);
+	if (r < 0) {
+		log_error("%s", err.msg);
+		goto refused;
+	}
+	r = check_distinct_targets(nc);
+	if (r < 0)
+		goto refused;
+	/* Room for either schedule: a failure below falls back to the old one. */
+	heap = calloc(room(nc->n_probes, oc->n_probes), sizeof(*heap));
+	abandoned = calloc(room(nc->n_targets, oc->n_targets), sizeof(*abandoned));
+	gone = calloc(n_old ? n_old : 1, sizeof(*gone));
+	if (!heap || !abandoned || !gone) {
+		log_error("Out of memory");
+		goto refused;
+	}
+	if (strcmp(oc->listen_host, nc->listen_host) != 0 || oc->listen_port != nc->listen_port)
+		log_warning("%s: 'listen:' changed; the listener stays where it is until a "
+			    "restart, ignoring",
+			    src);
+	if (oc->n_buckets != nc->n_buckets ||
+	    memcmp(oc->buckets_ns, nc->buckets_ns, sizeof(oc->buckets_ns[0]) * oc->n_buckets)) {
+		/* Every latency histogram shares them: new bounds need a restart. */
+		log_warning("%s: 'buckets:' changed; the histograms keep their buckets until a "
+			    "restart, ignoring",
+			    src);
+		memcpy(nc->buckets_ns, oc->buckets_ns, sizeof(oc->buckets_ns));
+		nc->n_buckets = oc->n_buckets;
+	}
+
+	/* Valid: from here on the new schedule goes in. */
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+		   (unsigned long long)mono.tv_sec * 1000000ULL +
+			   (unsigned long long)mono.tv_nsec / 1000ULL);
+
+	deadline = eng_now_ns() + RELOAD_GRACE_NS;
+	for (unsigned li = 0; li < n_old; li++)
+		lane_request_stop(&old[li]);
+	for (unsigned li = 0; li < n_old; li++) {
+		if (lane_wait(&old[li], deadline))
+			continue;
+		gone[li] = true;
+		stuck++;
+		log_warning("Target %s: its lane is stuck in the kernel, abandoning it (its "
+			    "series stay as they are)",
+			    old[li].cfg->name);
+	}
+	/* Scrapes stop looking at the old lanes before their series go. */
+	pthread_mutex_lock(&s->lanes_mu);
+	s->lanes = NULL;
+	s->n_lanes = 0;
+	pthread_mutex_unlock(&s->lanes_mu);
+	s->n_heap = 0;
+
+	for (unsigned li = 0; li < n_old; li++) {
+		struct lane *l = &old[li];
+
+		if (cfg_target_index(nc, l->cfg->name) < 0)
+			lane_drop_target_series(l);
+		/* An abandoned lane may still write its probes' series: they stay. */
+		for (unsigned pi = 0; !gone[li] && pi < l->n_probes; pi++)
+			if (probe_changed(oc, l->probes[pi].cfg, nc)) {
+				log_debug("Probe %s: removed or changed, dropping its series",
+					  l->probes[pi].cfg->name);
+				lane_drop_probe_series(&l->probes[pi]);
+			}
+	}
+	s->stuck_before += stuck;
+
+	r = build_lanes(nc, s->metrics, &lanes, &n);
+	if (r < 0) {
+		/* Out of memory, practically: fall back to the schedule we had. */
+		log_error_errno(r, "Failed to set up the reloaded probes: %m; restarting the "
+				   "previous schedule");
+		cfg_free(nc);
+		nc = NULL;
+		r = build_lanes(oc, s->metrics, &lanes, &n);
+		if (r < 0) {
+			free(heap);
+			free(abandoned);
+			free(gone);
+			return log_error_errno(r, "Failed to restart the previous schedule: %m");
+		}
+	}
+	for (unsigned li = 0; li < n_old; li++) {
+		if (gone[li])
+			continue;
+		/* An unchanged target stays up (target_up, STATUS=) until its next run
+		 * says otherwise. */
+		for (unsigned i = 0; i < n; i++)
+			if (target_same(old[li].cfg, lanes[i].cfg))
+				atomic_store(&lanes[i].up, atomic_load(&old[li].up));
+		/* Closes the target (and its probe-file lock) for the new lane. */
+		lane_destroy(&old[li]);
+	}
+	if (!stuck)
+		free(old); /* else abandoned lanes keep using the array and their config */
+	pthread_mutex_lock(&s->lanes_mu);
+	s->lanes = lanes;
+	s->n_lanes = n;
+	if (nc)
+		s->cfg = nc;
+	pthread_mutex_unlock(&s->lanes_mu);
+	free(s->abandoned);
+	s->abandoned = abandoned;
+	free(s->heap);
+	s->heap = heap;
+	free(gone);
+	r = start_lanes(s);
+	if (r < 0)
+		return r;
+	if (!nc) {
+		set_reload_gauges(s, false);
+		sched_notify_ready(s);
+		return 0;
+	}
+	/* The old configuration: main's (freed at exit) or a reload's; a lane
+	 * abandoned in the kernel may still read it. */
+	if (s->owned && !stuck)
+		cfg_free(s->owned);
+	s->owned = nc;
+	metrics_set_native(s->metrics, nc->native_schema, nc->native_zero_threshold_ns / 1e9);
+	set_reload_gauges(s, true);
+	log_info("Configuration reloaded: %u probe(s) on %u target(s) from %s", nc->n_probes,
+		 nc->n_targets, nc->source);
+	sched_notify_ready(s);
+	return 0;
+
+refused:
+	cfg_free(nc);
+	free(heap);
+	free(abandoned);
+	free(gone);
+	set_reload_gauges(s, false);
+	log_error("Configuration reload failed: the running schedule is unchanged");
+	return 0;
+}
+
+/* Returns 1 to stop, 0 to go on, -errno on failure. */
 static int handle_signal(struct sched *s)
 {
+	int r;
+
 	struct signalfd_siginfo si;
 
 	while (read(s->signal_fd, &si, sizeof(si)) == sizeof(si)) {
@@ -347,8 +650,9 @@ static int handle_signal(struct sched *s)
 			log_info("Received SIG%s, stopping", sigabbrev_np((int)si.ssi_signo));
 			return 1;
 		case SIGHUP:
-			log_warning("Received SIGHUP: configuration reload is not implemented yet, "
-				    "ignoring");
+			r = sched_reload(s);
+			if (r < 0)
+				return r;
 			break;
 		}
 	}
@@ -374,8 +678,9 @@ int sched_run(struct sched *s)
 			int fd = ev[i].data.fd;
 
 			if (fd == s->signal_fd) {
-				if (handle_signal(s))
-					return 0;
+				r = handle_signal(s);
+				if (r != 0)
+					return r > 0 ? 0 : r;
 			} else if (fd == s->timer_fd) {
 				drain(fd);
 			} else if (fd == s->hk_fd) {
@@ -401,8 +706,10 @@ void sched_collect(struct sched *s)
 {
 	uint64_t now = eng_now_ns();
 
+	pthread_mutex_lock(&s->lanes_mu);
 	for (unsigned li = 0; li < s->n_lanes; li++)
 		lane_collect(&s->lanes[li], now);
+	pthread_mutex_unlock(&s->lanes_mu);
 }
 
 unsigned sched_stop(struct sched *s, uint64_t grace_ns)
@@ -420,7 +727,7 @@ unsigned sched_stop(struct sched *s, uint64_t grace_ns)
 		log_warning("Target %s: its lane is stuck in the kernel, abandoning it",
 			    s->lanes[li].cfg->name);
 	}
-	return stuck;
+	return stuck + s->stuck_before;
 }
 
 void sched_free(struct sched *s)
@@ -435,8 +742,14 @@ void sched_free(struct sched *s)
 		else
 			lane_destroy(&s->lanes[li]);
 	}
-	if (!leak)
+	if (!leak) {
 		free(s->lanes);
+		if (!s->stuck_before)
+			cfg_free(s->owned);
+	}
+	if (s->lanes_mu_init)
+		pthread_mutex_destroy(&s->lanes_mu);
+	free(s->path);
 	free(s->abandoned);
 	free(s->heap);
 	if (s->epoll_fd >= 0)

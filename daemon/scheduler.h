@@ -24,6 +24,10 @@ struct sched;
  * in every thread (main does it before creating any). */
 struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err);
 
+/* What SIGHUP re-reads: the file @path (copied), or with NULL the embedded
+ * default. 0 or -ENOMEM. */
+int sched_set_config_path(struct sched *s, const char *path);
+
 /* Start the lanes; first runs fall due at once. 0 or -errno. */
 int sched_start(struct sched *s);
 
@@ -33,14 +37,24 @@ int sched_start(struct sched *s);
  * (WATCHDOG_USEC), WATCHDOG=1 at half its interval. No-op outside a service. */
 void sched_notify_ready(struct sched *s);
 
-/* The event loop; returns 0 after SIGTERM/SIGINT, -errno on failure. */
+/*
+ * The event loop; returns 0 after SIGTERM/SIGINT, -errno on failure.
+ *
+ * SIGHUP reloads the configuration: the new file is loaded and checked completely
+ * first; a bad one changes nothing (the error is logged with file:line:column and
+ * iopulse_config_last_reload_successful goes to 0). A good one is swapped in at
+ * once (RELOADING=1, then READY=1 to the service manager): probes whose
+ * definition (and target's) did not change keep their series and counters,
+ * changed probes start from zero, removed probes and targets lose their series.
+ * 'listen:' and 'buckets:' take a restart (a change is logged and ignored).
+ */
 int sched_run(struct sched *s);
 
 /* Scrape time (HTTP thread): refresh per-target gauges. Never blocks on I/O. */
 void sched_collect(struct sched *s);
 
 /* Stop lanes: wait until @grace_ns for them, abandon those stuck in the kernel.
- * Returns how many were abandoned. */
+ * Returns how many were abandoned (including any a reload abandoned). */
 unsigned sched_stop(struct sched *s, uint64_t grace_ns);
 
 /* Free; lanes that were abandoned are leaked on purpose (their threads may still

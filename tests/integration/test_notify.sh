@@ -6,6 +6,8 @@
 # socket, records every message with its time, and requires exactly
 #   READY=1 with STATUS= "1 probe on 1 target, ..."   (once, first)
 #   WATCHDOG=1 every ~0.5s (half of WATCHDOG_USEC=1000000), or a STATUS= update
+#   RELOADING=1 with MONOTONIC_USEC= (now, on CLOCK_MONOTONIC), then at once
+#   READY=1 with STATUS=                                (once each, after SIGHUP)
 #   STOPPING=1                                          (once, last, after SIGTERM)
 # and exit status 0. With WATCHDOG_PID naming another process there is no
 # WATCHDOG=1 at all (the watchdog is not ours).
@@ -56,9 +58,14 @@ unset WATCHDOG_PID
 start_daemon "$CFG"
 unset NOTIFY_SOCKET WATCHDOG_USEC
 wait_until 10 "READY=1" has_msg "$MSGS" '^READY=1'
-# The cadence is the point of the test: let the watchdog run for 3 seconds.
-sleep 3
+# The cadence is the point of the test: let the watchdog run for 3 seconds, with
+# a reload of the (unchanged) file in the middle.
+sleep 1
+kill -HUP "$DAEMON_PID"
+wait_until 5 "RELOADING=1 after SIGHUP" has_msg "$MSGS" '^RELOADING=1'
+sleep 2
 require_alive
+[[ $(grep -c $'\tREADY=1' "$MSGS") == 2 ]] || fail "not two READY=1 (start and reload): $(cut -f2 "$MSGS" | tr '\n' ' ')"
 stop_daemon TERM 5
 wait_until 5 "STOPPING=1" has_msg "$MSGS" '^STOPPING=1$'
 note "messages:"
@@ -72,6 +79,16 @@ verdict=$(awk -F'\t' '
 			bad("first message is not READY=1 with STATUS=: " $2)
 		ready = $1; last = $1; status = $2; next
 	}
+	$2 ~ /^RELOADING=1;MONOTONIC_USEC=[0-9]+$/ {
+		if (reloading || nreload) bad("a second RELOADING=1: " $2)
+		usec = substr($2, index($2, "USEC=") + 5) / 1e6
+		if (usec > $1 + 0.001 || usec < $1 - 1) bad("MONOTONIC_USEC= " usec "s is not the time it was sent, " $1 "s")
+		reloading = NR; nreload++; next
+	}
+	$2 ~ /^READY=1;STATUS=1 probe on 1 target, [01] up(; last error: .*)?$/ {
+		if (!reloading || NR != reloading + 1) bad("READY=1 not right after RELOADING=1: " $2)
+		status = substr($2, 9); reloading = 0; nready++; next
+	}
 	$2 == "STOPPING=1" { stop = $1; if (NR != total) bad("STOPPING=1 is not the last message"); next }
 	$2 == "WATCHDOG=1" {
 		gap = $1 - last
@@ -84,6 +101,7 @@ verdict=$(awk -F'\t' '
 	END {
 		if (failed) exit 1
 		if (!stop) { print "no STOPPING=1"; exit 1 }
+		if (nreload != 1 || nready != 1) { print "want RELOADING=1 then READY=1 once, got " nreload " and " nready; exit 1 }
 		span = stop - ready
 		want = span / 0.5
 		printf "span %.2fs, %d WATCHDOG=1 (want ~%.1f), gaps %.3f..%.3fs, %d STATUS= updates, last %s\n",

@@ -1,0 +1,175 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# SIGHUP reloads the configuration. The daemon starts with probes A (stays as it
+# is), B (its block size changes) and C (removed, with its target t2), all 100ms
+# read pings; the file is rewritten (A the same, B changed, C and t2 gone, D new)
+# and SIGHUP sent. Then:
+#   - A's counters never drop and never vanish across the reload, and keep growing;
+#   - B starts again from zero (lower than before, then growing);
+#   - C's and t2's series are gone; D's appear;
+#   - iopulse_config_last_reload_successful is 1, its timestamp advanced.
+# A broken file (a YAML error) then changes nothing: the error is logged with
+# file:line:column, the gauge goes to 0, and the schedule keeps running (A grows,
+# D stays). The fixed file sets the gauge back to 1.
+
+# shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
+. "$(dirname "$0")/lib.sh"
+
+require_cmd curl
+require_disk "$WORK"
+
+mkdir "$WORK/t1" "$WORK/t2"
+CFG="$WORK/iopulse.yaml"
+
+ping() { # NAME TARGET [EXTRA YAML LINE]
+	printf '  - name: %s\n    type: ping\n    target: %s\n    op: read\n    interval: 100ms\n' "$1" "$2"
+	[[ -z ${3:-} ]] || printf '    %s\n' "$3"
+}
+
+# install_config: move $CFG.new over $CFG at once (a reload never reads half a file).
+install_config() {
+	mv "$CFG.new" "$CFG"
+}
+
+{
+	echo "targets:"
+	echo "  - name: t1"
+	echo "    directory: $(yaml_str "$WORK/t1")"
+	echo "    size: 1MiB"
+	echo "  - name: t2"
+	echo "    directory: $(yaml_str "$WORK/t2")"
+	echo "    size: 1MiB"
+	echo "probes:"
+	ping A t1
+	ping B t1
+	ping C t2
+} >"$CFG.new"
+install_config
+
+write_second() {
+	{
+		echo "targets:"
+		echo "  - name: t1"
+		echo "    directory: $(yaml_str "$WORK/t1")"
+		echo "    size: 1MiB"
+		echo "probes:"
+		ping A t1
+		ping B t1 "block_size: 8KiB"
+		ping D t1
+	} >"$CFG.new"
+	install_config
+}
+
+A='iopulse_probe_ios_total{probe="A",target="t1",op="read"}'
+B='iopulse_probe_ios_total{probe="B",target="t1",op="read"}'
+C='iopulse_probe_ios_total{probe="C",target="t2",op="read"}'
+D='iopulse_probe_ios_total{probe="D",target="t1",op="read"}'
+OK='iopulse_config_last_reload_successful'
+WHEN='iopulse_config_last_reload_success_timestamp_seconds'
+
+start_daemon "$CFG"
+
+# at_least SERIES N: a fresh scrape has SERIES >= N.
+at_least() {
+	local v
+	scrape_metrics
+	sample_or v 0 "$PAGE" "$1"
+	num "$v" '>=' "$2"
+}
+first_counts() { at_least "$A" 20 && at_least "$B" 20 && at_least "$C" 1; }
+wait_until 15 "A and B counted 20 times, C once" first_counts
+
+scrape_metrics
+sample_into ok0 "$PAGE" "$OK"
+sample_into when0 "$PAGE" "$WHEN"
+num "$ok0" '==' 1 || fail "$OK is $ok0 at start, want 1"
+now_s=$(($(now_ms) / 1000))
+if ! num "$when0" '>' $((now_s - 60)) || ! num "$when0" '<=' $((now_s + 1)); then
+	fail "$WHEN is $when0 at start, now is $now_s"
+fi
+sample_into b_before "$PAGE" "$B"
+sample_into a_prev "$PAGE" "$A"
+note "before the reload: A=$a_prev B=$b_before"
+
+# ---- a good reload ----------------------------------------------------------
+
+sleep 0.2 # the timestamp has sub-second resolution; make it advance measurably
+write_second
+kill -HUP "$DAEMON_PID"
+
+# Scrape as fast as we can through the reload: A never drops, never goes missing.
+reloaded() { grep -q 'Configuration reloaded' "$DAEMON_LOG"; }
+deadline=$(($(now_ms) + 10000))
+n=0
+b_after=
+while :; do
+	require_alive
+	scrape_metrics
+	sample_into a "$PAGE" "$A" # fails the test when A's series is missing
+	num "$a" '>=' "$a_prev" || fail "A's ios_total dropped across the reload: $a_prev -> $a"
+	a_prev=$a
+	n=$((n + 1))
+	if reloaded && has_series "$PAGE" "$D"; then
+		[[ -n $b_after ]] || sample_or b_after 0 "$PAGE" "$B"
+		((n >= 10)) && break
+	fi
+	(($(now_ms) < deadline)) || fail "no 'Configuration reloaded' with D's series within 10s"
+	sleep 0.05
+done
+note "after the reload ($n scrapes): A=$a_prev B=$b_after"
+num "$b_after" '<' "$b_before" || fail "B (changed) did not restart: $b_before before, $b_after after"
+
+wait_until 10 "A keeps growing" at_least "$A" $((a_prev + 5))
+wait_until 10 "B grows again" at_least "$B" $((${b_after%.*} + 5))
+wait_until 10 "D counted" at_least "$D" 5
+scrape_metrics
+! grep -q 'probe="C"' "$PAGE" || fail "removed probe C still has series: $(grep 'probe="C"' "$PAGE" | head -3)"
+! grep -q 'target="t2"' "$PAGE" || fail "removed target t2 still has series: $(grep 'target="t2"' "$PAGE" | head -3)"
+sample_into v "$PAGE" 'iopulse_target_up{target="t1"}'
+num "$v" '==' 1 || fail "iopulse_target_up{target=\"t1\"} is $v after the reload"
+sample_into ok1 "$PAGE" "$OK"
+sample_into when1 "$PAGE" "$WHEN"
+num "$ok1" '==' 1 || fail "$OK is $ok1 after a good reload"
+num "$when1" '>' "$when0" || fail "$WHEN did not advance: $when0 -> $when1"
+! grep -q "'listen:' changed\|'buckets:' changed" "$DAEMON_LOG" ||
+	fail "a reload without listen/buckets changes warned about them"
+
+# ---- a broken file -----------------------------------------------------------
+
+cp "$CFG" "$WORK/good.yaml"
+printf 'targets:\n  - name: t1\n    directory: [unclosed\nprobes: {\n' >"$CFG.new"
+install_config
+sample_into a_prev "$PAGE" "$A"
+kill -HUP "$DAEMON_PID"
+gauge_is() {
+	local v
+	scrape_metrics
+	sample_or v -1 "$PAGE" "$OK"
+	num "$v" '==' "$1"
+}
+wait_until 10 "$OK 0 after a broken file" gauge_is 0
+grep -qE "$(printf '%s' "$CFG" | sed 's/[][\.*^$]/\\&/g'):[0-9]+:[0-9]+: " "$DAEMON_LOG" ||
+	fail "the reload error was not logged as $CFG:line:column"
+grep -q 'Configuration reload failed' "$DAEMON_LOG" || fail "no 'Configuration reload failed' line"
+note "logged: $(grep -F "$CFG:" "$DAEMON_LOG" | tail -1)"
+sample_into when2 "$PAGE" "$WHEN"
+num "$when2" '==' "$when1" || fail "$WHEN changed on a failed reload: $when1 -> $when2"
+wait_until 10 "A keeps growing after the refused reload" at_least "$A" $((${a_prev%.*} + 5))
+has_series "$PAGE" "$D" || fail "D's series vanished after a refused reload"
+! has_series "$PAGE" "$C" || fail "C came back after a refused reload"
+
+# ---- fixed --------------------------------------------------------------------
+
+sample_into a_prev "$PAGE" "$A"
+cp "$WORK/good.yaml" "$CFG.new"
+install_config
+kill -HUP "$DAEMON_PID"
+wait_until 10 "$OK back to 1 after the fixed file" gauge_is 1
+sample_into a "$PAGE" "$A"
+num "$a" '>=' "$a_prev" || fail "A dropped on a reload of an unchanged file: $a_prev -> $a"
+sample_into when3 "$PAGE" "$WHEN"
+num "$when3" '>' "$when1" || fail "$WHEN did not advance on the fixed file: $when1 -> $when3"
+
+stop_daemon TERM 5
+note "pass"
