@@ -25,9 +25,7 @@
 #include "process.h"
 #include "scheduler.h"
 
-#ifndef IOPULSE_REVISION
-#define IOPULSE_REVISION "unknown"
-#endif
+#include "revision.h" /* IOPULSE_REVISION, generated at build time */
 
 #define STOP_GRACE_NS 800000000ULL /* lanes get this long to finish on SIGTERM */
 
