@@ -201,6 +201,36 @@ yaml_str() {
 	printf "'%s'" "${s//\'/\'\'}"
 }
 
+# ping_config FILE DIR SIZE [write]: write to FILE the schedule most tests start
+# from: one directory target t1 at DIR (created) of SIZE, a 100ms read ping p1
+# and, with "write", a 100ms write+fdatasync ping w1. Probes come last, so a
+# test may append more probe items.
+ping_config() {
+	local file=$1 dir=$2 size=$3
+	mkdir -p "$dir"
+	cat >"$file" <<-EOF
+		targets:
+		  - name: t1
+		    directory: $(yaml_str "$dir")
+		    size: $size
+		probes:
+		  - name: p1
+		    type: ping
+		    target: t1
+		    op: read
+		    interval: 100ms
+	EOF
+	[[ ${4:-} == write ]] || return 0
+	cat >>"$file" <<-EOF
+		  - name: w1
+		    type: ping
+		    target: t1
+		    op: write
+		    sync: fdatasync
+		    interval: 100ms
+	EOF
+}
+
 # require_disk DIR: probe files need a real filesystem (tmpfs/ramfs are refused by
 # design, they measure RAM).
 require_disk() {

@@ -19,20 +19,8 @@ require_cmd curl /usr/bin/python3
 require_disk "$WORK"
 
 DIR="$WORK/target"
-mkdir "$DIR"
 CFG="$WORK/iopulse.yaml"
-cat >"$CFG" <<EOF2
-targets:
-  - name: t1
-    directory: $(yaml_str "$DIR")
-    size: 1MiB
-probes:
-  - name: p1
-    type: ping
-    target: t1
-    op: read
-    interval: 100ms
-EOF2
+ping_config "$CFG" "$DIR" 1MiB
 
 # listen OUT: start a notify listener writing to OUT; sets NOTIFY_SOCKET.
 listen() {

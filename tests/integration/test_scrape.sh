@@ -16,26 +16,8 @@ require_disk "$WORK"
 
 SIZE=$((8 << 20))
 DIR="$WORK/target"
-mkdir "$DIR"
 CFG="$WORK/iopulse.yaml"
-cat >"$CFG" <<EOF
-targets:
-  - name: t1
-    directory: $(yaml_str "$DIR")
-    size: 8MiB
-probes:
-  - name: p1
-    type: ping
-    target: t1
-    op: read
-    interval: 100ms
-  - name: w1
-    type: ping
-    target: t1
-    op: write
-    sync: fdatasync
-    interval: 100ms
-EOF
+ping_config "$CFG" "$DIR" 8MiB write
 
 start_daemon "$CFG"
 

@@ -11,26 +11,8 @@ require_cmd curl
 require_disk "$WORK"
 
 DIR="$WORK/target"
-mkdir "$DIR"
 CFG="$WORK/iopulse.yaml"
-cat >"$CFG" <<EOF
-targets:
-  - name: t1
-    directory: $(yaml_str "$DIR")
-    size: 1MiB
-probes:
-  - name: p1
-    type: ping
-    target: t1
-    op: read
-    interval: 100ms
-  - name: w1
-    type: ping
-    target: t1
-    op: write
-    sync: fdatasync
-    interval: 100ms
-EOF
+ping_config "$CFG" "$DIR" 1MiB write
 
 pinging() {
 	local v
