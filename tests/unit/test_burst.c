@@ -42,38 +42,14 @@ static uint64_t now_ns(void)
 
 /* ---------------------------------------------------------------- targets */
 
-struct fixture {
-	char dir[PATH_MAX];
-	struct cfg_target tcfg;
-	struct target t;
-};
-
-/* A laid-out directory target of @size data bytes in a fresh subdirectory. */
-static void open_dir_target(struct fixture *f, uint64_t size)
-{
-	assert_true(snprintf(f->dir, sizeof(f->dir), "%s/d.XXXXXX", tu_scratch) <
-		    (int)sizeof(f->dir));
-	assert_non_null(mkdtemp(f->dir));
-	f->tcfg = (struct cfg_target){
-		.name = "t",
-		.kind = CFG_TARGET_DIRECTORY,
-		.path = f->dir,
-		.size = size,
-		.direct = true,
-	};
-	target_init(&f->t, &f->tcfg);
-	assert_int_equal(target_open(&f->t), 0);
-	assert_true(f->t.writable);
-}
-
 /* Shared by the tests that need a target but not a fresh one. */
-static struct fixture shared_target;
+static struct tu_dir_target shared_target;
 static bool shared_open;
 
 static struct target *target4m(void)
 {
 	if (!shared_open) {
-		open_dir_target(&shared_target, 4 * MIB);
+		tu_open_dir_target(&shared_target, 4 * MIB);
 		shared_open = true;
 	}
 	return &shared_target.t;
@@ -747,7 +723,7 @@ static void test_write_data_random(void **state)
 /* Written data reaches the file: the probe file's blocks change under a write burst. */
 static void test_sync_write_lands(void **state)
 {
-	struct fixture f;
+	struct tu_dir_target f;
 	struct cfg_probe cfg = burst_cfg(CFG_RW_WRITE, 4096, 1, 1);
 	unsigned char *before = malloc(64 * 1024), *after = malloc(64 * 1024);
 	struct run r;
@@ -756,7 +732,7 @@ static void test_sync_write_lands(void **state)
 	(void)state;
 	assert_non_null(before);
 	assert_non_null(after);
-	open_dir_target(&f, MIB);
+	tu_open_dir_target(&f, MIB);
 	fd = open(f.t.file_path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, before, 64 * 1024, (off_t)f.t.data_start), 64 * 1024);
@@ -809,7 +785,7 @@ static void test_refusals(void **state)
 {
 	struct target *t = target4m();
 	struct cfg_probe cfg;
-	struct fixture ro;
+	struct tu_dir_target ro;
 	struct run r;
 	char path[PATH_MAX];
 	int fd;

@@ -19,59 +19,11 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "daemon/probe.h"
 
 #define MIB (1ULL << 20)
-
-static char scratch[PATH_MAX];
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static int setup(void **state)
-{
-	const char *base = getenv("TEST_TMPDIR");
-
-	(void)state;
-	if (mkdir(base, 0755) < 0 && errno != EEXIST)
-		return -1;
-	snprintf(scratch, sizeof(scratch), "%s/probe.XXXXXX", base);
-	return mkdtemp(scratch) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	/* Our own mkdtemp directory only; never follow a symlink out. */
-	return nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
-struct fixture {
-	char dir[PATH_MAX];
-	struct cfg_target tcfg;
-	struct target t;
-};
-
-/* A laid-out directory target of @size data bytes in a fresh subdirectory. */
-static void open_dir_target(struct fixture *f, uint64_t size)
-{
-	assert_true(snprintf(f->dir, sizeof(f->dir), "%s/d.XXXXXX", scratch) < (int)sizeof(f->dir));
-	assert_non_null(mkdtemp(f->dir));
-	f->tcfg = (struct cfg_target){
-		.name = "t",
-		.kind = CFG_TARGET_DIRECTORY,
-		.path = f->dir,
-		.size = size,
-		.direct = true,
-	};
-	target_init(&f->t, &f->tcfg);
-	assert_int_equal(target_open(&f->t), 0);
-}
 
 static struct cfg_probe ping_cfg(enum cfg_op op, uint64_t bs)
 {
@@ -105,12 +57,12 @@ static unsigned distinct_bytes(const unsigned char *p, size_t len)
 static void test_read_offsets(void **state)
 {
 	static const uint64_t sizes[] = {4096, 8192, 65536};
-	struct fixture f;
+	struct tu_dir_target f;
 	unsigned char *check = malloc(65536);
 
 	(void)state;
 	assert_non_null(check);
-	open_dir_target(&f, MIB);
+	tu_open_dir_target(&f, MIB);
 	int rfd = open(f.t.file_path, O_RDONLY | O_CLOEXEC);
 	assert_true(rfd >= 0);
 
@@ -165,11 +117,11 @@ static void test_write_fresh_data(void **state)
 	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
 	unsigned char first[4096], got[4096];
 	struct ping_result r1, r2;
-	struct fixture f;
+	struct tu_dir_target f;
 	struct ping p;
 
 	(void)state;
-	open_dir_target(&f, MIB);
+	tu_open_dir_target(&f, MIB);
 	cfg.working_set = 4096; /* one slot: both writes land on the same block */
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 
@@ -220,12 +172,12 @@ static void test_fdatasync_timed_apart(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
 	struct ping_result r;
-	struct fixture f;
+	struct tu_dir_target f;
 	struct ping p;
 	_Atomic uint64_t inflight = 0;
 
 	(void)state;
-	open_dir_target(&f, MIB);
+	tu_open_dir_target(&f, MIB);
 	cfg.sync = CFG_SYNC_FDATASYNC;
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 	p.inflight_ns = &inflight;
@@ -264,7 +216,7 @@ static void test_write_on_file_target_refused(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(content); i++)
 		content[i] = (unsigned char)(i * 13 + 1);
-	assert_true(snprintf(dir, sizeof(dir), "%s/f.XXXXXX", scratch) < (int)sizeof(dir));
+	assert_true(snprintf(dir, sizeof(dir), "%s/f.XXXXXX", tu_scratch) < (int)sizeof(dir));
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/data.bin", dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -305,7 +257,7 @@ static void test_refusals(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(CFG_OP_READ, 4096);
 	struct ping_result r;
-	struct fixture f;
+	struct tu_dir_target f;
 	struct ping p;
 
 	(void)state;
@@ -314,7 +266,7 @@ static void test_refusals(void **state)
 	probe_ping_cleanup(&p); /* safe after a failed init */
 	strcpy(cfg.engine, "sync");
 
-	open_dir_target(&f, MIB);
+	tu_open_dir_target(&f, MIB);
 
 	/* Working set bigger than the target, or smaller than a block. */
 	cfg.working_set = 2 * MIB;
@@ -398,12 +350,12 @@ static void test_stop_abandons_stuck_write(void **state)
 	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
 	_Atomic bool stop = true;
 	struct ping_result r;
-	struct fixture f;
+	struct tu_dir_target f;
 	struct ping p;
 	void *old_buf;
 
 	(void)state;
-	open_dir_target(&f, MIB);
+	tu_open_dir_target(&f, MIB);
 	cfg.sync = CFG_SYNC_FDATASYNC;
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 	p.ops = &stuck_ops;
@@ -424,12 +376,12 @@ static void test_reinit_on_new_fd(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(CFG_OP_READ, 4096);
 	struct ping_result r;
-	struct fixture f;
+	struct tu_dir_target f;
 	struct ping p;
 	int old_fd, blocker;
 
 	(void)state;
-	open_dir_target(&f, MIB);
+	tu_open_dir_target(&f, MIB);
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 	assert_int_equal(p.eng_fd, -1);
 	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
@@ -458,12 +410,12 @@ static void test_null_engine(void **state)
 	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
 	unsigned char before[8192], after[8192];
 	struct ping_result r;
-	struct fixture f;
+	struct tu_dir_target f;
 	struct ping p;
 	int fd;
 
 	(void)state;
-	open_dir_target(&f, MIB);
+	tu_open_dir_target(&f, MIB);
 	fd = open(f.t.file_path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, before, sizeof(before), TARGET_HEADER_SIZE), 8192);
@@ -501,5 +453,5 @@ int main(void)
 		cmocka_unit_test(test_null_engine),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
 }

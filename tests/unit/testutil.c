@@ -96,3 +96,20 @@ void tu_check_golden(const char *path, const char *data, size_t len, int binary)
 	}
 	free(want);
 }
+
+void tu_open_dir_target(struct tu_dir_target *f, uint64_t size)
+{
+	assert_true(snprintf(f->dir, sizeof(f->dir), "%s/d.XXXXXX", tu_scratch) <
+		    (int)sizeof(f->dir));
+	assert_non_null(mkdtemp(f->dir));
+	f->tcfg = (struct cfg_target){
+		.name = "t",
+		.kind = CFG_TARGET_DIRECTORY,
+		.path = f->dir,
+		.size = size,
+		.direct = true,
+	};
+	target_init(&f->t, &f->tcfg);
+	assert_int_equal(target_open(&f->t), 0);
+	assert_true(f->t.writable);
+}

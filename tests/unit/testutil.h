@@ -9,6 +9,9 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/target.h"
 
 /* The scratch directory made by tu_scratch_setup(); empty before. */
 extern char tu_scratch[PATH_MAX];
@@ -25,5 +28,16 @@ char *tu_read_all(const char *path, size_t *len);
 /* Fails the test unless @data[0..len) equals the golden file @path; with
  * UPDATE_GOLDEN=1 in the environment, writes the file instead. */
 void tu_check_golden(const char *path, const char *data, size_t len, int binary);
+
+/* A directory target laid out in a fresh subdirectory of tu_scratch. */
+struct tu_dir_target {
+	char dir[PATH_MAX];
+	struct cfg_target tcfg;
+	struct target t;
+};
+
+/* Lays out and opens @f with @size data bytes (O_DIRECT); fails the test if it
+ * cannot, or if the target is not writable. */
+void tu_open_dir_target(struct tu_dir_target *f, uint64_t size);
 
 #endif
