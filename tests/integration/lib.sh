@@ -108,18 +108,24 @@ alive() {
 	[[ ${st:0:1} != Z ]]
 }
 
-_kill_daemon() {
+# reap PID WHAT: give the child PID 5s to exit (it was told to), then SIGKILL it,
+# saying so (WHAT names it); reap it. For cleanup: never fails.
+reap() {
 	local pid=$1 i
-	kill -TERM "$pid" 2>/dev/null || true
 	for ((i = 0; i < 50; i++)); do
 		alive "$pid" || break
 		sleep 0.1
 	done
 	if alive "$pid"; then
-		echo "# daemon $pid ignored SIGTERM for 5s, killing it" >&2
+		echo "# $2 $pid still running after 5s, killing it" >&2
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
 	wait "$pid" 2>/dev/null || true
+}
+
+_kill_daemon() {
+	kill -TERM "$1" 2>/dev/null || true
+	reap "$1" "daemon (sent SIGTERM)"
 }
 
 _cleanup() {

@@ -19,112 +19,11 @@
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
 . "$(dirname "$0")/lib.sh"
 
-[[ -n ${HANGFS:-} ]] || skip "HANGFS is not set: hangfs was not built (libfuse3 not found)"
-[[ -x $HANGFS ]] || fail "HANGFS=$HANGFS is not an executable"
-[[ -c /dev/fuse ]] || skip "/dev/fuse is missing"
-require_cmd curl fusermount3 umount
+# shellcheck source=hangfs.sh
+. "$(dirname "$0")/hangfs.sh"
+require_cmd curl
 require_disk "$WORK"
-
-BACKING="$WORK/backing"
-MNT="$WORK/mnt"
-HANGFS_LOG="$WORK/hangfs.log"
-HANGFS_PID=
-mkdir "$BACKING" "$MNT"
-DAEMON_LOGS+=("$HANGFS_LOG") # printed with the daemon's on failure
-
-# ---- hangfs ------------------------------------------------------------------
-
-mounted() {
-	grep -qF " $MNT " /proc/self/mountinfo
-}
-
-# hangfs_cleanup: thaw, unmount, stop hangfs; never leave the mount behind.
-# Runs from lib.sh's cleanup, after the daemons are gone.
-hangfs_cleanup() {
-	local i
-	if [[ -n $HANGFS_PID ]]; then
-		kill -USR2 "$HANGFS_PID" 2>/dev/null || true
-	fi
-	if mounted; then
-		fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" || true
-	fi
-	if [[ -n $HANGFS_PID ]]; then
-		# Unmounted, hangfs leaves by itself.
-		for ((i = 0; i < 50; i++)); do
-			alive "$HANGFS_PID" || break
-			sleep 0.1
-		done
-		if alive "$HANGFS_PID"; then
-			echo "# hangfs $HANGFS_PID still running after the unmount, killing it" >&2
-			kill -KILL "$HANGFS_PID" 2>/dev/null || true
-		fi
-		wait "$HANGFS_PID" 2>/dev/null || true
-		HANGFS_PID=
-	fi
-	if mounted; then
-		umount -l "$MNT" || true
-	fi
-	if mount | grep -F " $MNT "; then
-		# Leave $WORK alone: removing it would reach through the mount.
-		echo "FAIL: $TEST_NAME: $MNT is still mounted after cleanup" >&2
-		exit 1
-	fi
-}
-on_exit hangfs_cleanup
-
-# lib.sh's cleanup stops the daemons before it runs the on_exit hooks, and waits
-# for them. A daemon thread blocked in a frozen hangfs must not make that wait
-# hang: thaw first, then run the usual cleanup with the test's exit status.
-_hung_exit() {
-	local rc=$?
-	set +e
-	trap - ERR
-	[[ -z $HANGFS_PID ]] || kill -USR2 "$HANGFS_PID" 2>/dev/null
-	(exit "$rc")
-	_cleanup
-}
-trap _hung_exit EXIT
-
-# hangfs_said COUNT TEXT: hangfs has logged a line containing TEXT COUNT times
-# (it logs each freeze, thaw and blocked request once it is in effect).
-hangfs_said() {
-	local n
-	n=$(grep -cF -- "hangfs: $2" "$HANGFS_LOG" || true)
-	((n >= $1))
-}
-
-# wait_hangfs SECONDS COUNT TEXT: wait for hangfs_said, or fail (or hangfs died).
-wait_hangfs() {
-	local deadline=$(($(now_ms) + $1 * 1000))
-	until hangfs_said "$2" "$3"; do
-		alive "$HANGFS_PID" || fail "hangfs exited while waiting for '$3' (x$2)"
-		(($(now_ms) < deadline)) || fail "hangfs did not log '$3' (x$2) within $1s"
-		sleep 0.05
-	done
-}
-
-: >"$HANGFS_LOG"
-"$HANGFS" "$BACKING" "$MNT" >"$HANGFS_LOG" 2>&1 &
-HANGFS_PID=$!
-deadline=$(($(now_ms) + 10000))
-until mounted; do
-	if ! alive "$HANGFS_PID"; then
-		rc=0
-		wait "$HANGFS_PID" || rc=$?
-		HANGFS_PID=
-		# No FUSE in this kernel, or a container that may not mount.
-		if grep -qiE 'device not found|no such device|not permitted|permission denied' \
-			"$HANGFS_LOG"; then
-			skip "cannot mount FUSE here: $(cat "$HANGFS_LOG")"
-		fi
-		fail "hangfs exited with status $rc before mounting $MNT"
-	fi
-	(($(now_ms) < deadline)) || fail "hangfs did not mount $MNT within 10s"
-	sleep 0.05
-done
-[[ $(stat -f -c %T "$MNT") == fuseblk || $(stat -f -c %T "$MNT") == fuse ]] ||
-	fail "$MNT is mounted but not FUSE: $(stat -f -c %T "$MNT")"
-note "hangfs $HANGFS_PID serves $BACKING on $MNT"
+hangfs_mount
 
 # ---- 1. reads through FUSE -----------------------------------------------------
 
@@ -136,21 +35,7 @@ note "hangfs $HANGFS_PID serves $BACKING on $MNT"
 ENGINE=${HUNG_ENGINE:-sync}
 note "engine $ENGINE"
 
-cat >"$WORK/hung.yaml" <<EOF
-targets:
-  - name: hung
-    directory: $(yaml_str "$MNT")
-    size: 1MiB
-    direct: true
-probes:
-  - name: ping
-    type: ping
-    target: hung
-    op: read
-    interval: 100ms
-    timeout: 1s
-    engine: $ENGINE
-EOF
+hung_config "$WORK/hung.yaml" "$ENGINE"
 
 UP='iopulse_target_up{target="hung"}'
 INFLIGHT='iopulse_target_inflight_seconds{target="hung"}'
