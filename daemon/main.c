@@ -321,6 +321,7 @@ static int cmd_run(int argc, char **argv)
 	struct sched *s = NULL;
 	struct process_metrics *pm = NULL;
 	struct http_server *h = NULL;
+	struct http_listener listener = {.fd = -1};
 	void *parts[2];
 	char host[64], where[sizeof(host) + 16];
 	uint16_t port, bound;
@@ -372,28 +373,29 @@ static int cmd_run(int argc, char **argv)
 		return EX_USAGE;
 	}
 	if (fd > 0) {
+		listener = (struct http_listener){.fd = fd};
 		if (http_local_address(fd, where, sizeof(where)) < 0)
 			snprintf(where, sizeof(where), "?");
 		log_info("Using the socket passed by the service manager (%s); 'listen:' and "
 			 "--listen are ignored",
 			 where);
 	} else {
-		fd = http_listen(host, port, &bound);
-		if (fd >= 0)
-			snprintf(where, sizeof(where), "%s%s%s:%u", strchr(host, ':') ? "[" : "",
-				 host[0] ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", bound);
-	}
-	if (fd < 0) {
-		if (fd == -EADDRINUSE)
-			log_error("Cannot listen on %s%s%s:%u: address already in use (is another "
-				  "iopulse running?)",
-				  strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-				  port);
-		else
-			log_error_errno(fd, "Cannot listen on %s:%u: %m", host, port);
-		cfg_free(cfg);
-		return fd == -EADDRINUSE || fd == -EADDRNOTAVAIL || fd == -EACCES ? EX_UNAVAILABLE
-										  : EXIT_FAILURE;
+		r = http_listen(host, port, &listener, &bound);
+		if (r < 0) {
+			if (r == -EADDRINUSE)
+				log_error("Cannot listen on %s%s%s:%u: address already in use (is "
+					  "another iopulse running?)",
+					  strchr(host, ':') ? "[" : "", host,
+					  strchr(host, ':') ? "]" : "", port);
+			else
+				log_error_errno(r, "Cannot listen on %s:%u: %m", host, port);
+			cfg_free(cfg);
+			return r == -EADDRINUSE || r == -EADDRNOTAVAIL || r == -EACCES
+				       ? EX_UNAVAILABLE
+				       : EXIT_FAILURE;
+		}
+		snprintf(where, sizeof(where), "%s%s%s:%u", strchr(host, ':') ? "[" : "",
+			 host[0] ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", bound);
 	}
 
 	m = metrics_new();
@@ -402,7 +404,7 @@ static int cmd_run(int argc, char **argv)
 	pm = m ? process_metrics_new(m) : NULL;
 	if (!m || !pm || set_build_info(m) < 0 || set_engines(m) < 0) {
 		log_error("Out of memory");
-		close(fd);
+		http_listener_close(&listener);
 		goto out;
 	}
 	s = sched_new(cfg, m, &r);
@@ -411,17 +413,17 @@ static int cmd_run(int argc, char **argv)
 			status = EX_CONFIG;
 		else
 			log_error_errno(r, "Failed to set up the probes: %m");
-		close(fd);
+		http_listener_close(&listener);
 		goto out;
 	}
 	if (sched_set_config_path(s, o.config) < 0) {
 		log_error("Out of memory");
-		close(fd);
+		http_listener_close(&listener);
 		goto out;
 	}
 	parts[0] = s;
 	parts[1] = pm;
-	h = http_start(fd, m, collect, parts, &r);
+	h = http_start(&listener, m, collect, parts, &r);
 	if (!h) {
 		log_error_errno(r, "Failed to start the HTTP server: %m");
 		goto out;

@@ -26,6 +26,9 @@
  * would. Without that, a process killed while one of its threads waits here
  * stays a zombie until the thaw: the kernel waits uninterruptibly for an answer
  * to a request the filesystem already took (fs/fuse/dev.c request_wait_answer).
+ * HANGFS_UNINTERRUPTIBLE=1 in the environment asks for exactly that: interrupts
+ * are ignored, like a driver that waits uninterruptibly, so a test can have a
+ * killed process that cannot finish exiting and keeps its descriptors.
  *
  * Files are always opened with direct_io, so every read and write reaches us
  * (no page cache in front of the freeze), whether or not the caller asked for
@@ -58,6 +61,7 @@ static int backing_fd = -1; /* the backing directory; every path is relative to 
 static pthread_mutex_t freeze_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t freeze_cv; /* CLOCK_MONOTONIC; broadcast on thaw */
 static bool frozen;		 /* guarded by freeze_mu */
+static bool uninterruptible;	 /* HANGFS_UNINTERRUPTIBLE=1: ignore FUSE_INTERRUPT */
 
 /* ---------------------------------------------------------------- freezing */
 
@@ -93,7 +97,7 @@ static int freeze_gate(const char *op, off_t off, size_t size)
 			say("%s blocked (offset %lld, size %zu)", op, (long long)off, size);
 			waited = true;
 		}
-		if (fuse_interrupted()) {
+		if (!uninterruptible && fuse_interrupted()) {
 			r = -EINTR;
 			break;
 		}
@@ -401,6 +405,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hangfs: %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
+	uninterruptible = getenv("HANGFS_UNINTERRUPTIBLE") &&
+			  strcmp(getenv("HANGFS_UNINTERRUPTIBLE"), "1") == 0;
+	if (uninterruptible)
+		say("ignoring interrupts");
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&freeze_cv, &ca);

@@ -3,12 +3,14 @@
 #
 # A second daemon asked to listen where the first one already does exits 69
 # (EX_UNAVAILABLE) promptly, saying which address is in use; the first keeps
-# serving.
+# serving. (It shares ports only with a socket that never answers: see
+# test_stuck_instance.sh.) The same for a port held by another program, which
+# does not share it.
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-require_cmd curl timeout
+require_cmd curl timeout /usr/bin/python3
 require_disk "$WORK"
 
 # write_config FILE DIR: one directory target with a slow read ping.
@@ -33,26 +35,49 @@ EOF
 write_config "$WORK/first.yaml" "$WORK/first"
 write_config "$WORK/second.yaml" "$WORK/second"
 
-start_daemon "$WORK/first.yaml"
-addr="127.0.0.1:$DAEMON_PORT"
-
 LOG2="$WORK/second.log"
 DAEMON_LOGS+=("$LOG2")
-t0=$(now_ms)
-rc=0
-timeout 10 "$IOPULSE" run --config "$WORK/second.yaml" --listen "$addr" --log-level debug \
-	>"$LOG2" 2>&1 </dev/null || rc=$?
-elapsed=$(($(now_ms) - t0))
-((rc != 124)) || fail "the second daemon on $addr was still running after 10s"
-((rc == 69)) || fail "the second daemon on $addr exited with status $rc, want 69"
-((elapsed <= 5000)) || fail "the second daemon took ${elapsed}ms to give up on $addr"
-line=$(awk -v a="$addr" 'index($0, a) && tolower($0) ~ /in use/ { print; found = 1; exit } END { exit !found }' "$LOG2") ||
-	fail "the second daemon's log has no line naming $addr and saying it is in use"
-note "second daemon: status $rc after ${elapsed}ms: $line"
 
+# second_daemon ADDR: run the second daemon on ADDR; it must exit 69 within 5s
+# with a line naming ADDR and saying it is in use.
+second_daemon() {
+	local addr=$1 t0 elapsed line rc=0
+	t0=$(now_ms)
+	timeout 10 "$IOPULSE" run --config "$WORK/second.yaml" --listen "$addr" --log-level debug \
+		>"$LOG2" 2>&1 </dev/null || rc=$?
+	elapsed=$(($(now_ms) - t0))
+	((rc != 124)) || fail "the second daemon on $addr was still running after 10s"
+	((rc == 69)) || fail "the second daemon on $addr exited with status $rc, want 69"
+	((elapsed <= 5000)) || fail "the second daemon took ${elapsed}ms to give up on $addr"
+	line=$(awk -v a="$addr" 'index($0, a) && tolower($0) ~ /in use/ { print; found = 1; exit }
+		END { exit !found }' "$LOG2") ||
+		fail "the second daemon's log has no line naming $addr and saying it is in use"
+	note "second daemon on $addr: status $rc after ${elapsed}ms: $line"
+}
+
+# ---- a port held by another iopulse -----------------------------------------
+
+start_daemon "$WORK/first.yaml"
+second_daemon "127.0.0.1:$DAEMON_PORT"
 require_alive
 code=$(http_status GET /metrics)
 [[ $code == 200 ]] || fail "the first daemon stopped serving: GET /metrics status $code"
-
 stop_daemon TERM 5
+
+# ---- a port held by another program ----------------------------------------
+
+PORT_FILE="$WORK/held-port"
+/usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
+time.sleep(60)
+' "$PORT_FILE" &
+holder=$!
+on_exit kill "$holder"
+wait_until 5 "the other program listens" test -s "$PORT_FILE"
+read -r held <"$PORT_FILE"
+second_daemon "127.0.0.1:$held"
 note "pass"

@@ -3,13 +3,17 @@
  * Unit tests for daemon/http: content negotiation (Accept, with Prometheus 2.42's
  * exact headers), Accept-Encoding, gzip (inflated back with zlib), and a live
  * server on a loopback port: the status line and headers of /metrics replies in
- * each format, plain and compressed, byte for byte.
+ * each format, plain and compressed, byte for byte. Binding next to other sockets
+ * on the same port: refused when they answer, steered past when they are silent.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -327,18 +331,19 @@ static void test_live_server(void **state)
 	struct metrics *m = metrics_new();
 	struct metric_family *f;
 	struct http_server *h;
+	struct http_listener l;
 	uint16_t port = 0;
 	char v[256];
 	unsigned i;
-	int fd, err = 0;
+	int err = 0;
 
 	(void)state;
 	assert_non_null(m);
 	f = metrics_family(m, "t_latency_seconds", METRIC_HISTOGRAM, "Latency.", NULL, bounds, 2);
 	metrics_observe_ns(metrics_series(f, NULL), 2000000);
-	fd = http_listen("127.0.0.1", 0, &port);
-	assert_true(fd >= 0);
-	h = http_start(fd, m, NULL, NULL, &err);
+	assert_int_equal(http_listen("127.0.0.1", 0, &l, &port), 0);
+	assert_int_equal(l.n_spare, 0);
+	h = http_start(&l, m, NULL, NULL, &err);
 	assert_non_null(h);
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -491,12 +496,292 @@ static void test_render_cache(void **state)
 	metrics_free(m);
 }
 
+/* ---- binding next to another socket (SO_REUSEPORT) ------------------------ */
+
+/* Numeric @ip and @port as a socket address ("::" is the dual-stack wildcard). */
+static socklen_t address(const char *ip, uint16_t port, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, ip, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		return sizeof(*sin);
+	}
+	assert_int_equal(inet_pton(AF_INET6, ip, &sin6->sin6_addr), 1);
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(port);
+	return sizeof(*sin6);
+}
+
+/* A socket of another program on @ip:*port (0: a free port, stored back), with
+ * SO_REUSEPORT or not, listening with @backlog (-1: only bound). */
+static int holder_at(const char *ip, bool reuseport, int backlog, uint16_t *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = address(ip, *port, &ss);
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, zero = 0;
+
+	assert_true(fd >= 0);
+	if (reuseport)
+		assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)), 0);
+	if (ss.ss_family == AF_INET6)
+		assert_int_equal(setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)), 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&ss, len), 0);
+	if (backlog >= 0)
+		assert_int_equal(listen(fd, backlog), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+	*port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					      : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return fd;
+}
+
+static int holder(bool reuseport, uint16_t *port)
+{
+	return holder_at("127.0.0.1", reuseport, 8, port);
+}
+
+/* A live server on a holder: takes one connection within 5 s, then answers the
+ * request, or resets the connection. */
+struct live {
+	int fd;
+	bool reset;
+};
+
+static void *live_server(void *arg)
+{
+	static const char reply[] = "HTTP/1.0 200 OK\r\n\r\nOK\n";
+	const struct live *lv = arg;
+	struct pollfd p = {.fd = lv->fd, .events = POLLIN};
+	struct linger hard = {.l_onoff = 1, .l_linger = 0};
+	char buf[512];
+	int c;
+
+	if (poll(&p, 1, 5000) != 1 || (c = accept(lv->fd, NULL, NULL)) < 0)
+		return NULL;
+	if (lv->reset)
+		(void)setsockopt(c, SOL_SOCKET, SO_LINGER, &hard, sizeof(hard));
+	else if (read(c, buf, sizeof(buf)) > 0)
+		(void)!write(c, reply, sizeof(reply) - 1);
+	close(c);
+	return NULL;
+}
+
+/* Start a non-blocking connection to @ip:@port. */
+static int connect_to(const char *ip, uint16_t port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = address(ip, port, &ss);
+	int c = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	assert_true(c >= 0);
+	assert_true(connect(c, (struct sockaddr *)&ss, len) == 0 || errno == EINPROGRESS);
+	return c;
+}
+
+/* How many of @n new connections to @ip:@port the listening socket @fd gets (the
+ * others go to whoever else listens there). */
+static unsigned connections_to(int fd, const char *ip, uint16_t port, unsigned n)
+{
+	unsigned i, got = 0;
+
+	for (i = 0; i < n; i++) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int c = connect_to(ip, port), s;
+
+		if (poll(&p, 1, 200) == 1 && (s = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+			got++;
+			close(s);
+		}
+		close(c);
+	}
+	return got;
+}
+
+/* Taken by a socket without SO_REUSEPORT (any other program): in use. */
+static void test_listen_taken(void **state)
+{
+	uint16_t port = 0, bound = 0;
+	int h = holder(false, &port);
+	struct http_listener l;
+
+	(void)state;
+	assert_int_equal(http_listen("127.0.0.1", port, &l, &bound), -EADDRINUSE);
+	assert_int_equal(l.fd, -1);
+	close(h);
+}
+
+/* Taken by a live server that shares ports (another iopulse): still in use,
+ * whether it answers or resets. */
+static void test_listen_taken_live(void **state)
+{
+	uint16_t port = 0, bound = 0;
+	struct live lv = {.fd = holder(true, &port)};
+	struct http_listener l;
+	pthread_t t;
+
+	(void)state;
+	for (int reset = 0; reset <= 1; reset++) {
+		lv.reset = reset;
+		assert_int_equal(pthread_create(&t, NULL, live_server, &lv), 0);
+		assert_int_equal(http_listen("127.0.0.1", port, &l, &bound), -EADDRINUSE);
+		assert_int_equal(l.fd, -1);
+		pthread_join(t, NULL);
+	}
+	close(lv.fd);
+}
+
+/* Alone on a fixed port: every connection comes here, with no spares. A port
+ * only bound by another socket (one that shares ports, so nothing but the
+ * probe can tell) is in use, as it was before ports were shared. */
+static void test_listen_alone(void **state)
+{
+	uint16_t port = 0, bound = 0;
+	int h = holder(false, &port);
+	struct http_listener l;
+
+	(void)state;
+	close(h); /* a port that was free a moment ago */
+	assert_int_equal(http_listen("127.0.0.1", port, &l, &bound), 0);
+	assert_int_equal(bound, port);
+	assert_int_equal(l.n_spare, 0);
+	assert_int_equal(connections_to(l.fd, "127.0.0.1", port, 4), 4);
+	http_listener_close(&l);
+
+	h = holder_at("127.0.0.1", true, -1, &port);
+	assert_int_equal(http_listen("127.0.0.1", port, &l, &bound), -EADDRINUSE);
+	assert_int_equal(l.fd, -1);
+	close(h);
+}
+
+/* Held by sockets that accept nothing (instances stuck in the kernel): the new
+ * socket shares the port and gets every new connection, while they are open and
+ * as they close, in either order. Without the steering, the kernel's hash would
+ * hand each connection to a random member of the group; without the spares, the
+ * first close would move our socket off the index the steering names. */
+static void takes_over_silent(bool last_first)
+{
+	uint16_t port = 0, bound = 0;
+	int h1 = holder(true, &port), h2 = holder(true, &port);
+	struct http_listener l;
+
+	assert_int_equal(http_listen("127.0.0.1", port, &l, &bound), 0);
+	assert_true(l.fd >= 0);
+	assert_int_equal(bound, port);
+	assert_int_equal(l.n_spare, 2);
+	assert_int_equal(connections_to(l.fd, "127.0.0.1", port, 32), 32);
+	close(last_first ? h2 : h1);
+	assert_int_equal(connections_to(l.fd, "127.0.0.1", port, 32), 32);
+	close(last_first ? h1 : h2);
+	assert_int_equal(connections_to(l.fd, "127.0.0.1", port, 32), 32);
+	http_listener_close(&l);
+	assert_int_equal(l.fd, -1);
+	assert_int_equal(l.n_spare, 0);
+}
+
+static void test_listen_takes_over_silent(void **state)
+{
+	(void)state;
+	takes_over_silent(true);
+	takes_over_silent(false);
+}
+
+/* A silent socket whose backlog is full (a long-stuck instance that went on
+ * receiving scrapes): no handshake with it completes; still taken over. */
+static void test_listen_takes_over_full_backlog(void **state)
+{
+	uint16_t port = 0, bound = 0;
+	int h = holder_at("127.0.0.1", true, 1, &port), c[4], i;
+	struct http_listener l;
+
+	(void)state;
+	for (i = 0; i < 4; i++) /* a backlog of 1 takes 2 */
+		c[i] = connect_to("127.0.0.1", port);
+	assert_int_equal(http_listen("127.0.0.1", port, &l, &bound), 0);
+	assert_int_equal(l.n_spare, 1);
+	assert_int_equal(connections_to(l.fd, "127.0.0.1", port, 32), 32);
+	http_listener_close(&l);
+	for (i = 0; i < 4; i++)
+		close(c[i]);
+	close(h);
+}
+
+static bool have_ipv6_loopback(void)
+{
+	struct sockaddr_in6 lo = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&lo, sizeof(lo)) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* The dual-stack wildcard: IPv4 and IPv6 connections all come here. */
+static void test_listen_takes_over_dual_stack(void **state)
+{
+	uint16_t port = 0, bound = 0;
+	struct http_listener l;
+	int h;
+
+	(void)state;
+	if (!have_ipv6_loopback())
+		skip();
+	h = holder_at("::", true, 8, &port);
+	assert_int_equal(http_listen("", port, &l, &bound), 0);
+	assert_int_equal(l.n_spare, 1);
+	assert_int_equal(connections_to(l.fd, "127.0.0.1", port, 16), 16);
+	assert_int_equal(connections_to(l.fd, "::1", port, 16), 16);
+	close(h);
+	assert_int_equal(connections_to(l.fd, "::1", port, 16), 16);
+	http_listener_close(&l);
+}
+
+/* A holder on an overlapping address of another kind is in a reuseport group of
+ * its own. Where we cannot reach it to tell whether it answers (an IPv4 wildcard,
+ * against the dual-stack one we connect to as ::1), the port is in use. Where it
+ * is reached and silent (127.0.0.1 against 0.0.0.0), the port is shared but
+ * nothing can be steered: the kernel prefers the exact address, so its
+ * connections stay with the holder (logged), and the other addresses are ours. */
+static void test_listen_overlapping(void **state)
+{
+	uint16_t port = 0, bound = 0;
+	struct http_listener l;
+	int h;
+
+	(void)state;
+	if (have_ipv6_loopback()) {
+		h = holder_at("0.0.0.0", true, 8, &port);
+		assert_int_equal(http_listen("", port, &l, &bound), -EADDRINUSE);
+		close(h);
+	}
+	port = 0;
+	h = holder_at("127.0.0.1", true, 8, &port);
+	assert_int_equal(http_listen("0.0.0.0", port, &l, &bound), 0);
+	assert_int_equal(l.n_spare, 0);
+	assert_int_equal(connections_to(l.fd, "127.0.0.1", port, 4), 0);
+	http_listener_close(&l);
+	close(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_negotiate),    cmocka_unit_test(test_content_types),
-		cmocka_unit_test(test_accepts_gzip), cmocka_unit_test(test_gzip_round_trip),
-		cmocka_unit_test(test_live_server),  cmocka_unit_test(test_render_cache),
+		cmocka_unit_test(test_negotiate),
+		cmocka_unit_test(test_content_types),
+		cmocka_unit_test(test_accepts_gzip),
+		cmocka_unit_test(test_gzip_round_trip),
+		cmocka_unit_test(test_live_server),
+		cmocka_unit_test(test_render_cache),
+		cmocka_unit_test(test_listen_taken),
+		cmocka_unit_test(test_listen_taken_live),
+		cmocka_unit_test(test_listen_alone),
+		cmocka_unit_test(test_listen_takes_over_silent),
+		cmocka_unit_test(test_listen_takes_over_full_backlog),
+		cmocka_unit_test(test_listen_takes_over_dual_stack),
+		cmocka_unit_test(test_listen_overlapping),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
