@@ -310,7 +310,12 @@ static int lane_prepare_target(struct lane *l)
 			return r;
 		log_warning("Target %s: %s, re-opening", l->cfg->name, l->target.error);
 	}
-	return target_open(&l->target);
+	/* Opening is metadata too (and a hung mount's stat waits like its reads).
+	 * A layout then publishes each of its writes in the same place. */
+	atomic_store(&l->inflight_ns, eng_now_ns());
+	r = target_open(&l->target);
+	atomic_store(&l->inflight_ns, 0);
+	return r;
 }
 
 static void log_probe_error(struct lane_probe *lp, int err, const char *what)

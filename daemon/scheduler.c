@@ -17,6 +17,7 @@
 #include "lane.h"
 #include "log.h"
 #include "scheduler.h"
+#include "target.h"
 
 #define HOUSEKEEPING_NS 250000000ULL  /* timeout checks: 4 per second */
 #define STATUS_MIN_NS	1000000000ULL /* STATUS= at most once a second */
@@ -101,37 +102,63 @@ static int start_lanes(struct sched *s);
  * Two targets naming one directory, file or device would run two lanes on one
  * disk at once (the overlap lanes exist to prevent) and, for directories, fight
  * over one probe file. Paths that do not exist yet cannot be compared; the probe
- * file's lock catches those later.
+ * file's lock catches those later. Nor can paths on a filesystem that hangs: this
+ * runs at start-up and on SIGHUP, before anything serves or on the scheduler's
+ * own thread, so each stat gets STAT_WAIT_MS and a hung one is logged and skipped
+ * (the lock again covers it) rather than waited for.
  */
+#define STAT_WAIT_MS 500
+
 static int check_distinct_targets(const struct config *cfg)
 {
-	for (unsigned i = 0; i < cfg->n_targets; i++) {
-		struct stat a, b;
+	struct stat *st;
+	bool *known;
+	int r = 0;
 
-		if (stat(cfg->targets[i].path, &a) < 0)
-			continue;
-		for (unsigned j = i + 1; j < cfg->n_targets; j++) {
+	if (cfg->n_targets < 2)
+		return 0;
+	st = calloc(cfg->n_targets, sizeof(*st));
+	known = calloc(cfg->n_targets, sizeof(*known));
+	if (!st || !known) {
+		free(st);
+		free(known);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < cfg->n_targets; i++) {
+		const struct cfg_target *t = &cfg->targets[i];
+		int e = target_stat_within(t->path, &st[i], STAT_WAIT_MS);
+
+		known[i] = e == 0;
+		if (e == -ETIMEDOUT)
+			log_warning("Target '%s': stat(%s) did not return within %d ms (a hung "
+				    "filesystem?); not compared with the other targets",
+				    t->name, t->path, STAT_WAIT_MS);
+	}
+	for (unsigned i = 0; i < cfg->n_targets && r == 0; i++) {
+		for (unsigned j = i + 1; j < cfg->n_targets && r == 0; j++) {
+			const struct stat *a = &st[i], *b = &st[j];
 			bool same;
 
-			if (stat(cfg->targets[j].path, &b) < 0)
+			if (!known[i] || !known[j])
 				continue;
-			same = S_ISBLK(a.st_mode) && S_ISBLK(b.st_mode)
-				       ? a.st_rdev == b.st_rdev
-				       : a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+			same = S_ISBLK(a->st_mode) && S_ISBLK(b->st_mode)
+				       ? a->st_rdev == b->st_rdev
+				       : a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 			if (same)
-				return log_error_errno(
-					-EINVAL,
-					"%s:%u:%u: targets '%s' and '%s' are the same "
-					"%s (%s): probes on one disk must share one "
-					"target so they never overlap",
-					cfg->source, cfg->targets[j].pos.line,
-					cfg->targets[j].pos.col, cfg->targets[i].name,
-					cfg->targets[j].name,
-					cfg_target_kind_name(cfg->targets[j].kind),
-					cfg->targets[j].path);
+				r = log_error_errno(-EINVAL,
+						    "%s:%u:%u: targets '%s' and '%s' are the same "
+						    "%s (%s): probes on one disk must share one "
+						    "target so they never overlap",
+						    cfg->source, cfg->targets[j].pos.line,
+						    cfg->targets[j].pos.col, cfg->targets[i].name,
+						    cfg->targets[j].name,
+						    cfg_target_kind_name(cfg->targets[j].kind),
+						    cfg->targets[j].path);
 		}
 	}
-	return 0;
+	free(st);
+	free(known);
+	return r;
 }
 
 /* Destroy lanes that never started (or whose threads exited) and free the array. */

@@ -44,6 +44,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "../config/config.h"
@@ -109,5 +110,13 @@ int target_check(struct target *t);
 
 /* Close the file descriptor (idempotent). */
 void target_close(struct target *t);
+
+/*
+ * stat(2) @path, waiting at most @ms for it: on a hung filesystem the call is
+ * left to finish on a helper thread. 0 or -errno; -ETIMEDOUT when it did not
+ * return in time (or too many earlier ones still have not). For callers that must
+ * not block on a disk: the scheduler, the main thread.
+ */
+int target_stat_within(const char *path, struct stat *st, unsigned ms);
 
 #endif

@@ -13,6 +13,9 @@
  *
  * Metadata (lookup, getattr, statfs, create, rename...) never blocks: like a
  * device whose queue is stuck while the page and dentry caches still answer.
+ * HANGFS_FREEZE_METADATA=1 in the environment makes getattr (so stat and lookup,
+ * once the kernel's 1-second attribute cache expires), statfs, open and create
+ * block too, like a hung NFS server.
  *
  * Each change is acknowledged on stderr once it is in effect, so a test can wait
  * for it instead of sleeping:
@@ -62,6 +65,7 @@ static pthread_mutex_t freeze_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t freeze_cv; /* CLOCK_MONOTONIC; broadcast on thaw */
 static bool frozen;		 /* guarded by freeze_mu */
 static bool uninterruptible;	 /* HANGFS_UNINTERRUPTIBLE=1: ignore FUSE_INTERRUPT */
+static bool freeze_metadata;	 /* HANGFS_FREEZE_METADATA=1: metadata blocks too */
 
 /* ---------------------------------------------------------------- freezing */
 
@@ -161,11 +165,19 @@ static void *hang_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return NULL;
 }
 
+/* The gate for a metadata request: open unless HANGFS_FREEZE_METADATA=1. */
+static int metadata_gate(const char *op)
+{
+	return freeze_metadata ? freeze_gate(op, 0, 0) : 0;
+}
+
 static int hang_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
-	int r = fi ? fstat((int)fi->fh, st)
-		   : fstatat(backing_fd, rel(path), st, AT_SYMLINK_NOFOLLOW);
+	int r = metadata_gate("getattr");
 
+	if (r)
+		return r;
+	r = fi ? fstat((int)fi->fh, st) : fstatat(backing_fd, rel(path), st, AT_SYMLINK_NOFOLLOW);
 	return r < 0 ? -errno : 0;
 }
 
@@ -283,8 +295,11 @@ static int backing_flags(int flags)
 
 static int hang_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-	int fd = openat(backing_fd, rel(path), backing_flags(fi->flags) | O_CREAT, mode);
+	int fd = metadata_gate("create");
 
+	if (fd)
+		return fd;
+	fd = openat(backing_fd, rel(path), backing_flags(fi->flags) | O_CREAT, mode);
 	if (fd < 0)
 		return -errno;
 	fi->fh = (uint64_t)fd;
@@ -294,8 +309,11 @@ static int hang_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 
 static int hang_open(const char *path, struct fuse_file_info *fi)
 {
-	int fd = openat(backing_fd, rel(path), backing_flags(fi->flags));
+	int fd = metadata_gate("open");
 
+	if (fd)
+		return fd;
+	fd = openat(backing_fd, rel(path), backing_flags(fi->flags));
 	if (fd < 0)
 		return -errno;
 	fi->fh = (uint64_t)fd;
@@ -344,7 +362,11 @@ static int hang_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 
 static int hang_statfs(const char *path, struct statvfs *sv)
 {
+	int r = metadata_gate("statfs");
+
 	(void)path;
+	if (r)
+		return r;
 	return fstatvfs(backing_fd, sv) < 0 ? -errno : 0;
 }
 
@@ -409,6 +431,10 @@ int main(int argc, char **argv)
 			  strcmp(getenv("HANGFS_UNINTERRUPTIBLE"), "1") == 0;
 	if (uninterruptible)
 		say("ignoring interrupts");
+	freeze_metadata = getenv("HANGFS_FREEZE_METADATA") &&
+			  strcmp(getenv("HANGFS_FREEZE_METADATA"), "1") == 0;
+	if (freeze_metadata)
+		say("freezing metadata too");
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&freeze_cv, &ca);

@@ -10,10 +10,13 @@
 #                     HANGFS_UNINTERRUPTIBLE=1 in the environment makes blocked
 #                     requests ignore the kernel's interrupts, like a driver
 #                     that waits uninterruptibly: a process killed while one of
-#                     its threads waits there cannot finish exiting until the thaw
+#                     its threads waits there cannot finish exiting until the thaw;
+#                     HANGFS_FREEZE_METADATA=1 freezes stat, statfs, open and
+#                     create too, like a dead NFS server
 #   hangfs_said N T   hangfs has logged "hangfs: T" N times
 #   wait_hangfs S N T wait up to S seconds for that
-#   hung_config F E   write a schedule pinging $MNT with engine E to file F
+#   hung_config F E [D]  write a schedule pinging $MNT with engine E to file F
+#                     (and a healthy target in directory D)
 # At exit it thaws before the daemons are stopped, then unmounts.
 
 [[ -n ${HANGFS:-} ]] || skip "HANGFS is not set: hangfs was not built (libfuse3 not found)"
@@ -114,22 +117,40 @@ hangfs_mount() {
 	note "hangfs $HANGFS_PID serves $BACKING on $MNT"
 }
 
-# hung_config FILE ENGINE: a schedule with one target, "hung", on $MNT (O_DIRECT),
-# read-pinged every 100ms with a 1s timeout by probe "ping" on ENGINE.
+# hung_config FILE ENGINE [DIR]: a schedule with one target, "hung", on $MNT
+# (O_DIRECT), read-pinged every 100ms with a 1s timeout by probe "ping" on ENGINE;
+# with DIR, a second target "ok" there (created), pinged by probe "ok".
 hung_config() {
-	cat >"$1" <<-EOF
-		targets:
-		  - name: hung
-		    directory: $(yaml_str "$MNT")
-		    size: 1MiB
-		    direct: true
-		probes:
-		  - name: ping
-		    type: ping
-		    target: hung
-		    op: read
-		    interval: 100ms
-		    timeout: 1s
-		    engine: $2
-	EOF
+	{
+		cat <<-EOF
+			targets:
+			  - name: hung
+			    directory: $(yaml_str "$MNT")
+			    size: 1MiB
+			    direct: true
+		EOF
+		[[ -z ${3:-} ]] || cat <<-EOF
+			  - name: ok
+			    directory: $(yaml_str "$3")
+			    size: 1MiB
+		EOF
+		cat <<-EOF
+			probes:
+			  - name: ping
+			    type: ping
+			    target: hung
+			    op: read
+			    interval: 100ms
+			    timeout: 1s
+			    engine: $2
+		EOF
+		[[ -z ${3:-} ]] || cat <<-EOF
+			  - name: ok
+			    type: ping
+			    target: ok
+			    op: read
+			    interval: 100ms
+		EOF
+	} >"$1"
+	[[ -z ${3:-} ]] || mkdir -p "$3"
 }

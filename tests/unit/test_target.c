@@ -870,6 +870,27 @@ static void test_tmpfs(void **state)
 		assert_int_equal(r2, 0);
 }
 
+/* target_stat_within() answers as stat(2) does when the filesystem does (its
+ * time-out on a hung one is tested by integration/test_hung_at_start.sh). */
+static void test_stat_within(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct stat a, b;
+
+	(void)state;
+	new_dir(dir, sizeof(dir));
+	assert_int_equal(stat(dir, &a), 0);
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(target_stat_within(dir, &b, 1000), 0);
+	assert_int_equal(a.st_dev, b.st_dev);
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(a.st_mode, b.st_mode);
+	join(path, sizeof(path), dir, "missing");
+	assert_int_equal(target_stat_within(path, &b, 1000), -ENOENT);
+	for (int i = 0; i < 100; i++) /* the helper threads clean up after themselves */
+		assert_int_equal(target_stat_within(dir, &b, 1000), 0);
+}
+
 int main(void)
 {
 	if (!getenv("TEST_TMPDIR")) {
@@ -895,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_identity_pinned),
 		cmocka_unit_test(test_file_target),
 		cmocka_unit_test(test_tmpfs),
+		cmocka_unit_test(test_stat_within),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A daemon started while a target's filesystem hangs — metadata included, like a
+# dead NFS server (hangfs with HANGFS_FREEZE_METADATA=1) — serves /metrics anyway.
+# This is what a restart during a disk hang looks like.
+#   1. Frozen before the start: the daemon serves within 5s, says the hung target
+#      could not be compared with the others, shows it down and in flight (its
+#      lane waits in the kernel to open it), counts the timeout once, and pings
+#      the healthy target all along.
+#      A SIGHUP then reloads without waiting for the hung target either.
+#   2. Thawed: the hung target's probe file is laid out, and it comes up.
+#   3. SIGTERM exits 0.
+# Skipped where FUSE cannot be mounted (see hangfs.sh).
+
+# shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=hangfs.sh
+. "$(dirname "$0")/hangfs.sh"
+
+require_cmd curl
+require_disk "$WORK"
+HANGFS_FREEZE_METADATA=1 hangfs_mount
+hangfs_said 1 'freezing metadata too' || fail "hangfs does not say it freezes metadata"
+
+hung_config "$WORK/c.yaml" sync "$WORK/ok"
+"$IOPULSE" check --config "$WORK/c.yaml" >/dev/null || fail "the test's configuration is invalid"
+
+UP_HUNG='iopulse_target_up{target="hung"}'
+UP_OK='iopulse_target_up{target="ok"}'
+INFLIGHT='iopulse_target_inflight_seconds{target="hung"}'
+TIMEOUTS='iopulse_probe_errors_total{probe="ping",target="hung",reason="timeout"}'
+IOS_OK='iopulse_probe_ios_total{probe="ok",target="ok",op="read"}'
+IOS_HUNG='iopulse_probe_ios_total{probe="ping",target="hung",op="read"}'
+
+# ---- 1. started frozen ------------------------------------------------------------
+
+kill -USR1 "$HANGFS_PID"
+wait_hangfs 5 1 frozen
+t0=$(now_ms)
+start_daemon "$WORK/c.yaml"
+elapsed=$(($(now_ms) - t0))
+((elapsed <= 5000)) || fail "the daemon took ${elapsed}ms to serve with a hung target"
+grep -q "Target 'hung': stat($MNT) did not return within 500 ms" "$DAEMON_LOG" ||
+	fail "the daemon does not say it could not compare the hung target"
+wait_hangfs 5 1 'getattr blocked'
+
+stuck_and_ok() {
+	local up_hung up_ok age tmo ios
+	scrape_metrics
+	sample_into up_hung "$PAGE" "$UP_HUNG"
+	sample_into up_ok "$PAGE" "$UP_OK"
+	sample_into age "$PAGE" "$INFLIGHT"
+	sample_into tmo "$PAGE" "$TIMEOUTS"
+	sample_or ios 0 "$PAGE" "$IOS_OK"
+	num "$up_hung" '==' 0 || fail "target hung is up while its filesystem hangs"
+	num "$tmo" '<=' 1 || fail "the stuck open is counted $tmo times as a timeout"
+	num "$age" '>=' 2 && num "$tmo" '==' 1 && num "$up_ok" '==' 1 && num "$ios" '>' 5
+}
+wait_until 10 "hung target in flight for 2s with one timeout, the other pinging" stuck_and_ok
+grep -q 'in flight for over 1s (timeout), target is stuck' "$DAEMON_LOG" ||
+	fail "the daemon does not log the hung target as stuck"
+note "started ${elapsed}ms after launch; hung target down, in flight, 1 timeout; the other pings"
+
+# A reload compares the targets again, on the scheduler's thread: it must not
+# wait for the hung one either, and the healthy target keeps being pinged.
+sample_into ios_before "$PAGE" "$IOS_OK"
+kill -HUP "$DAEMON_PID"
+reloaded() { grep -q 'Configuration reloaded' "$DAEMON_LOG"; }
+wait_until 5 "'Configuration reloaded' while a target hangs" reloaded
+n=$(grep -c "Target 'hung': stat($MNT) did not return within 500 ms" "$DAEMON_LOG")
+((n == 2)) || fail "the hung target's stat was given up $n times, want 2 (start, reload)"
+ok_pinging() {
+	local ios
+	scrape_metrics
+	sample_into ios "$PAGE" "$IOS_OK"
+	num "$ios" '>' "$((${ios_before%.*} + 5))"
+}
+wait_until 5 "the healthy target pinged after the reload" ok_pinging
+sample_into v "$PAGE" 'iopulse_config_last_reload_successful'
+num "$v" '==' 1 || fail "iopulse_config_last_reload_successful is $v after reloading during a hang"
+note "reloaded while the target hangs"
+
+# ---- 2. thawed --------------------------------------------------------------------
+
+kill -USR2 "$HANGFS_PID"
+wait_hangfs 5 1 thawed
+hung_up() {
+	local up ios
+	scrape_metrics
+	sample_into up "$PAGE" "$UP_HUNG"
+	sample_or ios 0 "$PAGE" "$IOS_HUNG"
+	num "$up" '==' 1 && num "$ios" '>' 0
+}
+wait_until 10 "the hung target up and pinged after the thaw" hung_up
+[[ -f $BACKING/.iopulse-probe ]] || fail "no probe file in $BACKING after the thaw"
+sample_into tmo "$PAGE" "$TIMEOUTS"
+num "$tmo" '==' 1 || fail "$tmo timeouts after the thaw, want still 1"
+note "thawed: the hung target is up"
+
+# ---- 3. stop ------------------------------------------------------------------------
+
+stop_daemon TERM 5
+note "pass"
