@@ -5,7 +5,8 @@
 # `systemd-analyze security --offline=yes` scores it at most 1.2. The drop-in
 # example for raw block devices verifies cleanly on top of it. When strace can
 # trace here, the daemon's own system calls during a short run (io_uring, libaio
-# and sync engines, pings and bursts, a scrape, SIGTERM) all pass the unit's
+# and sync engines, pings and bursts, a scrape, SIGTERM; on a port it takes over
+# from a silent socket, so the steering runs too) all pass the unit's
 # SystemCallFilter=, and none asks for memory that MemoryDenyWriteExecute= refuses.
 #
 # verify checks that ExecStart='s binary exists; the unit names its installed
@@ -139,7 +140,7 @@ elif [[ $(stat -f -c %T "$WORK") == tmpfs ]]; then
 fi
 
 if $trace_ok; then
-	require_cmd curl timeout
+	require_cmd curl timeout /usr/bin/python3
 	DIR="$WORK/state"
 	mkdir "$DIR"
 	CFG="$WORK/iopulse.yaml"
@@ -191,10 +192,26 @@ EOF
 	LOG="$WORK/traced.log"
 	DAEMON_LOGS+=("$LOG")
 	: >"$LOG"
+	# A socket that shares its port and never answers (a stuck old instance):
+	# the daemon takes the port over, with every call that takes.
+	PORT_FILE="$WORK/held-port"
+	/usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
+time.sleep(120)
+' "$PORT_FILE" &
+	holder=$!
+	on_exit kill "$holder"
+	wait_until 5 "the silent socket listening" test -s "$PORT_FILE"
+	read -r held <"$PORT_FILE"
 	# sd_notify to a socket nobody listens on: the calls are made all the same.
 	NOTIFY_SOCKET="$WORK/notify" STATE_DIRECTORY="$DIR" \
 		"${SPAWN[@]}" strace -f -qq -o "$TRACE" "$IOPULSE" run --config "$CFG" \
-		--listen 127.0.0.1:0 --log-level debug >"$LOG" 2>&1 &
+		--listen "127.0.0.1:$held" --log-level debug >"$LOG" 2>&1 &
 	TRACER=$!
 	DAEMON_PIDS+=("$TRACER")
 	DAEMON_PID=$TRACER # wait_until notices if it exits
@@ -204,6 +221,8 @@ EOF
 		[[ -n $port ]]
 	}
 	wait_until 15 "the traced daemon serving metrics" wait_port
+	grep -q 'sharing the port, with every new connection steered to this instance' "$LOG" ||
+		fail "the traced daemon did not take over the port from the silent socket"
 	sleep 3 # pings and at least one burst of each engine (time is the point here)
 	curl -fsS "http://127.0.0.1:$port/metrics" >"$WORK/page" || fail "scrape of the traced daemon failed"
 	grep -q '^iopulse_' "$WORK/page" || fail "the traced daemon served no iopulse_ metrics"
