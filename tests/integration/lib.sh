@@ -37,6 +37,8 @@ DAEMON_LOG=	  # ... its log
 DAEMON_PORT=	  # ... and the port it serves on
 PAGE=		  # file of the most recent scrape_metrics
 SCRAPE_N=0
+# shellcheck disable=SC2034 # for the tests that source this file
+HELD_PORT=	  # the port of the most recent hold_port
 
 # A non-interactive bash starts background commands with SIGINT ignored, and a
 # program that finds SIGINT ignored at start-up rightly keeps ignoring it. Start
@@ -254,6 +256,18 @@ require_cmd() {
 	for c in "$@"; do
 		command -v "$c" >/dev/null || fail "required tool '$c' not found"
 	done
+}
+
+# hold_port plain|reuseport: another program listens on a free loopback port
+# (sharing it, with "reuseport") and never accepts; HELD_PORT is the port.
+# Stopped at exit.
+hold_port() {
+	local file="$WORK/held-port.$RANDOM" pid
+	/usr/bin/python3 "$SOURCE_DIR/tests/integration/hold_port.py" "$file" "$1" &
+	pid=$!
+	on_exit kill "$pid"
+	wait_until 5 "the port holder listening" test -s "$file"
+	read -r HELD_PORT <"$file"
 }
 
 # ---- the daemon ------------------------------------------------------------

@@ -66,18 +66,6 @@ stop_daemon TERM 5
 
 # ---- a port held by another program ----------------------------------------
 
-PORT_FILE="$WORK/held-port"
-/usr/bin/python3 -c '
-import socket, sys, time
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(8)
-open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
-time.sleep(60)
-' "$PORT_FILE" &
-holder=$!
-on_exit kill "$holder"
-wait_until 5 "the other program listens" test -s "$PORT_FILE"
-read -r held <"$PORT_FILE"
-second_daemon "127.0.0.1:$held"
+hold_port plain
+second_daemon "127.0.0.1:$HELD_PORT"
 note "pass"

@@ -194,24 +194,11 @@ EOF
 	: >"$LOG"
 	# A socket that shares its port and never answers (a stuck old instance):
 	# the daemon takes the port over, with every call that takes.
-	PORT_FILE="$WORK/held-port"
-	/usr/bin/python3 -c '
-import socket, sys, time
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-s.bind(("127.0.0.1", 0))
-s.listen(8)
-open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
-time.sleep(120)
-' "$PORT_FILE" &
-	holder=$!
-	on_exit kill "$holder"
-	wait_until 5 "the silent socket listening" test -s "$PORT_FILE"
-	read -r held <"$PORT_FILE"
+	hold_port reuseport
 	# sd_notify to a socket nobody listens on: the calls are made all the same.
 	NOTIFY_SOCKET="$WORK/notify" STATE_DIRECTORY="$DIR" \
 		"${SPAWN[@]}" strace -f -qq -o "$TRACE" "$IOPULSE" run --config "$CFG" \
-		--listen "127.0.0.1:$held" --log-level debug >"$LOG" 2>&1 &
+		--listen "127.0.0.1:$HELD_PORT" --log-level debug >"$LOG" 2>&1 &
 	TRACER=$!
 	DAEMON_PIDS+=("$TRACER")
 	DAEMON_PID=$TRACER # wait_until notices if it exits
