@@ -37,7 +37,6 @@ DAEMON_LOG=	  # ... its log
 DAEMON_PORT=	  # ... and the port it serves on
 PAGE=		  # file of the most recent scrape_metrics
 SCRAPE_N=0
-# shellcheck disable=SC2034 # for the tests that source this file
 HELD_PORT=	  # the port of the most recent hold_port
 
 # A non-interactive bash starts background commands with SIGINT ignored, and a
@@ -267,6 +266,7 @@ hold_port() {
 	pid=$!
 	on_exit kill "$pid"
 	wait_until 5 "the port holder listening" test -s "$file"
+	# shellcheck disable=SC2034 # for the tests that source this file
 	read -r HELD_PORT <"$file"
 }
 
