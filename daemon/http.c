@@ -69,14 +69,17 @@ static const char landing_page[] =
  *
  * Shared carelessly, a port would be worse than a refused one, in two ways:
  *   - A second *live* instance would share the port without a word. So the socket
- *     is first bound without SO_REUSEPORT, which fails if anything listens there;
- *     SO_REUSEPORT is set only after that bind, before listen(), so that a later
- *     instance may join. Only when that first bind fails does http_listen() try
- *     again with SO_REUSEPORT (which fails too against a holder without it, or of
- *     another user) and, before listening itself, connect to the address: if
- *     something accepts and answers an HTTP request within HOLDER_ANSWER_MS, the
- *     port is in use (-EADDRINUSE); if it cannot even be reached, it may be alive,
- *     and the port is in use as well.
+ *     is first bound and listening without SO_REUSEPORT, which fails if anything
+ *     listens there (even an instance between its own bind and listen);
+ *     SO_REUSEPORT is set only then, so that a later instance may join. Only when
+ *     that fails does http_listen() bind again with SO_REUSEPORT (which fails too
+ *     against a holder without it, or of another user) and, before listening
+ *     itself, connect to the address: if something accepts and answers an HTTP
+ *     request within HOLDER_ANSWER_MS, the port is in use (-EADDRINUSE); if it
+ *     cannot be reached, or nothing listens where we connect (an overlapping
+ *     address of another kind), it may be alive, and the port is in use as well.
+ *     A live instance that accepts nothing for HOLDER_ANSWER_MS (its connection
+ *     limit reached) is taken for a stuck one.
  *   - The kernel spreads new connections over every socket in the group by a hash
  *     of the 4-tuple, so a silent old socket would swallow a share of the scrapes.
  *     When the holder accepts but never answers (or its backlog is so full that
