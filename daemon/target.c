@@ -577,6 +577,14 @@ static int rename_noreplace(int dfd, const char *tmp)
 	return 0;
 }
 
+/* Giving the finished probe file its name failed (@what: "link", "name"). */
+static int naming_failed(struct target *t, int r, const char *path, const char *what)
+{
+	if (r == -EEXIST)
+		return terr(t, r, "%s appeared while we created it: not touching it", path);
+	return terr(t, r, "%s: cannot %s the probe file: %m", path, what);
+}
+
 /*
  * Creates a fully laid-out probe file and only then gives it its name, so no
  * one ever sees a partial file: O_TMPFILE + linkat, or a temporary name +
@@ -632,11 +640,7 @@ static int create_probe_file(struct target *t, int dfd, bool replace, int *out, 
 			r = link_anon(fd, dfd, name);
 		}
 		if (r < 0) {
-			if (r == -EEXIST)
-				terr(t, r, "%s appeared while we created it: not touching it",
-				     path);
-			else
-				terr(t, r, "%s: cannot link the probe file: %m", path);
+			naming_failed(t, r, path, "link");
 			goto fail;
 		}
 		tmp_named = replace;
@@ -650,11 +654,7 @@ static int create_probe_file(struct target *t, int dfd, bool replace, int *out, 
 	} else if (!anon) {
 		r = rename_noreplace(dfd, tmp);
 		if (r < 0) {
-			if (r == -EEXIST)
-				terr(t, r, "%s appeared while we created it: not touching it",
-				     path);
-			else
-				terr(t, r, "%s: cannot name the probe file: %m", path);
+			naming_failed(t, r, path, "name");
 			goto fail;
 		}
 		tmp_named = false;

@@ -168,13 +168,19 @@ int eng_ready_reap(struct engine *e, struct io_req **done, unsigned min, unsigne
 	return (int)n;
 }
 
-unsigned eng_unpark(struct engine *e, unsigned *nparked, struct io_req **done, unsigned max)
+unsigned eng_reap_parked(struct engine *e, unsigned *nparked, struct io_req **done, unsigned min,
+			 unsigned max, unsigned inflight, unsigned *want)
 {
 	unsigned n = *nparked < max ? *nparked : max;
 
-	memcpy(done, e->ready, n * sizeof(*done));
-	*nparked -= n;
-	if (*nparked)
-		memmove(e->ready, e->ready + n, *nparked * sizeof(e->ready[0]));
+	if (n) {
+		memcpy(done, e->ready, n * sizeof(*done));
+		*nparked -= n;
+		if (*nparked)
+			memmove(e->ready, e->ready + n, *nparked * sizeof(e->ready[0]));
+	}
+	*want = min > n ? min - n : 0;
+	if (*want > inflight)
+		*want = inflight;
 	return n;
 }

@@ -133,8 +133,11 @@ int eng_ready_park(struct engine *e, struct io_req *req);
 int eng_ready_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max);
 
 /* For engines that park completions in e->ready[0..*nparked) themselves (what a
- * cancel harvested, an fdatasync done synchronously): hand out up to @max, oldest
- * first, and shift the rest down. Returns how many; e->queued is the caller's. */
-unsigned eng_unpark(struct engine *e, unsigned *nparked, struct io_req **done, unsigned max);
+ * cancel harvested, an fdatasync done synchronously), at the start of a reap:
+ * hand out up to @max, oldest first, and shift the rest down. Returns how many;
+ * *want gets how many more completions the reap should wait for to reach @min,
+ * never more than the @inflight that can still come. e->queued is the caller's. */
+unsigned eng_reap_parked(struct engine *e, unsigned *nparked, struct io_req **done, unsigned min,
+			 unsigned max, unsigned inflight, unsigned *want);
 
 #endif

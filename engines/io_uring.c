@@ -423,18 +423,14 @@ static int uring_reap(struct engine *e, struct io_req **done, unsigned min, unsi
 		      int64_t timeout_ns)
 {
 	struct uring *u = e->priv;
-	unsigned got = 0, want;
+	unsigned got, want;
 	int r = 0;
 
 	if (max == 0)
 		return 0;
-	if (u->nparked) {
-		got = eng_unpark(e, &u->nparked, done, max); /* what cancel() harvested */
-		e->queued -= got;
-	}
-	want = min > got ? min - got : 0;
-	if (want > u->inflight)
-		want = u->inflight;
+	/* What cancel() harvested first. */
+	got = eng_reap_parked(e, &u->nparked, done, min, max, u->inflight, &want);
+	e->queued -= got;
 	if (want && got < max) {
 		struct __kernel_timespec ts, *tsp = NULL;
 		struct io_uring_cqe *cqe;

@@ -261,16 +261,12 @@ static int aio_reap(struct engine *e, struct io_req **done, unsigned min, unsign
 		    int64_t timeout_ns)
 {
 	struct aio *a = e->priv;
-	unsigned got = 0, want;
+	unsigned got, want;
 	int r = 0;
 
 	if (max == 0)
 		return 0;
-	if (a->nparked)
-		got = eng_unpark(e, &a->nparked, done, max);
-	want = min > got ? min - got : 0;
-	if (want > a->inflight)
-		want = a->inflight;
+	got = eng_reap_parked(e, &a->nparked, done, min, max, a->inflight, &want);
 	if (a->inflight && got < max) {
 		struct timespec ts = {0, 0}, *tsp = &ts; /* no wait: polls the ring */
 		unsigned room = max - got;
