@@ -20,15 +20,12 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "config/default_buckets.h"
 #include "daemon/hist.h"
+#include "tests/samples.h"
 
-/* iopulse's default classic buckets (config/config.c), 10 us .. 10 s. */
-static const uint64_t default_bounds[] = {
-	10000ULL,      25000ULL,      50000ULL,	     100000ULL,	     250000ULL,
-	500000ULL,     1000000ULL,    2500000ULL,    5000000ULL,     10000000ULL,
-	25000000ULL,   50000000ULL,   100000000ULL,  250000000ULL,   500000000ULL,
-	1000000000ULL, 2500000000ULL, 5000000000ULL, 10000000000ULL,
-};
+/* iopulse's default classic buckets, 10 us .. 10 s. */
+static const uint64_t default_bounds[] = CFG_DEFAULT_BUCKETS_NS;
 #define N_DEFAULT (sizeof(default_bounds) / sizeof(default_bounds[0]))
 
 #define FLOOR_MASK 4095u
@@ -41,32 +38,10 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*s = x;
-	return x;
-}
-
-static double uniform01(uint64_t *s)
-{
-	return ((double)(xorshift(s) >> 11) + 1.0) / 9007199254740992.0;
-}
-
 static void fill_lognormal(uint64_t *v, size_t n, double median_ns, double sigma, uint64_t seed)
 {
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		double g = sqrt(-2.0 * log(uniform01(&seed))) * cos(2.0 * M_PI * uniform01(&seed));
-		double x = median_ns * exp(sigma * g);
-
-		v[i] = x < 1.0 ? 1 : (uint64_t)x;
-	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = sample_lognormal_ns(&seed, median_ns, sigma);
 }
 
 /* The floor: one increment per sample, indexed by the sample. Not inlined, so

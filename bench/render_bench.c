@@ -41,9 +41,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "config/default_buckets.h"
 #include "daemon/expose.h"
 #include "daemon/metrics.h"
 #include "daemon/process.h"
+#include "tests/samples.h"
 #ifdef HAVE_HTTP_GZIP
 #include "daemon/http.h"
 #endif
@@ -52,13 +54,8 @@
 #define ROUND_CPU_NS	   200000000ull /* aim for ~0.2 s of CPU per round */
 #define MAX_ROUNDS	   99
 
-/* iopulse's default classic buckets (config/config.c), 10 us .. 10 s. */
-static const uint64_t default_bounds[] = {
-	10000ULL,      25000ULL,      50000ULL,	     100000ULL,	     250000ULL,
-	500000ULL,     1000000ULL,    2500000ULL,    5000000ULL,     10000000ULL,
-	25000000ULL,   50000000ULL,   100000000ULL,  250000000ULL,   500000000ULL,
-	1000000000ULL, 2500000000ULL, 5000000000ULL, 10000000000ULL,
-};
+/* iopulse's default classic buckets, 10 us .. 10 s. */
+static const uint64_t default_bounds[] = CFG_DEFAULT_BUCKETS_NS;
 #define N_DEFAULT (sizeof(default_bounds) / sizeof(default_bounds[0]))
 
 static uint64_t cpu_ns(void)
@@ -67,30 +64,6 @@ static uint64_t cpu_ns(void)
 
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*s = x;
-	return x;
-}
-
-static double uniform01(uint64_t *s)
-{
-	return ((double)(xorshift(s) >> 11) + 1.0) / 9007199254740992.0;
-}
-
-/* Box-Muller: one lognormal latency in ns. */
-static uint64_t lognormal_ns(uint64_t *s, double median_ns, double sigma)
-{
-	double z = sqrt(-2.0 * log(uniform01(s))) * cos(2.0 * M_PI * uniform01(s));
-
-	return (uint64_t)(median_ns * exp(sigma * z)) + 1;
 }
 
 /* Series build_registry() made, for the cached-render rows to update. */
@@ -177,7 +150,7 @@ static struct metrics *build_registry(unsigned pairs, struct process_metrics **p
 			v[2] = ops[k];
 			h = series(lat, v);
 			for (unsigned i = 0; i < SAMPLES_PER_SERIES; i++)
-				metrics_observe_ns(h, lognormal_ns(&rng, med[k], 1.0));
+				metrics_observe_ns(h, sample_lognormal_ns(&rng, med[k], 1.0));
 			metrics_add(series(ios, v), SAMPLES_PER_SERIES);
 			lat_series[n_lat_series] = h;
 			ios_series[n_lat_series++] = series(ios, v);

@@ -28,16 +28,12 @@
 #include <yaml.h>
 
 #include "config/config.h"
+#include "config/default_buckets.h"
 
 #define CFG_FILE_MAX	   (1U << 20) /* largest configuration file we read */
 #define CFG_DEFAULT_SOURCE "<embedded default>"
 
-static const uint64_t default_buckets_ns[] = {
-	10000ULL,      25000ULL,      50000ULL,	     100000ULL,	     250000ULL,
-	500000ULL,     1000000ULL,    2500000ULL,    5000000ULL,     10000000ULL,
-	25000000ULL,   50000000ULL,   100000000ULL,  250000000ULL,   500000000ULL,
-	1000000000ULL, 2500000000ULL, 5000000000ULL, 10000000000ULL,
-};
+static const uint64_t default_buckets_ns[] = CFG_DEFAULT_BUCKETS_NS;
 
 /* ---- parser state and errors --------------------------------------------- */
 

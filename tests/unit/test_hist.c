@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "daemon/hist.h"
+#include "tests/samples.h"
 
 #define MS 1000000ull
 #define US 1000ull
@@ -26,31 +27,7 @@
 static const uint64_t bounds[] = {100 * US, 500 * US, 1 * MS, 5 * MS, 10 * MS, 100 * MS, 1000 * MS};
 #define N_BOUNDS (sizeof(bounds) / sizeof(bounds[0]))
 
-/* ---- helpers ---- */
-
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*s = x;
-	return x;
-}
-
-static double uniform01(uint64_t *s)
-{
-	/* (0, 1]: never 0, so log() is safe */
-	return ((double)(xorshift(s) >> 11) + 1.0) / 9007199254740992.0;
-}
-
-static double gaussian(uint64_t *s)
-{
-	double u1 = uniform01(s), u2 = uniform01(s);
-
-	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
+/* ---- helpers (samples: tests/samples.h) ---- */
 
 /* The definition, computed independently of hist.c: the native bucket of
  * @ns > 0 at @schema is ceil(2^schema * log2(ns / 1e9)). long double: the closest
@@ -163,7 +140,7 @@ static void test_index_matches_definition(void **state)
 	(void)state;
 	/* Log-uniform over the whole range, and every integer up to 100000. */
 	for (n = 0; n < 1000000; n++) {
-		uint64_t v = (uint64_t)exp2(uniform01(&s) * 41.0);
+		uint64_t v = (uint64_t)exp2(sample_uniform01(&s) * 41.0);
 
 		if (v < 1 || v > HIST_MAX_NS)
 			continue;
@@ -322,7 +299,7 @@ static void test_classic_random_against_linear(void **state)
 		uint64_t prev = 0;
 
 		for (i = 0; i < n; i++) {
-			prev += 1 + xorshift(&s) % (1 + (prev >> 1)) + 5;
+			prev += 1 + sample_xorshift(&s) % (1 + (prev >> 1)) + 5;
 			b[i] = prev;
 		}
 		h = hist_new(b, n);
@@ -335,7 +312,7 @@ static void test_classic_random_against_linear(void **state)
 			if (k < 5 * n)
 				v = b[k / 5] + (k % 5) - 2; /* b - 2 .. b + 2 */
 			else
-				v = xorshift(&s) % (b[n - 1] + b[n - 1] / 4 + 2);
+				v = sample_xorshift(&s) % (b[n - 1] + b[n - 1] / 4 + 2);
 			hist_record(h, v);
 			for (j = 0; j < n; j++)
 				want[j] += v <= b[j];
@@ -434,7 +411,7 @@ static void test_merge_equals_recording_both(void **state)
 	assert_non_null(both);
 	assert_non_null(empty);
 	for (i = 0; i < 20000; i++) {
-		uint64_t v = i % 1000 == 0 ? 0 : (uint64_t)exp2(uniform01(&s) * 36.0);
+		uint64_t v = i % 1000 == 0 ? 0 : (uint64_t)exp2(sample_uniform01(&s) * 36.0);
 
 		hist_record(i % 3 ? a : b, v);
 		hist_record(both, v);
@@ -545,14 +522,14 @@ static void test_quantiles_uniform(void **state)
 	(void)state;
 	assert_non_null(v);
 	for (i = 0; i < N_SAMPLES; i++)
-		v[i] = xorshift(&s) % (50 * MS);
+		v[i] = sample_xorshift(&s) % (50 * MS);
 	check_quantiles(v, N_SAMPLES);
 	/* Small values: exact below 185 ns, within the bound above. */
 	for (i = 0; i < N_SAMPLES; i++)
-		v[i] = xorshift(&s) % 256;
+		v[i] = sample_xorshift(&s) % 256;
 	check_quantiles(v, N_SAMPLES);
 	for (i = 0; i < N_SAMPLES; i++)
-		v[i] = xorshift(&s) % 185;
+		v[i] = sample_xorshift(&s) % 185;
 	check_quantiles(v, N_SAMPLES); /* the bound's 1/2 ns term is 0 here */
 	free(v);
 }
@@ -566,11 +543,11 @@ static void test_quantiles_lognormal(void **state)
 	assert_non_null(v);
 	/* median ~ 200 us, sigma 1.5: spans ns to seconds */
 	for (i = 0; i < N_SAMPLES; i++)
-		v[i] = (uint64_t)exp(log(200e3) + 1.5 * gaussian(&s));
+		v[i] = (uint64_t)exp(log(200e3) + 1.5 * sample_gaussian(&s));
 	check_quantiles(v, N_SAMPLES);
 	/* median ~ 100 us, sigma 0.3: a healthy SSD */
 	for (i = 0; i < N_SAMPLES; i++)
-		v[i] = (uint64_t)exp(log(100e3) + 0.3 * gaussian(&s));
+		v[i] = (uint64_t)exp(log(100e3) + 0.3 * sample_gaussian(&s));
 	check_quantiles(v, N_SAMPLES);
 	free(v);
 }
@@ -584,8 +561,8 @@ static void test_quantiles_bimodal(void **state)
 	assert_non_null(v);
 	/* 95% cache hits around 80 us, 5% seeks around 8 ms */
 	for (i = 0; i < N_SAMPLES; i++) {
-		double mean = xorshift(&s) % 100 < 95 ? 80e3 : 8e6;
-		double x = mean * (1.0 + 0.1 * gaussian(&s));
+		double mean = sample_xorshift(&s) % 100 < 95 ? 80e3 : 8e6;
+		double x = mean * (1.0 + 0.1 * sample_gaussian(&s));
 
 		v[i] = x < 1 ? 1 : (uint64_t)x;
 	}
@@ -776,9 +753,9 @@ static void test_native_downscale_exact(void **state)
 		v[n++] = 0;
 	/* Log-uniform over the range, and a wide lognormal. */
 	while (n < N_SAMPLES / 2)
-		v[n++] = 1 + (uint64_t)exp2(uniform01(&s) * 40.8);
+		v[n++] = 1 + (uint64_t)exp2(sample_uniform01(&s) * 40.8);
 	while (n < N_SAMPLES)
-		v[n++] = 1 + (uint64_t)exp(log(200e3) + 3.0 * gaussian(&s));
+		v[n++] = 1 + (uint64_t)exp(log(200e3) + 3.0 * sample_gaussian(&s));
 	for (i = 0; i < n; i++) {
 		assert_true(v[i] <= HIST_MAX_NS);
 		hist_record(h, v[i]);
@@ -921,7 +898,7 @@ static void test_native_zero_threshold(void **state)
 	assert_non_null(v);
 	assert_non_null(got);
 	for (i = 0; i < 20000; i++) {
-		v[i] = i < 10 ? 0 : (uint64_t)exp2(uniform01(&s) * 33.0);
+		v[i] = i < 10 ? 0 : (uint64_t)exp2(sample_uniform01(&s) * 33.0);
 		if (i == 10)
 			v[i] = S; /* exactly 1 s: <= a 1.0 threshold */
 		if (i == 11)
