@@ -294,26 +294,30 @@ static void target_is_up(struct lane *l)
 	atomic_store(&l->up, true);
 }
 
-static int lane_prepare_target(struct lane *l)
+static int check_or_open_target(struct lane *l)
 {
 	int r;
 
 	if (l->target.fd >= 0) {
-		/* Metadata calls hang on a dead NFS or FUSE mount as readily as I/O does:
-		 * make them visible as in flight too. */
-		atomic_store(&l->inflight_ns, eng_now_ns());
 		r = target_check(&l->target);
-		atomic_store(&l->inflight_ns, 0);
 		if (r == 0)
 			return 0;
 		if (r != -ESTALE) /* a deleted probe file may be re-created; anything else waits */
 			return r;
 		log_warning("Target %s: %s, re-opening", l->cfg->name, l->target.error);
 	}
-	/* Opening is metadata too (and a hung mount's stat waits like its reads).
-	 * A layout then publishes each of its writes in the same place. */
+	return target_open(&l->target);
+}
+
+/* Metadata calls (the checks, opening) hang on a dead NFS or FUSE mount as
+ * readily as I/O does: they count as in flight too. A layout then publishes each
+ * of its writes in the same place. */
+static int lane_prepare_target(struct lane *l)
+{
+	int r;
+
 	atomic_store(&l->inflight_ns, eng_now_ns());
-	r = target_open(&l->target);
+	r = check_or_open_target(l);
 	atomic_store(&l->inflight_ns, 0);
 	return r;
 }
