@@ -171,9 +171,16 @@ static int connect_within(const struct sockaddr_storage *to, socklen_t len, int 
 	return r;
 }
 
+/* An address of ours that a connection reached the holder at. */
+struct reached {
+	struct sockaddr_storage addr;
+	socklen_t len; /* 0: none */
+};
+
 /* Who listens on @ss besides us (called before our socket listens). A holder,
- * or -errno when it cannot be reached to tell. */
-static int probe_holder(const struct sockaddr_storage *ss)
+ * or -errno when it cannot be reached to tell; *at gets the address that reached
+ * it (for a dual-stack wildcard, ::1 or, where that is not configured, 127.0.0.1). */
+static int probe_holder(const struct sockaddr_storage *ss, struct reached *at)
 {
 	static const char request[] = "GET /healthz HTTP/1.0\r\nUser-Agent: iopulse\r\n\r\n";
 	struct sockaddr_storage to[2];
@@ -188,6 +195,10 @@ static int probe_holder(const struct sockaddr_storage *ss)
 	}
 	if (c == -ECONNREFUSED)
 		return HOLDER_NONE;
+	if (c >= 0 || c == -ETIMEDOUT) {
+		at->addr = to[i];
+		at->len = len[i];
+	}
 	if (c == -ETIMEDOUT) /* a backlog nobody empties (or a firewall: see README) */
 		return HOLDER_SILENT;
 	if (c < 0)
@@ -387,27 +398,16 @@ void http_listener_close(struct http_listener *l)
  * Two instances started at once next to the same silent socket would both steer,
  * and the last to do so wins the connections while the other idles; systemd never
  * starts two, so this is left alone. */
-static void take_over(struct http_listener *l, const struct sockaddr_storage *ss, bool v6only)
+static void take_over(struct http_listener *l, const struct sockaddr_storage *ss, bool v6only,
+		      const struct reached *at)
 {
-	struct sockaddr_storage to[2];
-	socklen_t len[2];
 	char where[INET6_ADDRSTRLEN + 8];
-	unsigned n = connect_addresses(ss, to, len), k;
 	const char *why = NULL;
 	int index, r;
 
 	if (http_local_address(l->fd, where, sizeof(where)) < 0)
 		snprintf(where, sizeof(where), "?");
-	/* The first of our addresses that a connection can be made to (::1 may not be
-	 * configured for a dual-stack wildcard; 127.0.0.1 then is). */
-	for (k = 0; k + 1 < n; k++) {
-		r = connect_within(&to[k], len[k], STEER_TRY_MS);
-		if (r >= 0)
-			close(r);
-		if (r >= 0 || r == -ETIMEDOUT)
-			break;
-	}
-	r = index = steer_here(l->fd, &to[k], len[k]);
+	r = index = steer_here(l->fd, &at->addr, at->len);
 	if (r == -ENOENT)
 		why = "no connection to it arrived here, whichever of the first "
 		      "16 sockets on the port it was sent to";
@@ -415,7 +415,7 @@ static void take_over(struct http_listener *l, const struct sockaddr_storage *ss
 		r = add_spares(l, ss, v6only, (unsigned)index);
 	if (r == 0) {
 		/* What the scrapes will see: one more connection must come here. */
-		r = self_connection(l->fd, &to[k], len[k]);
+		r = self_connection(l->fd, &at->addr, at->len);
 		if (r == 0)
 			why = "a test connection did not arrive here";
 		r = r > 0 ? 0 : r < 0 ? r : -EIO;
@@ -465,26 +465,26 @@ static int listen_alone(const struct sockaddr_storage *ss, bool v6only)
 }
 
 /* The port of @ss is taken. By a socket that shares it, of this user, and that
- * accepts without answering? Then our socket, listening and sharing the port;
- * otherwise -EADDRINUSE. *silent says whether it is shared. */
-static int listen_shared(const struct sockaddr_storage *ss, bool v6only, bool *silent)
+ * accepts without answering? Then our socket, listening and sharing the port,
+ * with *silent_at the address that reached the holder; otherwise -EADDRINUSE.
+ * silent_at->len is 0 unless the port is shared. */
+static int listen_shared(const struct sockaddr_storage *ss, bool v6only, struct reached *silent_at)
 {
 	int fd = bound_socket(ss, v6only, true, 0), holder;
 
-	*silent = false;
+	silent_at->len = 0;
 	if (fd < 0)
 		return fd;
-	holder = probe_holder(ss);
+	holder = probe_holder(ss, silent_at);
 	if (holder < 0)
 		log_warning_errno(holder, "Cannot connect to the socket that holds the port, to "
 					  "tell whether it answers: %m");
 	if (holder == HOLDER_SILENT) {
-		if (listen(fd, 64) == 0) {
-			*silent = true;
+		if (listen(fd, 64) == 0)
 			return fd;
-		}
 		holder = -errno;
 	}
+	silent_at->len = 0;
 	close(fd);
 	if (holder == HOLDER_NONE) {
 		/* Nothing listens where we connected: the holder has just gone, or
@@ -503,7 +503,8 @@ int http_listen(const char *host, uint16_t port, struct http_listener *l, uint16
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
 	/* "" means every address: one dual-stack socket. */
-	bool v6 = host[0] == '\0' || strchr(host, ':'), v6only = host[0] != '\0', silent = false;
+	bool v6 = host[0] == '\0' || strchr(host, ':'), v6only = host[0] != '\0';
+	struct reached silent_at = {.len = 0};
 	socklen_t len = sizeof(ss);
 	int fd, r;
 
@@ -531,7 +532,7 @@ int http_listen(const char *host, uint16_t port, struct http_listener *l, uint16
 		fd = listen_alone(&ss, v6only);
 	}
 	if (fd == -EADDRINUSE && port) /* port 0 gets a port nobody else has */
-		fd = listen_shared(&ss, v6only, &silent);
+		fd = listen_shared(&ss, v6only, &silent_at);
 	if (fd < 0)
 		return fd;
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
@@ -541,8 +542,8 @@ int http_listen(const char *host, uint16_t port, struct http_listener *l, uint16
 	}
 	l->fd = fd;
 	*bound_port = ntohs(ss.ss_family == AF_INET ? sin->sin_port : sin6->sin6_port);
-	if (silent)
-		take_over(l, &ss, v6only);
+	if (silent_at.len)
+		take_over(l, &ss, v6only, &silent_at);
 	return 0;
 }
 
