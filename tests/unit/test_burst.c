@@ -125,6 +125,25 @@ static struct run run_once(const struct cfg_probe *cfg, const struct engine_ops 
 	return out;
 }
 
+/* run_once() without @stop, which must succeed with no errors of any kind. */
+static struct run run_clean(const struct cfg_probe *cfg, const struct engine_ops *ops,
+			    struct target *t)
+{
+	struct run r = run_once(cfg, ops, t, NULL);
+
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	return r;
+}
+
+/* All @n I/Os of @r went in direction @d, @bs bytes each; none the other way. */
+static void assert_one_way(const struct run *r, int d, uint64_t n, uint64_t bs)
+{
+	assert_int_equal(r->res.dir[d].ios, n);
+	assert_int_equal(r->res.dir[d].bytes, n * bs);
+	assert_int_equal(r->res.dir[d == BURST_READ ? BURST_WRITE : BURST_READ].ios, 0);
+}
+
 /* ---------------------------------------------------------------- test engines */
 
 /*
@@ -339,13 +358,9 @@ static void test_null_ios_exact(void **state)
 		struct run r;
 
 		cfg.ios = 100003;
-		r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
-		assert_int_equal(r.ret, 0);
-		assert_clean(&r.res);
-		assert_int_equal(r.res.dir[BURST_READ].ios, cfg.ios);
+		r = run_clean(&cfg, &eng_null_ops, target4m());
+		assert_one_way(&r, BURST_READ, cfg.ios, 4096);
 		assert_int_equal(r.hist_count[BURST_READ], cfg.ios);
-		assert_int_equal(r.res.dir[BURST_READ].bytes, cfg.ios * 4096);
-		assert_int_equal(r.res.dir[BURST_WRITE].ios, 0);
 		assert_true(r.res.elapsed_ns > 0 && r.res.elapsed_ns <= r.wall_ns);
 	}
 }
@@ -357,9 +372,7 @@ static void test_null_duration(void **state)
 
 	(void)state;
 	cfg.duration_ns = 300 * MSEC;
-	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &eng_null_ops, target4m());
 	assert_true(total_ios(&r.res) > 1000);
 	assert_true(r.res.elapsed_ns >= 150 * MSEC && r.res.elapsed_ns <= 450 * MSEC);
 	assert_true(r.wall_ns >= 150 * MSEC && r.wall_ns <= 450 * MSEC);
@@ -373,9 +386,7 @@ static void test_null_jobs_merge(void **state)
 	(void)state;
 	/* ios mode: the shared counter makes the total exact across jobs. */
 	cfg.ios = 200001;
-	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &eng_null_ops, target4m());
 	assert_int_equal(total_ios(&r.res), cfg.ios);
 	assert_int_equal(r.hist_count[BURST_READ] + r.hist_count[BURST_WRITE], cfg.ios);
 	assert_int_equal(r.res.dir[BURST_READ].bytes + r.res.dir[BURST_WRITE].bytes,
@@ -384,9 +395,7 @@ static void test_null_jobs_merge(void **state)
 	/* duration mode: whatever the jobs did adds up. */
 	cfg.ios = 0;
 	cfg.duration_ns = 200 * MSEC;
-	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &eng_null_ops, target4m());
 	assert_true(total_ios(&r.res) > 1000);
 	assert_true(r.res.elapsed_ns >= 100 * MSEC && r.res.elapsed_ns <= 300 * MSEC);
 }
@@ -399,9 +408,7 @@ static void test_ramp_excluded(void **state)
 	(void)state;
 	cfg.ios = 50000;
 	cfg.ramp_ns = 100 * MSEC;
-	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &eng_null_ops, target4m());
 	assert_int_equal(total_ios(&r.res), cfg.ios); /* ramp I/Os (many) not counted */
 	assert_true(r.wall_ns >= 100 * MSEC);
 	assert_true(r.res.elapsed_ns < r.wall_ns - 90 * MSEC); /* measured after the ramp */
@@ -424,12 +431,8 @@ static void test_sync_randread_qd1(void **state)
 
 	(void)state;
 	cfg.ios = 2000;
-	r = run_once(&cfg, &eng_sync_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
-	assert_int_equal(r.res.dir[BURST_READ].ios, 2000);
-	assert_int_equal(r.res.dir[BURST_READ].bytes, 2000 * 4096);
-	assert_int_equal(r.res.dir[BURST_WRITE].ios, 0);
+	r = run_clean(&cfg, &eng_sync_ops, target4m());
+	assert_one_way(&r, BURST_READ, 2000, 4096);
 }
 
 static void test_sync_randwrite(void **state)
@@ -439,24 +442,16 @@ static void test_sync_randwrite(void **state)
 
 	(void)state;
 	cfg.ios = 2000;
-	r = run_once(&cfg, &eng_sync_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
-	assert_int_equal(r.res.dir[BURST_WRITE].ios, 2000);
-	assert_int_equal(r.res.dir[BURST_WRITE].bytes, 2000 * 8192);
-	assert_int_equal(r.res.dir[BURST_READ].ios, 0);
+	r = run_clean(&cfg, &eng_sync_ops, target4m());
+	assert_one_way(&r, BURST_WRITE, 2000, 8192);
 
 	/* Sequential, both ways, by duration. */
 	cfg = burst_cfg(CFG_RW_WRITE, 65536, 8, 2);
 	cfg.duration_ns = 100 * MSEC;
-	r = run_once(&cfg, &eng_sync_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &eng_sync_ops, target4m());
 	assert_true(r.res.dir[BURST_WRITE].ios > 0);
 	cfg.rw = CFG_RW_READ;
-	r = run_once(&cfg, &eng_sync_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &eng_sync_ops, target4m());
 	assert_true(r.res.dir[BURST_READ].ios > 0);
 }
 
@@ -478,27 +473,21 @@ static void test_queueing_engines(void **state)
 			continue;
 		}
 		cfg.ios = 20000;
-		r = run_once(&cfg, ops, target4m(), NULL);
-		assert_int_equal(r.ret, 0);
-		assert_clean(&r.res);
+		r = run_clean(&cfg, ops, target4m());
 		assert_int_equal(total_ios(&r.res), 20000);
 		assert_true(r.res.dir[BURST_READ].ios > 0 && r.res.dir[BURST_WRITE].ios > 0);
 
 		cfg = burst_cfg(CFG_RW_READ, 65536, 8, 1);
 		cfg.duration_ns = 200 * MSEC;
 		cfg.ramp_ns = 50 * MSEC;
-		r = run_once(&cfg, ops, target4m(), NULL);
-		assert_int_equal(r.ret, 0);
-		assert_clean(&r.res);
+		r = run_clean(&cfg, ops, target4m());
 		assert_true(r.res.dir[BURST_READ].ios > 0);
 		assert_true(r.res.elapsed_ns >= 100 * MSEC && r.res.elapsed_ns <= 300 * MSEC);
 
 		cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 16, 1);
 		cfg.rate_iops = 1000;
 		cfg.duration_ns = 500 * MSEC;
-		r = run_once(&cfg, ops, target4m(), NULL);
-		assert_int_equal(r.ret, 0);
-		assert_clean(&r.res);
+		r = run_clean(&cfg, ops, target4m());
 		print_message("%s: rate 1000/s for 0.5s: %" PRIu64 " I/Os\n", names[i],
 			      total_ios(&r.res));
 		assert_true(total_ios(&r.res) >= 475 && total_ios(&r.res) <= 525);
@@ -518,14 +507,11 @@ static void test_random_offsets(void **state)
 			struct cfg_probe cfg = burst_cfg(CFG_RW_RANDRW, sizes[s], 16, 2);
 			uint64_t ws = wsi ? 256 * 1024 : t->data_end - t->data_start;
 			uint64_t lo = UINT64_MAX, hi = 0;
-			struct run r;
 
 			cfg.working_set = wsi ? ws : 0;
 			cfg.ios = 20000;
 			rec_reset(0);
-			r = run_once(&cfg, &rec_ops, t, NULL);
-			assert_int_equal(r.ret, 0);
-			assert_clean(&r.res);
+			run_clean(&cfg, &rec_ops, t);
 			assert_int_equal(rec_n, 20000);
 			for (unsigned i = 0; i < rec_n; i++) {
 				const struct rec_entry *e = &rec_log[i];
@@ -559,9 +545,7 @@ static void test_bsrange(void **state)
 	cfg.working_set = ws;
 	cfg.ios = 20000;
 	rec_reset(0);
-	r = run_once(&cfg, &rec_ops, t, NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &rec_ops, t);
 	assert_int_equal(rec_n, 20000);
 	for (unsigned i = 0; i < rec_n; i++) {
 		const struct rec_entry *e = &rec_log[i];
@@ -597,9 +581,7 @@ static void test_sequential(void **state)
 	cfg.duration_ns = 250 * MSEC;
 	cfg.rate_iops = 4000;
 	rec_reset(0);
-	r = run_once(&cfg, &rec_ops, t, NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &rec_ops, t);
 	assert_int_equal(rec_n, total_ios(&r.res));
 	print_message("sequential: %u I/Os\n", rec_n);
 	assert_true(rec_n > 900 && rec_n < 1100);
@@ -642,9 +624,7 @@ static void test_rwmix(void **state)
 	cfg.rwmix_read = 0.7;
 	cfg.ios = 20000;
 	rec_reset(0);
-	r = run_once(&cfg, &rec_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &rec_ops, target4m());
 	assert_int_equal(rec_n, 20000);
 	for (unsigned i = 0; i < rec_n; i++)
 		reads += rec_log[i].op == IO_READ;
@@ -687,15 +667,12 @@ static void test_write_data_random(void **state)
 	uint64_t hist[256] = {0};
 	double chi2 = 0, expect;
 	unsigned pairs = 0;
-	struct run r;
 
 	(void)state;
 	cfg.working_set = 4 * 4096; /* four slots: many rewrites of the same block */
 	cfg.ios = 256;		    /* 1MiB written */
 	rec_reset(MIB);
-	r = run_once(&cfg, &rec_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	run_clean(&cfg, &rec_ops, target4m());
 	assert_int_equal(rec_capture_len, MIB);
 
 	/* Byte histogram chi-square, 255 degrees of freedom: mean 255, sd ~22.6;
@@ -738,9 +715,7 @@ static void test_sync_write_lands(void **state)
 	assert_int_equal(pread(fd, before, 64 * 1024, (off_t)f.t.data_start), 64 * 1024);
 	cfg.working_set = 64 * 1024;
 	cfg.ios = 16; /* exactly the working set, sequentially */
-	r = run_once(&cfg, &eng_sync_ops, &f.t, NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &eng_sync_ops, &f.t);
 	assert_int_equal(r.res.dir[BURST_WRITE].ios, 16);
 	assert_int_equal(pread(fd, after, 64 * 1024, (off_t)f.t.data_start), 64 * 1024);
 	for (int blk = 0; blk < 16; blk++)
@@ -761,9 +736,7 @@ static void test_rate(void **state)
 	(void)state;
 	cfg.rate_iops = 2000;
 	cfg.duration_ns = 1000 * MSEC;
-	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &eng_null_ops, target4m());
 	print_message("rate 2000/s for 1s: %" PRIu64 " I/Os\n", total_ios(&r.res));
 	assert_true(total_ios(&r.res) >= 1900 && total_ios(&r.res) <= 2100);
 
@@ -772,14 +745,28 @@ static void test_rate(void **state)
 	cfg.rate_iops = 3000;
 	cfg.ramp_ns = 100 * MSEC;
 	cfg.duration_ns = 500 * MSEC;
-	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
-	assert_int_equal(r.ret, 0);
-	assert_clean(&r.res);
+	r = run_clean(&cfg, &eng_null_ops, target4m());
 	print_message("rate 3000/s over 3 jobs for 0.5s: %" PRIu64 " I/Os\n", total_ios(&r.res));
 	assert_true(total_ios(&r.res) >= 1425 && total_ios(&r.res) <= 1575);
 }
 
 /* ---------------------------------------------------------------- refusals */
+
+/* What burst_run() says to @cfg, with 100 I/Os, on @t. */
+static int run_100(struct cfg_probe cfg, struct target *t)
+{
+	cfg.ios = 100;
+	return run_once(&cfg, &eng_null_ops, t, NULL).ret;
+}
+
+/* The error of burst_new(), which must refuse @cfg. */
+static int new_refusal(const struct cfg_probe *cfg)
+{
+	int err = 0;
+
+	assert_null(burst_new(cfg, &eng_null_ops, bounds, N_BOUNDS, &err));
+	return err;
+}
 
 static void test_refusals(void **state)
 {
@@ -824,64 +811,43 @@ static void test_refusals(void **state)
 
 	/* Block size not a multiple of the offset alignment. */
 	cfg = burst_cfg(CFG_RW_RANDREAD, t->offset_align * 3 / 2, 4, 1);
-	cfg.ios = 100;
-	r = run_once(&cfg, &eng_null_ops, t, NULL);
-	assert_int_equal(r.ret, -EINVAL);
+	assert_int_equal(run_100(cfg, t), -EINVAL);
 	/* The smallest of a range decides. */
-	cfg = burst_cfg(CFG_RW_RANDREAD, t->offset_align * 3 / 2, 4, 1);
 	cfg.block_size_max = t->offset_align * 8;
-	cfg.ios = 100;
-	r = run_once(&cfg, &eng_null_ops, t, NULL);
-	assert_int_equal(r.ret, -EINVAL);
+	assert_int_equal(run_100(cfg, t), -EINVAL);
 	/* Working set smaller than the largest block, or larger than the target. */
 	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1);
 	cfg.block_size_max = 65536;
 	cfg.working_set = 32768;
-	cfg.ios = 100;
-	r = run_once(&cfg, &eng_null_ops, t, NULL);
-	assert_int_equal(r.ret, -EINVAL);
+	assert_int_equal(run_100(cfg, t), -EINVAL);
 	cfg.working_set = t->data_end - t->data_start + 4096;
-	r = run_once(&cfg, &eng_null_ops, t, NULL);
-	assert_int_equal(r.ret, -EINVAL);
+	assert_int_equal(run_100(cfg, t), -EINVAL);
 	/* Sequential parts smaller than a block. */
 	cfg = burst_cfg(CFG_RW_READ, 65536, 4, 4);
 	cfg.working_set = 131072;
-	cfg.ios = 100;
-	r = run_once(&cfg, &eng_null_ops, t, NULL);
-	assert_int_equal(r.ret, -EINVAL);
+	assert_int_equal(run_100(cfg, t), -EINVAL);
 	/* A target needing more buffer alignment than we give. */
 	{
 		struct target t2 = *t;
 
 		t2.mem_align = 8192;
-		cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1);
-		cfg.ios = 100;
-		r = run_once(&cfg, &eng_null_ops, &t2, NULL);
-		assert_int_equal(r.ret, -EINVAL);
+		assert_int_equal(run_100(burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1), &t2), -EINVAL);
 	}
 
 	/* burst_new refusals. */
-	{
-		int err = 0;
-
-		cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 0, 1);
-		cfg.ios = 1;
-		assert_null(burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err));
-		assert_int_equal(err, -EINVAL);
-		cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1); /* neither ios nor duration */
-		assert_null(burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err));
-		assert_int_equal(err, -EINVAL);
-		cfg = burst_cfg(CFG_RW_RANDREAD, 8192, 4, 1);
-		cfg.block_size_max = 4096;
-		cfg.ios = 1;
-		assert_null(burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err));
-		assert_int_equal(err, -EINVAL);
-		cfg = burst_cfg(CFG_RW_RANDREAD, 16 * MIB, 256, 64);
-		cfg.ios = 1;
-		assert_null(burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err));
-		assert_int_equal(err, -E2BIG);
-		burst_free(NULL);
-	}
+	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 0, 1);
+	cfg.ios = 1;
+	assert_int_equal(new_refusal(&cfg), -EINVAL);
+	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1); /* neither ios nor duration */
+	assert_int_equal(new_refusal(&cfg), -EINVAL);
+	cfg = burst_cfg(CFG_RW_RANDREAD, 8192, 4, 1);
+	cfg.block_size_max = 4096;
+	cfg.ios = 1;
+	assert_int_equal(new_refusal(&cfg), -EINVAL);
+	cfg = burst_cfg(CFG_RW_RANDREAD, 16 * MIB, 256, 64);
+	cfg.ios = 1;
+	assert_int_equal(new_refusal(&cfg), -E2BIG);
+	burst_free(NULL);
 }
 
 /* ---------------------------------------------------------------- errors */

@@ -525,6 +525,20 @@ static struct config *load_ok(const char *yaml)
 	return c;
 }
 
+/* load_ok() of a printf-formatted configuration. */
+static __attribute__((format(printf, 1, 2))) struct config *load_okf(const char *fmt, ...)
+{
+	char yaml[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(yaml, sizeof(yaml), fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0 && (size_t)n < sizeof(yaml));
+	return load_ok(yaml);
+}
+
 static void assert_config_equal(const struct config *a, const struct config *b)
 {
 	assert_string_equal(a->listen_host, b->listen_host);
@@ -845,30 +859,30 @@ static void test_burst_every_key(void **state)
 /* Every schema Prometheus knows, down to -4, and the two forms of a zero threshold. */
 static void test_native_histogram_keys(void **state)
 {
-	static const char *const schemas[] = {"-4", "-1", "0", "+1", "7"};
-	static const int want[] = {-4, -1, 0, 1, 7};
-	char yaml[512];
-	struct config *c;
+	static const struct {
+		const char *yaml;
+		int schema;
+		uint64_t zero_threshold_ns;
+	} cases[] = {
+		{"native_histogram_schema: -4\n", -4, 0},
+		{"native_histogram_schema: -1\n", -1, 0},
+		{"native_histogram_schema: 0\n", 0, 0},
+		{"native_histogram_schema: +1\n", 1, 0},
+		{"native_histogram_schema: 7\n", 7, 0},
+		{"native_histogram_zero_threshold: 0s\n", CFG_DEFAULT_NATIVE_SCHEMA, 0},
+		{"native_histogram_zero_threshold: 1s\n", CFG_DEFAULT_NATIVE_SCHEMA, S},
+		{"native_histogram_zero_threshold: 250ns\n", CFG_DEFAULT_NATIVE_SCHEMA, 250},
+	};
 
 	(void)state;
-	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		snprintf(yaml, sizeof(yaml), "native_histogram_schema: %s\n" T P, schemas[i]);
-		c = load_ok(yaml);
-		assert_int_equal(c->native_schema, want[i]);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config *c = load_okf("%s" T P, cases[i].yaml);
+
+		assert_int_equal(c->native_schema, cases[i].schema);
+		assert_int_equal(c->native_zero_threshold_ns, cases[i].zero_threshold_ns);
 		assert_print_reloads(c);
 		cfg_free(c);
 	}
-	c = load_ok("native_histogram_zero_threshold: 0s\n" T P);
-	assert_int_equal(c->native_zero_threshold_ns, 0);
-	cfg_free(c);
-	c = load_ok("native_histogram_zero_threshold: 1s\n" T P);
-	assert_int_equal(c->native_zero_threshold_ns, S);
-	assert_print_reloads(c);
-	cfg_free(c);
-	c = load_ok("native_histogram_zero_threshold: 250ns\n" T P);
-	assert_int_equal(c->native_zero_threshold_ns, 250);
-	assert_print_reloads(c);
-	cfg_free(c);
 }
 
 static void test_print_burst(void **state)
@@ -971,12 +985,9 @@ static void test_layout_rate_forms(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char yaml[256], line[64];
-		struct config *c;
-		char *text;
+		struct config *c = load_okf(T "    layout_rate: %s\n" P, cases[i].yaml);
+		char line[64], *text;
 
-		snprintf(yaml, sizeof(yaml), T "    layout_rate: %s\n" P, cases[i].yaml);
-		c = load_ok(yaml);
 		assert_int_equal(c->targets[0].layout_rate, cases[i].rate);
 		text = print_to_string(c);
 		snprintf(line, sizeof(line), "\n    layout_rate: %s\n", cases[i].printed);
@@ -1026,14 +1037,11 @@ static void test_engines(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
-		char yaml[256];
-		struct config *c;
+		/* "engine: null" too: the null engine */
+		struct config *c = load_okf(T P "    engine: %s\n  - name: b1\n    type: burst\n"
+						"    target: disk\n    engine: %s\n",
+					    engines[i], engines[i]);
 
-		snprintf(yaml, sizeof(yaml),
-			 T P "    engine: %s\n  - name: b1\n    type: burst\n    target: disk\n"
-			     "    engine: %s\n",
-			 engines[i], engines[i]);
-		c = load_ok(yaml); /* "engine: null" too: the null engine */
 		assert_string_equal(c->probes[0].engine, engines[i]);
 		assert_string_equal(c->probes[1].engine, engines[i]);
 		assert_print_reloads(c);
@@ -1057,11 +1065,8 @@ static void test_listen_forms(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char yaml[256];
-		struct config *c;
+		struct config *c = load_okf("%s" T P, cases[i].yaml);
 
-		snprintf(yaml, sizeof(yaml), "%s" T P, cases[i].yaml);
-		c = load_ok(yaml);
 		assert_string_equal(c->listen_host, cases[i].host);
 		assert_int_equal(c->listen_port, cases[i].port);
 		assert_print_reloads(c);

@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -26,42 +25,13 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "engines/engine.h"
 
-static char scratch[PATH_MAX];
 /* An engine compiled in but not available here: its cases were skipped, so the
  * run as a whole must not pass (main() exits 77). */
 static bool engine_skipped;
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static int setup(void **state)
-{
-	const char *base = getenv("TEST_TMPDIR");
-
-	(void)state;
-	if (!base || !*base) {
-		fprintf(stderr, "TEST_TMPDIR not set\n");
-		return -1;
-	}
-	if (mkdir(base, 0755) < 0 && errno != EEXIST)
-		return -1;
-	snprintf(scratch, sizeof(scratch), "%s/engine.XXXXXX", base);
-	return mkdtemp(scratch) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	/* Our own mkdtemp directory only; FTW_PHYS: never follow a symlink out. */
-	return nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
 
 static bool is_null(const struct engine_ops *ops)
 {
@@ -101,7 +71,7 @@ static int make_file(const char *name, size_t size)
 	assert_non_null(data);
 	for (size_t i = 0; i < size; i++)
 		data[i] = (char)('A' + i % 26);
-	snprintf(path, sizeof(path), "%s/%s", scratch, name);
+	snprintf(path, sizeof(path), "%s/%s", tu_scratch, name);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, data, size, 0), (ssize_t)size);
@@ -296,10 +266,10 @@ static void test_errors_are_negative_errno(void **state)
 	int wfd = make_file("ro", 4096), rofd, dfd;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/ro", scratch);
+	snprintf(path, sizeof(path), "%s/ro", tu_scratch);
 	rofd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(rofd >= 0);
-	dfd = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open(tu_scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dfd >= 0);
 
 	for (const struct engine_ops *const *o = eng_table; *o; o++) {
@@ -439,68 +409,84 @@ static void assert_same_set(struct io_req *const *reqs, struct io_req **done, un
 #define QD 16
 #define BS 4096
 
+/*
+ * @n writes of BS bytes in one batch, block i from bufs[i] (filled with
+ * name[0] + i) to offset (n - 1 - i) * BS, and an fdatasync; then @n reads in
+ * one batch back into the same buffers, cleared: the right bytes in the buffers
+ * and in the file (the null engine: nothing touched, the buffers stay clear).
+ */
+static void batch_roundtrip(struct engine *e, int fd, char *const *bufs, unsigned n)
+{
+	const char name0 = e->ops->name[0];
+	const bool null = is_null(e->ops);
+	struct io_req req[QD], sync, *reqs[QD], *done[QD];
+	char *file = NULL;
+
+	assert_true(n <= QD);
+	assert_int_equal(posix_memalign((void **)&file, 4096, (size_t)n * BS), 0);
+	for (unsigned i = 0; i < n; i++) {
+		memset(bufs[i], name0 + (int)i, BS);
+		req[i] = (struct io_req){.buf = bufs[i],
+					 .offset = (uint64_t)(n - 1 - i) * BS,
+					 .len = BS,
+					 .op = IO_WRITE,
+					 .result = 12345};
+		reqs[i] = &req[i];
+	}
+	assert_int_equal(e->ops->submit(e, reqs, n), n);
+	assert_int_equal(e->queued, n);
+	reap_all(e, done, n, 5000000000);
+	assert_same_set(reqs, done, n);
+	assert_int_equal(e->queued, 0);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(req[i].result, BS);
+
+	sync = (struct io_req){.op = IO_FDATASYNC};
+	assert_int_equal(do_one(e, &sync), 0);
+
+	for (unsigned i = 0; i < n; i++) {
+		memset(bufs[i], 0, BS);
+		req[i].op = IO_READ;
+		req[i].result = 12345;
+	}
+	assert_int_equal(e->ops->submit(e, reqs, n), n);
+	reap_all(e, done, n, 5000000000);
+	assert_same_set(reqs, done, n);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned char want = null ? 0 : (unsigned char)(name0 + i);
+
+		assert_int_equal(req[i].result, BS);
+		assert_true(req[i].done_ns > 0);
+		for (unsigned k = 0; k < BS; k++)
+			assert_int_equal((unsigned char)bufs[i][k], want);
+	}
+	if (!null) {
+		assert_int_equal(pread(fd, file, (size_t)n * BS, 0), n * BS);
+		for (unsigned i = 0; i < n; i++)
+			assert_memory_equal(file + req[i].offset, bufs[i], BS);
+	}
+	free(file);
+}
+
 static void test_roundtrip_depth16(void **state)
 {
-	char *bufs = NULL, *file = malloc((size_t)QD * BS);
+	char *bufs = NULL, *ptrs[QD];
 	int fd = make_file("qd16", (size_t)QD * BS);
 
 	(void)state;
-	assert_non_null(file);
 	assert_int_equal(posix_memalign((void **)&bufs, 4096, (size_t)QD * BS), 0);
+	for (unsigned i = 0; i < QD; i++)
+		ptrs[i] = bufs + i * BS;
 	for (const struct engine_ops *const *o = eng_table; *o; o++) {
-		struct io_req req[QD], sync, *reqs[QD], *done[QD];
 		struct engine e;
 
 		if (!usable(*o))
 			continue;
 		assert_int_equal(eng_init(&e, *o, fd, QD), 0);
-		/* QD writes in one batch, block i filled with name[0] + i. */
-		for (unsigned i = 0; i < QD; i++) {
-			memset(bufs + i * BS, (*o)->name[0] + (int)i, BS);
-			req[i] = (struct io_req){.buf = bufs + i * BS,
-						 .offset = (uint64_t)(QD - 1 - i) * BS,
-						 .len = BS,
-						 .op = IO_WRITE,
-						 .result = 12345};
-			reqs[i] = &req[i];
-		}
-		assert_int_equal(e.ops->submit(&e, reqs, QD), QD);
-		assert_int_equal(e.queued, QD);
-		reap_all(&e, done, QD, 5000000000);
-		assert_same_set(reqs, done, QD);
-		assert_int_equal(e.queued, 0);
-		for (unsigned i = 0; i < QD; i++)
-			assert_int_equal(req[i].result, BS);
-
-		sync = (struct io_req){.op = IO_FDATASYNC};
-		assert_int_equal(do_one(&e, &sync), 0);
-
-		/* QD reads in one batch into cleared buffers. */
-		memset(bufs, 0, (size_t)QD * BS);
-		for (unsigned i = 0; i < QD; i++) {
-			req[i].op = IO_READ;
-			req[i].result = 12345;
-		}
-		assert_int_equal(e.ops->submit(&e, reqs, QD), QD);
-		reap_all(&e, done, QD, 5000000000);
-		assert_same_set(reqs, done, QD);
-		for (unsigned i = 0; i < QD; i++) {
-			unsigned char want = is_null(*o) ? 0 : (unsigned char)((*o)->name[0] + i);
-
-			assert_int_equal(req[i].result, BS);
-			assert_true(req[i].done_ns > 0);
-			for (unsigned k = 0; k < BS; k++)
-				assert_int_equal((unsigned char)bufs[i * BS + k], want);
-		}
-		if (!is_null(*o)) {
-			assert_int_equal(pread(fd, file, (size_t)QD * BS, 0), QD * BS);
-			for (unsigned i = 0; i < QD; i++)
-				assert_memory_equal(file + (QD - 1 - i) * BS, bufs + i * BS, BS);
-		}
+		batch_roundtrip(&e, fd, ptrs, QD);
 		eng_cleanup(&e);
 	}
 	free(bufs);
-	free(file);
 	close(fd);
 }
 
@@ -513,17 +499,19 @@ static void test_roundtrip_depth16(void **state)
 static void register_buffer_roundtrip(int fd)
 {
 	enum { N = 4 };
-	char *region = NULL, *outside = NULL, *file = NULL;
+	char *region = NULL, *outside = NULL, *bufs[N + 2];
 
-	assert_int_equal(posix_memalign((void **)&file, 4096, (size_t)(N + 2) * BS), 0);
 	assert_int_equal(posix_memalign((void **)&region, 4096, (size_t)(N + 1) * BS), 0);
 	assert_int_equal(posix_memalign((void **)&outside, 4096, BS), 0);
+	/* N from inside the region, one from a buffer outside it, one from the
+	 * block just past its end (not inside it). */
+	for (unsigned i = 0; i < N + 2; i++)
+		bufs[i] = i < N ? region + i * BS : i == N ? outside : region + N * BS;
 #ifdef WITH_IO_URING
 	assert_non_null(eng_io_uring_ops.register_buffer);
 #endif
 	assert_int_equal(eng_register_buffer(NULL, region, BS), -EINVAL);
 	for (const struct engine_ops *const *o = eng_table; *o; o++) {
-		struct io_req req[N + 2], *reqs[N + 2], *done[N + 2], sync;
 		struct engine e;
 		int r;
 
@@ -540,54 +528,11 @@ static void register_buffer_roundtrip(int fd)
 			/* Again, the same region: replaces the first registration. */
 			assert_int_equal(eng_register_buffer(&e, region, (size_t)N * BS), 0);
 		}
-		/* N writes from inside the region, one from a buffer outside it, one
-		 * from the block just past its end (not inside it), in one batch. */
-		for (unsigned i = 0; i < N + 2; i++) {
-			char *buf = i < N ? region + i * BS : i == N ? outside : region + N * BS;
-
-			memset(buf, (*o)->name[0] + (int)i, BS);
-			req[i] = (struct io_req){.buf = buf,
-						 .offset = (uint64_t)(N + 1 - i) * BS,
-						 .len = BS,
-						 .op = IO_WRITE,
-						 .result = 12345};
-			reqs[i] = &req[i];
-		}
-		assert_int_equal(e.ops->submit(&e, reqs, N + 2), N + 2);
-		reap_all(&e, done, N + 2, 5000000000);
-		assert_same_set(reqs, done, N + 2);
-		for (unsigned i = 0; i < N + 2; i++)
-			assert_int_equal(req[i].result, BS);
-		sync = (struct io_req){.op = IO_FDATASYNC};
-		assert_int_equal(do_one(&e, &sync), 0);
-
-		/* Read them back into cleared buffers. */
-		memset(region, 0, (size_t)(N + 1) * BS);
-		memset(outside, 0, BS);
-		for (unsigned i = 0; i < N + 2; i++) {
-			req[i].op = IO_READ;
-			req[i].result = 12345;
-		}
-		assert_int_equal(e.ops->submit(&e, reqs, N + 2), N + 2);
-		reap_all(&e, done, N + 2, 5000000000);
-		assert_same_set(reqs, done, N + 2);
-		for (unsigned i = 0; i < N + 2; i++) {
-			unsigned char want = is_null(*o) ? 0 : (unsigned char)((*o)->name[0] + i);
-
-			assert_int_equal(req[i].result, BS);
-			for (unsigned k = 0; k < BS; k++)
-				assert_int_equal((unsigned char)((char *)req[i].buf)[k], want);
-		}
-		if (!is_null(*o)) {
-			assert_int_equal(pread(fd, file, (size_t)(N + 2) * BS, 0), (N + 2) * BS);
-			for (unsigned i = 0; i < N + 2; i++)
-				assert_memory_equal(file + (N + 1 - i) * BS, req[i].buf, BS);
-		}
+		batch_roundtrip(&e, fd, bufs, N + 2);
 		eng_cleanup(&e);
 	}
 	free(region);
 	free(outside);
-	free(file);
 }
 
 static void test_register_buffer(void **state)
@@ -642,15 +587,15 @@ static void test_odirect_misaligned(void **state)
 
 	(void)state;
 	close(fd);
-	snprintf(path, sizeof(path), "%s/direct", scratch);
+	snprintf(path, sizeof(path), "%s/direct", tu_scratch);
 	dfd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (dfd < 0) {
-		print_message("O_DIRECT not supported under %s: %s\n", scratch, strerror(errno));
+		print_message("O_DIRECT not supported under %s: %s\n", tu_scratch, strerror(errno));
 		skip();
 	}
 	assert_int_equal(posix_memalign((void **)&buf, 4096, BS), 0);
 	if (pread(dfd, buf, BS, 1) >= 0 || errno != EINVAL) {
-		print_message("O_DIRECT alignment not enforced under %s\n", scratch);
+		print_message("O_DIRECT alignment not enforced under %s\n", tu_scratch);
 		free(buf);
 		close(dfd);
 		skip();
@@ -989,7 +934,7 @@ int main(void)
 #endif
 		cmocka_unit_test(test_now_monotonic),
 	};
-	int failed = cmocka_run_group_tests(tests, setup, teardown);
+	int failed = cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
 
 	if (failed == 0 && engine_skipped) {
 		fprintf(stderr, "some engines are compiled in but not available here: their "

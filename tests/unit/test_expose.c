@@ -46,14 +46,18 @@
 
 /* ---- expose_format_double ---- */
 
-static void check_double(double v, const char *want)
+/* @format writes @v as @want. */
+static void check_format(void (*format)(double, char *, size_t), double v, const char *want)
 {
 	char got[32];
 
-	expose_format_double(v, got, sizeof(got));
+	format(v, got, sizeof(got));
 	if (strcmp(got, want) != 0)
 		fail_msg("%.17g: got \"%s\", want \"%s\"", v, got, want);
 }
+
+#define check_double(v, want)	 check_format(expose_format_double, v, want)
+#define check_canonical(v, want) check_format(expose_format_canonical, v, want)
 
 static void test_format_double(void **state)
 {
@@ -93,15 +97,6 @@ static void test_format_double(void **state)
 	check_double(INFINITY, "+Inf");
 	check_double(-INFINITY, "-Inf");
 	check_double(NAN, "NaN");
-}
-
-static void check_canonical(double v, const char *want)
-{
-	char got[32];
-
-	expose_format_canonical(v, got, sizeof(got));
-	if (strcmp(got, want) != 0)
-		fail_msg("%.17g: got \"%s\", want \"%s\"", v, got, want);
 }
 
 /* OpenMetrics "Canonical Numbers", the spec's own examples and what Prometheus 2.42
@@ -508,6 +503,23 @@ static void dump_indent(struct buf *o, unsigned depth)
 		buf_puts(o, "  ");
 }
 
+/* @s[0..n) in quotes: quotes and backslashes escaped, control bytes in octal. */
+static void dump_quoted(struct buf *o, const char *s, size_t n)
+{
+	buf_puts(o, "\"");
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			buf_printf(o, "\\%c", c);
+		else if (c < 0x20)
+			buf_printf(o, "\\%03o", c);
+		else
+			buf_append(o, &s[i], 1);
+	}
+	buf_puts(o, "\"");
+}
+
 static void dump_double(struct buf *o, double v)
 {
 	char tmp[32];
@@ -572,16 +584,9 @@ static void dump_msg(const uint8_t *p, const uint8_t *end, enum pb_msg msg, unsi
 			if (len > (uint64_t)(end - p))
 				fail_msg("%s: length %" PRIu64 " past the end", f->name, len);
 			if (f->kind == K_STRING) {
-				buf_printf(o, "%s: \"", f->name);
-				for (i = 0; i < len; i++) {
-					if (p[i] == '"' || p[i] == '\\')
-						buf_printf(o, "\\%c", p[i]);
-					else if (p[i] < 0x20)
-						buf_printf(o, "\\%03o", p[i]);
-					else
-						buf_append(o, (const char *)&p[i], 1);
-				}
-				buf_puts(o, "\"\n");
+				buf_printf(o, "%s: ", f->name);
+				dump_quoted(o, (const char *)p, len);
+				buf_puts(o, "\n");
 			} else if (f->kind == K_DELTAS) { /* packed */
 				const uint8_t *q = p;
 				int first = 1;
@@ -639,16 +644,9 @@ static void expected_dump(const struct metrics_snapshot *snap, struct buf *o)
 
 		buf_printf(o, "family {\n  name: \"%s\"\n", f->name);
 		if (f->help && *f->help) {
-			buf_puts(o, "  help: \"");
-			for (const char *c = f->help; *c; c++) {
-				if (*c == '"' || *c == '\\')
-					buf_printf(o, "\\%c", *c);
-				else if ((unsigned char)*c < 0x20)
-					buf_printf(o, "\\%03o", *c);
-				else
-					buf_append(o, c, 1);
-			}
-			buf_puts(o, "\"\n");
+			buf_puts(o, "  help: ");
+			dump_quoted(o, f->help, strlen(f->help));
+			buf_puts(o, "\n");
 		}
 		buf_printf(o, "  type: %s\n", types[f->type]);
 		for (j = 0; j < f->n_series; j++) {
@@ -656,17 +654,10 @@ static void expected_dump(const struct metrics_snapshot *snap, struct buf *o)
 
 			buf_puts(o, "  metric {\n");
 			for (k = 0; k < f->n_labels; k++) {
-				buf_printf(o, "    label {\n      name: \"%s\"\n      value: \"",
+				buf_printf(o, "    label {\n      name: \"%s\"\n      value: ",
 					   f->labels[k]);
-				for (const char *c = s->values[k]; *c; c++) {
-					if (*c == '"' || *c == '\\')
-						buf_printf(o, "\\%c", *c);
-					else if ((unsigned char)*c < 0x20)
-						buf_printf(o, "\\%03o", *c);
-					else
-						buf_append(o, c, 1);
-				}
-				buf_puts(o, "\"\n    }\n");
+				dump_quoted(o, s->values[k], strlen(s->values[k]));
+				buf_puts(o, "\n    }\n");
 			}
 			if (f->type != METRIC_HISTOGRAM) {
 				buf_printf(o, "    %s {\n      value: ",
@@ -732,23 +723,34 @@ static void test_protobuf_golden(void **state)
 	buf_free(&out);
 }
 
+/* The protobuf page of @snap decodes to what the snapshot holds, field by field;
+ * the decoded text in @got. */
+static void check_decodes_to(const struct metrics_snapshot *snap, struct buf *got)
+{
+	struct buf out, want;
+
+	buf_init(&out);
+	assert_int_equal(expose_protobuf(snap, &out), 0);
+	dump_stream(out.data, out.len, got);
+	expected_dump(snap, &want);
+	assert_string_equal(got->data, want.data);
+	buf_free(&out);
+	buf_free(&want);
+}
+
 /* Every field decoded from the bytes is the snapshot's; the native views are
  * consistent (zero_count + buckets == sample_count) and at the default schema. */
 static void test_protobuf_decodes_to_snapshot(void **state)
 {
 	struct metrics *m = build_registry();
 	struct metrics_snapshot *snap;
-	struct buf out, got, want;
+	struct buf got;
 	unsigned i, j, k, natives = 0;
 
 	(void)state;
 	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE);
 	assert_non_null(snap);
-	buf_init(&out);
-	assert_int_equal(expose_protobuf(snap, &out), 0);
-	dump_stream(out.data, out.len, &got);
-	expected_dump(snap, &want);
-	assert_string_equal(got.data, want.data);
+	check_decodes_to(snap, &got);
 
 	for (i = 0; i < snap->n_families; i++) {
 		const struct snap_family *f = &snap->families[i];
@@ -780,18 +782,11 @@ static void test_protobuf_decodes_to_snapshot(void **state)
 	metrics_snapshot_free(snap);
 	snap = metrics_snapshot(m);
 	assert_non_null(snap);
-	buf_free(&out);
 	buf_free(&got);
-	buf_free(&want);
-	assert_int_equal(expose_protobuf(snap, &out), 0);
-	dump_stream(out.data, out.len, &got);
-	expected_dump(snap, &want);
-	assert_string_equal(got.data, want.data);
+	check_decodes_to(snap, &got);
 	assert_null(strstr(got.data, "schema"));
 
-	buf_free(&out);
 	buf_free(&got);
-	buf_free(&want);
 	metrics_snapshot_free(snap);
 	metrics_free(m);
 }

@@ -14,21 +14,13 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "daemon/metrics.h"
 
 static const char *const no_labels[] = {NULL};
 static const char *const pto[] = {"probe", "target", "op", NULL};
 static const uint64_t bounds[] = {1000000, 10000000, 100000000}; /* 1 ms, 10 ms, 100 ms */
-
-static const struct snap_family *find_family(const struct metrics_snapshot *s, const char *name)
-{
-	unsigned i;
-
-	for (i = 0; i < s->n_families; i++)
-		if (strcmp(s->families[i].name, name) == 0)
-			return &s->families[i];
-	return NULL;
-}
 
 static void test_family_declare_and_redeclare(void **state)
 {
@@ -134,7 +126,7 @@ static void test_series_counter_gauge(void **state)
 
 	snap = metrics_snapshot(m);
 	assert_non_null(snap);
-	sf = find_family(snap, "test_runs_total");
+	sf = tu_find_family(snap, "test_runs_total");
 	assert_non_null(sf);
 	assert_int_equal(sf->type, METRIC_COUNTER);
 	assert_string_equal(sf->help, "Runs.");
@@ -146,7 +138,7 @@ static void test_series_counter_gauge(void **state)
 	assert_true(sf->series[0].value == 3.5);
 	assert_string_equal(sf->series[1].values[2], "write");
 	assert_true(sf->series[1].value == 1);
-	sf = find_family(snap, "test_temperature_celsius");
+	sf = tu_find_family(snap, "test_temperature_celsius");
 	assert_non_null(sf);
 	assert_int_equal(sf->n_labels, 0);
 	assert_int_equal(sf->n_series, 1);
@@ -186,7 +178,7 @@ static void test_histogram_observe_merge(void **state)
 
 	snap = metrics_snapshot(m);
 	assert_non_null(snap);
-	sf = find_family(snap, "test_latency_seconds");
+	sf = tu_find_family(snap, "test_latency_seconds");
 	assert_non_null(sf);
 	assert_int_equal(sf->type, METRIC_HISTOGRAM);
 	assert_int_equal(sf->n_bounds, 3);
@@ -259,14 +251,14 @@ static void test_snapshot_sorted_deep_copy(void **state)
 	metrics_series_drop(NULL);
 	snap2 = metrics_snapshot(m);
 	assert_non_null(snap2);
-	assert_int_equal(find_family(snap2, "test_beta")->n_series, 4);
-	assert_true(find_family(snap2, "test_zeta")->series[0].value == 99);
+	assert_int_equal(tu_find_family(snap2, "test_beta")->n_series, 4);
+	assert_true(tu_find_family(snap2, "test_zeta")->series[0].value == 99);
 	metrics_series_drop(z); /* the family's last series: the family disappears */
 	metrics_snapshot_free(snap2);
 	snap2 = metrics_snapshot(m);
 	assert_non_null(snap2);
 	assert_int_equal(snap2->n_families, 2);
-	assert_null(find_family(snap2, "test_zeta"));
+	assert_null(tu_find_family(snap2, "test_zeta"));
 	metrics_snapshot_free(snap2);
 
 	metrics_free(m);
@@ -311,10 +303,10 @@ static void test_batch_locked(void **state)
 
 	snap = metrics_snapshot(m);
 	assert_non_null(snap);
-	assert_true(find_family(snap, "test_ops_total")->series[0].value == 2);
-	assert_true(find_family(snap, "test_level_ratio")->series[0].value == 0.75);
-	assert_int_equal(find_family(snap, "test_latency_seconds")->series[0].count, 2);
-	assert_int_equal(find_family(snap, "test_latency_seconds")->series[0].cumulative[0], 1);
+	assert_true(tu_find_family(snap, "test_ops_total")->series[0].value == 2);
+	assert_true(tu_find_family(snap, "test_level_ratio")->series[0].value == 0.75);
+	assert_int_equal(tu_find_family(snap, "test_latency_seconds")->series[0].count, 2);
+	assert_int_equal(tu_find_family(snap, "test_latency_seconds")->series[0].cumulative[0], 1);
 	metrics_snapshot_free(snap);
 	hist_free(local);
 	metrics_free(m);
@@ -388,8 +380,8 @@ static void test_concurrent_writers(void **state)
 		pthread_join(th[i], NULL);
 	snap = metrics_snapshot(m);
 	assert_non_null(snap);
-	assert_true(find_family(snap, "test_ops_total")->series[0].value == 80000);
-	assert_int_equal(find_family(snap, "test_latency_seconds")->series[0].count, 80000);
+	assert_true(tu_find_family(snap, "test_ops_total")->series[0].value == 80000);
+	assert_int_equal(tu_find_family(snap, "test_latency_seconds")->series[0].count, 80000);
 	metrics_snapshot_free(snap);
 	metrics_free(m);
 }
@@ -431,7 +423,7 @@ static void test_snapshot_cached(void **state)
 	assert_null(metrics_snapshot_cached(m, 0, METRICS_CACHE_SLOTS));
 	snap = metrics_snapshot_cached(m, 0, 1);
 	assert_non_null(snap);
-	sf = find_family(snap, "c_total");
+	sf = tu_find_family(snap, "c_total");
 	assert_int_equal(sf->n_series, 2);
 	assert_string_equal(sf->series[0].values[0], "a");
 	assert_string_equal(sf->series[1].values[0], "b");
@@ -441,7 +433,7 @@ static void test_snapshot_cached(void **state)
 	assert_int_equal(metrics_cache_store(m, &sf->series[1], 1, "B0", 2), 0);
 	assert_int_equal(metrics_cache_store(m, &sf->series[1], METRICS_CACHE_SLOTS, "x", 1),
 			 -EINVAL);
-	sf = find_family(snap, "h_seconds");
+	sf = tu_find_family(snap, "h_seconds");
 	assert_int_equal(sf->series[0].count, 1);
 	assert_int_equal(metrics_cache_store(m, &sf->series[0], 1, "H1", 2), 0);
 	old = snap;
@@ -449,39 +441,40 @@ static void test_snapshot_cached(void **state)
 	/* Everything unchanged: all pieces come back, in slot 1 only. */
 	snap = metrics_snapshot_cached(m, 0, 1);
 	assert_non_null(snap);
-	sf = find_family(snap, "c_total");
+	sf = tu_find_family(snap, "c_total");
 	assert_int_equal(sf->series[0].cached_len, 2);
 	assert_memory_equal(sf->series[0].cached, "A1", 2);
 	assert_string_equal(sf->series[0].values[0], "a");
 	assert_memory_equal(sf->series[1].cached, "B0", 2);
-	assert_memory_equal(find_family(snap, "h_seconds")->series[0].cached, "H1", 2);
+	assert_memory_equal(tu_find_family(snap, "h_seconds")->series[0].cached, "H1", 2);
 	metrics_snapshot_free(snap);
 	snap = metrics_snapshot_cached(m, 0, 0);
-	assert_null(find_family(snap, "c_total")->series[0].cached);
+	assert_null(tu_find_family(snap, "c_total")->series[0].cached);
 	metrics_snapshot_free(snap);
 	snap = metrics_snapshot(m);
-	assert_null(find_family(snap, "c_total")->series[0].cached);
+	assert_null(tu_find_family(snap, "c_total")->series[0].cached);
 	metrics_snapshot_free(snap);
 
 	/* Updates: the changed series only. */
 	metrics_add(ca, 2);
 	metrics_observe_ns(ha, 50000000);
 	snap = metrics_snapshot_cached(m, 0, 1);
-	sf = find_family(snap, "c_total");
+	sf = tu_find_family(snap, "c_total");
 	assert_null(sf->series[0].cached);
 	assert_true(sf->series[0].value == 3);
 	assert_non_null(sf->series[1].cached);
-	sf = find_family(snap, "h_seconds");
+	sf = tu_find_family(snap, "h_seconds");
 	assert_null(sf->series[0].cached);
 	assert_int_equal(sf->series[0].count, 2);
 	assert_int_equal(sf->series[0].cumulative[1], 1);
 	/* A piece of an older snapshot does not replace a newer one. */
 	assert_int_equal(metrics_cache_store(m, &sf->series[0], 1, "H2", 2), 0);
 	assert_int_equal(
-		metrics_cache_store(m, &find_family(old, "h_seconds")->series[0], 1, "H1", 2), 0);
+		metrics_cache_store(m, &tu_find_family(old, "h_seconds")->series[0], 1, "H1", 2),
+		0);
 	metrics_snapshot_free(snap);
 	snap = metrics_snapshot_cached(m, 0, 1);
-	assert_memory_equal(find_family(snap, "h_seconds")->series[0].cached, "H2", 2);
+	assert_memory_equal(tu_find_family(snap, "h_seconds")->series[0].cached, "H2", 2);
 	metrics_snapshot_free(snap);
 
 	/* A merge, a set, a batch and new native settings are updates too. */
@@ -489,19 +482,19 @@ static void test_snapshot_cached(void **state)
 	assert_int_equal(metrics_merge_hist(ha, lane), 0);
 	metrics_set(cb, 0); /* same value: still an update */
 	snap = metrics_snapshot_cached(m, 0, 1);
-	assert_null(find_family(snap, "h_seconds")->series[0].cached);
-	assert_int_equal(find_family(snap, "h_seconds")->series[0].count, 3);
-	assert_null(find_family(snap, "c_total")->series[1].cached);
-	assert_null(find_family(snap, "c_total")->series[0].cached); /* "A1" is stale */
+	assert_null(tu_find_family(snap, "h_seconds")->series[0].cached);
+	assert_int_equal(tu_find_family(snap, "h_seconds")->series[0].count, 3);
+	assert_null(tu_find_family(snap, "c_total")->series[1].cached);
+	assert_null(tu_find_family(snap, "c_total")->series[0].cached); /* "A1" is stale */
 	metrics_snapshot_free(snap);
 	snap = metrics_snapshot_cached(m, METRICS_SNAP_NATIVE, 1);
-	sf = find_family(snap, "h_seconds");
+	sf = tu_find_family(snap, "h_seconds");
 	assert_int_equal(metrics_cache_store(m, &sf->series[0], 1, "N3", 2), 0);
 	assert_int_equal(sf->series[0].native.schema, METRICS_NATIVE_SCHEMA);
 	metrics_snapshot_free(snap);
 	metrics_set_native(m, 2, 0);
 	snap = metrics_snapshot_cached(m, METRICS_SNAP_NATIVE, 1);
-	sf = find_family(snap, "h_seconds");
+	sf = tu_find_family(snap, "h_seconds");
 	assert_null(sf->series[0].cached);
 	assert_int_equal(sf->series[0].native.schema, 2);
 	metrics_snapshot_free(snap);
@@ -510,22 +503,22 @@ static void test_snapshot_cached(void **state)
 	 * snapshot is freed before the registry), and a late store is harmless. */
 	snap = metrics_snapshot_cached(m, 0, 1);
 	assert_int_equal(
-		metrics_cache_store(m, &find_family(snap, "c_total")->series[0], 1, "A3", 2), 0);
+		metrics_cache_store(m, &tu_find_family(snap, "c_total")->series[0], 1, "A3", 2), 0);
 	metrics_snapshot_free(snap);
 	snap = metrics_snapshot_cached(m, 0, 1);
 	metrics_series_drop(ca);
 	metrics_series_drop(ha);
-	sf = find_family(snap, "c_total");
+	sf = tu_find_family(snap, "c_total");
 	assert_string_equal(sf->series[0].values[0], "a");
 	assert_memory_equal(sf->series[0].cached, "A3", 2);
-	assert_string_equal(find_family(old, "h_seconds")->series[0].values[0], "a");
+	assert_string_equal(tu_find_family(old, "h_seconds")->series[0].values[0], "a");
 	assert_int_equal(
-		metrics_cache_store(m, &find_family(old, "h_seconds")->series[0], 1, "X", 1), 0);
+		metrics_cache_store(m, &tu_find_family(old, "h_seconds")->series[0], 1, "X", 1), 0);
 	metrics_snapshot_free(snap);
 	metrics_snapshot_free(old);
 	snap = metrics_snapshot_cached(m, 0, 1);
-	assert_int_equal(find_family(snap, "c_total")->n_series, 1);
-	assert_null(find_family(snap, "h_seconds"));
+	assert_int_equal(tu_find_family(snap, "c_total")->n_series, 1);
+	assert_null(tu_find_family(snap, "h_seconds"));
 	metrics_snapshot_free(snap);
 	metrics_free(m);
 	hist_free(lane);

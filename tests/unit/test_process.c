@@ -15,23 +15,15 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "daemon/expose.h"
 #include "daemon/process.h"
-
-static const struct snap_family *find_family(const struct metrics_snapshot *s, const char *name)
-{
-	unsigned i;
-
-	for (i = 0; i < s->n_families; i++)
-		if (strcmp(s->families[i].name, name) == 0)
-			return &s->families[i];
-	return NULL;
-}
 
 static double value_of(const struct metrics_snapshot *s, const char *name, enum metric_type type,
 		       const char *help)
 {
-	const struct snap_family *f = find_family(s, name);
+	const struct snap_family *f = tu_find_family(s, name);
 
 	if (!f)
 		fail_msg("no family %s", name);
@@ -96,7 +88,7 @@ static void test_plausible_values(void **state)
 	snap = metrics_snapshot(m);
 	assert_non_null(snap);
 	assert_int_equal(snap->n_families, 6);
-	cpu2 = find_family(snap, "process_cpu_seconds_total")->series[0].value;
+	cpu2 = tu_find_family(snap, "process_cpu_seconds_total")->series[0].value;
 	assert_true(cpu2 >= cpu);
 
 	/* The page renders (its format is test_expose's business). */

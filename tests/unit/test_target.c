@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <linux/magic.h>
 #include <pthread.h>
@@ -28,49 +27,11 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "daemon/target.h"
 
 #define MIB (1ULL << 20)
-
-static char scratch[PATH_MAX];
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static int rm_tree(const char *dir)
-{
-	/* Only directories we made with mkdtemp; never follow a symlink out. */
-	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
-static int setup(void **state)
-{
-	const char *base = getenv("TEST_TMPDIR");
-
-	(void)state;
-	if (mkdir(base, 0755) < 0 && errno != EEXIST)
-		return -1;
-	snprintf(scratch, sizeof(scratch), "%s/target.XXXXXX", base);
-	return mkdtemp(scratch) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return rm_tree(scratch);
-}
-
-/* A fresh subdirectory of the scratch directory for one test. */
-static void new_dir(char *out, size_t len)
-{
-	assert_true(snprintf(out, len, "%s/d.XXXXXX", scratch) < (int)len);
-	assert_non_null(mkdtemp(out));
-}
 
 static void join(char *out, size_t len, const char *dir, const char *name)
 {
@@ -79,17 +40,9 @@ static void join(char *out, size_t len, const char *dir, const char *name)
 
 static char *slurp(const char *path, size_t *len)
 {
-	struct stat st;
-	char *buf;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf = tu_read_all(path, len);
 
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &st), 0);
-	buf = malloc((size_t)st.st_size + 1);
 	assert_non_null(buf);
-	assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
-	close(fd);
-	*len = (size_t)st.st_size;
 	return buf;
 }
 
@@ -138,6 +91,14 @@ static void assert_alignment(const struct target *t)
 	assert_true(pow2(t->offset_align) && t->offset_align <= 4096);
 }
 
+/* @a and @b, stat(2) before and after, are the same file, untouched. */
+static void assert_untouched(const struct stat *a, const struct stat *b)
+{
+	assert_int_equal(a->st_ino, b->st_ino);
+	assert_int_equal(a->st_mtim.tv_sec, b->st_mtim.tv_sec);
+	assert_int_equal(a->st_mtim.tv_nsec, b->st_mtim.tv_nsec);
+}
+
 /* ---------------------------------------------------------------- directory */
 
 static void test_layout(void **state)
@@ -151,7 +112,7 @@ static void test_layout(void **state)
 	char *data;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	cfg = dir_cfg(dir, 2 * MIB);
 	target_init(&t, &cfg);
 	assert_int_equal(t.fd, -1);
@@ -204,52 +165,44 @@ static void test_layout(void **state)
 
 static void test_reuse_keeps_inode(void **state)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 32];
-	struct cfg_target cfg;
-	struct target t;
+	char path[PATH_MAX + 32];
+	struct tu_dir_target f;
 	struct stat a, b;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
-	cfg = dir_cfg(dir, MIB);
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0);
-	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	tu_open_dir_target(&f, MIB);
+	join(path, sizeof(path), f.dir, TARGET_PROBE_FILE);
 	assert_int_equal(stat(path, &a), 0);
-	target_close(&t);
+	target_close(&f.t);
 
 	/* A restart: a fresh struct target. */
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0);
+	target_init(&f.t, &f.tcfg);
+	assert_int_equal(target_open(&f.t), 0);
 	assert_int_equal(stat(path, &b), 0);
-	assert_int_equal(a.st_ino, b.st_ino);
-	assert_int_equal(t.ino, a.st_ino);
-	assert_int_equal(a.st_mtim.tv_sec, b.st_mtim.tv_sec);
-	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
-	assert_int_equal(atomic_load(&t.layout_done), 0); /* nothing laid out */
+	assert_untouched(&a, &b);
+	assert_int_equal(f.t.ino, a.st_ino);
+	assert_int_equal(atomic_load(&f.t.layout_done), 0); /* nothing laid out */
 	/* Open again while open: no-op. */
-	int fd = t.fd;
-	assert_int_equal(target_open(&t), 0);
-	assert_int_equal(t.fd, fd);
-	target_close(&t);
+	int fd = f.t.fd;
+	assert_int_equal(target_open(&f.t), 0);
+	assert_int_equal(f.t.fd, fd);
+	target_close(&f.t);
 }
 
 /* A second holder of the same directory (another iopulse) finds it busy, does not
  * re-lay the file even with another size, and gets it once the first lets go. */
 static void test_second_holder_busy(void **state)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 32];
-	struct cfg_target cfg, other;
-	struct target a, b;
+	char path[PATH_MAX + 32];
+	struct tu_dir_target a;
+	struct cfg_target other;
+	struct target b;
 	struct stat before, after;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
-	cfg = dir_cfg(dir, MIB);
-	other = dir_cfg(dir, 2 * MIB);
-	target_init(&a, &cfg);
-	assert_int_equal(target_open(&a), 0);
-	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	tu_open_dir_target(&a, MIB);
+	other = dir_cfg(a.dir, 2 * MIB);
+	join(path, sizeof(path), a.dir, TARGET_PROBE_FILE);
 	assert_int_equal(stat(path, &before), 0);
 
 	target_init(&b, &other);
@@ -260,7 +213,7 @@ static void test_second_holder_busy(void **state)
 	assert_int_equal(before.st_ino, after.st_ino);
 	assert_int_equal(before.st_size, after.st_size);
 
-	target_close(&a);
+	target_close(&a.t);
 	assert_int_equal(target_open(&b), 0); /* ours now: re-laid at its size */
 	assert_int_equal(stat(path, &after), 0);
 	assert_int_equal((uint64_t)after.st_size, TARGET_HEADER_SIZE + 2 * MIB);
@@ -269,54 +222,46 @@ static void test_second_holder_busy(void **state)
 
 static void test_size_change_relays(void **state)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 32];
-	struct cfg_target cfg;
-	struct target t;
+	char path[PATH_MAX + 32];
+	struct tu_dir_target f;
 	struct stat a, b;
 	size_t len;
 	char *data;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
-	cfg = dir_cfg(dir, MIB);
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0);
-	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	tu_open_dir_target(&f, MIB);
+	join(path, sizeof(path), f.dir, TARGET_PROBE_FILE);
 	assert_int_equal(stat(path, &a), 0);
-	target_close(&t);
+	target_close(&f.t);
 
-	cfg.size = 2 * MIB;
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0);
+	f.tcfg.size = 2 * MIB;
+	target_init(&f.t, &f.tcfg);
+	assert_int_equal(target_open(&f.t), 0);
 	assert_int_equal(stat(path, &b), 0);
 	assert_true(a.st_ino != b.st_ino);
 	assert_int_equal(b.st_size, TARGET_HEADER_SIZE + 2 * MIB);
 	assert_true((uint64_t)b.st_blocks * 512 >= (uint64_t)b.st_size);
-	assert_int_equal(t.data_end, TARGET_HEADER_SIZE + 2 * MIB);
-	assert_int_equal(count_entries(dir), 1);
+	assert_int_equal(f.t.data_end, TARGET_HEADER_SIZE + 2 * MIB);
+	assert_int_equal(count_entries(f.dir), 1);
 	data = slurp(path, &len);
 	assert_non_null(strstr(data, "size: 2097152\n"));
 	free(data);
-	target_close(&t);
+	target_close(&f.t);
 }
 
 static void test_hole_relays(void **state)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 32];
-	struct cfg_target cfg;
-	struct target t;
+	char path[PATH_MAX + 32];
+	struct tu_dir_target f;
 	struct stat a, b;
 	int fd;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
-	cfg = dir_cfg(dir, MIB);
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0);
-	target_close(&t);
+	tu_open_dir_target(&f, MIB);
+	target_close(&f.t);
 
 	/* Punch a hole into our own file: it must be laid out again. */
-	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	join(path, sizeof(path), f.dir, TARGET_PROBE_FILE);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	assert_true(fd >= 0);
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 65536, 65536) < 0) {
@@ -327,12 +272,12 @@ static void test_hole_relays(void **state)
 	assert_int_equal(stat(path, &a), 0);
 	assert_true((uint64_t)a.st_blocks * 512 < (uint64_t)a.st_size);
 
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0);
+	target_init(&f.t, &f.tcfg);
+	assert_int_equal(target_open(&f.t), 0);
 	assert_int_equal(stat(path, &b), 0);
 	assert_true(a.st_ino != b.st_ino);
 	assert_true((uint64_t)b.st_blocks * 512 >= (uint64_t)b.st_size);
-	target_close(&t);
+	target_close(&f.t);
 }
 
 static void test_foreign_file_refused(void **state)
@@ -346,7 +291,7 @@ static void test_foreign_file_refused(void **state)
 	char *after;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
 	for (size_t i = 0; i < sizeof(content); i++)
 		content[i] = (char)(i * 7);
@@ -360,9 +305,7 @@ static void test_foreign_file_refused(void **state)
 	assert_non_null(strstr(t.error, "not an iopulse probe file"));
 
 	assert_int_equal(stat(path, &b), 0);
-	assert_int_equal(a.st_ino, b.st_ino);
-	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
-	assert_int_equal(a.st_mtim.tv_sec, b.st_mtim.tv_sec);
+	assert_untouched(&a, &b);
 	after = slurp(path, &len);
 	assert_int_equal(len, sizeof(content));
 	assert_memory_equal(after, content, sizeof(content));
@@ -378,29 +321,24 @@ static void test_foreign_file_refused(void **state)
 
 static void test_not_owned_refused(void **state)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 32];
-	struct cfg_target cfg;
-	struct target t;
+	char path[PATH_MAX + 32];
+	struct tu_dir_target f;
 	struct stat a, b;
 
 	(void)state;
 	if (geteuid() != 0)
-		skip(); /* only root can hand a file to another uid */
-	new_dir(dir, sizeof(dir));
-	cfg = dir_cfg(dir, MIB);
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0); /* a genuine probe file... */
-	target_close(&t);
-	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+		skip();		     /* only root can hand a file to another uid */
+	tu_open_dir_target(&f, MIB); /* a genuine probe file... */
+	target_close(&f.t);
+	join(path, sizeof(path), f.dir, TARGET_PROBE_FILE);
 	assert_int_equal(chown(path, 12345, 12345), 0); /* ...now someone else's */
 	assert_int_equal(stat(path, &a), 0);
 
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), -EEXIST);
-	assert_non_null(strstr(t.error, "owned by uid 12345"));
+	target_init(&f.t, &f.tcfg);
+	assert_int_equal(target_open(&f.t), -EEXIST);
+	assert_non_null(strstr(f.t.error, "owned by uid 12345"));
 	assert_int_equal(stat(path, &b), 0);
-	assert_int_equal(a.st_ino, b.st_ino);
-	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+	assert_untouched(&a, &b);
 }
 
 static void test_symlink_refused(void **state)
@@ -414,7 +352,7 @@ static void test_symlink_refused(void **state)
 	char *after;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	join(victim, sizeof(victim), dir, "victim");
 	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
 	write_file(victim, content, sizeof(content));
@@ -455,7 +393,7 @@ static void test_missing_directory(void **state)
 	struct stat st;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	join(missing, sizeof(missing), dir, "missing");
 	cfg = dir_cfg(missing, MIB);
 	target_init(&t, &cfg);
@@ -480,7 +418,7 @@ static void test_unwritable_directory(void **state)
 	(void)state;
 	if (geteuid() == 0)
 		skip(); /* root writes anywhere: the permission check cannot show */
-	new_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	assert_int_equal(chmod(dir, 0555), 0);
 	cfg = dir_cfg(dir, MIB);
 	target_init(&t, &cfg);
@@ -498,7 +436,7 @@ static void test_buffered(void **state)
 	struct target t;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	cfg = dir_cfg(dir, MIB);
 	cfg.direct = false;
 	target_init(&t, &cfg);
@@ -517,28 +455,23 @@ static void test_buffered(void **state)
 
 static void test_unaligned_size(void **state)
 {
-	char dir[PATH_MAX];
-	struct cfg_target cfg;
-	struct target t;
+	struct tu_dir_target f;
 	struct stat st;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
 	/* Not a multiple of any O_DIRECT alignment: the tail is written buffered. */
-	cfg = dir_cfg(dir, MIB + 100);
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0);
-	assert_true(fcntl(t.fd, F_GETFL) & O_DIRECT);
-	assert_int_equal(fstat(t.fd, &st), 0);
+	tu_open_dir_target(&f, MIB + 100);
+	assert_true(fcntl(f.t.fd, F_GETFL) & O_DIRECT);
+	assert_int_equal(fstat(f.t.fd, &st), 0);
 	assert_int_equal(st.st_size, TARGET_HEADER_SIZE + MIB + 100);
 	assert_true((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size);
-	assert_int_equal(t.data_end, TARGET_HEADER_SIZE + MIB + 100);
-	ino_t ino = t.ino;
-	target_close(&t);
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0);
-	assert_int_equal(t.ino, ino); /* reused */
-	target_close(&t);
+	assert_int_equal(f.t.data_end, TARGET_HEADER_SIZE + MIB + 100);
+	ino_t ino = f.t.ino;
+	target_close(&f.t);
+	target_init(&f.t, &f.tcfg);
+	assert_int_equal(target_open(&f.t), 0);
+	assert_int_equal(f.t.ino, ino); /* reused */
+	target_close(&f.t);
 }
 
 /* ------------------------------------------------------- layout throttle */
@@ -587,6 +520,25 @@ static void *watch_layout(void *arg)
 	return NULL;
 }
 
+/* target_open() of @t, watched by @w from another thread; how long it took in
+ * @elapsed (seconds). */
+static int open_watched(struct target *t, struct watch *w, double *elapsed)
+{
+	pthread_t th;
+	double t0;
+	int r;
+
+	w->t = t;
+	atomic_init(&w->finished, false);
+	assert_int_equal(pthread_create(&th, NULL, watch_layout, w), 0);
+	t0 = now_s();
+	r = target_open(t);
+	*elapsed = now_s() - t0;
+	atomic_store(&w->finished, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	return r;
+}
+
 static void test_layout_rate(void **state)
 {
 	char dir[PATH_MAX];
@@ -594,22 +546,14 @@ static void test_layout_rate(void **state)
 	struct target t;
 	struct watch w = {.bounded = true, .monotonic = true};
 	struct stat st;
-	pthread_t th;
-	double t0, elapsed;
+	double elapsed;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	cfg = dir_cfg(dir, 4 * MIB);
 	cfg.layout_rate = 8 * MIB; /* bytes per second: 4MiB takes ~0.5s */
 	target_init(&t, &cfg);
-	w.t = &t;
-	atomic_init(&w.finished, false);
-	assert_int_equal(pthread_create(&th, NULL, watch_layout, &w), 0);
-	t0 = now_s();
-	assert_int_equal(target_open(&t), 0);
-	elapsed = now_s() - t0;
-	atomic_store(&w.finished, true);
-	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(open_watched(&t, &w, &elapsed), 0);
 
 	/* A behaviour check of the throttle: a lower bound only. */
 	assert_true(elapsed >= 0.4);
@@ -633,25 +577,17 @@ static void test_layout_stop(void **state)
 	struct watch w = {.bounded = true, .monotonic = true};
 	_Atomic bool stop;
 	struct stat a, b;
-	pthread_t th;
-	double t0, elapsed;
+	double elapsed;
 
 	(void)state;
 	atomic_init(&stop, false);
-	new_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	cfg = dir_cfg(dir, 8 * MIB);
 	cfg.layout_rate = 2 * MIB; /* ~4s in full */
 	target_init(&t, &cfg);
 	t.stop = &stop;
-	w.t = &t;
 	w.stop = &stop; /* stop as soon as the layout is under way */
-	atomic_init(&w.finished, false);
-	assert_int_equal(pthread_create(&th, NULL, watch_layout, &w), 0);
-	t0 = now_s();
-	assert_int_equal(target_open(&t), -ECANCELED);
-	elapsed = now_s() - t0;
-	atomic_store(&w.finished, true);
-	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(open_watched(&t, &w, &elapsed), -ECANCELED);
 
 	assert_true(atomic_load(&stop));
 	assert_true(elapsed < 3.0); /* abandoned, not finished */
@@ -692,70 +628,62 @@ static void test_layout_stop(void **state)
 
 static void test_check_detects_deletion(void **state)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 32];
-	struct cfg_target cfg;
-	struct target t;
+	char path[PATH_MAX + 32];
+	struct tu_dir_target f;
 	struct stat st;
 	ino_t old;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
-	cfg = dir_cfg(dir, MIB);
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0);
-	assert_int_equal(target_check(&t), 0);
-	old = t.ino;
+	tu_open_dir_target(&f, MIB);
+	assert_int_equal(target_check(&f.t), 0);
+	old = f.t.ino;
 
-	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	join(path, sizeof(path), f.dir, TARGET_PROBE_FILE);
 	assert_int_equal(unlink(path), 0);
-	assert_int_equal(target_check(&t), -ESTALE);
-	assert_int_equal(t.fd, -1);
-	assert_non_null(strstr(t.error, "deleted"));
-	assert_int_equal(target_check(&t), -EBADF);
+	assert_int_equal(target_check(&f.t), -ESTALE);
+	assert_int_equal(f.t.fd, -1);
+	assert_non_null(strstr(f.t.error, "deleted"));
+	assert_int_equal(target_check(&f.t), -EBADF);
 
 	/* Same filesystem: the next open lays it out again. */
-	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(target_open(&f.t), 0);
 	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(st.st_ino, t.ino);
+	assert_int_equal(st.st_ino, f.t.ino);
 	assert_true(st.st_size == (off_t)(TARGET_HEADER_SIZE + MIB));
 	(void)old;
-	assert_int_equal(target_check(&t), 0);
+	assert_int_equal(target_check(&f.t), 0);
 
 	/* Replaced behind our back (rename over it): stale as well. */
 	char other[PATH_MAX + 32];
-	join(other, sizeof(other), dir, "other");
+	join(other, sizeof(other), f.dir, "other");
 	write_file(other, "y", 1);
 	assert_int_equal(rename(other, path), 0);
-	assert_int_equal(target_check(&t), -ESTALE);
-	assert_int_equal(target_open(&t), -EEXIST); /* and that file is not ours */
+	assert_int_equal(target_check(&f.t), -ESTALE);
+	assert_int_equal(target_open(&f.t), -EEXIST); /* and that file is not ours */
 }
 
 static void test_identity_pinned(void **state)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 32];
-	struct cfg_target cfg;
-	struct target t;
+	char path[PATH_MAX + 32];
+	struct tu_dir_target f;
 	struct stat st;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
-	cfg = dir_cfg(dir, MIB);
-	target_init(&t, &cfg);
-	assert_int_equal(target_open(&t), 0);
+	tu_open_dir_target(&f, MIB);
 
 	/* Pretend the directory was on another device when pinned (as after an
 	 * unmount uncovers the mount point): check and open both refuse. */
-	t.dev = makedev(major(t.dev) + 1, minor(t.dev));
-	assert_int_equal(target_check(&t), -EXDEV);
-	assert_int_equal(t.fd, -1);
-	assert_non_null(strstr(t.error, "different filesystem"));
+	f.t.dev = makedev(major(f.t.dev) + 1, minor(f.t.dev));
+	assert_int_equal(target_check(&f.t), -EXDEV);
+	assert_int_equal(f.t.fd, -1);
+	assert_non_null(strstr(f.t.error, "different filesystem"));
 
-	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	join(path, sizeof(path), f.dir, TARGET_PROBE_FILE);
 	assert_int_equal(unlink(path), 0);
-	assert_int_equal(target_open(&t), -EXDEV);
-	assert_non_null(strstr(t.error, "not creating a probe file there"));
+	assert_int_equal(target_open(&f.t), -EXDEV);
+	assert_non_null(strstr(f.t.error, "not creating a probe file there"));
 	assert_int_equal(stat(path, &st), -1); /* nothing created underneath */
-	assert_int_equal(count_entries(dir), 0);
+	assert_int_equal(count_entries(f.dir), 0);
 }
 
 /* ------------------------------------------------------------------- files */
@@ -774,7 +702,7 @@ static void test_file_target(void **state)
 	assert_non_null(content);
 	for (size_t i = 0; i < size; i++)
 		content[i] = (char)(i * 31 + 7);
-	new_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	join(path, sizeof(path), dir, "data.bin");
 	write_file(path, content, size);
 	assert_int_equal(stat(path, &a), 0);
@@ -796,9 +724,7 @@ static void test_file_target(void **state)
 	target_close(&t);
 
 	assert_int_equal(stat(path, &b), 0);
-	assert_int_equal(a.st_mtim.tv_sec, b.st_mtim.tv_sec);
-	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
-	assert_int_equal(a.st_ino, b.st_ino);
+	assert_untouched(&a, &b);
 	after = slurp(path, &len);
 	assert_int_equal(len, size);
 	assert_memory_equal(after, content, size);
@@ -857,7 +783,7 @@ static void test_tmpfs(void **state)
 	char err2[sizeof(t.error)];
 	memcpy(err2, t.error, sizeof(err2));
 	target_close(&t);
-	rm_tree(dir);
+	tu_rm_tree(dir);
 
 	assert_int_equal(r, -EMEDIUMTYPE);
 	assert_true(says_why);
@@ -878,7 +804,7 @@ static void test_stat_within(void **state)
 	struct stat a, b;
 
 	(void)state;
-	new_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	assert_int_equal(stat(dir, &a), 0);
 	memset(&b, 0, sizeof(b));
 	assert_int_equal(target_stat_within(dir, &b, 1000), 0);
@@ -919,5 +845,5 @@ int main(void)
 		cmocka_unit_test(test_stat_within),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
 }

@@ -19,47 +19,38 @@
 #define MS  1000000ULL
 #define S   1000000000ULL
 
-static void assert_size(const char *s, uint64_t want)
+typedef int (*parse_fn)(const char *s, uint64_t *out);
+
+/* @parse (named @name in messages) reads @s as @want. */
+static void assert_parses(parse_fn parse, const char *name, const char *s, uint64_t want)
 {
 	uint64_t v = 0;
 
-	if (cfg_parse_size(s, &v) != 0)
-		fail_msg("cfg_parse_size(\"%s\") failed", s);
+	if (parse(s, &v) != 0)
+		fail_msg("%s(\"%s\") failed", name, s);
 	if (v != want)
-		fail_msg("cfg_parse_size(\"%s\") = %llu, want %llu", s, (unsigned long long)v,
+		fail_msg("%s(\"%s\") = %llu, want %llu", name, s, (unsigned long long)v,
 			 (unsigned long long)want);
 }
 
-static void assert_size_err(const char *s, int want)
+/* @parse refuses @s with @want, leaving its output untouched. */
+static void assert_refuses(parse_fn parse, const char *name, const char *s, int want)
 {
 	uint64_t v = 12345;
-	int r = cfg_parse_size(s, &v);
+	int r = parse(s, &v);
 
 	if (r != want)
-		fail_msg("cfg_parse_size(\"%s\") = %d, want %d", s, r, want);
+		fail_msg("%s(\"%s\") = %d, want %d", name, s, r, want);
 	assert_int_equal(v, 12345); /* untouched on failure */
 }
 
-static void assert_duration(const char *s, uint64_t want)
-{
-	uint64_t v = 0;
+/* A parser and its name, for the messages. */
+#define PARSER(f) f, #f
 
-	if (cfg_parse_duration(s, &v) != 0)
-		fail_msg("cfg_parse_duration(\"%s\") failed", s);
-	if (v != want)
-		fail_msg("cfg_parse_duration(\"%s\") = %llu, want %llu", s, (unsigned long long)v,
-			 (unsigned long long)want);
-}
-
-static void assert_duration_err(const char *s, int want)
-{
-	uint64_t v = 12345;
-	int r = cfg_parse_duration(s, &v);
-
-	if (r != want)
-		fail_msg("cfg_parse_duration(\"%s\") = %d, want %d", s, r, want);
-	assert_int_equal(v, 12345);
-}
+#define assert_size(s, want)	     assert_parses(PARSER(cfg_parse_size), s, want)
+#define assert_size_err(s, want)     assert_refuses(PARSER(cfg_parse_size), s, want)
+#define assert_duration(s, want)     assert_parses(PARSER(cfg_parse_duration), s, want)
+#define assert_duration_err(s, want) assert_refuses(PARSER(cfg_parse_duration), s, want)
 
 static void test_size_valid(void **state)
 {
@@ -243,21 +234,17 @@ static void test_format_percent(void **state)
 	assert_fmt_percent(v, "70%");
 }
 
-static void assert_fmt_size(uint64_t v, const char *want)
-{
-	char buf[32];
-
-	cfg_format_size(v, buf, sizeof(buf));
-	assert_string_equal(buf, want);
-}
-
-static void assert_fmt_duration(uint64_t v, const char *want)
+/* @format prints @v as @want. */
+static void assert_formats(void (*format)(uint64_t, char *, size_t), uint64_t v, const char *want)
 {
 	char buf[64];
 
-	cfg_format_duration(v, buf, sizeof(buf));
+	format(v, buf, sizeof(buf));
 	assert_string_equal(buf, want);
 }
+
+#define assert_fmt_size(v, want)     assert_formats(cfg_format_size, v, want)
+#define assert_fmt_duration(v, want) assert_formats(cfg_format_duration, v, want)
 
 static void test_format(void **state)
 {

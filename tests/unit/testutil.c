@@ -14,6 +14,8 @@
 
 #include "testutil.h"
 
+#include "daemon/metrics.h"
+
 char tu_scratch[PATH_MAX];
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -39,11 +41,16 @@ int tu_scratch_setup(void **state)
 	return mkdtemp(tu_scratch) ? 0 : -1;
 }
 
+int tu_rm_tree(const char *dir)
+{
+	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
 int tu_scratch_teardown(void **state)
 {
 	(void)state;
 	/* Our own mkdtemp directory only; never follow a symlink out. */
-	return nftw(tu_scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	return tu_rm_tree(tu_scratch);
 }
 
 char *tu_read_all(const char *path, size_t *len)
@@ -97,11 +104,15 @@ void tu_check_golden(const char *path, const char *data, size_t len, int binary)
 	free(want);
 }
 
+void tu_new_dir(char *out, size_t len)
+{
+	assert_true(snprintf(out, len, "%s/d.XXXXXX", tu_scratch) < (int)len);
+	assert_non_null(mkdtemp(out));
+}
+
 void tu_open_dir_target(struct tu_dir_target *f, uint64_t size)
 {
-	assert_true(snprintf(f->dir, sizeof(f->dir), "%s/d.XXXXXX", tu_scratch) <
-		    (int)sizeof(f->dir));
-	assert_non_null(mkdtemp(f->dir));
+	tu_new_dir(f->dir, sizeof(f->dir));
 	f->tcfg = (struct cfg_target){
 		.name = "t",
 		.kind = CFG_TARGET_DIRECTORY,
@@ -112,4 +123,12 @@ void tu_open_dir_target(struct tu_dir_target *f, uint64_t size)
 	target_init(&f->t, &f->tcfg);
 	assert_int_equal(target_open(&f->t), 0);
 	assert_true(f->t.writable);
+}
+
+const struct snap_family *tu_find_family(const struct metrics_snapshot *s, const char *name)
+{
+	for (unsigned i = 0; i < s->n_families; i++)
+		if (strcmp(s->families[i].name, name) == 0)
+			return &s->families[i];
+	return NULL;
 }

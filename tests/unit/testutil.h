@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * testutil — what several unit tests share: a scratch directory of their own
- * under $TEST_TMPDIR, and golden-file comparison with UPDATE_GOLDEN=1 to
- * regenerate. Linked into every unit test binary.
+ * under $TEST_TMPDIR, golden-file comparison with UPDATE_GOLDEN=1 to
+ * regenerate, and looking up a family in a metrics snapshot. Linked into every
+ * unit test binary.
  */
 #ifndef IOPULSE_TESTUTIL_H
 #define IOPULSE_TESTUTIL_H
@@ -13,6 +14,9 @@
 
 #include "daemon/target.h"
 
+struct metrics_snapshot;
+struct snap_family;
+
 /* The scratch directory made by tu_scratch_setup(); empty before. */
 extern char tu_scratch[PATH_MAX];
 
@@ -22,12 +26,19 @@ extern char tu_scratch[PATH_MAX];
 int tu_scratch_setup(void **state);
 int tu_scratch_teardown(void **state);
 
+/* Removes @dir and everything in it, never following a symlink out of it nor
+ * crossing into another filesystem; 0 or -1 as nftw(). */
+int tu_rm_tree(const char *dir);
+
 /* The whole file, NUL-terminated; NULL if it cannot be read. Caller frees. */
 char *tu_read_all(const char *path, size_t *len);
 
 /* Fails the test unless @data[0..len) equals the golden file @path; with
  * UPDATE_GOLDEN=1 in the environment, writes the file instead. */
 void tu_check_golden(const char *path, const char *data, size_t len, int binary);
+
+/* Makes a fresh subdirectory of tu_scratch; its path in @out[@len]. */
+void tu_new_dir(char *out, size_t len);
 
 /* A directory target laid out in a fresh subdirectory of tu_scratch. */
 struct tu_dir_target {
@@ -39,5 +50,8 @@ struct tu_dir_target {
 /* Lays out and opens @f with @size data bytes (O_DIRECT); fails the test if it
  * cannot, or if the target is not writable. */
 void tu_open_dir_target(struct tu_dir_target *f, uint64_t size);
+
+/* The family called @name in @s; NULL if there is none. */
+const struct snap_family *tu_find_family(const struct metrics_snapshot *s, const char *name);
 
 #endif
