@@ -109,16 +109,17 @@ alive() {
 	[[ ${st:0:1} != Z ]]
 }
 
-# reap PID WHAT: give the child PID 5s to exit (it was told to), then SIGKILL it,
-# saying so (WHAT names it); reap it. For cleanup: never fails.
+# reap PID WHAT [SECONDS]: give the child PID SECONDS (default 5) to exit (it was
+# told to), then SIGKILL it, saying so (WHAT names it); reap it. For cleanup:
+# never fails.
 reap() {
-	local pid=$1 i
-	for ((i = 0; i < 50; i++)); do
+	local pid=$1 limit=${3:-5} i
+	for ((i = 0; i < limit * 10; i++)); do
 		alive "$pid" || break
 		sleep 0.1
 	done
 	if alive "$pid"; then
-		echo "# $2 $pid still running after 5s, killing it" >&2
+		echo "# $2 $pid still running after ${limit}s, killing it" >&2
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
 	wait "$pid" 2>/dev/null || true
@@ -177,6 +178,15 @@ num() {
 	}'
 }
 
+# _daemon_exited WHEN: the current daemon has exited: reap it and fail with its
+# status, WHEN saying at what point.
+_daemon_exited() {
+	local rc=0
+	wait "$DAEMON_PID" || rc=$?
+	_forget_pid "$DAEMON_PID"
+	fail "daemon exited with status $rc $1"
+}
+
 # wait_until SECONDS WHAT CMD [ARGS...]: poll CMD every 0.1s until it succeeds;
 # fail (naming WHAT) after SECONDS, or as soon as the current daemon dies.
 wait_until() {
@@ -188,10 +198,7 @@ wait_until() {
 			return 0
 		fi
 		if [[ -n $DAEMON_PID ]] && ! alive "$DAEMON_PID"; then
-			local rc=0
-			wait "$DAEMON_PID" || rc=$?
-			_forget_pid "$DAEMON_PID"
-			fail "daemon exited (status $rc) while waiting for: $what"
+			_daemon_exited "while waiting for: $what"
 		fi
 		if (($(now_ms) > deadline)); then
 			fail "timed out after ${limit}s waiting for: $what"
@@ -208,34 +215,65 @@ yaml_str() {
 	printf "'%s'" "${s//\'/\'\'}"
 }
 
-# ping_config FILE DIR SIZE [write]: write to FILE the schedule most tests start
-# from: one directory target t1 at DIR (created) of SIZE, a 100ms read ping p1
-# and, with "write", a 100ms write+fdatasync ping w1. Probes come last, so a
-# test may append more probe items.
-ping_config() {
+# target_config FILE DIR SIZE [SETTING...]: write to FILE the start of a schedule:
+# one directory target t1 at DIR (not created) of SIZE, each SETTING ("key:
+# value") added to it, then "probes:", for the caller to append probe items to
+# (ping_item, or a here-document).
+target_config() {
 	local file=$1 dir=$2 size=$3
+	shift 3
+	{
+		cat <<-EOF
+			targets:
+			  - name: t1
+			    directory: $(yaml_str "$dir")
+			    size: $size
+		EOF
+		_settings "$@"
+		echo "probes:"
+	} >"$file"
+}
+
+# ping_item FILE NAME OP [SETTING...]: append to FILE a ping probe NAME on t1
+# doing OP, each SETTING ("key: value") added to it.
+ping_item() {
+	local file=$1 name=$2 op=$3
+	shift 3
+	{
+		cat <<-EOF
+			  - name: $name
+			    type: ping
+			    target: t1
+			    op: $op
+		EOF
+		_settings "$@"
+	} >>"$file"
+}
+
+# _settings [SETTING...]: each SETTING as a line of the item above.
+_settings() {
+	if (($#)); then
+		printf '    %s\n' "$@"
+	fi
+}
+
+# ping_config FILE DIR SIZE [write] [SETTING...]: write to FILE the schedule most
+# tests start from: one directory target t1 at DIR (created) of SIZE, with any
+# further target SETTINGs, a 100ms read ping p1 and, with "write", a 100ms
+# write+fdatasync ping w1. Probes come last, so a test may append more probe
+# items.
+ping_config() {
+	local file=$1 dir=$2 size=$3 write=
+	shift 3
+	if [[ ${1:-} == write ]]; then
+		write=1
+		shift
+	fi
 	mkdir -p "$dir"
-	cat >"$file" <<-EOF
-		targets:
-		  - name: t1
-		    directory: $(yaml_str "$dir")
-		    size: $size
-		probes:
-		  - name: p1
-		    type: ping
-		    target: t1
-		    op: read
-		    interval: 100ms
-	EOF
-	[[ ${4:-} == write ]] || return 0
-	cat >>"$file" <<-EOF
-		  - name: w1
-		    type: ping
-		    target: t1
-		    op: write
-		    sync: fdatasync
-		    interval: 100ms
-	EOF
+	target_config "$file" "$dir" "$size" "$@"
+	ping_item "$file" p1 read "interval: 100ms"
+	[[ -n $write ]] || return 0
+	ping_item "$file" w1 write "sync: fdatasync" "interval: 100ms"
 }
 
 # require_disk DIR: probe files need a real filesystem (tmpfs/ramfs are refused by
@@ -276,7 +314,7 @@ hold_port() {
 # loopback port, debug logging to its own log file; wait (10s at most) until it
 # logs where it serves. Sets DAEMON_PID, DAEMON_LOG, DAEMON_PORT.
 start_daemon() {
-	local config=$1 out port deadline rc
+	local config=$1
 	shift
 	DAEMON_LOG="$WORK/daemon.${#DAEMON_LOGS[@]}.log"
 	DAEMON_LOGS+=("$DAEMON_LOG")
@@ -286,27 +324,17 @@ start_daemon() {
 		"$@" >"$DAEMON_LOG" 2>&1 &
 	DAEMON_PID=$!
 	DAEMON_PIDS+=("$DAEMON_PID")
-	deadline=$(($(now_ms) + 10000))
-	while :; do
-		out=$(sed -n 's|.*Serving metrics on http://127\.0\.0\.1:\([0-9][0-9]*\)/metrics.*|\1|p' \
-			"$DAEMON_LOG")
-		port=${out%%$'\n'*}
-		if [[ -n $port ]]; then
-			DAEMON_PORT=$port
-			note "daemon $DAEMON_PID serving on 127.0.0.1:$DAEMON_PORT (log $DAEMON_LOG)"
-			return 0
-		fi
-		if ! alive "$DAEMON_PID"; then
-			rc=0
-			wait "$DAEMON_PID" || rc=$?
-			_forget_pid "$DAEMON_PID"
-			fail "daemon exited with status $rc before serving metrics"
-		fi
-		if (($(now_ms) > deadline)); then
-			fail "daemon did not log 'Serving metrics on http://127.0.0.1:PORT/metrics' within 10s"
-		fi
-		sleep 0.1
-	done
+	wait_until 10 "the daemon to log 'Serving metrics on http://127.0.0.1:PORT/metrics'" _logged_port
+	note "daemon $DAEMON_PID serving on 127.0.0.1:$DAEMON_PORT (log $DAEMON_LOG)"
+}
+
+# _logged_port: true once DAEMON_LOG says where the daemon serves; sets DAEMON_PORT.
+_logged_port() {
+	local out
+	out=$(sed -n 's|.*Serving metrics on http://127\.0\.0\.1:\([0-9][0-9]*\)/metrics.*|\1|p' \
+		"$DAEMON_LOG")
+	DAEMON_PORT=${out%%$'\n'*}
+	[[ -n $DAEMON_PORT ]]
 }
 
 # stop_daemon [SIGNAL [SECONDS]]: signal the current daemon (default TERM) and
@@ -333,11 +361,19 @@ stop_daemon() {
 
 # require_alive: the current daemon is still running.
 require_alive() {
-	local rc=0
 	alive "$DAEMON_PID" && return 0
-	wait "$DAEMON_PID" || rc=$?
-	_forget_pid "$DAEMON_PID"
-	fail "daemon exited unexpectedly with status $rc"
+	_daemon_exited "unexpectedly"
+}
+
+# ---- iopulse probe ---------------------------------------------------------
+
+# run_probe STATUS OUT [ARGS...]: run `iopulse probe ARGS...` with its stdout in OUT
+# and its stderr in OUT.err; fail, showing both, unless it exits with STATUS.
+run_probe() {
+	local want=$1 out=$2 rc=0
+	shift 2
+	"$IOPULSE" probe "$@" >"$out" 2>"$out.err" || rc=$?
+	((rc == want)) || fail "iopulse probe $*: exit status $rc, want $want:"$'\n'"$(cat "$out.err" "$out")"
 }
 
 # ---- HTTP ------------------------------------------------------------------
@@ -400,6 +436,19 @@ sample_or() {
 # has_series FILE SERIES
 has_series() {
 	sample "$1" "$2" >/dev/null
+}
+
+# scraped SERIES OP N [ABSENT]: scrape /metrics (sets PAGE) and compare the value
+# of SERIES with N, as num does; a missing SERIES counts as ABSENT, or is false
+# when there is no ABSENT. A condition for wait_until.
+scraped() {
+	local v
+	scrape_metrics
+	if ! v=$(sample "$PAGE" "$1"); then
+		(($# > 3)) || return 1
+		v=$4
+	fi
+	num "$v" "$2" "$3"
 }
 
 # check_histograms FILE: every iopulse_probe_latency_seconds series in FILE is

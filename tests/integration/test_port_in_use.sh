@@ -16,18 +16,8 @@ require_disk "$WORK"
 # write_config FILE DIR: one directory target with a slow read ping.
 write_config() {
 	mkdir -p "$2"
-	cat >"$1" <<EOF
-targets:
-  - name: t1
-    directory: $(yaml_str "$2")
-    size: 1MiB
-probes:
-  - name: p1
-    type: ping
-    target: t1
-    op: read
-    interval: 1s
-EOF
+	target_config "$1" "$2" 1MiB
+	ping_item "$1" p1 read "interval: 1s"
 }
 
 # Separate directories: the second daemon must not get as far as its lanes, but if

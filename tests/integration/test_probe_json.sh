@@ -27,21 +27,10 @@ SCHEMA="$SOURCE_DIR/docs/probe-output.schema.json"
 DIR="$WORK/target"
 mkdir "$DIR"
 CFG="$WORK/iopulse.yaml"
-cat >"$CFG" <<EOF
-targets:
-  - name: t1
-    directory: $(yaml_str "$DIR")
-    size: 8MiB
-probes:
-  - name: rd
-    type: ping
-    target: t1
-    op: read
-  - name: wr
-    type: ping
-    target: t1
-    op: write
-    sync: fdatasync
+target_config "$CFG" "$DIR" 8MiB
+ping_item "$CFG" rd read
+ping_item "$CFG" wr write "sync: fdatasync"
+cat >>"$CFG" <<EOF
   - name: mix
     type: burst
     target: t1
@@ -91,9 +80,7 @@ check_json() {
 
 # ---- the normal run --------------------------------------------------------
 
-rc=0
-"$IOPULSE" probe --config "$CFG" --json --count 5 --interval 0 >"$WORK/ok.json" 2>"$WORK/ok.err" || rc=$?
-((rc == 0)) || fail "iopulse probe --json exited $rc:"$'\n'"$(cat "$WORK/ok.err" "$WORK/ok.json")"
+run_probe 0 "$WORK/ok.json" --config "$CFG" --json --count 5 --interval 0
 
 check_json "$WORK/ok.json" <<'EOF'
 def op(p, name):
@@ -181,23 +168,17 @@ note "probe --json: schema and counts ok"
 
 # ---- usage errors ----------------------------------------------------------
 
-rc=0
-"$IOPULSE" probe --config "$CFG" --json rd nope >"$WORK/nope.out" 2>"$WORK/nope.err" || rc=$?
-((rc == 64)) || fail "unknown probe name: exit $rc, want 64:"$'\n'"$(cat "$WORK/nope.err")"
-grep -q "nope" "$WORK/nope.err" || fail "unknown probe name: stderr does not name it:"$'\n'"$(cat "$WORK/nope.err")"
+run_probe 64 "$WORK/nope.out" --config "$CFG" --json rd nope
+grep -q "nope" "$WORK/nope.out.err" || fail "unknown probe name: stderr does not name it:"$'\n'"$(cat "$WORK/nope.out.err")"
 [[ ! -s $WORK/nope.out ]] || fail "unknown probe name: stdout not empty:"$'\n'"$(cat "$WORK/nope.out")"
 
-rc=0
-"$IOPULSE" probe --config "$CFG" --count 0 rd >"$WORK/count0.out" 2>"$WORK/count0.err" || rc=$?
-((rc == 64)) || fail "--count 0: exit $rc, want 64:"$'\n'"$(cat "$WORK/count0.err")"
-grep -q -- "--count" "$WORK/count0.err" || fail "--count 0: message does not name --count:"$'\n'"$(cat "$WORK/count0.err")"
+run_probe 64 "$WORK/count0.out" --config "$CFG" --count 0 rd
+grep -q -- "--count" "$WORK/count0.out.err" || fail "--count 0: message does not name --count:"$'\n'"$(cat "$WORK/count0.out.err")"
 [[ ! -s $WORK/count0.out ]] || fail "--count 0: stdout not empty:"$'\n'"$(cat "$WORK/count0.out")"
 
 # ---- the human summary -----------------------------------------------------
 
-rc=0
-"$IOPULSE" probe --config "$CFG" --count 5 --interval 0 >"$WORK/human.out" 2>"$WORK/human.err" || rc=$?
-((rc == 0)) || fail "iopulse probe exited $rc:"$'\n'"$(cat "$WORK/human.err" "$WORK/human.out")"
+run_probe 0 "$WORK/human.out" --config "$CFG" --count 5 --interval 0
 human=$(cat "$WORK/human.out")
 # One "requests completed" line per op: rd read, wr write + fdatasync, mix read + write.
 n=$(grep -c "requests completed" <<<"$human") || true
@@ -235,9 +216,7 @@ probes:
     target: gone
     ios: 100
 EOF
-rc=0
-"$IOPULSE" probe --config "$CFG2" --json --count 2 --interval 0 >"$WORK/err.json" 2>"$WORK/err.err" || rc=$?
-((rc == 1)) || fail "probe on a missing directory: exit $rc, want 1:"$'\n'"$(cat "$WORK/err.err" "$WORK/err.json")"
+run_probe 1 "$WORK/err.json" --config "$CFG2" --json --count 2 --interval 0
 [[ ! -e $GONE ]] || fail "iopulse probe created the missing target directory $GONE"
 check_json "$WORK/err.json" "$GONE" <<'EOF'
 gone = args[0]

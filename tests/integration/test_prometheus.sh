@@ -85,26 +85,9 @@ diff_series() {
 # ---- iopulse ---------------------------------------------------------------
 
 DIR="$WORK/target"
-mkdir "$DIR"
 CFG="$WORK/iopulse.yaml"
-cat >"$CFG" <<EOF
-targets:
-  - name: t1
-    directory: $(yaml_str "$DIR")
-    size: 8MiB
-    layout_rate: 0
-probes:
-  - name: p1
-    type: ping
-    target: t1
-    op: read
-    interval: 100ms
-  - name: w1
-    type: ping
-    target: t1
-    op: write
-    sync: fdatasync
-    interval: 100ms
+ping_config "$CFG" "$DIR" 8MiB write "layout_rate: 0"
+cat >>"$CFG" <<EOF
   - name: b1
     type: burst
     target: t1
@@ -212,6 +195,7 @@ check_pb
 # ---- Prometheus ------------------------------------------------------------
 
 # The families of the README's metrics reference, with their types.
+# shellcheck disable=SC2016 # the backquotes are the README's, not an expansion
 README_FAMILIES=$(sed -n '/^## Metrics reference/,/^## /p' "$SOURCE_DIR/README.md" |
 	sed -n 's/^| `\([a-z_:][a-z0-9_:]*\)` | \([a-z]*\) |.*/\1 \2/p')
 nfam=$(wc -l <<<"$README_FAMILIES")
@@ -310,14 +294,8 @@ EOF
 }
 
 stop_prometheus() {
-	local i
 	kill -TERM "$PROM_PID" 2>/dev/null || true
-	for ((i = 0; i < 100; i++)); do
-		alive "$PROM_PID" || break
-		sleep 0.1
-	done
-	alive "$PROM_PID" && kill -KILL "$PROM_PID" 2>/dev/null
-	wait "$PROM_PID" 2>/dev/null || true
+	reap "$PROM_PID" "prometheus (sent SIGTERM)" 10
 	_forget_pid "$PROM_PID"
 	PROM_PID=
 }
@@ -364,17 +342,14 @@ pc() {
 
 c_up() { pc up "$PROM_URL"; }
 
-c_names_classic() {
+# names_ingested native|classic: Prometheus holds the names of expected_names.
+names_ingested() {
 	local -a n
-	read -r -d '' -a n < <(expected_names classic) || true
+	read -r -d '' -a n < <(expected_names "$1") || true
 	pc names "$PROM_URL" "${n[@]}"
 }
-
-c_names_native() {
-	local -a n
-	read -r -d '' -a n < <(expected_names native) || true
-	pc names "$PROM_URL" "${n[@]}"
-}
+c_names_classic() { names_ingested classic; }
+c_names_native() { names_ingested native; }
 
 c_quantile_classic() {
 	pc quantile "$PROM_URL" \

@@ -15,44 +15,23 @@
 require_cmd curl stat
 require_disk "$WORK"
 
-# write_config FILE DIR
+# write_config FILE DIR: DIR (not created here) as t1, a read and a write ping.
 write_config() {
-	cat >"$1" <<EOF
-targets:
-  - name: t1
-    directory: $(yaml_str "$2")
-    size: 1MiB
-probes:
-  - name: p1
-    type: ping
-    target: t1
-    op: read
-    interval: 100ms
-  - name: w1
-    type: ping
-    target: t1
-    op: write
-    interval: 100ms
-EOF
+	target_config "$1" "$2" 1MiB
+	ping_item "$1" p1 read "interval: 100ms"
+	ping_item "$1" w1 write "interval: 100ms"
 }
 
-READ='{probe="p1",target="t1",op="read"}'
-
-target_up_is() {
-	local v
-	scrape_metrics
-	sample "$PAGE" 'iopulse_target_up{target="t1"}' >/dev/null || return 1
-	sample_into v "$PAGE" 'iopulse_target_up{target="t1"}'
-	num "$v" '==' "$1"
-}
+UP='iopulse_target_up{target="t1"}'
+READS='iopulse_probe_ios_total{probe="p1",target="t1",op="read"}'
 
 # require_down WHAT: the target is down and nothing was measured on it.
 require_down() {
 	local v
 	scrape_metrics
-	sample_into v "$PAGE" 'iopulse_target_up{target="t1"}'
-	num "$v" '==' 0 || fail "iopulse_target_up{target=\"t1\"} is $v with $1"
-	sample_or v 0 "$PAGE" "iopulse_probe_ios_total$READ"
+	sample_into v "$PAGE" "$UP"
+	num "$v" '==' 0 || fail "$UP is $v with $1"
+	sample_or v 0 "$PAGE" "$READS"
 	num "$v" "==" 0 || fail "$v reads counted with $1"
 	sample_or v 0 "$PAGE" 'iopulse_probe_ios_total{probe="w1",target="t1",op="write"}'
 	num "$v" "==" 0 || fail "$v writes counted with $1"
@@ -61,23 +40,26 @@ require_down() {
 	note "with $1: target_up 0, $v target_down errors for p1"
 }
 
-IOS0=0
-reads_grow() {
-	local v
-	scrape_metrics
-	sample_or v 0 "$PAGE" "iopulse_probe_ios_total$READ"
-	num "$v" '>' "$IOS0"
+# start_down CONFIG WHAT: start the daemon on CONFIG, whose target is down for WHAT;
+# after ~2s of 100ms pings (~20 per probe) against it, require_down WHAT.
+start_down() {
+	local t0
+	start_daemon "$1"
+	t0=$(now_ms)
+	wait_until 5 "$UP 0 for $2" scraped "$UP" == 0
+	sleep "$(awk -v ms=$((2000 - ($(now_ms) - t0))) 'BEGIN { print (ms > 0 ? ms : 0) / 1000 }')"
+	require_alive
+	require_down "$2"
 }
 
 # require_comes_up WHAT DIR: within 10s the target is up and reads grow, and DIR
 # holds the laid-out probe file.
 require_comes_up() {
-	local size
-	wait_until 10 "iopulse_target_up{target=\"t1\"} 1 after $1" target_up_is 1
-	IOS0=0
-	wait_until 5 "reads counted after $1" reads_grow
-	sample_into IOS0 "$PAGE" "iopulse_probe_ios_total$READ"
-	wait_until 5 "reads growing after $1 (from $IOS0)" reads_grow
+	local ios size
+	wait_until 10 "$UP 1 after $1" scraped "$UP" == 1
+	wait_until 5 "reads counted after $1" scraped "$READS" '>' 0 0
+	sample_into ios "$PAGE" "$READS"
+	wait_until 5 "reads growing after $1 (from $ios)" scraped "$READS" '>' "$ios" 0
 	[[ -f $2/.iopulse-probe ]] || fail "no probe file in $2 after $1"
 	size=$(stat -c %s "$2/.iopulse-probe")
 	((size == 4096 + (1 << 20))) || fail "probe file in $2 is $size bytes after $1"
@@ -96,14 +78,7 @@ parent_state() {
 }
 PARENT_BEFORE=$(parent_state)
 write_config "$WORK/missing.yaml" "$MISSING"
-
-start_daemon "$WORK/missing.yaml"
-t0=$(now_ms)
-wait_until 5 "iopulse_target_up{target=\"t1\"} 0 for a missing directory" target_up_is 0
-# ~2s of 100ms pings (~20 per probe) against the missing directory.
-sleep "$(awk -v ms=$((2000 - ($(now_ms) - t0))) 'BEGIN { print (ms > 0 ? ms : 0) / 1000 }')"
-require_alive
-require_down "a missing directory"
+start_down "$WORK/missing.yaml" "a missing directory"
 
 mentions=$(grep -cF -- "$MISSING" "$DAEMON_LOG" || true)
 ((mentions == 1)) || fail "the log mentions $MISSING $mentions times over ~2s of pings, want exactly once:"$'\n'"$(grep -F -- "$MISSING" "$DAEMON_LOG" | head -n 20 || true)"
@@ -127,26 +102,23 @@ unfreeze() {
 }
 on_exit unfreeze # before trying: chattr -i must run whatever happens next
 
-if ! msg=$(chattr +i "$IMM" 2>&1); then
-	note "SKIP part B: chattr +i not possible here: $msg"
+# skip_b WHY: part B cannot run here; part A passed.
+skip_b() {
+	note "SKIP part B: $*"
 	note "pass (part A only)"
 	exit 0
+}
+if ! msg=$(chattr +i "$IMM" 2>&1); then
+	skip_b "chattr +i not possible here: $msg"
 fi
 if touch "$IMM/x" 2>/dev/null; then
 	rm -f "$IMM/x"
 	unfreeze
-	note "SKIP part B: chattr +i did not make $IMM read-only"
-	note "pass (part A only)"
-	exit 0
+	skip_b "chattr +i did not make $IMM read-only"
 fi
 
 write_config "$WORK/immutable.yaml" "$IMM"
-start_daemon "$WORK/immutable.yaml"
-t0=$(now_ms)
-wait_until 5 "iopulse_target_up{target=\"t1\"} 0 for an immutable directory" target_up_is 0
-sleep "$(awk -v ms=$((2000 - ($(now_ms) - t0))) 'BEGIN { print (ms > 0 ? ms : 0) / 1000 }')"
-require_alive
-require_down "an immutable directory"
+start_down "$WORK/immutable.yaml" "an immutable directory"
 left=$(ls -A "$IMM")
 [[ -z $left ]] || fail "files left in the immutable directory: $left"
 

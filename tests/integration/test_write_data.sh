@@ -22,13 +22,8 @@ DIR="$WORK/target"
 mkdir "$DIR"
 PROBE="$DIR/.iopulse-probe"
 CFG="$WORK/iopulse.yaml"
-cat >"$CFG" <<EOF
-targets:
-  - name: t1
-    directory: $(yaml_str "$DIR")
-    size: 16MiB
-    layout_rate: 0
-probes:
+target_config "$CFG" "$DIR" 16MiB "layout_rate: 0"
+cat >>"$CFG" <<EOF
   - name: init
     type: ping
     target: t1
@@ -41,13 +36,12 @@ probes:
     iodepth: 4
 EOF
 
-# run_probe OUT PROBE...: iopulse probe --json, which must exit 0 with every
+# probe_json OUT PROBE...: iopulse probe --json, which must exit 0 with every
 # probe ok.
-run_probe() {
-	local out=$1 rc=0
+probe_json() {
+	local out=$1
 	shift
-	"$IOPULSE" probe --config "$CFG" --json --count 1 "$@" >"$out" 2>"$out.err" || rc=$?
-	((rc == 0)) || fail "iopulse probe $* exited $rc:"$'\n'"$(cat "$out.err" "$out")"
+	run_probe 0 "$out" --config "$CFG" --json --count 1 "$@"
 }
 
 # data_copy OUT: the data region of the probe file (after the header).
@@ -68,12 +62,12 @@ check_file() {
 
 # ---- lay out, then write ---------------------------------------------------
 
-run_probe "$WORK/init.json" init
+probe_json "$WORK/init.json" init
 check_file
 head -c $HDR "$PROBE" | sha256sum >"$WORK/header.sha"
 data_copy "$WORK/before.bin"
 
-run_probe "$WORK/wr1.json" wr
+probe_json "$WORK/wr1.json" wr
 python3 - "$WORK/wr1.json" <<'EOF' || fail "burst result:"$'\n'"$(cat "$WORK/wr1.json")"
 import json, sys
 p = json.load(open(sys.argv[1]))["probes"][0]
@@ -137,7 +131,7 @@ note "data region gzips to $gz of $SIZE bytes"
 
 sha1=$(sha256sum <"$WORK/after.bin")
 rm -f "$WORK/before.bin"
-run_probe "$WORK/wr2.json" wr
+probe_json "$WORK/wr2.json" wr
 check_file
 data_copy "$WORK/after2.bin"
 sha2=$(sha256sum <"$WORK/after2.bin")
