@@ -15,6 +15,7 @@
 # count; fio tries each inline first.
 # CPU per I/O is the whole process's user+sys (io-wq workers are threads of
 # the process and count) over the I/Os it reports.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
 ROUNDS=${ROUNDS:-5}
@@ -62,31 +63,12 @@ fiofb_run() { # OUT ENGINE
 	fio_run "$1" "$2" --fixedbufs
 }
 
-parse() { # TOOL OUT -> "ios iops cpu_s"
-	python3 - "$1" "$2" <<-'PY'
-		import json, sys
-		tool, out = sys.argv[1], sys.argv[2]
-		u, s, e = map(float, open(out + ".time").read().split()[-3:])
-		j = json.load(open(out))
-		if tool == "iopulse":
-		    p = j["probes"][0]
-		    assert p["status"] == "ok", p
-		    op = p["ops"][0]
-		    print(op["ios"], op["iops"], u + s)
-		else:
-		    d = j["jobs"][0]["read"]
-		    print(d["total_ios"], d["iops"], u + s)
-	PY
-}
-
 for eng in $ENGINES; do
 	say "burst: $eng, $ROUNDS rounds of ${DURATION}s per tool"
 	tools=(iopulse fio)
 	[ "$eng" = io_uring ] && tools+=(fiofb) # --fixedbufs is io_uring's only
 	for r in $(seq "$ROUNDS"); do
-		# Rotate who goes first each round.
-		k=$(((r - 1) % ${#tools[@]}))
-		for tool in "${tools[@]:k}" "${tools[@]:0:k}"; do
+		for tool in $(rotated "$r" "${tools[@]}"); do
 			"${tool}_run" "$WORK/out" "$eng"
 			echo "$tool $eng $r $(parse "$tool" "$WORK/out")" >>"$RES"
 		done

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# bench/lib.sh — sourced by the bench scripts: paths, a scratch directory, CPU timing.
+# bench/lib.sh — sourced by the bench scripts: paths, a scratch directory, CPU timing
+# and reading the timed runs back (parse).
 #
 # Environment:
 #   BUILD    build directory holding the iopulse binary (default: build-bench)
@@ -44,3 +45,36 @@ random_file() {
 }
 
 say() { printf '%s\n' "$*" >&2; }
+
+# rotated ROUND TOOL...: the TOOLs in round ROUND's order, rotated by ROUND - 1 so
+# that each goes first in turn (drift on a shared machine hits them all).
+rotated() {
+	local r=$1
+	shift
+	local k=$(((r - 1) % $#))
+	echo "${@:k+1}" "${@:1:k}"
+}
+
+# parse TOOL OUT: "ios iops cpu_s own_cpu_s" of one run timed into OUT: TOOL iopulse
+# is `iopulse probe --json` (its first probe's first op), any other fio's JSON (its
+# first job's reads, or writes when it read nothing). cpu_s is the whole process's
+# user+sys from OUT.time; own_cpu_s is fio's job usr+sys% x runtime (its start-up
+# and main thread left out), for iopulse cpu_s again.
+parse() {
+	python3 - "$1" "$2" <<-'PY'
+		import json, sys
+		tool, out = sys.argv[1], sys.argv[2]
+		u, s, e = map(float, open(out + ".time").read().split()[-3:])
+		j = json.load(open(out))
+		if tool == "iopulse":
+		    p = j["probes"][0]
+		    assert p["status"] == "ok", p
+		    op = p["ops"][0]
+		    print(op["ios"], op["iops"], u + s, u + s)
+		else:
+		    job = j["jobs"][0]
+		    d = job["read"] if job["read"]["total_ios"] else job["write"]
+		    own = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job["job_runtime"] / 1000
+		    print(d["total_ios"], d["iops"], u + s, own)
+	PY
+}

@@ -16,6 +16,7 @@
 # Metric: I/Os per CPU-second, CPU = user+sys of the whole process (GNU time,
 # threads and children included), and plain IOPS as each tool reports it.
 # Target: iopulse >= 3x fio in I/Os per CPU-second.
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
 ROUNDS=${ROUNDS:-3}
@@ -56,26 +57,6 @@ fio_run() {
 		--output-format=json
 }
 
-# parse TOOL OUT -> "ios iops cpu_s own_cpu_s" (own: fio's job usr+sys% x runtime)
-parse() {
-	python3 - "$1" "$2" <<-'PY'
-		import json, sys
-		tool, out = sys.argv[1], sys.argv[2]
-		u, s, e = map(float, open(out + ".time").read().split()[-3:])
-		j = json.load(open(out))
-		if tool == "iopulse":
-		    p = j["probes"][0]
-		    assert p["status"] == "ok", p
-		    op = p["ops"][0]
-		    print(op["ios"], op["iops"], u + s, u + s)
-		else:
-		    job = j["jobs"][0]
-		    d = job["read"] if job["read"]["total_ios"] else job["write"]
-		    own = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job["job_runtime"] / 1000
-		    print(d["total_ios"], d["iops"], u + s, own)
-	PY
-}
-
 # I/O count for ~SECS seconds, from a small calibration run.
 calibrate() { # TOOL RW QD
 	local out=$WORK/cal ios=200000
@@ -91,10 +72,7 @@ for sc in $SCENARIOS; do
 	n_fio=$(calibrate fio "$rw" "$qd")
 	say "overhead: $rw QD$qd: iopulse ios=$n_iop, fio ios=$n_fio, $ROUNDS rounds"
 	for r in $(seq "$ROUNDS"); do
-		# Alternate who goes first, so drift on a shared machine hits both.
-		order="iopulse fio"
-		[ $((r % 2)) -eq 0 ] && order="fio iopulse"
-		for tool in $order; do
+		for tool in $(rotated "$r" iopulse fio); do
 			n=$n_iop
 			[ "$tool" = fio ] && n=$n_fio
 			"${tool}_run" "$WORK/out" "$rw" "$qd" "$n"
