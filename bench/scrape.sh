@@ -187,7 +187,8 @@ sleep "$WARMUP"
 # The ceiling: the same HTTP library serving a constant page of iopulse's size,
 # with no work per request (bench/static_page.c).
 CEIL_BYTES=$(curl -fsS -o /dev/null -w '%{size_download}' "http://127.0.0.1:$IOP_PORT/metrics")
-cc -O2 -o "$WORK/static_page" "$REPO/bench/static_page.c" $(pkg-config --cflags --libs libmicrohttpd)
+read -ra mhd <<<"$(pkg-config --cflags --libs libmicrohttpd)"
+cc -O2 -o "$WORK/static_page" "$REPO/bench/static_page.c" "${mhd[@]}"
 CEIL_PORT=$(free_port)
 "$WORK/static_page" "$CEIL_PORT" "$CEIL_BYTES" &
 CEIL_PID=$!
