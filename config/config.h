@@ -89,6 +89,15 @@ enum cfg_rw {
 	CFG_RW_WRITE, /* sequential */
 };
 
+/* Whether a directory target must be on a mounted filesystem ('require_mount'). */
+enum cfg_require_mount {
+	CFG_MOUNT_AUTO,	 /* default: when /etc/fstab ($IOPULSE_FSTAB) lists a mount point
+			  * at or above the directory, that filesystem must be mounted there */
+	CFG_MOUNT_NO,	 /* false: no check */
+	CFG_MOUNT_SELF,	 /* true: the directory itself must be a mount point */
+	CFG_MOUNT_PATH,	 /* a path: that mount point must be mounted and hold the directory */
+};
+
 enum cfg_op {
 	CFG_OP_READ,
 	CFG_OP_WRITE,
@@ -113,6 +122,13 @@ struct cfg_target {
 	bool allow_memory_backed; /* allow tmpfs/ramfs (measures RAM), default false */
 	bool allow_device_writes; /* device: write probes allowed (destroys data), default false */
 	uint64_t layout_rate; /* directory: probe-file layout, bytes per second; 0 = unthrottled */
+	enum cfg_require_mount require_mount; /* directory: see enum */
+	char *mount_path;		      /* CFG_MOUNT_PATH: the mount point; else NULL */
+	/* directory: a layout never leaves less than max(keep_free_bytes,
+	 * keep_free_fraction x filesystem size) free ('keep_free': a size or a
+	 * percentage, default 5%); one of the two is 0. */
+	uint64_t keep_free_bytes;
+	double keep_free_fraction;
 	struct cfg_pos pos;   /* of the list item */
 };
 

@@ -42,6 +42,7 @@
  *   stop request is seen promptly without polling.
  */
 #include <dirent.h>
+#include <mntent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -57,7 +58,9 @@
 #include <sys/mount.h> /* BLKGETSIZE64, BLKSSZGET */
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -284,6 +287,248 @@ static void layout_inflight(struct target *t, bool on)
 		atomic_store_explicit(t->inflight_ns, on ? eng_now_ns() : 0, memory_order_relaxed);
 }
 
+/* ---- paths, walked without following symlinks ---------------------------- */
+
+/*
+ * A target's path is opened one component at a time from "/" (or the working
+ * directory), each with O_NOFOLLOW: a symlink anywhere in it is refused, so a
+ * directory swapped for a symlink can never lead a probe file elsewhere.
+ * openat2(RESOLVE_NO_SYMLINKS) would do the same in one call, but only since
+ * Linux 5.6 and not through every seccomp filter; the walk works everywhere and
+ * says which component was wrong. Device targets are exempt: naming a disk by
+ * /dev/disk/by-id/... is a symlink by design, and a device is checked by its
+ * device number instead.
+ */
+
+/* Why opening @comp (the first @plen bytes of @path name it) under @dfd failed. */
+static int walk_error(struct target *t, int r, int dfd, const char *comp, const char *path,
+		      int plen, const char *what)
+{
+	struct stat st;
+
+	if ((r == -ENOTDIR || r == -ELOOP) && fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return terr(t, -ELOOP,
+			    "%s: %.*s is a symlink: iopulse never follows one in a target's path; "
+			    "name the real %s",
+			    path, plen, path, what);
+	if (r == -ENOENT)
+		return terr(t, -ENOENT, "%s: no such %s (%.*s does not exist)", path, what, plen,
+			    path);
+	if (r == -ENOTDIR)
+		return terr(t, -ENOTDIR, "%s: %.*s is not a directory", path, plen, path);
+	return terr(t, r, "%s: %.*s: %m", path, plen, path);
+}
+
+/*
+ * Opens (O_PATH) the directory holding the last component of @path, walking
+ * it as above; copies that component to @leaf ("." for "/" or ".").
+ */
+static int walk_to_parent(struct target *t, const char *path, int *out, char *leaf, size_t leaf_len)
+{
+	char buf[PATH_MAX], *save, *c, *last;
+	size_t n = strlen(path);
+	int fd, r;
+
+	if (n == 0 || n >= sizeof(buf))
+		return terr(t, -ENAMETOOLONG, "%s: path empty or too long", path);
+	memcpy(buf, path, n + 1);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	last = strrchr(buf, '/');
+	if (!last || (last == buf && n == 1)) {
+		snprintf(leaf, leaf_len, "%s", last ? "." : buf);
+		if (last)
+			buf[1] = '\0';
+		else
+			buf[0] = '\0';
+	} else {
+		snprintf(leaf, leaf_len, "%s", last + 1);
+		last[last == buf ? 1 : 0] = '\0';
+	}
+
+	fd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return terr(t, -errno, "%s: %m", path);
+	for (c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		int nfd;
+
+		if (strcmp(c, ".") == 0)
+			continue;
+		nfd = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0) {
+			r = walk_error(t, -errno, fd, c, path, (int)(c - buf + strlen(c)),
+				       "directory");
+			close(fd);
+			return r;
+		}
+		close(fd);
+		fd = nfd;
+	}
+	*out = fd;
+	return 0;
+}
+
+/* Opens the directory @path itself (O_RDONLY), walking it as above. */
+static int walk_to_dir(struct target *t, const char *path, int *out)
+{
+	char leaf[NAME_MAX + 1];
+	int pfd, fd, r;
+
+	r = walk_to_parent(t, path, &pfd, leaf, sizeof(leaf));
+	if (r < 0)
+		return r;
+	fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		r = walk_error(t, -errno, pfd, leaf, path, (int)strlen(path), "directory");
+	close(pfd);
+	if (fd < 0)
+		return r;
+	*out = fd;
+	return 0;
+}
+
+/* ---- require_mount ------------------------------------------------------- */
+
+/*
+ * @path made absolute and lexically normal ("//", "." and ".." resolved by
+ * name): exact here, because the walk above refuses symlinks in the path.
+ */
+static int normal_path(const char *path, char *out, size_t len)
+{
+	char buf[2 * PATH_MAX], *save, *c;
+	size_t n = 0;
+
+	if (path[0] == '/') {
+		snprintf(buf, sizeof(buf), "%s", path);
+	} else {
+		char cwd[PATH_MAX];
+
+		if (!getcwd(cwd, sizeof(cwd)))
+			return -errno;
+		snprintf(buf, sizeof(buf), "%s/%s", cwd, path);
+	}
+	out[0] = '\0';
+	for (c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (strcmp(c, ".") == 0)
+			continue;
+		if (strcmp(c, "..") == 0) {
+			char *slash = strrchr(out, '/');
+
+			n = slash ? (size_t)(slash - out) : 0;
+			out[n] = '\0';
+			continue;
+		}
+		if (n + 1 + strlen(c) + 1 > len)
+			return -ENAMETOOLONG;
+		n += (size_t)snprintf(out + n, len - n, "/%s", c);
+	}
+	if (n == 0)
+		snprintf(out, len, "/");
+	return 0;
+}
+
+/* Whether @dir (normal) is @path (normal) or one of its ancestors. */
+static bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * The longest mount point in fstab (IOPULSE_FSTAB, else /etc/fstab; as
+ * systemd's SYSTEMD_FSTAB, so tests need not touch the real one) at or above
+ * @path, other than "/", into @out; false when none (or no fstab).
+ */
+static bool fstab_mount_point(const char *path, char *out, size_t len, const char **fstab)
+{
+	const char *file = getenv("IOPULSE_FSTAB");
+	struct mntent ent, *m;
+	char buf[4096], mp[PATH_MAX];
+	size_t best = 0;
+	FILE *f;
+
+	*fstab = file && *file ? file : "/etc/fstab";
+	f = setmntent(*fstab, "re");
+	if (!f)
+		return false;
+	while ((m = getmntent_r(f, &ent, buf, sizeof(buf)))) {
+		if (m->mnt_dir[0] != '/' || normal_path(m->mnt_dir, mp, sizeof(mp)) < 0 ||
+		    strcmp(mp, "/") == 0 || !path_within(path, mp) || strlen(mp) <= best)
+			continue;
+		best = strlen(mp);
+		snprintf(out, len, "%s", mp);
+	}
+	endmntent(f);
+	return best > 0;
+}
+
+/* Whether the directory open at @fd is the root of a mount: statx says so
+ * since Linux 5.8; before, its parent is on another device (or is itself). */
+static bool is_mount_root(int fd)
+{
+	struct statx stx;
+	struct stat st, parent;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) == 0 &&
+	    (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+		return stx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
+	if (fstat(fd, &st) < 0 || fstatat(fd, "..", &parent, 0) < 0)
+		return false;
+	return st.st_dev != parent.st_dev || st.st_ino == parent.st_ino;
+}
+
+/*
+ * require_mount (see iopulse.yaml(5)): the filesystem the directory @dfd should
+ * be on is mounted, so a disk that failed to mount, or was lazily unmounted
+ * before we first got here, never gets a probe file on the one beneath.
+ */
+static int check_mounted(struct target *t, int dfd)
+{
+	const struct cfg_target *c = t->cfg;
+	char path[PATH_MAX], mp[PATH_MAX];
+	const char *source = "require_mount";
+	int mfd, r;
+	bool ok;
+
+	if (c->require_mount == CFG_MOUNT_NO)
+		return 0;
+	if (c->require_mount == CFG_MOUNT_SELF) {
+		if (is_mount_root(dfd))
+			return 0;
+		return terr(t, -EXDEV,
+			    "%s is not a mount point, and 'require_mount: true' says it must be: "
+			    "not creating a probe file on the filesystem beneath",
+			    c->path);
+	}
+	r = normal_path(c->path, path, sizeof(path));
+	if (r < 0)
+		return terr(t, r, "%s: %m", c->path);
+	if (c->require_mount == CFG_MOUNT_PATH) {
+		r = normal_path(c->mount_path, mp, sizeof(mp));
+		if (r < 0)
+			return terr(t, r, "require_mount %s: %m", c->mount_path);
+		if (!path_within(path, mp))
+			return terr(t, -EINVAL, "%s is not inside %s, named by 'require_mount'",
+				    c->path, mp);
+	} else if (!fstab_mount_point(path, mp, sizeof(mp), &source)) {
+		return 0;
+	}
+	mfd = open(mp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ok = mfd >= 0 && is_mount_root(mfd);
+	if (mfd >= 0)
+		close(mfd);
+	if (ok)
+		return 0;
+	return terr(t, -EXDEV,
+		    "%s: %s (named in %s) is not mounted: not creating a probe file on the "
+		    "filesystem beneath; set 'require_mount: false' to measure it anyway",
+		    c->path, mp, source);
+}
+
 /* ---- probe-file header -------------------------------------------------- */
 
 /*
@@ -294,14 +539,21 @@ static void layout_inflight(struct target *t, bool on)
  *   version: 1
  *   size: 67108864          data bytes after the header
  *   created: 1700000000     unix seconds
+ *
+ * A layout writes it twice: first marked "incomplete" (ours, but to be laid out
+ * again: header_parse() reads version 0), last complete, after the data is on
+ * disk. So a layout cut short by a crash is recognised as ours and redone.
  */
-static void header_format(struct rng *rng, void *blk, uint64_t size)
+static void header_format(struct rng *rng, void *blk, uint64_t size, bool complete)
 {
 	rng_fill(rng, blk, TARGET_HEADER_SIZE);
 	/* At most ~80 bytes, NUL-terminated by snprintf: header_parse() wants the
 	 * NUL within the first 256. */
-	snprintf(blk, 256, PROBE_MAGIC "version: %u\nsize: %" PRIu64 "\ncreated: %lld\n",
-		 PROBE_VERSION, size, (long long)time(NULL));
+	if (complete)
+		snprintf(blk, 256, PROBE_MAGIC "version: %u\nsize: %" PRIu64 "\ncreated: %lld\n",
+			 PROBE_VERSION, size, (long long)time(NULL));
+	else
+		snprintf(blk, 256, PROBE_MAGIC "incomplete: being laid out\n");
 }
 
 /* Whether @blk starts with our magic; if so, its version and data size. */
@@ -322,6 +574,24 @@ static bool header_parse(const void *blk, size_t len, unsigned *version, uint64_
 	*size = 0;
 	return true;
 }
+
+/* Reads the header block of the open file @fd into @hdr (TARGET_HEADER_SIZE,
+ * aligned); whether it is ours, with its version and size. */
+static int header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version,
+		       uint64_t *size)
+{
+	ssize_t n;
+
+	while ((n = pread(fd, hdr, TARGET_HEADER_SIZE, 0)) < 0 && errno == EINTR &&
+	       !(t->stop && atomic_load(t->stop)))
+		;
+	if (n < 0)
+		return -errno;
+	*ours = header_parse(hdr, (size_t)n, version, size);
+	return 0;
+}
+
+/* ---- layout ------------------------------------------------------------- */
 
 /* Bytes per layout write: LAYOUT_CHUNK, or about 1/16 s of the rate's budget
  * when that is smaller (at least MAX_ALIGN), so that a stop request is seen
@@ -353,85 +623,173 @@ static void layout_pace(const struct timespec *start, uint64_t bytes, uint64_t r
 }
 
 /*
- * Writes header + random data over the whole file, then fdatasync. Paced to
- * cfg->layout_rate bytes per second when set; progress in t->layout_done /
- * t->layout_total; -ECANCELED as soon as *t->stop is seen true (checked before
- * every write, after its pause).
+ * -ENOSPC (t->error set, saying @when) unless writing @need more bytes to the
+ * filesystem of @fd leaves at least keep_free: the larger of keep_free_bytes
+ * and keep_free_fraction of the filesystem. A probe must never be what fills a
+ * disk that production writes to.
  */
-static int layout(struct target *t, int fd, const char *path)
+static int check_room(struct target *t, int fd, const char *path, uint64_t need, const char *when)
 {
-	uint64_t total = TARGET_HEADER_SIZE + t->cfg->size, rate = t->cfg->layout_rate;
-	uint64_t direct_end = total, off = 0;
-	size_t chunk = layout_chunk(rate);
-	struct timespec start;
-	struct rng rng;
-	void *buf;
+	char a[32], b[32], c[32];
+	struct statvfs sv;
+	uint64_t avail, reserve;
+
+	if (fstatvfs(fd, &sv) < 0)
+		return terr(t, -errno, "%s: statvfs: %m", path);
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	reserve =
+		(uint64_t)(t->cfg->keep_free_fraction * (double)sv.f_blocks * (double)sv.f_frsize);
+	if (reserve < t->cfg->keep_free_bytes)
+		reserve = t->cfg->keep_free_bytes;
+	if (avail >= need && avail - need >= reserve)
+		return 0;
+	cfg_format_size(avail, a, sizeof(a));
+	cfg_format_size(need, b, sizeof(b));
+	cfg_format_size(reserve, c, sizeof(c));
+	return terr(t, -ENOSPC,
+		    "%s: %s free %s, %s still to write, and keep_free leaves %s: not filling the "
+		    "disk; the probe file's space was freed",
+		    path, a, when, b, c);
+}
+
+/* Bytes the file open at @fd has allocated, at most @cap. */
+static uint64_t allocated(int fd, uint64_t cap)
+{
+	struct stat st;
+	uint64_t n;
+
+	if (fstat(fd, &st) < 0)
+		return 0;
+	n = (uint64_t)st.st_blocks * 512;
+	return n < cap ? n : cap;
+}
+
+/* Writes the header block (incomplete or @complete) at offset 0. */
+static int write_header(struct target *t, int fd, struct rng *rng, void *buf, bool complete)
+{
 	int r;
 
-	if (posix_memalign(&buf, MAX_ALIGN, LAYOUT_CHUNK) != 0)
-		return terr(t, -ENOMEM, "%s: out of memory for the layout buffer", path);
-	atomic_store(&t->layout_done, 0);
-	atomic_store(&t->layout_total, total);
-	r = rng_seed(&rng);
-	if (r < 0) {
-		terr(t, r, "getrandom: %m");
-		goto out;
-	}
+	header_format(rng, buf, t->cfg->size, complete);
+	layout_inflight(t, true);
+	r = pwrite_all(fd, buf, TARGET_HEADER_SIZE, 0);
+	layout_inflight(t, false);
+	return r;
+}
+
+static int sync_file(struct target *t, int fd)
+{
+	int r;
+
+	layout_inflight(t, true);
+	while ((r = fdatasync(fd)) < 0 && errno == EINTR)
+		;
+	layout_inflight(t, false);
+	return r < 0 ? -errno : 0;
+}
+
+/* Writes random data over [TARGET_HEADER_SIZE, total), paced and stoppable,
+ * watching free space. @buf holds LAYOUT_CHUNK bytes. */
+static int layout_data(struct target *t, int fd, const char *path, struct rng *rng, void *buf)
+{
+	uint64_t total = TARGET_HEADER_SIZE + t->cfg->size, rate = t->cfg->layout_rate;
+	uint64_t direct_end = total, off = TARGET_HEADER_SIZE;
+	size_t chunk = layout_chunk(rate);
+	struct timespec start;
+	int r;
+
 	if (t->cfg->direct)
 		direct_end = total & ~(uint64_t)(t->offset_align - 1);
 	clock_gettime(CLOCK_MONOTONIC, &start);
-
 	while (off < total) {
 		uint64_t end = off < direct_end ? direct_end : total;
 		size_t n = end - off < chunk ? (size_t)(end - off) : chunk;
 
-		/* Token-bucket style: the first chunk at once, each next one when the
+		/* Token-bucket style: the header at once, each next chunk when the
 		 * bytes before it are paid for. */
-		if (rate && off)
+		if (rate)
 			layout_pace(&start, off, rate);
-		if (t->stop && atomic_load(t->stop)) {
-			r = terr(t, -ECANCELED, "%s: probe-file layout abandoned: stopping", path);
-			goto out;
-		}
-		if (off == direct_end && direct_end != total) {
+		if (t->stop && atomic_load(t->stop))
+			return terr(t, -ECANCELED, "%s: probe-file layout abandoned: stopping",
+				    path);
+		r = check_room(t, fd, path, total - off, "during the layout");
+		if (r < 0)
+			return r;
+		if (off == direct_end) {
 			/* An unaligned tail cannot go through O_DIRECT: write it buffered. */
 			r = set_flag(fd, O_DIRECT, false);
-			if (r < 0) {
-				terr(t, r, "%s: %m", path);
-				goto out;
-			}
+			if (r < 0)
+				return terr(t, r, "%s: %m", path);
 		}
-		rng_fill(&rng, buf, n);
-		if (off == 0)
-			header_format(&rng, buf, t->cfg->size);
+		rng_fill(rng, buf, n);
 		layout_inflight(t, true);
 		r = pwrite_all(fd, buf, n, off);
 		layout_inflight(t, false);
-		if (r == -ENOSPC || r == -EDQUOT) {
-			terr(t, r, "%s: no space for a %" PRIu64 "-byte probe file: %m", path,
-			     total);
-			goto out;
-		}
-		if (r < 0) {
-			terr(t, r, "%s: writing the probe file: %m", path);
-			goto out;
-		}
+		if (r == -ENOSPC || r == -EDQUOT)
+			return terr(t, r, "%s: no space for a %" PRIu64 "-byte probe file: %m",
+				    path, total);
+		if (r < 0)
+			return terr(t, r, "%s: writing the probe file: %m", path);
 		off += n;
 		atomic_store(&t->layout_done, off);
 	}
 	if (direct_end != total) {
 		r = set_flag(fd, O_DIRECT, true);
-		if (r < 0) {
-			terr(t, r, "%s: %m", path);
-			goto out;
-		}
+		if (r < 0)
+			return terr(t, r, "%s: %m", path);
 	}
-	layout_inflight(t, true);
-	while ((r = fdatasync(fd)) < 0 && errno == EINTR)
-		;
-	layout_inflight(t, false);
+	return 0;
+}
+
+/*
+ * Lays out the probe file open at @fd, ours and locked, new or old, in place:
+ * an incomplete header, the old contents dropped, free space checked, random
+ * data, fdatasync, then the complete header and fdatasync again. Nothing is
+ * ever renamed over anything. On failure what it wrote is freed again (the
+ * file is cut back to its incomplete header) and t->layout_failed is set,
+ * except when stopped (-ECANCELED: nothing was touched if the stop came first).
+ */
+static int layout(struct target *t, int fd, const char *path)
+{
+	uint64_t total = TARGET_HEADER_SIZE + t->cfg->size;
+	struct rng rng;
+	void *buf;
+	int r;
+
+	atomic_store(&t->layout_done, 0);
+	if (t->stop && atomic_load(t->stop))
+		return terr(t, -ECANCELED, "%s: probe-file layout abandoned: stopping", path);
+	if (posix_memalign(&buf, MAX_ALIGN, LAYOUT_CHUNK) != 0)
+		return terr(t, -ENOMEM, "%s: out of memory for the layout buffer", path);
+	r = rng_seed(&rng);
+	if (r < 0) {
+		terr(t, r, "getrandom: %m");
+		goto out;
+	}
+	atomic_store(&t->layout_total, total);
+	r = check_room(t, fd, path, total - allocated(fd, total), "before the layout");
 	if (r < 0)
-		r = terr(t, -errno, "%s: fdatasync: %m", path);
+		goto failed;
+	r = write_header(t, fd, &rng, buf, false);
+	if (r == 0 && ftruncate(fd, TARGET_HEADER_SIZE) < 0)
+		r = -errno;
+	if (r < 0) {
+		terr(t, r, "%s: writing the probe file: %m", path);
+		goto failed;
+	}
+	atomic_store(&t->layout_done, TARGET_HEADER_SIZE);
+	r = layout_data(t, fd, path, &rng, buf);
+	if (r == 0 && (r = sync_file(t, fd)) < 0)
+		terr(t, r, "%s: fdatasync: %m", path);
+	if (r == 0 && (r = write_header(t, fd, &rng, buf, true)) < 0)
+		terr(t, r, "%s: writing the probe-file header: %m", path);
+	if (r == 0 && (r = sync_file(t, fd)) < 0)
+		terr(t, r, "%s: fdatasync: %m", path);
+failed:
+	if (r < 0) {
+		/* Free what we wrote; the header stays, so the file is still ours. */
+		(void)ftruncate(fd, TARGET_HEADER_SIZE);
+		t->layout_failed = r != -ECANCELED;
+	}
 out:
 	atomic_store(&t->layout_total, 0);
 	free(buf);
@@ -439,6 +797,25 @@ out:
 }
 
 /* ---- directory targets -------------------------------------------------- */
+
+/* Whether @name in @dfd is still the file open at @fd (same device and inode). */
+static bool name_is(int dfd, const char *name, int fd)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/*
+ * Removes @name from @dfd only while it names the file we hold open at @fd:
+ * never a name by its pattern, never one somebody put in its place.
+ */
+static void unlink_ours(int dfd, const char *name, int fd)
+{
+	if (name_is(dfd, name, fd))
+		(void)unlinkat(dfd, name, 0);
+}
 
 /*
  * Opens an existing probe file if it is ours. Returns 0 with *out set (and
@@ -452,7 +829,7 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 	unsigned version;
 	uint64_t size;
 	void *hdr = NULL;
-	ssize_t n;
+	bool ours = false;
 	int fd, r, lk = -1;
 
 	*relay = false;
@@ -506,14 +883,12 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 		r = terr(t, -ENOMEM, "%s: out of memory", path);
 		goto fail;
 	}
-	while ((n = pread(fd, hdr, TARGET_HEADER_SIZE, 0)) < 0 && errno == EINTR &&
-	       !(t->stop && atomic_load(t->stop)))
-		;
-	if (n < 0) {
-		r = terr(t, -errno, "%s: reading the header: %m", path);
+	r = header_read(t, fd, hdr, &ours, &version, &size);
+	if (r < 0) {
+		terr(t, r, "%s: reading the header: %m", path);
 		goto fail;
 	}
-	if (!header_parse(hdr, (size_t)n, &version, &size)) {
+	if (!ours) {
 		r = terr(t, -EEXIST,
 			 "%s exists but is not an iopulse probe file (no header): refusing to "
 			 "touch it; remove it or choose another directory",
@@ -553,18 +928,32 @@ static int link_anon(int fd, int dfd, const char *name)
 	return -errno;
 }
 
-/* Removes a temporary name of ours left by a crashed run that had our pid. */
-static void remove_stale_tmp(int dfd, const char *tmp)
-{
-	struct stat st;
+#define TMP_PREFIX TARGET_PROBE_FILE ".tmp."
 
-	if (fstatat(dfd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_uid == geteuid())
-		(void)unlinkat(dfd, tmp, 0);
+/*
+ * Creates a file of our own under a fresh random name (TMP_PREFIX + 16 hex
+ * digits), for filesystems without O_TMPFILE: O_EXCL, so never over a name that
+ * exists, and random, so a name somebody else chose is never taken for ours.
+ */
+static int create_tmp(int dfd, char *tmp, size_t len)
+{
+	for (unsigned i = 0; i < 16; i++) {
+		uint64_t x;
+		int fd;
+
+		if (getrandom(&x, sizeof(x), 0) != sizeof(x))
+			return -EIO;
+		snprintf(tmp, len, TMP_PREFIX "%016" PRIx64, x);
+		fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd : -errno;
+	}
+	return -EEXIST;
 }
 
-/* Publishes the file under @tmp as the probe file without replacing anything. */
-static int rename_noreplace(int dfd, const char *tmp)
+/* Gives the file of ours at @tmp (open at @fd) the probe file's name, never
+ * replacing anything there. */
+static int publish_tmp(int dfd, const char *tmp, int fd)
 {
 	if (renameat2(dfd, tmp, dfd, TARGET_PROBE_FILE, RENAME_NOREPLACE) == 0)
 		return 0;
@@ -573,49 +962,33 @@ static int rename_noreplace(int dfd, const char *tmp)
 	/* Filesystem without RENAME_NOREPLACE: link() never replaces either. */
 	if (linkat(dfd, tmp, dfd, TARGET_PROBE_FILE, 0) < 0)
 		return -errno;
-	(void)unlinkat(dfd, tmp, 0);
+	unlink_ours(dfd, tmp, fd);
 	return 0;
-}
-
-/* Giving the finished probe file its name failed (@what: "link", "name"). */
-static int naming_failed(struct target *t, int r, const char *path, const char *what)
-{
-	if (r == -EEXIST)
-		return terr(t, r, "%s appeared while we created it: not touching it", path);
-	return terr(t, r, "%s: cannot %s the probe file: %m", path, what);
 }
 
 /*
  * Creates a fully laid-out probe file and only then gives it its name, so no
- * one ever sees a partial file: O_TMPFILE + linkat, or a temporary name +
- * rename. @replace: an old probe file of ours is there and is renamed over.
+ * one ever sees a partial file and nothing is ever replaced: O_TMPFILE + linkat,
+ * or a temporary name of our own + rename with RENAME_NOREPLACE. Both fail with
+ * -EEXIST when a name appeared in the meantime.
  */
-static int create_probe_file(struct target *t, int dfd, bool replace, int *out, int *lock)
+static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 {
 	const char *path = t->file_path;
-	bool anon = true, tmp_named = false;
-	char tmp[64];
+	char tmp[64] = "";
 	int fd, r, lk = -1;
-
-	snprintf(tmp, sizeof(tmp), TARGET_PROBE_FILE ".tmp.%ld", (long)getpid());
 
 	fd = openat(dfd, ".", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
 	if (fd < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 		return terr(t, -errno, "%s: cannot create the probe file: %m", path);
 	if (fd < 0) {
-		anon = false;
-		fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 && errno == EEXIST) {
-			remove_stale_tmp(dfd, tmp);
-			fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				    0600);
-		}
+		fd = create_tmp(dfd, tmp, sizeof(tmp));
 		if (fd < 0)
-			return terr(t, -errno, "%s: cannot create the probe file: %m", path);
-		tmp_named = true;
+			return terr(t, fd, "%s: cannot create the probe file: %m", path);
 	}
 
-	/* Locked before it has a name: nobody can take it between link and use. */
+	/* Locked before it has a name: nobody can take it between link and use,
+	 * and a sweep by another iopulse leaves a temporary being laid out alone. */
 	r = lock_probe_file(t, fd, path, &lk);
 	if (r < 0)
 		goto fail;
@@ -629,86 +1002,173 @@ static int create_probe_file(struct target *t, int dfd, bool replace, int *out, 
 	if (r < 0)
 		goto fail;
 
-	if (anon) {
-		/* New: link straight to the final name (EEXIST if someone raced us).
-		 * Replacing: link to the temporary name, renamed over below. */
-		const char *name = replace ? tmp : TARGET_PROBE_FILE;
-
-		r = link_anon(fd, dfd, name);
-		if (r == -EEXIST && replace) {
-			remove_stale_tmp(dfd, tmp);
-			r = link_anon(fd, dfd, name);
-		}
-		if (r < 0) {
-			naming_failed(t, r, path, "link");
-			goto fail;
-		}
-		tmp_named = replace;
-	}
-	if (replace) {
-		if (renameat(dfd, tmp, dfd, TARGET_PROBE_FILE) < 0) {
-			r = terr(t, -errno, "%s: cannot replace the probe file: %m", path);
-			goto fail;
-		}
-		tmp_named = false;
-	} else if (!anon) {
-		r = rename_noreplace(dfd, tmp);
-		if (r < 0) {
-			naming_failed(t, r, path, "name");
-			goto fail;
-		}
-		tmp_named = false;
+	r = tmp[0] ? publish_tmp(dfd, tmp, fd) : link_anon(fd, dfd, TARGET_PROBE_FILE);
+	if (r < 0) {
+		if (r == -EEXIST)
+			terr(t, r, "%s appeared while we created it: not touching it", path);
+		else
+			terr(t, r, "%s: cannot name the probe file: %m", path);
+		goto fail;
 	}
 	*out = fd;
 	*lock = lk;
 	return 0;
 fail:
-	if (tmp_named)
-		(void)unlinkat(dfd, tmp, 0);
+	if (tmp[0])
+		unlink_ours(dfd, tmp, fd);
 	if (lk >= 0)
 		close(lk);
 	close(fd);
 	return r;
 }
 
-static int open_directory(struct target *t)
+/*
+ * Whether the file @name in @dfd is a temporary that an iopulse killed in the
+ * middle of a layout left behind: a regular file of our user with our header,
+ * that no live iopulse holds locked. Returns an open descriptor (the caller
+ * removes the name while it still names this file, and closes it) or -1.
+ */
+static int stale_tmp(int dfd, const char *name, void *hdr)
+{
+	struct stat lst, st;
+	unsigned version;
+	uint64_t size;
+	ssize_t n;
+	int fd;
+
+	if (strncmp(name, TMP_PREFIX, strlen(TMP_PREFIX)) != 0 ||
+	    fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(lst.st_mode) ||
+	    lst.st_uid != geteuid())
+		return -1;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == lst.st_dev &&
+	    st.st_ino == lst.st_ino && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+	    (n = pread(fd, hdr, TARGET_HEADER_SIZE, 0)) > 0 &&
+	    header_parse(hdr, (size_t)n, &version, &size))
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/* Once per target: removes the temporaries stale_tmp() proves ours. */
+static void sweep_stale_tmps(struct target *t, int dfd)
+{
+	struct dirent *de;
+	void *hdr = malloc(TARGET_HEADER_SIZE);
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d && fd >= 0)
+		close(fd);
+	if (!d || !hdr)
+		goto out;
+	t->swept = true;
+	while ((de = readdir(d))) {
+		int tfd = stale_tmp(dfd, de->d_name, hdr);
+
+		if (tfd < 0)
+			continue;
+		if (name_is(dfd, de->d_name, tfd) && unlinkat(dfd, de->d_name, 0) == 0)
+			t->stale_removed++;
+		close(tfd);
+	}
+out:
+	if (d)
+		closedir(d);
+	free(hdr);
+}
+
+/*
+ * -EXDEV (t->error set, ending in @tail) when the directory @st is not the one
+ * pinned: after an unmount the path names the mount point beneath; a directory
+ * removed and made again, or renamed away and replaced, is another inode.
+ */
+static int dir_identity(struct target *t, const struct stat *st, const char *tail)
+{
+	const char *dir = t->cfg->path;
+
+	if (!t->pinned || (st->st_dev == t->dev && st->st_ino == t->dir_ino))
+		return 0;
+	if (st->st_dev != t->dev)
+		return terr(
+			t, -EXDEV,
+			"%s is now on a different filesystem (was dev %u:%u, now %u:%u): was it "
+			"unmounted?%s",
+			dir, major(t->dev), minor(t->dev), major(st->st_dev), minor(st->st_dev),
+			tail);
+	return terr(t, -EXDEV,
+		    "%s is no longer the directory iopulse first opened (inode %llu, now %llu): "
+		    "it was replaced; restart iopulse to measure the new one%s",
+		    dir, (unsigned long long)t->dir_ino, (unsigned long long)st->st_ino, tail);
+}
+
+/*
+ * The target directory, opened by the walk above. Its identity (device,
+ * inode) is pinned the first time: afterwards a path that names another
+ * directory (replaced, a symlink swapped in, unmounted) is refused, not followed.
+ */
+static int open_target_dir(struct target *t, int *out)
 {
 	const char *dir = t->cfg->path;
 	struct statfs sfs;
-	struct stat dst, st;
+	struct stat st;
+	int dfd, r;
+
+	r = walk_to_dir(t, dir, &dfd);
+	if (r < 0)
+		return r;
+	if (fstat(dfd, &st) < 0 || fstatfs(dfd, &sfs) < 0) {
+		r = terr(t, -errno, "%s: %m", dir);
+		goto fail;
+	}
+	r = dir_identity(t, &st, "; not creating a probe file there");
+	if (r == 0)
+		r = check_fs(t, dir, &st, &sfs);
+	if (r == 0 && !t->pinned)
+		r = check_mounted(t, dfd);
+	if (r < 0)
+		goto fail;
+	if (!t->pinned) {
+		t->dev = st.st_dev;
+		t->dir_ino = st.st_ino;
+		t->fs_type = (long)sfs.f_type;
+		t->pinned = true;
+	}
+	*out = dfd;
+	return 0;
+fail:
+	close(dfd);
+	return r;
+}
+
+static int open_directory(struct target *t)
+{
+	const char *dir = t->cfg->path;
+	struct stat st;
 	bool relay = false;
-	int dfd, fd = -1, lk = -1, r;
+	int dfd = -1, fd = -1, lk = -1, r;
 
 	r = snprintf(t->file_path, sizeof(t->file_path), "%s/%s", dir, TARGET_PROBE_FILE);
 	if (r < 0 || (size_t)r >= sizeof(t->file_path))
 		return terr(t, -ENAMETOOLONG, "%s: path too long", dir);
-
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		if (errno == ENOENT)
-			return terr(t, -ENOENT, "%s: no such directory", dir);
-		if (errno == ENOTDIR)
-			return terr(t, -ENOTDIR, "%s: not a directory", dir);
-		return terr(t, -errno, "%s: %m", dir);
-	}
-	if (fstat(dfd, &dst) < 0 || fstatfs(dfd, &sfs) < 0) {
-		r = terr(t, -errno, "%s: %m", dir);
-		goto out;
-	}
-	r = check_fs(t, dir, &dst, &sfs);
+	r = open_target_dir(t, &dfd);
 	if (r < 0)
-		goto out;
+		return r;
+	if (!t->swept)
+		sweep_stale_tmps(t, dfd);
 
 	r = open_existing(t, dfd, &fd, &lk, &relay);
 	if (r == -ENOENT) {
-		r = create_probe_file(t, dfd, false, &fd, &lk);
+		r = create_probe_file(t, dfd, &fd, &lk);
 	} else if (r == 0 && relay) {
-		/* The old file stays locked until its replacement is in place. */
-		int old_fd = fd, old_lk = lk;
-
-		r = create_probe_file(t, dfd, true, &fd, &lk);
-		close(old_fd);
-		close(old_lk);
+		/* Ours, locked, open: laid out again in place, never renamed over. */
+		r = layout(t, fd, t->file_path);
+		if (r < 0) {
+			close(fd);
+			close(lk);
+		}
 	}
 	if (r < 0)
 		goto out;
@@ -725,11 +1185,6 @@ static int open_directory(struct target *t)
 	t->writable = true;
 	t->data_start = TARGET_HEADER_SIZE;
 	t->data_end = TARGET_HEADER_SIZE + t->cfg->size;
-	if (!t->pinned) {
-		t->dev = dst.st_dev;
-		t->fs_type = (long)sfs.f_type;
-		t->pinned = true;
-	}
 	t->error[0] = '\0';
 out:
 	close(dfd);
@@ -738,37 +1193,54 @@ out:
 
 /* ---- file targets ------------------------------------------------------- */
 
+/* The file target's directory (walked) and its name in it; *out gets an O_PATH
+ * descriptor of the directory. */
+static int walk_to_file(struct target *t, int *out, char *leaf, size_t len)
+{
+	return walk_to_parent(t, t->cfg->path, out, leaf, len);
+}
+
 static int open_file(struct target *t)
 {
 	const char *path = t->cfg->path;
+	char leaf[NAME_MAX + 1];
 	struct statfs sfs;
 	struct stat lst, st;
-	int fd, r;
+	int pfd, fd, r;
 
 	r = snprintf(t->file_path, sizeof(t->file_path), "%s", path);
 	if (r < 0 || (size_t)r >= sizeof(t->file_path))
 		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+	r = walk_to_file(t, &pfd, leaf, sizeof(leaf));
+	if (r < 0)
+		return r;
 
 	/* lstat first: never open() a device or FIFO just to find out what it is. */
-	if (lstat(path, &lst) < 0) {
-		if (errno == ENOENT)
-			return terr(t, -ENOENT, "%s: no such file", path);
-		return terr(t, -errno, "%s: %m", path);
+	if (fstatat(pfd, leaf, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
+		r = errno == ENOENT ? terr(t, -ENOENT, "%s: no such file", path)
+				    : terr(t, -errno, "%s: %m", path);
+		close(pfd);
+		return r;
 	}
-	if (S_ISLNK(lst.st_mode))
-		return terr(t, -ELOOP, "%s is a symlink: name the file itself", path);
-	if (!S_ISREG(lst.st_mode))
+	if (S_ISLNK(lst.st_mode) || !S_ISREG(lst.st_mode)) {
+		close(pfd);
+		if (S_ISLNK(lst.st_mode))
+			return terr(t, -ELOOP, "%s is a symlink: name the file itself", path);
 		return terr(t, -EINVAL, "%s: not a regular file", path);
+	}
 
 	/* O_NOATIME keeps even the access time as it was; only the owner (or
 	 * CAP_FOWNER) may ask for it. */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
+	fd = openat(pfd, leaf,
+		    O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
 	if (fd < 0 && errno == EPERM)
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		fd = openat(pfd, leaf, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	r = -errno;
+	close(pfd);
 	if (fd < 0) {
-		if (errno == ELOOP)
+		if (r == -ELOOP)
 			return terr(t, -ELOOP, "%s is a symlink: name the file itself", path);
-		return terr(t, -errno, "%s: %m", path);
+		return terr(t, r, "%s: %m", path);
 	}
 	if (fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0) {
 		r = terr(t, -errno, "%s: %m", path);
@@ -1214,6 +1686,7 @@ int target_open(struct target *t)
 {
 	if (t->fd >= 0)
 		return 0;
+	t->layout_failed = false;
 	switch (t->cfg->kind) {
 	case CFG_TARGET_DIRECTORY:
 		if (t->cfg->size < CFG_MIN_TARGET_SIZE || t->cfg->size > CFG_MAX_TARGET_SIZE)
@@ -1231,9 +1704,9 @@ int target_open(struct target *t)
 int target_check(struct target *t)
 {
 	const bool is_dir = t->cfg->kind == CFG_TARGET_DIRECTORY;
+	char leaf[NAME_MAX + 1];
 	struct stat fst, pst, dst;
-	struct statfs sfs;
-	int r;
+	int pfd = -1, r;
 
 	if (t->fd < 0)
 		return terr(t, -EBADF, "%s: not open", t->file_path);
@@ -1248,31 +1721,31 @@ int target_check(struct target *t)
 		goto fail;
 	}
 
-	/* The filesystem first: after an unmount "was deleted" would mislead. */
+	/* The path walked again, never through a symlink. The directory first:
+	 * after an unmount "was deleted" would mislead. */
 	if (is_dir) {
-		if (stat(t->cfg->path, &dst) < 0 || statfs(t->cfg->path, &sfs) < 0) {
+		snprintf(leaf, sizeof(leaf), "%s", TARGET_PROBE_FILE);
+		r = walk_to_dir(t, t->cfg->path, &pfd);
+		if (r == 0 && fstat(pfd, &dst) < 0)
 			r = terr(t, -errno, "%s: %m", t->cfg->path);
-			goto fail;
-		}
+		if (r == 0)
+			r = dir_identity(t, &dst, "");
 	} else {
-		if (lstat(t->file_path, &dst) < 0 || statfs(t->file_path, &sfs) < 0) {
-			if (errno == ENOENT)
-				r = terr(t, -ESTALE, "%s was deleted", t->file_path);
-			else
-				r = terr(t, -errno, "%s: %m", t->file_path);
-			goto fail;
-		}
+		r = walk_to_file(t, &pfd, leaf, sizeof(leaf));
+		if (r == 0 && fstatat(pfd, leaf, &dst, AT_SYMLINK_NOFOLLOW) < 0)
+			r = errno == ENOENT ? terr(t, -ESTALE, "%s was deleted", t->file_path)
+					    : terr(t, -errno, "%s: %m", t->file_path);
+		if (r == 0 && dst.st_dev != t->dev)
+			r = terr(t, -EXDEV,
+				 "%s is now on a different filesystem (was dev %u:%u, now %u:%u): "
+				 "was it unmounted?",
+				 t->file_path, major(t->dev), minor(t->dev), major(dst.st_dev),
+				 minor(dst.st_dev));
 	}
-	if (dst.st_dev != t->dev || (long)sfs.f_type != t->fs_type) {
-		r = terr(t, -EXDEV,
-			 "%s is now on a different filesystem (was dev %u:%u, now %u:%u): was it "
-			 "unmounted?",
-			 is_dir ? t->cfg->path : t->file_path, major(t->dev), minor(t->dev),
-			 major(dst.st_dev), minor(dst.st_dev));
+	if (r < 0)
 		goto fail;
-	}
 
-	if (lstat(t->file_path, &pst) < 0) {
+	if (fstatat(pfd, leaf, &pst, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
 			r = terr(t, -ESTALE, "%s was deleted", t->file_path);
 		else
@@ -1288,8 +1761,11 @@ int target_check(struct target *t)
 			 (long long)fst.st_size);
 		goto fail;
 	}
+	close(pfd);
 	return 0;
 fail:
+	if (pfd >= 0)
+		close(pfd);
 	target_close(t);
 	return r;
 }

@@ -2,15 +2,33 @@
 /*
  * target — opening what probes measure, safely.
  *
- * A directory target gets one probe file of our own, created with
- * O_NOFOLLOW|O_EXCL (never over an existing file), laid out once by writing
+ * A directory target gets one probe file of our own, created unnamed
+ * (O_TMPFILE) or under a random temporary name with O_EXCL, laid out by writing
  * random data (fallocate's unwritten extents read back as zeros without touching
- * the device, and a compressing/thin backend answers zeros for free), marked as
- * ours by a header block, and reused across restarts after checking that it is
- * ours, the right size and has no holes. An open probe file is held with an
- * exclusive flock, so a second iopulse on the same directory finds the target
- * busy (-EBUSY) instead of measuring the first one and re-laying its file. A file target is an
- * existing regular file opened read-only: iopulse never writes to a file it did not create.
+ * the device, and a compressing/thin backend answers zeros for free), and only
+ * then linked to its name, never over an existing one. It is marked as ours by a
+ * header block, reused across restarts after checking that it is ours, the right
+ * size and has no holes, and otherwise laid out again in place, on the
+ * descriptor we hold: nothing is ever renamed over anything. A name is unlinked
+ * only while it still is the file we hold open. An open probe file is held with
+ * an exclusive flock, so a second iopulse on the same directory finds the target
+ * busy (-EBUSY) instead of measuring the first one and re-laying its file.
+ * Temporaries that a killed iopulse left are removed on the first open, when
+ * provably ours (our header and user, no flock held on them); nothing else is.
+ *
+ * The path of a directory or file target is walked one component at a time
+ * with O_NOFOLLOW: any symlink in it is refused (-ELOOP). A directory target's
+ * directory (device, inode) is pinned when first opened; a path that later
+ * names another directory takes the target down (-EXDEV), and nothing is
+ * created there. Before that first open, cfg->require_mount is enforced: the
+ * directory's filesystem must be mounted (-EXDEV with the reason otherwise).
+ *
+ * A layout checks free space first and after every chunk, and never leaves
+ * less than keep_free; on any failure it frees what it wrote and sets
+ * t->layout_failed, for the caller to back off before trying again.
+ *
+ * A file target is an existing regular file opened read-only: iopulse never
+ * writes to a file it did not create.
  *
  * A device target is a block device (a symlink to one, such as
  * /dev/disk/by-id/..., is fine), opened read-only unless the caller wants to
@@ -30,10 +48,11 @@
  * O_DIRECT is an error, never a silent fall back to the page cache.
  * tmpfs/ramfs measure RAM and are refused unless allow_memory_backed.
  *
- * The target's identity (device, filesystem type; for a device target the
- * device number it names) is pinned at the first successful open and re-checked
- * before every run: after an unmount the target is reported down, and no probe
- * file is created on the filesystem underneath.
+ * The target's identity (the directory's device and inode; a file's device and
+ * filesystem type; for a device target the device number it names) is pinned
+ * at the first successful open and re-checked before every run: after an
+ * unmount the target is reported down, and no probe file is created on the
+ * filesystem underneath.
  *
  * Nothing here logs: errors come back as -errno with a message in t->error.
  */
@@ -70,10 +89,16 @@ struct target {
 	bool pinned;		  /* identity recorded */
 	dev_t dev;		  /* pinned st_dev of the directory / file; st_rdev of a device */
 	long fs_type;		  /* pinned statfs f_type */
+	ino_t dir_ino;		  /* directory: pinned inode of the directory itself */
+	bool swept;		  /* directory: stale temporaries of ours looked for */
+	unsigned stale_removed;	  /* directory: how many of those were removed */
 	ino_t ino;		  /* inode of the open file */
 	char file_path[PATH_MAX]; /* probe file (directory), the file, the device node
 				   * (symlinks resolved) */
 	char error[512];	  /* last error, human-readable */
+	bool layout_failed;	  /* the last target_open() failed laying out a probe file
+				   * (no room, a write error): what it wrote is freed, and
+				   * retrying at once would write it all again; back off */
 
 	/*
 	 * Probe-file layout progress, for a gauge and progress logs; written by the

@@ -19,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -238,7 +241,7 @@ static void test_size_change_relays(void **state)
 	target_init(&f.t, &f.tcfg);
 	assert_int_equal(target_open(&f.t), 0);
 	assert_int_equal(stat(path, &b), 0);
-	assert_true(a.st_ino != b.st_ino);
+	assert_int_equal(a.st_ino, b.st_ino); /* laid out again in place, never renamed over */
 	assert_int_equal(b.st_size, TARGET_HEADER_SIZE + 2 * MIB);
 	assert_true((uint64_t)b.st_blocks * 512 >= (uint64_t)b.st_size);
 	assert_int_equal(f.t.data_end, TARGET_HEADER_SIZE + 2 * MIB);
@@ -275,7 +278,7 @@ static void test_hole_relays(void **state)
 	target_init(&f.t, &f.tcfg);
 	assert_int_equal(target_open(&f.t), 0);
 	assert_int_equal(stat(path, &b), 0);
-	assert_true(a.st_ino != b.st_ino);
+	assert_int_equal(a.st_ino, b.st_ino);
 	assert_true((uint64_t)b.st_blocks * 512 >= (uint64_t)b.st_size);
 	target_close(&f.t);
 }
@@ -489,6 +492,8 @@ struct watch {
 	struct target *t;
 	_Atomic bool finished; /* target_open() returned */
 	_Atomic bool *stop;    /* set once progress shows (NULL: never) */
+	void (*act)(void *);   /* called once when progress shows (NULL: nothing) */
+	void *arg;	       /* for act */
 	uint64_t max_total;    /* largest layout_total seen */
 	uint64_t samples;      /* samples with a layout in progress */
 	bool bounded;	       /* layout_done <= layout_total whenever total != 0 */
@@ -514,6 +519,10 @@ static void *watch_layout(void *arg)
 			prev = done;
 			if (w->stop && done > 0)
 				atomic_store(w->stop, true);
+			if (w->act && done > TARGET_HEADER_SIZE) {
+				w->act(w->arg);
+				w->act = NULL;
+			}
 		}
 		nanosleep(&tick, NULL);
 	}
@@ -622,6 +631,412 @@ static void test_layout_stop(void **state)
 	assert_int_equal(a.st_ino, b.st_ino);
 	assert_int_equal(b.st_size, TARGET_HEADER_SIZE + 8 * MIB);
 	assert_int_equal(count_entries(dir), 1);
+}
+
+/* ------------------------------------------------- never touch what is not ours */
+
+/* A user's file, stored under a name: @path gets @content via a rename, as an
+ * editor or a copy tool would. */
+struct user_file {
+	char path[PATH_MAX + 32];
+	char tmp[PATH_MAX + 32];
+	const char *content;
+};
+
+static void store_user_file(void *arg)
+{
+	struct user_file *u = arg;
+
+	write_file(u->tmp, u->content, strlen(u->content));
+	assert_int_equal(rename(u->tmp, u->path), 0);
+}
+
+static void assert_content(const char *path, const char *content)
+{
+	size_t len;
+	char *data = slurp(path, &len);
+
+	assert_int_equal(len, strlen(content));
+	assert_memory_equal(data, content, len);
+	free(data);
+}
+
+/* Issue 9.1: a user stores a file under the probe file's name while iopulse
+ * lays its damaged file out again; the user's file must survive. */
+static void test_relay_keeps_user_file(void **state)
+{
+	struct watch w = {.bounded = true, .monotonic = true};
+	struct user_file u = {.content = "the user's data\n"};
+	struct tu_dir_target f;
+	double elapsed;
+
+	(void)state;
+	tu_open_dir_target(&f, MIB);
+	target_close(&f.t);
+	join(u.path, sizeof(u.path), f.dir, TARGET_PROBE_FILE);
+	join(u.tmp, sizeof(u.tmp), f.dir, "user.tmp");
+
+	f.tcfg.size = 4 * MIB; /* ours, but the wrong size: laid out again */
+	f.tcfg.layout_rate = 8 * MIB;
+	target_init(&f.t, &f.tcfg);
+	w.act = store_user_file;
+	w.arg = &u;
+	assert_int_equal(open_watched(&f.t, &w, &elapsed), 0);
+	assert_null(w.act); /* the user did store it during the layout */
+	assert_content(u.path, u.content);
+	assert_int_equal(count_entries(f.dir), 1);
+
+	/* Our file is gone from the name: the next check says so, and the user's
+	 * file is not ours to open. */
+	assert_int_equal(target_check(&f.t), -ESTALE);
+	assert_int_equal(target_open(&f.t), -EEXIST);
+	assert_content(u.path, u.content);
+}
+
+/* Issue 9.2: files named like iopulse's temporaries but not ours are never
+ * removed, on a first layout, a re-layout or the start-up sweep. */
+static void test_foreign_tmp_names_kept(void **state)
+{
+	char pidname[64], path[PATH_MAX + 80], randname[PATH_MAX + 80];
+	struct tu_dir_target f;
+
+	(void)state;
+	tu_new_dir(f.dir, sizeof(f.dir));
+	snprintf(pidname, sizeof(pidname), TARGET_PROBE_FILE ".tmp.%ld", (long)getpid());
+	join(path, sizeof(path), f.dir, pidname);
+	write_file(path, "not iopulse's\n", 14);
+	join(randname, sizeof(randname), f.dir, TARGET_PROBE_FILE ".tmp.0123456789abcdef");
+	write_file(randname, "mine either\n", 12);
+
+	f.tcfg = dir_cfg(f.dir, MIB);
+	target_init(&f.t, &f.tcfg);
+	assert_int_equal(target_open(&f.t), 0);
+	target_close(&f.t);
+	f.tcfg.size = 2 * MIB; /* a re-layout */
+	target_init(&f.t, &f.tcfg);
+	assert_int_equal(target_open(&f.t), 0);
+	target_close(&f.t);
+
+	assert_content(path, "not iopulse's\n");
+	assert_content(randname, "mine either\n");
+	assert_int_equal(count_entries(f.dir), 3);
+}
+
+/* @dir/@name with our header (an iopulse killed while laying it out). */
+static void write_ours(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 80], blk[8192];
+
+	memset(blk, 0x5a, sizeof(blk));
+	memcpy(blk, "IOPULSE-PROBE-FILE\nincomplete: being laid out\n", 46);
+	blk[46] = '\0';
+	join(path, sizeof(path), dir, name);
+	write_file(path, blk, sizeof(blk));
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 80];
+	struct stat st;
+
+	join(path, sizeof(path), dir, name);
+	return lstat(path, &st) == 0;
+}
+
+/* Issue 9.5: a temporary left by an iopulse killed during a layout (where there
+ * is no O_TMPFILE) is removed at start, when provably ours; nothing else is. */
+static void test_stale_tmp_swept(void **state)
+{
+	const char *stale = TARGET_PROBE_FILE ".tmp.00000000000000aa";
+	const char *live = TARGET_PROBE_FILE ".tmp.00000000000000bb";
+	const char *foreign = TARGET_PROBE_FILE ".tmp.00000000000000cc";
+	const char *link = TARGET_PROBE_FILE ".tmp.00000000000000dd";
+	char dir[PATH_MAX], path[PATH_MAX + 80];
+	struct cfg_target cfg;
+	struct target t;
+	int held;
+
+	(void)state;
+	tu_new_dir(dir, sizeof(dir));
+	write_ours(dir, stale);
+	write_ours(dir, live);
+	write_ours(dir, "elsewhere"); /* ours by content, not by name */
+	join(path, sizeof(path), dir, foreign);
+	write_file(path, "someone else's\n", 15);
+	join(path, sizeof(path), dir, "elsewhere");
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(symlink("elsewhere", link), 0);
+	assert_int_equal(chdir("/"), 0);
+	/* A live iopulse laying out @live holds its lock. */
+	join(path, sizeof(path), dir, live);
+	held = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(held >= 0);
+	assert_int_equal(flock(held, LOCK_EX), 0);
+
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(t.stale_removed, 1);
+	assert_false(exists(dir, stale));
+	assert_true(exists(dir, live));
+	assert_true(exists(dir, foreign));
+	assert_true(exists(dir, link));
+	assert_true(exists(dir, "elsewhere"));
+	assert_true(exists(dir, TARGET_PROBE_FILE));
+	target_close(&t);
+	close(held);
+}
+
+/* ------------------------------------------------------------ symlinks, pins */
+
+/* Issue 9.4: a symlink anywhere in a directory target's path is refused; a
+ * directory replaced by a symlink (or another directory) after the target came
+ * up takes it down, and nothing is created where it now points. */
+static void test_symlink_in_path(void **state)
+{
+	char base[PATH_MAX], real[PATH_MAX + 32], other[PATH_MAX + 32], lnk[PATH_MAX + 32];
+	char path[PATH_MAX + 64], moved[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+
+	(void)state;
+	tu_new_dir(base, sizeof(base));
+	join(real, sizeof(real), base, "real");
+	join(other, sizeof(other), base, "other");
+	join(lnk, sizeof(lnk), base, "link");
+	assert_int_equal(mkdir(real, 0700), 0);
+	assert_int_equal(mkdir(other, 0700), 0);
+	assert_int_equal(symlink(real, lnk), 0);
+
+	/* Through a symlinked component, and a symlink as the last one. */
+	join(path, sizeof(path), lnk, ".");
+	cfg = dir_cfg(path, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -ELOOP);
+	assert_non_null(strstr(t.error, "is a symlink"));
+	cfg = dir_cfg(lnk, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -ELOOP);
+	assert_int_equal(count_entries(real), 0);
+
+	/* Up on base/real; then real is moved away and a symlink to other put in
+	 * its place. */
+	cfg = dir_cfg(real, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	join(moved, sizeof(moved), base, "moved");
+	assert_int_equal(rename(real, moved), 0);
+	assert_int_equal(symlink(other, real), 0);
+	assert_true(target_check(&t) < 0);
+	assert_int_equal(t.fd, -1);
+	assert_true(target_open(&t) < 0);
+	assert_non_null(strstr(t.error, "symlink"));
+	assert_int_equal(count_entries(other), 0);
+
+	/* ... or a new directory of the same name: not ours either. */
+	assert_int_equal(unlink(real), 0);
+	assert_int_equal(mkdir(real, 0700), 0);
+	assert_int_equal(target_open(&t), -EXDEV);
+	assert_non_null(strstr(t.error, "replaced"));
+	assert_int_equal(count_entries(real), 0);
+	assert_int_equal(count_entries(moved), 1); /* the probe file stayed with its directory */
+}
+
+/* ------------------------------------------------------ mounts and free space */
+
+/* Mounts a tmpfs of @size at @dir; false (and the test should skip) when this
+ * process may not mount. */
+static char mounted[4][PATH_MAX]; /* detached by teardown(), should a test fail */
+
+static bool mount_tmpfs(const char *dir, const char *size)
+{
+	char opts[64];
+
+	snprintf(opts, sizeof(opts), "size=%s,mode=0700", size);
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return false;
+	for (unsigned i = 0; i < 4; i++) {
+		if (!mounted[i][0]) {
+			snprintf(mounted[i], sizeof(mounted[i]), "%s", dir);
+			break;
+		}
+	}
+	return true;
+}
+
+static int teardown(void **state)
+{
+	for (unsigned i = 0; i < 4; i++)
+		if (mounted[i][0])
+			(void)umount2(mounted[i], MNT_DETACH);
+	return tu_scratch_teardown(state);
+}
+
+static uint64_t free_bytes(const char *dir)
+{
+	struct statvfs sv;
+
+	assert_int_equal(statvfs(dir, &sv), 0);
+	return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+/* Issue 9.3: a directory whose filesystem should be mounted (fstab, or
+ * require_mount) and is not never gets a probe file on the one beneath. */
+static void test_require_mount(void **state)
+{
+	char base[PATH_MAX], mnt[PATH_MAX + 32], sub[PATH_MAX + 64], fstab[PATH_MAX + 32];
+	char line[PATH_MAX + 128];
+	struct cfg_target cfg;
+	struct target t;
+
+	(void)state;
+	tu_new_dir(base, sizeof(base));
+	join(mnt, sizeof(mnt), base, "mnt");
+	join(sub, sizeof(sub), mnt, "iopulse");
+	join(fstab, sizeof(fstab), base, "fstab");
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(line, sizeof(line), "# a comment\n/dev/vdb  %s  ext4  defaults,nofail  0 2\n",
+		 mnt);
+	write_file(fstab, line, strlen(line));
+	assert_int_equal(setenv("IOPULSE_FSTAB", fstab, 1), 0);
+
+	/* auto: listed in fstab, not mounted: refused, nothing created. */
+	cfg = dir_cfg(sub, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -EXDEV);
+	assert_non_null(strstr(t.error, "is not mounted"));
+	assert_non_null(strstr(t.error, fstab));
+	assert_int_equal(count_entries(sub), 0);
+	/* true: the directory itself is no mount point; a path: not mounted. */
+	cfg.require_mount = CFG_MOUNT_SELF;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -EXDEV);
+	cfg.require_mount = CFG_MOUNT_PATH;
+	cfg.mount_path = mnt;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -EXDEV);
+	assert_int_equal(count_entries(sub), 0);
+	/* false: measured where it is. */
+	cfg.require_mount = CFG_MOUNT_NO;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	target_close(&t);
+	assert_int_equal(rmdir(sub) < 0 && errno == ENOTEMPTY, true);
+
+	if (!mount_tmpfs(mnt, "8m")) {
+		unsetenv("IOPULSE_FSTAB");
+		skip(); /* the refusals above are tested; mounting needs root */
+	}
+	assert_int_equal(mkdir(sub, 0700), 0);
+	cfg = dir_cfg(sub, MIB);
+	cfg.allow_memory_backed = true;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0); /* auto, mounted */
+	target_close(&t);
+	cfg.require_mount = CFG_MOUNT_PATH;
+	cfg.mount_path = mnt;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	target_close(&t);
+	cfg = dir_cfg(mnt, MIB);
+	cfg.allow_memory_backed = true;
+	cfg.require_mount = CFG_MOUNT_SELF;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	target_close(&t);
+
+	/* Lazily unmounted before a target first came up: refused, as unmounted. */
+	assert_int_equal(umount2(mnt, MNT_DETACH), 0);
+	cfg = dir_cfg(mnt, MIB);
+	cfg.allow_memory_backed = true;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -EXDEV);
+	assert_non_null(strstr(t.error, "is not mounted"));
+	assert_false(exists(mnt, TARGET_PROBE_FILE));
+	unsetenv("IOPULSE_FSTAB");
+}
+
+struct filler {
+	char path[PATH_MAX + 32];
+	size_t size;
+};
+
+static void fill(void *arg)
+{
+	struct filler *f = arg;
+	char *buf = calloc(1, f->size);
+
+	assert_non_null(buf);
+	write_file(f->path, buf, f->size);
+	free(buf);
+}
+
+/* Issue 9.6: a layout never leaves less than keep_free, before it starts or
+ * while another program fills the disk, and frees what it wrote on failure. */
+static void test_keep_free(void **state)
+{
+	struct watch w = {.bounded = true, .monotonic = true};
+	char mnt[PATH_MAX];
+	struct filler fl;
+	struct cfg_target cfg;
+	struct target t;
+	uint64_t before;
+	double elapsed;
+
+	(void)state;
+	tu_new_dir(mnt, sizeof(mnt));
+	if (!mount_tmpfs(mnt, "16m"))
+		skip();
+	before = free_bytes(mnt);
+
+	/* Larger than the filesystem: refused before a byte is written. */
+	cfg = dir_cfg(mnt, 32 * MIB);
+	cfg.allow_memory_backed = true;
+	cfg.require_mount = CFG_MOUNT_NO;
+	cfg.keep_free_fraction = 0.05;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -ENOSPC);
+	assert_true(t.layout_failed);
+	assert_non_null(strstr(t.error, "keep_free"));
+	assert_int_equal(atomic_load(&t.layout_done), 0);
+	assert_int_equal(count_entries(mnt), 0);
+	assert_int_equal(free_bytes(mnt), before);
+
+	/* Fits, but not with half the filesystem kept free. */
+	cfg.size = 10 * MIB;
+	cfg.keep_free_fraction = 0.5;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -ENOSPC);
+	assert_int_equal(count_entries(mnt), 0);
+	cfg.keep_free_fraction = 0;
+	cfg.keep_free_bytes = 7 * MIB;
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -ENOSPC);
+
+	/* Someone else fills the disk during the layout: it stops, and frees. */
+	cfg.keep_free_bytes = 2 * MIB;
+	cfg.layout_rate = 8 * MIB;
+	target_init(&t, &cfg);
+	join(fl.path, sizeof(fl.path), mnt, "filler");
+	fl.size = 5 * MIB;
+	w.act = fill;
+	w.arg = &fl;
+	assert_int_equal(open_watched(&t, &w, &elapsed), -ENOSPC);
+	assert_true(t.layout_failed);
+	assert_non_null(strstr(t.error, "during the layout"));
+	assert_int_equal(count_entries(mnt), 1); /* the filler only */
+	assert_true(free_bytes(mnt) >= before - fl.size - 64 * 1024);
+
+	/* Room enough: laid out, and layout_failed cleared. */
+	assert_int_equal(unlink(fl.path), 0);
+	cfg.layout_rate = 0;
+	target_init(&t, &cfg);
+	t.layout_failed = true;
+	assert_int_equal(target_open(&t), 0);
+	assert_false(t.layout_failed);
+	target_close(&t);
+	assert_int_equal(umount2(mnt, MNT_DETACH), 0);
 }
 
 /* ------------------------------------------------------------------ checks */
@@ -843,7 +1258,13 @@ int main(void)
 		cmocka_unit_test(test_file_target),
 		cmocka_unit_test(test_tmpfs),
 		cmocka_unit_test(test_stat_within),
+		cmocka_unit_test(test_relay_keeps_user_file),
+		cmocka_unit_test(test_foreign_tmp_names_kept),
+		cmocka_unit_test(test_stale_tmp_swept),
+		cmocka_unit_test(test_symlink_in_path),
+		cmocka_unit_test(test_require_mount),
+		cmocka_unit_test(test_keep_free),
 	};
 
-	return cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
+	return cmocka_run_group_tests(tests, tu_scratch_setup, teardown);
 }
