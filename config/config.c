@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -31,6 +32,7 @@
 #include "config/default_buckets.h"
 
 #define CFG_FILE_MAX	   (1U << 20) /* largest configuration file we read */
+#define CFG_FILE_MAX_NAME  "1 MiB"    /* CFG_FILE_MAX, for messages */
 #define CFG_DEFAULT_SOURCE "<embedded default>"
 
 static const uint64_t default_buckets_ns[] = CFG_DEFAULT_BUCKETS_NS;
@@ -41,6 +43,7 @@ struct probe_refs {
 	const yaml_node_t *target; /* value node of 'target' */
 	const yaml_node_t *writes; /* value node of 'op' (ping) or 'rw' (burst), or NULL */
 	const yaml_node_t *ws;	   /* value node of 'working_set', NULL when defaulted */
+	const yaml_node_t *bs;	   /* value node of 'block_size', NULL when defaulted */
 	const yaml_node_t *item;
 };
 
@@ -107,12 +110,24 @@ static bool node_is_null(const yaml_node_t *n)
 	       !strcmp(s, "NULL");
 }
 
+/*
+ * A scalar holding a NUL byte ("a\0b" in double quotes): as a C string it would
+ * silently end there, so every value and key is checked for one.
+ */
+static bool node_has_nul(const yaml_node_t *n)
+{
+	return n->type == YAML_SCALAR_NODE &&
+	       memchr(n->data.scalar.value, '\0', n->data.scalar.length);
+}
+
 /* The value of a key that must be a scalar; @what is "a duration", "a string", ... */
 static int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
 		      const char **out)
 {
 	if (n->type != YAML_SCALAR_NODE)
 		return fail_at(p, n, "'%s' must be %s, got %s", key, what, node_kind(n));
+	if (node_has_nul(n))
+		return fail_at(p, n, "'%s' must not contain a NUL byte (\\0)", key);
 	if (node_is_null(n))
 		return fail_at(p, n, "missing value for '%s'", key);
 	*out = node_str(n);
@@ -201,6 +216,8 @@ static int walk_mapping_valid(struct parser *p, const yaml_node_t *m, const char
 		if (k->type != YAML_SCALAR_NODE)
 			return fail_at(p, k, "keys %s must be strings, got %s", where,
 				       node_kind(k));
+		if (node_has_nul(k))
+			return fail_at(p, k, "keys %s must not contain a NUL byte (\\0)", where);
 		ks = node_str(k);
 		for (i = 0; keys[i]; i++)
 			if (!strcmp(keys[i], ks))
@@ -280,11 +297,27 @@ static bool size_is_ambiguous(const char *s, char unit[3])
 	return false;
 }
 
+/*
+ * "4kib", "64MIB": a number, then k/m/g/t and "ib" in any case but the IEC one;
+ * in @fixed the IEC spelling ("4KiB").
+ */
+static bool size_is_miscased(const char *s, char *fixed, size_t len)
+{
+	size_t n = strlen(s), digits = strspn(s, "0123456789");
+
+	if (!digits || n != digits + 3 || !strchr("kKmMgGtT", s[digits]) ||
+	    (s[digits + 1] != 'i' && s[digits + 1] != 'I') ||
+	    (s[digits + 2] != 'b' && s[digits + 2] != 'B'))
+		return false;
+	snprintf(fixed, len, "%.*s%ciB", (int)digits, s, s[digits] & ~0x20);
+	return true;
+}
+
 /* The message for cfg_parse_size(@s) failing with @r; @what is "'size'", ... */
 static int size_error(struct parser *p, const yaml_node_t *n, const char *what, const char *s,
 		      int r)
 {
-	char unit[3];
+	char unit[3], fixed[64];
 
 	if (r == -ERANGE)
 		return fail_at(p, n, "invalid size '%s' for %s: too large", s, what);
@@ -293,6 +326,11 @@ static int size_error(struct parser *p, const yaml_node_t *n, const char *what, 
 			       "invalid size '%s' for %s: '%s' is ambiguous, write '%ciB' "
 			       "(binary, 1024-based) or a number of bytes",
 			       s, what, unit, unit[0] & ~0x20);
+	if (size_is_miscased(s, fixed, sizeof(fixed)))
+		return fail_at(p, n,
+			       "invalid size '%s' for %s: write '%s' (binary units are KiB, MiB, "
+			       "GiB and TiB, or k, m, g and t)",
+			       s, what, fixed);
 	return fail_at(p, n,
 		       "invalid size '%s' for %s: expected bytes or a number with a unit (k, m, "
 		       "g, t, KiB, MiB, GiB, TiB)",
@@ -319,7 +357,7 @@ static int get_size(struct parser *p, const yaml_node_t *n, const char *key, uin
 /* A size per second: "32MiB/s", or a size alone ("32MiB", "0"). */
 static int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
-	char *num, unit[3];
+	char *num, unit[3], fixed[64];
 	const char *s = NULL;
 	size_t len;
 	int r;
@@ -341,6 +379,11 @@ static int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uin
 			    "invalid rate '%s' for '%s': '%s' is ambiguous, write '%ciB/s' "
 			    "(binary, 1024-based) or a number of bytes per second",
 			    s, key, unit, unit[0] & ~0x20);
+	else if (r < 0 && size_is_miscased(num, fixed, sizeof(fixed)))
+		r = fail_at(p, n,
+			    "invalid rate '%s' for '%s': write '%s/s' (binary units are KiB, "
+			    "MiB, GiB and TiB, or k, m, g and t)",
+			    s, key, fixed);
 	else if (r < 0)
 		r = fail_at(p, n,
 			    "invalid rate '%s' for '%s': expected a size per second, as in "
@@ -429,6 +472,11 @@ static int get_duration(struct parser *p, const yaml_node_t *n, const char *key,
 	r = cfg_parse_duration(s, out);
 	if (r == -ERANGE)
 		return fail_at(p, n, "invalid duration '%s' for '%s': too large", s, key);
+	if (r == -EDOM)
+		return fail_at(p, n,
+			       "invalid duration '%s' for '%s': write each unit once, largest "
+			       "first, as in 1h30m or 1s500ms",
+			       s, key);
 	if (r < 0) {
 		for (const char *q = s; *q; q++)
 			if (!((*q >= '0' && *q <= '9') || *q == '.'))
@@ -573,6 +621,13 @@ static int expand_env(struct parser *p, const yaml_node_t *n, const char *key, c
 		}
 		for (nlen = 0; env_name_char(name[nlen], nlen == 0); nlen++)
 			;
+		if (name == end) {
+			r = fail_at(p, n,
+				    "empty variable name '${}' in '%s': use ${NAME} or "
+				    "${NAME:-fallback}, or $$ for a literal '$'",
+				    key);
+			goto out;
+		}
 		if (name + nlen != end) {
 			if (nlen && name[nlen] == ':' && name[nlen + 1] == '-')
 				fb = name + nlen + 2;
@@ -790,6 +845,8 @@ enum {
 	TK_DEVICE,
 	TK_SIZE,
 	TK_LAYOUT_RATE,
+	TK_KEEP_FREE,
+	TK_REQUIRE_MOUNT,
 	TK_DIRECT,
 	TK_ALLOW_MEMORY_BACKED,
 	TK_ALLOW_DEVICE_WRITES,
@@ -802,6 +859,8 @@ static const char *const target_keys[] = {
 	"device",
 	"size",
 	"layout_rate",
+	"keep_free",
+	"require_mount",
 	"direct",
 	"allow_memory_backed",
 	"allow_device_writes",
@@ -831,6 +890,90 @@ static bool device_path_valid(const char *path)
 		if (!strncmp(q, "..", 2) && (q[2] == '/' || !q[2]))
 			return false;
 	return true;
+}
+
+/*
+ * 'require_mount': true, false, auto, or the mount point as an absolute path,
+ * environment-expanded as the target's own path.
+ */
+static int get_require_mount(struct parser *p, const yaml_node_t *v, struct cfg_target *t)
+{
+	const char *s = NULL;
+	bool plain;
+	int r;
+
+	r = get_scalar(p, v, "require_mount", "true, false, auto or a path", &s);
+	if (r < 0)
+		return r;
+	plain = v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+	if (!strcmp(s, "auto")) {
+		t->require_mount = CFG_MOUNT_AUTO;
+		return 0;
+	}
+	if (!strcmp(s, "true") || !strcmp(s, "false")) {
+		if (!plain)
+			return fail_at(p, v,
+				       "'require_mount' must be true or false without quotes, got "
+				       "'%s'",
+				       s);
+		t->require_mount = !strcmp(s, "true") ? CFG_MOUNT_SELF : CFG_MOUNT_NO;
+		return 0;
+	}
+	r = expand_env(p, v, "require_mount", s, &t->mount_path);
+	if (r < 0)
+		return r;
+	if (t->mount_path[0] != '/')
+		return fail_at(p, v,
+			       "'require_mount' must be true, false, auto or the absolute path of "
+			       "a mount point, got '%s'",
+			       t->mount_path);
+	if (strlen(t->mount_path) >= PATH_MAX)
+		return fail_at(p, v, "'require_mount' is too long (at most %d bytes)",
+			       PATH_MAX - 1);
+	t->require_mount = CFG_MOUNT_PATH;
+	return 0;
+}
+
+/* 'keep_free': a size, or a percentage of the filesystem up to 90%; 0 keeps nothing. */
+static int get_keep_free(struct parser *p, const yaml_node_t *v, struct cfg_target *t)
+{
+	char unit[3], fixed[64];
+	const char *s = NULL;
+	size_t len;
+	int r;
+
+	r = get_scalar(p, v, "keep_free", "a size or a percentage", &s);
+	if (r < 0)
+		return r;
+	len = strlen(s);
+	if (len && s[len - 1] == '%') {
+		r = cfg_parse_percent(s, &t->keep_free_fraction);
+		if (r == 0 && t->keep_free_fraction > CFG_MAX_KEEP_FREE_FRACTION)
+			r = -ERANGE;
+		if (r == -ERANGE)
+			return fail_at(p, v,
+				       "invalid percentage '%s' for 'keep_free': must be between "
+				       "0%% and 90%%",
+				       s);
+		if (r < 0)
+			return fail_at(p, v,
+				       "invalid percentage '%s' for 'keep_free': expected a number "
+				       "and %%, as in 5%% or 12.5%%",
+				       s);
+		t->keep_free_bytes = 0;
+		return 0;
+	}
+	r = cfg_parse_size(s, &t->keep_free_bytes);
+	if (r == -EINVAL && !size_is_ambiguous(s, unit) &&
+	    !size_is_miscased(s, fixed, sizeof(fixed)))
+		return fail_at(p, v,
+			       "invalid value '%s' for 'keep_free': expected a size, as in 2GiB, "
+			       "or a percentage of the filesystem, as in 5%%",
+			       s);
+	if (r < 0)
+		return size_error(p, v, "'keep_free'", s, r);
+	t->keep_free_fraction = 0;
+	return 0;
 }
 
 static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
@@ -890,7 +1033,20 @@ static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 			cfg_format_size(t->layout_rate, a, sizeof(a));
 			return fail_at(p, v, "'layout_rate' must be at most 1TiB/s, got %s/s", a);
 		}
+		if (t->layout_rate && t->layout_rate < CFG_MIN_LAYOUT_RATE) {
+			char a[32];
+
+			cfg_format_size(t->layout_rate, a, sizeof(a));
+			return fail_at(p, v,
+				       "'layout_rate' must be at least 1MiB/s, or 0 for no limit, "
+				       "got %s/s",
+				       a);
+		}
 		return 0;
+	case TK_KEEP_FREE:
+		return get_keep_free(p, v, t);
+	case TK_REQUIRE_MOUNT:
+		return get_require_mount(p, v, t);
 	case TK_DIRECT:
 		return get_bool(p, v, "direct", &t->direct);
 	case TK_ALLOW_MEMORY_BACKED:
@@ -938,6 +1094,16 @@ static int check_target_kind(struct parser *p, const yaml_node_t *item, struct t
 			       "'layout_rate' is only valid on directory targets: target '%s' is a "
 			       "%s, which iopulse never lays out",
 			       t->name, cfg_target_kind_name(t->kind));
+	if (t->kind != CFG_TARGET_DIRECTORY && tc->key[TK_KEEP_FREE])
+		return fail_at(p, tc->key[TK_KEEP_FREE],
+			       "'keep_free' is only valid on directory targets: target '%s' is a "
+			       "%s, which iopulse never lays out",
+			       t->name, cfg_target_kind_name(t->kind));
+	if (t->kind != CFG_TARGET_DIRECTORY && tc->key[TK_REQUIRE_MOUNT])
+		return fail_at(p, tc->key[TK_REQUIRE_MOUNT],
+			       "'require_mount' is only valid on directory targets: target '%s' is "
+			       "a %s, and iopulse creates nothing beside it",
+			       t->name, cfg_target_kind_name(t->kind));
 	if (t->kind != CFG_TARGET_DEVICE && tc->key[TK_ALLOW_DEVICE_WRITES])
 		return fail_at(p, tc->key[TK_ALLOW_DEVICE_WRITES],
 			       "'allow_device_writes' is only valid on device targets: target '%s' "
@@ -959,6 +1125,8 @@ static int parse_target(struct parser *p, const yaml_node_t *item, unsigned idx)
 	t->pos.col = (unsigned)item->start_mark.column + 1;
 	t->size = CFG_DEFAULT_TARGET_SIZE;
 	t->layout_rate = CFG_DEFAULT_LAYOUT_RATE;
+	t->require_mount = CFG_MOUNT_AUTO;
+	t->keep_free_fraction = CFG_DEFAULT_KEEP_FREE_FRACTION;
 	t->direct = true;
 	r = walk_mapping(p, item, "in target", target_keys, target_pair, &tc);
 	if (r < 0)
@@ -969,9 +1137,12 @@ static int parse_target(struct parser *p, const yaml_node_t *item, unsigned idx)
 	if (r < 0)
 		return r;
 	if (t->kind != CFG_TARGET_DIRECTORY) {
-		/* Measured at their own size and never laid out. */
+		/* Measured at their own size, never laid out, nothing created. */
 		t->size = 0;
 		t->layout_rate = 0;
+		t->keep_free_bytes = 0;
+		t->keep_free_fraction = 0;
+		t->require_mount = CFG_MOUNT_NO;
 	}
 	for (unsigned i = 0; i < idx; i++)
 		if (!strcmp(p->c->targets[i].name, t->name))
@@ -1096,9 +1267,9 @@ static int probe_kind_early(struct parser *p, const yaml_node_t *item)
 		const yaml_node_t *k = node_get(p, pair->key);
 		const yaml_node_t *v = node_get(p, pair->value);
 
-		if (k->type != YAML_SCALAR_NODE || strcmp(node_str(k), "type"))
+		if (k->type != YAML_SCALAR_NODE || node_has_nul(k) || strcmp(node_str(k), "type"))
 			continue;
-		if (v->type != YAML_SCALAR_NODE || node_is_null(v))
+		if (v->type != YAML_SCALAR_NODE || node_has_nul(v) || node_is_null(v))
 			return -1;
 		for (int i = 0; probe_kind_names[i]; i++)
 			if (!strcmp(node_str(v), probe_kind_names[i]))
@@ -1246,7 +1417,8 @@ static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 				   CFG_MAX_TIMEOUT_NS, true);
 	case PK_ENGINE:
 		/* The null engine, not YAML's null: nothing else could be meant here. */
-		if (v->type == YAML_SCALAR_NODE && !strcmp(node_str(v), "null")) {
+		if (v->type == YAML_SCALAR_NODE && !node_has_nul(v) &&
+		    !strcmp(node_str(v), "null")) {
 			strcpy(pr->engine, "null");
 			return 0;
 		}
@@ -1311,11 +1483,83 @@ static const yaml_node_t *later_key(const yaml_node_t *a, const yaml_node_t *b)
 	return a->start_mark.index > b->start_mark.index ? a : b;
 }
 
+/* The value written last among @keys of a probe, for an error that several keys
+ * cause together; 'type' when none is written (a burst always has one). */
+static const yaml_node_t *last_value(const struct probe_ctx *pc, const unsigned *keys, size_t n)
+{
+	const yaml_node_t *last = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (pc->value[keys[i]] && (!last || later_key(last, pc->value[keys[i]]) != last))
+			last = pc->value[keys[i]];
+	return last ? last : pc->value[PK_TYPE];
+}
+
+/* A burst's I/O buffers (resident while it runs) within CFG_MAX_BURST_BUFFER. */
+static int check_burst_buffers(struct parser *p, const struct probe_ctx *pc)
+{
+	static const unsigned keys[] = {PK_JOBS, PK_IODEPTH, PK_BLOCK_SIZE};
+	const struct cfg_probe *pr = pc->pr;
+	uint64_t total = cfg_burst_buffer_bytes(pr);
+	uint64_t buf = total / pr->jobs / pr->iodepth;
+	char bs[32], sum[32], max[32], rounded[96] = "";
+
+	if (total <= CFG_MAX_BURST_BUFFER)
+		return 0;
+	cfg_format_size(buf, bs, sizeof(bs));
+	cfg_format_size(total, sum, sizeof(sum));
+	cfg_format_size(CFG_MAX_BURST_BUFFER, max, sizeof(max));
+	if (buf != pr->block_size_max) {
+		char want[32], align[32];
+
+		cfg_format_size(pr->block_size_max, want, sizeof(want));
+		cfg_format_size(CFG_BURST_BUF_ALIGN, align, sizeof(align));
+		snprintf(rounded, sizeof(rounded), ", %s rounded up to %s", want, align);
+	}
+	return fail_at(p, last_value(pc, keys, sizeof(keys) / sizeof(keys[0])),
+		       "probe '%s': the I/O buffers of 'jobs' x 'iodepth' x %s'block_size' "
+		       "(%u x %u x %s%s = %s) must be at most %s",
+		       pr->name, pr->block_size_max != pr->block_size ? "the largest " : "",
+		       pr->jobs, pr->iodepth, bs, rounded, sum, max);
+}
+
+/* A burst of 'ios' at 'rate_iops' lasts ios / rate_iops: within the longest
+ * 'duration' (a burst holds its target, pings wait) and, after its ramp, within
+ * 'every'. Without a rate the length depends on the device: the burst stops
+ * itself after that long (see burst.h). */
+static int check_burst_ios_length(struct parser *p, const struct probe_ctx *pc)
+{
+	static const unsigned keys[] = {PK_IOS, PK_RATE_IOPS};
+	const struct cfg_probe *pr = pc->pr;
+	/* ios <= 10^9, so ios x 10^9 < 2^64 */
+	uint64_t len = (pr->ios * 1000000000ULL + pr->rate_iops - 1) / pr->rate_iops;
+	char every[32], ramp[32], l[32], max[32];
+
+	cfg_format_duration(len, l, sizeof(l));
+	cfg_format_duration(CFG_MAX_DURATION_NS, max, sizeof(max));
+	if (len > CFG_MAX_DURATION_NS)
+		return fail_at(
+			p, last_value(pc, keys, 2),
+			"probe '%s': 'ios' at 'rate_iops' (%llu at %llu per second) take %s, "
+			"longer than a burst may run (%s)",
+			pr->name, (unsigned long long)pr->ios, (unsigned long long)pr->rate_iops, l,
+			max);
+	if (pr->interval_ns > pr->ramp_ns + len)
+		return 0;
+	cfg_format_duration(pr->interval_ns, every, sizeof(every));
+	cfg_format_duration(pr->ramp_ns, ramp, sizeof(ramp));
+	return fail_at(p, pc->value[PK_EVERY] ? pc->value[PK_EVERY] : last_value(pc, keys, 2),
+		       "probe '%s': 'every' (%s) must be longer than 'ramp' + 'ios' / "
+		       "'rate_iops' (%s + %s), or the burst would overlap itself",
+		       pr->name, every, ramp, l);
+}
+
 /* Checks between the keys of a burst, once all are read; fills in derived defaults. */
 static int check_burst(struct parser *p, const struct probe_ctx *pc)
 {
 	struct cfg_probe *pr = pc->pr;
 	char a[32], b[32], c[32];
+	int r;
 
 	if (pc->key[PK_DURATION] && pc->key[PK_IOS])
 		return fail_at(p, later_key(pc->key[PK_DURATION], pc->key[PK_IOS]),
@@ -1333,6 +1577,9 @@ static int check_burst(struct parser *p, const struct probe_ctx *pc)
 	else if (pr->rw == CFG_RW_RANDWRITE || pr->rw == CFG_RW_WRITE)
 		pr->rwmix_read = 0.0;
 
+	r = check_burst_buffers(p, pc);
+	if (r < 0)
+		return r;
 	cfg_format_duration(pr->interval_ns, a, sizeof(a));
 	cfg_format_duration(pr->ramp_ns, b, sizeof(b));
 	if (pr->duration_ns) {
@@ -1350,6 +1597,8 @@ static int check_burst(struct parser *p, const struct probe_ctx *pc)
 				       "probe '%s': 'every' (%s) must be longer than 'ramp' + "
 				       "'duration' (%s + %s), or the burst would overlap itself",
 				       pr->name, a, b, c);
+	} else if (pr->rate_iops) {
+		return check_burst_ios_length(p, pc);
 	} else if (pr->interval_ns <= pr->ramp_ns) {
 		return fail_at(p, pc->value[PK_EVERY] ? pc->value[PK_EVERY] : pc->value[PK_RAMP],
 			       "probe '%s': 'every' (%s) must be longer than 'ramp' (%s), or the "
@@ -1434,6 +1683,7 @@ static int parse_probe(struct parser *p, const yaml_node_t *item, unsigned idx)
 	p->refs[idx].target = pc.value[PK_TARGET];
 	p->refs[idx].writes = pr->kind == CFG_PROBE_PING ? pc.value[PK_OP] : pc.value[PK_RW];
 	p->refs[idx].ws = pc.value[PK_WORKING_SET];
+	p->refs[idx].bs = pc.value[PK_BLOCK_SIZE];
 	p->refs[idx].item = item;
 	return 0;
 }
@@ -1456,6 +1706,44 @@ static int parse_probes(struct parser *p, const yaml_node_t *n)
 			return r;
 	}
 	return 0;
+}
+
+/*
+ * A working set the probe can use, on a directory target (whose size is known
+ * here; a file's or a device's is known only when it is opened, and the probe
+ * says then what does not fit): at least the largest block, and for a
+ * sequential burst, where each job walks its own part (a whole number of
+ * blocks), a part per job of at least the largest block.
+ */
+static int check_working_set(struct parser *p, const struct cfg_probe *pr,
+			     const struct probe_refs *ref, const struct cfg_target *t)
+{
+	uint64_t ws = pr->working_set ? pr->working_set : t->size, part;
+	char a[32], b[32], c[32];
+
+	cfg_format_size(pr->block_size_max, b, sizeof(b));
+	if (ws < pr->block_size_max) { /* 'working_set' was checked: the whole target */
+		cfg_format_size(t->size, a, sizeof(a));
+		return fail_at(p, ref->bs,
+			       "probe '%s': %s'block_size' (%s) is larger than target '%s' (%s)",
+			       pr->name, pr->block_size_max != pr->block_size ? "the largest " : "",
+			       b, t->name, a);
+	}
+	if (pr->kind != CFG_PROBE_BURST || (pr->rw != CFG_RW_READ && pr->rw != CFG_RW_WRITE))
+		return 0;
+	/* A part is a whole number of blocks, and the largest is a multiple of the
+	 * smallest: it holds one when ws / jobs does. */
+	part = ws / pr->jobs;
+	if (part >= pr->block_size_max)
+		return 0;
+	cfg_format_size(ws, a, sizeof(a));
+	cfg_format_size(part, c, sizeof(c));
+	/* A sequential burst wrote its 'rw': ref->writes is not NULL. */
+	return fail_at(p, ref->ws ? ref->ws : ref->writes,
+		       "probe '%s': with 'rw: %s' each of the %u 'jobs' walks its own part of "
+		       "the working set (%s), and a part (%s) is smaller than %s'block_size' (%s)",
+		       pr->name, cfg_rw_name(pr->rw), pr->jobs, a, c,
+		       pr->block_size_max != pr->block_size ? "the largest " : "", b);
 }
 
 /* Cross-references, once every target and probe is read. */
@@ -1505,6 +1793,12 @@ static int resolve_probes(struct parser *p)
 				       "probe '%s': 'working_set' (%s) is larger than the size of "
 				       "target '%s' (%s)",
 				       pr->name, a, t->name, b);
+		}
+		if (t->kind == CFG_TARGET_DIRECTORY) {
+			int r = check_working_set(p, pr, ref, t);
+
+			if (r < 0)
+				return r;
 		}
 	}
 	return 0;
@@ -1645,6 +1939,49 @@ static void set_defaults(struct config *c)
 	c->native_zero_threshold_ns = 0;
 }
 
+/*
+ * libyaml (0.2.5) has no limit on nesting, and its scanner costs time quadratic
+ * in the depth: "[[[[..." 100,000 deep takes it a minute to refuse. A schedule is
+ * three levels deep. One pass over the events, before the document is built,
+ * stops at the first collection deeper than CFG_MAX_DEPTH; the scanner looks
+ * ahead a bounded distance, so that takes microseconds whatever follows. A
+ * syntax error is left for the document loader to report, as before.
+ */
+static int check_depth(struct parser *p, const char *text, size_t len)
+{
+	yaml_parser_t yp;
+	yaml_event_t ev;
+	unsigned depth = 0;
+	int r = 0;
+
+	if (!yaml_parser_initialize(&yp)) {
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s: out of memory", p->name);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+	while (yaml_parser_parse(&yp, &ev)) {
+		yaml_event_type_t type = ev.type;
+
+		if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) {
+			if (++depth > CFG_MAX_DEPTH) {
+				snprintf(p->err->msg, sizeof(p->err->msg),
+					 "%s:%zu:%zu: lists and mappings nested more than %u deep, "
+					 "the limit for a configuration file",
+					 p->name, ev.start_mark.line + 1, ev.start_mark.column + 1,
+					 CFG_MAX_DEPTH);
+				r = -EINVAL;
+			}
+		} else if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT) {
+			depth--;
+		}
+		yaml_event_delete(&ev);
+		if (r < 0 || type == YAML_STREAM_END_EVENT)
+			break;
+	}
+	yaml_parser_delete(&yp);
+	return r;
+}
+
 int cfg_load_string(const char *name, const char *text, size_t len, struct config **out,
 		    struct cfg_error *err)
 {
@@ -1659,6 +1996,9 @@ int cfg_load_string(const char *name, const char *text, size_t len, struct confi
 	if (!out || !text)
 		return -EINVAL;
 	*out = NULL;
+	r = check_depth(&p, text, len);
+	if (r < 0)
+		return r;
 	if (!yaml_parser_initialize(&yp)) {
 		snprintf(p.err->msg, sizeof(p.err->msg), "%s: out of memory", p.name);
 		return -ENOMEM;
@@ -1714,11 +2054,29 @@ out_doc:
 	return r;
 }
 
+/* What a path that is not a regular file is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return "something else";
+}
+
 int cfg_load_file(const char *path, struct config **out, struct cfg_error *err)
 {
 	struct cfg_error dummy;
+	const char *kind = NULL;
 	char *buf = NULL, *nb;
 	size_t len = 0, cap = 0;
+	struct stat st;
 	int fd, r;
 
 	if (!err)
@@ -1727,12 +2085,31 @@ int cfg_load_file(const char *path, struct config **out, struct cfg_error *err)
 	if (!out || !path)
 		return -EINVAL;
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/*
+	 * A reload must not hang on the file: O_NONBLOCK, so that opening a FIFO does
+	 * not wait for a writer (nor a file under a lease for its holder), and nothing
+	 * but a regular file is read at all (a FIFO, a terminal or a device may never
+	 * reach end of file).
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		r = -errno;
 		goto fail;
 	}
-	/* Read to EOF rather than trusting st_size: /dev/stdin and pipes work too. */
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto fail_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		kind = file_kind(st.st_mode);
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		goto fail_close;
+	}
+	if (st.st_size > (off_t)CFG_FILE_MAX) {
+		r = -EFBIG;
+		goto fail_close;
+	}
+	/* Read to EOF rather than trusting st_size: the file may grow meanwhile. */
 	for (;;) {
 		ssize_t n;
 
@@ -1771,7 +2148,16 @@ fail_close:
 	close(fd);
 fail:
 	free(buf);
-	snprintf(err->msg, sizeof(err->msg), "%s: cannot read: %s", path, strerror(-r));
+	if (kind)
+		snprintf(err->msg, sizeof(err->msg),
+			 "%s: cannot read: it is %s, not a regular file", path, kind);
+	else if (r == -EFBIG)
+		snprintf(err->msg, sizeof(err->msg),
+			 "%s: cannot read: larger than " CFG_FILE_MAX_NAME
+			 ", the limit for a configuration file",
+			 path);
+	else
+		snprintf(err->msg, sizeof(err->msg), "%s: cannot read: %s", path, strerror(-r));
 	return r;
 }
 
@@ -1785,8 +2171,10 @@ void cfg_free(struct config *c)
 {
 	if (!c)
 		return;
-	for (unsigned i = 0; c->targets && i < c->n_targets; i++)
+	for (unsigned i = 0; c->targets && i < c->n_targets; i++) {
 		free(c->targets[i].path);
+		free(c->targets[i].mount_path);
+	}
 	free(c->targets);
 	free(c->probes);
 	free(c->source);
@@ -1810,14 +2198,28 @@ static void print_str(FILE *f, const char *s)
 	}
 	fputc('"', f);
 	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+		const unsigned char *u = (const unsigned char *)s;
 
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\x%02x", ch);
-		else
-			fputc(ch, f);
+		/* Escaped: what a double-quoted YAML scalar may not hold as it is
+		 * (C0 and C1 controls, DEL) or would read back otherwise (NEL, the
+		 * line and paragraph separators fold like line breaks; a BOM is
+		 * dropped). */
+		if (u[0] == '"' || u[0] == '\\')
+			fprintf(f, "\\%c", u[0]);
+		else if (u[0] < 0x20 || u[0] == 0x7f)
+			fprintf(f, "\\x%02x", u[0]);
+		else if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) {
+			fprintf(f, "\\x%02x", u[1]); /* U+0080..U+009F */
+			s += 1;
+		} else if (u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) {
+			fputs(u[2] == 0xa8 ? "\\u2028" : "\\u2029", f);
+			s += 2;
+		} else if (u[0] == 0xef && u[1] == 0xbb && u[2] == 0xbf) {
+			fputs("\\ufeff", f);
+			s += 2;
+		} else {
+			fputc(u[0], f);
+		}
 	}
 	fputc('"', f);
 }
@@ -1858,6 +2260,20 @@ static void print_target(const struct cfg_target *t, FILE *f)
 		fprintf(f, "    size: %s\n", buf);
 		cfg_format_size(t->layout_rate, buf, sizeof(buf));
 		fprintf(f, "    layout_rate: %s%s\n", buf, t->layout_rate ? "/s" : "");
+		if (t->keep_free_fraction > 0)
+			cfg_format_percent(t->keep_free_fraction, buf, sizeof(buf));
+		else
+			cfg_format_size(t->keep_free_bytes, buf, sizeof(buf));
+		fprintf(f, "    keep_free: %s\n", buf);
+		fputs("    require_mount: ", f);
+		if (t->require_mount == CFG_MOUNT_PATH)
+			print_path(f, t->mount_path ? t->mount_path : "");
+		else
+			fputs(t->require_mount == CFG_MOUNT_AUTO   ? "auto"
+			      : t->require_mount == CFG_MOUNT_SELF ? "true"
+								   : "false",
+			      f);
+		fputc('\n', f);
 	}
 	fprintf(f, "    direct: %s\n", t->direct ? "true" : "false");
 	fprintf(f, "    allow_memory_backed: %s\n", t->allow_memory_backed ? "true" : "false");
@@ -1977,6 +2393,23 @@ int cfg_probe_index(const struct config *c, const char *name)
 	return -1;
 }
 
+/* NULL and "" alike: a path that is not set. */
+static bool str_same(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+bool cfg_target_same(const struct cfg_target *a, const struct cfg_target *b)
+{
+	return strcmp(a->name, b->name) == 0 && a->kind == b->kind && str_same(a->path, b->path) &&
+	       a->size == b->size && a->direct == b->direct &&
+	       a->allow_memory_backed == b->allow_memory_backed &&
+	       a->allow_device_writes == b->allow_device_writes &&
+	       a->layout_rate == b->layout_rate && a->require_mount == b->require_mount &&
+	       str_same(a->mount_path, b->mount_path) && a->keep_free_bytes == b->keep_free_bytes &&
+	       a->keep_free_fraction == b->keep_free_fraction;
+}
+
 bool cfg_probe_writes(const struct cfg_probe *p)
 {
 	if (!p)
@@ -1984,6 +2417,15 @@ bool cfg_probe_writes(const struct cfg_probe *p)
 	if (p->kind == CFG_PROBE_PING)
 		return p->op == CFG_OP_WRITE;
 	return p->rw == CFG_RW_RANDWRITE || p->rw == CFG_RW_RANDRW || p->rw == CFG_RW_WRITE;
+}
+
+uint64_t cfg_burst_buffer_bytes(const struct cfg_probe *p)
+{
+	uint64_t buf = (p->block_size_max + CFG_BURST_BUF_ALIGN - 1) & ~(CFG_BURST_BUF_ALIGN - 1);
+
+	/* Within the schema's limits (jobs <= 64, iodepth <= 256, 16MiB) this is at
+	 * most 2^38: callers with unchecked values check the ranges first. */
+	return (uint64_t)p->jobs * p->iodepth * buf;
 }
 
 const char *cfg_op_name(enum cfg_op op)

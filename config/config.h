@@ -34,6 +34,7 @@
 #define CFG_MAX_TARGETS	    64
 #define CFG_MAX_PROBES	    256
 #define CFG_MAX_BUCKETS	    64
+#define CFG_MAX_DEPTH	    64 /* lists and mappings inside each other (YAML nesting) */
 #define CFG_MIN_INTERVAL_NS 1000000ULL	      /* 1ms */
 #define CFG_MAX_INTERVAL_NS 86400000000000ULL /* 24h */
 #define CFG_MIN_TIMEOUT_NS  1000000ULL	      /* 1ms */
@@ -51,6 +52,29 @@
 #define CFG_MIN_EVERY_NS    1000000000ULL     /* 1s */
 #define CFG_MAX_EVERY_NS    86400000000000ULL /* 24h */
 #define CFG_MAX_LAYOUT_RATE (1ULL << 40)      /* bytes per second */
+/*
+ * A burst's I/O buffers: jobs x iodepth x the largest block_size, each buffer
+ * rounded up to CFG_BURST_BUF_ALIGN (cfg_burst_buffer_bytes()). They exist only
+ * while the burst runs, but then they are resident (faulted in before the clock
+ * starts) and, on io_uring, may be pinned. 256MiB still fits the largest
+ * random-I/O burst (64 jobs x 256 x 16KiB) and a heavy sequential one (4 jobs x
+ * 64 x 1MiB, or 16MiB blocks at a total depth of 16); more does not measure a
+ * device any better, and a monitoring agent that may take more than that on a
+ * small VM or a busy database host is a hazard in itself. One lane runs one
+ * burst at a time, so this bounds a target's share.
+ */
+#define CFG_MAX_BURST_BUFFER (256ULL << 20)
+#define CFG_BURST_BUF_ALIGN  4096ULL /* buffer alignment and rounding, for O_DIRECT */
+/*
+ * The slowest throttled layout, bytes per second (0 is unthrottled). Slower
+ * buys nothing: no disk notices 1MiB/s, while the default 64MiB file would
+ * already take a minute and the largest one 12 days; and below 64KiB/s each
+ * layout write (at least 4KiB) is paid for by a pause of more than 1/16 s, in
+ * which a stop or reload is not seen.
+ */
+#define CFG_MIN_LAYOUT_RATE	       (1ULL << 20)
+#define CFG_MAX_KEEP_FREE_FRACTION     0.9  /* 'keep_free' as a percentage: at most 90% */
+#define CFG_DEFAULT_KEEP_FREE_FRACTION 0.05 /* 'keep_free: 5%' */
 
 #define CFG_DEFAULT_LISTEN	"127.0.0.1:10035"
 #define CFG_DEFAULT_TARGET_SIZE (64ULL << 20)  /* see README: on-device caches */
@@ -91,11 +115,11 @@ enum cfg_rw {
 
 /* Whether a directory target must be on a mounted filesystem ('require_mount'). */
 enum cfg_require_mount {
-	CFG_MOUNT_AUTO,	 /* default: when /etc/fstab ($IOPULSE_FSTAB) lists a mount point
-			  * at or above the directory, that filesystem must be mounted there */
-	CFG_MOUNT_NO,	 /* false: no check */
-	CFG_MOUNT_SELF,	 /* true: the directory itself must be a mount point */
-	CFG_MOUNT_PATH,	 /* a path: that mount point must be mounted and hold the directory */
+	CFG_MOUNT_AUTO, /* default: when /etc/fstab ($IOPULSE_FSTAB) lists a mount point
+			 * at or above the directory, that filesystem must be mounted there */
+	CFG_MOUNT_NO,	/* false: no check */
+	CFG_MOUNT_SELF, /* true: the directory itself must be a mount point */
+	CFG_MOUNT_PATH, /* a path: that mount point must be mounted and hold the directory */
 };
 
 enum cfg_op {
@@ -122,14 +146,14 @@ struct cfg_target {
 	bool allow_memory_backed; /* allow tmpfs/ramfs (measures RAM), default false */
 	bool allow_device_writes; /* device: write probes allowed (destroys data), default false */
 	uint64_t layout_rate; /* directory: probe-file layout, bytes per second; 0 = unthrottled */
-	enum cfg_require_mount require_mount; /* directory: see enum */
+	enum cfg_require_mount require_mount; /* directory: see enum; others: CFG_MOUNT_NO */
 	char *mount_path;		      /* CFG_MOUNT_PATH: the mount point; else NULL */
 	/* directory: a layout never leaves less than max(keep_free_bytes,
 	 * keep_free_fraction x filesystem size) free ('keep_free': a size or a
-	 * percentage, default 5%); one of the two is 0. */
+	 * percentage, default 5%); one of the two is 0, both on other targets. */
 	uint64_t keep_free_bytes;
 	double keep_free_fraction;
-	struct cfg_pos pos;   /* of the list item */
+	struct cfg_pos pos; /* of the list item */
 };
 
 struct cfg_probe {
@@ -210,8 +234,18 @@ int cfg_probe_index(const struct config *c, const char *name);
  */
 int cfg_parse_listen(const char *s, char *host, size_t host_len, uint16_t *port);
 
+/*
+ * Whether two targets have the same definition: every key, not the position in
+ * the file. A reload keeps a target's lane (and its state) only when it is.
+ */
+bool cfg_target_same(const struct cfg_target *a, const struct cfg_target *b);
+
 /* Whether the probe writes (a write ping, or a burst with randwrite/randrw/write). */
 bool cfg_probe_writes(const struct cfg_probe *p);
+
+/* The memory a burst's I/O buffers take while it runs (see CFG_MAX_BURST_BUFFER):
+ * jobs x iodepth x block_size_max, each buffer rounded up to CFG_BURST_BUF_ALIGN. */
+uint64_t cfg_burst_buffer_bytes(const struct cfg_probe *p);
 
 /* Names for enums, for messages and labels. */
 const char *cfg_op_name(enum cfg_op op);
@@ -221,14 +255,17 @@ const char *cfg_rw_name(enum cfg_rw rw);
 
 /*
  * Units (config/units.c). Each parses the whole string or fails; returns 0, or
- * -EINVAL (malformed) / -ERANGE (overflow), never logs.
+ * -EINVAL (malformed) / -ERANGE (overflow) / -EDOM (durations: units repeated or
+ * out of order), never logs.
  *
  * Sizes are binary as in fio: "4096", "4k", "4K", "4KiB", "1m", "1MiB", "1g",
  * "1GiB", "1t", "1TiB", optional trailing "B" after a bare number ("512B").
- * "KB", "MB" ... are rejected as ambiguous (-EINVAL).
+ * "KB", "MB" ... are rejected as ambiguous, and "kib", "KIB" ... as misspelt
+ * (-EINVAL): the IEC units are written KiB, MiB, GiB, TiB only.
  * Durations: a sequence of <number><unit> with units ns, us, ms, s, m, h, d
  * ("500ms", "10s", "1m30s"); a bare number is an error (no unit). Decimal
- * fractions allowed ("1.5s").
+ * fractions allowed ("1.5s"). Each unit at most once, largest first: "1s1s"
+ * and "30s1m" are -EDOM.
  * Percentages: "75%", "12.5%" -> 0.75, 0.125; range 0..100%.
  * Counts (cfg_parse_uint): plain decimal digits only, "32"; no sign, fraction or unit.
  */
@@ -239,6 +276,8 @@ int cfg_parse_percent(const char *s, double *out);
 
 /* Formats for cfg_print() and messages: "4KiB", "64MiB", "4097"; "500ms", "10s", "1m30s". */
 void cfg_format_size(uint64_t bytes, char *buf, size_t len);
+/* For people, not for reading back: "1.5 MiB", "410.0 KiB", "512 B". */
+void cfg_format_bytes(double bytes, char *buf, size_t len);
 void cfg_format_duration(uint64_t ns, char *buf, size_t len);
 /* "70%", "12.5%": the shortest form cfg_parse_percent() reads back to @fraction exactly. */
 void cfg_format_percent(double fraction, char *buf, size_t len);

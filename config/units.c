@@ -98,11 +98,17 @@ int cfg_parse_size(const char *s, uint64_t *out)
 	if (*s == 'B' && s[1] == '\0') {
 		s++;
 	} else if (*s) {
-		if (size_multiplier(*s, &mult) < 0)
+		char unit = *s;
+
+		if (size_multiplier(unit, &mult) < 0)
 			return -EINVAL;
 		s++;
-		/* "k" or "KiB"; "KB" is rejected: 1000 or 1024 is anyone's guess. */
-		if ((s[0] == 'i' || s[0] == 'I') && (s[1] == 'B' || s[1] == 'b'))
+		/*
+		 * "k", "K" or "KiB" spelt as IEC 80000-13 does; "KB" is rejected:
+		 * 1000 or 1024 is anyone's guess. So are "kib", "KIB", "kiB": one
+		 * spelling per unit, so that a grep for "MiB" finds them all.
+		 */
+		if (unit >= 'A' && unit <= 'Z' && s[0] == 'i' && s[1] == 'B')
 			s += 2;
 	}
 	if (*s)
@@ -134,7 +140,8 @@ static int duration_unit(const char *u, size_t n, uint64_t *mult)
 
 int cfg_parse_duration(const char *s, uint64_t *out_ns)
 {
-	uint64_t total = 0;
+	uint64_t total = 0, prev = UINT64_MAX;
+	bool misordered = false;
 	int r;
 
 	if (!s || !*s)
@@ -164,11 +171,19 @@ int cfg_parse_duration(const char *s, uint64_t *out_ns)
 			s++;
 		if (s == unit || duration_unit(unit, (size_t)(s - unit), &mult) < 0)
 			return -EINVAL;
+		/* "1s1s", "30s1m": each unit once, largest first, as we print them. */
+		if (mult >= prev)
+			misordered = true;
+		prev = mult;
+		if (misordered)
+			continue;
 		if (__builtin_mul_overflow(whole, mult, &v) ||
 		    __builtin_add_overflow(v, (uint64_t)(frac * mult / scale), &v) ||
 		    __builtin_add_overflow(total, v, &total))
 			return -ERANGE;
 	}
+	if (misordered)
+		return -EDOM;
 	*out_ns = total;
 	return 0;
 }
@@ -247,6 +262,18 @@ void cfg_format_size(uint64_t bytes, char *buf, size_t len)
 		}
 	}
 	snprintf(buf, len, "%llu", (unsigned long long)bytes);
+}
+
+void cfg_format_bytes(double bytes, char *buf, size_t len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	unsigned u = 0;
+
+	while (bytes >= 1024 && u < 4) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
 }
 
 void cfg_format_duration(uint64_t ns, char *buf, size_t len)

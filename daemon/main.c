@@ -109,6 +109,10 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
+			if (!*optarg) {
+				fprintf(stderr, "iopulse %s: --config: empty file name\n", argv[0]);
+				return EX_USAGE;
+			}
 			o->config = optarg;
 			break;
 		case 'l':
@@ -201,6 +205,10 @@ static int cmd_probe(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+c:n:i:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
+			if (!*optarg) {
+				fputs("iopulse probe: --config: empty file name\n", stderr);
+				return EX_USAGE;
+			}
 			config = optarg;
 			break;
 		case 'n':

@@ -195,18 +195,6 @@ static void fmt_time(char *buf, size_t len, uint64_t ns)
 		snprintf(buf, len, "%.2f s", ns / 1e9);
 }
 
-static void fmt_bytes(char *buf, size_t len, double b)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	unsigned u = 0;
-
-	while (b >= 1024 && u < 4) {
-		b /= 1024;
-		u++;
-	}
-	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
-}
-
 static void fmt_rate(char *buf, size_t len, double v)
 {
 	if (v >= 1e6)
@@ -233,11 +221,11 @@ static void print_human(const struct probe_sum *ps)
 			continue;
 		fmt_time(a, sizeof(a), s->io_ns);
 		fmt_time(b, sizeof(b), ps->wall_ns);
-		fmt_bytes(c, sizeof(c), (double)s->bytes);
+		cfg_format_bytes((double)s->bytes, c, sizeof(c));
 		printf("%s: %" PRIu64 " requests completed in %s (%s wall), %s", op_names[op],
 		       s->ios, a, b, c);
 		fmt_rate(a, sizeof(a), secs > 0 ? s->ios / secs : 0);
-		fmt_bytes(b, sizeof(b), secs > 0 ? s->bytes / secs : 0);
+		cfg_format_bytes(secs > 0 ? s->bytes / secs : 0, b, sizeof(b));
 		printf(", %s iops, %s/s", a, b);
 		if (s->errors || s->short_ios)
 			printf(", %" PRIu64 " errors, %" PRIu64 " short", s->errors, s->short_ios);

@@ -463,10 +463,7 @@ static void drain(int fd)
 
 static bool target_same(const struct cfg_target *a, const struct cfg_target *b)
 {
-	return strcmp(a->name, b->name) == 0 && a->kind == b->kind &&
-	       strcmp(a->path, b->path) == 0 && a->size == b->size && a->direct == b->direct &&
-	       a->allow_memory_backed == b->allow_memory_backed &&
-	       a->allow_device_writes == b->allow_device_writes && a->layout_rate == b->layout_rate;
+	return cfg_target_same(a, b);
 }
 
 /* Same definition: every field but the position in the file, and the same target. */

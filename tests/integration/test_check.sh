@@ -72,6 +72,20 @@ for f in "${bad[@]}"; do
 	note "rejected: $(head -n 1 "$ERR")"
 done
 
+# What `run` could not do, `check` refuses, naming the keys and the figures.
+declare -A want_msg=(
+	[burst-buffers-too-big]="12:17: probe 'huge': the I/O buffers of 'jobs' x 'iodepth' x 'block_size' (64 x 256 x 16MiB = 256GiB) must be at most 256MiB"
+	[burst-sequential-part]="13:18: probe 'seq': with 'rw: read' each of the 2 'jobs' walks its own part of the working set (1MiB), and a part (512KiB) is smaller than the largest 'block_size' (1MiB)"
+	[burst-ios-rate-too-long]="10:16: probe 'slow': 'ios' at 'rate_iops' (1000000000 at 1 per second) take 277777h46m40s, longer than a burst may run (10m)"
+)
+for name in "${!want_msg[@]}"; do
+	f="$SOURCE_DIR/tests/configs/bad/$name.yaml"
+	run_cli "bad-$name-msg" check --config "$f"
+	((RC == 78)) || fail "iopulse check --config $f: status $RC, want 78"
+	grep -qxF "$f:${want_msg[$name]}" "$ERR" ||
+		fail "iopulse check --config $f: want '$f:${want_msg[$name]}' on stderr"
+done
+
 # ---- the embedded default ---------------------------------------------------
 
 run_cli default check
@@ -97,6 +111,13 @@ run_cli run-bogus run --bogus --listen 127.0.0.1:0
 ((RC == 64)) || fail "iopulse run --bogus: status $RC, want 64"
 run_cli check-bogus check --bogus
 ((RC == 64)) || fail "iopulse check --bogus: status $RC, want 64"
+# An empty file name is a usage error, not a file that cannot be read.
+for cmd in check run probe; do
+	run_cli "$cmd-empty-config" "$cmd" --config ""
+	((RC == 64)) || fail "iopulse $cmd --config '': status $RC, want 64"
+	grep -qx "iopulse $cmd: --config: empty file name" "$ERR" ||
+		fail "iopulse $cmd --config '': no 'iopulse $cmd: --config: empty file name' on stderr"
+done
 
 # ---- version and help ---------------------------------------------------------
 

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -152,7 +155,8 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:2:10: missing value for 'name'"},
 	{"target_unknown_key", "targets:\n  - name: disk\n    dir: /srv/x\n" P,
 	 "t.yaml:3:5: unknown key 'dir' in target (valid keys: name, directory, file, device, "
-	 "size, layout_rate, direct, allow_memory_backed, allow_device_writes)"},
+	 "size, layout_rate, keep_free, require_mount, direct, allow_memory_backed, "
+	 "allow_device_writes)"},
 	{"target_unknown_key_suggest", "targets:\n  - name: disk\n    directroy: /srv/x\n" P,
 	 "t.yaml:3:5: unknown key 'directroy' in target, did you mean 'directory'?"},
 	{"target_both_kinds", "targets:\n  - name: disk\n    directory: /srv/x\n    file: /f\n" P,
@@ -344,6 +348,163 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:4:5: 'layout_rate' is only valid on directory targets: target 'dev' is a device, "
 	 "which iopulse never lays out"},
 
+	/* layout_rate: slower than 1MiB/s only delays the first measurement */
+	{"layout_rate_one_byte", T "    layout_rate: 1\n" P,
+	 "t.yaml:4:18: 'layout_rate' must be at least 1MiB/s, or 0 for no limit, got 1/s"},
+	{"layout_rate_just_below_min", T "    layout_rate: 1023KiB/s\n" P,
+	 "t.yaml:4:18: 'layout_rate' must be at least 1MiB/s, or 0 for no limit, got 1023KiB/s"},
+	{"layout_rate_lowercase_iec", T "    layout_rate: 32mib/s\n" P,
+	 "t.yaml:4:18: invalid rate '32mib/s' for 'layout_rate': write '32MiB/s' (binary units "
+	 "are KiB, MiB, GiB and TiB, or k, m, g and t)"},
+
+	/* IEC units have one spelling */
+	{"size_lowercase_iec", T "    size: 64mib\n" P,
+	 "t.yaml:4:11: invalid size '64mib' for 'size': write '64MiB' (binary units are KiB, MiB, "
+	 "GiB and TiB, or k, m, g and t)"},
+	{"size_uppercase_iec", T "    size: 1GIB\n" P,
+	 "t.yaml:4:11: invalid size '1GIB' for 'size': write '1GiB' (binary units are KiB, MiB, "
+	 "GiB and TiB, or k, m, g and t)"},
+	{"block_size_lowercase_iec", T P "    block_size: 4kib\n",
+	 "t.yaml:8:17: invalid size '4kib' for 'block_size': write '4KiB' (binary units are KiB, "
+	 "MiB, GiB and TiB, or k, m, g and t)"},
+	{"block_size_range_miscased_iec", T B "    block_size: 2kiB-16KiB\n",
+	 "t.yaml:8:17: invalid size '2kiB' for 'block_size' range '2kiB-16KiB': write '2KiB' "
+	 "(binary units are KiB, MiB, GiB and TiB, or k, m, g and t)"},
+	{"working_set_miscased_iec", T P "    working_set: 1Mib\n",
+	 "t.yaml:8:18: invalid size '1Mib' for 'working_set': write '1MiB' (binary units are KiB, "
+	 "MiB, GiB and TiB, or k, m, g and t)"},
+
+	/* durations: each unit once, largest first */
+	{"interval_repeated_unit", T P "    interval: 1s1s\n",
+	 "t.yaml:8:15: invalid duration '1s1s' for 'interval': write each unit once, largest "
+	 "first, as in 1h30m or 1s500ms"},
+	{"every_units_ascending", T B "    every: 30s1m\n",
+	 "t.yaml:8:12: invalid duration '30s1m' for 'every': write each unit once, largest first, "
+	 "as in 1h30m or 1s500ms"},
+	{"buckets_repeated_unit", "buckets: [1ms500us500us]\n" T P,
+	 "t.yaml:1:11: invalid duration '1ms500us500us' for 'buckets': write each unit once, "
+	 "largest first, as in 1h30m or 1s500ms"},
+
+	/* environment expansion */
+	{"target_env_empty_name", "targets:\n  - name: disk\n    directory: /srv/${}/x\n" P,
+	 "t.yaml:3:16: empty variable name '${}' in 'directory': use ${NAME} or "
+	 "${NAME:-fallback}, or $$ for a literal '$'"},
+	{"require_mount_env_empty_name", T "    require_mount: ${}\n" P,
+	 "t.yaml:4:20: empty variable name '${}' in 'require_mount': use ${NAME} or "
+	 "${NAME:-fallback}, or $$ for a literal '$'"},
+
+	/* NUL bytes: a C string would end there, silently */
+	{"nul_directory", "targets:\n  - name: disk\n    directory: \"/tmp/a\\0b\"\n" P,
+	 "t.yaml:3:16: 'directory' must not contain a NUL byte (\\0)"},
+	{"nul_file_hex", "targets:\n  - name: db\n    file: \"/db\\x00.bak\"\n" P,
+	 "t.yaml:3:11: 'file' must not contain a NUL byte (\\0)"},
+	{"nul_device_unicode", "targets:\n  - name: dev\n    device: \"/dev/vdb\\u0000\"\n" PD,
+	 "t.yaml:3:13: 'device' must not contain a NUL byte (\\0)"},
+	{"nul_target_name", "targets:\n  - name: \"disk\\0x\"\n    directory: /srv/x\n" P,
+	 "t.yaml:2:11: 'name' must not contain a NUL byte (\\0)"},
+	{"nul_probe_target", T "probes:\n  - name: p1\n    type: ping\n    target: \"disk\\0x\"\n",
+	 "t.yaml:7:13: 'target' must not contain a NUL byte (\\0)"},
+	{"nul_type", T "probes:\n  - name: p1\n    type: \"ping\\0\"\n    target: disk\n",
+	 "t.yaml:6:11: 'type' must not contain a NUL byte (\\0)"},
+	{"nul_engine_null", T P "    engine: \"null\\0x\"\n",
+	 "t.yaml:8:13: 'engine' must not contain a NUL byte (\\0)"},
+	{"nul_engine", T P "    engine: \"sync\\0\"\n",
+	 "t.yaml:8:13: 'engine' must not contain a NUL byte (\\0)"},
+	{"nul_op", T P "    op: \"write\\0\"\n",
+	 "t.yaml:8:9: 'op' must not contain a NUL byte (\\0)"},
+	{"nul_listen", "listen: \"127.0.0.1:1\\0\"\n" T P,
+	 "t.yaml:1:9: 'listen' must not contain a NUL byte (\\0)"},
+	{"nul_size", T "    size: \"64MiB\\0junk\"\n" P,
+	 "t.yaml:4:11: 'size' must not contain a NUL byte (\\0)"},
+	{"nul_layout_rate", T "    layout_rate: \"0\\0\"\n" P,
+	 "t.yaml:4:18: 'layout_rate' must not contain a NUL byte (\\0)"},
+	{"nul_interval", T P "    interval: \"1s\\0\"\n",
+	 "t.yaml:8:15: 'interval' must not contain a NUL byte (\\0)"},
+	{"nul_bucket", "buckets: [1ms, \"2ms\\0\"]\n" T P,
+	 "t.yaml:1:16: 'buckets' must not contain a NUL byte (\\0)"},
+	{"nul_rw", T B "    rw: \"randread\\0\"\n",
+	 "t.yaml:8:9: 'rw' must not contain a NUL byte (\\0)"},
+	{"nul_block_size_range", T B "    block_size: \"2k\\0-16k\"\n",
+	 "t.yaml:8:17: 'block_size' must not contain a NUL byte (\\0)"},
+	{"nul_native_schema", "native_histogram_schema: \"3\\0\"\n" T P,
+	 "t.yaml:1:26: 'native_histogram_schema' must not contain a NUL byte (\\0)"},
+	{"nul_direct", T "    direct: \"true\\0\"\n" P,
+	 "t.yaml:4:13: 'direct' must not contain a NUL byte (\\0)"},
+	{"nul_keep_free", T "    keep_free: \"5%\\0\"\n" P,
+	 "t.yaml:4:16: 'keep_free' must not contain a NUL byte (\\0)"},
+	{"nul_require_mount", T "    require_mount: \"/mnt\\0/x\"\n" P,
+	 "t.yaml:4:20: 'require_mount' must not contain a NUL byte (\\0)"},
+	{"nul_key", "targets:\n  - name: disk\n    \"directory\\0x\": /srv/x\n" P,
+	 "t.yaml:3:5: keys in target must not contain a NUL byte (\\0)"},
+	{"nul_top_key", "\"listen\\0\": x\n" T P,
+	 "t.yaml:1:1: keys at top level must not contain a NUL byte (\\0)"},
+
+	/* require_mount */
+	{"require_mount_relative", T "    require_mount: mnt/data\n" P,
+	 "t.yaml:4:20: 'require_mount' must be true, false, auto or the absolute path of a mount "
+	 "point, got 'mnt/data'"},
+	{"require_mount_yes", T "    require_mount: yes\n" P,
+	 "t.yaml:4:20: 'require_mount' must be true, false, auto or the absolute path of a mount "
+	 "point, got 'yes'"},
+	{"require_mount_empty_string", T "    require_mount: \"\"\n" P,
+	 "t.yaml:4:20: 'require_mount' must be true, false, auto or the absolute path of a mount "
+	 "point, got ''"},
+	{"require_mount_env_relative", T "    require_mount: ${IOPULSE_TEST_UNSET:-mnt}\n" P,
+	 "t.yaml:4:20: 'require_mount' must be true, false, auto or the absolute path of a mount "
+	 "point, got 'mnt'"},
+	{"require_mount_env_unset", T "    require_mount: ${IOPULSE_TEST_UNSET}/mnt\n" P,
+	 "t.yaml:4:20: environment variable 'IOPULSE_TEST_UNSET' used in 'require_mount' is not "
+	 "set (write ${IOPULSE_TEST_UNSET:-fallback} to give a default)"},
+	{"require_mount_quoted_true", T "    require_mount: \"true\"\n" P,
+	 "t.yaml:4:20: 'require_mount' must be true or false without quotes, got 'true'"},
+	{"require_mount_list", T "    require_mount: [/mnt]\n" P,
+	 "t.yaml:4:20: 'require_mount' must be true, false, auto or a path, got a list"},
+	{"require_mount_null", T "    require_mount:\n" P,
+	 "t.yaml:4:19: missing value for 'require_mount'"},
+	{"require_mount_on_file",
+	 "targets:\n  - name: db\n    file: /db\n    require_mount: /srv\n"
+	 "probes:\n  - name: p1\n    type: ping\n    target: db\n",
+	 "t.yaml:4:5: 'require_mount' is only valid on directory targets: target 'db' is a file, "
+	 "and iopulse creates nothing beside it"},
+	{"require_mount_false_on_device", TD "    require_mount: false\n" PD,
+	 "t.yaml:4:5: 'require_mount' is only valid on directory targets: target 'dev' is a "
+	 "device, and iopulse creates nothing beside it"},
+
+	/* keep_free */
+	{"keep_free_over_90", T "    keep_free: 95%\n" P,
+	 "t.yaml:4:16: invalid percentage '95%' for 'keep_free': must be between 0% and 90%"},
+	{"keep_free_just_over_90", T "    keep_free: 90.001%\n" P,
+	 "t.yaml:4:16: invalid percentage '90.001%' for 'keep_free': must be between 0% and 90%"},
+	{"keep_free_over_100", T "    keep_free: 150%\n" P,
+	 "t.yaml:4:16: invalid percentage '150%' for 'keep_free': must be between 0% and 90%"},
+	{"keep_free_bad_percent", T "    keep_free: 5 %\n" P,
+	 "t.yaml:4:16: invalid percentage '5 %' for 'keep_free': expected a number and %, as in "
+	 "5% or 12.5%"},
+	{"keep_free_garbage", T "    keep_free: plenty\n" P,
+	 "t.yaml:4:16: invalid value 'plenty' for 'keep_free': expected a size, as in 2GiB, or a "
+	 "percentage of the filesystem, as in 5%"},
+	{"keep_free_fraction", T "    keep_free: 0.05\n" P,
+	 "t.yaml:4:16: invalid value '0.05' for 'keep_free': expected a size, as in 2GiB, or a "
+	 "percentage of the filesystem, as in 5%"},
+	{"keep_free_ambiguous", T "    keep_free: 2GB\n" P,
+	 "t.yaml:4:16: invalid size '2GB' for 'keep_free': 'GB' is ambiguous, write 'GiB' "
+	 "(binary, 1024-based) or a number of bytes"},
+	{"keep_free_miscased", T "    keep_free: 2gib\n" P,
+	 "t.yaml:4:16: invalid size '2gib' for 'keep_free': write '2GiB' (binary units are KiB, "
+	 "MiB, GiB and TiB, or k, m, g and t)"},
+	{"keep_free_overflow", T "    keep_free: 99999999999999999999\n" P,
+	 "t.yaml:4:16: invalid size '99999999999999999999' for 'keep_free': too large"},
+	{"keep_free_list", T "    keep_free: [5%]\n" P,
+	 "t.yaml:4:16: 'keep_free' must be a size or a percentage, got a list"},
+	{"keep_free_on_file",
+	 "targets:\n  - name: db\n    file: /db\n    keep_free: 1GiB\n"
+	 "probes:\n  - name: p1\n    type: ping\n    target: db\n",
+	 "t.yaml:4:5: 'keep_free' is only valid on directory targets: target 'db' is a file, "
+	 "which iopulse never lays out"},
+	{"keep_free_zero_on_device", TD "    keep_free: 0\n" PD,
+	 "t.yaml:4:5: 'keep_free' is only valid on directory targets: target 'dev' is a device, "
+	 "which iopulse never lays out"},
+
 	/* keys of the other kind of probe */
 	{"ping_rw", T P "    rw: randread\n",
 	 "t.yaml:8:5: 'rw' is a burst key; ping probes use 'op'"},
@@ -448,6 +609,45 @@ static const struct bad_case bad_cases[] = {
 	{"burst_every_ramp_ios", T B "    ios: 1000\n    ramp: 2m\n    every: 1m\n",
 	 "t.yaml:10:12: probe 'b1': 'every' (1m) must be longer than 'ramp' (2m), or the burst "
 	 "would overlap itself"},
+	/* 'ios' at 'rate_iops' last ios / rate_iops: as bounded as 'duration'. */
+	{"burst_ios_rate_too_long", T B "    ios: 1000000000\n    rate_iops: 1\n",
+	 "t.yaml:9:16: probe 'b1': 'ios' at 'rate_iops' (1000000000 at 1 per second) take "
+	 "277777h46m40s, longer than a burst may run (10m)"},
+	{"burst_ios_rate_over_every", T B "    ios: 6000\n    rate_iops: 100\n    every: 1m\n",
+	 "t.yaml:10:12: probe 'b1': 'every' (1m) must be longer than 'ramp' + 'ios' / "
+	 "'rate_iops' (0s + 1m), or the burst would overlap itself"},
+	{"burst_ios_rate_over_default_every",
+	 T B "    rate_iops: 100\n    ramp: 6m\n    ios: 60000\n",
+	 "t.yaml:10:10: probe 'b1': 'every' (15m) must be longer than 'ramp' + 'ios' / "
+	 "'rate_iops' (6m + 10m), or the burst would overlap itself"},
+
+	/* buffer memory: jobs x iodepth x the largest block, each rounded up to 4KiB */
+	{"burst_buffers_too_big", T B "    jobs: 64\n    iodepth: 256\n    block_size: 16m\n",
+	 "t.yaml:10:17: probe 'b1': the I/O buffers of 'jobs' x 'iodepth' x 'block_size' (64 x "
+	 "256 x 16MiB = 256GiB) must be at most 256MiB"},
+	{"burst_buffers_range", T B "    block_size: 4k-16m\n    iodepth: 32\n",
+	 "t.yaml:9:14: probe 'b1': the I/O buffers of 'jobs' x 'iodepth' x the largest "
+	 "'block_size' (1 x 32 x 16MiB = 512MiB) must be at most 256MiB"},
+	{"burst_buffers_rounded", T B "    block_size: 25088\n    jobs: 64\n    iodepth: 160\n",
+	 "t.yaml:10:14: probe 'b1': the I/O buffers of 'jobs' x 'iodepth' x 'block_size' (64 x "
+	 "160 x 28KiB, 25088 rounded up to 4KiB = 280MiB) must be at most 256MiB"},
+
+	/* what the working set must hold, when the target's size is known */
+	{"burst_sequential_part_below_block",
+	 T B "    rw: read\n    jobs: 2\n    block_size: 4k-1m\n    working_set: 1MiB\n",
+	 "t.yaml:11:18: probe 'b1': with 'rw: read' each of the 2 'jobs' walks its own part of "
+	 "the working set (1MiB), and a part (512KiB) is smaller than the largest 'block_size' "
+	 "(1MiB)"},
+	{"burst_sequential_part_of_target",
+	 "targets:\n  - name: disk\n    directory: /srv/x\n    size: 1MiB\n"
+	 "probes:\n  - name: b1\n    type: burst\n    target: disk\n"
+	 "    jobs: 4\n    block_size: 512k\n    rw: write\n",
+	 "t.yaml:11:9: probe 'b1': with 'rw: write' each of the 4 'jobs' walks its own part of "
+	 "the working set (1MiB), and a part (256KiB) is smaller than 'block_size' (512KiB)"},
+	{"ping_block_beyond_target",
+	 "targets:\n  - name: disk\n    directory: /srv/x\n    size: 1MiB\n"
+	 "probes:\n  - name: p1\n    type: ping\n    target: disk\n    block_size: 4m\n",
+	 "t.yaml:9:17: probe 'p1': 'block_size' (4MiB) is larger than target 'disk' (1MiB)"},
 
 	/* block_size ranges */
 	{"ping_block_size_range", T P "    block_size: 4k-16k\n",
@@ -560,6 +760,15 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 		assert_int_equal(x->allow_memory_backed, y->allow_memory_backed);
 		assert_int_equal(x->allow_device_writes, y->allow_device_writes);
 		assert_int_equal(x->layout_rate, y->layout_rate);
+		assert_int_equal(x->require_mount, y->require_mount);
+		if (x->mount_path || y->mount_path) {
+			assert_non_null(x->mount_path);
+			assert_non_null(y->mount_path);
+			assert_string_equal(x->mount_path, y->mount_path);
+		}
+		assert_int_equal(x->keep_free_bytes, y->keep_free_bytes);
+		assert_true(x->keep_free_fraction == y->keep_free_fraction);
+		assert_true(cfg_target_same(x, y));
 	}
 	assert_int_equal(a->n_probes, b->n_probes);
 	for (unsigned i = 0; i < a->n_probes; i++) {
@@ -648,6 +857,11 @@ static void test_defaults_filled(void **state)
 	assert_false(t->allow_memory_backed);
 	assert_false(t->allow_device_writes);
 	assert_int_equal(t->layout_rate, CFG_DEFAULT_LAYOUT_RATE);
+	assert_int_equal(t->require_mount, CFG_MOUNT_AUTO);
+	assert_null(t->mount_path);
+	assert_int_equal(t->keep_free_bytes, 0);
+	assert_true(t->keep_free_fraction == 0.05);
+	assert_true(t->keep_free_fraction == CFG_DEFAULT_KEEP_FREE_FRACTION);
 	assert_int_equal(t->pos.line, 2);
 	assert_int_equal(t->pos.col, 5);
 	assert_int_equal(c->n_probes, 1);
@@ -797,6 +1011,7 @@ static void test_burst_every_key(void **state)
 		    "  - name: edge\n    type: burst\n    target: big\n    rw: randrw\n"
 		    "    rwmix_read: 12.5%\n    block_size: 512-16MiB\n    duration: 10m\n"
 		    "    ramp: 9m59s\n    every: 19m59s1ms\n    engine: \"null\"\n"
+		    "    iodepth: 16\n" /* 16 x 16MiB: the most buffers a burst may take */
 		    "  - name: wping\n    type: ping\n    target: dev\n    op: write\n");
 	assert_int_equal(c->targets[0].layout_rate, 8 * MIB);
 	assert_int_equal(c->targets[1].kind, CFG_TARGET_DEVICE);
@@ -847,6 +1062,7 @@ static void test_burst_every_key(void **state)
 	assert_int_equal(p->block_size_max, CFG_MAX_BLOCK_SIZE);
 	assert_int_equal(p->duration_ns, CFG_MAX_DURATION_NS);
 	assert_string_equal(p->engine, "null");
+	assert_int_equal(cfg_burst_buffer_bytes(p), CFG_MAX_BURST_BUFFER);
 	p = &c->probes[4];
 	assert_int_equal(p->rw, CFG_RW_RANDWRITE);
 	assert_true(p->rwmix_read == 0.0);
@@ -897,6 +1113,8 @@ static void test_print_burst(void **state)
 				   "    directory: /srv/x\n"
 				   "    size: 64MiB\n"
 				   "    layout_rate: 0\n"
+				   "    keep_free: 5%\n"
+				   "    require_mount: auto\n"
 				   "    direct: true\n"
 				   "    allow_memory_backed: false\n"
 				   "  - name: dev\n"
@@ -975,7 +1193,8 @@ static void test_layout_rate_forms(void **state)
 		{"32MiB", 32 * MIB, "32MiB/s"},
 		{"0", 0, "0"},
 		{"0/s", 0, "0"},
-		{"1000/s", 1000, "1000/s"},
+		{"1048576/s", CFG_MIN_LAYOUT_RATE, "1MiB/s"},
+		{"1025KiB/s", 1025 * 1024, "1025KiB/s"},
 		{"1g/s", 1ULL << 30, "1GiB/s"},
 		{"1TiB/s", CFG_MAX_LAYOUT_RATE, "1TiB/s"},
 		/* Long forms are read whole, never cut short. */
@@ -997,6 +1216,125 @@ static void test_layout_rate_forms(void **state)
 		assert_print_reloads(c);
 		cfg_free(c);
 	}
+}
+
+/* Every form of 'require_mount' and 'keep_free', and what they are on other targets. */
+static void test_mount_and_keep_free(void **state)
+{
+	static const struct {
+		const char *yaml; /* the target's extra keys */
+		enum cfg_require_mount mount;
+		const char *mount_path;
+		uint64_t keep_bytes;
+		double keep_fraction;
+		const char *printed; /* the two lines cfg_print() writes */
+	} cases[] = {
+		{"", CFG_MOUNT_AUTO, NULL, 0, 0.05, "keep_free: 5%\n    require_mount: auto\n"},
+		{"require_mount: auto\n", CFG_MOUNT_AUTO, NULL, 0, 0.05,
+		 "keep_free: 5%\n    require_mount: auto\n"},
+		{"require_mount: 'auto'\n", CFG_MOUNT_AUTO, NULL, 0, 0.05,
+		 "keep_free: 5%\n    require_mount: auto\n"},
+		{"require_mount: true\n", CFG_MOUNT_SELF, NULL, 0, 0.05,
+		 "keep_free: 5%\n    require_mount: true\n"},
+		{"require_mount: false\n", CFG_MOUNT_NO, NULL, 0, 0.05,
+		 "keep_free: 5%\n    require_mount: false\n"},
+		{"require_mount: /srv\n", CFG_MOUNT_PATH, "/srv", 0, 0.05,
+		 "keep_free: 5%\n    require_mount: /srv\n"},
+		{"require_mount: /\n", CFG_MOUNT_PATH, "/", 0, 0.05,
+		 "keep_free: 5%\n    require_mount: /\n"},
+		{"require_mount: ${IOPULSE_TEST_MNT}\n", CFG_MOUNT_PATH, "/mnt/data", 0, 0.05,
+		 "keep_free: 5%\n    require_mount: /mnt/data\n"},
+		{"require_mount: ${IOPULSE_TEST_UNSET:-/mnt/x}/$$y\n", CFG_MOUNT_PATH, "/mnt/x/$y",
+		 0, 0.05, "keep_free: 5%\n    require_mount: \"/mnt/x/$$y\"\n"},
+		{"require_mount: '/mnt/a b'\n", CFG_MOUNT_PATH, "/mnt/a b", 0, 0.05,
+		 "keep_free: 5%\n    require_mount: \"/mnt/a b\"\n"},
+		{"keep_free: 0\n", CFG_MOUNT_AUTO, NULL, 0, 0, "keep_free: 0\n"},
+		{"keep_free: 0%\n", CFG_MOUNT_AUTO, NULL, 0, 0, "keep_free: 0\n"},
+		{"keep_free: 90%\n", CFG_MOUNT_AUTO, NULL, 0, 0.9, "keep_free: 90%\n"},
+		{"keep_free: 12.5%\n", CFG_MOUNT_AUTO, NULL, 0, 0.125, "keep_free: 12.5%\n"},
+		{"keep_free: 2GiB\n", CFG_MOUNT_AUTO, NULL, 2ULL << 30, 0, "keep_free: 2GiB\n"},
+		{"keep_free: 4097\n", CFG_MOUNT_AUTO, NULL, 4097, 0, "keep_free: 4097\n"},
+		{"keep_free: 1t\n    require_mount: /srv/x\n", CFG_MOUNT_PATH, "/srv/x", 1ULL << 40,
+		 0, "keep_free: 1TiB\n    require_mount: /srv/x\n"},
+	};
+	struct config *c;
+
+	(void)state;
+	setenv("IOPULSE_TEST_MNT", "/mnt/data", 1);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct cfg_target *t;
+		char *text;
+
+		c = load_okf(T "%s%s" P, *cases[i].yaml ? "    " : "", cases[i].yaml);
+		t = &c->targets[0];
+		assert_int_equal(t->require_mount, cases[i].mount);
+		if (cases[i].mount_path)
+			assert_string_equal(t->mount_path, cases[i].mount_path);
+		else
+			assert_null(t->mount_path);
+		assert_int_equal(t->keep_free_bytes, cases[i].keep_bytes);
+		assert_true(t->keep_free_fraction == cases[i].keep_fraction);
+		text = print_to_string(c);
+		if (!strstr(text, cases[i].printed))
+			fail_msg("'%s' printed as:\n%s", cases[i].yaml, text);
+		free(text);
+		assert_print_reloads(c);
+		cfg_free(c);
+	}
+	unsetenv("IOPULSE_TEST_MNT");
+
+	/* File and device targets create nothing: no check, no reserve, nothing printed. */
+	c = load_ok("targets:\n  - name: db\n    file: /db\n  - name: dev\n    device: /dev/vdb\n"
+		    "probes:\n  - name: p\n    type: ping\n    target: db\n");
+	for (unsigned i = 0; i < 2; i++) {
+		const struct cfg_target *t = &c->targets[i];
+		char *text = print_to_string(c);
+
+		assert_int_equal(t->require_mount, CFG_MOUNT_NO);
+		assert_null(t->mount_path);
+		assert_int_equal(t->keep_free_bytes, 0);
+		assert_true(t->keep_free_fraction == 0);
+		assert_null(strstr(text, "require_mount"));
+		assert_null(strstr(text, "keep_free"));
+		free(text);
+	}
+	assert_print_reloads(c);
+	cfg_free(c);
+}
+
+/* A reload restarts a target's lane when any key of it changes. */
+static void test_target_same(void **state)
+{
+	static const char *const variants[] = {
+		"",
+		"    size: 128MiB\n",
+		"    layout_rate: 0\n",
+		"    keep_free: 0\n",
+		"    keep_free: 6%\n",
+		"    keep_free: 1GiB\n",
+		"    keep_free: 2GiB\n",
+		"    require_mount: true\n",
+		"    require_mount: false\n",
+		"    require_mount: /srv\n",
+		"    require_mount: /srv/x\n",
+		"    direct: false\n",
+		"    allow_memory_backed: true\n",
+	};
+	enum { N = sizeof(variants) / sizeof(variants[0]) };
+	struct config *c[N];
+
+	(void)state;
+	for (size_t i = 0; i < N; i++)
+		c[i] = load_okf(T "%s" P, variants[i]);
+	for (size_t i = 0; i < N; i++) {
+		for (size_t j = 0; j < N; j++) {
+			if (cfg_target_same(&c[i]->targets[0], &c[j]->targets[0]) != (i == j))
+				fail_msg("'%s' and '%s': same is %d", variants[i], variants[j],
+					 i != j);
+		}
+	}
+	for (size_t i = 0; i < N; i++)
+		cfg_free(c[i]);
 }
 
 static void test_device_target(void **state)
@@ -1259,6 +1597,8 @@ static void test_print_default(void **state)
 		"    directory: ./iopulse-data\n"
 		"    size: 64MiB\n"
 		"    layout_rate: 32MiB/s\n"
+		"    keep_free: 5%\n"
+		"    require_mount: auto\n"
 		"    direct: true\n"
 		"    allow_memory_backed: false\n"
 		"probes:\n"
@@ -1365,8 +1705,151 @@ static void test_load_file_errors(void **state)
 	assert_string_equal(err.msg,
 			    "/nonexistent/iopulse.yaml: cannot read: No such file or directory");
 	assert_int_equal(cfg_load_file(TEST_SOURCE_DIR "/config", &c, &err), -EISDIR);
-	assert_string_equal(err.msg, TEST_SOURCE_DIR "/config: cannot read: Is a directory");
+	assert_string_equal(err.msg, TEST_SOURCE_DIR
+			    "/config: cannot read: it is a directory, not a regular file");
 	assert_null(c);
+}
+
+/* A fresh directory of the test's own under $TEST_TMPDIR (or /tmp), in @dir. */
+static void scratch_dir(char *dir, size_t len)
+{
+	const char *base = getenv("TEST_TMPDIR");
+
+	if (!base)
+		base = "/tmp";
+	mkdir(base, 0755);
+	assert_true(snprintf(dir, len, "%s/test_config.XXXXXX", base) < (int)len);
+	assert_non_null(mkdtemp(dir));
+}
+
+/* Writes @n bytes of @c to @path. */
+static void write_fill(const char *path, char c, size_t n)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	for (size_t i = 0; i < n; i++)
+		assert_int_not_equal(fputc(c, f), EOF);
+	assert_int_equal(fclose(f), 0);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Only a regular file is read: a FIFO without a writer used to block open() (and
+ * with it a reload) until one came; a device may never reach end of file. The
+ * alarm fails the test rather than hanging it where open() still blocks.
+ */
+static void test_load_file_not_regular(void **state)
+{
+	char dir[4096], path[4200], want[4400];
+	struct config *c = NULL;
+	struct cfg_error err;
+
+	(void)state;
+	scratch_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/fifo.yaml", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	alarm(10);
+	assert_int_equal(cfg_load_file(path, &c, &err), -EINVAL);
+	alarm(0);
+	snprintf(want, sizeof(want), "%s: cannot read: it is a FIFO, not a regular file", path);
+	assert_string_equal(err.msg, want);
+	assert_null(c);
+	unlink(path);
+
+	assert_int_equal(cfg_load_file("/dev/null", &c, &err), -EINVAL);
+	assert_string_equal(err.msg,
+			    "/dev/null: cannot read: it is a character device, not a regular file");
+	assert_null(c);
+
+	/* 1 MiB is read (a comment: empty), a byte more is refused unread. */
+	snprintf(path, sizeof(path), "%s/big.yaml", dir);
+	write_fill(path, '#', 1U << 20);
+	assert_int_equal(cfg_load_file(path, &c, &err), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "%s:1:1: configuration is empty, expected a mapping with 'targets' and 'probes'",
+		 path);
+	assert_string_equal(err.msg, want);
+	write_fill(path, '#', (1U << 20) + 1);
+	assert_int_equal(cfg_load_file(path, &c, &err), -EFBIG);
+	snprintf(want, sizeof(want),
+		 "%s: cannot read: larger than 1 MiB, the limit for a configuration file", path);
+	assert_string_equal(err.msg, want);
+	assert_null(c);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* "[" @n times then "]" @n times, after @prefix; NUL-terminated, caller frees. */
+static char *nested_lists(const char *prefix, size_t n, size_t *len)
+{
+	size_t lp = strlen(prefix);
+	char *s = malloc(lp + 2 * n + 2);
+
+	assert_non_null(s);
+	memcpy(s, prefix, lp);
+	memset(s + lp, '[', n);
+	memset(s + lp + n, ']', n);
+	s[lp + 2 * n] = '\n';
+	s[lp + 2 * n + 1] = '\0';
+	*len = lp + 2 * n + 1;
+	return s;
+}
+
+/*
+ * Lists and mappings nest at most CFG_MAX_DEPTH deep. libyaml itself has no
+ * limit and takes time quadratic in the depth: 100,000 levels took it seconds
+ * to a minute (a reload stalled every probe meanwhile). Refused at the first
+ * level too deep, at once, whatever style.
+ */
+static void test_depth_limit(void **state)
+{
+	struct config *c = NULL;
+	struct cfg_error err;
+	size_t len;
+	char *y;
+	double t0;
+
+	(void)state;
+	/* The root mapping and 63 lists: 64 levels, down to the schema's error. */
+	y = nested_lists("targets: ", CFG_MAX_DEPTH - 1, &len);
+	assert_int_equal(cfg_load_string("t.yaml", y, len, &c, &err), -EINVAL);
+	assert_string_equal(err.msg, "t.yaml:1:11: each item of 'targets' must be a mapping, got a "
+				     "list");
+	free(y);
+	/* One more: refused where the 65th level starts. */
+	y = nested_lists("targets: ", CFG_MAX_DEPTH, &len);
+	assert_int_equal(cfg_load_string("t.yaml", y, len, &c, &err), -EINVAL);
+	assert_string_equal(err.msg, "t.yaml:1:73: lists and mappings nested more than 64 deep, "
+				     "the limit for a configuration file");
+	assert_null(c);
+	free(y);
+
+	t0 = now_s();
+	y = nested_lists("targets: ", 100000, &len);
+	assert_int_equal(cfg_load_string("t.yaml", y, len, &c, &err), -EINVAL);
+	assert_string_equal(err.msg, "t.yaml:1:73: lists and mappings nested more than 64 deep, "
+				     "the limit for a configuration file");
+	free(y);
+	/* Block style: "- - - ... x", a list in a list on one line. */
+	y = malloc(200002);
+	assert_non_null(y);
+	for (size_t i = 0; i < 100000; i++)
+		memcpy(y + 2 * i, "- ", 2);
+	memcpy(y + 200000, "x", 2);
+	assert_int_equal(cfg_load_string("t.yaml", y, 200001, &c, &err), -EINVAL);
+	assert_string_equal(err.msg, "t.yaml:1:129: lists and mappings nested more than 64 deep, "
+				     "the limit for a configuration file");
+	free(y);
+	/* Milliseconds; a second is generous on a loaded machine under sanitizers. */
+	assert_true(now_s() - t0 < 1.0);
 }
 
 static void test_misc(void **state)
@@ -1421,6 +1904,8 @@ int main(void)
 		cmocka_unit_test(test_native_histogram_keys),
 		cmocka_unit_test(test_print_burst),
 		cmocka_unit_test(test_layout_rate_forms),
+		cmocka_unit_test(test_mount_and_keep_free),
+		cmocka_unit_test(test_target_same),
 		cmocka_unit_test(test_device_target),
 		cmocka_unit_test(test_engines),
 		cmocka_unit_test(test_listen_forms),
@@ -1433,6 +1918,8 @@ int main(void)
 		cmocka_unit_test(test_examples_load),
 		cmocka_unit_test(test_bad_files_fail),
 		cmocka_unit_test(test_load_file_errors),
+		cmocka_unit_test(test_load_file_not_regular),
+		cmocka_unit_test(test_depth_limit),
 		cmocka_unit_test(test_misc),
 	};
 	enum { N_BAD = sizeof(bad_cases) / sizeof(bad_cases[0]) };

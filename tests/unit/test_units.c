@@ -61,7 +61,6 @@ static void test_size_valid(void **state)
 	assert_size("4k", 4 * KIB);
 	assert_size("4K", 4 * KIB);
 	assert_size("4KiB", 4 * KIB);
-	assert_size("4kib", 4 * KIB);
 	assert_size("1m", MIB);
 	assert_size("64MiB", 64 * MIB);
 	assert_size("1g", GIB);
@@ -82,6 +81,15 @@ static void test_size_invalid(void **state)
 	assert_size_err("4MB", -EINVAL);
 	assert_size_err("1GB", -EINVAL);
 	assert_size_err("4Ki", -EINVAL);
+	/* One spelling per IEC unit: KiB, never kib, KIB, kiB or Kib. */
+	assert_size_err("4kib", -EINVAL);
+	assert_size_err("4kiB", -EINVAL);
+	assert_size_err("4KIB", -EINVAL);
+	assert_size_err("4Kib", -EINVAL);
+	assert_size_err("4KIb", -EINVAL);
+	assert_size_err("1mib", -EINVAL);
+	assert_size_err("1gib", -EINVAL);
+	assert_size_err("1TIB", -EINVAL);
 	assert_size_err("4 KiB", -EINVAL);
 	assert_size_err(" 4k", -EINVAL);
 	assert_size_err("4k ", -EINVAL);
@@ -117,6 +125,8 @@ static void test_duration_valid(void **state)
 	assert_duration("1.000000001s", S + 1);
 	assert_duration("1.0000000019s", S + 1); /* below a nanosecond: dropped */
 	assert_duration("1s500ms", 1500 * MS);
+	assert_duration("1d1h1m1s1ms1us1ns", 90061001001001ULL);
+	assert_duration("0h0s", 0);
 	assert_duration("18446744073709551615ns", UINT64_MAX);
 }
 
@@ -137,9 +147,18 @@ static void test_duration_invalid(void **state)
 	assert_duration_err(".5s", -EINVAL);
 	assert_duration_err("1sec", -EINVAL);
 	assert_duration_err("1µs", -EINVAL);
+	/* Each unit once, largest first. */
+	assert_duration_err("1s1s", -EDOM);
+	assert_duration_err("30s1m", -EDOM);
+	assert_duration_err("1ms1s", -EDOM);
+	assert_duration_err("1m1m30s", -EDOM);
+	assert_duration_err("1h30m1h", -EDOM);
+	assert_duration_err("0s0s", -EDOM);
+	assert_duration_err("1s1s1x", -EINVAL); /* malformed wins */
+	assert_duration_err("1s1s1", -EINVAL);
 	assert_duration_err("18446744073709551616ns", -ERANGE);
 	assert_duration_err("213504d", -ERANGE);
-	assert_duration_err("18446744073709551615ns1ns", -ERANGE);
+	assert_duration_err("1s18446744073709551615ns", -ERANGE); /* the sum overflows */
 	assert_int_equal(cfg_parse_duration(NULL, &(uint64_t){0}), -EINVAL);
 }
 
