@@ -46,14 +46,17 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "burst.h"
 #include "rng.h"
 
-#define BURST_BUF_ALIGN	      4096u
+#define BURST_BUF_ALIGN	      CFG_BURST_BUF_ALIGN
 #define BURST_STOP_POLL_NS    5000000ULL   /* longest wait without looking at *stop */
 #define BURST_ABORT_DRAIN_NS  100000000ULL /* after stop/timeout: wait, cancel, wait, give up */
 #define BURST_RATE_CATCHUP_NS 100000000ULL /* rate: how far behind we still catch up */
@@ -78,7 +81,9 @@ struct burst_job {
 	struct burst_slot **free; /* [depth] stack of idle slots */
 	struct io_req **batch;	  /* [depth] one submit batch */
 	struct io_req **done;	  /* [depth] one reap batch */
-	void *bufs;		  /* depth x buf_stride bytes, BURST_BUF_ALIGN aligned */
+	void *bufs;		  /* depth x buf_stride bytes, page aligned; only while a
+				   * run needs them (or for good, once wedged) */
+	size_t bufs_len;
 	struct hist *hist[_BURST_DIR_MAX];
 	uint64_t seq_lo, seq_hi; /* sequential: this job's region */
 
@@ -110,12 +115,15 @@ struct burst {
 	bool mixed;	     /* randrw: read with probability rwmix_read */
 	bool writes_only;    /* randwrite, write */
 	uint64_t mix_thresh; /* read when (rng >> 11) < mix_thresh (53-bit fraction) */
-	uint64_t rate_job;   /* I/Os per second per job; 0 = unlimited */
-	double slot_ns;	     /* 1e9 / rate_job */
+	bool rated;	     /* rate_iops set */
+	double slot_ns;	     /* time between two I/Os of one job: 1e9 x jobs / rate_iops */
+	uint64_t ios_max_ns; /* ios mode: longest measured part (see burst.h) */
 	struct burst_job **job;
 	struct hist *hist[_BURST_DIR_MAX]; /* merged results */
 	struct burst_result result;
 	bool wedged;
+	uint64_t buf_bytes; /* I/O buffers held now, all jobs */
+	char why[320];	    /* the last run's problem in words, "" when none */
 
 	/* Per run, set before the jobs start (and t0.. by the start gate). */
 	const struct target *t;
@@ -163,7 +171,8 @@ static void job_free(struct burst_job *j)
 		job_abandon(j);
 		return;
 	}
-	free(j->bufs);
+	if (j->bufs)
+		munmap(j->bufs, j->bufs_len);
 	free(j->slots);
 	free(j->free);
 	free(j->batch);
@@ -191,14 +200,6 @@ static int job_new(struct burst *b, unsigned idx, const uint64_t *bounds_ns, uns
 	j->done = calloc(b->depth, sizeof(*j->done));
 	if (!j->slots || !j->free || !j->batch || !j->done)
 		return -ENOMEM;
-	if (posix_memalign(&j->bufs, BURST_BUF_ALIGN, b->depth * b->buf_stride) != 0) {
-		j->bufs = NULL;
-		return -ENOMEM;
-	}
-	/* Fault the pages in now, not inside the first measured I/Os. */
-	memset(j->bufs, 0, b->depth * b->buf_stride);
-	for (unsigned i = 0; i < b->depth; i++)
-		j->slots[i].req.buf = (char *)j->bufs + i * b->buf_stride;
 	for (int d = 0; d < _BURST_DIR_MAX; d++) {
 		j->hist[d] = hist_new(bounds_ns, n_bounds);
 		if (!j->hist[d])
@@ -245,7 +246,7 @@ struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *op
 	b->bs = cfg->block_size;
 	b->bs_max = cfg->block_size_max;
 	b->buf_stride = (b->bs_max + BURST_BUF_ALIGN - 1) & ~(uint64_t)(BURST_BUF_ALIGN - 1);
-	if ((uint64_t)b->jobs * b->depth * b->buf_stride > BURST_MAX_BUFFER_BYTES) {
+	if (cfg_burst_buffer_bytes(cfg) > BURST_MAX_BUFFER_BYTES) {
 		r = -E2BIG;
 		goto fail;
 	}
@@ -254,12 +255,15 @@ struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *op
 	b->mixed = cfg->rw == CFG_RW_RANDRW;
 	b->writes_only = cfg->rw == CFG_RW_RANDWRITE || cfg->rw == CFG_RW_WRITE;
 	b->mix_thresh = (uint64_t)(cfg->rwmix_read * 9007199254740992.0); /* 2^53 */
+	/* The cap is over all jobs, exactly: a job's slots may be fractional, or
+	 * longer than a second (rate_iops below jobs). */
 	if (cfg->rate_iops) {
-		b->rate_job = cfg->rate_iops / b->jobs;
-		if (b->rate_job == 0)
-			b->rate_job = 1;
-		b->slot_ns = (double)NSEC_PER_SEC / (double)b->rate_job;
+		b->rated = true;
+		b->slot_ns = (double)NSEC_PER_SEC * b->jobs / (double)cfg->rate_iops;
 	}
+	b->ios_max_ns = CFG_MAX_DURATION_NS;
+	if (cfg->interval_ns > cfg->ramp_ns && cfg->interval_ns - cfg->ramp_ns < b->ios_max_ns)
+		b->ios_max_ns = cfg->interval_ns - cfg->ramp_ns;
 	atomic_init(&b->abort, false);
 	atomic_init(&b->ios_issued, 0);
 	if (pthread_mutex_init(&b->gate_mu, NULL) != 0)
@@ -437,7 +441,7 @@ static void job_loop(struct burst_job *j)
 	const uint64_t timeout_ns = b->cfg.timeout_ns ? b->cfg.timeout_ns : UINT64_MAX / 4;
 	const uint64_t measure_start = b->measure_start, deadline = b->deadline;
 	const uint64_t ios_limit = b->cfg.ios;
-	const bool rated = b->rate_job != 0;
+	const bool rated = b->rated;
 	const double slot_ns = b->slot_ns, slots_per_ns = rated ? 1.0 / b->slot_ns : 0.0;
 	/* Slots we may fall behind and still catch up: BURST_RATE_CATCHUP_NS worth of
 	 * them (scheduling hiccups) plus a queue. */
@@ -688,8 +692,8 @@ static bool gate_pass(struct burst *b, int init_error)
 	if (++b->gate_waiting >= b->gate_expected && !b->gate_open) {
 		b->t0 = eng_now_ns();
 		b->measure_start = b->t0 + b->cfg.ramp_ns;
-		b->deadline =
-			b->cfg.duration_ns ? b->measure_start + b->cfg.duration_ns : UINT64_MAX;
+		b->deadline = b->measure_start +
+			      (b->cfg.duration_ns ? b->cfg.duration_ns : b->ios_max_ns);
 		b->gate_open = true;
 		pthread_cond_broadcast(&b->gate_cv);
 	}
@@ -751,36 +755,132 @@ static void result_reset(struct burst *b)
 	res->stopped = false;
 }
 
+/* Says why the run cannot go on, in b->why; returns @err. */
+__attribute__((format(printf, 3, 4))) static int why(struct burst *b, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(b->why, sizeof(b->why), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* What the configuration could not know before the target was open: its size
+ * (a file or a device) and its direct I/O alignment. */
 static int validate(struct burst *b, const struct target *t)
 {
+	const char *largest = b->bs_max != b->bs ? "the largest " : "";
 	uint64_t avail, ws;
+	char x[32], y[32], z[32];
 
 	if (t->fd < 0)
-		return -EBADF;
+		return why(b, -EBADF, "the target is not open");
 	if (b->cfg.rw != CFG_RW_RANDREAD && b->cfg.rw != CFG_RW_READ && !t->writable)
-		return -EBADF; /* never write to a file we did not create */
-	if (t->mem_align == 0 || t->mem_align > BURST_BUF_ALIGN || t->offset_align == 0 ||
-	    b->bs % t->offset_align != 0 || t->data_start % t->offset_align != 0 ||
-	    t->data_end < t->data_start)
-		return -EINVAL;
+		/* never write to a file we did not create */
+		return why(b, -EBADF, "'rw: %s' writes, and the target is read-only",
+			   cfg_rw_name(b->cfg.rw));
+	if (t->mem_align == 0 || t->offset_align == 0 || t->data_end < t->data_start ||
+	    t->data_start % t->offset_align != 0)
+		return why(b, -EINVAL, "the target's direct I/O alignment is not known");
+	if (t->mem_align > BURST_BUF_ALIGN) {
+		cfg_format_size(BURST_BUF_ALIGN, x, sizeof(x));
+		return why(b, -EINVAL,
+			   "the target needs I/O buffers aligned to %u bytes, more than the %s "
+			   "bursts align them to",
+			   t->mem_align, x);
+	}
+	if (b->bs % t->offset_align != 0) {
+		cfg_format_size(b->bs, x, sizeof(x));
+		cfg_format_size(t->offset_align, y, sizeof(y));
+		return why(b, -EINVAL,
+			   "%s'block_size' (%s) is not a multiple of the target's direct I/O "
+			   "alignment (%s)",
+			   b->bs_max != b->bs ? "the smallest " : "", x, y);
+	}
 	avail = t->data_end - t->data_start;
 	ws = b->cfg.working_set ? b->cfg.working_set : avail;
-	if (ws > avail || ws < b->bs_max)
-		return -EINVAL;
+	cfg_format_size(ws, x, sizeof(x));
+	cfg_format_size(avail, y, sizeof(y));
+	cfg_format_size(b->bs_max, z, sizeof(z));
+	if (ws > avail)
+		return why(b, -EINVAL, "'working_set' (%s) is larger than the target (%s)", x, y);
+	if (ws < b->bs_max)
+		return why(b, -EINVAL, "%s (%s) is smaller than %s'block_size' (%s)",
+			   b->cfg.working_set ? "'working_set'" : "the target", x, largest, z);
 	b->ws_start = t->data_start;
 	b->ws_blocks = ws / b->bs;
 	if (b->sequential) {
 		/* Each job walks its own equal, block-aligned part. */
 		uint64_t part = ws / b->jobs / b->bs * b->bs;
 
-		if (part < b->bs_max)
-			return -EINVAL;
+		if (part < b->bs_max) {
+			/* the share before rounding: as short of a block, and as config says */
+			cfg_format_size(ws / b->jobs, y, sizeof(y));
+			return why(b, -EINVAL,
+				   "with 'rw: %s' each of the %u 'jobs' walks its own part of the "
+				   "working set (%s), and a part (%s) is smaller than %s"
+				   "'block_size' (%s)",
+				   cfg_rw_name(b->cfg.rw), b->jobs, x, y, largest, z);
+		}
 		for (unsigned i = 0; i < b->jobs; i++) {
 			b->job[i]->seq_lo = b->ws_start + i * part;
 			b->job[i]->seq_hi = b->job[i]->seq_lo + part;
 		}
 	}
 	return 0;
+}
+
+/*
+ * The jobs' I/O buffers, for one run: mapped, and faulted in (written once),
+ * before any job starts, so that neither the allocation nor a page's first touch
+ * lands inside a measured I/O; unmapped by bufs_put() after the run, so that a
+ * burst holds none between runs. mmap rather than malloc: the memory goes back
+ * to the system at once, whatever the allocator's thresholds.
+ */
+static int bufs_get(struct burst *b)
+{
+	const size_t len = (size_t)b->depth * b->buf_stride;
+
+	for (unsigned i = 0; i < b->jobs; i++) {
+		struct burst_job *j = b->job[i];
+		void *p;
+
+		if (j->bufs)
+			continue;
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			char x[32];
+
+			cfg_format_size((uint64_t)len * b->jobs, x, sizeof(x));
+			return why(b, -ENOMEM, "cannot allocate the I/O buffers (%s)", x);
+		}
+		memset(p, 0, len);
+		j->bufs = p;
+		j->bufs_len = len;
+		b->buf_bytes += len;
+		for (unsigned k = 0; k < b->depth; k++)
+			j->slots[k].req.buf = (char *)p + k * b->buf_stride;
+	}
+	return 0;
+}
+
+/* After a run: unmaps the buffers, except a wedged job's (the kernel may still
+ * write into them; job_free() abandons them with the job). */
+static void bufs_put(struct burst *b)
+{
+	for (unsigned i = 0; i < b->jobs; i++) {
+		struct burst_job *j = b->job[i];
+
+		if (!j->bufs || j->wedged)
+			continue;
+		munmap(j->bufs, j->bufs_len);
+		b->buf_bytes -= j->bufs_len;
+		j->bufs = NULL;
+		j->bufs_len = 0;
+		for (unsigned k = 0; k < b->depth; k++)
+			j->slots[k].req.buf = NULL;
+	}
 }
 
 int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
@@ -797,11 +897,17 @@ int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
 	if (result)
 		*result = res;
 	result_reset(b);
+	b->why[0] = '\0';
 	if (b->wedged)
-		return -EBUSY;
+		return why(b, -EBUSY, "an earlier run left I/O in the kernel");
 	r = validate(b, t);
 	if (r < 0)
 		return r;
+	r = bufs_get(b);
+	if (r < 0) {
+		bufs_put(b);
+		return r;
+	}
 
 	b->t = t;
 	b->stop = stop ? stop : &never_stop;
@@ -843,6 +949,7 @@ int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
 	for (unsigned i = 1; i < b->jobs; i++)
 		if (b->job[i]->thread_started)
 			pthread_join(b->job[i]->thread, NULL);
+	bufs_put(b);
 	if (b->gate_error)
 		return b->gate_error;
 
@@ -867,5 +974,31 @@ int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
 			last = j->last_done_ns;
 	}
 	res->elapsed_ns = last > b->measure_start ? last - b->measure_start : 0;
+
+	/* 'ios' not all issued, and nothing else stopped the jobs: the deadline did. */
+	if (b->cfg.ios && !res->error && !res->stopped &&
+	    atomic_load(&b->ios_issued) < b->cfg.ios) {
+		char x[32], y[32];
+
+		cfg_format_duration(b->ios_max_ns, x, sizeof(x));
+		cfg_format_duration(CFG_MAX_DURATION_NS, y, sizeof(y));
+		res->error = why(b, -ETIME,
+				 "stopped after %s with %llu of its %llu 'ios' issued: a burst "
+				 "ends before it is due again ('every' less 'ramp') and within "
+				 "%s; lower 'ios'%s",
+				 x, (unsigned long long)atomic_load(&b->ios_issued),
+				 (unsigned long long)b->cfg.ios, y,
+				 b->rated ? "" : " or set 'rate_iops'");
+	}
 	return 0;
+}
+
+const char *burst_why(const struct burst *b)
+{
+	return b && b->why[0] ? b->why : NULL;
+}
+
+uint64_t burst_buffer_bytes(const struct burst *b)
+{
+	return b ? b->buf_bytes : 0;
 }

@@ -4,10 +4,13 @@
  * engine queue of `iodepth` I/Os, for a duration or a number of I/Os, after an
  * optional ramp whose I/Os are not counted.
  *
- * Everything is allocated in burst_new(): buffers (iodepth x block_size_max per
- * job, aligned for O_DIRECT), requests, per-job histograms. The submit/reap loop
- * never allocates, locks or logs; a latency is recorded with index arithmetic
- * into the job's own histogram, and job results are merged after the run.
+ * burst_new() allocates requests and per-job histograms. The I/O buffers
+ * (iodepth x block_size_max per job, aligned for O_DIRECT: the bulk of the
+ * memory) exist only during burst_run(): mapped and faulted in before the clock
+ * starts, unmapped after the jobs end, so an idle burst holds none whatever its
+ * schedule. The submit/reap loop never allocates, locks or logs; a latency is
+ * recorded with index arithmetic into the job's own histogram, and job results
+ * are merged after the run.
  * Written data is fresh random bytes per I/O. The caller (a lane) owns the
  * target; no other probe runs on it during a burst.
  */
@@ -47,9 +50,10 @@ struct burst_result {
 
 struct burst;
 
-/* Limit on the buffers of one burst (jobs x iodepth x block_size_max, each
- * rounded up to 4KiB): burst_new() refuses more with -E2BIG. */
-#define BURST_MAX_BUFFER_BYTES (1ULL << 30)
+/* Limit on the buffers of one burst (cfg_burst_buffer_bytes(): jobs x iodepth x
+ * block_size_max, each rounded up to 4KiB), the configuration's own:
+ * burst_new() refuses more with -E2BIG. */
+#define BURST_MAX_BUFFER_BYTES CFG_MAX_BURST_BUFFER
 
 /*
  * Prepare a burst for @cfg (a CFG_PROBE_BURST probe), with classic histogram
@@ -69,10 +73,18 @@ void burst_free(struct burst *b);
  * every few milliseconds). Results (reset at the start of each run) stay valid
  * until the next run or burst_free(). Returns 0 when the burst ran (the result
  * may still hold I/O errors), or -errno when it could not start (-EINVAL: block
- * size not a multiple of the target's alignment or working set too small;
- * -EBADF: a write burst on a read-only target; engine init failures; -EBUSY: an
- * earlier run had to abandon I/O stuck in the kernel — free this burst and make a
- * new one). @stop may be NULL.
+ * size not a multiple of the target's alignment, working set larger than the
+ * target or smaller than a block, or a sequential job's part smaller than a
+ * block; -EBADF: a write burst on a read-only target; -ENOMEM: no memory for
+ * the buffers; engine init failures; -EBUSY: an earlier run had to abandon I/O
+ * stuck in the kernel — free this burst and make a new one). burst_why() says
+ * why in words for all but the engine's failures. @stop may be NULL.
+ *
+ * In 'ios' mode the measured part lasts at most 'every' less 'ramp', and at
+ * most CFG_MAX_DURATION_NS: the configuration bounds ios / rate_iops, but
+ * without a rate the length depends on the device, and a burst must neither
+ * hold its target for good nor overlap itself. A burst cut short there has
+ * result.error = -ETIME, and burst_why() says so.
  *
  * On *stop, an I/O older than timeout_ns (result.error = -ETIMEDOUT), or a fatal
  * submit error, the jobs stop submitting, wait up to 100ms for what is in flight,
@@ -87,5 +99,16 @@ int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
 /* Submit time (CLOCK_MONOTONIC ns) of the oldest I/O in flight in any job, 0 when
  * none: lock-free, for the scheduler's stuck detection and the in-flight gauge. */
 uint64_t burst_inflight_since(const struct burst *b);
+
+/* Why the last burst_run() could not start, or ended with result.error -ETIME,
+ * in words naming the key and the figures ("'block_size' (512) is not a multiple
+ * of the target's direct I/O alignment (4KiB)"); NULL when errno says it all.
+ * Valid until the next run or burst_free(). */
+const char *burst_why(const struct burst *b);
+
+/* Bytes of I/O buffers the burst holds: 0 between runs, unless a run abandoned
+ * I/O stuck in the kernel (those buffers stay until burst_free()). For tests
+ * and diagnostics; not synchronised with a run in progress. */
+uint64_t burst_buffer_bytes(const struct burst *b);
 
 #endif

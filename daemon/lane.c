@@ -197,7 +197,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	static const char *const t_labels[] = {"target", NULL};
 	const struct cfg_target *tc = &cfg->targets[ti];
 	const char *tv[] = {tc->name, NULL};
-	struct metric_family *up, *inflight, *layout;
+	struct metric_family *up, *inflight, *layout, *layout_failures;
 	pthread_condattr_t ca;
 	unsigned n = 0;
 	int r;
@@ -246,12 +246,18 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 				"Progress of the probe-file layout in progress on a directory "
 				"target (0 to 1); 1 when none is in progress.",
 				t_labels, NULL, 0);
-	if (!up || !inflight || !layout)
+	layout_failures = metrics_family(m, "iopulse_target_layout_failures_total", METRIC_COUNTER,
+					 "Probe-file layouts on the target that failed (no room, a "
+					 "write error); the next is tried 10s later, doubling up "
+					 "to 1h.",
+					 t_labels, NULL, 0);
+	if (!up || !inflight || !layout || !layout_failures)
 		return -ENOMEM;
 	l->m_up = metrics_series(up, tv);
 	l->m_inflight = metrics_series(inflight, tv);
 	l->m_layout = metrics_series(layout, tv);
-	if (!l->m_up || !l->m_inflight || !l->m_layout)
+	l->m_layout_failures = metrics_series(layout_failures, tv);
+	if (!l->m_up || !l->m_inflight || !l->m_layout || !l->m_layout_failures)
 		return -ENOMEM;
 
 	for (unsigned i = 0; i < cfg->n_probes; i++) {
@@ -275,75 +281,218 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 
 /* ---------------------------------------------------------------- running */
 
-/* One line when the target goes down or its reason changes, one when it comes back. */
+/*
+ * Log lines about a target or a probe report changes of its state, one line per
+ * change, and go through log_state_*() under the key "Target NAME" or "Probe
+ * NAME": a target or probe that flaps logs at most LOG_RATELIMIT_BURST changes
+ * per LOG_RATELIMIT_INTERVAL_NS, then one summary with the count and the state it
+ * was left in.
+ */
+#define LOG_KEY_MAX 128 /* a longer name shares its key with names of the same head */
+
+static const char *target_key(const struct lane *l, char *buf)
+{
+	snprintf(buf, LOG_KEY_MAX, "Target %s", l->cfg->name);
+	return buf;
+}
+
+static const char *probe_key(const struct lane_probe *lp, char *buf)
+{
+	snprintf(buf, LOG_KEY_MAX, "Probe %s", lp->cfg->name);
+	return buf;
+}
+
+/*
+ * The target could not be checked or opened (@r, the reason in t->error). One
+ * line per outage: the first failure is the event (an unmount, a removed
+ * directory, the probe file deleted and not re-created) and says why; what the
+ * attempts to open it again then run into (no such directory, a different
+ * filesystem) is the same event seen from another side, and only logged at debug
+ * level.
+ */
 static void target_down(struct lane *l, int r)
 {
+	char key[LOG_KEY_MAX];
+
 	atomic_store(&l->up, false);
-	if (strcmp(l->down_reason, l->target.error) == 0)
+	if (l->down_logged) {
+		if (strcmp(l->down_reason, l->target.error) != 0) {
+			snprintf(l->down_reason, sizeof(l->down_reason), "%s", l->target.error);
+			log_debug("Target %s is still down: %s", l->cfg->name, l->target.error);
+		}
 		return;
+	}
+	l->down_logged = true;
 	snprintf(l->down_reason, sizeof(l->down_reason), "%s", l->target.error);
-	log_error_errno(r, "Target %s is down: %s", l->cfg->name, l->target.error);
+	log_state_error_errno(target_key(l, key), r, "Target %s is down: %s", l->cfg->name,
+			      l->target.error);
 }
 
 static void target_is_up(struct lane *l)
 {
-	if (l->down_reason[0]) {
-		log_notice("Target %s is up again (%s)", l->cfg->name, l->target.file_path);
+	char key[LOG_KEY_MAX];
+
+	if (l->down_logged) {
+		log_state_notice(target_key(l, key), "Target %s is up again (%s)", l->cfg->name,
+				 l->target.file_path);
+		l->down_logged = false;
 		l->down_reason[0] = '\0';
 	}
 	atomic_store(&l->up, true);
 }
 
-static int check_or_open_target(struct lane *l)
-{
-	int r;
+/*
+ * A failed probe-file layout (no room, a write error) wrote up to the whole file
+ * for nothing, and what it wrote is freed again: retried on every ping, it would
+ * keep the disk busy writing it over and over. So the next target_open() waits
+ * LAYOUT_BACKOFF_MIN_NS after the first failure, twice as long after each further
+ * one in a row, at most LAYOUT_BACKOFF_MAX_NS (a disk that is full for a day is
+ * still tried every hour); a successful open starts again from the minimum. Due
+ * runs in between count as target_down without touching the disk.
+ */
+#define LAYOUT_BACKOFF_MIN_NS (10ULL * 1000000000ULL)	/* 10 s */
+#define LAYOUT_BACKOFF_MAX_NS (3600ULL * 1000000000ULL) /* 1 h */
 
-	if (l->target.fd >= 0) {
-		r = target_check(&l->target);
-		if (r == 0)
-			return 0;
-		if (r != -ESTALE) /* a deleted probe file may be re-created; anything else waits */
-			return r;
-		log_warning("Target %s: %s, re-opening", l->cfg->name, l->target.error);
-	}
-	return target_open(&l->target);
+/* "10s", "2m40s", "1h" */
+static const char *format_secs(uint64_t ns, char *buf, size_t n)
+{
+	uint64_t s = ns / 1000000000ULL;
+
+	if (s < 60)
+		snprintf(buf, n, "%" PRIu64 "s", s);
+	else if (s < 3600 && s % 60)
+		snprintf(buf, n, "%" PRIu64 "m%" PRIu64 "s", s / 60, s % 60);
+	else if (s < 3600)
+		snprintf(buf, n, "%" PRIu64 "m", s / 60);
+	else if (s % 3600)
+		snprintf(buf, n, "%" PRIu64 "h%" PRIu64 "m", s / 3600, s % 3600 / 60);
+	else
+		snprintf(buf, n, "%" PRIu64 "h", s / 3600);
+	return buf;
 }
 
-/* Metadata calls (the checks, opening) hang on a dead NFS or FUSE mount as
- * readily as I/O does: they count as in flight too. A layout then publishes each
- * of its writes in the same place. */
+/* target_open() failed laying out the probe file (@r): count it, back off, and
+ * say when it is tried again (one line per attempt). */
+static void layout_failed(struct lane *l, int r)
+{
+	char key[LOG_KEY_MAX], when[32];
+
+	if (!l->layout_backoff_ns)
+		l->layout_backoff_ns = LAYOUT_BACKOFF_MIN_NS;
+	else if (l->layout_backoff_ns < LAYOUT_BACKOFF_MAX_NS / 2)
+		l->layout_backoff_ns *= 2;
+	else
+		l->layout_backoff_ns = LAYOUT_BACKOFF_MAX_NS;
+	/* From the end of the attempt: a slow layout does not eat into the wait. */
+	l->layout_retry_ns = eng_now_ns() + l->layout_backoff_ns;
+	l->layout_error = r;
+	metrics_add(l->m_layout_failures, 1);
+	atomic_store(&l->up, false);
+	format_secs(l->layout_backoff_ns, when, sizeof(when));
+	snprintf(l->down_reason, sizeof(l->down_reason), "%s", l->target.error);
+	log_state_error_errno(target_key(l, key), r, "Target %s is %sdown: %s, retrying in %s",
+			      l->cfg->name, l->down_logged ? "still " : "", l->target.error, when);
+	l->down_logged = true;
+}
+
+/*
+ * Before each run: checks the open target, or opens it (a deleted probe file is
+ * re-created at once), and logs what it decides. Metadata calls (the checks,
+ * opening) hang on a dead NFS or FUSE mount as readily as I/O does: they count as
+ * in flight too; a layout then publishes each of its writes in the same place.
+ * Returns 0 when the target is ready, or -errno (the run counts as target_down);
+ * -ECANCELED from a layout abandoned at shutdown.
+ */
 static int lane_prepare_target(struct lane *l)
 {
+	char key[LOG_KEY_MAX], stale[sizeof(l->target.error)] = "";
 	int r;
 
+	if (l->target.fd < 0 && l->layout_backoff_ns && eng_now_ns() < l->layout_retry_ns)
+		return l->layout_error; /* backing off after a failed layout */
+
 	atomic_store(&l->inflight_ns, eng_now_ns());
-	r = check_or_open_target(l);
+	if (l->target.fd < 0) {
+		r = target_open(&l->target);
+	} else {
+		r = target_check(&l->target);
+		if (r == -ESTALE) { /* a deleted probe file may be re-created; anything else
+				     * waits for the next run */
+			snprintf(stale, sizeof(stale), "%s", l->target.error);
+			r = target_open(&l->target);
+		}
+	}
 	atomic_store(&l->inflight_ns, 0);
-	return r;
+
+	if (r == -ECANCELED && atomic_load(&l->stopping))
+		return r; /* abandoned at shutdown: nothing is wrong with the target */
+	if (r < 0) {
+		if (l->target.layout_failed)
+			layout_failed(l, r);
+		else
+			target_down(l, r);
+		return r;
+	}
+	l->layout_backoff_ns = 0;
+	l->layout_retry_ns = 0;
+	if (stale[0] && !l->down_logged)
+		log_state_warning(target_key(l, key), "Target %s: %s, re-opened", l->cfg->name,
+				  stale);
+	target_is_up(l);
+	return 0;
 }
 
-static void log_probe_error(struct lane_probe *lp, int err, const char *what)
+static bool is_op_name(const char *what)
 {
-	if (lp->last_error == err)
-		return;
-	lp->last_error = err;
-	log_error_errno(err, "Probe %s: %s: %m", lp->cfg->name, what);
+	for (int op = 0; op < _LANE_OP_MAX; op++)
+		if (what == op_names[op])
+			return true;
+	return false;
 }
 
-static void publish_io(struct lane *l, struct lane_probe *lp, enum lane_op op, ssize_t result,
-		       size_t want, uint64_t lat_ns)
+/*
+ * The probe's state after a run: @err 0 (it ran without errors) or the -errno of
+ * its first failure, @what failed (an op_names[] entry or a literal). Logs a line
+ * when it changed: a write that keeps failing while the fdatasync after it
+ * succeeds is one state, one line.
+ */
+static void probe_state(struct lane_probe *lp, int err, const char *what)
 {
-	if (result == -ETIME) /* the engine gave up waiting: counted as a timeout */
+	char key[LOG_KEY_MAX];
+	const char *was = lp->state_what;
+
+	if (err == lp->state_error && (!err || strcmp(what, was) == 0))
 		return;
+	lp->state_error = err;
+	lp->state_what = err ? what : NULL;
+	if (err)
+		log_state_error_errno(probe_key(lp, key), err, "Probe %s: %s: %m", lp->cfg->name,
+				      what);
+	else if (is_op_name(was))
+		log_state_notice(probe_key(lp, key), "Probe %s: %s succeeds again", lp->cfg->name,
+				 was);
+	else
+		log_state_notice(probe_key(lp, key), "Probe %s: runs without errors again",
+				 lp->cfg->name);
+}
+
+/* Publishes one ping I/O. Returns 0 when it completed in full, -errno when it
+ * failed (*what: what failed), 1 when the engine gave up waiting (counted as a
+ * timeout: no news about the probe's state). */
+static int publish_io(struct lane *l, struct lane_probe *lp, enum lane_op op, ssize_t result,
+		      size_t want, uint64_t lat_ns, const char **what)
+{
+	if (result == -ETIME)
+		return 1;
 	if (result < 0) {
 		metrics_add(lp->errors[LANE_ERR_IO], 1);
-		log_probe_error(lp, (int)result, op_names[op]);
-		return;
+		*what = op_names[op];
+		return (int)result;
 	}
 	if ((size_t)result < want) {
 		metrics_add(lp->errors[LANE_ERR_SHORT], 1);
-		log_probe_error(lp, -EIO, "short transfer");
-		return;
+		*what = "short transfer";
+		return -EIO;
 	}
 	/* Histogram, I/O and byte counts move together: a scrape sees all or none. */
 	metrics_lock(l->metrics);
@@ -351,10 +500,7 @@ static void publish_io(struct lane *l, struct lane_probe *lp, enum lane_op op, s
 	metrics_add_locked(lp->ios[op], 1);
 	metrics_add_locked(lp->bytes[op], (double)result);
 	metrics_unlock(l->metrics);
-	if (lp->last_error) {
-		log_notice("Probe %s: %s succeeds again", lp->cfg->name, op_names[op]);
-		lp->last_error = 0;
-	}
+	return 0;
 }
 
 static uint64_t age(uint64_t now_ns, uint64_t since_ns)
@@ -416,6 +562,20 @@ static void publish_burst(struct lane *l, struct lane_probe *lp, const struct bu
 	metrics_unlock(l->metrics);
 }
 
+/* @what, with burst_why()'s reason when the burst gives one; outlives the burst
+ * (a wedged one is replaced), for probe_state(). */
+static const char *burst_what(struct lane_probe *lp, const char *what)
+{
+	const char *why = burst_why(lp->burst);
+	char *buf;
+
+	if (!why)
+		return what;
+	buf = lp->burst_what[lp->state_what == lp->burst_what[0]];
+	snprintf(buf, sizeof(lp->burst_what[0]), "%s: %s", what, why);
+	return buf;
+}
+
 static void lane_run_burst(struct lane *l, struct lane_probe *lp)
 {
 	const struct burst_result *res;
@@ -436,21 +596,26 @@ static void lane_run_burst(struct lane *l, struct lane_probe *lp)
 
 	if (r < 0) {
 		metrics_add(lp->errors[LANE_ERR_SETUP], 1);
-		log_probe_error(lp, r, "cannot run on this target");
+		probe_state(lp, r, burst_what(lp, "cannot run on this target"));
 		return;
 	}
 	publish_burst(l, lp, res);
-	if (res->timeouts)
-		log_error("Probe %s: I/O on target %s in flight for over %.3gs (timeout), burst "
-			  "aborted",
-			  lp->cfg->name, l->cfg->name, lp->cfg->timeout_ns / 1e9);
-	else if (res->error)
-		log_probe_error(lp, res->error, "burst stopped early");
-	else if (res->dir[BURST_READ].errors + res->dir[BURST_WRITE].errors)
-		log_probe_error(lp, -EIO, "I/O errors during the burst");
-	else if (lp->last_error && !res->stopped) {
-		log_notice("Probe %s: burst ran without errors again", lp->cfg->name);
-		lp->last_error = 0;
+	if (res->timeouts) {
+		char key[LOG_KEY_MAX];
+
+		/* Every time: each one is an event (and the limit per probe holds). */
+		lp->state_error = -ETIME;
+		lp->state_what = "timeout";
+		log_state_error(probe_key(lp, key),
+				"Probe %s: I/O on target %s in flight for over %.3gs (timeout), "
+				"burst aborted",
+				lp->cfg->name, l->cfg->name, lp->cfg->timeout_ns / 1e9);
+	} else if (res->error) {
+		probe_state(lp, res->error, burst_what(lp, "burst stopped early"));
+	} else if (res->dir[BURST_READ].errors + res->dir[BURST_WRITE].errors) {
+		probe_state(lp, -EIO, "I/O errors during the burst");
+	} else if (!res->stopped) {
+		probe_state(lp, 0, NULL);
 	}
 }
 
@@ -460,7 +625,8 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 	struct ping_result res;
 	struct timespec wall;
 	enum lane_op op = p->op == CFG_OP_WRITE ? LANE_OP_WRITE : LANE_OP_READ;
-	int r;
+	const char *what = NULL, *sync_what = NULL;
+	int r, sync_r;
 
 	clock_gettime(CLOCK_REALTIME, &wall);
 	metrics_add(lp->runs, 1);
@@ -468,17 +634,15 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 
 	r = lane_prepare_target(l);
 	if (r == -ECANCELED && atomic_load(&l->stopping))
-		return; /* a layout abandoned at shutdown: nothing is wrong with the target */
+		return;
 	if (r < 0) {
-		target_down(l, r);
 		metrics_add(lp->errors[LANE_ERR_TARGET_DOWN], 1);
 		return;
 	}
-	target_is_up(l);
 
 	if (!lp->ready) {
 		metrics_add(lp->errors[LANE_ERR_SETUP], 1);
-		log_probe_error(lp, lp->init_error, "cannot set up");
+		probe_state(lp, lp->init_error, "cannot set up");
 		return;
 	}
 	if (p->kind == CFG_PROBE_BURST) {
@@ -490,18 +654,27 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 		return; /* a wait given up for shutdown measured nothing */
 	if (r < 0) {
 		metrics_add(lp->errors[LANE_ERR_SETUP], 1);
-		log_probe_error(lp, r, "cannot run on this target");
+		probe_state(lp, r, "cannot run on this target");
 		return;
 	}
-	publish_io(l, lp, op, res.result, p->block_size, res.lat_ns);
+	r = publish_io(l, lp, op, res.result, p->block_size, res.lat_ns, &what);
 	if (res.result == -ETIME || res.lat_ns >= p->timeout_ns)
 		count_timeout(l, lp, res.submit_ns);
-	if (p->sync != CFG_SYNC_FDATASYNC)
-		return;
-	/* Even after a failed write: fdatasync is where writeback errors show. */
-	publish_io(l, lp, LANE_OP_FDATASYNC, res.sync_result, 0, res.sync_lat_ns);
-	if (res.sync_result == -ETIME || res.sync_lat_ns >= p->timeout_ns)
-		count_timeout(l, lp, res.sync_submit_ns);
+	if (p->sync == CFG_SYNC_FDATASYNC) {
+		/* Even after a failed write: fdatasync is where writeback errors show. */
+		sync_r = publish_io(l, lp, LANE_OP_FDATASYNC, res.sync_result, 0, res.sync_lat_ns,
+				    &sync_what);
+		if (res.sync_result == -ETIME || res.sync_lat_ns >= p->timeout_ns)
+			count_timeout(l, lp, res.sync_submit_ns);
+		if (r >= 0 && sync_r < 0) { /* the first failure is the state */
+			r = sync_r;
+			what = sync_what;
+		} else if (r == 0) {
+			r = sync_r;
+		}
+	}
+	if (r <= 0)
+		probe_state(lp, r, what);
 }
 
 static void *lane_main(void *arg)
@@ -528,9 +701,13 @@ static void *lane_main(void *arg)
 
 		lane_run_probe(l, lp);
 		/* The I/O the scheduler reported stuck has come back: say so once. */
-		if (atomic_exchange(&l->stuck_logged, false))
-			log_notice("Target %s: the stuck I/O finished, target is up again",
-				   l->cfg->name);
+		if (atomic_exchange(&l->stuck_logged, false)) {
+			char key[LOG_KEY_MAX];
+
+			log_state_notice(target_key(l, key),
+					 "Target %s: the stuck I/O finished, target is up again",
+					 l->cfg->name);
+		}
 
 		pthread_mutex_lock(&l->mu);
 		atomic_store(&l->running, -1);
@@ -615,6 +792,7 @@ void lane_check_timeout(struct lane *l, uint64_t now_ns)
 {
 	uint64_t since;
 	struct lane_probe *lp = inflight_probe(l, &since);
+	char key[LOG_KEY_MAX];
 
 	/* A burst counts its own timeouts (and aborts). */
 	if (!lp || lp->burst || age(now_ns, since) < lp->cfg->timeout_ns ||
@@ -622,9 +800,10 @@ void lane_check_timeout(struct lane *l, uint64_t now_ns)
 		return;
 	metrics_add(lp->errors[LANE_ERR_TIMEOUT], 1);
 	atomic_store(&l->stuck_logged, true);
-	log_error("Probe %s: I/O on target %s in flight for over %.3gs (timeout), target is "
-		  "stuck",
-		  lp->cfg->name, l->cfg->name, lp->cfg->timeout_ns / 1e9);
+	log_state_error(target_key(l, key),
+			"Probe %s: I/O on target %s in flight for over %.3gs (timeout), target is "
+			"stuck",
+			lp->cfg->name, l->cfg->name, lp->cfg->timeout_ns / 1e9);
 }
 
 void lane_collect(struct lane *l, uint64_t now_ns)
@@ -695,6 +874,7 @@ void lane_drop_target_series(struct lane *l)
 	drop(&l->m_up);
 	drop(&l->m_inflight);
 	drop(&l->m_layout);
+	drop(&l->m_layout_failures);
 }
 
 void lane_destroy(struct lane *l)

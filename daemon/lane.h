@@ -52,7 +52,14 @@ struct lane_probe {
 	const char *engine;	      /* the engine in use (auto resolved) */
 	const struct engine_ops *ops; /* bursts: the resolved engine */
 	bool queued;		      /* waiting in the lane's queue (lane mutex) */
-	int last_error;		      /* last errno logged for this probe, to log changes only */
+	/* The probe's state as last logged (one line per change, rate-limited per
+	 * probe): 0 or the -errno of the first failure of its last run, and what
+	 * failed (an op name, or "cannot run on this target"...). */
+	int state_error;
+	const char *state_what;
+	/* Bursts: what failed and burst_why()'s reason, when it gives one. Two, so
+	 * that state_what (one of them) can be compared with the next. */
+	char burst_what[2][384];
 	struct metric_series *latency[_LANE_OP_MAX];
 	struct metric_series *ios[_LANE_OP_MAX];
 	struct metric_series *bytes[_LANE_OP_MAX];
@@ -87,10 +94,15 @@ struct lane {
 	_Atomic bool stopping;		  /* shutdown: bursts and layouts give up */
 	_Atomic uint64_t timeout_claimed; /* submit time of the last I/O counted as timed out */
 	_Atomic bool stuck_logged;	  /* scheduler logged "stuck"; the lane logs the end */
-	char down_reason[512];		  /* lane thread: last logged target error */
+	bool down_logged;		  /* lane thread: "is down" logged, "up again" not yet */
+	char down_reason[512];		  /* lane thread: the target's last error while down */
+	/* Lane thread: backing off after a failed probe-file layout (lane.c). */
+	uint64_t layout_backoff_ns; /* wait after the last failure; 0: none failed since success */
+	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
+	int layout_error;	    /* -errno of the last failed layout */
 
 	struct metrics *metrics;
-	struct metric_series *m_up, *m_inflight, *m_layout;
+	struct metric_series *m_up, *m_inflight, *m_layout, *m_layout_failures;
 	uint64_t layout_logged_ns; /* scheduler: last layout progress line */
 };
 
@@ -118,9 +130,9 @@ void lane_log_layout(struct lane *l, uint64_t now_ns);
 /* Reload: remove the series of probe @lp from the registry (a removed or changed
  * probe; a re-created one starts from zero). Its lane's thread must have exited. */
 void lane_drop_probe_series(struct lane_probe *lp);
-/* Reload: remove the target's series (target_up, inflight, layout progress) of a
- * removed target. Only scrape time touches them: the caller keeps sched_collect()
- * off the lane first. */
+/* Reload: remove the target's series (target_up, inflight, layout progress and
+ * failures) of a removed target. Only scrape time touches them: the caller keeps
+ * sched_collect() off the lane first. */
 void lane_drop_target_series(struct lane *l);
 /* Free what lane_init() allocated; the thread must have exited (or never started). */
 void lane_destroy(struct lane *l);

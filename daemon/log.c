@@ -11,7 +11,9 @@
 
 #include "log.h"
 
-#define RL_SLOTS    64	/* distinct texts tracked at once; a collision evicts */
+/* Distinct texts and keys tracked at once; beyond, the oldest is reported and
+ * evicted. */
+#define RL_SLOTS    64
 #define RL_TEXT_LEN 256 /* the head of a text, repeated in its summary line */
 
 int log_max_level = LOG_LVL_INFO;
@@ -22,14 +24,16 @@ static const char *const level_names[] = {
 	[LOG_LVL_INFO] = "info",   [LOG_LVL_DEBUG] = "debug",
 };
 
-/* One rate-limited text: how often it was printed and dropped in its window. */
+/* One rate-limited text, or one key's state changes: how often it was printed and
+ * dropped in its window. */
 struct rl_slot {
-	uint64_t hash;		/* FNV-1a of the text; 0: slot free */
+	uint64_t hash;		/* FNV-1a of the text or key; 0: slot free */
+	bool keyed;		/* state changes of a key (log_state_internal()) */
 	uint64_t window_ns;	/* CLOCK_MONOTONIC start of the current interval */
 	unsigned shown;		/* lines printed in this interval */
 	unsigned suppressed;	/* lines dropped in this interval */
-	int level;		/* of the text, for the summary line */
-	char text[RL_TEXT_LEN]; /* the text, for the summary line */
+	int level;		/* of the text (keyed: of the last line dropped), for the summary */
+	char text[RL_TEXT_LEN]; /* the text (keyed: the last line dropped), for the summary */
 };
 
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER; /* guards everything below */
@@ -127,7 +131,11 @@ static void rl_report(struct rl_slot *slot)
 {
 	char line[RL_TEXT_LEN + 64];
 
-	if (slot->suppressed) {
+	if (slot->suppressed && slot->keyed) {
+		snprintf(line, sizeof(line), "Suppressed %u state change%s, the last: %s",
+			 slot->suppressed, slot->suppressed == 1 ? "" : "s", slot->text);
+		emit(slot->level, line);
+	} else if (slot->suppressed) {
 		snprintf(line, sizeof(line), "Suppressed %u similar message%s: %s",
 			 slot->suppressed, slot->suppressed == 1 ? "" : "s", slot->text);
 		emit(slot->level, line);
@@ -135,23 +143,54 @@ static void rl_report(struct rl_slot *slot)
 	slot->hash = 0;
 }
 
-/* Caller holds log_mu. True if @msg may be printed now. */
-static bool rl_admit(int level, const char *msg)
+/* Caller holds log_mu. The slot of hash @h (@keyed or not), reset if its interval
+ * ended; a fresh one (reporting what it held before) if there is none. All slots
+ * are searched (a few dozen compares per line that passes the level): two
+ * flapping things must not keep evicting each other and restarting their
+ * windows. */
+static struct rl_slot *rl_slot(uint64_t h, bool keyed, uint64_t now)
 {
-	uint64_t h = fnv1a(msg), now = mono_ns();
-	struct rl_slot *slot = &rl_slots[h % RL_SLOTS];
+	struct rl_slot *slot = NULL, *oldest = NULL;
 
-	if (slot->hash && (slot->hash != h || now - slot->window_ns >= rl_interval_ns))
+	for (unsigned i = 0; i < RL_SLOTS; i++) {
+		struct rl_slot *s = &rl_slots[(h + i) % RL_SLOTS];
+
+		if (s->hash && now - s->window_ns >= rl_interval_ns)
+			rl_report(s); /* ended: report it, the slot is free again */
+		if (s->hash == h && s->keyed == keyed)
+			return s;
+		if (!s->hash && !slot)
+			slot = s;
+		if (s->hash && (!oldest || s->window_ns < oldest->window_ns))
+			oldest = s;
+	}
+	if (!slot) {
+		slot = oldest;
 		rl_report(slot);
-	if (!slot->hash) {
-		slot->hash = h;
-		slot->window_ns = now;
-		slot->shown = slot->suppressed = 0;
+	}
+	slot->hash = h;
+	slot->keyed = keyed;
+	slot->window_ns = now;
+	slot->shown = slot->suppressed = 0;
+	return slot;
+}
+
+/* Caller holds log_mu. True if @msg may be printed now; @key: a state change of
+ * @key (limited per key), NULL: limited per identical text. */
+static bool rl_admit(int level, const char *msg, const char *key)
+{
+	struct rl_slot *slot = rl_slot(fnv1a(key ? key : msg), key != NULL, mono_ns());
+
+	if (slot->shown == 0 && slot->suppressed == 0) {
 		slot->level = level;
 		copy_head(slot->text, sizeof(slot->text), msg);
 	}
 	if (slot->shown >= rl_burst) {
 		slot->suppressed++;
+		if (key) { /* the summary tells the state it was left in */
+			slot->level = level;
+			copy_head(slot->text, sizeof(slot->text), msg);
+		}
 		return false;
 	}
 	slot->shown++;
@@ -169,26 +208,48 @@ void log_flush_suppressed(void)
 	pthread_mutex_unlock(&log_mu);
 }
 
-int log_internal(int level, int err, const char *fmt, ...)
+/* Formats @fmt with errno set from @err (for %m), then prints it unless the rate
+ * limit (per @key, or per text when @key is NULL) holds it back. */
+static int log_va(const char *key, int level, int err, const char *fmt, va_list ap)
 {
 	char msg[1024];
 	int saved = errno;
-	va_list ap;
 
 	if (err < 0)
 		errno = -err;
 	else if (err > 0)
 		errno = err;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap); /* %m expands to strerror(errno) */
-	va_end(ap);
 	errno = saved;
 
 	pthread_mutex_lock(&log_mu);
 	if (level == LOG_LVL_ERROR)
 		copy_head(last_error, sizeof(last_error), msg);
-	if (level > LOG_LVL_WARNING || rl_burst == 0 || rl_admit(level, msg))
+	if (rl_burst == 0 || level == LOG_LVL_DEBUG || (!key && level > LOG_LVL_WARNING) ||
+	    rl_admit(level, msg, key))
 		emit(level, msg);
 	pthread_mutex_unlock(&log_mu);
 	return err < 0 ? err : -err;
+}
+
+int log_internal(int level, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = log_va(NULL, level, err, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int log_state_internal(const char *key, int level, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = log_va(key, level, err, fmt, ap);
+	va_end(ap);
+	return r;
 }

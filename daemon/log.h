@@ -11,6 +11,10 @@
  * are counted and reported in one "Suppressed N similar messages: ..." line when
  * the interval ends (a target that fails the same way on every ping must not
  * flood the journal, and the count says how often it happened).
+ *
+ * Lines that report a change of state (a target down or up again, a probe failing
+ * or succeeding again) are limited per thing instead, whatever their text: see
+ * log_state_internal().
  */
 #ifndef IOPULSE_LOG_H
 #define IOPULSE_LOG_H
@@ -54,6 +58,19 @@ void log_last_error(char *buf, size_t n);
 /* Logs and returns @err (a negative errno); %m prints strerror(-err). */
 int log_internal(int level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * Logs a change of state of one thing, named by @key ("Target t1", "Probe p1"):
+ * it went down, came back, started or stopped failing. When the thing flaps, such
+ * lines alternate and no two in a row are identical, so the identical-text limit
+ * cannot hold them: each key may log at most LOG_RATELIMIT_BURST lines per
+ * LOG_RATELIMIT_INTERVAL_NS, whatever their text or level. The rest are counted,
+ * and when the interval ends one line, at the level of the last of them, says
+ * "Suppressed N state changes, the last: TEXT": how often it flapped and the state
+ * it was left in. Returns @err like log_internal().
+ */
+int log_state_internal(const char *key, int level, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 #define log_full_errno(level, err, ...)                                                            \
 	({                                                                                         \
 		int _l = (level), _e = (err);                                                      \
@@ -68,5 +85,19 @@ int log_internal(int level, int err, const char *fmt, ...) __attribute__((format
 
 #define log_error_errno(err, ...)   log_full_errno(LOG_LVL_ERROR, (err), __VA_ARGS__)
 #define log_warning_errno(err, ...) log_full_errno(LOG_LVL_WARNING, (err), __VA_ARGS__)
+
+#define log_state_full_errno(key, level, err, ...)                                                 \
+	({                                                                                         \
+		int _l = (level), _e = (err);                                                      \
+		_l <= log_max_level ? log_state_internal((key), _l, _e, __VA_ARGS__)               \
+				    : (_e < 0 ? _e : -_e);                                         \
+	})
+
+#define log_state_error_errno(key, err, ...)                                                       \
+	log_state_full_errno(key, LOG_LVL_ERROR, err, __VA_ARGS__)
+#define log_state_error(key, ...) ((void)log_state_full_errno(key, LOG_LVL_ERROR, 0, __VA_ARGS__))
+#define log_state_warning(key, ...)                                                                \
+	((void)log_state_full_errno(key, LOG_LVL_WARNING, 0, __VA_ARGS__))
+#define log_state_notice(key, ...) ((void)log_state_full_errno(key, LOG_LVL_NOTICE, 0, __VA_ARGS__))
 
 #endif

@@ -157,7 +157,7 @@ static int run_burst(struct probe_sum *ps, struct target *t, const struct config
 	ps->wall_ns = now_ns() - start;
 	if (r < 0) {
 		snprintf(ps->message, sizeof(ps->message), "cannot run on %s: %s", t->file_path,
-			 strerror(-r));
+			 burst_why(b) ? burst_why(b) : strerror(-r));
 		burst_free(b);
 		return r;
 	}
@@ -174,7 +174,7 @@ static int run_burst(struct probe_sum *ps, struct target *t, const struct config
 	ps->timeouts = res->timeouts;
 	if (res->error) {
 		snprintf(ps->message, sizeof(ps->message), "stopped early: %s",
-			 strerror(-res->error));
+			 burst_why(b) ? burst_why(b) : strerror(-res->error));
 		r = res->error;
 	}
 	burst_free(b);

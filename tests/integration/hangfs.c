@@ -17,8 +17,17 @@
  * once the kernel's 1-second attribute cache expires), statfs, open and create
  * block too, like a hung NFS server.
  *
+ * A disk that fails instead (the data path only; metadata always works):
+ *
+ *   SIGRTMIN    every write fails with EIO; fsync and fdatasync succeed
+ *   SIGRTMIN+1  flapping: every other write and every other fsync/fdatasync fails
+ *               with EIO (the first of each fails), so a write ping that syncs
+ *               fails and succeeds by turns
+ *   SIGRTMIN+2  no more errors
+ *
  * Each change is acknowledged on stderr once it is in effect, so a test can wait
  * for it instead of sleeping:
+ *   "hangfs: eio writes" / "hangfs: eio flapping" / "hangfs: eio off"
  *   "hangfs: frozen" / "hangfs: thawed"
  *   "hangfs: read blocked (offset O, size N)"   a request started waiting
  *   "hangfs: read released"                     ... and went on after a thaw
@@ -47,6 +56,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -66,6 +76,10 @@ static pthread_cond_t freeze_cv; /* CLOCK_MONOTONIC; broadcast on thaw */
 static bool frozen;		 /* guarded by freeze_mu */
 static bool uninterruptible;	 /* HANGFS_UNINTERRUPTIBLE=1: ignore FUSE_INTERRUPT */
 static bool freeze_metadata;	 /* HANGFS_FREEZE_METADATA=1: metadata blocks too */
+
+enum eio_mode { EIO_OFF, EIO_WRITES, EIO_FLAPPING };
+static _Atomic int eio_mode;		       /* enum eio_mode, set by the control thread */
+static _Atomic unsigned eio_writes, eio_syncs; /* requests seen since the mode was set */
 
 /* ---------------------------------------------------------------- freezing */
 
@@ -121,9 +135,25 @@ static int freeze_gate(const char *op, off_t off, size_t size)
 	return r;
 }
 
-/* SIGUSR1/SIGUSR2 are blocked in every thread; this one takes them. */
+/* True if this write (@sync false) or fsync (@sync true) is to fail with EIO. */
+static bool eio_fails(bool sync)
+{
+	int mode = atomic_load(&eio_mode);
+	unsigned n;
+
+	if (mode == EIO_OFF)
+		return false;
+	if (mode == EIO_WRITES)
+		return !sync;
+	n = atomic_fetch_add(sync ? &eio_syncs : &eio_writes, 1);
+	return n % 2 == 0;
+}
+
+/* SIGUSR1/SIGUSR2 and SIGRTMIN..SIGRTMIN+2 are blocked in every thread; this one
+ * takes them. */
 static void *control_main(void *arg)
 {
+	static const char *const eio_names[] = {"off", "writes", "flapping"};
 	sigset_t *set = arg;
 
 	for (;;) {
@@ -131,6 +161,17 @@ static void *control_main(void *arg)
 
 		if (sigwait(set, &sig) != 0)
 			continue;
+		if (sig >= SIGRTMIN && sig <= SIGRTMIN + 2) {
+			int mode = sig == SIGRTMIN	 ? EIO_WRITES
+				   : sig == SIGRTMIN + 1 ? EIO_FLAPPING
+							 : EIO_OFF;
+
+			atomic_store(&eio_writes, 0);
+			atomic_store(&eio_syncs, 0);
+			atomic_store(&eio_mode, mode);
+			say("eio %s", eio_names[mode]);
+			continue;
+		}
 		pthread_mutex_lock(&freeze_mu);
 		frozen = sig == SIGUSR1;
 		pthread_cond_broadcast(&freeze_cv);
@@ -344,6 +385,8 @@ static int hang_write(const char *path, const char *buf, size_t size, off_t off,
 	r = freeze_gate("write", off, size);
 	if (r < 0)
 		return r;
+	if (eio_fails(false))
+		return -EIO;
 	n = pwrite((int)fi->fh, buf, size, off);
 	return n < 0 ? -errno : (int)n;
 }
@@ -356,6 +399,8 @@ static int hang_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	r = freeze_gate(datasync ? "fdatasync" : "fsync", 0, 0);
 	if (r < 0)
 		return r;
+	if (eio_fails(true))
+		return -EIO;
 	r = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
 	return r < 0 ? -errno : 0;
 }
@@ -444,6 +489,8 @@ int main(int argc, char **argv)
 	sigemptyset(&control);
 	sigaddset(&control, SIGUSR1);
 	sigaddset(&control, SIGUSR2);
+	for (int i = 0; i <= 2; i++)
+		sigaddset(&control, SIGRTMIN + i);
 	r = pthread_sigmask(SIG_BLOCK, &control, NULL);
 	if (r == 0)
 		r = pthread_create(&thread, NULL, control_main, &control);

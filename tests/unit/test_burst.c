@@ -748,6 +748,79 @@ static void test_rate(void **state)
 	r = run_clean(&cfg, &eng_null_ops, target4m());
 	print_message("rate 3000/s over 3 jobs for 0.5s: %" PRIu64 " I/Os\n", total_ios(&r.res));
 	assert_true(total_ios(&r.res) >= 1425 && total_ios(&r.res) <= 1575);
+
+	/* Fewer I/Os per second than jobs: still the cap over all of them (the
+	 * jobs take turns, one I/O every 0.5s in all), not one per job and second. */
+	cfg.jobs = 8;
+	cfg.rate_iops = 2;
+	cfg.ramp_ns = 0;
+	cfg.duration_ns = 900 * MSEC;
+	r = run_clean(&cfg, &eng_null_ops, target4m());
+	print_message("rate 2/s over 8 jobs for 0.9s: %" PRIu64 " I/Os\n", total_ios(&r.res));
+	assert_true(total_ios(&r.res) >= 1 && total_ios(&r.res) <= 2);
+}
+
+/* 'ios' that cannot be done before the burst is due again (a device slower than
+ * the rate, or no rate): the burst stops at 'every' less 'ramp' and says why,
+ * rather than holding its target for good. */
+static void test_ios_cut_short(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 2);
+	static const char tail[] = "'ios' issued: a burst ends before it is due again ('every' "
+				   "less 'ramp') and within 10m; lower 'ios'";
+	const struct burst_result *res;
+	struct burst *b;
+	uint64_t start, wall;
+	int err = 1;
+
+	(void)state;
+	cfg.ios = 1000;
+	cfg.rate_iops = 100; /* 10s of them */
+	cfg.ramp_ns = 100 * MSEC;
+	cfg.interval_ns = 400 * MSEC;
+	b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
+	assert_non_null(b);
+	start = now_ns();
+	assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
+	wall = now_ns() - start;
+	print_message("ios cut short after %.0f ms: %" PRIu64 " I/Os\n", wall / 1e6,
+		      total_ios(res));
+	assert_true(wall >= 400 * MSEC && wall < 1000 * MSEC);
+	assert_int_equal(res->error, -ETIME);
+	assert_false(res->stopped);
+	assert_true(total_ios(res) >= 20 && total_ios(res) <= 40);
+	assert_non_null(burst_why(b));
+	assert_true(strncmp(burst_why(b), "stopped after 300ms with ", 25) == 0);
+	assert_non_null(strstr(burst_why(b), " of its 1000 "));
+	assert_string_equal(burst_why(b) + strlen(burst_why(b)) - strlen(tail), tail);
+
+	/* No rate: as many as the device does in that time, never a billion. */
+	cfg.ios = CFG_MAX_IOS;
+	cfg.rate_iops = 0;
+	burst_free(b);
+	b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
+	assert_non_null(b);
+	start = now_ns();
+	assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
+	wall = now_ns() - start;
+	assert_true(wall >= 400 * MSEC && wall < 1000 * MSEC);
+	assert_int_equal(res->error, -ETIME);
+	assert_true(total_ios(res) > 0 && total_ios(res) < CFG_MAX_IOS);
+	assert_non_null(burst_why(b));
+	assert_non_null(strstr(burst_why(b), " of its 1000000000 'ios' issued: "));
+	assert_non_null(strstr(burst_why(b), "; lower 'ios' or set 'rate_iops'"));
+
+	/* Within the time: no complaint. */
+	cfg.ios = 20;
+	cfg.rate_iops = 100;
+	burst_free(b);
+	b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
+	assert_non_null(b);
+	assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
+	assert_int_equal(res->error, 0);
+	assert_int_equal(total_ios(res), 20);
+	assert_null(burst_why(b));
+	burst_free(b);
 }
 
 /* ---------------------------------------------------------------- refusals */
@@ -847,7 +920,181 @@ static void test_refusals(void **state)
 	cfg = burst_cfg(CFG_RW_RANDREAD, 16 * MIB, 256, 64);
 	cfg.ios = 1;
 	assert_int_equal(new_refusal(&cfg), -E2BIG);
+	/* The configuration's limit, to the byte: 16 x 16MiB = 256MiB, not 17. */
+	cfg = burst_cfg(CFG_RW_RANDREAD, 16 * MIB, 17, 1);
+	cfg.ios = 1;
+	assert_int_equal(new_refusal(&cfg), -E2BIG);
+	cfg.iodepth = 16;
+	{
+		int err = 1;
+		struct burst *b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
+
+		assert_non_null(b);
+		assert_int_equal(err, 0);
+		burst_free(b);
+	}
 	burst_free(NULL);
+}
+
+/* What burst_run() says to @cfg (100 I/Os) on @t: its return, and burst_why()
+ * in @why ("" when NULL). */
+static int run_why(struct cfg_probe cfg, struct target *t, char *why, size_t len)
+{
+	const struct burst_result *res;
+	struct burst *b;
+	int err = 1, r;
+
+	cfg.ios = 100;
+	b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
+	assert_non_null(b);
+	r = burst_run(b, t, NULL, &res);
+	snprintf(why, len, "%s", burst_why(b) ? burst_why(b) : "");
+	burst_free(b);
+	return r;
+}
+
+#define assert_why(cfg, t, err, msg)                                                               \
+	do {                                                                                       \
+		char why_[512];                                                                    \
+		assert_int_equal(run_why((cfg), (t), why_, sizeof(why_)), (err));                  \
+		assert_string_equal(why_, (msg));                                                  \
+	} while (0)
+
+/* What can only fail once the target is open (its size, its alignment) says why
+ * in words, naming the key and the figures: never just "Invalid argument". */
+static void test_refusal_reasons(void **state)
+{
+	struct target *t = target4m();
+	struct target small = *t, t4k = *t, tmem = *t, ro = *t;
+	struct cfg_probe cfg;
+
+	(void)state;
+	small.data_end = small.data_start + MIB; /* a 1MiB file, say */
+	t4k.offset_align = 4096;		 /* a 4Kn disk */
+	tmem.mem_align = 8192;
+	ro.writable = false;
+
+	/* The run that works says nothing. */
+	assert_why(burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1), t, 0, "");
+
+	/* 2 sequential jobs, blocks up to 1MiB, 1MiB: each job's half is short of a block. */
+	cfg = burst_cfg(CFG_RW_READ, 4096, 4, 2);
+	cfg.block_size_max = MIB;
+	assert_why(cfg, &small, -EINVAL,
+		   "with 'rw: read' each of the 2 'jobs' walks its own part of the working set "
+		   "(1MiB), and a part (512KiB) is smaller than the largest 'block_size' (1MiB)");
+	/* One job would do (so would 2MiB). */
+	cfg.jobs = 1;
+	assert_why(cfg, &small, 0, "");
+	cfg.jobs = 2;
+	cfg.working_set = 2 * MIB;
+	assert_why(cfg, t, 0, "");
+
+	/* Alignment the configuration cannot know. */
+	assert_why(burst_cfg(CFG_RW_RANDREAD, 512, 4, 1), &t4k, -EINVAL,
+		   "'block_size' (512) is not a multiple of the target's direct I/O alignment "
+		   "(4KiB)");
+	cfg = burst_cfg(CFG_RW_RANDREAD, 2048, 4, 1);
+	cfg.block_size_max = 8192;
+	assert_why(cfg, &t4k, -EINVAL,
+		   "the smallest 'block_size' (2KiB) is not a multiple of the target's direct "
+		   "I/O alignment (4KiB)");
+	assert_why(burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1), &tmem, -EINVAL,
+		   "the target needs I/O buffers aligned to 8192 bytes, more than the 4KiB "
+		   "bursts align them to");
+
+	/* Sizes the configuration cannot know (a file's, a device's). */
+	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1);
+	cfg.working_set = 2 * MIB;
+	assert_why(cfg, &small, -EINVAL, "'working_set' (2MiB) is larger than the target (1MiB)");
+	assert_why(burst_cfg(CFG_RW_RANDREAD, 2 * MIB, 4, 1), &small, -EINVAL,
+		   "the target (1MiB) is smaller than 'block_size' (2MiB)");
+	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1);
+	cfg.block_size_max = 64 * 1024;
+	cfg.working_set = 32 * 1024;
+	assert_why(cfg, t, -EINVAL,
+		   "'working_set' (32KiB) is smaller than the largest 'block_size' (64KiB)");
+
+	/* Writes on a read-only target. */
+	assert_why(burst_cfg(CFG_RW_RANDRW, 4096, 4, 1), &ro, -EBADF,
+		   "'rw: randrw' writes, and the target is read-only");
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+/* Resident memory of the process, from /proc/self/statm. */
+static uint64_t rss_bytes(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%lu %lu", &size, &resident), 2);
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* peek: the rec engine, looking at the burst's buffers when a job sets up its
+ * engine (before the clock starts). */
+static struct burst *peek_burst;
+static uint64_t peek_rss_base;
+static _Atomic uint64_t peek_bytes, peek_rss;
+
+static int peek_init(struct engine *e, int fd, unsigned depth)
+{
+	atomic_store(&peek_bytes, burst_buffer_bytes(peek_burst));
+	atomic_store(&peek_rss, rss_bytes() - peek_rss_base);
+	return rec_init(e, fd, depth);
+}
+
+static const struct engine_ops peek_ops = {
+	.name = "peek",
+	.flags = ENGINE_F_SYNC,
+	.init = peek_init,
+	.submit = rec_submit,
+	.reap = rec_reap,
+	.cleanup = rec_cleanup,
+};
+
+/* A burst holds its buffers only while it runs: none after burst_new() or
+ * between runs (whatever its schedule), all of them, resident, before the clock
+ * starts. Checked with the burst's own count and the process's resident size
+ * (64MiB of buffers against a 16MiB allowance for everything else). */
+static void test_buffers_per_run(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDWRITE, 256 * 1024, 64, 4);
+	const uint64_t want = 4ULL * 64 * 256 * 1024, slack = 16 * MIB;
+	const struct burst_result *res;
+	uint64_t base;
+	int err = 1;
+
+	(void)state;
+	assert_int_equal(cfg_burst_buffer_bytes(&cfg), want);
+	cfg.ios = 1000;
+	target4m();
+	rec_reset(0);
+	base = rss_bytes();
+	peek_burst = burst_new(&cfg, &peek_ops, bounds, N_BOUNDS, &err);
+	assert_non_null(peek_burst);
+	assert_int_equal(burst_buffer_bytes(peek_burst), 0);
+	assert_true(rss_bytes() < base + slack);
+	peek_rss_base = base;
+
+	for (int run = 0; run < 2; run++) {
+		atomic_store(&peek_bytes, 0);
+		assert_int_equal(burst_run(peek_burst, target4m(), NULL, &res), 0);
+		assert_int_equal(res->dir[BURST_WRITE].ios, 1000);
+		assert_int_equal(res->error, 0);
+		/* During the run, before the clock: all of them, faulted in. */
+		assert_int_equal(atomic_load(&peek_bytes), want);
+		assert_true(atomic_load(&peek_rss) >= want);
+		/* After: none. */
+		assert_int_equal(burst_buffer_bytes(peek_burst), 0);
+		assert_true(rss_bytes() < base + slack);
+	}
+	burst_free(peek_burst);
+	peek_burst = NULL;
+	rec_done();
 }
 
 /* ---------------------------------------------------------------- errors */
@@ -1106,6 +1353,9 @@ int main(void)
 		cmocka_unit_test(test_sync_write_lands),
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_refusal_reasons),
+		cmocka_unit_test(test_buffers_per_run),
+		cmocka_unit_test(test_ios_cut_short),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_stop),
 		cmocka_unit_test(test_timeout),

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* log: identical errors and warnings are rate-limited with a count of what was
- * dropped; other levels and other texts pass; the last error is kept. */
+ * dropped; other levels and other texts pass; the last error is kept. State
+ * changes are limited per key, whatever their text and level, and their summary
+ * says the state left in. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,12 +150,85 @@ static void test_disabled(void **state)
 	free(text);
 }
 
+/* A flapping probe: its failure and recovery lines alternate (no two identical in
+ * a row) at two levels; the limit per key holds them all, and the summary names
+ * the last state. Another key and plain lines are not affected. */
+static void test_state_changes_limited_per_key(void **state)
+{
+	char *text;
+
+	(void)state;
+	log_set_ratelimit(3, INTERVAL_NS);
+	capture_begin();
+	for (int i = 0; i < 10; i++) {
+		log_state_error_errno("Probe w1", -EIO, "Probe %s: %s: %m", "w1", "write");
+		log_state_notice("Probe w1", "Probe %s: %s succeeds again", "w1", "write");
+	}
+	log_state_error_errno("Probe w1", -EIO, "Probe %s: %s: %m", "w1", "fdatasync"); /* last */
+	log_state_notice("Target t1", "Target %s is up again", "t1"); /* its own key */
+	log_error_errno(-EIO, "Probe %s: %s: %m", "w1", "write");     /* not a state line */
+	log_state_full_errno("Probe w1", LOG_LVL_DEBUG, 0, "Probe w1: debug %d", 1); /* never */
+	log_flush_suppressed(); /* the interval has not ended: nothing to report yet */
+	text = capture_end();
+	/* E, N, E of the key's 21 lines, and the plain line */
+	assert_int_equal(count_lines(text, "Probe w1: write: Input/output error\n"), 2 + 1);
+	assert_int_equal(count_lines(text, "Probe w1: write succeeds again\n"), 1);
+	assert_int_equal(count_lines(text, "Probe w1: fdatasync"), 0);
+	assert_int_equal(count_lines(text, "Target t1 is up again\n"), 1);
+	assert_int_equal(count_lines(text, "Probe w1: debug 1\n"), 0);
+	assert_null(strstr(text, "Suppressed"));
+	assert_int_equal(count_lines(text, "\n"), 3 + 1 + 1);
+	free(text);
+
+	/* After the interval: one summary, at the level of the last line dropped. */
+	sleep_past_interval();
+	capture_begin();
+	log_flush_suppressed();
+	text = capture_end();
+	assert_int_equal(count_lines(text, "Suppressed"), 1);
+	assert_non_null(strstr(text, "error: Suppressed 18 state changes, the last: Probe w1: "
+				     "fdatasync: Input/output error\n"));
+	free(text);
+
+	/* ... and the key logs again. */
+	capture_begin();
+	log_state_notice("Probe w1", "Probe %s: %s succeeds again", "w1", "fdatasync");
+	text = capture_end();
+	assert_non_null(strstr(text, "notice: Probe w1: fdatasync succeeds again\n"));
+	free(text);
+}
+
+/* Many keys at once, each flapping: every one keeps its own count (none pushes
+ * another out and resets its window). */
+static void test_many_keys(void **state)
+{
+	char key[32], *text;
+
+	(void)state;
+	log_set_ratelimit(2, 10 * INTERVAL_NS);
+	capture_begin();
+	for (int round = 0; round < 6; round++)
+		for (int k = 0; k < 20; k++) {
+			snprintf(key, sizeof(key), "Probe p%d", k);
+			if (round % 2)
+				log_state_notice(key, "%s: read succeeds again", key);
+			else
+				log_state_error(key, "%s: read: failed", key);
+		}
+	text = capture_end();
+	assert_int_equal(count_lines(text, "\n"), 20 * 2);
+	free(text);
+	log_set_ratelimit(LOG_RATELIMIT_BURST, LOG_RATELIMIT_INTERVAL_NS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_identical_errors_limited),
 		cmocka_unit_test(test_warning_summary_on_return),
 		cmocka_unit_test(test_disabled),
+		cmocka_unit_test(test_state_changes_limited_per_key),
+		cmocka_unit_test(test_many_keys),
 	};
 
 	unsetenv("JOURNAL_STREAM");

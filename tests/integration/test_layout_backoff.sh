@@ -1,0 +1,65 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A probe-file layout that fails for want of room is not retried on every ping:
+# the next attempt waits 10 s (doubling up to 1 h; tests/unit/test_lane.c checks
+# the doubling with a fake clock). On a small tmpfs, a target bigger than the free
+# space: over ~5 s of 100 ms pings the layout is tried once, counted once in
+# iopulse_target_layout_failures_total, logged once with its retry time, and
+# leaves nothing behind; the pings count as target_down.
+
+# shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
+. "$(dirname "$0")/lib.sh"
+
+require_cmd curl mount umount df
+
+MNT="$WORK/small"
+mkdir "$MNT"
+mounted() {
+	grep -qF " $MNT " /proc/self/mountinfo
+}
+if ! msg=$(mount -t tmpfs -o size=8m iopulse-test "$MNT" 2>&1); then
+	skip "cannot mount a tmpfs here: $msg"
+fi
+tmpfs_cleanup() {
+	if mounted; then
+		umount -l "$MNT" || true
+	fi
+}
+on_exit tmpfs_cleanup
+
+CFG="$WORK/backoff.yaml"
+target_config "$CFG" "$MNT" 16MiB "allow_memory_backed: true" "direct: false"
+ping_item "$CFG" p1 read "interval: 100ms"
+start_daemon "$CFG"
+
+FAILURES='iopulse_target_layout_failures_total{target="t1"}'
+DOWN='iopulse_probe_errors_total{probe="p1",target="t1",reason="target_down"}'
+wait_until 10 "the first layout failure" scraped "$FAILURES" == 1
+t0=$(now_ms)
+wait_until 20 "40 pings counted as target_down" scraped "$DOWN" '>=' 40
+elapsed=$(($(now_ms) - t0))
+((elapsed < 9000)) || note "the pings took ${elapsed}ms (slow machine): the retry may have come"
+sample_into v "$PAGE" "$FAILURES"
+if ((elapsed < 9000)); then
+	num "$v" == 1 || fail "$FAILURES is $v after ~${elapsed}ms of pings, want 1"
+fi
+sample_into up "$PAGE" 'iopulse_target_up{target="t1"}'
+num "$up" == 0 || fail "t1 up ($up) with no room for its probe file"
+
+lines=$(grep -v ' debug: ' "$DAEMON_LOG" | grep -F 'Target t1' || true)
+n=$(grep -c 'retrying in 10s$' <<<"$lines" || true)
+((n == 1)) || fail "$n 'retrying in 10s' lines, want one:"$'\n'"$lines"
+n=$(grep -c . <<<"$lines" || true)
+((n == 1)) || fail "$n lines about t1, want one:"$'\n'"$lines"
+grep -q 'error: Target t1 is down: .*, retrying in 10s$' <<<"$lines" ||
+	fail "the line does not say t1 is down and when it is retried:"$'\n'"$lines"
+note "log: $lines"
+
+used=$(df -k --output=used "$MNT" | tail -n 1)
+((used < 1024)) || fail "the failed layout left ${used}KiB on the tmpfs"
+note "tmpfs: ${used}KiB used after the failed layout"
+
+require_alive
+stop_daemon TERM 5
+note "pass"

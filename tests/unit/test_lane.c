@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lane: what a lane decides about its target between runs, driven the daemon's
+ * way (a YAML schedule, lane_init(), the lane thread, lane_enqueue()) with a
+ * fake clock:
+ *   - a failed probe-file layout is not retried before its backoff has passed
+ *     (10s, doubling up to 1h, reset by a successful open); the runs in between
+ *     count as target_down and touch nothing; each failure is counted in
+ *     iopulse_target_layout_failures_total and logged once with its retry time;
+ *   - a target that goes away logs one "is down" line for the event, however
+ *     the attempts to open it again fail afterwards, and one "is up again".
+ *
+ * This file defines eng_now_ns(), the clock of engines, probes and lanes, as
+ * tests/unit/test_golden.c does (the real one is alone in engines/clock.c, which
+ * the linker then leaves out of the static library): the backoff is checked
+ * without sleeping. The log's own rate limit runs on the real clock.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include "config/config.h"
+#include "daemon/lane.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "engines/engine.h"
+
+#define SEC 1000000000ULL
+
+/* ---- the fake clock ---- */
+
+static _Atomic uint64_t fake_now = 1000 * SEC; /* 0 means "none" to in-flight stamps */
+
+uint64_t eng_now_ns(void)
+{
+	return atomic_load(&fake_now);
+}
+
+/* ---- log capture (stderr to a temporary file, as tests/unit/test_log.c) ---- */
+
+static FILE *capture_file;
+static int saved_stderr = -1;
+
+static void capture_begin(void)
+{
+	assert_null(capture_file);
+	fflush(stderr);
+	capture_file = tmpfile();
+	assert_non_null(capture_file);
+	saved_stderr = dup(2);
+	assert_true(saved_stderr >= 0);
+	assert_int_equal(dup2(fileno(capture_file), 2), 2);
+}
+
+/* The text logged since capture_begin(); caller frees. */
+static char *capture_end(void)
+{
+	char *text;
+	long len;
+
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	len = ftell(capture_file);
+	text = calloc(1, (size_t)len + 1);
+	rewind(capture_file);
+	if (text && len > 0 && fread(text, 1, (size_t)len, capture_file) != (size_t)len)
+		text[0] = '\0';
+	fclose(capture_file);
+	capture_file = NULL;
+	assert_non_null(text);
+	return text;
+}
+
+static unsigned count(const char *text, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* ---- a lane on a directory target ---- */
+
+struct fixture {
+	char dir[PATH_MAX];
+	struct config *cfg;
+	struct metrics *m;
+	struct lane lane;
+};
+
+/* cmocka setup: a lane on a fresh directory target, its thread started. On the
+ * heap, and stopped by fixture_teardown() even when a test fails: a lane thread
+ * left running on a dead test's stack would scribble over the next test's. */
+static int fixture_setup(void **state)
+{
+	struct cfg_error err = {0};
+	char yaml[PATH_MAX + 512];
+	struct fixture *f = calloc(1, sizeof(*f));
+	int len;
+
+	assert_non_null(f);
+	*state = f;
+	tu_new_dir(f->dir, sizeof(f->dir));
+	len = snprintf(yaml, sizeof(yaml),
+		       "targets:\n"
+		       "  - name: t1\n"
+		       "    directory: %s\n"
+		       "    size: 1MiB\n"
+		       "    direct: false\n"
+		       "    allow_memory_backed: true\n"
+		       "probes:\n"
+		       "  - name: p1\n"
+		       "    type: ping\n"
+		       "    target: t1\n"
+		       "    op: read\n"
+		       "    engine: null\n"
+		       "    interval: 100ms\n",
+		       f->dir);
+	assert_true(len > 0 && (size_t)len < sizeof(yaml));
+	if (cfg_load_string("<test_lane>", yaml, (size_t)len, &f->cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	f->m = metrics_new();
+	assert_non_null(f->m);
+	assert_int_equal(lane_init(&f->lane, f->cfg, 0, f->m), 0);
+	assert_true(f->lane.probes[0].ready);
+	assert_int_equal(lane_start(&f->lane), 0);
+	return 0;
+}
+
+static int fixture_teardown(void **state)
+{
+	struct fixture *f = *state;
+	struct timespec now;
+	bool exited;
+
+	if (capture_file) /* a test failed while capturing: give stderr back */
+		free(capture_end());
+	if (!f)
+		return 0;
+	lane_request_stop(&f->lane);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	exited = lane_wait(&f->lane, ((uint64_t)now.tv_sec + 60) * SEC + (uint64_t)now.tv_nsec);
+	if (!exited) {
+		/* Still using its memory: leak it rather than free it under the thread. */
+		fprintf(stderr, "the lane thread did not stop within a minute\n");
+		return -1;
+	}
+	lane_destroy(&f->lane);
+	metrics_free(f->m);
+	cfg_free(f->cfg);
+	free(f);
+	return 0;
+}
+
+/* The layout's free-space check fails (keep more free than the disk has), or
+ * passes (keep nothing). The lane is idle whenever this is called. */
+static void disk_full(struct fixture *f, bool full)
+{
+	f->cfg->targets[0].keep_free_bytes = full ? UINT64_MAX / 4 : 0;
+	f->cfg->targets[0].keep_free_fraction = 0;
+}
+
+/* One due ping, run to the end. */
+static void run_ping(struct fixture *f)
+{
+	const struct timespec tick = {.tv_nsec = 1000000};
+
+	lane_enqueue(&f->lane, 0);
+	for (unsigned i = 0; i < 60000; i++) { /* a minute: 2 cores shared by many */
+		bool idle;
+
+		pthread_mutex_lock(&f->lane.mu);
+		idle = !f->lane.busy && f->lane.q_len == 0;
+		pthread_mutex_unlock(&f->lane.mu);
+		if (idle)
+			return;
+		nanosleep(&tick, NULL);
+	}
+	fail_msg("the lane did not finish its ping within a minute");
+}
+
+/* The value of series {@label=@value...} of family @name: the first series of it
+ * (every family here has one per target, or we look for the first). */
+static double value_of(struct fixture *f, const char *name, const char *label_value)
+{
+	struct metrics_snapshot *s = metrics_snapshot(f->m);
+	const struct snap_family *fam;
+	double v = -1;
+
+	assert_non_null(s);
+	fam = tu_find_family(s, name);
+	if (!fam) {
+		metrics_snapshot_free(s);
+		fail_msg("no family %s", name);
+	}
+	for (unsigned i = 0; i < fam->n_series; i++)
+		for (unsigned j = 0; j < fam->n_labels; j++)
+			if (strcmp(fam->series[i].values[j], label_value) == 0 && v < 0)
+				v = fam->series[i].value;
+	metrics_snapshot_free(s);
+	if (v < 0)
+		fail_msg("no series of %s with a label %s", name, label_value);
+	return v;
+}
+
+static double layout_failures(struct fixture *f)
+{
+	return value_of(f, "iopulse_target_layout_failures_total", "t1");
+}
+
+static double target_down_errors(struct fixture *f)
+{
+	return value_of(f, "iopulse_probe_errors_total", "target_down");
+}
+
+/* ---- tests ---- */
+
+static void test_layout_backoff(void **state)
+{
+	struct fixture *f = *state;
+	/* Waits after each failure: 10s doubling, 1h at most. */
+	static const char *const waits[] = {"10s",    "20s",	"40s",	  "1m20s", "2m40s", "5m20s",
+					    "10m40s", "21m20s", "42m40s", "1h",	   "1h"};
+	static const uint64_t wait_s[] = {10, 20, 40, 80, 160, 320, 640, 1280, 2560, 3600, 3600};
+	const unsigned n = sizeof(waits) / sizeof(waits[0]);
+	char line[128], path[PATH_MAX + 32];
+	struct stat st;
+	double down;
+	char *text;
+
+	log_set_ratelimit(100, 30 * SEC); /* this test counts every line */
+	snprintf(path, sizeof(path), "%s/%s", f->dir, TARGET_PROBE_FILE);
+	disk_full(f, true);
+
+	capture_begin();
+	for (unsigned i = 0; i < n; i++) {
+		run_ping(f); /* due: the layout is tried, and fails */
+		assert_int_equal((int)layout_failures(f), i + 1);
+		assert_false(atomic_load(&f->lane.up));
+		down = target_down_errors(f);
+		/* Runs due before the wait is over count as target_down, try nothing,
+		 * write nothing. */
+		for (unsigned k = 0; k < 3; k++) {
+			atomic_fetch_add(&fake_now, (wait_s[i] * SEC - 1) / 3);
+			if (stat(path, &st) == 0)
+				assert_true(st.st_size <= TARGET_HEADER_SIZE);
+			run_ping(f);
+			assert_int_equal((int)layout_failures(f), i + 1);
+			assert_true(target_down_errors(f) == down + k + 1);
+		}
+		atomic_fetch_add(&fake_now, wait_s[i] * SEC - 3 * ((wait_s[i] * SEC - 1) / 3));
+	}
+	text = capture_end();
+	for (unsigned i = 0; i < n; i++) {
+		unsigned want = 0;
+
+		for (unsigned j = 0; j < n; j++) /* "1h" comes twice */
+			want += (i == 0) == (j == 0) && strcmp(waits[i], waits[j]) == 0;
+		snprintf(line, sizeof(line), "Target t1 is %s: ", i ? "still down" : "down");
+		if (!strstr(text, line))
+			fail_msg("no line '%s...' in:\n%s", line, text);
+		snprintf(line, sizeof(line), ", retrying in %s\n", waits[i]);
+		if (count(text, line) != want)
+			fail_msg("want %u line(s) ending '%s' in:\n%s", want, line, text);
+	}
+	assert_int_equal(count(text, "Target t1 is down: "), 1);
+	assert_int_equal(count(text, "Target t1 is still down: "), n - 1);
+	assert_int_equal(count(text, "\n"), n); /* nothing else */
+	free(text);
+
+	/* The wait is over and there is room: the layout succeeds, the target is up. */
+	disk_full(f, false);
+	capture_begin();
+	run_ping(f);
+	text = capture_end();
+	assert_true(atomic_load(&f->lane.up));
+	assert_int_equal((int)layout_failures(f), n);
+	assert_int_equal(count(text, "Target t1 is up again"), 1);
+	assert_int_equal(count(text, "\n"), 1);
+	free(text);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, TARGET_HEADER_SIZE + (1 << 20));
+
+	/* Success reset the backoff: the probe file goes, its re-layout fails, and the
+	 * next try comes 10s later again. */
+	disk_full(f, true);
+	assert_int_equal(unlink(path), 0);
+	capture_begin();
+	run_ping(f);
+	atomic_fetch_add(&fake_now, 10 * SEC - 1);
+	run_ping(f);
+	assert_int_equal((int)layout_failures(f), n + 1);
+	atomic_fetch_add(&fake_now, 1);
+	run_ping(f);
+	assert_int_equal((int)layout_failures(f), n + 2);
+	text = capture_end();
+	assert_int_equal(count(text, "Target t1 is down: "), 1);
+	assert_int_equal(count(text, ", retrying in 10s\n"), 1);
+	assert_int_equal(count(text, "Target t1 is still down: "), 1);
+	assert_int_equal(count(text, ", retrying in 20s\n"), 1);
+	free(text);
+}
+
+/* Pings until the target is down, a few more, then @fix the cause and ping until
+ * it is up: the log must hold exactly one "is down" and one "is up again" line. */
+static void one_outage(struct fixture *f, const char *what, void (*fix)(struct fixture *))
+{
+	double down = target_down_errors(f);
+	char *text;
+
+	capture_begin();
+	for (unsigned i = 0; i < 5; i++)
+		run_ping(f);
+	assert_false(atomic_load(&f->lane.up));
+	assert_true(target_down_errors(f) == down + 5);
+	fix(f);
+	run_ping(f);
+	assert_true(atomic_load(&f->lane.up));
+	text = capture_end();
+	if (count(text, "Target t1 is down: ") != 1 || count(text, "Target t1 is up again") != 1 ||
+	    count(text, "\n") != 2)
+		fail_msg("%s: want one 'is down' and one 'is up again' line, got:\n%s", what, text);
+	free(text);
+}
+
+/* f->dir, checked to be a subdirectory of our scratch directory. */
+static const char *own_dir(struct fixture *f)
+{
+	size_t n = strlen(tu_scratch);
+
+	assert_true(n > 1 && strncmp(f->dir, tu_scratch, n) == 0 && f->dir[n] == '/' &&
+		    f->dir[n + 1] != '\0');
+	return f->dir;
+}
+
+static char away[PATH_MAX + 8]; /* where the target directory was moved */
+
+static void move_back(struct fixture *f)
+{
+	assert_int_equal(rename(away, own_dir(f)), 0);
+}
+
+static char stranger[PATH_MAX + 32]; /* the probe file's name, someone else's file */
+
+static void remove_stranger(struct fixture *f)
+{
+	(void)f;
+	assert_int_equal(unlink(stranger), 0);
+}
+
+/* A target that goes away is one event, one "is down" line with one reason,
+ * however the checks and the attempts to open it again fail afterwards. (A
+ * directory removed and made again is another directory, which iopulse does not
+ * follow: tests/integration/test_target_down_once.sh.) */
+static void test_target_down_one_line(void **state)
+{
+	struct fixture *f = *state;
+	FILE *fp;
+
+	log_set_ratelimit(100, 30 * SEC);
+	run_ping(f);
+	assert_true(atomic_load(&f->lane.up));
+
+	/* The directory goes away (moved), then comes back: the check finds it
+	 * gone, the re-opens find no directory. */
+	snprintf(away, sizeof(away), "%s.away", own_dir(f));
+	assert_int_equal(rename(f->dir, away), 0);
+	one_outage(f, "directory moved away", move_back);
+
+	/* The probe file is replaced by a file that is not ours: the check finds it
+	 * replaced, the re-open refuses the stranger (a warning and an error, once). */
+	snprintf(stranger, sizeof(stranger), "%s/%s", own_dir(f), TARGET_PROBE_FILE);
+	assert_int_equal(unlink(stranger), 0);
+	fp = fopen(stranger, "w");
+	assert_non_null(fp);
+	fputs("not a probe file\n", fp);
+	assert_int_equal(fclose(fp), 0);
+	one_outage(f, "probe file replaced", remove_stranger);
+	assert_true(layout_failures(f) == 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_layout_backoff, fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_target_down_one_line, fixture_setup,
+						fixture_teardown),
+	};
+
+	unsetenv("JOURNAL_STREAM");
+	log_setup();
+	log_max_level = LOG_LVL_NOTICE; /* the lines the tests count, not the layout's info */
+	return cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
+}
