@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -23,6 +24,8 @@
 #define STATUS_MIN_NS	1000000000ULL /* STATUS= at most once a second */
 #define STATUS_LEN	256
 #define RELOAD_GRACE_NS 500000000ULL /* old lanes get this long to finish on reload */
+
+struct reload_job;
 
 struct slot {
 	uint64_t due_ns;
@@ -47,9 +50,12 @@ struct sched {
 	struct slot *heap; /* min-heap on due_ns */
 	unsigned n_heap;
 	int epoll_fd, timer_fd, hk_fd, signal_fd;
-	int watchdog_fd;	 /* timerfd at half WATCHDOG_USEC; -1 without a watchdog */
-	char status[STATUS_LEN]; /* the STATUS= line the service manager has */
-	uint64_t status_sent_ns; /* when it was sent */
+	int watchdog_fd;	   /* timerfd at half WATCHDOG_USEC; -1 without a watchdog */
+	int reload_fd;		   /* eventfd: the reload in flight has its result */
+	struct reload_job *reload; /* the reload in flight, or NULL */
+	bool reload_again;	   /* SIGHUP during it: reload once more after it */
+	char status[STATUS_LEN];   /* the STATUS= line the service manager has */
+	uint64_t status_sent_ns;   /* when it was sent */
 };
 
 /* ---------------------------------------------------------------- heap */
@@ -103,9 +109,9 @@ static int start_lanes(struct sched *s);
  * disk at once (the overlap lanes exist to prevent) and, for directories, fight
  * over one probe file. Paths that do not exist yet cannot be compared; the probe
  * file's lock catches those later. Nor can paths on a filesystem that hangs: this
- * runs at start-up and on SIGHUP, before anything serves or on the scheduler's
- * own thread, so each stat gets STAT_WAIT_MS and a hung one is logged and skipped
- * (the lock again covers it) rather than waited for.
+ * runs at start-up, before anything serves, and on SIGHUP on the reload thread
+ * (which holds up the next reload), so each stat gets STAT_WAIT_MS and a hung one
+ * is logged and skipped (the lock again covers it) rather than waited for.
  */
 #define STAT_WAIT_MS 500
 
@@ -232,7 +238,7 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 
 	if (!s)
 		goto fail;
-	s->epoll_fd = s->timer_fd = s->hk_fd = s->signal_fd = s->watchdog_fd = -1;
+	s->epoll_fd = s->timer_fd = s->hk_fd = s->signal_fd = s->watchdog_fd = s->reload_fd = -1;
 	r = check_distinct_targets(cfg);
 	if (r < 0)
 		goto fail;
@@ -326,12 +332,14 @@ int sched_start(struct sched *s)
 	s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	s->hk_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (s->epoll_fd < 0 || s->timer_fd < 0 || s->hk_fd < 0 || s->signal_fd < 0)
+	s->reload_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->epoll_fd < 0 || s->timer_fd < 0 || s->hk_fd < 0 || s->signal_fd < 0 ||
+	    s->reload_fd < 0)
 		return log_error_errno(-errno, "Failed to set up the scheduler's event loop: %m");
 	if (timerfd_settime(s->hk_fd, 0, &hk, NULL) < 0)
 		return log_error_errno(-errno, "Failed to arm the housekeeping timer: %m");
 	if ((r = add_fd(s, s->timer_fd)) < 0 || (r = add_fd(s, s->hk_fd)) < 0 ||
-	    (r = add_fd(s, s->signal_fd)) < 0)
+	    (r = add_fd(s, s->signal_fd)) < 0 || (r = add_fd(s, s->reload_fd)) < 0)
 		return log_error_errno(r, "Failed to watch the scheduler's descriptors: %m");
 
 	r = watchdog_start(s);
@@ -409,7 +417,8 @@ static void update_status(struct sched *s, uint64_t now)
 {
 	char cur[STATUS_LEN];
 
-	if (now - s->status_sent_ns < STATUS_MIN_NS)
+	/* During a reload, READY=1 brings the new STATUS= when it is done. */
+	if (s->reload || now - s->status_sent_ns < STATUS_MIN_NS)
 		return;
 	format_status(s, cur, sizeof(cur));
 	if (strcmp(cur, s->status) == 0)
@@ -499,36 +508,154 @@ static bool probe_changed(const struct config *oc, const struct cfg_probe *op,
 }
 
 /*
- * SIGHUP: load and check the new file completely; a bad one changes nothing.
- * Otherwise stop the old lanes, drop the series of removed and changed probes and
- * of removed targets, and start lanes for the new schedule. Unchanged probes get
- * their series back from the registry (get-or-create): their counters go on.
- * Returns 0 (also when the file was refused), -errno when no schedule could be
- * started at all.
+ * A reload reads and checks the new file on a thread of its own: reading may take
+ * as long as the file's filesystem likes (a hung NFS mount), and checking the
+ * targets stats each of them (STAT_WAIT_MS apiece), while this loop must go on
+ * running probes, feeding the watchdog and acting on SIGTERM. The thread hands
+ * its result back through reload_fd and the swap happens here. One reload is in
+ * flight at a time; a SIGHUP meanwhile is remembered and starts one more when it
+ * is done. On exit, a reload still in flight is abandoned like a lane stuck in
+ * the kernel: its thread frees the job whenever the read returns.
  */
-static int sched_reload(struct sched *s)
+struct reload_job {
+	pthread_mutex_t mu;   /* guards everything below */
+	unsigned refs;	      /* the scheduler's and the thread's */
+	bool done;	      /* the result is in */
+	bool abandoned;	      /* the scheduler is gone: event_fd is no longer ours */
+	int event_fd;	      /* the scheduler's reload_fd, written once when done */
+	int r;		      /* 0, or -errno from the load or the target check */
+	struct config *cfg;   /* the new configuration when r == 0 */
+	struct cfg_error err; /* the load's error, "" when it was the target check */
+	bool embedded;	      /* load the embedded default, not path */
+	char path[];	      /* what to read */
+};
+
+/* Drop one reference, under j->mu; frees @j (and a result nobody took) with the
+ * last. */
+static void reload_job_put(struct reload_job *j)
+{
+	bool last = --j->refs == 0;
+
+	pthread_mutex_unlock(&j->mu);
+	if (last) {
+		cfg_free(j->cfg);
+		pthread_mutex_destroy(&j->mu);
+		free(j);
+	}
+}
+
+static void *reload_thread(void *arg)
+{
+	struct reload_job *j = arg;
+	struct cfg_error err = {0};
+	struct config *nc = NULL;
+	uint64_t one = 1;
+	int r;
+
+	r = j->embedded ? cfg_load_default(&nc, &err) : cfg_load_file(j->path, &nc, &err);
+	if (r == 0) {
+		r = check_distinct_targets(nc); /* logs what it refuses */
+		if (r < 0) {
+			cfg_free(nc);
+			nc = NULL;
+		}
+	}
+	pthread_mutex_lock(&j->mu);
+	j->r = r;
+	j->cfg = nc;
+	j->err = err;
+	j->done = true;
+	if (!j->abandoned) {
+		ssize_t w = write(j->event_fd, &one, sizeof(one));
+
+		(void)w; /* cannot fail: the counter is read after every reload */
+	}
+	reload_job_put(j);
+	return NULL;
+}
+
+/* The end of a reload that changed nothing. */
+static void reload_refused(struct sched *s)
+{
+	set_reload_gauges(s, false);
+	log_error("Configuration reload failed: the running schedule is unchanged");
+	sched_notify_ready(s);
+}
+
+/*
+ * SIGHUP: tell the service manager RELOADING=1 and start the reload thread
+ * (READY=1 follows when the reload is done, applied or refused); with a reload
+ * in flight, only remember to reload again after it. A reload that cannot start
+ * is refused like a bad file.
+ */
+static void reload_start(struct sched *s, bool again)
+{
+	const char *src = s->path ? s->path : "<embedded default>";
+	size_t n = s->path ? strlen(s->path) + 1 : 1;
+	struct reload_job *j;
+	struct timespec mono;
+	pthread_attr_t attr;
+	pthread_t thread;
+	int r;
+
+	if (s->reload) {
+		s->reload_again = true;
+		log_info("Received SIGHUP during a reload: reloading again when it is done");
+		return;
+	}
+	if (again)
+		log_info("Reloading the configuration from %s again, for the SIGHUP received "
+			 "during the last reload",
+			 src);
+	else
+		log_info("Received SIGHUP, reloading the configuration from %s", src);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+		   (unsigned long long)mono.tv_sec * 1000000ULL +
+			   (unsigned long long)mono.tv_nsec / 1000ULL);
+	j = calloc(1, sizeof(*j) + n);
+	if (!j) {
+		log_error("Out of memory");
+		reload_refused(s);
+		return;
+	}
+	memcpy(j->path, s->path ? s->path : "", n);
+	j->embedded = !s->path;
+	j->event_fd = s->reload_fd;
+	j->refs = 2;
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = -pthread_create(&thread, &attr, reload_thread, j);
+	pthread_attr_destroy(&attr);
+	if (r < 0) {
+		pthread_mutex_destroy(&j->mu);
+		free(j);
+		log_error_errno(r, "Failed to start the reload: %m");
+		reload_refused(s);
+		return;
+	}
+	s->reload = j;
+}
+
+/*
+ * Swap in @nc, checked completely by the reload thread: stop the old lanes, drop
+ * the series of removed and changed probes and of removed targets, and start
+ * lanes for the new schedule. Unchanged probes get their series back from the
+ * registry (get-or-create): their counters go on. Takes @nc. Returns 0 (also
+ * when it was refused after all), -errno when no schedule could be started.
+ */
+static int reload_apply(struct sched *s, struct config *nc)
 {
 	const char *src = s->path ? s->path : "<embedded default>";
 	const struct config *oc = s->cfg;
-	struct cfg_error err = {0};
-	struct config *nc = NULL;
 	struct lane *old = s->lanes, *lanes = NULL;
 	unsigned n_old = s->n_lanes, n = 0, stuck = 0;
 	struct slot *heap = NULL;
 	bool *abandoned = NULL, *gone = NULL;
-	struct timespec mono;
 	uint64_t deadline;
 	int r;
 
-	log_info("Received SIGHUP, reloading the configuration from %s", src);
-	r = s->path ? cfg_load_file(s->path, &nc, &err) : cfg_load_default(&nc, &err);
-	if (r < 0) {
-		log_error("%s", err.msg);
-		goto refused;
-	}
-	r = check_distinct_targets(nc);
-	if (r < 0)
-		goto refused;
 	/* Room for either schedule: a failure below falls back to the old one. */
 	heap = calloc(room(nc->n_probes, oc->n_probes), sizeof(*heap));
 	abandoned = calloc(room(nc->n_targets, oc->n_targets), sizeof(*abandoned));
@@ -552,11 +679,6 @@ static int sched_reload(struct sched *s)
 	}
 
 	/* Valid: from here on the new schedule goes in. */
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
-		   (unsigned long long)mono.tv_sec * 1000000ULL +
-			   (unsigned long long)mono.tv_nsec / 1000ULL);
-
 	deadline = eng_now_ns() + RELOAD_GRACE_NS;
 	for (unsigned li = 0; li < n_old; li++)
 		lane_request_stop(&old[li]);
@@ -655,16 +777,55 @@ refused:
 	free(heap);
 	free(abandoned);
 	free(gone);
-	set_reload_gauges(s, false);
-	log_error("Configuration reload failed: the running schedule is unchanged");
+	reload_refused(s);
 	return 0;
 }
 
-/* Returns 1 to stop, 0 to go on, -errno on failure. */
-static int handle_signal(struct sched *s)
+/* reload_fd: the reload thread is done. Apply or refuse its result, then start
+ * the reload a SIGHUP asked for meanwhile. 0, or -errno when no schedule runs. */
+static int reload_finish(struct sched *s)
 {
+	struct reload_job *j = s->reload;
+	struct config *nc = NULL;
+	struct cfg_error err;
 	int r;
 
+	drain(s->reload_fd);
+	if (!j)
+		return 0;
+	pthread_mutex_lock(&j->mu);
+	if (!j->done) { /* cannot happen: the thread writes reload_fd when done */
+		pthread_mutex_unlock(&j->mu);
+		return 0;
+	}
+	r = j->r;
+	nc = j->cfg;
+	j->cfg = NULL;
+	err = j->err;
+	reload_job_put(j);
+	s->reload = NULL;
+	if (r < 0) {
+		if (err.msg[0])
+			log_error("%s", err.msg);
+		else if (r != -EINVAL) /* check_distinct_targets() logged -EINVAL */
+			log_error_errno(r, "Failed to check the targets of %s: %m",
+					s->path ? s->path : "<embedded default>");
+		reload_refused(s);
+	} else {
+		r = reload_apply(s, nc);
+		if (r < 0)
+			return r;
+	}
+	if (s->reload_again) {
+		s->reload_again = false;
+		reload_start(s, true);
+	}
+	return 0;
+}
+
+/* Returns 1 to stop, 0 to go on. */
+static int handle_signal(struct sched *s)
+{
 	struct signalfd_siginfo si;
 
 	while (read(s->signal_fd, &si, sizeof(si)) == sizeof(si)) {
@@ -674,9 +835,7 @@ static int handle_signal(struct sched *s)
 			log_info("Received SIG%s, stopping", sigabbrev_np((int)si.ssi_signo));
 			return 1;
 		case SIGHUP:
-			r = sched_reload(s);
-			if (r < 0)
-				return r;
+			reload_start(s, false);
 			break;
 		}
 	}
@@ -702,9 +861,12 @@ int sched_run(struct sched *s)
 			int fd = ev[i].data.fd;
 
 			if (fd == s->signal_fd) {
-				r = handle_signal(s);
-				if (r != 0)
-					return r > 0 ? 0 : r;
+				if (handle_signal(s))
+					return 0;
+			} else if (fd == s->reload_fd) {
+				r = reload_finish(s);
+				if (r < 0)
+					return r;
 			} else if (fd == s->timer_fd) {
 				drain(fd);
 			} else if (fd == s->hk_fd) {
@@ -741,6 +903,9 @@ unsigned sched_stop(struct sched *s, uint64_t grace_ns)
 	uint64_t deadline = eng_now_ns() + grace_ns;
 	unsigned stuck = 0;
 
+	if (s->reload)
+		log_warning("The configuration reload from %s has not finished, abandoning it",
+			    s->path ? s->path : "<embedded default>");
 	for (unsigned li = 0; li < s->n_lanes; li++)
 		lane_request_stop(&s->lanes[li]);
 	for (unsigned li = 0; li < s->n_lanes; li++) {
@@ -771,6 +936,13 @@ void sched_free(struct sched *s)
 		if (!s->stuck_before)
 			cfg_free(s->owned);
 	}
+	if (s->reload) {
+		/* Its thread may never return: it frees the job, and must not write
+		 * reload_fd after it is closed (below) and its number reused. */
+		pthread_mutex_lock(&s->reload->mu);
+		s->reload->abandoned = true;
+		reload_job_put(s->reload);
+	}
 	if (s->lanes_mu_init)
 		pthread_mutex_destroy(&s->lanes_mu);
 	free(s->path);
@@ -786,5 +958,7 @@ void sched_free(struct sched *s)
 		close(s->signal_fd);
 	if (s->watchdog_fd >= 0)
 		close(s->watchdog_fd);
+	if (s->reload_fd >= 0)
+		close(s->reload_fd);
 	free(s);
 }

@@ -3,11 +3,12 @@
  * scheduler — timers, lanes, timeouts. It owns when things run, never does I/O.
  *
  * One binary heap of (due time, probe) on CLOCK_MONOTONIC drives one timerfd;
- * a signalfd carries SIGTERM/SIGINT/SIGHUP; a periodic housekeeping timerfd
- * checks lanes for I/O stuck past its timeout and updates the service manager's
- * STATUS=; a watchdog timerfd feeds systemd's watchdog. All of it is one epoll loop on
- * the main thread. Timing is fixed-rate: next = previous + interval; after a
- * stall (suspend, overload) missed slots are dropped, keeping the phase.
+ * a signalfd carries SIGTERM/SIGINT/SIGHUP; an eventfd says the reload thread is
+ * done; a periodic housekeeping timerfd checks lanes for I/O stuck past its
+ * timeout and updates the service manager's STATUS=; a watchdog timerfd feeds
+ * systemd's watchdog. All of it is one epoll loop on the main thread. Timing is
+ * fixed-rate: next = previous + interval; after a stall (suspend, overload)
+ * missed slots are dropped, keeping the phase.
  */
 #ifndef IOPULSE_SCHEDULER_H
 #define IOPULSE_SCHEDULER_H
@@ -41,11 +42,14 @@ void sched_notify_ready(struct sched *s);
  * The event loop; returns 0 after SIGTERM/SIGINT, -errno on failure.
  *
  * SIGHUP reloads the configuration: the new file is loaded and checked completely
- * first; a bad one changes nothing (the error is logged with file:line:column and
- * iopulse_config_last_reload_successful goes to 0). A good one is swapped in at
- * once (RELOADING=1, then READY=1 to the service manager): probes whose
- * definition (and target's) did not change keep their series and counters,
- * changed probes start from zero, removed probes and targets lose their series.
+ * first, on a thread of its own (probes, the watchdog and SIGTERM never wait for
+ * it; one reload at a time, a SIGHUP during one asks for one more after it; one
+ * still running at SIGTERM is abandoned). RELOADING=1 goes to the service manager
+ * when it starts, READY=1 when it is done. A bad file changes nothing (the error
+ * is logged with file:line:column and iopulse_config_last_reload_successful goes
+ * to 0). A good one is swapped in at once: probes whose definition (and
+ * target's) did not change keep their series and counters, changed probes start
+ * from zero, removed probes and targets lose their series.
  * 'listen:' and 'buckets:' take a restart (a change is logged and ignored).
  */
 int sched_run(struct sched *s);

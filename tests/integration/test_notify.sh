@@ -6,8 +6,9 @@
 # socket, records every message with its time, and requires exactly
 #   READY=1 with STATUS= "1 probe on 1 target, ..."   (once, first)
 #   WATCHDOG=1 every ~0.5s (half of WATCHDOG_USEC=1000000), or a STATUS= update
-#   RELOADING=1 with MONOTONIC_USEC= (now, on CLOCK_MONOTONIC), then at once
-#   READY=1 with STATUS=                                (once each, after SIGHUP)
+#   RELOADING=1 with MONOTONIC_USEC= (now, on CLOCK_MONOTONIC), then
+#   READY=1 with STATUS=, only WATCHDOG=1 in between    (once each, after SIGHUP;
+#                                  the file is read off the loop that feeds it)
 #   STOPPING=1                                          (once, last, after SIGTERM)
 # and exit status 0. With WATCHDOG_PID naming another process there is no
 # WATCHDOG=1 at all (the watchdog is not ours).
@@ -74,7 +75,7 @@ verdict=$(awk -F'\t' '
 		reloading = NR; nreload++; next
 	}
 	$2 ~ /^READY=1;STATUS=1 probe on 1 target, [01] up(; last error: .*)?$/ {
-		if (!reloading || NR != reloading + 1) bad("READY=1 not right after RELOADING=1: " $2)
+		if (!reloading) bad("READY=1 without RELOADING=1: " $2)
 		status = substr($2, 9); reloading = 0; nready++; next
 	}
 	$2 == "STOPPING=1" { stop = $1; if (NR != total) bad("STOPPING=1 is not the last message"); next }
@@ -84,7 +85,10 @@ verdict=$(awk -F'\t' '
 		if (nwd > 0 && (mingap == "" || gap < mingap)) mingap = gap
 		last = $1; nwd++; next
 	}
-	$2 ~ /^STATUS=[^;]*$/ { status = $2; nstatus++; next }
+	$2 ~ /^STATUS=[^;]*$/ {
+		if (reloading) bad("STATUS= between RELOADING=1 and READY=1: " $2)
+		status = $2; nstatus++; next
+	}
 	{ bad("unexpected message " NR ": " $2) }
 	END {
 		if (failed) exit 1
