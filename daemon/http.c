@@ -7,10 +7,13 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <strings.h>
@@ -39,6 +42,11 @@ static const char *const handler_names[_H_MAX] = {
 	[H_OTHER] = "other",
 };
 
+#define PEER_BUCKETS 1024 /* hash chains of client addresses */
+
+struct peer;
+struct conn;
+
 struct http_server {
 	struct MHD_Daemon *mhd;
 	struct metrics *metrics;
@@ -46,7 +54,19 @@ struct http_server {
 	http_collect_fn collect;
 	void *userdata;
 	size_t last_len[3];	     /* the last body's size per format: the next buffer's size */
-	struct http_listener spares; /* fd -1: libmicrohttpd owns the listening socket */
+	struct http_listener spares; /* fd -1: the listening socket is listen_fd */
+
+	/* Everything below belongs to the server's thread (see "connections"). */
+	int listen_fd;			    /* ours: we accept, libmicrohttpd serves */
+	int stop_fd;			    /* eventfd: http_stop() ends the thread */
+	int mhd_fd;			    /* libmicrohttpd's epoll descriptor */
+	pthread_t thread;		    /* valid when started */
+	bool started;			    /* the thread runs */
+	struct http_limits lim;		    /* in force */
+	unsigned live;			    /* connections not being closed */
+	struct conn *wait_head, *wait_tail; /* waiting connections, oldest first */
+	int64_t paused_until_ms;	    /* accept() rests until then (CLOCK_MONOTONIC) */
+	struct peer *peers[PEER_BUCKETS];   /* client addresses with connections */
 };
 
 static const char landing_page[] =
@@ -78,8 +98,8 @@ static const char landing_page[] =
  *     request within HOLDER_ANSWER_MS, the port is in use (-EADDRINUSE); if it
  *     cannot be reached, or nothing listens where we connect (an overlapping
  *     address of another kind), it may be alive, and the port is in use as well.
- *     A live instance that accepts nothing for HOLDER_ANSWER_MS (its connection
- *     limit reached) is taken for a stuck one.
+ *     A live instance that accepts nothing for HOLDER_ANSWER_MS (out of
+ *     descriptors, every connection busy with a reply) is taken for a stuck one.
  *   - The kernel spreads new connections over every socket in the group by a hash
  *     of the 4-tuple, so a silent old socket would swallow a share of the scrapes.
  *     When the holder accepts but never answers (or its backlog is so full that
@@ -967,6 +987,404 @@ int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out)
 	return out->oom ? -ENOMEM : 0;
 }
 
+/* ---------------------------------------------------------------- connections */
+
+/*
+ * Who holds a connection, and for how long.
+ *
+ * libmicrohttpd's own limits cannot keep a scrape in. Its per-IP limit refuses
+ * the scraper's connection while another client of the same address holds every
+ * slot; its total limit refuses everyone while anybody holds them all; its
+ * timeout starts again at every byte, so a client sending a header a byte a
+ * second keeps its slot for ever; and when accept() finds no free descriptor it
+ * stops accepting until one of its own connections closes, while the backlog
+ * fills and the kernel drops new clients' SYNs (each then waits for its
+ * retransmission, up to tens of seconds later).
+ *
+ * So the listening socket is ours, and so is the thread. It polls the listening
+ * socket, libmicrohttpd's epoll descriptor and a stop eventfd; accepts and hands
+ * each connection to libmicrohttpd (MHD_add_connection()); then lets it serve
+ * (MHD_run(), epoll, no thread of its own). Its callbacks, and so every record
+ * below, run on this one thread: no locks.
+ *
+ * A connection is waiting from its accept, and again from the end of each reply,
+ * until its next request's headers are in (the access handler runs). Waiting
+ * connections are listed oldest first, all together and per address (an IPv4
+ * address, or an IPv6 /64: one host's share). A waiting connection is closed
+ *   - when it has waited lim.header_ms, however often it sent a byte;
+ *   - when a new connection from its address would exceed lim.per_address, and
+ *     it is that address's longest-waiting one (the new one itself, if its
+ *     address has nothing else waiting);
+ *   - when a new connection would exceed lim.connections, or accept() finds no
+ *     free descriptor, and it is the longest-waiting of all.
+ * A new connection thus displaces an idle or slow one, and a scrape, whose
+ * headers arrive at once, is served however many idle or slow connections there
+ * are and from wherever. Only when nothing waits (every descriptor busy with a
+ * reply, or elsewhere in the daemon) does accept() rest, HTTP_ACCEPT_RETRY_MS at
+ * a time.
+ *
+ * Closing is shutdown(): libmicrohttpd sees the hang-up on its next run and
+ * closes the connection; the descriptor stays open until the CLOSED
+ * notification, which frees the record, so a record's descriptor is always the
+ * connection's own.
+ */
+#define ACCEPT_BATCH 32	     /* accepts per turn, before libmicrohttpd's */
+#define PEER_KEY_LEN (1 + 8) /* family, then the IPv4 address or the IPv6 /64 */
+
+struct peer {
+	struct peer *next;		    /* in its hash chain */
+	unsigned char key[PEER_KEY_LEN];    /* see peer_key() */
+	unsigned live;			    /* its connections not being closed */
+	unsigned refs;			    /* its records, closing ones too */
+	struct conn *wait_head, *wait_tail; /* its waiting connections, oldest first */
+};
+
+struct conn {
+	struct conn *prev, *next;	    /* among all waiting connections */
+	struct conn *peer_prev, *peer_next; /* among its address's */
+	struct peer *peer;		    /* its address */
+	int fd;				    /* libmicrohttpd's, open until CLOSED */
+	int64_t since_ms;		    /* waiting since (CLOCK_MONOTONIC) */
+	bool waiting;			    /* in the lists above */
+	bool closing;			    /* shut down; libmicrohttpd closes it */
+};
+
+unsigned http_connection_limit(uint64_t nofile)
+{
+	uint64_t reserve = HTTP_FD_RESERVE + nofile / 8;
+	uint64_t n = nofile > reserve ? nofile - reserve : 0;
+
+	if (n < HTTP_CONNECTIONS_MIN)
+		return HTTP_CONNECTIONS_MIN;
+	return n > HTTP_CONNECTIONS_MAX ? HTTP_CONNECTIONS_MAX : (unsigned)n;
+}
+
+/* @sa's share of the per-address limit: an IPv4 address (also IPv4-mapped IPv6),
+ * an IPv6 /64; all zero for anything else (NULL too), which then share one. */
+static void peer_key(const struct sockaddr *sa, unsigned char key[PEER_KEY_LEN])
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+
+	memset(key, 0, PEER_KEY_LEN);
+	if (sa && sa->sa_family == AF_INET) {
+		key[0] = 4;
+		memcpy(key + 1, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (sa && sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+		key[0] = 4;
+		memcpy(key + 1, &sin6->sin6_addr.s6_addr[12], 4);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		key[0] = 6;
+		memcpy(key + 1, sin6->sin6_addr.s6_addr, 8);
+	}
+}
+
+static unsigned peer_bucket(const unsigned char key[PEER_KEY_LEN])
+{
+	uint32_t x = 2166136261u; /* FNV-1a */
+	unsigned i;
+
+	for (i = 0; i < PEER_KEY_LEN; i++)
+		x = (x ^ key[i]) * 16777619u;
+	return x % PEER_BUCKETS;
+}
+
+/* The record of @sa's address, with one more reference; NULL when out of memory. */
+static struct peer *peer_get(struct http_server *h, const struct sockaddr *sa)
+{
+	unsigned char key[PEER_KEY_LEN];
+	struct peer **head, *p;
+
+	peer_key(sa, key);
+	head = &h->peers[peer_bucket(key)];
+	for (p = *head; p; p = p->next)
+		if (memcmp(p->key, key, PEER_KEY_LEN) == 0)
+			break;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		memcpy(p->key, key, PEER_KEY_LEN);
+		p->next = *head;
+		*head = p;
+	}
+	p->refs++;
+	return p;
+}
+
+static void peer_put(struct http_server *h, struct peer *p)
+{
+	struct peer **pp;
+
+	if (--p->refs)
+		return;
+	for (pp = &h->peers[peer_bucket(p->key)]; *pp != p; pp = &(*pp)->next)
+		;
+	*pp = p->next;
+	free(p);
+}
+
+static void wait_add(struct http_server *h, struct conn *c, int64_t now)
+{
+	struct peer *p = c->peer;
+
+	c->since_ms = now;
+	c->waiting = true;
+	c->next = NULL;
+	c->prev = h->wait_tail;
+	if (h->wait_tail)
+		h->wait_tail->next = c;
+	else
+		h->wait_head = c;
+	h->wait_tail = c;
+	c->peer_next = NULL;
+	c->peer_prev = p->wait_tail;
+	if (p->wait_tail)
+		p->wait_tail->peer_next = c;
+	else
+		p->wait_head = c;
+	p->wait_tail = c;
+}
+
+static void wait_del(struct http_server *h, struct conn *c)
+{
+	struct peer *p = c->peer;
+
+	if (!c->waiting)
+		return;
+	c->waiting = false;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->wait_head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		h->wait_tail = c->prev;
+	if (c->peer_prev)
+		c->peer_prev->peer_next = c->peer_next;
+	else
+		p->wait_head = c->peer_next;
+	if (c->peer_next)
+		c->peer_next->peer_prev = c->peer_prev;
+	else
+		p->wait_tail = c->peer_prev;
+	c->prev = c->next = c->peer_prev = c->peer_next = NULL;
+}
+
+/* Close the waiting connection @c (see above). */
+static void close_waiting(struct http_server *h, struct conn *c)
+{
+	wait_del(h, c);
+	c->closing = true;
+	c->peer->live--;
+	h->live--;
+	(void)shutdown(c->fd, SHUT_RDWR);
+}
+
+static struct conn *conn_of(struct MHD_Connection *mc)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: keep the records, and the limits. */
+static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
+			  enum MHD_ConnectionNotificationCode what)
+{
+	struct http_server *h = cls;
+	const union MHD_ConnectionInfo *fd_info, *addr_info;
+	struct conn *c = *ctx;
+
+	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!c)
+			return;
+		wait_del(h, c);
+		if (!c->closing) {
+			c->peer->live--;
+			h->live--;
+		}
+		peer_put(h, c->peer);
+		free(c);
+		*ctx = NULL;
+		return;
+	}
+	if (what != MHD_CONNECTION_NOTIFY_STARTED)
+		return;
+	fd_info = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr_info = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!fd_info)
+		return; /* cannot happen: libmicrohttpd knows its socket */
+	c = calloc(1, sizeof(*c));
+	if (c)
+		c->peer = peer_get(h, addr_info ? addr_info->client_addr : NULL);
+	if (!c || !c->peer) {
+		/* Untracked, it could hold its slot for ever: not served at all. */
+		free(c);
+		(void)shutdown(fd_info->connect_fd, SHUT_RDWR);
+		log_warning("Out of memory for a new HTTP connection: closing it");
+		return;
+	}
+	c->fd = fd_info->connect_fd;
+	c->peer->live++;
+	h->live++;
+	wait_add(h, c, now_ms());
+	*ctx = c;
+	/* Never empty: the new connection waits too. */
+	if (c->peer->live > h->lim.per_address)
+		close_waiting(h, c->peer->wait_head);
+	if (h->live > h->lim.connections) {
+		log_warning("All %u HTTP connections are in use: closing the one that waited "
+			    "longest for its request",
+			    h->lim.connections);
+		close_waiting(h, h->wait_head);
+	}
+}
+
+/* MHD_OPTION_NOTIFY_COMPLETED: a reply is done; kept open, the connection waits
+ * for the next request (closing, the CLOSED notification follows). */
+static void on_completed(void *cls, struct MHD_Connection *mc, void **req,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct http_server *h = cls;
+	struct conn *c = conn_of(mc);
+
+	(void)req;
+	if (c && !c->closing && !c->waiting && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		wait_add(h, c, now_ms());
+}
+
+/* Close the connections that have waited too long. */
+static void sweep(struct http_server *h, int64_t now)
+{
+	while (h->wait_head && now - h->wait_head->since_ms >= (int64_t)h->lim.header_ms)
+		close_waiting(h, h->wait_head);
+}
+
+/* accept() errors that are the client's connection's alone: try the next one. */
+static bool accept_error_is_the_clients(int e)
+{
+	switch (e) {
+	case EINTR:
+	case ECONNABORTED:
+	case EPROTO:
+	case EPERM: /* a firewall */
+	case ENETDOWN:
+	case ENOPROTOOPT:
+	case EHOSTDOWN:
+	case ENONET:
+	case EHOSTUNREACH:
+	case EOPNOTSUPP:
+	case ENETUNREACH:
+		return true;
+	}
+	return false;
+}
+
+/* Accept what is pending (ACCEPT_BATCH at most) and hand it to libmicrohttpd. */
+static void accept_some(struct http_server *h, int64_t now)
+{
+	struct rlimit rl = {0};
+	unsigned i;
+
+	for (i = 0; i < ACCEPT_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd, e;
+
+		fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &len,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0) {
+			/* On failure, libmicrohttpd has closed it and said why (debug). */
+			(void)MHD_add_connection(h->mhd, fd, (struct sockaddr *)&ss, len);
+			continue;
+		}
+		e = errno;
+		if (e == EAGAIN || e == EWOULDBLOCK)
+			return;
+		if (accept_error_is_the_clients(e))
+			continue;
+		if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+			(void)getrlimit(RLIMIT_NOFILE, &rl);
+			if (h->wait_head) {
+				/* Its descriptor is free once libmicrohttpd has
+				 * closed it, on this turn. */
+				(void)log_warning_errno(-e,
+							"Cannot accept an HTTP connection: %m "
+							"(RLIMIT_NOFILE %llu); closing the one "
+							"that waited longest for its request",
+							(unsigned long long)rl.rlim_cur);
+				close_waiting(h, h->wait_head);
+				return;
+			}
+			(void)log_warning_errno(
+				-e,
+				"Cannot accept an HTTP connection: %m (RLIMIT_NOFILE "
+				"%llu), and no connection is idle; trying again "
+				"every %ums",
+				(unsigned long long)rl.rlim_cur, (unsigned)HTTP_ACCEPT_RETRY_MS);
+		} else {
+			(void)log_warning_errno(-e,
+						"Cannot accept an HTTP connection: %m; trying "
+						"again every %ums",
+						(unsigned)HTTP_ACCEPT_RETRY_MS);
+		}
+		h->paused_until_ms = now + HTTP_ACCEPT_RETRY_MS;
+		return;
+	}
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* How long the thread may sleep: until libmicrohttpd's next timeout, the oldest
+ * waiting connection's deadline, or the end of accept()'s rest; -1 for ever. */
+static int next_wake_ms(struct http_server *h, int64_t now, bool accepting)
+{
+	MHD_UNSIGNED_LONG_LONG mhd_ms;
+	int64_t t = INT64_MAX;
+
+	if (MHD_get_timeout(h->mhd, &mhd_ms) == MHD_YES)
+		t = mhd_ms > INT_MAX ? INT_MAX : (int64_t)mhd_ms;
+	if (h->wait_head)
+		t = min64(t, h->wait_head->since_ms + h->lim.header_ms - now);
+	if (!accepting)
+		t = min64(t, h->paused_until_ms - now);
+	if (t == INT64_MAX)
+		return -1;
+	return t < 0 ? 0 : (int)min64(t, INT_MAX);
+}
+
+/* The server's thread: accept, enforce the limits, serve. */
+static void *serve(void *arg)
+{
+	struct http_server *h = arg;
+
+	for (;;) {
+		int64_t now = now_ms();
+		bool accepting = now >= h->paused_until_ms;
+		struct pollfd p[3] = {
+			{.fd = h->stop_fd, .events = POLLIN},
+			{.fd = h->mhd_fd, .events = POLLIN},
+			{.fd = accepting ? h->listen_fd : -1, .events = POLLIN},
+		};
+
+		if (poll(p, 3, next_wake_ms(h, now, accepting)) < 0 && errno != EINTR)
+			(void)log_error_errno(-errno, "Failed to wait for HTTP connections: %m");
+		if (p[0].revents)
+			break;
+		now = now_ms();
+		if (p[2].revents)
+			accept_some(h, now);
+		sweep(h, now);
+		MHD_run(h->mhd);
+	}
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- requests */
 
 static void count_request(struct http_server *h, enum handler hd, unsigned code)
@@ -1075,12 +1493,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  size_t *upload_data_size, void **req)
 {
 	struct http_server *h = cls;
+	struct conn *conn = conn_of(c);
 	enum handler hd = H_OTHER;
 
 	(void)version;
 	(void)upload_data;
 	(void)upload_data_size;
 	(void)req;
+
+	/* The headers are in: no longer at risk of the header deadline. */
+	if (conn)
+		wait_del(h, conn);
 
 	if (strcmp(url, "/metrics") == 0)
 		hd = H_METRICS;
@@ -1117,57 +1540,111 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---------------------------------------------------------------- lifecycle */
 
-struct http_server *http_start(const struct http_listener *l, struct metrics *m,
-			       http_collect_fn collect, void *userdata, int *err)
+/* Stop the thread, libmicrohttpd (the CLOSED notifications free the records),
+ * and free everything; for a server built only in part too. */
+static void server_free(struct http_server *h)
+{
+	const uint64_t one = 1;
+	unsigned i;
+
+	if (h->started) {
+		if (write(h->stop_fd, &one, sizeof(one)) != sizeof(one))
+			(void)log_error_errno(-errno, "Failed to stop the HTTP thread: %m");
+		pthread_join(h->thread, NULL);
+	}
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	for (i = 0; i < PEER_BUCKETS; i++) /* left only if libmicrohttpd leaked one */
+		while (h->peers[i]) {
+			struct peer *p = h->peers[i];
+
+			h->peers[i] = p->next;
+			free(p);
+		}
+	if (h->stop_fd >= 0)
+		close(h->stop_fd);
+	if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	http_listener_close(&h->spares);
+	free(h);
+}
+
+struct http_server *http_start(const struct http_listener *l, const struct http_limits *lim,
+			       struct metrics *m, http_collect_fn collect, void *userdata, int *err)
 {
 	static const char *const labels[] = {"handler", "code", NULL};
 	struct http_server *h = calloc(1, sizeof(*h));
-	struct http_listener own = *l;
+	const union MHD_DaemonInfo *info;
+	struct rlimit rl = {.rlim_cur = 1024};
+	int r;
 
 	if (!h) {
+		struct http_listener own = *l;
+
 		http_listener_close(&own);
 		*err = -ENOMEM;
 		return NULL;
 	}
+	/* The listener is ours from here: its socket is listen_fd, and the spares
+	 * keep its place in a shared port (see "listening"). */
+	h->spares = *l;
+	h->listen_fd = h->spares.fd;
+	h->spares.fd = -1;
+	h->stop_fd = -1;
 	h->metrics = m;
 	h->collect = collect;
 	h->userdata = userdata;
+	(void)getrlimit(RLIMIT_NOFILE, &rl);
+	h->lim.connections =
+		lim && lim->connections ? lim->connections : http_connection_limit(rl.rlim_cur);
+	h->lim.per_address = lim && lim->per_address ? lim->per_address : HTTP_PER_ADDRESS_LIMIT;
+	h->lim.header_ms = lim && lim->header_ms ? lim->header_ms : HTTP_HEADER_DEADLINE_MS;
 	h->requests = metrics_family(m, "iopulse_http_requests_total", METRIC_COUNTER,
 				     "HTTP requests answered, by handler and status code.", labels,
 				     NULL, 0);
 	if (!h->requests) {
-		http_listener_close(&own);
-		free(h);
-		*err = -ENOMEM;
-		return NULL;
+		r = -ENOMEM;
+		goto fail;
 	}
-	/* The logger first, so that even option parsing speaks through our log. */
+	/* The logger first, so that even option parsing speaks through our log. No
+	 * thread of its own and no listening socket: serve() runs it. Its limit is
+	 * above ours: ours closes connections, its would refuse new ones. */
 	errno = 0;
 	h->mhd = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-		on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
-		own.fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_SECONDS,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_LIMIT,
+		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+		on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_SECONDS,
+		MHD_OPTION_CONNECTION_LIMIT, h->lim.connections + 2 * ACCEPT_BATCH,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT, MHD_OPTION_END);
 	if (!h->mhd) {
-		*err = errno ? -errno : -EIO;
-		http_listener_close(&own);
-		free(h);
-		return NULL;
+		r = errno ? -errno : -EIO;
+		goto fail;
 	}
-	/* libmicrohttpd closes the listening socket when it stops; the spares are ours. */
-	own.fd = -1;
-	h->spares = own;
+	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	h->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!info || h->stop_fd < 0) {
+		r = h->stop_fd < 0 ? -errno : -EIO;
+		goto fail;
+	}
+	h->mhd_fd = info->epoll_fd;
+	r = -pthread_create(&h->thread, NULL, serve, h);
+	if (r < 0)
+		goto fail;
+	h->started = true;
+	pthread_setname_np(h->thread, "iopulse-http");
+	if (h->lim.connections < HTTP_CONNECTIONS_MAX && !(lim && lim->connections))
+		log_notice("RLIMIT_NOFILE is %llu: serving at most %u HTTP connections at once",
+			   (unsigned long long)rl.rlim_cur, h->lim.connections);
 	return h;
+fail:
+	server_free(h);
+	*err = r;
+	return NULL;
 }
 
 void http_stop(struct http_server *h)
 {
-	if (!h)
-		return;
-	if (h->mhd)
-		MHD_stop_daemon(h->mhd);
-	http_listener_close(&h->spares);
-	free(h);
+	if (h)
+		server_free(h);
 }

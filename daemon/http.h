@@ -5,7 +5,9 @@
  * It only ever renders a snapshot of the registry: nothing here touches a disk,
  * so /metrics answers while a watched device hangs. libmicrohttpd's defaults are
  * unsafe on an open port (no connection timeout, no per-IP limit), so every limit
- * is set explicitly; only GET and HEAD are answered.
+ * is set explicitly; only GET and HEAD are answered. Connections that hold a
+ * slot without sending a request (idle, or a header a byte at a time) make room
+ * for new ones: see http.c.
  */
 #ifndef IOPULSE_HTTP_H
 #define IOPULSE_HTTP_H
@@ -16,12 +18,35 @@
 
 #include "metrics.h"
 
-#define HTTP_CONNECTION_LIMIT 64
-#define HTTP_PER_IP_LIMIT     16
-#define HTTP_TIMEOUT_SECONDS  10
-#define HTTP_MEMORY_LIMIT     (32 * 1024) /* per connection, for request parsing */
+#define HTTP_CONNECTIONS_MAX	4096	    /* at most, however many descriptors we may open */
+#define HTTP_CONNECTIONS_MIN	16	    /* at least, however few */
+#define HTTP_FD_RESERVE		64	    /* descriptors left to lanes and engines, plus 1/8 */
+#define HTTP_PER_ADDRESS_LIMIT	16	    /* connections of one address (IPv6: one /64) */
+#define HTTP_HEADER_DEADLINE_MS 5000	    /* to send a request's headers */
+#define HTTP_TIMEOUT_SECONDS	10	    /* of silence, once a request is in */
+#define HTTP_MEMORY_LIMIT	(32 * 1024) /* per connection, for request parsing */
+#define HTTP_ACCEPT_RETRY_MS	100	    /* out of descriptors with nothing to close */
 
 struct http_server;
+
+/*
+ * What clients may hold. A connection is "waiting" from its accept, and again
+ * from the end of each reply, until its next request's headers are in; a waiting
+ * connection is closed when its headers take longer than @header_ms, and is the
+ * one that makes room (the one that waited longest first) when a new connection
+ * would exceed @connections, or @per_address of its address, or finds no free
+ * descriptor. Zero fields take the defaults (http_start()).
+ */
+struct http_limits {
+	unsigned connections; /* open at once; 0: http_connection_limit(RLIMIT_NOFILE) */
+	unsigned per_address; /* of one address; 0: HTTP_PER_ADDRESS_LIMIT */
+	unsigned header_ms;   /* to send a request's headers; 0: HTTP_HEADER_DEADLINE_MS */
+};
+
+/* How many connections to serve at once with @nofile descriptors (the soft
+ * RLIMIT_NOFILE): @nofile less HTTP_FD_RESERVE and an eighth, within
+ * [HTTP_CONNECTIONS_MIN, HTTP_CONNECTIONS_MAX]. */
+unsigned http_connection_limit(uint64_t nofile);
 
 /* Silent sockets that may hold our port ahead of ours and still be steered past
  * (see http.c): HTTP_SPARE_MAX - 1. */
@@ -68,10 +93,11 @@ int http_local_address(int fd, char *buf, size_t n);
 /* Called on the HTTP thread before each /metrics snapshot, to refresh gauges. */
 typedef void (*http_collect_fn)(void *userdata);
 
-/* Serve on @l (ownership passes to the server, even on failure). NULL on failure,
- * with *err = -errno. */
-struct http_server *http_start(const struct http_listener *l, struct metrics *m,
-			       http_collect_fn collect, void *userdata, int *err);
+/* Serve on @l (ownership passes to the server, even on failure) from a thread of
+ * its own, within @lim (NULL: the defaults). NULL on failure, with *err = -errno. */
+struct http_server *http_start(const struct http_listener *l, const struct http_limits *lim,
+			       struct metrics *m, http_collect_fn collect, void *userdata,
+			       int *err);
 
 /* Stop serving and free; NULL is a no-op. */
 void http_stop(struct http_server *h);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sysexits.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -321,6 +322,28 @@ static int set_engines(struct metrics *m)
 	return 0;
 }
 
+/* The soft RLIMIT_NOFILE up to the hard one: each HTTP connection takes a
+ * descriptor, and the server sizes its connection limit from this (see http.h).
+ * The soft limit is low by default only for select(), which nothing here uses. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t was;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		(void)log_warning_errno(-errno,
+					"Cannot raise RLIMIT_NOFILE from %llu to %llu: %m, "
+					"ignoring",
+					(unsigned long long)was, (unsigned long long)rl.rlim_max);
+	else
+		log_debug("Raised RLIMIT_NOFILE from %llu to %llu", (unsigned long long)was,
+			  (unsigned long long)rl.rlim_max);
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	struct options o = {0};
@@ -344,6 +367,7 @@ static int cmd_run(int argc, char **argv)
 	r = load_config(o.config, &cfg, false);
 	if (r != EX_OK)
 		return r;
+	raise_nofile();
 	snprintf(host, sizeof(host), "%s", cfg->listen_host);
 	port = cfg->listen_port;
 	if (o.listen && cfg_parse_listen(o.listen, host, sizeof(host), &port) < 0) {
@@ -431,7 +455,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	parts[0] = s;
 	parts[1] = pm;
-	h = http_start(&listener, m, collect, parts, &r);
+	h = http_start(&listener, NULL, m, collect, parts, &r);
 	if (!h) {
 		log_error_errno(r, "Failed to start the HTTP server: %m");
 		goto out;

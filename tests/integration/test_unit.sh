@@ -140,7 +140,7 @@ elif [[ $(stat -f -c %T "$WORK") == tmpfs ]]; then
 fi
 
 if $trace_ok; then
-	require_cmd curl timeout /usr/bin/python3
+	require_cmd curl timeout prlimit /usr/bin/python3
 	DIR="$WORK/state"
 	mkdir "$DIR"
 	CFG="$WORK/iopulse.yaml"
@@ -196,8 +196,10 @@ EOF
 	# the daemon takes the port over, with every call that takes.
 	hold_port reuseport
 	# sd_notify to a socket nobody listens on: the calls are made all the same.
+	# A soft descriptor limit below the hard one, as systemd's default
+	# LimitNOFILE=1024:524288 gives: the daemon raises it, with that call too.
 	NOTIFY_SOCKET="$WORK/notify" STATE_DIRECTORY="$DIR" \
-		"${SPAWN[@]}" strace -f -qq -o "$TRACE" "$IOPULSE" run --config "$CFG" \
+		"${SPAWN[@]}" prlimit --nofile=256: strace -f -qq -o "$TRACE" "$IOPULSE" run --config "$CFG" \
 		--listen "127.0.0.1:$HELD_PORT" --log-level debug >"$LOG" 2>&1 &
 	TRACER=$!
 	DAEMON_PIDS+=("$TRACER")
@@ -227,6 +229,7 @@ EOF
 	sed -n 's/^[0-9][0-9]* \{1,\}\([a-z_0-9]\{1,\}\)(.*/\1/p' "$TRACE" | sort -u >"$WORK/used"
 	grep -qx io_uring_enter "$WORK/used" || fail "the traced daemon never called io_uring_enter"
 	grep -qx io_submit "$WORK/used" || fail "the traced daemon never called io_submit"
+	grep -qx prlimit64 "$WORK/used" || fail "the traced daemon never raised its descriptor limit"
 	denied=$(comm -23 "$WORK/used" "$WORK/allowed" | grep -vx 'execve' || true)
 	[[ -z $denied ]] || fail "the daemon calls what the unit's SystemCallFilter= refuses: $denied"
 	note "$(wc -l <"$WORK/used") distinct system calls, all allowed by the unit"

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -343,7 +344,7 @@ static void test_live_server(void **state)
 	metrics_observe_ns(metrics_series(f, NULL), 2000000);
 	assert_int_equal(http_listen("127.0.0.1", 0, &l, &port), 0);
 	assert_int_equal(l.n_spare, 0);
-	h = http_start(&l, m, NULL, NULL, &err);
+	h = http_start(&l, NULL, m, NULL, NULL, &err);
 	assert_non_null(h);
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -390,6 +391,209 @@ static void test_live_server(void **state)
 	}
 	http_stop(h);
 	metrics_free(m);
+}
+
+/* ---- limits: who holds a connection, and for how long ---- */
+
+static void test_connection_limit_sizing(void **state)
+{
+	(void)state;
+	assert_int_equal(http_connection_limit(0), HTTP_CONNECTIONS_MIN);
+	assert_int_equal(http_connection_limit(16), HTTP_CONNECTIONS_MIN);
+	/* 1024, the usual soft limit: less the reserve and an eighth. */
+	assert_int_equal(http_connection_limit(1024), 1024 - HTTP_FD_RESERVE - 1024 / 8);
+	/* systemd's default hard limit, where the daemon raises the soft one to. */
+	assert_int_equal(http_connection_limit(524288), HTTP_CONNECTIONS_MAX);
+}
+
+struct server {
+	struct metrics *m;
+	struct http_server *h;
+	uint16_t port;
+};
+
+static void server_start(struct server *s, const struct http_limits *lim)
+{
+	struct http_listener l;
+	int err = 0;
+
+	s->m = metrics_new();
+	assert_non_null(s->m);
+	assert_int_equal(http_listen("127.0.0.1", 0, &l, &s->port), 0);
+	s->h = http_start(&l, lim, s->m, NULL, NULL, &err);
+	assert_non_null(s->h);
+}
+
+static void server_stop(struct server *s)
+{
+	http_stop(s->h);
+	metrics_free(s->m);
+}
+
+static bool can_bind(const char *ip)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok = fd >= 0 && inet_pton(AF_INET, ip, &sin.sin_addr) == 1 &&
+		  bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* A connection to 127.0.0.1:@port from @src (NULL: the kernel's choice). */
+static int connect_from(const char *src, uint16_t port)
+{
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(port)};
+	struct sockaddr_in from = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	if (src) {
+		assert_int_equal(inet_pton(AF_INET, src, &from.sin_addr), 1);
+		assert_int_equal(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+	}
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0);
+	return fd;
+}
+
+/* Whether the server closes @fd (end of file or a reset) within @ms; anything
+ * it sends first is read and dropped. */
+static bool closed_within(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char buf[4096];
+	ssize_t n;
+
+	while (poll(&p, 1, ms) == 1) {
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return true;
+	}
+	return false;
+}
+
+/* Send a whole request for /metrics on @fd, kept alive, and read the reply: its
+ * status code. */
+static int request_kept_alive(int fd)
+{
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+	char buf[65536], *end, *cl;
+	size_t len = 0, want;
+	ssize_t n;
+	int code = 0;
+
+	assert_int_equal(write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+	for (;;) { /* the head */
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		assert_true(n > 0);
+		len += (size_t)n;
+		buf[len] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+		if (end)
+			break;
+	}
+	assert_int_equal(sscanf(buf, "HTTP/1.1 %d", &code), 1);
+	cl = strcasestr(buf, "\r\nContent-Length:");
+	assert_non_null(cl);
+	want = (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10);
+	assert_true(want < sizeof(buf));
+	while (len < want) { /* the body */
+		n = read(fd, buf + len, want - len);
+		assert_true(n > 0);
+		len += (size_t)n;
+	}
+	return code;
+}
+
+static void assert_scrape_ok(uint16_t port)
+{
+	struct reply r;
+
+	get(port, "", &r);
+	assert_memory_equal(r.head, "HTTP/1.1 200 OK\r\n", 17);
+	free(r.body);
+}
+
+/* A connection that drips a header, a byte at a time, is closed once the header
+ * deadline is past; so is an idle one, and a kept-alive one that sends nothing
+ * after its reply. A scrape then goes through. */
+static void test_header_deadline(void **state)
+{
+	static const struct http_limits lim = {.header_ms = 300};
+	static const char head[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+	struct server s;
+	struct timespec t0, t1;
+	int slow, idle, kept, i;
+	long ms;
+
+	(void)state;
+	server_start(&s, &lim);
+	idle = connect_from(NULL, s.port);
+	kept = connect_from(NULL, s.port);
+	assert_int_equal(request_kept_alive(kept), 200);
+	slow = connect_from(NULL, s.port);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(write(slow, head, sizeof(head) - 1), (ssize_t)sizeof(head) - 1);
+	/* A byte every 50 ms: more often than the deadline, for up to 5 s. */
+	for (i = 0; i < 100 && !closed_within(slow, 50); i++)
+		(void)send(slow, "y", 1, MSG_NOSIGNAL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	assert_true(i < 100);	/* closed */
+	assert_true(ms >= 250); /* and not before its time */
+	assert_true(closed_within(idle, 3000));
+	assert_true(closed_within(kept, 3000));
+	assert_scrape_ok(s.port);
+	close(slow);
+	close(idle);
+	close(kept);
+	server_stop(&s);
+}
+
+/* An address at its limit (idle connections, the defaults): a scrape from it is
+ * served all the same, and the address's oldest idle connection makes room. */
+static void test_address_limit(void **state)
+{
+	int c[HTTP_PER_ADDRESS_LIMIT], i;
+	struct server s;
+
+	(void)state;
+	server_start(&s, NULL);
+	for (i = 0; i < HTTP_PER_ADDRESS_LIMIT; i++)
+		c[i] = connect_from("127.0.0.1", s.port);
+	assert_scrape_ok(s.port);
+	assert_true(closed_within(c[0], 3000));
+	for (i = 1; i < HTTP_PER_ADDRESS_LIMIT; i++)
+		assert_false(closed_within(c[i], 0));
+	for (i = 0; i < HTTP_PER_ADDRESS_LIMIT; i++)
+		close(c[i]);
+	server_stop(&s);
+}
+
+/* Every connection taken by idle ones from another address: a scrape is served
+ * all the same, and the connection that waited longest makes room. */
+static void test_connection_limit(void **state)
+{
+	static const struct http_limits lim = {.connections = 4};
+	struct server s;
+	int c[4], i;
+
+	(void)state;
+	if (!can_bind("127.0.0.2"))
+		skip();
+	server_start(&s, &lim);
+	for (i = 0; i < 4; i++)
+		c[i] = connect_from("127.0.0.2", s.port);
+	assert_scrape_ok(s.port);
+	assert_true(closed_within(c[0], 3000));
+	for (i = 1; i < 4; i++)
+		assert_false(closed_within(c[i], 0));
+	for (i = 0; i < 4; i++)
+		close(c[i]);
+	server_stop(&s);
 }
 
 /* What http_render_metrics() must equal: expose_*() of a fresh snapshot. */
@@ -774,6 +978,10 @@ int main(void)
 		cmocka_unit_test(test_accepts_gzip),
 		cmocka_unit_test(test_gzip_round_trip),
 		cmocka_unit_test(test_live_server),
+		cmocka_unit_test(test_connection_limit_sizing),
+		cmocka_unit_test(test_header_deadline),
+		cmocka_unit_test(test_address_limit),
+		cmocka_unit_test(test_connection_limit),
 		cmocka_unit_test(test_render_cache),
 		cmocka_unit_test(test_listen_taken),
 		cmocka_unit_test(test_listen_taken_live),
