@@ -2,8 +2,18 @@
 # The two Quick start commands (README.md), run as root on Debian 12:
 #   ./dev.sh run [iopulse run options]   install what is missing, build, run in the foreground
 #   ./dev.sh test                        install what is missing, build, run the whole suite
+#                                        (plain, ASan + UBSan; threaded tests under TSan)
 #   ./dev.sh bench                       install fio/ioping, build Release, run bench/*.sh
+#   ./dev.sh fuzz [NAME...]              install clang + libFuzzer, fuzz each tests/fuzz harness
 # `./dev.sh build` only installs and builds. .ci/run runs `./dev.sh test`.
+#
+# `./dev.sh fuzz` builds tests/fuzz/fuzz_*.c with clang (libFuzzer, ASan + UBSan) in
+# build-fuzz/ and runs each harness (config, accept, accept_encoding; or those named)
+# for $FUZZ_SECONDS (default 180) on a fresh writable copy of its corpus in
+# build-fuzz/work/NAME/corpus: the committed corpus never grows by itself. It exits
+# non-zero when one crashes, leaks, hangs or runs out of memory, naming the
+# reproducer; once fixed, commit that file to tests/fuzz/corpus/NAME/ and the suite
+# replays it. Not part of `test` (whose fuzz/* tests replay the corpus only).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -15,6 +25,8 @@ TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python
 	dpkg-dev lintian)
 # What bench/ compares against and measures with.
 BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter)
+# libFuzzer is in clang's runtime package, which clang only recommends.
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
 install_missing() {
 	local missing=() p
@@ -65,6 +77,14 @@ test)
 	build build-asan -DIOPULSE_SANITIZE=ON -DIOPULSE_TESTS=ON
 	(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure --no-tests=error -j2)
+	# The tests that run threads again under ThreadSanitizer: lanes (test_golden
+	# runs one), the metrics registry, burst jobs, the HTTP server, engines used
+	# from another thread, target layout watched from one. The first data race
+	# fails the test (exit 66, not a skip).
+	build build-tsan -DIOPULSE_TSAN=ON -DIOPULSE_TESTS=ON
+	(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
+		ctest --output-on-failure --no-tests=error -j2 \
+		-R '^unit/test_(lane|metrics|golden|burst|http|engine|target)$')
 	echo "dev.sh: whole suite passed in $(($(date +%s) - start))s"
 	;;
 bench)
@@ -78,8 +98,71 @@ bench)
 		BUILD=$PWD/build-bench "$script"
 	done
 	;;
+fuzz)
+	shift
+	install_missing "${PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"
+	seconds=${FUZZ_SECONDS:-180}
+	if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
+		echo "dev.sh: FUZZ_SECONDS must be a number of seconds, not '$seconds'" >&2
+		exit 64
+	fi
+	cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+		-DIOPULSE_TESTS=OFF -DIOPULSE_FUZZ=ON >/dev/null
+	cmake --build build-fuzz -j"$(nproc)" --target fuzzers
+	# tests/fuzz/CMakeLists.txt writes each harness's seed paths to fuzz_NAME.seeds.
+	if [ $# -eq 0 ]; then
+		for seeds in build-fuzz/tests/fuzz/fuzz_*.seeds; do
+			name=${seeds##*/fuzz_}
+			set -- "$@" "${name%.seeds}"
+		done
+	fi
+	found=()
+	for name in "$@"; do
+		bin=build-fuzz/tests/fuzz/fuzz_$name
+		if [ ! -x "$bin" ]; then
+			echo "dev.sh: no fuzz harness '$name' (tests/fuzz/fuzz_$name.c)" >&2
+			exit 64
+		fi
+		work=build-fuzz/work/$name
+		rm -rf "$work"
+		mkdir -p "$work/corpus"
+		# A flat copy; names keep their origin (examples_minimal.yaml).
+		while read -r seed; do
+			[ -n "$seed" ] || continue
+			find "$seed" -type f -print0 | while IFS= read -r -d '' f; do
+				rel=${f#"$(dirname "$seed")"/}
+				cp "$f" "$work/corpus/${rel//\//_}"
+			done
+		done <"$bin.seeds"
+		dict=tests/fuzz/http.dict
+		[ "$name" = config ] && dict=tests/fuzz/config.dict
+		echo "=== fuzz_$name for ${seconds}s, $(find "$work/corpus" -type f | wc -l) seeds" \
+			"(log: $work/fuzz.log)" >&2
+		# -timeout: an input that takes 10s is a hang; the run's own limit is
+		# -max_total_time. Artifacts (crash-*, leak-*, timeout-*, oom-*) go to $work.
+		if UBSAN_OPTIONS=print_stacktrace=1 "$bin" -max_total_time="$seconds" -timeout=10 \
+			-rss_limit_mb=2048 -dict="$dict" -artifact_prefix="$work/" \
+			-print_final_stats=1 "$work/corpus" >"$work/fuzz.log" 2>&1; then
+			grep -E '^(stat::number_of_executed_units|stat::new_units_added)' \
+				"$work/fuzz.log" >&2 || true
+			continue
+		fi
+		tail -n 40 "$work/fuzz.log" >&2
+		n=${#found[@]}
+		for f in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
+			[ -e "$f" ] && found+=("$bin $f")
+		done
+		[ ${#found[@]} -gt "$n" ] || found+=("$bin: failed without a reproducer, see $work/fuzz.log")
+	done
+	if [ ${#found[@]} -gt 0 ]; then
+		echo "dev.sh: fuzzing found problems; reproduce with:" >&2
+		printf '  %s\n' "${found[@]}" >&2
+		exit 1
+	fi
+	echo "dev.sh: fuzzing found nothing in ${seconds}s per harness" >&2
+	;;
 *)
-	echo "usage: $0 run [iopulse run options] | test | build | bench" >&2
+	echo "usage: $0 run [iopulse run options] | test | build | bench | fuzz [NAME...]" >&2
 	exit 64
 	;;
 esac

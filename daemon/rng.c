@@ -145,8 +145,11 @@ typedef uint64_t u64x4 __attribute__((vector_size(32)));
 #define RNG_LANES_MIN 256
 
 /* target_clones makes an ifunc whose resolver runs during relocation, before a
- * ThreadSanitizer runtime is up (GCC instruments the resolver): not under TSan. */
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+ * ThreadSanitizer runtime is up (GCC instruments the resolver): not under TSan.
+ * Nor with clang before 18, which names the symbol rng_fill.ifunc and leaves
+ * rng_fill undefined at link time (llvm-project #71706). */
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) &&                                        \
+	!(defined(__clang__) && __clang_major__ < 18)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void rng_fill(struct rng *r, void *buf, size_t len)
