@@ -88,6 +88,12 @@ __attribute__((format(printf, 3, 4))) static int terr(struct target *t, int r, c
 	return r;
 }
 
+/* "/proc/self/fd/N": how a descriptor is named to link, reopen or read it. */
+static void proc_fd_path(int fd, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
+
 void target_init(struct target *t, const struct cfg_target *cfg)
 {
 	memset(t, 0, sizeof(*t));
@@ -200,6 +206,15 @@ static int prepare_fd(struct target *t, int fd, const char *name, bool device)
 	return get_align(t, fd, name, device);
 }
 
+/* -EXDEV (t->error set): @path is on device @now, not the pinned one. */
+static int moved(struct target *t, const char *path, dev_t now, const char *tail)
+{
+	return terr(t, -EXDEV,
+		    "%s is now on a different filesystem (was dev %u:%u, now %u:%u): was it "
+		    "unmounted?%s",
+		    path, major(t->dev), minor(t->dev), major(now), minor(now), tail);
+}
+
 /* Identity (when pinned) and memory-backed checks for the directory or file. */
 static int check_fs(struct target *t, const char *path, const struct stat *st,
 		    const struct statfs *sfs)
@@ -207,13 +222,7 @@ static int check_fs(struct target *t, const char *path, const struct stat *st,
 	long f_type = (long)sfs->f_type;
 
 	if (t->pinned && (st->st_dev != t->dev || f_type != t->fs_type))
-		return terr(t, -EXDEV,
-			    "%s is now on a different filesystem (was dev %u:%u type 0x%lx, now "
-			    "%u:%u type 0x%lx): %s; was it unmounted?",
-			    path, major(t->dev), minor(t->dev), (unsigned long)t->fs_type,
-			    major(st->st_dev), minor(st->st_dev), (unsigned long)f_type,
-			    t->cfg->kind == CFG_TARGET_DIRECTORY ? "not creating a probe file there"
-								 : "not opening it");
+		return moved(t, path, st->st_dev, "; not opening it");
 	if ((f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC) && !t->cfg->allow_memory_backed)
 		return terr(t, -EMEDIUMTYPE,
 			    "%s is on tmpfs/ramfs: this measures RAM, not a disk; set "
@@ -260,7 +269,7 @@ static int lock_probe_file(struct target *t, int fd, const char *path, int *lock
 	char proc[64];
 	int lk, r;
 
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	proc_fd_path(fd, proc, sizeof(proc));
 	lk = open(proc, O_RDONLY | O_CLOEXEC);
 	if (lk < 0) /* no /proc: lock the shared description, it still works */
 		lk = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -287,105 +296,182 @@ static void layout_inflight(struct target *t, bool on)
 		atomic_store_explicit(t->inflight_ns, on ? eng_now_ns() : 0, memory_order_relaxed);
 }
 
-/* ---- paths, walked without following symlinks ---------------------------- */
+/* ---- paths, walked one component at a time -------------------------------- */
 
 /*
  * A target's path is opened one component at a time from "/" (or the working
- * directory), each with O_NOFOLLOW: a symlink anywhere in it is refused, so a
- * directory swapped for a symlink can never lead a probe file elsewhere.
- * openat2(RESOLVE_NO_SYMLINKS) would do the same in one call, but only since
- * Linux 5.6 and not through every seccomp filter; the walk works everywhere and
- * says which component was wrong. Device targets are exempt: naming a disk by
- * /dev/disk/by-id/... is a symlink by design, and a device is checked by its
- * device number instead.
+ * directory), each with O_NOFOLLOW, so every symlink on the way is seen and
+ * judged instead of followed blindly. One is followed only when root or our own
+ * user owns it: an administrator's link, or the one systemd makes for
+ * DynamicUser= services (/var/lib/iopulse -> private/iopulse). A symlink that
+ * anybody else planted, where they could write, is refused: that is how a
+ * probe file would be led into a directory nobody configured (the check
+ * fs.protected_symlinks makes in sticky directories, made everywhere). A
+ * directory swapped after the target came up is caught by its pinned identity
+ * instead, whoever made the swap. openat2(RESOLVE_NO_SYMLINKS) cannot make
+ * this distinction, and is not through every seccomp filter; this walk works on
+ * every kernel and says which component was wrong. Device targets are not
+ * walked: naming a disk by /dev/disk/by-id/... is a symlink by design, and a
+ * device is checked by its device number instead.
  */
+#define WALK_MAX_LINKS 40 /* as the kernel's MAXSYMLINKS */
 
-/* Why opening @comp (the first @plen bytes of @path name it) under @dfd failed. */
-static int walk_error(struct target *t, int r, int dfd, const char *comp, const char *path,
-		      int plen, const char *what)
+/* Why opening the component @comp of @path under @dfd failed (-errno @r). */
+static int walk_error(struct target *t, int r, const char *comp, const char *path)
 {
-	struct stat st;
-
-	if ((r == -ENOTDIR || r == -ELOOP) && fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISLNK(st.st_mode))
-		return terr(t, -ELOOP,
-			    "%s: %.*s is a symlink: iopulse never follows one in a target's path; "
-			    "name the real %s",
-			    path, plen, path, what);
 	if (r == -ENOENT)
-		return terr(t, -ENOENT, "%s: no such %s (%.*s does not exist)", path, what, plen,
-			    path);
+		return terr(t, -ENOENT, "%s: no such directory (no '%s')", path, comp);
 	if (r == -ENOTDIR)
-		return terr(t, -ENOTDIR, "%s: %.*s is not a directory", path, plen, path);
-	return terr(t, r, "%s: %.*s: %m", path, plen, path);
+		return terr(t, -ENOTDIR, "%s: '%s' is not a directory", path, comp);
+	return terr(t, r, "%s: '%s': %m", path, comp);
 }
 
 /*
- * Opens (O_PATH) the directory holding the last component of @path, walking
- * it as above; copies that component to @leaf ("." for "/" or ".").
+ * Follows the symlink open at @lfd (O_PATH|O_NOFOLLOW, named @comp in *fd), if
+ * we trust it: @todo (the components still to walk, @rest on) becomes its
+ * target followed by @rest, and *fd the directory to walk it from. The owner
+ * and the target are read from the one object opened, never by name twice: a
+ * link swapped in between cannot slip past the check. 0, or -errno with
+ * t->error set (-ELOOP: a symlink we do not follow).
  */
-static int walk_to_parent(struct target *t, const char *path, int *out, char *leaf, size_t leaf_len)
+static int walk_link(struct target *t, int *fd, int lfd, const char *comp, const char *path,
+		     char *todo, size_t len, const char *rest, unsigned *links)
 {
-	char buf[PATH_MAX], *save, *c, *last;
-	size_t n = strlen(path);
-	int fd, r;
+	char target[PATH_MAX], joined[2 * PATH_MAX + 2];
+	struct stat st;
+	ssize_t n;
 
-	if (n == 0 || n >= sizeof(buf))
-		return terr(t, -ENAMETOOLONG, "%s: path empty or too long", path);
-	memcpy(buf, path, n + 1);
-	while (n > 1 && buf[n - 1] == '/')
-		buf[--n] = '\0';
-	last = strrchr(buf, '/');
-	if (!last || (last == buf && n == 1)) {
-		snprintf(leaf, leaf_len, "%s", last ? "." : buf);
-		if (last)
-			buf[1] = '\0';
-		else
-			buf[0] = '\0';
-	} else {
-		snprintf(leaf, leaf_len, "%s", last + 1);
-		last[last == buf ? 1 : 0] = '\0';
+	if (fstat(lfd, &st) < 0)
+		return terr(t, -errno, "%s: '%s': %m", path, comp);
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return terr(t, -ELOOP,
+			    "%s: '%s' is a symlink owned by uid %u: iopulse follows only root's "
+			    "or its own; name the real path",
+			    path, comp, (unsigned)st.st_uid);
+	if (++*links > WALK_MAX_LINKS)
+		return terr(t, -ELOOP, "%s: too many symlinks", path);
+	n = readlinkat(lfd, "", target, sizeof(target) - 1);
+	if (n <= 0)
+		return terr(t, n < 0 ? -errno : -ENOENT, "%s: '%s': %m", path, comp);
+	target[n] = '\0';
+	if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", target, rest) >= len)
+		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+	if (target[0] == '/') {
+		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (root < 0)
+			return terr(t, -errno, "/: %m");
+		close(*fd);
+		*fd = root;
 	}
+	snprintf(todo, len, "%s", joined);
+	return 0;
+}
 
+/*
+ * Opens @comp in the directory @*fd: the directory it names replaces *fd; a
+ * symlink we trust is followed by rewriting @todo (see walk_link()), and *@p
+ * then starts over on it. 0 or -errno with t->error set.
+ */
+static int walk_step(struct target *t, int *fd, const char *comp, const char *path, char *todo,
+		     size_t len, const char **p, unsigned *links)
+{
+	char rest[2 * PATH_MAX + 2];
+	struct stat st;
+	int nfd, lfd, r;
+
+	nfd = openat(*fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd >= 0) {
+		close(*fd);
+		*fd = nfd;
+		return 0;
+	}
+	r = -errno;
+	if (r != -ENOTDIR && r != -ELOOP)
+		return walk_error(t, r, comp, path);
+	lfd = openat(*fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (lfd < 0)
+		return walk_error(t, -errno, comp, path);
+	if (fstat(lfd, &st) < 0 || !S_ISLNK(st.st_mode)) {
+		close(lfd);
+		return walk_error(t, r, comp, path);
+	}
+	snprintf(rest, sizeof(rest), "%s", *p);
+	r = walk_link(t, fd, lfd, comp, path, todo, len, rest, links);
+	close(lfd);
+	if (r == 0)
+		*p = todo;
+	return r;
+}
+
+/*
+ * Opens (O_PATH) the directory @path names, walking it as above. 0 with *out
+ * set, or -errno with t->error set (-ELOOP: a symlink we do not follow).
+ */
+static int walk_to_dir(struct target *t, const char *path, int *out)
+{
+	char todo[2 * PATH_MAX + 2], comp[NAME_MAX + 1];
+	const char *p = todo;
+	unsigned links = 0;
+	int fd, r = 0;
+
+	if (!*path)
+		return terr(t, -EINVAL, "empty path");
+	if (strlen(path) >= PATH_MAX)
+		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+	snprintf(todo, sizeof(todo), "%s", path);
 	fd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return terr(t, -errno, "%s: %m", path);
-	for (c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		int nfd;
+	while (r == 0) {
+		size_t n;
 
-		if (strcmp(c, ".") == 0)
-			continue;
-		nfd = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (nfd < 0) {
-			r = walk_error(t, -errno, fd, c, path, (int)(c - buf + strlen(c)),
-				       "directory");
-			close(fd);
-			return r;
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		if (!n)
+			break;
+		if (n > NAME_MAX) {
+			r = terr(t, -ENAMETOOLONG, "%s: a component is too long", path);
+			break;
 		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		p += n;
+		if (strcmp(comp, ".") != 0)
+			r = walk_step(t, &fd, comp, path, todo, sizeof(todo), &p, &links);
+	}
+	if (r < 0) {
 		close(fd);
-		fd = nfd;
+		return r;
 	}
 	*out = fd;
 	return 0;
 }
 
-/* Opens the directory @path itself (O_RDONLY), walking it as above. */
-static int walk_to_dir(struct target *t, const char *path, int *out)
+/*
+ * The file target's directory, walked as above (O_PATH in *out), and its last
+ * component in @leaf: that one is never followed, a file target names the file.
+ */
+static int walk_to_file(struct target *t, int *out, char *leaf, size_t len)
 {
-	char leaf[NAME_MAX + 1];
-	int pfd, fd, r;
+	const char *path = t->cfg->path;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = strlen(path);
 
-	r = walk_to_parent(t, path, &pfd, leaf, sizeof(leaf));
-	if (r < 0)
-		return r;
-	fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		r = walk_error(t, -errno, pfd, leaf, path, (int)strlen(path), "directory");
-	close(pfd);
-	if (fd < 0)
-		return r;
-	*out = fd;
-	return 0;
+	if (!n || n >= sizeof(dir) || path[n - 1] == '/')
+		return terr(t, -EINVAL, "%s: not a file name", path);
+	if (!slash) {
+		snprintf(dir, sizeof(dir), ".");
+	} else {
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+		path = slash + 1;
+	}
+	if (strlen(path) >= len)
+		return terr(t, -ENAMETOOLONG, "%s: name too long", t->cfg->path);
+	snprintf(leaf, len, "%s", path);
+	return walk_to_dir(t, dir, out);
 }
 
 /* ---- require_mount ------------------------------------------------------- */
@@ -481,10 +567,63 @@ static bool is_mount_root(int fd)
 	return st.st_dev != parent.st_dev || st.st_ino == parent.st_ino;
 }
 
+/* The path of the directory open at @fd, as the kernel names it (symlinks
+ * resolved); else @path made absolute and normal. */
+static int dir_real_path(int fd, const char *path, char *out, size_t len)
+{
+	char proc[64];
+	ssize_t n;
+
+	proc_fd_path(fd, proc, sizeof(proc));
+	n = readlink(proc, out, len - 1);
+	if (n > 0 && (size_t)n < len - 1 && out[0] == '/') {
+		out[n] = '\0';
+		return 0;
+	}
+	return normal_path(path, out, len);
+}
+
+/*
+ * Whether the directory open at @dfd is the one open at @mfd or lies beneath
+ * it: its ancestors, climbed by "..", which crosses mount points, include
+ * @mfd's identity. By identity, not by name: a directory reached before a disk
+ * was mounted over its parent is beneath the mount point, not in the mount.
+ */
+static bool dir_beneath(int dfd, int mfd)
+{
+	struct stat m, cur, up;
+	bool found = false;
+	int fd;
+
+	if (fstat(mfd, &m) < 0)
+		return false;
+	fd = openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (unsigned i = 0; fd >= 0 && i < PATH_MAX / 2; i++) {
+		int nfd;
+
+		if (fstat(fd, &cur) < 0)
+			break;
+		if (cur.st_dev == m.st_dev && cur.st_ino == m.st_ino) {
+			found = true;
+			break;
+		}
+		nfd = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = nfd;
+		if (fd < 0 || fstat(fd, &up) < 0 ||
+		    (up.st_dev == cur.st_dev && up.st_ino == cur.st_ino))
+			break; /* "/" (or the root of a detached mount) */
+	}
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
 /*
  * require_mount (see iopulse.yaml(5)): the filesystem the directory @dfd should
- * be on is mounted, so a disk that failed to mount, or was lazily unmounted
- * before we first got here, never gets a probe file on the one beneath.
+ * be on is mounted, and the directory is in it, so a disk that failed to mount,
+ * was lazily unmounted, or was mounted only after we reached the directory
+ * beneath, never gets a probe file on the filesystem beneath.
  */
 static int check_mounted(struct target *t, int dfd)
 {
@@ -494,38 +633,44 @@ static int check_mounted(struct target *t, int dfd)
 	int mfd, r;
 	bool ok;
 
-	if (c->require_mount == CFG_MOUNT_NO)
+	switch (c->require_mount) {
+	case CFG_MOUNT_NO:
 		return 0;
-	if (c->require_mount == CFG_MOUNT_SELF) {
+	case CFG_MOUNT_SELF:
 		if (is_mount_root(dfd))
 			return 0;
 		return terr(t, -EXDEV,
 			    "%s is not a mount point, and 'require_mount: true' says it must be: "
 			    "not creating a probe file on the filesystem beneath",
 			    c->path);
-	}
-	r = normal_path(c->path, path, sizeof(path));
-	if (r < 0)
-		return terr(t, r, "%s: %m", c->path);
-	if (c->require_mount == CFG_MOUNT_PATH) {
-		r = normal_path(c->mount_path, mp, sizeof(mp));
+	case CFG_MOUNT_PATH:
+		snprintf(mp, sizeof(mp), "%s", c->mount_path);
+		break;
+	case CFG_MOUNT_AUTO:
+		/* fstab's mount points are compared by name: with the directory's
+		 * real path, and with its path as configured (an entry written
+		 * through the same symlink). Resolving each entry instead could
+		 * hang on any dead mount that fstab lists. */
+		r = dir_real_path(dfd, c->path, path, sizeof(path));
 		if (r < 0)
-			return terr(t, r, "require_mount %s: %m", c->mount_path);
-		if (!path_within(path, mp))
-			return terr(t, -EINVAL, "%s is not inside %s, named by 'require_mount'",
-				    c->path, mp);
-	} else if (!fstab_mount_point(path, mp, sizeof(mp), &source)) {
+			return terr(t, r, "%s: %m", c->path);
+		if (fstab_mount_point(path, mp, sizeof(mp), &source))
+			break;
+		if (normal_path(c->path, path, sizeof(path)) == 0 &&
+		    fstab_mount_point(path, mp, sizeof(mp), &source))
+			break;
 		return 0;
 	}
 	mfd = open(mp, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	ok = mfd >= 0 && is_mount_root(mfd);
+	ok = mfd >= 0 && is_mount_root(mfd) && dir_beneath(dfd, mfd);
 	if (mfd >= 0)
 		close(mfd);
 	if (ok)
 		return 0;
 	return terr(t, -EXDEV,
-		    "%s: %s (named in %s) is not mounted: not creating a probe file on the "
-		    "filesystem beneath; set 'require_mount: false' to measure it anyway",
+		    "%s: %s (named in %s) is not mounted, or the directory is not in it: not "
+		    "creating a probe file on the filesystem beneath; set 'require_mount: false' "
+		    "to measure it anyway",
 		    c->path, mp, source);
 }
 
@@ -643,9 +788,9 @@ static int check_room(struct target *t, int fd, const char *path, uint64_t need,
 		reserve = t->cfg->keep_free_bytes;
 	if (avail >= need && avail - need >= reserve)
 		return 0;
-	cfg_format_size(avail, a, sizeof(a));
-	cfg_format_size(need, b, sizeof(b));
-	cfg_format_size(reserve, c, sizeof(c));
+	cfg_format_bytes((double)avail, a, sizeof(a));
+	cfg_format_bytes((double)need, b, sizeof(b));
+	cfg_format_bytes((double)reserve, c, sizeof(c));
 	return terr(t, -ENOSPC,
 		    "%s: %s free %s, %s still to write, and keep_free leaves %s: not filling the "
 		    "disk; the probe file's space was freed",
@@ -662,6 +807,15 @@ static uint64_t allocated(int fd, uint64_t cap)
 		return 0;
 	n = (uint64_t)st.st_blocks * 512;
 	return n < cap ? n : cap;
+}
+
+/* Whether the layout of @path is to be abandoned (t->error set). */
+static bool stopping(struct target *t, const char *path)
+{
+	if (!t->stop || !atomic_load(t->stop))
+		return false;
+	terr(t, -ECANCELED, "%s: probe-file layout abandoned: stopping", path);
+	return true;
 }
 
 /* Writes the header block (incomplete or @complete) at offset 0. */
@@ -708,9 +862,8 @@ static int layout_data(struct target *t, int fd, const char *path, struct rng *r
 		 * bytes before it are paid for. */
 		if (rate)
 			layout_pace(&start, off, rate);
-		if (t->stop && atomic_load(t->stop))
-			return terr(t, -ECANCELED, "%s: probe-file layout abandoned: stopping",
-				    path);
+		if (stopping(t, path))
+			return -ECANCELED;
 		r = check_room(t, fd, path, total - off, "during the layout");
 		if (r < 0)
 			return r;
@@ -756,8 +909,8 @@ static int layout(struct target *t, int fd, const char *path)
 	int r;
 
 	atomic_store(&t->layout_done, 0);
-	if (t->stop && atomic_load(t->stop))
-		return terr(t, -ECANCELED, "%s: probe-file layout abandoned: stopping", path);
+	if (stopping(t, path))
+		return -ECANCELED;
 	if (posix_memalign(&buf, MAX_ALIGN, LAYOUT_CHUNK) != 0)
 		return terr(t, -ENOMEM, "%s: out of memory for the layout buffer", path);
 	r = rng_seed(&rng);
@@ -772,6 +925,10 @@ static int layout(struct target *t, int fd, const char *path)
 	r = write_header(t, fd, &rng, buf, false);
 	if (r == 0 && ftruncate(fd, TARGET_HEADER_SIZE) < 0)
 		r = -errno;
+	/* On disk before any new data: however writes are reordered, a crash can
+	 * never leave an old complete header over new, partial data. */
+	if (r == 0)
+		r = sync_file(t, fd);
 	if (r < 0) {
 		terr(t, r, "%s: writing the probe file: %m", path);
 		goto failed;
@@ -786,9 +943,11 @@ static int layout(struct target *t, int fd, const char *path)
 		terr(t, r, "%s: fdatasync: %m", path);
 failed:
 	if (r < 0) {
-		/* Free what we wrote; the header stays, so the file is still ours. */
-		(void)ftruncate(fd, TARGET_HEADER_SIZE);
+		/* Free what we wrote; the header stays, so the file is still ours.
+		 * Space that could not be freed is a failure even when stopped. */
 		t->layout_failed = r != -ECANCELED;
+		if (ftruncate(fd, TARGET_HEADER_SIZE) < 0)
+			t->layout_failed = true;
 	}
 out:
 	atomic_store(&t->layout_total, 0);
@@ -818,9 +977,75 @@ static void unlink_ours(int dfd, const char *name, int fd)
 }
 
 /*
+ * Opens @name in @dfd with @flags (plus O_NOFOLLOW, O_NONBLOCK: a FIFO swapped
+ * in cannot hang us), only while it is still the regular file @lst described.
+ * Fills @st. The descriptor, or -errno (-ESTALE: something else is there now).
+ */
+static int open_same(int dfd, const char *name, int flags, const struct stat *lst, struct stat *st)
+{
+	int fd = openat(dfd, name, flags | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_dev == lst->st_dev &&
+	    st->st_ino == lst->st_ino)
+		return fd;
+	close(fd);
+	return -ESTALE;
+}
+
+/* Whether what lstat() found at the probe file's name may be ours: -EEXIST
+ * (t->error set) for a symlink, anything but a regular file, another owner. */
+static int may_be_ours(struct target *t, const struct stat *lst)
+{
+	const char *path = t->file_path;
+
+	if (S_ISLNK(lst->st_mode))
+		return terr(t, -EEXIST,
+			    "%s is a symlink, not an iopulse probe file: refusing to touch it; "
+			    "remove it or choose another directory",
+			    path);
+	if (!S_ISREG(lst->st_mode))
+		return terr(t, -EEXIST,
+			    "%s exists and is not a regular file: refusing to touch it; remove "
+			    "it or choose another directory",
+			    path);
+	if (lst->st_uid != geteuid())
+		return terr(t, -EEXIST,
+			    "%s is owned by uid %u, not by us (uid %u): refusing to touch it", path,
+			    (unsigned)lst->st_uid, (unsigned)geteuid());
+	return 0;
+}
+
+/* Reads the header of the open file @fd: 0 with its @version and @size when
+ * it is ours, -EEXIST (t->error set) when it is not, or another -errno. */
+static int read_our_header(struct target *t, int fd, unsigned *version, uint64_t *size)
+{
+	const char *path = t->file_path;
+	bool ours = false;
+	void *hdr;
+	int r;
+
+	if (posix_memalign(&hdr, MAX_ALIGN, TARGET_HEADER_SIZE) != 0)
+		return terr(t, -ENOMEM, "%s: out of memory", path);
+	r = header_read(t, fd, hdr, &ours, version, size);
+	free(hdr);
+	if (r < 0)
+		return terr(t, r, "%s: reading the header: %m", path);
+	if (!ours)
+		return terr(t, -EEXIST,
+			    "%s exists but is not an iopulse probe file (no header): refusing to "
+			    "touch it; remove it or choose another directory",
+			    path);
+	return 0;
+}
+
+/*
  * Opens an existing probe file if it is ours. Returns 0 with *out set (and
  * *relay when it must be laid out again), -ENOENT when there is none (no
- * message), or another -errno with t->error set; -EEXIST: a file that is not ours.
+ * message), or another -errno with t->error set; -EEXIST: a file that is not
+ * ours (its header is read before anything else, the lock included, is done
+ * to it), -EBUSY: ours, and held by another iopulse.
  */
 static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *relay)
 {
@@ -828,74 +1053,31 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 	struct stat lst, st;
 	unsigned version;
 	uint64_t size;
-	void *hdr = NULL;
-	bool ours = false;
 	int fd, r, lk = -1;
 
 	*relay = false;
-	if (fstatat(dfd, TARGET_PROBE_FILE, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno == ENOENT)
-			return -ENOENT;
-		return terr(t, -errno, "%s: %m", path);
-	}
-	if (S_ISLNK(lst.st_mode))
-		return terr(t, -EEXIST,
-			    "%s is a symlink, not an iopulse probe file: refusing to touch it; "
-			    "remove it or choose another directory",
-			    path);
-	if (!S_ISREG(lst.st_mode))
-		return terr(t, -EEXIST,
-			    "%s exists and is not a regular file: refusing to touch it; remove "
-			    "it or choose another directory",
-			    path);
-	if (lst.st_uid != geteuid())
-		return terr(t, -EEXIST,
-			    "%s is owned by uid %u, not by us (uid %u): refusing to touch it", path,
-			    (unsigned)lst.st_uid, (unsigned)geteuid());
-
-	/* O_NONBLOCK: should a FIFO be swapped in after the lstat, don't hang on it. */
-	fd = openat(dfd, TARGET_PROBE_FILE,
-		    O_RDWR | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return -ENOENT;
-		if (errno == ELOOP)
-			return terr(t, -EEXIST, "%s is a symlink: refusing to touch it", path);
-		return terr(t, -errno, "%s: cannot open for writing: %m", path);
-	}
-	if (fstat(fd, &st) < 0) {
-		r = terr(t, -errno, "%s: fstat: %m", path);
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_dev != lst.st_dev || st.st_ino != lst.st_ino) {
-		r = terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it", path);
-		goto fail;
-	}
-	r = lock_probe_file(t, fd, path, &lk);
+	if (fstatat(dfd, TARGET_PROBE_FILE, &lst, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? -ENOENT : terr(t, -errno, "%s: %m", path);
+	r = may_be_ours(t, &lst);
 	if (r < 0)
-		goto fail;
+		return r;
+	fd = open_same(dfd, TARGET_PROBE_FILE, O_RDWR, &lst, &st);
+	if (fd == -ENOENT)
+		return -ENOENT;
+	if (fd == -ESTALE || fd == -ELOOP)
+		return terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
+			    path);
+	if (fd < 0)
+		return terr(t, fd, "%s: cannot open for writing: %m", path);
 	r = prepare_fd(t, fd, path, false);
-	if (r < 0)
-		goto fail;
-
-	if (posix_memalign(&hdr, MAX_ALIGN, TARGET_HEADER_SIZE) != 0) {
-		hdr = NULL;
-		r = terr(t, -ENOMEM, "%s: out of memory", path);
-		goto fail;
-	}
-	r = header_read(t, fd, hdr, &ours, &version, &size);
+	if (r == 0)
+		r = read_our_header(t, fd, &version, &size);
+	if (r == 0)
+		r = lock_probe_file(t, fd, path, &lk);
 	if (r < 0) {
-		terr(t, r, "%s: reading the header: %m", path);
-		goto fail;
+		close(fd);
+		return r;
 	}
-	if (!ours) {
-		r = terr(t, -EEXIST,
-			 "%s exists but is not an iopulse probe file (no header): refusing to "
-			 "touch it; remove it or choose another directory",
-			 path);
-		goto fail;
-	}
-	free(hdr);
 
 	/* Ours: anything wrong with it is ours to fix. */
 	if (version != PROBE_VERSION || size != t->cfg->size ||
@@ -905,19 +1087,13 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 	*out = fd;
 	*lock = lk;
 	return 0;
-fail:
-	if (lk >= 0)
-		close(lk);
-	free(hdr);
-	close(fd);
-	return r;
 }
 
 static int link_anon(int fd, int dfd, const char *name)
 {
 	char proc[64];
 
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	proc_fd_path(fd, proc, sizeof(proc));
 	if (linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) == 0)
 		return 0;
 	if (errno != ENOENT)
@@ -1022,10 +1198,21 @@ fail:
 	return r;
 }
 
+/* Whether @name is exactly what create_tmp() makes: TMP_PREFIX + 16 hex digits. */
+static bool tmp_name(const char *name)
+{
+	size_t n = strlen(TMP_PREFIX);
+
+	if (strncmp(name, TMP_PREFIX, n) != 0 || strlen(name + n) != 16)
+		return false;
+	return strspn(name + n, "0123456789abcdef") == 16;
+}
+
 /*
  * Whether the file @name in @dfd is a temporary that an iopulse killed in the
- * middle of a layout left behind: a regular file of our user with our header,
- * that no live iopulse holds locked. Returns an open descriptor (the caller
+ * middle of a layout left behind: named as create_tmp() names them, a regular
+ * file of our user with our header and no other name, that no live iopulse
+ * holds locked. Returns an open descriptor (the caller
  * removes the name while it still names this file, and closes it) or -1.
  */
 static int stale_tmp(int dfd, const char *name, void *hdr)
@@ -1036,16 +1223,13 @@ static int stale_tmp(int dfd, const char *name, void *hdr)
 	ssize_t n;
 	int fd;
 
-	if (strncmp(name, TMP_PREFIX, strlen(TMP_PREFIX)) != 0 ||
-	    fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(lst.st_mode) ||
-	    lst.st_uid != geteuid())
+	if (!tmp_name(name) || fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(lst.st_mode) || lst.st_uid != geteuid() || lst.st_nlink != 1)
 		return -1;
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	fd = open_same(dfd, name, O_RDONLY, &lst, &st);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == lst.st_dev &&
-	    st.st_ino == lst.st_ino && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-	    (n = pread(fd, hdr, TARGET_HEADER_SIZE, 0)) > 0 &&
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && (n = pread(fd, hdr, TARGET_HEADER_SIZE, 0)) > 0 &&
 	    header_parse(hdr, (size_t)n, &version, &size))
 		return fd;
 	close(fd);
@@ -1092,12 +1276,7 @@ static int dir_identity(struct target *t, const struct stat *st, const char *tai
 	if (!t->pinned || (st->st_dev == t->dev && st->st_ino == t->dir_ino))
 		return 0;
 	if (st->st_dev != t->dev)
-		return terr(
-			t, -EXDEV,
-			"%s is now on a different filesystem (was dev %u:%u, now %u:%u): was it "
-			"unmounted?%s",
-			dir, major(t->dev), minor(t->dev), major(st->st_dev), minor(st->st_dev),
-			tail);
+		return moved(t, dir, st->st_dev, tail);
 	return terr(t, -EXDEV,
 		    "%s is no longer the directory iopulse first opened (inode %llu, now %llu): "
 		    "it was replaced; restart iopulse to measure the new one%s",
@@ -1193,13 +1372,6 @@ out:
 
 /* ---- file targets ------------------------------------------------------- */
 
-/* The file target's directory (walked) and its name in it; *out gets an O_PATH
- * descriptor of the directory. */
-static int walk_to_file(struct target *t, int *out, char *leaf, size_t len)
-{
-	return walk_to_parent(t, t->cfg->path, out, leaf, len);
-}
-
 static int open_file(struct target *t)
 {
 	const char *path = t->cfg->path;
@@ -1231,23 +1403,16 @@ static int open_file(struct target *t)
 
 	/* O_NOATIME keeps even the access time as it was; only the owner (or
 	 * CAP_FOWNER) may ask for it. */
-	fd = openat(pfd, leaf,
-		    O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
-	if (fd < 0 && errno == EPERM)
-		fd = openat(pfd, leaf, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	r = -errno;
+	fd = open_same(pfd, leaf, O_RDONLY | O_NOATIME, &lst, &st);
+	if (fd == -EPERM)
+		fd = open_same(pfd, leaf, O_RDONLY, &lst, &st);
 	close(pfd);
-	if (fd < 0) {
-		if (r == -ELOOP)
-			return terr(t, -ELOOP, "%s is a symlink: name the file itself", path);
-		return terr(t, r, "%s: %m", path);
-	}
-	if (fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0) {
+	if (fd == -ESTALE || fd == -ELOOP)
+		return terr(t, -EINVAL, "%s changed while we opened it", path);
+	if (fd < 0)
+		return terr(t, fd, "%s: %m", path);
+	if (fstatfs(fd, &sfs) < 0) {
 		r = terr(t, -errno, "%s: %m", path);
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_dev != lst.st_dev || st.st_ino != lst.st_ino) {
-		r = terr(t, -EINVAL, "%s changed while we opened it", path);
 		goto fail;
 	}
 	if (st.st_size < (off_t)FILE_TARGET_MIN_SIZE) {
@@ -1736,11 +1901,7 @@ int target_check(struct target *t)
 			r = errno == ENOENT ? terr(t, -ESTALE, "%s was deleted", t->file_path)
 					    : terr(t, -errno, "%s: %m", t->file_path);
 		if (r == 0 && dst.st_dev != t->dev)
-			r = terr(t, -EXDEV,
-				 "%s is now on a different filesystem (was dev %u:%u, now %u:%u): "
-				 "was it unmounted?",
-				 t->file_path, major(t->dev), minor(t->dev), major(dst.st_dev),
-				 minor(dst.st_dev));
+			r = moved(t, t->file_path, dst.st_dev, "");
 	}
 	if (r < 0)
 		goto fail;

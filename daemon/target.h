@@ -17,7 +17,9 @@
  * provably ours (our header and user, no flock held on them); nothing else is.
  *
  * The path of a directory or file target is walked one component at a time
- * with O_NOFOLLOW: any symlink in it is refused (-ELOOP). A directory target's
+ * with O_NOFOLLOW: a symlink on the way is followed only when root or our euid
+ * owns it, any other is refused (-ELOOP), and a file target's own name is never
+ * followed. A directory target's
  * directory (device, inode) is pinned when first opened; a path that later
  * names another directory takes the target down (-EXDEV), and nothing is
  * created there. Before that first open, cfg->require_mount is enforced: the

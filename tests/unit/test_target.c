@@ -750,7 +750,9 @@ static void test_stale_tmp_swept(void **state)
 	const char *stale = TARGET_PROBE_FILE ".tmp.00000000000000aa";
 	const char *live = TARGET_PROBE_FILE ".tmp.00000000000000bb";
 	const char *foreign = TARGET_PROBE_FILE ".tmp.00000000000000cc";
-	const char *link = TARGET_PROBE_FILE ".tmp.00000000000000dd";
+	const char *symlinked = TARGET_PROBE_FILE ".tmp.00000000000000dd";
+	const char *backup = TARGET_PROBE_FILE ".tmp.my-backup"; /* an admin's cp */
+	const char *linked = TARGET_PROBE_FILE ".tmp.00000000000000ee";
 	char dir[PATH_MAX], path[PATH_MAX + 80];
 	struct cfg_target cfg;
 	struct target t;
@@ -761,11 +763,20 @@ static void test_stale_tmp_swept(void **state)
 	write_ours(dir, stale);
 	write_ours(dir, live);
 	write_ours(dir, "elsewhere"); /* ours by content, not by name */
+	write_ours(dir, backup);
+	write_ours(dir, linked);
+	{
+		char a[PATH_MAX + 80], b[PATH_MAX + 80];
+
+		join(a, sizeof(a), dir, linked);
+		join(b, sizeof(b), dir, "hardlink");
+		assert_int_equal(link(a, b), 0); /* has another name: not only ours */
+	}
 	join(path, sizeof(path), dir, foreign);
 	write_file(path, "someone else's\n", 15);
 	join(path, sizeof(path), dir, "elsewhere");
 	assert_int_equal(chdir(dir), 0);
-	assert_int_equal(symlink("elsewhere", link), 0);
+	assert_int_equal(symlink("elsewhere", symlinked), 0);
 	assert_int_equal(chdir("/"), 0);
 	/* A live iopulse laying out @live holds its lock. */
 	join(path, sizeof(path), dir, live);
@@ -780,22 +791,57 @@ static void test_stale_tmp_swept(void **state)
 	assert_false(exists(dir, stale));
 	assert_true(exists(dir, live));
 	assert_true(exists(dir, foreign));
-	assert_true(exists(dir, link));
+	assert_true(exists(dir, symlinked));
 	assert_true(exists(dir, "elsewhere"));
+	assert_true(exists(dir, backup));
+	assert_true(exists(dir, linked));
 	assert_true(exists(dir, TARGET_PROBE_FILE));
 	target_close(&t);
 	close(held);
 }
 
+/* A file that is not ours is refused as such even while somebody holds a lock
+ * on it: the header is read before our lock is tried. */
+static void test_locked_foreign_file(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	struct cfg_target cfg;
+	struct target t;
+	int held;
+
+	(void)state;
+	tu_new_dir(dir, sizeof(dir));
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	write_file(path, "somebody's\n", 11);
+	held = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(held >= 0);
+	assert_int_equal(flock(held, LOCK_EX), 0);
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), -EEXIST);
+	assert_non_null(strstr(t.error, "not an iopulse probe file"));
+	close(held);
+	assert_content(path, "somebody's\n");
+}
+
 /* ------------------------------------------------------------ symlinks, pins */
 
-/* Issue 9.4: a symlink anywhere in a directory target's path is refused; a
- * directory replaced by a symlink (or another directory) after the target came
- * up takes it down, and nothing is created where it now points. */
+/* A symlink at @path to @to, owned by @uid (as root; false when we may not). */
+static bool symlink_as(const char *to, const char *path, uid_t uid)
+{
+	assert_int_equal(symlink(to, path), 0);
+	return lchown(path, uid, (gid_t)-1) == 0;
+}
+
+/* Issue 9.4: a symlink that somebody other than root or us planted in a
+ * directory target's path is refused; a directory replaced after the target
+ * came up, by a symlink (anybody's) or another directory, takes it down, and
+ * nothing is created where it now points. */
 static void test_symlink_in_path(void **state)
 {
 	char base[PATH_MAX], real[PATH_MAX + 32], other[PATH_MAX + 32], lnk[PATH_MAX + 32];
-	char path[PATH_MAX + 64], moved[PATH_MAX + 32];
+	char path[PATH_MAX + 64], moved[PATH_MAX + 32], own[PATH_MAX + 32];
+	const uid_t nobody = 65534;
 	struct cfg_target cfg;
 	struct target t;
 
@@ -804,42 +850,66 @@ static void test_symlink_in_path(void **state)
 	join(real, sizeof(real), base, "real");
 	join(other, sizeof(other), base, "other");
 	join(lnk, sizeof(lnk), base, "link");
+	join(own, sizeof(own), base, "own");
 	assert_int_equal(mkdir(real, 0700), 0);
 	assert_int_equal(mkdir(other, 0700), 0);
-	assert_int_equal(symlink(real, lnk), 0);
+	assert_int_equal(symlink(real, own), 0); /* ours: followed, as systemd's StateDirectory= */
+	cfg = dir_cfg(own, MIB);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), 0);
+	target_close(&t);
+	assert_int_equal(count_entries(real), 1);
+	join(path, sizeof(path), real, TARGET_PROBE_FILE);
+	assert_int_equal(unlink(path), 0);
 
-	/* Through a symlinked component, and a symlink as the last one. */
+	if (geteuid() != 0 || !symlink_as(real, lnk, nobody))
+		skip(); /* a symlink of another user needs root to make */
+	/* Somebody else's, as a component and as the last one: refused. */
 	join(path, sizeof(path), lnk, ".");
 	cfg = dir_cfg(path, MIB);
 	target_init(&t, &cfg);
 	assert_int_equal(target_open(&t), -ELOOP);
-	assert_non_null(strstr(t.error, "is a symlink"));
+	assert_non_null(strstr(t.error, "is a symlink owned by uid 65534"));
 	cfg = dir_cfg(lnk, MIB);
 	target_init(&t, &cfg);
 	assert_int_equal(target_open(&t), -ELOOP);
 	assert_int_equal(count_entries(real), 0);
 
-	/* Up on base/real; then real is moved away and a symlink to other put in
-	 * its place. */
+	/* Up on base/real; then real is moved away and somebody's symlink to
+	 * other put in its place: down, refused. */
 	cfg = dir_cfg(real, MIB);
 	target_init(&t, &cfg);
 	assert_int_equal(target_open(&t), 0);
 	join(moved, sizeof(moved), base, "moved");
 	assert_int_equal(rename(real, moved), 0);
-	assert_int_equal(symlink(other, real), 0);
-	assert_true(target_check(&t) < 0);
+	assert_true(symlink_as(other, real, nobody));
+	assert_int_equal(target_check(&t), -ELOOP);
 	assert_int_equal(t.fd, -1);
-	assert_true(target_open(&t) < 0);
+	assert_int_equal(target_open(&t), -ELOOP);
 	assert_non_null(strstr(t.error, "symlink"));
 	assert_int_equal(count_entries(other), 0);
 
-	/* ... or a new directory of the same name: not ours either. */
+	/* Root's own symlink is followed, but to another directory than the pinned one. */
+	assert_int_equal(unlink(real), 0);
+	assert_int_equal(symlink(other, real), 0);
+	assert_int_equal(target_open(&t), -EXDEV);
+	assert_non_null(strstr(t.error, "replaced"));
+	assert_int_equal(count_entries(other), 0);
+
+	/* ... and so is a new directory of the same name: not ours either. */
 	assert_int_equal(unlink(real), 0);
 	assert_int_equal(mkdir(real, 0700), 0);
 	assert_int_equal(target_open(&t), -EXDEV);
 	assert_non_null(strstr(t.error, "replaced"));
 	assert_int_equal(count_entries(real), 0);
 	assert_int_equal(count_entries(moved), 1); /* the probe file stayed with its directory */
+
+	/* The pinned directory back at its name: up again. */
+	assert_int_equal(rmdir(real), 0);
+	assert_int_equal(rename(moved, real), 0);
+	assert_int_equal(target_open(&t), 0);
+	assert_int_equal(target_check(&t), 0);
+	target_close(&t);
 }
 
 /* ------------------------------------------------------ mounts and free space */
@@ -917,6 +987,23 @@ static void test_require_mount(void **state)
 	target_init(&t, &cfg);
 	assert_int_equal(target_open(&t), -EXDEV);
 	assert_int_equal(count_entries(sub), 0);
+	/* An fstab entry written through a (root's) symlink, and the target named
+	 * the same way. */
+	{
+		char lnk[PATH_MAX + 32], via[PATH_MAX + 96], fst[PATH_MAX + 128];
+
+		join(lnk, sizeof(lnk), base, "link");
+		assert_int_equal(symlink(base, lnk), 0);
+		snprintf(via, sizeof(via), "%s/mnt/iopulse", lnk);
+		snprintf(fst, sizeof(fst), "/dev/vdc %s/mnt ext4 defaults 0 2\n", lnk);
+		write_file(fstab, fst, strlen(fst));
+		cfg = dir_cfg(via, MIB);
+		target_init(&t, &cfg);
+		assert_int_equal(target_open(&t), -EXDEV);
+		assert_non_null(strstr(t.error, "is not mounted"));
+		assert_int_equal(count_entries(sub), 0);
+		write_file(fstab, line, strlen(line));
+	}
 	/* false: measured where it is. */
 	cfg.require_mount = CFG_MOUNT_NO;
 	target_init(&t, &cfg);
@@ -934,6 +1021,29 @@ static void test_require_mount(void **state)
 	target_init(&t, &cfg);
 	assert_int_equal(target_open(&t), 0); /* auto, mounted */
 	target_close(&t);
+	/* Reached before the disk was mounted over it (here: the working
+	 * directory, kept from then): beneath the mount, not in it. */
+	{
+		char old_cwd[PATH_MAX], beneath[PATH_MAX + 32];
+		int keep;
+
+		assert_non_null(getcwd(old_cwd, sizeof(old_cwd)));
+		assert_int_equal(umount2(mnt, MNT_DETACH), 0);
+		join(beneath, sizeof(beneath), mnt, ".");
+		keep = open(beneath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		assert_true(keep >= 0);
+		assert_true(mount_tmpfs(mnt, "8m"));
+		assert_int_equal(fchdir(keep), 0);
+		cfg = dir_cfg(".", MIB);
+		cfg.allow_memory_backed = true;
+		target_init(&t, &cfg);
+		assert_int_equal(target_open(&t), -EXDEV);
+		assert_int_equal(chdir(old_cwd), 0);
+		close(keep);
+		assert_int_equal(mkdir(sub, 0700), 0);
+	}
+	cfg = dir_cfg(sub, MIB);
+	cfg.allow_memory_backed = true;
 	cfg.require_mount = CFG_MOUNT_PATH;
 	cfg.mount_path = mnt;
 	target_init(&t, &cfg);
@@ -1261,6 +1371,7 @@ int main(void)
 		cmocka_unit_test(test_relay_keeps_user_file),
 		cmocka_unit_test(test_foreign_tmp_names_kept),
 		cmocka_unit_test(test_stale_tmp_swept),
+		cmocka_unit_test(test_locked_foreign_file),
 		cmocka_unit_test(test_symlink_in_path),
 		cmocka_unit_test(test_require_mount),
 		cmocka_unit_test(test_keep_free),

@@ -1,0 +1,188 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The README's promise, tried against the real daemon: iopulse never writes to,
+# renames over or unlinks a name it did not create, never follows a path that
+# changed under it, and never fills a disk.
+#   A. the target directory is swapped for a symlink while it is measured
+#      (another user's, then root's): the target goes down, nothing appears
+#      where the symlink points, and it comes back when the directory does;
+#   B. the target sits under a mount point listed in fstab (IOPULSE_FSTAB) that
+#      is not mounted, or was lazily unmounted: down, nothing created beneath;
+#      mounted, it comes up;
+#   C. a probe file larger than the free space: nothing is written, the disk is
+#      never filled, and the failure is retried with a backoff, not on every ping;
+#   D. iopulse is SIGKILLed in the middle of a layout on a filesystem without
+#      O_TMPFILE (hangfs): the next start removes the partial temporary it left,
+#      and leaves a user's file named like one alone.
+
+# shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
+. "$(dirname "$0")/lib.sh"
+
+require_cmd curl stat mount umount df
+require_disk "$WORK"
+
+UP='iopulse_target_up{target="t1"}'
+READS='iopulse_probe_ios_total{probe="p1",target="t1",op="read"}'
+
+# entries DIR: what DIR holds, one name per line ("" when empty).
+entries() {
+	ls -A "$1"
+}
+
+# require_comes_up WHAT: target up and reads growing within 10s.
+require_comes_up() {
+	local ios
+	wait_until 10 "$UP 1 after $1" scraped "$UP" == 1
+	wait_until 5 "reads counted after $1" scraped "$READS" '>' 0 0
+	sample_into ios "$PAGE" "$READS"
+	wait_until 5 "reads growing after $1" scraped "$READS" '>' "$ios" 0
+	note "after $1: up, reads growing"
+}
+
+MOUNTS=()
+unmount_all() {
+	local m
+	for m in "${MOUNTS[@]}"; do
+		umount -l "$m" 2>/dev/null || true
+	done
+}
+on_exit unmount_all
+
+# mount_tmpfs DIR SIZE: a small filesystem of our own (skips where we may not mount).
+mount_tmpfs() {
+	mount -t tmpfs -o "size=$2,mode=0700" tmpfs "$1" 2>/dev/null || skip "cannot mount tmpfs here"
+	MOUNTS+=("$1")
+}
+
+# ---- A. a symlink swapped in ------------------------------------------------
+
+BASE="$WORK/a"
+DIR="$BASE/data"
+OTHER="$WORK/elsewhere"
+mkdir -p "$BASE" "$OTHER"
+ping_config "$WORK/a.yaml" "$DIR" 1MiB write
+start_daemon "$WORK/a.yaml"
+require_comes_up "start"
+
+# Another user's symlink (as an attacker would plant one), then root's own: the
+# first is never followed, the second leads elsewhere than the pinned directory.
+mv "$DIR" "$BASE/data.moved"
+ln -s "$OTHER" "$DIR"
+chown -h 65534 "$DIR"
+wait_until 5 "$UP 0 with a symlink swapped in" scraped "$UP" == 0
+grep -q "is a symlink owned by uid 65534" "$DAEMON_LOG" || fail "the log does not say the path is now somebody's symlink"
+sleep 1 # ten more pings' worth: none may reach the other directory
+[[ -z $(entries "$OTHER") ]] || fail "iopulse created files where the symlink points: $(entries "$OTHER")"
+rm "$DIR"
+ln -s "$OTHER" "$DIR"
+wait_until 5 "the log to say the directory was replaced" grep -q "it was replaced" "$DAEMON_LOG"
+scrape_metrics
+sample_into v "$PAGE" "$UP"
+num "$v" == 0 || fail "$UP is $v with root's symlink to another directory"
+[[ -z $(entries "$OTHER") ]] || fail "iopulse created files where root's symlink points: $(entries "$OTHER")"
+note "symlinks swapped in: down, $OTHER untouched"
+
+rm "$DIR"
+mv "$BASE/data.moved" "$DIR"
+require_comes_up "the directory came back"
+stop_daemon TERM 5
+[[ -z $(entries "$OTHER") ]] || fail "files in $OTHER: $(entries "$OTHER")"
+
+# ---- B. a mount point in fstab that is not mounted ----------------------------
+
+FMNT="$WORK/fstab-mnt"
+SUB="$FMNT/iopulse"
+mkdir -p "$SUB"
+printf '# test fstab\n/dev/disk/by-label/data  %s  ext4  defaults,nofail  0  2\n' "$FMNT" >"$WORK/fstab"
+ping_config "$WORK/b.yaml" "$SUB" 1MiB write "allow_memory_backed: true"
+IOPULSE_FSTAB="$WORK/fstab" start_daemon "$WORK/b.yaml"
+wait_until 5 "$UP 0 with $FMNT not mounted" scraped "$UP" == 0
+sleep 1
+[[ -z $(entries "$SUB") ]] || fail "iopulse created files beneath the unmounted $FMNT: $(entries "$SUB")"
+grep -q "is not mounted" "$DAEMON_LOG" || fail "the log does not say $FMNT is not mounted"
+note "fstab mount point not mounted: down, nothing created beneath"
+
+mount_tmpfs "$FMNT" 16m
+mkdir "$SUB"
+require_comes_up "mounting $FMNT"
+stop_daemon TERM 5
+
+# Lazily unmounted while busy, before iopulse ever saw it: the same refusal.
+exec 9<"$SUB/.iopulse-probe" # keeps it busy: only a lazy unmount detaches it
+umount -l "$FMNT"
+exec 9<&-
+[[ -d $SUB ]] || mkdir "$SUB" # the directory beneath, as a provisioning script might make
+IOPULSE_FSTAB="$WORK/fstab" start_daemon "$WORK/b.yaml"
+wait_until 5 "$UP 0 with $FMNT lazily unmounted" scraped "$UP" == 0
+sleep 1
+[[ -z $(entries "$SUB") ]] || fail "iopulse created files beneath the lazily unmounted $FMNT: $(entries "$SUB")"
+stop_daemon TERM 5
+note "lazily unmounted before start: down, nothing created beneath"
+
+# ---- C. no room for the probe file ------------------------------------------------
+
+SMALL="$WORK/small"
+mkdir "$SMALL"
+mount_tmpfs "$SMALL" 16m
+free_kib() {
+	df --output=avail -k "$SMALL" | tail -n 1 | tr -d ' '
+}
+BEFORE=$(free_kib)
+target_config "$WORK/d.yaml" "$SMALL" 32MiB "allow_memory_backed: true"
+ping_item "$WORK/d.yaml" p1 read "interval: 100ms"
+start_daemon "$WORK/d.yaml"
+min=$BEFORE
+for ((i = 0; i < 30; i++)); do # 3s of 100ms pings
+	f=$(free_kib)
+	((f < min)) && min=$f
+	sleep 0.1
+done
+scrape_metrics
+sample_into v "$PAGE" "$UP"
+num "$v" == 0 || fail "$UP is $v with no room for the probe file"
+((min >= BEFORE - 64)) || fail "free space fell from ${BEFORE}KiB to ${min}KiB: iopulse wrote to a disk without room"
+[[ -z $(entries "$SMALL") ]] || fail "files left on the full filesystem: $(entries "$SMALL")"
+tries=$(grep -c "keep_free" "$DAEMON_LOG" || true)
+((tries >= 1 && tries <= 2)) || fail "$tries layout attempts logged in 3s of pings, want 1 (backoff)"
+grep -q "keep_free" "$DAEMON_LOG" || fail "the log does not say why the layout was refused"
+stop_daemon TERM 5
+note "no room: nothing written (free ${BEFORE}KiB, lowest ${min}KiB), $tries attempt(s) in 3s"
+# ---- D. SIGKILL during a layout without O_TMPFILE ----------------------------
+
+# hangfs has no O_TMPFILE, so iopulse lays out under a temporary name there.
+# shellcheck source=hangfs.sh
+. "$(dirname "$0")/hangfs.sh"
+hangfs_mount
+USER_TMP="$BACKING/.iopulse-probe.tmp.$$"
+echo "a user's file" >"$USER_TMP"
+target_config "$WORK/c.yaml" "$MNT" 32MiB "layout_rate: 4MiB"
+ping_item "$WORK/c.yaml" p1 read "interval: 100ms"
+start_daemon "$WORK/c.yaml"
+partial() {
+	local f
+	for f in "$BACKING"/.iopulse-probe.tmp.*; do
+		[[ $f != "$USER_TMP" && -f $f && $(stat -c %s "$f") -gt 4096 ]] && return 0
+	done
+	return 1
+}
+wait_until 10 "a partial temporary probe file in $BACKING" partial
+kill -KILL "$DAEMON_PID"
+reap "$DAEMON_PID" "daemon (SIGKILLed)"
+_forget_pid "$DAEMON_PID"
+left=$(find "$BACKING" -name '.iopulse-probe.tmp.*' ! -path "$USER_TMP" | wc -l)
+((left == 1)) || fail "$left temporaries after SIGKILL, want 1: $(entries "$BACKING")"
+note "SIGKILL mid-layout left $(entries "$BACKING" | tr '\n' ' ')"
+
+target_config "$WORK/c2.yaml" "$MNT" 1MiB
+ping_item "$WORK/c2.yaml" p1 read "interval: 100ms"
+start_daemon "$WORK/c2.yaml"
+require_comes_up "restart after SIGKILL"
+stop_daemon TERM 5
+after=$(entries "$BACKING" | sort | tr '\n' ' ')
+want=$(printf '%s\n' .iopulse-probe "$(basename "$USER_TMP")" | sort | tr '\n' ' ')
+[[ $after == "$want" ]] || fail "after the restart $BACKING holds '$after', want '$want'"
+[[ $(cat "$USER_TMP") == "a user's file" ]] || fail "the user's file named like a temporary changed"
+note "restart: the stale temporary removed, the user's file kept"
+
+note "pass"
