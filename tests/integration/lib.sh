@@ -365,6 +365,30 @@ require_alive() {
 	_daemon_exited "unexpectedly"
 }
 
+# ---- small filesystems -------------------------------------------------------
+
+TMPFS_MOUNTS=()
+
+# mount_tmpfs DIR SIZE: a tmpfs of SIZE on DIR (which exists): a small or a separate
+# filesystem of the test's own. Skips where this process may not mount; lazily
+# unmounted at exit when still mounted.
+mount_tmpfs() {
+	local msg
+	msg=$(mount -t tmpfs -o "size=$2,mode=0700" iopulse-test "$1" 2>&1) ||
+		skip "cannot mount a tmpfs here: $msg"
+	TMPFS_MOUNTS+=("$1")
+}
+
+_unmount_tmpfs() {
+	local m
+	for m in "${TMPFS_MOUNTS[@]}"; do
+		if grep -qF " $m " /proc/self/mountinfo; then
+			umount -l "$m" || true
+		fi
+	done
+}
+on_exit _unmount_tmpfs
+
 # ---- iopulse probe ---------------------------------------------------------
 
 # run_probe STATUS OUT [ARGS...]: run `iopulse probe ARGS...` with its stdout in OUT

@@ -15,18 +15,7 @@ require_cmd curl mount umount df
 
 MNT="$WORK/small"
 mkdir "$MNT"
-mounted() {
-	grep -qF " $MNT " /proc/self/mountinfo
-}
-if ! msg=$(mount -t tmpfs -o size=8m iopulse-test "$MNT" 2>&1); then
-	skip "cannot mount a tmpfs here: $msg"
-fi
-tmpfs_cleanup() {
-	if mounted; then
-		umount -l "$MNT" || true
-	fi
-}
-on_exit tmpfs_cleanup
+mount_tmpfs "$MNT" 8m
 
 CFG="$WORK/backoff.yaml"
 target_config "$CFG" "$MNT" 16MiB "allow_memory_backed: true" "direct: false"

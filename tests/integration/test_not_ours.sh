@@ -40,21 +40,6 @@ require_comes_up() {
 	note "after $1: up, reads growing"
 }
 
-MOUNTS=()
-unmount_all() {
-	local m
-	for m in "${MOUNTS[@]}"; do
-		umount -l "$m" 2>/dev/null || true
-	done
-}
-on_exit unmount_all
-
-# mount_tmpfs DIR SIZE: a small filesystem of our own (skips where we may not mount).
-mount_tmpfs() {
-	mount -t tmpfs -o "size=$2,mode=0700" tmpfs "$1" 2>/dev/null || skip "cannot mount tmpfs here"
-	MOUNTS+=("$1")
-}
-
 # ---- A. a symlink swapped in ------------------------------------------------
 
 BASE="$WORK/a"

@@ -22,18 +22,7 @@ require_disk "$WORK"
 MNT="$WORK/mnt"
 DIR="$WORK/disk"
 mkdir "$MNT" "$DIR"
-mounted() {
-	grep -qF " $MNT " /proc/self/mountinfo
-}
-if ! msg=$(mount -t tmpfs -o size=16m iopulse-test "$MNT" 2>&1); then
-	skip "cannot mount a tmpfs here: $msg"
-fi
-tmpfs_cleanup() {
-	if mounted; then
-		umount -l "$MNT" || true
-	fi
-}
-on_exit tmpfs_cleanup
+mount_tmpfs "$MNT" 16m
 
 CFG="$WORK/down.yaml"
 cat >"$CFG" <<EOF

@@ -52,40 +52,6 @@ uint64_t eng_now_ns(void)
 
 /* ---- log capture (stderr to a temporary file, as tests/unit/test_log.c) ---- */
 
-static FILE *capture_file;
-static int saved_stderr = -1;
-
-static void capture_begin(void)
-{
-	assert_null(capture_file);
-	fflush(stderr);
-	capture_file = tmpfile();
-	assert_non_null(capture_file);
-	saved_stderr = dup(2);
-	assert_true(saved_stderr >= 0);
-	assert_int_equal(dup2(fileno(capture_file), 2), 2);
-}
-
-/* The text logged since capture_begin(); caller frees. */
-static char *capture_end(void)
-{
-	char *text;
-	long len;
-
-	fflush(stderr);
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	len = ftell(capture_file);
-	text = calloc(1, (size_t)len + 1);
-	rewind(capture_file);
-	if (text && len > 0 && fread(text, 1, (size_t)len, capture_file) != (size_t)len)
-		text[0] = '\0';
-	fclose(capture_file);
-	capture_file = NULL;
-	assert_non_null(text);
-	return text;
-}
-
 static unsigned count(const char *text, const char *needle)
 {
 	unsigned n = 0;
@@ -149,8 +115,8 @@ static int fixture_teardown(void **state)
 	struct timespec now;
 	bool exited;
 
-	if (capture_file) /* a test failed while capturing: give stderr back */
-		free(capture_end());
+	if (tu_capturing()) /* a test failed while capturing: give stderr back */
+		free(tu_capture_end());
 	if (!f)
 		return 0;
 	lane_request_stop(&f->lane);
@@ -248,7 +214,7 @@ static void test_layout_backoff(void **state)
 	snprintf(path, sizeof(path), "%s/%s", f->dir, TARGET_PROBE_FILE);
 	disk_full(f, true);
 
-	capture_begin();
+	tu_capture_begin();
 	for (unsigned i = 0; i < n; i++) {
 		run_ping(f); /* due: the layout is tried, and fails */
 		assert_int_equal((int)layout_failures(f), i + 1);
@@ -266,7 +232,7 @@ static void test_layout_backoff(void **state)
 		}
 		atomic_fetch_add(&fake_now, wait_s[i] * SEC - 3 * ((wait_s[i] * SEC - 1) / 3));
 	}
-	text = capture_end();
+	text = tu_capture_end();
 	for (unsigned i = 0; i < n; i++) {
 		unsigned want = 0;
 
@@ -286,9 +252,9 @@ static void test_layout_backoff(void **state)
 
 	/* The wait is over and there is room: the layout succeeds, the target is up. */
 	disk_full(f, false);
-	capture_begin();
+	tu_capture_begin();
 	run_ping(f);
-	text = capture_end();
+	text = tu_capture_end();
 	assert_true(atomic_load(&f->lane.up));
 	assert_int_equal((int)layout_failures(f), n);
 	assert_int_equal(count(text, "Target t1 is up again"), 1);
@@ -301,7 +267,7 @@ static void test_layout_backoff(void **state)
 	 * next try comes 10s later again. */
 	disk_full(f, true);
 	assert_int_equal(unlink(path), 0);
-	capture_begin();
+	tu_capture_begin();
 	run_ping(f);
 	atomic_fetch_add(&fake_now, 10 * SEC - 1);
 	run_ping(f);
@@ -309,7 +275,7 @@ static void test_layout_backoff(void **state)
 	atomic_fetch_add(&fake_now, 1);
 	run_ping(f);
 	assert_int_equal((int)layout_failures(f), n + 2);
-	text = capture_end();
+	text = tu_capture_end();
 	assert_int_equal(count(text, "Target t1 is down: "), 1);
 	assert_int_equal(count(text, ", retrying in 10s\n"), 1);
 	assert_int_equal(count(text, "Target t1 is still down: "), 1);
@@ -324,7 +290,7 @@ static void one_outage(struct fixture *f, const char *what, void (*fix)(struct f
 	double down = target_down_errors(f);
 	char *text;
 
-	capture_begin();
+	tu_capture_begin();
 	for (unsigned i = 0; i < 5; i++)
 		run_ping(f);
 	assert_false(atomic_load(&f->lane.up));
@@ -332,7 +298,7 @@ static void one_outage(struct fixture *f, const char *what, void (*fix)(struct f
 	fix(f);
 	run_ping(f);
 	assert_true(atomic_load(&f->lane.up));
-	text = capture_end();
+	text = tu_capture_end();
 	if (count(text, "Target t1 is down: ") != 1 || count(text, "Target t1 is up again") != 1 ||
 	    count(text, "\n") != 2)
 		fail_msg("%s: want one 'is down' and one 'is up again' line, got:\n%s", what, text);

@@ -15,43 +15,11 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "daemon/log.h"
 
 #define INTERVAL_NS 200000000ULL /* 200 ms */
-
-static FILE *capture_file;
-static int saved_stderr = -1;
-
-/* Send stderr (where the log goes) to a fresh temporary file. */
-static void capture_begin(void)
-{
-	fflush(stderr);
-	capture_file = tmpfile();
-	assert_non_null(capture_file);
-	saved_stderr = dup(2);
-	assert_true(saved_stderr >= 0);
-	assert_int_equal(dup2(fileno(capture_file), 2), 2);
-}
-
-/* Restore stderr (before any assertion: cmocka reports on it); the captured
- * text, caller frees. */
-static char *capture_end(void)
-{
-	char *text;
-	long len;
-
-	fflush(stderr);
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	len = ftell(capture_file);
-	text = calloc(1, (size_t)len + 1);
-	rewind(capture_file);
-	if (text && len > 0 && fread(text, 1, (size_t)len, capture_file) != (size_t)len)
-		text[0] = '\0';
-	fclose(capture_file);
-	assert_non_null(text);
-	return text;
-}
 
 static unsigned count_lines(const char *text, const char *needle)
 {
@@ -76,14 +44,14 @@ static void test_identical_errors_limited(void **state)
 
 	(void)state;
 	log_set_ratelimit(3, INTERVAL_NS);
-	capture_begin();
+	tu_capture_begin();
 	for (int i = 0; i < 10; i++)
 		log_error("Target %s is down: %s", "t1", "gone");
 	log_error("Target %s is down: %s", "t2", "gone"); /* another text: its own count */
 	for (int i = 0; i < 5; i++)
 		log_info("Started %d", 1); /* info is never limited */
 	log_flush_suppressed();		   /* the interval has not ended: nothing to report yet */
-	text = capture_end();
+	text = tu_capture_end();
 	assert_int_equal(count_lines(text, "Target t1 is down: gone\n"), 3);
 	assert_int_equal(count_lines(text, "Target t2 is down: gone\n"), 1);
 	assert_int_equal(count_lines(text, "Started 1\n"), 5);
@@ -92,18 +60,18 @@ static void test_identical_errors_limited(void **state)
 
 	/* After the interval: one summary with the count, at the text's level. */
 	sleep_past_interval();
-	capture_begin();
+	tu_capture_begin();
 	log_flush_suppressed();
-	text = capture_end();
+	text = tu_capture_end();
 	assert_int_equal(count_lines(text, "Suppressed"), 1);
 	assert_non_null(
 		strstr(text, "error: Suppressed 7 similar messages: Target t1 is down: gone\n"));
 	free(text);
 
 	/* A new interval admits the text again. */
-	capture_begin();
+	tu_capture_begin();
 	log_error("Target %s is down: %s", "t1", "gone");
-	text = capture_end();
+	text = tu_capture_end();
 	assert_int_equal(count_lines(text, "Target t1 is down: gone\n"), 1);
 	free(text);
 
@@ -119,17 +87,17 @@ static void test_warning_summary_on_return(void **state)
 
 	(void)state;
 	log_set_ratelimit(2, INTERVAL_NS);
-	capture_begin();
+	tu_capture_begin();
 	for (int i = 0; i < 4; i++)
 		log_warning("Target %s: %s, re-opening", "t1", "stale");
-	text = capture_end();
+	text = tu_capture_end();
 	assert_int_equal(count_lines(text, "re-opening\n"), 2);
 	free(text);
 
 	sleep_past_interval();
-	capture_begin();
+	tu_capture_begin();
 	log_warning("Target %s: %s, re-opening", "t1", "stale");
-	text = capture_end();
+	text = tu_capture_end();
 	assert_non_null(strstr(
 		text, "warning: Suppressed 2 similar messages: Target t1: stale, re-opening\n"));
 	assert_int_equal(count_lines(text, "re-opening\n"), 2); /* the summary and the line */
@@ -142,10 +110,10 @@ static void test_disabled(void **state)
 
 	(void)state;
 	log_set_ratelimit(0, INTERVAL_NS);
-	capture_begin();
+	tu_capture_begin();
 	for (int i = 0; i < 20; i++)
 		log_error("Same %d", 0);
-	text = capture_end();
+	text = tu_capture_end();
 	assert_int_equal(count_lines(text, "Same 0\n"), 20);
 	free(text);
 }
@@ -159,7 +127,7 @@ static void test_state_changes_limited_per_key(void **state)
 
 	(void)state;
 	log_set_ratelimit(3, INTERVAL_NS);
-	capture_begin();
+	tu_capture_begin();
 	for (int i = 0; i < 10; i++) {
 		log_state_error_errno("Probe w1", -EIO, "Probe %s: %s: %m", "w1", "write");
 		log_state_notice("Probe w1", "Probe %s: %s succeeds again", "w1", "write");
@@ -169,7 +137,7 @@ static void test_state_changes_limited_per_key(void **state)
 	log_error_errno(-EIO, "Probe %s: %s: %m", "w1", "write");     /* not a state line */
 	log_state_full_errno("Probe w1", LOG_LVL_DEBUG, 0, "Probe w1: debug %d", 1); /* never */
 	log_flush_suppressed(); /* the interval has not ended: nothing to report yet */
-	text = capture_end();
+	text = tu_capture_end();
 	/* E, N, E of the key's 21 lines, and the plain line */
 	assert_int_equal(count_lines(text, "Probe w1: write: Input/output error\n"), 2 + 1);
 	assert_int_equal(count_lines(text, "Probe w1: write succeeds again\n"), 1);
@@ -182,18 +150,18 @@ static void test_state_changes_limited_per_key(void **state)
 
 	/* After the interval: one summary, at the level of the last line dropped. */
 	sleep_past_interval();
-	capture_begin();
+	tu_capture_begin();
 	log_flush_suppressed();
-	text = capture_end();
+	text = tu_capture_end();
 	assert_int_equal(count_lines(text, "Suppressed"), 1);
 	assert_non_null(strstr(text, "error: Suppressed 18 state changes, the last: Probe w1: "
 				     "fdatasync: Input/output error\n"));
 	free(text);
 
 	/* ... and the key logs again. */
-	capture_begin();
+	tu_capture_begin();
 	log_state_notice("Probe w1", "Probe %s: %s succeeds again", "w1", "fdatasync");
-	text = capture_end();
+	text = tu_capture_end();
 	assert_non_null(strstr(text, "notice: Probe w1: fdatasync succeeds again\n"));
 	free(text);
 }
@@ -206,7 +174,7 @@ static void test_many_keys(void **state)
 
 	(void)state;
 	log_set_ratelimit(2, 10 * INTERVAL_NS);
-	capture_begin();
+	tu_capture_begin();
 	for (int round = 0; round < 6; round++)
 		for (int k = 0; k < 20; k++) {
 			snprintf(key, sizeof(key), "Probe p%d", k);
@@ -215,7 +183,7 @@ static void test_many_keys(void **state)
 			else
 				log_state_error(key, "%s: read: failed", key);
 		}
-	text = capture_end();
+	text = tu_capture_end();
 	assert_int_equal(count_lines(text, "\n"), 20 * 2);
 	free(text);
 	log_set_ratelimit(LOG_RATELIMIT_BURST, LOG_RATELIMIT_INTERVAL_NS);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -131,4 +132,45 @@ const struct snap_family *tu_find_family(const struct metrics_snapshot *s, const
 		if (strcmp(s->families[i].name, name) == 0)
 			return &s->families[i];
 	return NULL;
+}
+
+/* ---------------------------------------------------------------- stderr */
+
+static FILE *capture_file;
+static int saved_stderr = -1;
+
+void tu_capture_begin(void)
+{
+	assert_null(capture_file);
+	fflush(stderr);
+	capture_file = tmpfile();
+	assert_non_null(capture_file);
+	saved_stderr = dup(2);
+	assert_true(saved_stderr >= 0);
+	assert_int_equal(dup2(fileno(capture_file), 2), 2);
+}
+
+char *tu_capture_end(void)
+{
+	char *text;
+	long len;
+
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	saved_stderr = -1;
+	len = ftell(capture_file);
+	text = calloc(1, (size_t)len + 1);
+	rewind(capture_file);
+	if (text && len > 0 && fread(text, 1, (size_t)len, capture_file) != (size_t)len)
+		text[0] = '\0';
+	fclose(capture_file);
+	capture_file = NULL;
+	assert_non_null(text);
+	return text;
+}
+
+bool tu_capturing(void)
+{
+	return capture_file != NULL;
 }

@@ -9,6 +9,7 @@
 #define IOPULSE_TESTUTIL_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,17 @@ struct tu_dir_target {
 /* Lays out and opens @f with @size data bytes (O_DIRECT); fails the test if it
  * cannot, or if the target is not writable. */
 void tu_open_dir_target(struct tu_dir_target *f, uint64_t size);
+
+/* Sends stderr (where the log goes) to a fresh temporary file, until
+ * tu_capture_end(). */
+void tu_capture_begin(void);
+
+/* Restores stderr (do it before asserting: cmocka reports there) and returns the
+ * text captured since tu_capture_begin(); caller frees. */
+char *tu_capture_end(void);
+
+/* Whether a capture is under way (a test that failed during one). */
+bool tu_capturing(void);
 
 /* The family called @name in @s; NULL if there is none. */
 const struct snap_family *tu_find_family(const struct metrics_snapshot *s, const char *name);
