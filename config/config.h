@@ -34,8 +34,8 @@
 #define CFG_MAX_TARGETS	    64
 #define CFG_MAX_PROBES	    256
 #define CFG_MAX_BUCKETS	    64
-#define CFG_MAX_DEPTH	    64 /* lists and mappings inside each other (YAML nesting) */
-#define CFG_MIN_INTERVAL_NS 1000000ULL	      /* 1ms */
+#define CFG_MAX_DEPTH	    64	       /* lists and mappings inside each other (YAML nesting) */
+#define CFG_MIN_INTERVAL_NS 1000000ULL /* 1ms */
 #define CFG_MAX_INTERVAL_NS 86400000000000ULL /* 24h */
 #define CFG_MIN_TIMEOUT_NS  1000000ULL	      /* 1ms */
 #define CFG_MAX_TIMEOUT_NS  600000000000ULL   /* 10m */

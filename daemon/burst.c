@@ -883,32 +883,10 @@ static void bufs_put(struct burst *b)
 	}
 }
 
-int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
-	      const struct burst_result **result)
+/* Every job's counters and histograms cleared, the start gate closed, for a run
+ * on @t. */
+static void run_reset(struct burst *b, struct target *t, const _Atomic bool *stop)
 {
-	struct burst_result *res;
-	uint64_t last = 0;
-	unsigned started;
-	int r;
-
-	if (!b || !t)
-		return -EINVAL;
-	res = &b->result;
-	if (result)
-		*result = res;
-	result_reset(b);
-	b->why[0] = '\0';
-	if (b->wedged)
-		return why(b, -EBUSY, "an earlier run left I/O in the kernel");
-	r = validate(b, t);
-	if (r < 0)
-		return r;
-	r = bufs_get(b);
-	if (r < 0) {
-		bufs_put(b);
-		return r;
-	}
-
 	b->t = t;
 	b->stop = stop ? stop : &never_stop;
 	atomic_store(&b->abort, false);
@@ -930,6 +908,63 @@ int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
 		j->stopped = false;
 		j->thread_started = false;
 	}
+}
+
+/* The joined jobs' figures added up into @res; elapsed from the measurement's
+ * start to the last completion. */
+static void results_sum(struct burst *b, struct burst_result *res)
+{
+	uint64_t last = 0;
+
+	for (unsigned i = 0; i < b->jobs; i++) {
+		const struct burst_job *j = b->job[i];
+
+		for (int d = 0; d < _BURST_DIR_MAX; d++) {
+			struct burst_dir_result *dr = &res->dir[d];
+
+			dr->ios += j->ios[d];
+			dr->bytes += j->bytes[d];
+			dr->errors += j->errors[d];
+			dr->short_ios += j->short_ios[d];
+			(void)hist_merge(dr->hist, j->hist[d]); /* same bounds by construction */
+		}
+		res->timeouts += j->timeouts;
+		if (!res->error)
+			res->error = j->error;
+		res->stopped |= j->stopped;
+		b->wedged |= j->wedged;
+		if (j->last_done_ns > last)
+			last = j->last_done_ns;
+	}
+	res->elapsed_ns = last > b->measure_start ? last - b->measure_start : 0;
+}
+
+int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
+	      const struct burst_result **result)
+{
+	struct burst_result *res;
+	unsigned started;
+	int r;
+
+	if (!b || !t)
+		return -EINVAL;
+	res = &b->result;
+	if (result)
+		*result = res;
+	result_reset(b);
+	b->why[0] = '\0';
+	if (b->wedged)
+		return why(b, -EBUSY, "an earlier run left I/O in the kernel");
+	r = validate(b, t);
+	if (r < 0)
+		return r;
+	r = bufs_get(b);
+	if (r < 0) {
+		bufs_put(b);
+		return r;
+	}
+
+	run_reset(b, t, stop);
 
 	/* Job 0 runs on the caller's thread, the others on their own. */
 	started = 1;
@@ -953,27 +988,7 @@ int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
 	if (b->gate_error)
 		return b->gate_error;
 
-	for (unsigned i = 0; i < b->jobs; i++) {
-		const struct burst_job *j = b->job[i];
-
-		for (int d = 0; d < _BURST_DIR_MAX; d++) {
-			struct burst_dir_result *dr = &res->dir[d];
-
-			dr->ios += j->ios[d];
-			dr->bytes += j->bytes[d];
-			dr->errors += j->errors[d];
-			dr->short_ios += j->short_ios[d];
-			(void)hist_merge(dr->hist, j->hist[d]); /* same bounds by construction */
-		}
-		res->timeouts += j->timeouts;
-		if (!res->error)
-			res->error = j->error;
-		res->stopped |= j->stopped;
-		b->wedged |= j->wedged;
-		if (j->last_done_ns > last)
-			last = j->last_done_ns;
-	}
-	res->elapsed_ns = last > b->measure_start ? last - b->measure_start : 0;
+	results_sum(b, res);
 
 	/* 'ios' not all issued, and nothing else stopped the jobs: the deadline did. */
 	if (b->cfg.ios && !res->error && !res->stopped &&
