@@ -1005,6 +1005,7 @@ static void test_require_mount(void **state)
 		write_file(fstab, line, strlen(line));
 	}
 	/* false: measured where it is. */
+	cfg = dir_cfg(sub, MIB);
 	cfg.require_mount = CFG_MOUNT_NO;
 	target_init(&t, &cfg);
 	assert_int_equal(target_open(&t), 0);
