@@ -423,6 +423,12 @@ static int lane_prepare_target(struct lane *l)
 		}
 	}
 	atomic_store(&l->inflight_ns, 0);
+	if (l->target.stale_removed) { /* files deleted, whatever came next: say so */
+		log_notice("Target %s: removed %u temporary probe file(s) left by an iopulse "
+			   "killed during a layout",
+			   l->cfg->name, l->target.stale_removed);
+		l->target.stale_removed = 0;
+	}
 
 	if (r == -ECANCELED && atomic_load(&l->stopping))
 		return r; /* abandoned at shutdown: nothing is wrong with the target */

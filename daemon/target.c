@@ -88,6 +88,12 @@ __attribute__((format(printf, 3, 4))) static int terr(struct target *t, int r, c
 	return r;
 }
 
+/* Whether @a and @b describe the same file: device and inode. */
+static bool same_inode(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
 /* "/proc/self/fd/N": how a descriptor is named to link, reopen or read it. */
 static void proc_fd_path(int fd, char *buf, size_t len)
 {
@@ -215,14 +221,11 @@ static int moved(struct target *t, const char *path, dev_t now, const char *tail
 		    path, major(t->dev), minor(t->dev), major(now), minor(now), tail);
 }
 
-/* Identity (when pinned) and memory-backed checks for the directory or file. */
-static int check_fs(struct target *t, const char *path, const struct stat *st,
-		    const struct statfs *sfs)
+/* -EMEDIUMTYPE on tmpfs/ramfs, unless allowed. */
+static int check_memory_backed(struct target *t, const char *path, const struct statfs *sfs)
 {
 	long f_type = (long)sfs->f_type;
 
-	if (t->pinned && (st->st_dev != t->dev || f_type != t->fs_type))
-		return moved(t, path, st->st_dev, "; not opening it");
 	if ((f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC) && !t->cfg->allow_memory_backed)
 		return terr(t, -EMEDIUMTYPE,
 			    "%s is on tmpfs/ramfs: this measures RAM, not a disk; set "
@@ -316,7 +319,7 @@ static void layout_inflight(struct target *t, bool on)
  */
 #define WALK_MAX_LINKS 40 /* as the kernel's MAXSYMLINKS */
 
-/* Why opening the component @comp of @path under @dfd failed (-errno @r). */
+/* Why opening the component @comp of @path failed (-errno @r). */
 static int walk_error(struct target *t, int r, const char *comp, const char *path)
 {
 	if (r == -ENOENT)
@@ -478,7 +481,7 @@ static int walk_to_file(struct target *t, int *out, char *leaf, size_t len)
 
 /*
  * @path made absolute and lexically normal ("//", "." and ".." resolved by
- * name): exact here, because the walk above refuses symlinks in the path.
+ * name, symlinks not looked at): for matching fstab's mount points by name.
  */
 static int normal_path(const char *path, char *out, size_t len)
 {
@@ -595,24 +598,22 @@ static bool dir_beneath(int dfd, int mfd)
 	bool found = false;
 	int fd;
 
-	if (fstat(mfd, &m) < 0)
+	if (fstat(mfd, &m) < 0 || fstat(dfd, &cur) < 0)
 		return false;
 	fd = openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	for (unsigned i = 0; fd >= 0 && i < PATH_MAX / 2; i++) {
 		int nfd;
 
-		if (fstat(fd, &cur) < 0)
-			break;
-		if (cur.st_dev == m.st_dev && cur.st_ino == m.st_ino) {
+		if (same_inode(&cur, &m)) {
 			found = true;
 			break;
 		}
 		nfd = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		close(fd);
 		fd = nfd;
-		if (fd < 0 || fstat(fd, &up) < 0 ||
-		    (up.st_dev == cur.st_dev && up.st_ino == cur.st_ino))
+		if (fd < 0 || fstat(fd, &up) < 0 || same_inode(&up, &cur))
 			break; /* "/" (or the root of a detached mount) */
+		cur = up;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -858,8 +859,8 @@ static int layout_data(struct target *t, int fd, const char *path, struct rng *r
 		uint64_t end = off < direct_end ? direct_end : total;
 		size_t n = end - off < chunk ? (size_t)(end - off) : chunk;
 
-		/* Token-bucket style: the header at once, each next chunk when the
-		 * bytes before it are paid for. */
+		/* Token-bucket style: each chunk when the bytes before it (the
+		 * header's included) are paid for. */
 		if (rate)
 			layout_pace(&start, off, rate);
 		if (stopping(t, path))
@@ -963,17 +964,17 @@ static bool name_is(int dfd, const char *name, int fd)
 	struct stat a, b;
 
 	return fstat(fd, &a) == 0 && fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	       same_inode(&a, &b);
 }
 
 /*
  * Removes @name from @dfd only while it names the file we hold open at @fd:
- * never a name by its pattern, never one somebody put in its place.
+ * never a name by its pattern, never one somebody put in its place. Whether
+ * it was removed.
  */
-static void unlink_ours(int dfd, const char *name, int fd)
+static bool unlink_ours(int dfd, const char *name, int fd)
 {
-	if (name_is(dfd, name, fd))
-		(void)unlinkat(dfd, name, 0);
+	return name_is(dfd, name, fd) && unlinkat(dfd, name, 0) == 0;
 }
 
 /*
@@ -987,8 +988,7 @@ static int open_same(int dfd, const char *name, int flags, const struct stat *ls
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_dev == lst->st_dev &&
-	    st->st_ino == lst->st_ino)
+	if (fstat(fd, st) == 0 && S_ISREG(st->st_mode) && same_inode(st, lst))
 		return fd;
 	close(fd);
 	return -ESTALE;
@@ -1215,12 +1215,12 @@ static bool tmp_name(const char *name)
  * holds locked. Returns an open descriptor (the caller
  * removes the name while it still names this file, and closes it) or -1.
  */
-static int stale_tmp(int dfd, const char *name, void *hdr)
+static int stale_tmp(struct target *t, int dfd, const char *name, void *hdr)
 {
 	struct stat lst, st;
 	unsigned version;
 	uint64_t size;
-	ssize_t n;
+	bool ours;
 	int fd;
 
 	if (!tmp_name(name) || fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -1229,8 +1229,8 @@ static int stale_tmp(int dfd, const char *name, void *hdr)
 	fd = open_same(dfd, name, O_RDONLY, &lst, &st);
 	if (fd < 0)
 		return -1;
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && (n = pread(fd, hdr, TARGET_HEADER_SIZE, 0)) > 0 &&
-	    header_parse(hdr, (size_t)n, &version, &size))
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+	    header_read(t, fd, hdr, &ours, &version, &size) == 0 && ours)
 		return fd;
 	close(fd);
 	return -1;
@@ -1250,11 +1250,11 @@ static void sweep_stale_tmps(struct target *t, int dfd)
 		goto out;
 	t->swept = true;
 	while ((de = readdir(d))) {
-		int tfd = stale_tmp(dfd, de->d_name, hdr);
+		int tfd = stale_tmp(t, dfd, de->d_name, hdr);
 
 		if (tfd < 0)
 			continue;
-		if (name_is(dfd, de->d_name, tfd) && unlinkat(dfd, de->d_name, 0) == 0)
+		if (unlink_ours(dfd, de->d_name, tfd))
 			t->stale_removed++;
 		close(tfd);
 	}
@@ -1304,7 +1304,7 @@ static int open_target_dir(struct target *t, int *out)
 	}
 	r = dir_identity(t, &st, "; not creating a probe file there");
 	if (r == 0)
-		r = check_fs(t, dir, &st, &sfs);
+		r = check_memory_backed(t, dir, &sfs);
 	if (r == 0 && !t->pinned)
 		r = check_mounted(t, dfd);
 	if (r < 0)
@@ -1420,7 +1420,11 @@ static int open_file(struct target *t)
 			 FILE_TARGET_MIN_SIZE);
 		goto fail;
 	}
-	r = check_fs(t, path, &st, &sfs);
+	if (t->pinned && (st.st_dev != t->dev || (long)sfs.f_type != t->fs_type)) {
+		r = moved(t, path, st.st_dev, "; not opening it");
+		goto fail;
+	}
+	r = check_memory_backed(t, path, &sfs);
 	if (r < 0)
 		goto fail;
 	r = prepare_fd(t, fd, path, false);
@@ -1913,7 +1917,7 @@ int target_check(struct target *t)
 			r = terr(t, -errno, "%s: %m", t->file_path);
 		goto fail;
 	}
-	if (fst.st_nlink == 0 || pst.st_dev != fst.st_dev || pst.st_ino != fst.st_ino) {
+	if (fst.st_nlink == 0 || !same_inode(&pst, &fst)) {
 		r = terr(t, -ESTALE, "%s was deleted or replaced", t->file_path);
 		goto fail;
 	}

@@ -93,7 +93,8 @@ struct target {
 	long fs_type;		  /* pinned statfs f_type */
 	ino_t dir_ino;		  /* directory: pinned inode of the directory itself */
 	bool swept;		  /* directory: stale temporaries of ours looked for */
-	unsigned stale_removed;	  /* directory: how many of those were removed */
+	unsigned stale_removed;	  /* directory: how many of those were removed (the
+				   * caller logs, then clears it) */
 	ino_t ino;		  /* inode of the open file */
 	char file_path[PATH_MAX]; /* probe file (directory), the file, the device node
 				   * (symlinks resolved) */

@@ -163,6 +163,7 @@ target_config "$WORK/c2.yaml" "$MNT" 1MiB
 ping_item "$WORK/c2.yaml" p1 read "interval: 100ms"
 start_daemon "$WORK/c2.yaml"
 require_comes_up "restart after SIGKILL"
+grep -q "removed 1 temporary probe file" "$DAEMON_LOG" || fail "the restart does not log the removal"
 stop_daemon TERM 5
 after=$(entries "$BACKING" | sort | tr '\n' ' ')
 want=$(printf '%s\n' .iopulse-probe "$(basename "$USER_TMP")" | sort | tr '\n' ' ')
