@@ -766,13 +766,36 @@ __attribute__((format(printf, 3, 4))) static int why(struct burst *b, int err, c
 	return err;
 }
 
+/* Why a working set of @ws bytes on a target of @avail does not fit this burst
+ * (validate() found it does not): too large, smaller than a block, or a
+ * sequential job's part smaller than a block. Formats its figures only then. */
+static int refuse_working_set(struct burst *b, uint64_t ws, uint64_t avail)
+{
+	const char *largest = b->bs_max != b->bs ? "the largest " : "";
+	char x[32], y[32], z[32];
+
+	cfg_format_size(ws, x, sizeof(x));
+	cfg_format_size(avail, y, sizeof(y));
+	cfg_format_size(b->bs_max, z, sizeof(z));
+	if (ws > avail)
+		return why(b, -EINVAL, "'working_set' (%s) is larger than the target (%s)", x, y);
+	if (ws < b->bs_max)
+		return why(b, -EINVAL, "%s (%s) is smaller than %s'block_size' (%s)",
+			   b->cfg.working_set ? "'working_set'" : "the target", x, largest, z);
+	/* the share before rounding: as short of a block, and as config says */
+	cfg_format_size(ws / b->jobs, y, sizeof(y));
+	return why(b, -EINVAL,
+		   "with 'rw: %s' each of the %u 'jobs' walks its own part of the working set "
+		   "(%s), and a part (%s) is smaller than %s'block_size' (%s)",
+		   cfg_rw_name(b->cfg.rw), b->jobs, x, y, largest, z);
+}
+
 /* What the configuration could not know before the target was open: its size
  * (a file or a device) and its direct I/O alignment. */
 static int validate(struct burst *b, const struct target *t)
 {
-	const char *largest = b->bs_max != b->bs ? "the largest " : "";
-	uint64_t avail, ws;
-	char x[32], y[32], z[32];
+	uint64_t avail, ws, part;
+	char x[32], y[32];
 
 	if (t->fd < 0)
 		return why(b, -EBADF, "the target is not open");
@@ -800,29 +823,13 @@ static int validate(struct burst *b, const struct target *t)
 	}
 	avail = t->data_end - t->data_start;
 	ws = b->cfg.working_set ? b->cfg.working_set : avail;
-	cfg_format_size(ws, x, sizeof(x));
-	cfg_format_size(avail, y, sizeof(y));
-	cfg_format_size(b->bs_max, z, sizeof(z));
-	if (ws > avail)
-		return why(b, -EINVAL, "'working_set' (%s) is larger than the target (%s)", x, y);
-	if (ws < b->bs_max)
-		return why(b, -EINVAL, "%s (%s) is smaller than %s'block_size' (%s)",
-			   b->cfg.working_set ? "'working_set'" : "the target", x, largest, z);
+	/* Each job of a sequential burst walks its own equal, block-aligned part. */
+	part = ws / b->jobs / b->bs * b->bs;
+	if (ws > avail || ws < b->bs_max || (b->sequential && part < b->bs_max))
+		return refuse_working_set(b, ws, avail);
 	b->ws_start = t->data_start;
 	b->ws_blocks = ws / b->bs;
 	if (b->sequential) {
-		/* Each job walks its own equal, block-aligned part. */
-		uint64_t part = ws / b->jobs / b->bs * b->bs;
-
-		if (part < b->bs_max) {
-			/* the share before rounding: as short of a block, and as config says */
-			cfg_format_size(ws / b->jobs, y, sizeof(y));
-			return why(b, -EINVAL,
-				   "with 'rw: %s' each of the %u 'jobs' walks its own part of the "
-				   "working set (%s), and a part (%s) is smaller than %s"
-				   "'block_size' (%s)",
-				   cfg_rw_name(b->cfg.rw), b->jobs, x, y, largest, z);
-		}
 		for (unsigned i = 0; i < b->jobs; i++) {
 			b->job[i]->seq_lo = b->ws_start + i * part;
 			b->job[i]->seq_hi = b->job[i]->seq_lo + part;

@@ -288,7 +288,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
  * per LOG_RATELIMIT_INTERVAL_NS, then one summary with the count and the state it
  * was left in.
  */
-#define LOG_KEY_MAX 128 /* a longer name shares its key with names of the same head */
+#define LOG_KEY_MAX (sizeof("Target ") + CFG_NAME_MAX) /* room for any name */
 
 static const char *target_key(const struct lane *l, char *buf)
 {
@@ -353,24 +353,6 @@ static void target_is_up(struct lane *l)
 #define LAYOUT_BACKOFF_MIN_NS (10ULL * 1000000000ULL)	/* 10 s */
 #define LAYOUT_BACKOFF_MAX_NS (3600ULL * 1000000000ULL) /* 1 h */
 
-/* "10s", "2m40s", "1h" */
-static const char *format_secs(uint64_t ns, char *buf, size_t n)
-{
-	uint64_t s = ns / 1000000000ULL;
-
-	if (s < 60)
-		snprintf(buf, n, "%" PRIu64 "s", s);
-	else if (s < 3600 && s % 60)
-		snprintf(buf, n, "%" PRIu64 "m%" PRIu64 "s", s / 60, s % 60);
-	else if (s < 3600)
-		snprintf(buf, n, "%" PRIu64 "m", s / 60);
-	else if (s % 3600)
-		snprintf(buf, n, "%" PRIu64 "h%" PRIu64 "m", s / 3600, s % 3600 / 60);
-	else
-		snprintf(buf, n, "%" PRIu64 "h", s / 3600);
-	return buf;
-}
-
 /* target_open() failed laying out the probe file (@r): count it, back off, and
  * say when it is tried again (one line per attempt). */
 static void layout_failed(struct lane *l, int r)
@@ -388,7 +370,7 @@ static void layout_failed(struct lane *l, int r)
 	l->layout_error = r;
 	metrics_add(l->m_layout_failures, 1);
 	atomic_store(&l->up, false);
-	format_secs(l->layout_backoff_ns, when, sizeof(when));
+	cfg_format_duration(l->layout_backoff_ns, when, sizeof(when));
 	snprintf(l->down_reason, sizeof(l->down_reason), "%s", l->target.error);
 	log_state_error_errno(target_key(l, key), r, "Target %s is %sdown: %s, retrying in %s",
 			      l->cfg->name, l->down_logged ? "still " : "", l->target.error, when);
@@ -408,7 +390,7 @@ static int lane_prepare_target(struct lane *l)
 	char key[LOG_KEY_MAX], stale[sizeof(l->target.error)] = "";
 	int r;
 
-	if (l->target.fd < 0 && l->layout_backoff_ns && eng_now_ns() < l->layout_retry_ns)
+	if (l->target.fd < 0 && l->layout_retry_ns && eng_now_ns() < l->layout_retry_ns)
 		return l->layout_error; /* backing off after a failed layout */
 
 	atomic_store(&l->inflight_ns, eng_now_ns());

@@ -28,7 +28,7 @@ static const char *const level_names[] = {
  * dropped in its window. */
 struct rl_slot {
 	uint64_t hash;		/* FNV-1a of the text or key; 0: slot free */
-	bool keyed;		/* state changes of a key (log_state_internal()) */
+	bool keyed;		/* state changes of a key (log_internal() with a key) */
 	uint64_t window_ns;	/* CLOCK_MONOTONIC start of the current interval */
 	unsigned shown;		/* lines printed in this interval */
 	unsigned suppressed;	/* lines dropped in this interval */
@@ -232,18 +232,7 @@ static int log_va(const char *key, int level, int err, const char *fmt, va_list 
 	return err < 0 ? err : -err;
 }
 
-int log_internal(int level, int err, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = log_va(NULL, level, err, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
-int log_state_internal(const char *key, int level, int err, const char *fmt, ...)
+int log_internal(const char *key, int level, int err, const char *fmt, ...)
 {
 	va_list ap;
 	int r;

@@ -14,7 +14,7 @@
  *
  * Lines that report a change of state (a target down or up again, a probe failing
  * or succeeding again) are limited per thing instead, whatever their text: see
- * log_state_internal().
+ * log_internal() with a key.
  */
 #ifndef IOPULSE_LOG_H
 #define IOPULSE_LOG_H
@@ -55,27 +55,30 @@ void log_flush_suppressed(void);
  * Thread-safe; for the service manager's STATUS= line. */
 void log_last_error(char *buf, size_t n);
 
-/* Logs and returns @err (a negative errno); %m prints strerror(-err). */
-int log_internal(int level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 /*
- * Logs a change of state of one thing, named by @key ("Target t1", "Probe p1"):
+ * Logs and returns @err (a negative errno); %m prints strerror(-err).
+ *
+ * @key NULL: a plain line; identical error and warning lines are limited.
+ * @key set: a change of state of one thing so named ("Target t1", "Probe p1"):
  * it went down, came back, started or stopped failing. When the thing flaps, such
  * lines alternate and no two in a row are identical, so the identical-text limit
  * cannot hold them: each key may log at most LOG_RATELIMIT_BURST lines per
  * LOG_RATELIMIT_INTERVAL_NS, whatever their text or level. The rest are counted,
  * and when the interval ends one line, at the level of the last of them, says
  * "Suppressed N state changes, the last: TEXT": how often it flapped and the state
- * it was left in. Returns @err like log_internal().
+ * it was left in.
  */
-int log_state_internal(const char *key, int level, int err, const char *fmt, ...)
+int log_internal(const char *key, int level, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-#define log_full_errno(level, err, ...)                                                            \
+#define log_state_full_errno(key, level, err, ...)                                                 \
 	({                                                                                         \
 		int _l = (level), _e = (err);                                                      \
-		_l <= log_max_level ? log_internal(_l, _e, __VA_ARGS__) : (_e < 0 ? _e : -_e);     \
+		_l <= log_max_level ? log_internal((key), _l, _e, __VA_ARGS__)                     \
+				    : (_e < 0 ? _e : -_e);                                         \
 	})
+
+#define log_full_errno(level, err, ...) log_state_full_errno(NULL, level, err, __VA_ARGS__)
 
 #define log_error(...)	 ((void)log_full_errno(LOG_LVL_ERROR, 0, __VA_ARGS__))
 #define log_warning(...) ((void)log_full_errno(LOG_LVL_WARNING, 0, __VA_ARGS__))
@@ -85,13 +88,6 @@ int log_state_internal(const char *key, int level, int err, const char *fmt, ...
 
 #define log_error_errno(err, ...)   log_full_errno(LOG_LVL_ERROR, (err), __VA_ARGS__)
 #define log_warning_errno(err, ...) log_full_errno(LOG_LVL_WARNING, (err), __VA_ARGS__)
-
-#define log_state_full_errno(key, level, err, ...)                                                 \
-	({                                                                                         \
-		int _l = (level), _e = (err);                                                      \
-		_l <= log_max_level ? log_state_internal((key), _l, _e, __VA_ARGS__)               \
-				    : (_e < 0 ? _e : -_e);                                         \
-	})
 
 #define log_state_error_errno(key, err, ...)                                                       \
 	log_state_full_errno(key, LOG_LVL_ERROR, err, __VA_ARGS__)
