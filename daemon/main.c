@@ -87,6 +87,18 @@ struct options {
 	const char *listen;
 };
 
+/* --config @arg for command @cmd into *@config; false (said on stderr) for an
+ * empty name, which is a usage error, not a file that cannot be read. */
+static bool config_option(const char *cmd, const char *arg, const char **config)
+{
+	if (!*arg) {
+		fprintf(stderr, "iopulse %s: --config: empty file name\n", cmd);
+		return false;
+	}
+	*config = arg;
+	return true;
+}
+
 /* Parses a subcommand's options. Returns -1 to go on, or an exit status. */
 static int parse_options(int argc, char **argv, const char *usage, bool run, struct options *o)
 {
@@ -110,11 +122,8 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			if (!*optarg) {
-				fprintf(stderr, "iopulse %s: --config: empty file name\n", argv[0]);
+			if (!config_option(argv[0], optarg, &o->config))
 				return EX_USAGE;
-			}
-			o->config = optarg;
 			break;
 		case 'l':
 			o->listen = optarg;
@@ -206,11 +215,8 @@ static int cmd_probe(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+c:n:i:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			if (!*optarg) {
-				fputs("iopulse probe: --config: empty file name\n", stderr);
+			if (!config_option(argv[0], optarg, &config))
 				return EX_USAGE;
-			}
-			config = optarg;
 			break;
 		case 'n':
 			errno = 0;

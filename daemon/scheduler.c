@@ -470,11 +470,6 @@ static void drain(int fd)
 
 /* ---------------------------------------------------------------- reload */
 
-static bool target_same(const struct cfg_target *a, const struct cfg_target *b)
-{
-	return cfg_target_same(a, b);
-}
-
 /* Same definition: every field but the position in the file, and the same target. */
 static bool probe_same(const struct config *ac, const struct cfg_probe *a, const struct config *bc,
 		       const struct cfg_probe *b)
@@ -487,7 +482,7 @@ static bool probe_same(const struct config *ac, const struct cfg_probe *a, const
 	       a->rwmix_read == b->rwmix_read && a->iodepth == b->iodepth && a->jobs == b->jobs &&
 	       a->duration_ns == b->duration_ns && a->ios == b->ios &&
 	       a->rate_iops == b->rate_iops && a->ramp_ns == b->ramp_ns &&
-	       target_same(&ac->targets[a->target], &bc->targets[b->target]);
+	       cfg_target_same(&ac->targets[a->target], &bc->targets[b->target]);
 }
 
 /* The larger of two counts, at least 1 (calloc(0) may return NULL). */
@@ -507,6 +502,12 @@ static bool probe_changed(const struct config *oc, const struct cfg_probe *op,
 	return ni < 0 || !probe_same(oc, op, nc, &nc->probes[ni]);
 }
 
+/* What a reload reads, for messages. */
+static const char *sched_source(const struct sched *s)
+{
+	return s->path ? s->path : "<embedded default>";
+}
+
 /*
  * A reload reads and checks the new file on a thread of its own: reading may take
  * as long as the file's filesystem likes (a hung NFS mount), and checking the
@@ -520,14 +521,12 @@ static bool probe_changed(const struct config *oc, const struct cfg_probe *op,
 struct reload_job {
 	pthread_mutex_t mu;   /* guards everything below */
 	unsigned refs;	      /* the scheduler's and the thread's */
-	bool done;	      /* the result is in */
 	bool abandoned;	      /* the scheduler is gone: event_fd is no longer ours */
 	int event_fd;	      /* the scheduler's reload_fd, written once when done */
 	int r;		      /* 0, or -errno from the load or the target check */
 	struct config *cfg;   /* the new configuration when r == 0 */
 	struct cfg_error err; /* the load's error, "" when it was the target check */
-	bool embedded;	      /* load the embedded default, not path */
-	char path[];	      /* what to read */
+	char path[];	      /* what to read; "": the embedded default */
 };
 
 /* Drop one reference, under j->mu; frees @j (and a result nobody took) with the
@@ -552,7 +551,7 @@ static void *reload_thread(void *arg)
 	uint64_t one = 1;
 	int r;
 
-	r = j->embedded ? cfg_load_default(&nc, &err) : cfg_load_file(j->path, &nc, &err);
+	r = j->path[0] ? cfg_load_file(j->path, &nc, &err) : cfg_load_default(&nc, &err);
 	if (r == 0) {
 		r = check_distinct_targets(nc); /* logs what it refuses */
 		if (r < 0) {
@@ -564,7 +563,6 @@ static void *reload_thread(void *arg)
 	j->r = r;
 	j->cfg = nc;
 	j->err = err;
-	j->done = true;
 	if (!j->abandoned) {
 		ssize_t w = write(j->event_fd, &one, sizeof(one));
 
@@ -590,7 +588,7 @@ static void reload_refused(struct sched *s)
  */
 static void reload_start(struct sched *s, bool again)
 {
-	const char *src = s->path ? s->path : "<embedded default>";
+	const char *src = sched_source(s);
 	size_t n = s->path ? strlen(s->path) + 1 : 1;
 	struct reload_job *j;
 	struct timespec mono;
@@ -620,7 +618,6 @@ static void reload_start(struct sched *s, bool again)
 		return;
 	}
 	memcpy(j->path, s->path ? s->path : "", n);
-	j->embedded = !s->path;
 	j->event_fd = s->reload_fd;
 	j->refs = 2;
 	pthread_mutex_init(&j->mu, NULL);
@@ -647,7 +644,7 @@ static void reload_start(struct sched *s, bool again)
  */
 static int reload_apply(struct sched *s, struct config *nc)
 {
-	const char *src = s->path ? s->path : "<embedded default>";
+	const char *src = sched_source(s);
 	const struct config *oc = s->cfg;
 	struct lane *old = s->lanes, *lanes = NULL;
 	unsigned n_old = s->n_lanes, n = 0, stuck = 0;
@@ -734,7 +731,7 @@ static int reload_apply(struct sched *s, struct config *nc)
 		/* An unchanged target stays up (target_up, STATUS=) until its next run
 		 * says otherwise. */
 		for (unsigned i = 0; i < n; i++)
-			if (target_same(old[li].cfg, lanes[i].cfg))
+			if (cfg_target_same(old[li].cfg, lanes[i].cfg))
 				atomic_store(&lanes[i].up, atomic_load(&old[li].up));
 		/* Closes the target (and its probe-file lock) for the new lane. */
 		lane_destroy(&old[li]);
@@ -790,14 +787,8 @@ static int reload_finish(struct sched *s)
 	struct cfg_error err;
 	int r;
 
-	drain(s->reload_fd);
-	if (!j)
-		return 0;
+	drain(s->reload_fd); /* written by the thread of s->reload, once its result is in */
 	pthread_mutex_lock(&j->mu);
-	if (!j->done) { /* cannot happen: the thread writes reload_fd when done */
-		pthread_mutex_unlock(&j->mu);
-		return 0;
-	}
 	r = j->r;
 	nc = j->cfg;
 	j->cfg = NULL;
@@ -809,7 +800,7 @@ static int reload_finish(struct sched *s)
 			log_error("%s", err.msg);
 		else if (r != -EINVAL) /* check_distinct_targets() logged -EINVAL */
 			log_error_errno(r, "Failed to check the targets of %s: %m",
-					s->path ? s->path : "<embedded default>");
+					sched_source(s));
 		reload_refused(s);
 	} else {
 		r = reload_apply(s, nc);
@@ -905,7 +896,7 @@ unsigned sched_stop(struct sched *s, uint64_t grace_ns)
 
 	if (s->reload)
 		log_warning("The configuration reload from %s has not finished, abandoning it",
-			    s->path ? s->path : "<embedded default>");
+			    sched_source(s));
 	for (unsigned li = 0; li < s->n_lanes; li++)
 		lane_request_stop(&s->lanes[li]);
 	for (unsigned li = 0; li < s->n_lanes; li++) {

@@ -142,13 +142,7 @@ printf 'targets:\n  - name: t1\n    directory: [unclosed\nprobes: {\n' >"$CFG.ne
 install_config
 sample_into a_prev "$PAGE" "$A"
 kill -HUP "$DAEMON_PID"
-gauge_is() {
-	local v
-	scrape_metrics
-	sample_or v -1 "$PAGE" "$OK"
-	num "$v" '==' "$1"
-}
-wait_until 10 "$OK 0 after a broken file" gauge_is 0
+wait_until 10 "$OK 0 after a broken file" scraped "$OK" == 0 -1
 grep -qE "$(printf '%s' "$CFG" | sed 's/[][\.*^$]/\\&/g'):[0-9]+:[0-9]+: " "$DAEMON_LOG" ||
 	fail "the reload error was not logged as $CFG:line:column"
 grep -q 'Configuration reload failed' "$DAEMON_LOG" || fail "no 'Configuration reload failed' line"
@@ -165,7 +159,7 @@ sample_into a_prev "$PAGE" "$A"
 cp "$WORK/good.yaml" "$CFG.new"
 install_config
 kill -HUP "$DAEMON_PID"
-wait_until 10 "$OK back to 1 after the fixed file" gauge_is 1
+wait_until 10 "$OK back to 1 after the fixed file" scraped "$OK" == 1 -1
 sample_into a "$PAGE" "$A"
 num "$a" '>=' "$a_prev" || fail "A dropped on a reload of an unchanged file: $a_prev -> $a"
 sample_into when3 "$PAGE" "$WHEN"
