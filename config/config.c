@@ -99,15 +99,24 @@ static const char *node_kind(const yaml_node_t *n)
 	}
 }
 
+/*
+ * Whether @n is a scalar holding exactly @lit. By length, not as a C string:
+ * "null\0x" (a NUL byte in double quotes) is not "null".
+ */
+static bool scalar_is(const yaml_node_t *n, const char *lit)
+{
+	size_t len = strlen(lit);
+
+	return n->type == YAML_SCALAR_NODE && n->data.scalar.length == len &&
+	       !memcmp(n->data.scalar.value, lit, len);
+}
+
 static bool node_is_null(const yaml_node_t *n)
 {
-	const char *s = NULL;
-
 	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 		return false;
-	s = node_str(n);
-	return !strcmp(s, "") || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
-	       !strcmp(s, "NULL");
+	return scalar_is(n, "") || scalar_is(n, "~") || scalar_is(n, "null") ||
+	       scalar_is(n, "Null") || scalar_is(n, "NULL");
 }
 
 /*
@@ -220,7 +229,7 @@ static int walk_mapping_valid(struct parser *p, const yaml_node_t *m, const char
 			return fail_at(p, k, "keys %s must not contain a NUL byte (\\0)", where);
 		ks = node_str(k);
 		for (i = 0; keys[i]; i++)
-			if (!strcmp(keys[i], ks))
+			if (scalar_is(k, keys[i]))
 				break;
 		if (!keys[i]) {
 			char list[512] = "";
@@ -270,23 +279,21 @@ static int get_bool(struct parser *p, const yaml_node_t *n, const char *key, boo
 	r = get_scalar(p, n, key, "true or false", &s);
 	if (r < 0)
 		return r;
-	/* Only the two spellings everyone reads the same way: no yes/no/on/off. */
-	if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !strcmp(s, "true"))
-		*out = true;
-	else if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !strcmp(s, "false"))
-		*out = false;
-	else if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 		return fail_at(p, n, "'%s' must be true or false without quotes, got '%s'", key, s);
+	/* Only the two spellings everyone reads the same way: no yes/no/on/off. */
+	if (scalar_is(n, "true"))
+		*out = true;
+	else if (scalar_is(n, "false"))
+		*out = false;
 	else
 		return fail_at(p, n, "'%s' must be true or false, got '%s'", key, s);
 	return 0;
 }
 
-/* "64MB", "1kb": a number, then a k/m/g/t and a B; in @unit the two letters. */
-static bool size_is_ambiguous(const char *s, char unit[3])
+/* "64MB", "1kb" in @s[0..len): a number, then a k/m/g/t and a B; in @unit the two letters. */
+static bool size_is_ambiguous(const char *s, size_t len, char unit[3])
 {
-	size_t len = strlen(s);
-
 	if (len >= 3 && (s[len - 1] == 'B' || s[len - 1] == 'b') &&
 	    strchr("kKmMgGtT", s[len - 2]) && s[len - 3] >= '0' && s[len - 3] <= '9') {
 		unit[0] = s[len - 2];
@@ -298,12 +305,12 @@ static bool size_is_ambiguous(const char *s, char unit[3])
 }
 
 /*
- * "4kib", "64MIB": a number, then k/m/g/t and "ib" in any case but the IEC one;
- * in @fixed the IEC spelling ("4KiB").
+ * "4kib", "64MIB" in @s[0..n): a number, then k/m/g/t and "ib" in any case but
+ * the IEC one; in @fixed the IEC spelling ("4KiB").
  */
-static bool size_is_miscased(const char *s, char *fixed, size_t len)
+static bool size_is_miscased(const char *s, size_t n, char *fixed, size_t len)
 {
-	size_t n = strlen(s), digits = strspn(s, "0123456789");
+	size_t digits = strspn(s, "0123456789");
 
 	if (!digits || n != digits + 3 || !strchr("kKmMgGtT", s[digits]) ||
 	    (s[digits + 1] != 'i' && s[digits + 1] != 'I') ||
@@ -313,31 +320,74 @@ static bool size_is_miscased(const char *s, char *fixed, size_t len)
 	return true;
 }
 
-/* The message for cfg_parse_size(@s) failing with @r; @what is "'size'", ... */
-static int size_error(struct parser *p, const yaml_node_t *n, const char *what, const char *s,
-		      int r)
+/* How the messages of size_error() name a size-like value. */
+struct size_words {
+	const char *noun;      /* "invalid <noun> '64MB' for ...": "size", "rate" */
+	const char *suffix;    /* after the number and unit: "" or "/s" */
+	const char *per;       /* after "a number of bytes": "" or " per second" */
+	const char *hint_noun; /* the noun when no unit is to blame */
+	const char *hint;      /* then, what was expected */
+};
+
+static const struct size_words words_size = {
+	.noun = "size",
+	.suffix = "",
+	.per = "",
+	.hint_noun = "size",
+	.hint = "expected bytes or a number with a unit (k, m, g, t, KiB, MiB, GiB, TiB)",
+};
+static const struct size_words words_rate = {
+	.noun = "rate",
+	.suffix = "/s",
+	.per = " per second",
+	.hint_noun = "rate",
+	.hint = "expected a size per second, as in 32MiB/s, or 0 for no limit",
+};
+/* 'keep_free' that is not a percentage: a size, or what the user meant. */
+static const struct size_words words_keep_free = {
+	.noun = "size",
+	.suffix = "",
+	.per = "",
+	.hint_noun = "value",
+	.hint = "expected a size, as in 2GiB, or a percentage of the filesystem, as in 5%",
+};
+
+/* The length of @s without @suffix where it ends in it: 4 for "32MB/s" and "/s". */
+static size_t len_without(const char *s, const char *suffix)
 {
+	size_t len = strlen(s), sl = strlen(suffix);
+
+	return len >= sl && !strcmp(s + len - sl, suffix) ? len - sl : len;
+}
+
+/*
+ * The message for cfg_parse_size() failing with @r on @s, less the suffix of
+ * @w where @s ends in it; @what is "'size'", ...
+ */
+static int size_error(struct parser *p, const yaml_node_t *n, const char *what, const char *s,
+		      int r, const struct size_words *w)
+{
+	size_t len = len_without(s, w->suffix);
 	char unit[3], fixed[64];
 
 	if (r == -ERANGE)
-		return fail_at(p, n, "invalid size '%s' for %s: too large", s, what);
-	if (size_is_ambiguous(s, unit))
+		return fail_at(p, n, "invalid %s '%s' for %s: too large", w->noun, s, what);
+	if (size_is_ambiguous(s, len, unit))
 		return fail_at(p, n,
-			       "invalid size '%s' for %s: '%s' is ambiguous, write '%ciB' "
-			       "(binary, 1024-based) or a number of bytes",
-			       s, what, unit, unit[0] & ~0x20);
-	if (size_is_miscased(s, fixed, sizeof(fixed)))
+			       "invalid %s '%s' for %s: '%s' is ambiguous, write '%ciB%s' "
+			       "(binary, 1024-based) or a number of bytes%s",
+			       w->noun, s, what, unit, unit[0] & ~0x20, w->suffix, w->per);
+	if (size_is_miscased(s, len, fixed, sizeof(fixed)))
 		return fail_at(p, n,
-			       "invalid size '%s' for %s: write '%s' (binary units are KiB, MiB, "
+			       "invalid %s '%s' for %s: write '%s%s' (binary units are KiB, MiB, "
 			       "GiB and TiB, or k, m, g and t)",
-			       s, what, fixed);
-	return fail_at(p, n,
-		       "invalid size '%s' for %s: expected bytes or a number with a unit (k, m, "
-		       "g, t, KiB, MiB, GiB, TiB)",
-		       s, what);
+			       w->noun, s, what, fixed, w->suffix);
+	return fail_at(p, n, "invalid %s '%s' for %s: %s", w->hint_noun, s, what, w->hint);
 }
 
-static int get_size(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
+/* A size; @w names it in messages (&words_size but for 'keep_free'). */
+static int get_size(struct parser *p, const yaml_node_t *n, const char *key,
+		    const struct size_words *w, uint64_t *out)
 {
 	char what[64];
 	const char *s = NULL;
@@ -349,7 +399,7 @@ static int get_size(struct parser *p, const yaml_node_t *n, const char *key, uin
 	r = cfg_parse_size(s, out);
 	if (r < 0) {
 		snprintf(what, sizeof(what), "'%s'", key);
-		return size_error(p, n, what, s, r);
+		return size_error(p, n, what, s, r, w);
 	}
 	return 0;
 }
@@ -357,40 +407,23 @@ static int get_size(struct parser *p, const yaml_node_t *n, const char *key, uin
 /* A size per second: "32MiB/s", or a size alone ("32MiB", "0"). */
 static int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
-	char *num, unit[3], fixed[64];
+	char what[64], *num;
 	const char *s = NULL;
-	size_t len;
 	int r;
 
 	r = get_scalar(p, n, key, "a size per second", &s);
 	if (r < 0)
 		return r;
-	len = strlen(s);
-	if (len >= 2 && !strcmp(s + len - 2, "/s"))
-		len -= 2;
-	num = strndup(s, len);
+	num = strndup(s, len_without(s, words_rate.suffix));
 	if (!num)
 		return -ENOMEM;
 	r = cfg_parse_size(num, out);
-	if (r == -ERANGE)
-		r = fail_at(p, n, "invalid rate '%s' for '%s': too large", s, key);
-	else if (r < 0 && size_is_ambiguous(num, unit))
-		r = fail_at(p, n,
-			    "invalid rate '%s' for '%s': '%s' is ambiguous, write '%ciB/s' "
-			    "(binary, 1024-based) or a number of bytes per second",
-			    s, key, unit, unit[0] & ~0x20);
-	else if (r < 0 && size_is_miscased(num, fixed, sizeof(fixed)))
-		r = fail_at(p, n,
-			    "invalid rate '%s' for '%s': write '%s/s' (binary units are KiB, "
-			    "MiB, GiB and TiB, or k, m, g and t)",
-			    s, key, fixed);
-	else if (r < 0)
-		r = fail_at(p, n,
-			    "invalid rate '%s' for '%s': expected a size per second, as in "
-			    "32MiB/s, or 0 for no limit",
-			    s, key);
 	free(num);
-	return r;
+	if (r < 0) {
+		snprintf(what, sizeof(what), "'%s'", key);
+		return size_error(p, n, what, s, r, &words_rate);
+	}
+	return 0;
 }
 
 /* A count: plain decimal digits, as "iodepth: 32". */
@@ -438,8 +471,11 @@ static int check_count(struct parser *p, const yaml_node_t *n, const char *key, 
 		       (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)v);
 }
 
-static int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double *out)
+/* A percentage from 0% to @max (a fraction); @example ("70%") is for the message. */
+static int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double max,
+		       const char *example, double *out)
 {
+	char max_s[32];
 	const char *s = NULL;
 	int r;
 
@@ -447,16 +483,18 @@ static int get_percent(struct parser *p, const yaml_node_t *n, const char *key, 
 	if (r < 0)
 		return r;
 	r = cfg_parse_percent(s, out);
-	if (r == -ERANGE)
-		return fail_at(p, n,
-			       "invalid percentage '%s' for '%s': must be between 0%% and "
-			       "100%%",
-			       s, key);
+	if (r == 0 && *out > max)
+		r = -ERANGE;
+	if (r == -ERANGE) {
+		cfg_format_percent(max, max_s, sizeof(max_s));
+		return fail_at(p, n, "invalid percentage '%s' for '%s': must be between 0%% and %s",
+			       s, key, max_s);
+	}
 	if (r < 0)
 		return fail_at(p, n,
 			       "invalid percentage '%s' for '%s': expected a number and %%, "
-			       "as in 70%% or 12.5%%",
-			       s, key);
+			       "as in %s or 12.5%%",
+			       s, key, example);
 	return 0;
 }
 
@@ -514,7 +552,7 @@ static int get_enum(struct parser *p, const yaml_node_t *n, const char *key,
 	if (r < 0)
 		return r;
 	for (unsigned i = 0; names[i]; i++) {
-		if (!strcmp(s, names[i])) {
+		if (scalar_is(n, names[i])) {
 			*out = i;
 			return 0;
 		}
@@ -893,43 +931,55 @@ static bool device_path_valid(const char *path)
 }
 
 /*
+ * The value @s of path key @key, environment-expanded into @out (what was there
+ * is freed): at most PATH_MAX - 1 bytes. When it is longer, @out holds it still.
+ */
+static int get_path(struct parser *p, const yaml_node_t *n, const char *key, const char *s,
+		    char **out)
+{
+	int r;
+
+	free(*out);
+	*out = NULL;
+	r = expand_env(p, n, key, s, out);
+	if (r < 0)
+		return r;
+	if (strlen(*out) >= PATH_MAX)
+		return fail_at(p, n, "'%s' is too long (at most %d bytes)", key, PATH_MAX - 1);
+	return 0;
+}
+
+/*
  * 'require_mount': true, false, auto, or the mount point as an absolute path,
  * environment-expanded as the target's own path.
  */
 static int get_require_mount(struct parser *p, const yaml_node_t *v, struct cfg_target *t)
 {
 	const char *s = NULL;
-	bool plain;
+	bool self = false;
 	int r;
 
 	r = get_scalar(p, v, "require_mount", "true, false, auto or a path", &s);
 	if (r < 0)
 		return r;
-	plain = v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-	if (!strcmp(s, "auto")) {
+	if (scalar_is(v, "auto")) {
 		t->require_mount = CFG_MOUNT_AUTO;
 		return 0;
 	}
-	if (!strcmp(s, "true") || !strcmp(s, "false")) {
-		if (!plain)
-			return fail_at(p, v,
-				       "'require_mount' must be true or false without quotes, got "
-				       "'%s'",
-				       s);
-		t->require_mount = !strcmp(s, "true") ? CFG_MOUNT_SELF : CFG_MOUNT_NO;
-		return 0;
-	}
-	r = expand_env(p, v, "require_mount", s, &t->mount_path);
-	if (r < 0)
+	if (scalar_is(v, "true") || scalar_is(v, "false")) {
+		r = get_bool(p, v, "require_mount", &self);
+		t->require_mount = self ? CFG_MOUNT_SELF : CFG_MOUNT_NO;
 		return r;
-	if (t->mount_path[0] != '/')
+	}
+	/* A relative path is told as such even when it is also too long. */
+	r = get_path(p, v, "require_mount", s, &t->mount_path);
+	if (t->mount_path && t->mount_path[0] != '/')
 		return fail_at(p, v,
 			       "'require_mount' must be true, false, auto or the absolute path of "
 			       "a mount point, got '%s'",
 			       t->mount_path);
-	if (strlen(t->mount_path) >= PATH_MAX)
-		return fail_at(p, v, "'require_mount' is too long (at most %d bytes)",
-			       PATH_MAX - 1);
+	if (r < 0)
+		return r;
 	t->require_mount = CFG_MOUNT_PATH;
 	return 0;
 }
@@ -937,43 +987,19 @@ static int get_require_mount(struct parser *p, const yaml_node_t *v, struct cfg_
 /* 'keep_free': a size, or a percentage of the filesystem up to 90%; 0 keeps nothing. */
 static int get_keep_free(struct parser *p, const yaml_node_t *v, struct cfg_target *t)
 {
-	char unit[3], fixed[64];
 	const char *s = NULL;
-	size_t len;
 	int r;
 
 	r = get_scalar(p, v, "keep_free", "a size or a percentage", &s);
 	if (r < 0)
 		return r;
-	len = strlen(s);
-	if (len && s[len - 1] == '%') {
-		r = cfg_parse_percent(s, &t->keep_free_fraction);
-		if (r == 0 && t->keep_free_fraction > CFG_MAX_KEEP_FREE_FRACTION)
-			r = -ERANGE;
-		if (r == -ERANGE)
-			return fail_at(p, v,
-				       "invalid percentage '%s' for 'keep_free': must be between "
-				       "0%% and 90%%",
-				       s);
-		if (r < 0)
-			return fail_at(p, v,
-				       "invalid percentage '%s' for 'keep_free': expected a number "
-				       "and %%, as in 5%% or 12.5%%",
-				       s);
+	if (*s && s[strlen(s) - 1] == '%') {
 		t->keep_free_bytes = 0;
-		return 0;
+		return get_percent(p, v, "keep_free", CFG_MAX_KEEP_FREE_FRACTION, "5%",
+				   &t->keep_free_fraction);
 	}
-	r = cfg_parse_size(s, &t->keep_free_bytes);
-	if (r == -EINVAL && !size_is_ambiguous(s, unit) &&
-	    !size_is_miscased(s, fixed, sizeof(fixed)))
-		return fail_at(p, v,
-			       "invalid value '%s' for 'keep_free': expected a size, as in 2GiB, "
-			       "or a percentage of the filesystem, as in 5%%",
-			       s);
-	if (r < 0)
-		return size_error(p, v, "'keep_free'", s, r);
 	t->keep_free_fraction = 0;
-	return 0;
+	return get_size(p, v, "keep_free", &words_keep_free, &t->keep_free_bytes);
 }
 
 static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
@@ -998,18 +1024,12 @@ static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 	case TK_FILE:
 	case TK_DEVICE:
 		r = get_scalar(p, v, target_keys[key], "a path", &s);
-		if (r < 0)
-			return r;
-		free(t->path);
-		t->path = NULL;
-		r = expand_env(p, v, target_keys[key], s, &t->path);
+		if (r == 0)
+			r = get_path(p, v, target_keys[key], s, &t->path);
 		if (r < 0)
 			return r;
 		if (!*t->path)
 			return fail_at(p, v, "'%s' must not be empty", target_keys[key]);
-		if (strlen(t->path) >= PATH_MAX)
-			return fail_at(p, v, "'%s' is too long (at most %d bytes)",
-				       target_keys[key], PATH_MAX - 1);
 		if (key == TK_DEVICE && !device_path_valid(t->path))
 			return fail_at(p, v,
 				       "'device' must be a block device under /dev/, as in "
@@ -1018,7 +1038,7 @@ static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 		t->kind = kinds[key];
 		return 0;
 	case TK_SIZE:
-		r = get_size(p, v, "size", &t->size);
+		r = get_size(p, v, "size", &words_size, &t->size);
 		if (r < 0)
 			return r;
 		return check_range(p, v, "size", t->size, CFG_MIN_TARGET_SIZE, CFG_MAX_TARGET_SIZE,
@@ -1264,15 +1284,12 @@ static int probe_kind_early(struct parser *p, const yaml_node_t *item)
 {
 	for (yaml_node_pair_t *pair = item->data.mapping.pairs.start;
 	     pair < item->data.mapping.pairs.top; pair++) {
-		const yaml_node_t *k = node_get(p, pair->key);
 		const yaml_node_t *v = node_get(p, pair->value);
 
-		if (k->type != YAML_SCALAR_NODE || node_has_nul(k) || strcmp(node_str(k), "type"))
+		if (!scalar_is(node_get(p, pair->key), "type"))
 			continue;
-		if (v->type != YAML_SCALAR_NODE || node_has_nul(v) || node_is_null(v))
-			return -1;
 		for (int i = 0; probe_kind_names[i]; i++)
-			if (!strcmp(node_str(v), probe_kind_names[i]))
+			if (scalar_is(v, probe_kind_names[i]))
 				return i;
 		return -1;
 	}
@@ -1317,7 +1334,7 @@ static int get_block_size(struct parser *p, const yaml_node_t *n, int kind, stru
 		return r;
 	dash = strchr(s, '-');
 	if (!dash || dash == s) {
-		r = get_size(p, n, "block_size", &pr->block_size);
+		r = get_size(p, n, "block_size", &words_size, &pr->block_size);
 		if (r < 0)
 			return r;
 		pr->block_size_max = pr->block_size;
@@ -1334,13 +1351,13 @@ static int get_block_size(struct parser *p, const yaml_node_t *n, int kind, stru
 		return -ENOMEM;
 	r = cfg_parse_size(lo_s, &pr->block_size);
 	if (r < 0)
-		r = size_error(p, n, what, lo_s, r);
+		r = size_error(p, n, what, lo_s, r, &words_size);
 	free(lo_s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_size(dash + 1, &pr->block_size_max);
 	if (r < 0)
-		return size_error(p, n, what, dash + 1, r);
+		return size_error(p, n, what, dash + 1, r, &words_size);
 	r = check_block_size(p, n, pr->block_size);
 	if (r == 0)
 		r = check_block_size(p, n, pr->block_size_max);
@@ -1399,7 +1416,7 @@ static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 	case PK_BLOCK_SIZE:
 		return get_block_size(p, v, pc->kind, pr);
 	case PK_WORKING_SET:
-		r = get_size(p, v, "working_set", &pr->working_set);
+		r = get_size(p, v, "working_set", &words_size, &pr->working_set);
 		if (r < 0)
 			return r;
 		if (pr->working_set > CFG_MAX_TARGET_SIZE) {
@@ -1417,8 +1434,7 @@ static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 				   CFG_MAX_TIMEOUT_NS, true);
 	case PK_ENGINE:
 		/* The null engine, not YAML's null: nothing else could be meant here. */
-		if (v->type == YAML_SCALAR_NODE && !node_has_nul(v) &&
-		    !strcmp(node_str(v), "null")) {
+		if (scalar_is(v, "null")) {
 			strcpy(pr->engine, "null");
 			return 0;
 		}
@@ -1433,7 +1449,7 @@ static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 		pr->rw = (enum cfg_rw)e;
 		return r;
 	case PK_RWMIX_READ:
-		return get_percent(p, v, "rwmix_read", &pr->rwmix_read);
+		return get_percent(p, v, "rwmix_read", 1.0, "70%", &pr->rwmix_read);
 	case PK_IODEPTH:
 		r = get_uint(p, v, "iodepth", &n);
 		if (r == 0)
@@ -1475,6 +1491,12 @@ static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 				   CFG_MAX_EVERY_NS, true);
 	}
 	return 0;
+}
+
+/* "the largest " before 'block_size' in a message when it is a range. */
+static const char *largest_if_range(const struct cfg_probe *pr)
+{
+	return pr->block_size_max != pr->block_size ? "the largest " : "";
 }
 
 /* The later of two keys in the document, for "has both" errors. */
@@ -1519,8 +1541,8 @@ static int check_burst_buffers(struct parser *p, const struct probe_ctx *pc)
 	return fail_at(p, last_value(pc, keys, sizeof(keys) / sizeof(keys[0])),
 		       "probe '%s': the I/O buffers of 'jobs' x 'iodepth' x %s'block_size' "
 		       "(%u x %u x %s%s = %s) must be at most %s",
-		       pr->name, pr->block_size_max != pr->block_size ? "the largest " : "",
-		       pr->jobs, pr->iodepth, bs, rounded, sum, max);
+		       pr->name, largest_if_range(pr), pr->jobs, pr->iodepth, bs, rounded, sum,
+		       max);
 }
 
 /* A burst of 'ios' at 'rate_iops' lasts ios / rate_iops: within the longest
@@ -1673,7 +1695,7 @@ static int parse_probe(struct parser *p, const yaml_node_t *item, unsigned idx)
 		return fail_at(
 			p, pc.value[PK_WORKING_SET],
 			"probe '%s': 'working_set' (%s) must be at least %s'block_size' (%s)",
-			pr->name, a, pr->block_size_max != pr->block_size ? "the largest " : "", b);
+			pr->name, a, largest_if_range(pr), b);
 	}
 	for (unsigned i = 0; i < idx; i++)
 		if (!strcmp(p->c->probes[i].name, pr->name))
@@ -1726,8 +1748,7 @@ static int check_working_set(struct parser *p, const struct cfg_probe *pr,
 		cfg_format_size(t->size, a, sizeof(a));
 		return fail_at(p, ref->bs,
 			       "probe '%s': %s'block_size' (%s) is larger than target '%s' (%s)",
-			       pr->name, pr->block_size_max != pr->block_size ? "the largest " : "",
-			       b, t->name, a);
+			       pr->name, largest_if_range(pr), b, t->name, a);
 	}
 	if (pr->kind != CFG_PROBE_BURST || (pr->rw != CFG_RW_READ && pr->rw != CFG_RW_WRITE))
 		return 0;
@@ -1742,8 +1763,7 @@ static int check_working_set(struct parser *p, const struct cfg_probe *pr,
 	return fail_at(p, ref->ws ? ref->ws : ref->writes,
 		       "probe '%s': with 'rw: %s' each of the %u 'jobs' walks its own part of "
 		       "the working set (%s), and a part (%s) is smaller than %s'block_size' (%s)",
-		       pr->name, cfg_rw_name(pr->rw), pr->jobs, a, c,
-		       pr->block_size_max != pr->block_size ? "the largest " : "", b);
+		       pr->name, cfg_rw_name(pr->rw), pr->jobs, a, c, largest_if_range(pr), b);
 }
 
 /* Cross-references, once every target and probe is read. */
@@ -2269,10 +2289,7 @@ static void print_target(const struct cfg_target *t, FILE *f)
 		if (t->require_mount == CFG_MOUNT_PATH)
 			print_path(f, t->mount_path ? t->mount_path : "");
 		else
-			fputs(t->require_mount == CFG_MOUNT_AUTO   ? "auto"
-			      : t->require_mount == CFG_MOUNT_SELF ? "true"
-								   : "false",
-			      f);
+			fputs(cfg_require_mount_name(t->require_mount), f);
 		fputc('\n', f);
 	}
 	fprintf(f, "    direct: %s\n", t->direct ? "true" : "false");
@@ -2476,6 +2493,21 @@ const char *cfg_rw_name(enum cfg_rw rw)
 		return "read";
 	case CFG_RW_WRITE:
 		return "write";
+	}
+	return "unknown";
+}
+
+const char *cfg_require_mount_name(enum cfg_require_mount m)
+{
+	switch (m) {
+	case CFG_MOUNT_AUTO:
+		return "auto";
+	case CFG_MOUNT_NO:
+		return "false";
+	case CFG_MOUNT_SELF:
+		return "true";
+	case CFG_MOUNT_PATH:
+		return "path";
 	}
 	return "unknown";
 }

@@ -252,6 +252,8 @@ const char *cfg_op_name(enum cfg_op op);
 const char *cfg_target_kind_name(enum cfg_target_kind k);
 const char *cfg_probe_kind_name(enum cfg_probe_kind k);
 const char *cfg_rw_name(enum cfg_rw rw);
+/* As written in 'require_mount': "auto", "true", "false"; "path" for CFG_MOUNT_PATH. */
+const char *cfg_require_mount_name(enum cfg_require_mount m);
 
 /*
  * Units (config/units.c). Each parses the whole string or fails; returns 0, or

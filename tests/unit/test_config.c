@@ -13,10 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "testutil.h"
 
 #include "config/config.h"
 
@@ -1710,18 +1711,6 @@ static void test_load_file_errors(void **state)
 	assert_null(c);
 }
 
-/* A fresh directory of the test's own under $TEST_TMPDIR (or /tmp), in @dir. */
-static void scratch_dir(char *dir, size_t len)
-{
-	const char *base = getenv("TEST_TMPDIR");
-
-	if (!base)
-		base = "/tmp";
-	mkdir(base, 0755);
-	assert_true(snprintf(dir, len, "%s/test_config.XXXXXX", base) < (int)len);
-	assert_non_null(mkdtemp(dir));
-}
-
 /* Writes @n bytes of @c to @path. */
 static void write_fill(const char *path, char c, size_t n)
 {
@@ -1731,14 +1720,6 @@ static void write_fill(const char *path, char c, size_t n)
 	for (size_t i = 0; i < n; i++)
 		assert_int_not_equal(fputc(c, f), EOF);
 	assert_int_equal(fclose(f), 0);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /*
@@ -1753,7 +1734,7 @@ static void test_load_file_not_regular(void **state)
 	struct cfg_error err;
 
 	(void)state;
-	scratch_dir(dir, sizeof(dir));
+	tu_new_dir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/fifo.yaml", dir);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	alarm(10);
@@ -1832,7 +1813,7 @@ static void test_depth_limit(void **state)
 	assert_null(c);
 	free(y);
 
-	t0 = now_s();
+	t0 = tu_now_s();
 	y = nested_lists("targets: ", 100000, &len);
 	assert_int_equal(cfg_load_string("t.yaml", y, len, &c, &err), -EINVAL);
 	assert_string_equal(err.msg, "t.yaml:1:73: lists and mappings nested more than 64 deep, "
@@ -1849,7 +1830,7 @@ static void test_depth_limit(void **state)
 				     "the limit for a configuration file");
 	free(y);
 	/* Milliseconds; a second is generous on a loaded machine under sanitizers. */
-	assert_true(now_s() - t0 < 1.0);
+	assert_true(tu_now_s() - t0 < 1.0);
 }
 
 static void test_misc(void **state)
@@ -1877,6 +1858,10 @@ static void test_misc(void **state)
 	assert_string_equal(cfg_rw_name(CFG_RW_RANDRW), "randrw");
 	assert_string_equal(cfg_rw_name(CFG_RW_READ), "read");
 	assert_string_equal(cfg_rw_name(CFG_RW_WRITE), "write");
+	assert_string_equal(cfg_require_mount_name(CFG_MOUNT_AUTO), "auto");
+	assert_string_equal(cfg_require_mount_name(CFG_MOUNT_SELF), "true");
+	assert_string_equal(cfg_require_mount_name(CFG_MOUNT_NO), "false");
+	assert_string_equal(cfg_require_mount_name(CFG_MOUNT_PATH), "path");
 	assert_false(cfg_probe_writes(NULL));
 	assert_false(cfg_probe_writes(&(struct cfg_probe){.kind = CFG_PROBE_PING}));
 	assert_true(
@@ -1935,5 +1920,5 @@ int main(void)
 		};
 	for (size_t i = 0; i < N_FIXED; i++)
 		tests[N_BAD + i] = fixed[i];
-	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("config", tests, tu_scratch_setup, tu_scratch_teardown);
 }

@@ -479,14 +479,6 @@ static void test_unaligned_size(void **state)
 
 /* ------------------------------------------------------- layout throttle */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Watches a layout from another thread, as the daemon's gauge would. */
 struct watch {
 	struct target *t;
@@ -540,9 +532,9 @@ static int open_watched(struct target *t, struct watch *w, double *elapsed)
 	w->t = t;
 	atomic_init(&w->finished, false);
 	assert_int_equal(pthread_create(&th, NULL, watch_layout, w), 0);
-	t0 = now_s();
+	t0 = tu_now_s();
 	r = target_open(t);
-	*elapsed = now_s() - t0;
+	*elapsed = tu_now_s() - t0;
 	atomic_store(&w->finished, true);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	return r;

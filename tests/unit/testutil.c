@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -103,6 +104,14 @@ void tu_check_golden(const char *path, const char *data, size_t len, int binary)
 		fail_msg("rendered page differs from %s (UPDATE_GOLDEN=1 rewrites it)", path);
 	}
 	free(want);
+}
+
+double tu_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 void tu_new_dir(char *out, size_t len)

@@ -38,6 +38,9 @@ char *tu_read_all(const char *path, size_t *len);
  * UPDATE_GOLDEN=1 in the environment, writes the file instead. */
 void tu_check_golden(const char *path, const char *data, size_t len, int binary);
 
+/* CLOCK_MONOTONIC in seconds, for how long a step took. */
+double tu_now_s(void);
+
 /* Makes a fresh subdirectory of tu_scratch; its path in @out[@len]. */
 void tu_new_dir(char *out, size_t len);
 
