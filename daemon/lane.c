@@ -433,7 +433,7 @@ static int lane_prepare_target(struct lane *l)
 static bool is_op_name(const char *what)
 {
 	for (int op = 0; op < _LANE_OP_MAX; op++)
-		if (what == op_names[op])
+		if (strcmp(what, op_names[op]) == 0)
 			return true;
 	return false;
 }
@@ -446,13 +446,13 @@ static bool is_op_name(const char *what)
  */
 static void probe_state(struct lane_probe *lp, int err, const char *what)
 {
-	char key[LOG_KEY_MAX];
-	const char *was = lp->state_what;
+	char key[LOG_KEY_MAX], was[sizeof(lp->state_what)];
 
-	if (err == lp->state_error && (!err || strcmp(what, was) == 0))
+	if (err == lp->state_error && (!err || strcmp(what, lp->state_what) == 0))
 		return;
+	memcpy(was, lp->state_what, sizeof(was));
 	lp->state_error = err;
-	lp->state_what = err ? what : NULL;
+	snprintf(lp->state_what, sizeof(lp->state_what), "%s", err ? what : "");
 	if (err)
 		log_state_error_errno(probe_key(lp, key), err, "Probe %s: %s: %m", lp->cfg->name,
 				      what);
@@ -550,22 +550,20 @@ static void publish_burst(struct lane *l, struct lane_probe *lp, const struct bu
 	metrics_unlock(l->metrics);
 }
 
-/* @what, with burst_why()'s reason when the burst gives one; outlives the burst
- * (a wedged one is replaced), for probe_state(). */
-static const char *burst_what(struct lane_probe *lp, const char *what)
+/* @what, with burst_why()'s reason when the burst gives one, in @buf. */
+static const char *burst_what(const struct lane_probe *lp, const char *what, char *buf, size_t len)
 {
 	const char *why = burst_why(lp->burst);
-	char *buf;
 
 	if (!why)
 		return what;
-	buf = lp->burst_what[lp->state_what == lp->burst_what[0]];
-	snprintf(buf, sizeof(lp->burst_what[0]), "%s: %s", what, why);
+	snprintf(buf, len, "%s: %s", what, why);
 	return buf;
 }
 
 static void lane_run_burst(struct lane *l, struct lane_probe *lp)
 {
+	char what[sizeof(lp->state_what)];
 	const struct burst_result *res;
 	int r = burst_run(lp->burst, &l->target, &l->stopping, &res);
 
@@ -584,7 +582,7 @@ static void lane_run_burst(struct lane *l, struct lane_probe *lp)
 
 	if (r < 0) {
 		metrics_add(lp->errors[LANE_ERR_SETUP], 1);
-		probe_state(lp, r, burst_what(lp, "cannot run on this target"));
+		probe_state(lp, r, burst_what(lp, "cannot run on this target", what, sizeof(what)));
 		return;
 	}
 	publish_burst(l, lp, res);
@@ -593,13 +591,14 @@ static void lane_run_burst(struct lane *l, struct lane_probe *lp)
 
 		/* Every time: each one is an event (and the limit per probe holds). */
 		lp->state_error = -ETIME;
-		lp->state_what = "timeout";
+		snprintf(lp->state_what, sizeof(lp->state_what), "timeout");
 		log_state_error(probe_key(lp, key),
 				"Probe %s: I/O on target %s in flight for over %.3gs (timeout), "
 				"burst aborted",
 				lp->cfg->name, l->cfg->name, lp->cfg->timeout_ns / 1e9);
 	} else if (res->error) {
-		probe_state(lp, res->error, burst_what(lp, "burst stopped early"));
+		probe_state(lp, res->error,
+			    burst_what(lp, "burst stopped early", what, sizeof(what)));
 	} else if (res->dir[BURST_READ].errors + res->dir[BURST_WRITE].errors) {
 		probe_state(lp, -EIO, "I/O errors during the burst");
 	} else if (!res->stopped) {

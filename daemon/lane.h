@@ -56,10 +56,7 @@ struct lane_probe {
 	 * probe): 0 or the -errno of the first failure of its last run, and what
 	 * failed (an op name, or "cannot run on this target"...). */
 	int state_error;
-	const char *state_what;
-	/* Bursts: what failed and burst_why()'s reason, when it gives one. Two, so
-	 * that state_what (one of them) can be compared with the next. */
-	char burst_what[2][384];
+	char state_what[384]; /* "" while it runs without errors */
 	struct metric_series *latency[_LANE_OP_MAX];
 	struct metric_series *ios[_LANE_OP_MAX];
 	struct metric_series *bytes[_LANE_OP_MAX];
