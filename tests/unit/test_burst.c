@@ -254,14 +254,14 @@ static void rec_cleanup(struct engine *e)
 	e->queued = 0;
 }
 
-static const struct engine_ops rec_ops = {
-	.name = "rec",
-	.flags = ENGINE_F_SYNC,
-	.init = rec_init,
-	.submit = rec_submit,
-	.reap = rec_reap,
-	.cleanup = rec_cleanup,
-};
+/* The recording engine, or one like it with another init (peek, fail below). */
+#define REC_OPS(label, init_fn)                                                                    \
+	{                                                                                          \
+		.name = (label), .flags = ENGINE_F_SYNC, .init = (init_fn), .submit = rec_submit,  \
+		.reap = rec_reap, .cleanup = rec_cleanup,                                          \
+	}
+
+static const struct engine_ops rec_ops = REC_OPS("rec", rec_init);
 
 /*
  * hang: accepts requests and never completes them; reap waits out its timeout
@@ -1047,14 +1047,7 @@ static int peek_init(struct engine *e, int fd, unsigned depth)
 	return rec_init(e, fd, depth);
 }
 
-static const struct engine_ops peek_ops = {
-	.name = "peek",
-	.flags = ENGINE_F_SYNC,
-	.init = peek_init,
-	.submit = rec_submit,
-	.reap = rec_reap,
-	.cleanup = rec_cleanup,
-};
+static const struct engine_ops peek_ops = REC_OPS("peek", peek_init);
 
 /* A burst holds its buffers only while it runs: none after burst_new() or
  * between runs (whatever its schedule), all of them, resident, before the clock
@@ -1107,14 +1100,7 @@ static int fail_init(struct engine *e, int fd, unsigned depth)
 	return -ENOSYS;
 }
 
-static const struct engine_ops fail_ops = {
-	.name = "fail",
-	.flags = ENGINE_F_SYNC,
-	.init = fail_init,
-	.submit = rec_submit,
-	.reap = rec_reap,
-	.cleanup = rec_cleanup,
-};
+static const struct engine_ops fail_ops = REC_OPS("fail", fail_init);
 
 static void test_errors(void **state)
 {

@@ -115,24 +115,6 @@ static void pages_free(struct pages *p)
 	buf_free(&p->pb);
 }
 
-/* Until the lane has taken its queue and finished what it took. */
-static void lane_idle_wait(struct lane *l)
-{
-	const struct timespec tick = {.tv_nsec = 1000000};
-
-	for (unsigned i = 0; i < 60000; i++) { /* a minute */
-		bool idle;
-
-		pthread_mutex_lock(&l->mu);
-		idle = !l->busy && l->q_len == 0;
-		pthread_mutex_unlock(&l->mu);
-		if (idle)
-			return;
-		nanosleep(&tick, NULL); /* not eng_now_ns(): the lane owns the clock */
-	}
-	fail_msg("the lane did not finish its burst within a minute");
-}
-
 /* One fresh run in its own directory @n, rendered in every format. */
 static void run_scenario(unsigned n, struct pages *out)
 {
@@ -199,7 +181,7 @@ static void run_scenario(unsigned n, struct pages *out)
 
 	assert_int_equal(lane_start(&lane), 0);
 	lane_enqueue(&lane, 0);
-	lane_idle_wait(&lane);
+	tu_lane_idle_wait(&lane);
 	lane_request_stop(&lane);
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	assert_true(lane_wait(&lane, ((uint64_t)deadline.tv_sec + 10) * 1000000000ULL +

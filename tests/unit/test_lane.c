@@ -52,15 +52,6 @@ uint64_t eng_now_ns(void)
 
 /* ---- log capture (stderr to a temporary file, as tests/unit/test_log.c) ---- */
 
-static unsigned count(const char *text, const char *needle)
-{
-	unsigned n = 0;
-
-	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
 /* ---- a lane on a directory target ---- */
 
 struct fixture {
@@ -145,20 +136,8 @@ static void disk_full(struct fixture *f, bool full)
 /* One due ping, run to the end. */
 static void run_ping(struct fixture *f)
 {
-	const struct timespec tick = {.tv_nsec = 1000000};
-
 	lane_enqueue(&f->lane, 0);
-	for (unsigned i = 0; i < 60000; i++) { /* a minute: 2 cores shared by many */
-		bool idle;
-
-		pthread_mutex_lock(&f->lane.mu);
-		idle = !f->lane.busy && f->lane.q_len == 0;
-		pthread_mutex_unlock(&f->lane.mu);
-		if (idle)
-			return;
-		nanosleep(&tick, NULL);
-	}
-	fail_msg("the lane did not finish its ping within a minute");
+	tu_lane_idle_wait(&f->lane);
 }
 
 /* The value of series {@label=@value...} of family @name: the first series of it
@@ -242,12 +221,12 @@ static void test_layout_backoff(void **state)
 		if (!strstr(text, line))
 			fail_msg("no line '%s...' in:\n%s", line, text);
 		snprintf(line, sizeof(line), ", retrying in %s\n", waits[i]);
-		if (count(text, line) != want)
+		if (tu_count(text, line) != want)
 			fail_msg("want %u line(s) ending '%s' in:\n%s", want, line, text);
 	}
-	assert_int_equal(count(text, "Target t1 is down: "), 1);
-	assert_int_equal(count(text, "Target t1 is still down: "), n - 1);
-	assert_int_equal(count(text, "\n"), n); /* nothing else */
+	assert_int_equal(tu_count(text, "Target t1 is down: "), 1);
+	assert_int_equal(tu_count(text, "Target t1 is still down: "), n - 1);
+	assert_int_equal(tu_count(text, "\n"), n); /* nothing else */
 	free(text);
 
 	/* The wait is over and there is room: the layout succeeds, the target is up. */
@@ -257,8 +236,8 @@ static void test_layout_backoff(void **state)
 	text = tu_capture_end();
 	assert_true(atomic_load(&f->lane.up));
 	assert_int_equal((int)layout_failures(f), n);
-	assert_int_equal(count(text, "Target t1 is up again"), 1);
-	assert_int_equal(count(text, "\n"), 1);
+	assert_int_equal(tu_count(text, "Target t1 is up again"), 1);
+	assert_int_equal(tu_count(text, "\n"), 1);
 	free(text);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_size, TARGET_HEADER_SIZE + (1 << 20));
@@ -276,10 +255,10 @@ static void test_layout_backoff(void **state)
 	run_ping(f);
 	assert_int_equal((int)layout_failures(f), n + 2);
 	text = tu_capture_end();
-	assert_int_equal(count(text, "Target t1 is down: "), 1);
-	assert_int_equal(count(text, ", retrying in 10s\n"), 1);
-	assert_int_equal(count(text, "Target t1 is still down: "), 1);
-	assert_int_equal(count(text, ", retrying in 20s\n"), 1);
+	assert_int_equal(tu_count(text, "Target t1 is down: "), 1);
+	assert_int_equal(tu_count(text, ", retrying in 10s\n"), 1);
+	assert_int_equal(tu_count(text, "Target t1 is still down: "), 1);
+	assert_int_equal(tu_count(text, ", retrying in 20s\n"), 1);
 	free(text);
 }
 
@@ -299,8 +278,8 @@ static void one_outage(struct fixture *f, const char *what, void (*fix)(struct f
 	run_ping(f);
 	assert_true(atomic_load(&f->lane.up));
 	text = tu_capture_end();
-	if (count(text, "Target t1 is down: ") != 1 || count(text, "Target t1 is up again") != 1 ||
-	    count(text, "\n") != 2)
+	if (tu_count(text, "Target t1 is down: ") != 1 ||
+	    tu_count(text, "Target t1 is up again") != 1 || tu_count(text, "\n") != 2)
 		fail_msg("%s: want one 'is down' and one 'is up again' line, got:\n%s", what, text);
 	free(text);
 }

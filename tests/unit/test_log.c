@@ -21,20 +21,20 @@
 
 #define INTERVAL_NS 200000000ULL /* 200 ms */
 
-static unsigned count_lines(const char *text, const char *needle)
-{
-	unsigned n = 0;
-
-	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
 static void sleep_past_interval(void)
 {
 	struct timespec ts = {.tv_nsec = (long)(INTERVAL_NS + 50000000ULL)};
 
 	nanosleep(&ts, NULL);
+}
+
+/* What log_flush_suppressed() says once the interval has ended; caller frees. */
+static char *flush_after_interval(void)
+{
+	sleep_past_interval();
+	tu_capture_begin();
+	log_flush_suppressed();
+	return tu_capture_end();
 }
 
 static void test_identical_errors_limited(void **state)
@@ -52,18 +52,15 @@ static void test_identical_errors_limited(void **state)
 		log_info("Started %d", 1); /* info is never limited */
 	log_flush_suppressed();		   /* the interval has not ended: nothing to report yet */
 	text = tu_capture_end();
-	assert_int_equal(count_lines(text, "Target t1 is down: gone\n"), 3);
-	assert_int_equal(count_lines(text, "Target t2 is down: gone\n"), 1);
-	assert_int_equal(count_lines(text, "Started 1\n"), 5);
+	assert_int_equal(tu_count(text, "Target t1 is down: gone\n"), 3);
+	assert_int_equal(tu_count(text, "Target t2 is down: gone\n"), 1);
+	assert_int_equal(tu_count(text, "Started 1\n"), 5);
 	assert_null(strstr(text, "Suppressed"));
 	free(text);
 
 	/* After the interval: one summary with the count, at the text's level. */
-	sleep_past_interval();
-	tu_capture_begin();
-	log_flush_suppressed();
-	text = tu_capture_end();
-	assert_int_equal(count_lines(text, "Suppressed"), 1);
+	text = flush_after_interval();
+	assert_int_equal(tu_count(text, "Suppressed"), 1);
 	assert_non_null(
 		strstr(text, "error: Suppressed 7 similar messages: Target t1 is down: gone\n"));
 	free(text);
@@ -72,7 +69,7 @@ static void test_identical_errors_limited(void **state)
 	tu_capture_begin();
 	log_error("Target %s is down: %s", "t1", "gone");
 	text = tu_capture_end();
-	assert_int_equal(count_lines(text, "Target t1 is down: gone\n"), 1);
+	assert_int_equal(tu_count(text, "Target t1 is down: gone\n"), 1);
 	free(text);
 
 	log_last_error(last, sizeof(last));
@@ -91,7 +88,7 @@ static void test_warning_summary_on_return(void **state)
 	for (int i = 0; i < 4; i++)
 		log_warning("Target %s: %s, re-opening", "t1", "stale");
 	text = tu_capture_end();
-	assert_int_equal(count_lines(text, "re-opening\n"), 2);
+	assert_int_equal(tu_count(text, "re-opening\n"), 2);
 	free(text);
 
 	sleep_past_interval();
@@ -100,7 +97,7 @@ static void test_warning_summary_on_return(void **state)
 	text = tu_capture_end();
 	assert_non_null(strstr(
 		text, "warning: Suppressed 2 similar messages: Target t1: stale, re-opening\n"));
-	assert_int_equal(count_lines(text, "re-opening\n"), 2); /* the summary and the line */
+	assert_int_equal(tu_count(text, "re-opening\n"), 2); /* the summary and the line */
 	free(text);
 }
 
@@ -114,7 +111,7 @@ static void test_disabled(void **state)
 	for (int i = 0; i < 20; i++)
 		log_error("Same %d", 0);
 	text = tu_capture_end();
-	assert_int_equal(count_lines(text, "Same 0\n"), 20);
+	assert_int_equal(tu_count(text, "Same 0\n"), 20);
 	free(text);
 }
 
@@ -139,21 +136,18 @@ static void test_state_changes_limited_per_key(void **state)
 	log_flush_suppressed(); /* the interval has not ended: nothing to report yet */
 	text = tu_capture_end();
 	/* E, N, E of the key's 21 lines, and the plain line */
-	assert_int_equal(count_lines(text, "Probe w1: write: Input/output error\n"), 2 + 1);
-	assert_int_equal(count_lines(text, "Probe w1: write succeeds again\n"), 1);
-	assert_int_equal(count_lines(text, "Probe w1: fdatasync"), 0);
-	assert_int_equal(count_lines(text, "Target t1 is up again\n"), 1);
-	assert_int_equal(count_lines(text, "Probe w1: debug 1\n"), 0);
+	assert_int_equal(tu_count(text, "Probe w1: write: Input/output error\n"), 2 + 1);
+	assert_int_equal(tu_count(text, "Probe w1: write succeeds again\n"), 1);
+	assert_int_equal(tu_count(text, "Probe w1: fdatasync"), 0);
+	assert_int_equal(tu_count(text, "Target t1 is up again\n"), 1);
+	assert_int_equal(tu_count(text, "Probe w1: debug 1\n"), 0);
 	assert_null(strstr(text, "Suppressed"));
-	assert_int_equal(count_lines(text, "\n"), 3 + 1 + 1);
+	assert_int_equal(tu_count(text, "\n"), 3 + 1 + 1);
 	free(text);
 
 	/* After the interval: one summary, at the level of the last line dropped. */
-	sleep_past_interval();
-	tu_capture_begin();
-	log_flush_suppressed();
-	text = tu_capture_end();
-	assert_int_equal(count_lines(text, "Suppressed"), 1);
+	text = flush_after_interval();
+	assert_int_equal(tu_count(text, "Suppressed"), 1);
 	assert_non_null(strstr(text, "error: Suppressed 18 state changes, the last: Probe w1: "
 				     "fdatasync: Input/output error\n"));
 	free(text);
@@ -184,7 +178,7 @@ static void test_many_keys(void **state)
 				log_state_error(key, "%s: read: failed", key);
 		}
 	text = tu_capture_end();
-	assert_int_equal(count_lines(text, "\n"), 20 * 2);
+	assert_int_equal(tu_count(text, "\n"), 20 * 2);
 	free(text);
 	log_set_ratelimit(LOG_RATELIMIT_BURST, LOG_RATELIMIT_INTERVAL_NS);
 }

@@ -16,6 +16,7 @@
 
 #include "testutil.h"
 
+#include "daemon/lane.h"
 #include "daemon/metrics.h"
 
 char tu_scratch[PATH_MAX];
@@ -182,4 +183,30 @@ char *tu_capture_end(void)
 bool tu_capturing(void)
 {
 	return capture_file != NULL;
+}
+
+unsigned tu_count(const char *text, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+void tu_lane_idle_wait(struct lane *l)
+{
+	const struct timespec tick = {.tv_nsec = 1000000};
+
+	for (unsigned i = 0; i < 60000; i++) {
+		bool idle;
+
+		pthread_mutex_lock(&l->mu);
+		idle = !l->busy && l->q_len == 0;
+		pthread_mutex_unlock(&l->mu);
+		if (idle)
+			return;
+		nanosleep(&tick, NULL);
+	}
+	fail_msg("the lane did not finish its queue within a minute");
 }

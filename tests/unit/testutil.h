@@ -15,6 +15,7 @@
 
 #include "daemon/target.h"
 
+struct lane;
 struct metrics_snapshot;
 struct snap_family;
 
@@ -62,6 +63,15 @@ void tu_capture_begin(void);
 /* Restores stderr (do it before asserting: cmocka reports there) and returns the
  * text captured since tu_capture_begin(); caller frees. */
 char *tu_capture_end(void);
+
+/* Waits until @l has run everything queued (a minute at most: 2 cores shared by
+ * many; then fails the test). Polls: the lane signals nobody when it goes idle,
+ * and the daemon has no use for that. Never reads eng_now_ns(), which a test
+ * may own. */
+void tu_lane_idle_wait(struct lane *l);
+
+/* How many times @needle occurs in @text (not overlapping). */
+unsigned tu_count(const char *text, const char *needle);
 
 /* Whether a capture is under way (a test that failed during one). */
 bool tu_capturing(void);
