@@ -47,6 +47,11 @@ static const char *const handler_names[_H_MAX] = {
 struct peer;
 struct conn;
 
+/* A list of waiting connections, oldest first (see "connections"). */
+struct conn_list {
+	struct conn *head, *tail;
+};
+
 struct http_server {
 	struct MHD_Daemon *mhd;
 	struct metrics *metrics;
@@ -57,16 +62,17 @@ struct http_server {
 	struct http_listener spares; /* fd -1: the listening socket is listen_fd */
 
 	/* Everything below belongs to the server's thread (see "connections"). */
-	int listen_fd;			    /* ours: we accept, libmicrohttpd serves */
-	int stop_fd;			    /* eventfd: http_stop() ends the thread */
-	int mhd_fd;			    /* libmicrohttpd's epoll descriptor */
-	pthread_t thread;		    /* valid when started */
-	bool started;			    /* the thread runs */
-	struct http_limits lim;		    /* in force */
-	unsigned live;			    /* connections not being closed */
-	struct conn *wait_head, *wait_tail; /* waiting connections, oldest first */
-	int64_t paused_until_ms;	    /* accept() rests until then (CLOCK_MONOTONIC) */
-	struct peer *peers[PEER_BUCKETS];   /* client addresses with connections */
+	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */
+	int stop_fd;			  /* eventfd: http_stop() ends the thread */
+	int mhd_fd;			  /* libmicrohttpd's epoll descriptor */
+	pthread_t thread;		  /* valid when started */
+	bool started;			  /* the thread runs */
+	struct http_limits lim;		  /* in force */
+	uint64_t nofile;		  /* RLIMIT_NOFILE (soft) at start, for the log */
+	unsigned live;			  /* connections not being closed */
+	struct conn_list waiting;	  /* all waiting connections */
+	int64_t paused_until_ms;	  /* accept() rests until then (CLOCK_MONOTONIC) */
+	struct peer *peers[PEER_BUCKETS]; /* client addresses with connections */
 };
 
 static const char landing_page[] =
@@ -1032,21 +1038,24 @@ int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out)
 #define PEER_KEY_LEN (1 + 8) /* family, then the IPv4 address or the IPv6 /64 */
 
 struct peer {
-	struct peer *next;		    /* in its hash chain */
-	unsigned char key[PEER_KEY_LEN];    /* see peer_key() */
-	unsigned live;			    /* its connections not being closed */
-	unsigned refs;			    /* its records, closing ones too */
-	struct conn *wait_head, *wait_tail; /* its waiting connections, oldest first */
+	struct peer *next;		 /* in its hash chain */
+	unsigned char key[PEER_KEY_LEN]; /* see peer_key() */
+	unsigned live;			 /* its connections not being closed */
+	unsigned refs;			 /* its records, closing ones too */
+	struct conn_list waiting;	 /* its waiting connections */
 };
 
+enum { WAIT_ALL, WAIT_PEER }; /* a waiting connection's lists: h->waiting, peer->waiting */
+
 struct conn {
-	struct conn *prev, *next;	    /* among all waiting connections */
-	struct conn *peer_prev, *peer_next; /* among its address's */
-	struct peer *peer;		    /* its address */
-	int fd;				    /* libmicrohttpd's, open until CLOSED */
-	int64_t since_ms;		    /* waiting since (CLOCK_MONOTONIC) */
-	bool waiting;			    /* in the lists above */
-	bool closing;			    /* shut down; libmicrohttpd closes it */
+	struct {
+		struct conn *prev, *next;
+	} link[2];	   /* in each list, by WAIT_ALL, WAIT_PEER */
+	struct peer *peer; /* its address */
+	int fd;		   /* libmicrohttpd's, open until CLOSED */
+	int64_t since_ms;  /* waiting since (CLOCK_MONOTONIC) */
+	bool waiting;	   /* in the lists above */
+	bool closing;	   /* shut down; libmicrohttpd closes it */
 };
 
 unsigned http_connection_limit(uint64_t nofile)
@@ -1123,52 +1132,47 @@ static void peer_put(struct http_server *h, struct peer *p)
 	free(p);
 }
 
+/* Append @c to @l through its link @i (WAIT_ALL, WAIT_PEER). */
+static void conn_list_append(struct conn_list *l, struct conn *c, unsigned i)
+{
+	c->link[i].next = NULL;
+	c->link[i].prev = l->tail;
+	if (l->tail)
+		l->tail->link[i].next = c;
+	else
+		l->head = c;
+	l->tail = c;
+}
+
+/* Unlink @c, which is in @l through its link @i. */
+static void conn_list_remove(struct conn_list *l, struct conn *c, unsigned i)
+{
+	if (c->link[i].prev)
+		c->link[i].prev->link[i].next = c->link[i].next;
+	else
+		l->head = c->link[i].next;
+	if (c->link[i].next)
+		c->link[i].next->link[i].prev = c->link[i].prev;
+	else
+		l->tail = c->link[i].prev;
+	c->link[i].prev = c->link[i].next = NULL;
+}
+
 static void wait_add(struct http_server *h, struct conn *c, int64_t now)
 {
-	struct peer *p = c->peer;
-
 	c->since_ms = now;
 	c->waiting = true;
-	c->next = NULL;
-	c->prev = h->wait_tail;
-	if (h->wait_tail)
-		h->wait_tail->next = c;
-	else
-		h->wait_head = c;
-	h->wait_tail = c;
-	c->peer_next = NULL;
-	c->peer_prev = p->wait_tail;
-	if (p->wait_tail)
-		p->wait_tail->peer_next = c;
-	else
-		p->wait_head = c;
-	p->wait_tail = c;
+	conn_list_append(&h->waiting, c, WAIT_ALL);
+	conn_list_append(&c->peer->waiting, c, WAIT_PEER);
 }
 
 static void wait_del(struct http_server *h, struct conn *c)
 {
-	struct peer *p = c->peer;
-
 	if (!c->waiting)
 		return;
 	c->waiting = false;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		h->wait_head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		h->wait_tail = c->prev;
-	if (c->peer_prev)
-		c->peer_prev->peer_next = c->peer_next;
-	else
-		p->wait_head = c->peer_next;
-	if (c->peer_next)
-		c->peer_next->peer_prev = c->peer_prev;
-	else
-		p->wait_tail = c->peer_prev;
-	c->prev = c->next = c->peer_prev = c->peer_next = NULL;
+	conn_list_remove(&h->waiting, c, WAIT_ALL);
+	conn_list_remove(&c->peer->waiting, c, WAIT_PEER);
 }
 
 /* Close the waiting connection @c (see above). */
@@ -1233,12 +1237,12 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
 	*ctx = c;
 	/* Never empty: the new connection waits too. */
 	if (c->peer->live > h->lim.per_address)
-		close_waiting(h, c->peer->wait_head);
+		close_waiting(h, c->peer->waiting.head);
 	if (h->live > h->lim.connections) {
 		log_warning("All %u HTTP connections are in use: closing the one that waited "
 			    "longest for its request",
 			    h->lim.connections);
-		close_waiting(h, h->wait_head);
+		close_waiting(h, h->waiting.head);
 	}
 }
 
@@ -1258,8 +1262,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req,
 /* Close the connections that have waited too long. */
 static void sweep(struct http_server *h, int64_t now)
 {
-	while (h->wait_head && now - h->wait_head->since_ms >= (int64_t)h->lim.header_ms)
-		close_waiting(h, h->wait_head);
+	while (h->waiting.head && now - h->waiting.head->since_ms >= (int64_t)h->lim.header_ms)
+		close_waiting(h, h->waiting.head);
 }
 
 /* accept() errors that are the client's connection's alone: try the next one. */
@@ -1282,10 +1286,16 @@ static bool accept_error_is_the_clients(int e)
 	return false;
 }
 
+/* accept() errors that closing a connection may cure: out of descriptors, or of
+ * the kernel's memory. */
+static bool accept_error_is_resources(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+}
+
 /* Accept what is pending (ACCEPT_BATCH at most) and hand it to libmicrohttpd. */
 static void accept_some(struct http_server *h, int64_t now)
 {
-	struct rlimit rl = {0};
 	unsigned i;
 
 	for (i = 0; i < ACCEPT_BATCH; i++) {
@@ -1305,31 +1315,23 @@ static void accept_some(struct http_server *h, int64_t now)
 			return;
 		if (accept_error_is_the_clients(e))
 			continue;
-		if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-			(void)getrlimit(RLIMIT_NOFILE, &rl);
-			if (h->wait_head) {
-				/* Its descriptor is free once libmicrohttpd has
-				 * closed it, on this turn. */
-				(void)log_warning_errno(-e,
-							"Cannot accept an HTTP connection: %m "
-							"(RLIMIT_NOFILE %llu); closing the one "
-							"that waited longest for its request",
-							(unsigned long long)rl.rlim_cur);
-				close_waiting(h, h->wait_head);
-				return;
-			}
+		if (accept_error_is_resources(e) && h->waiting.head) {
+			/* Its descriptor is free once libmicrohttpd has closed it,
+			 * on this turn. */
 			(void)log_warning_errno(
 				-e,
 				"Cannot accept an HTTP connection: %m (RLIMIT_NOFILE "
-				"%llu), and no connection is idle; trying again "
-				"every %ums",
-				(unsigned long long)rl.rlim_cur, (unsigned)HTTP_ACCEPT_RETRY_MS);
-		} else {
-			(void)log_warning_errno(-e,
-						"Cannot accept an HTTP connection: %m; trying "
-						"again every %ums",
-						(unsigned)HTTP_ACCEPT_RETRY_MS);
+				"%llu); closing the one that waited longest for its "
+				"request",
+				(unsigned long long)h->nofile);
+			close_waiting(h, h->waiting.head);
+			return;
 		}
+		(void)log_warning_errno(
+			-e,
+			"Cannot accept an HTTP connection: %m (RLIMIT_NOFILE %llu); "
+			"trying again every %ums",
+			(unsigned long long)h->nofile, (unsigned)HTTP_ACCEPT_RETRY_MS);
 		h->paused_until_ms = now + HTTP_ACCEPT_RETRY_MS;
 		return;
 	}
@@ -1341,21 +1343,50 @@ static int64_t min64(int64_t a, int64_t b)
 }
 
 /* How long the thread may sleep: until libmicrohttpd's next timeout, the oldest
- * waiting connection's deadline, or the end of accept()'s rest; -1 for ever. */
+ * waiting connection's deadline, or the end of accept()'s rest; with none of
+ * them, poll()'s longest finite wait (INT_MAX ms, 24 days: one idle turn). */
 static int next_wake_ms(struct http_server *h, int64_t now, bool accepting)
 {
 	MHD_UNSIGNED_LONG_LONG mhd_ms;
-	int64_t t = INT64_MAX;
+	int64_t t = INT_MAX;
 
-	if (MHD_get_timeout(h->mhd, &mhd_ms) == MHD_YES)
-		t = mhd_ms > INT_MAX ? INT_MAX : (int64_t)mhd_ms;
-	if (h->wait_head)
-		t = min64(t, h->wait_head->since_ms + h->lim.header_ms - now);
+	if (MHD_get_timeout(h->mhd, &mhd_ms) == MHD_YES && mhd_ms < (MHD_UNSIGNED_LONG_LONG)t)
+		t = (int64_t)mhd_ms;
+	if (h->waiting.head)
+		t = min64(t, h->waiting.head->since_ms + h->lim.header_ms - now);
 	if (!accepting)
 		t = min64(t, h->paused_until_ms - now);
-	if (t == INT64_MAX)
-		return -1;
-	return t < 0 ? 0 : (int)min64(t, INT_MAX);
+	return t < 0 ? 0 : (int)t;
+}
+
+/*
+ * After poll() failed with @e: whether the thread carries on. With our three
+ * descriptors, poll() can fail only for want of kernel memory (ENOMEM) or for
+ * more descriptors than RLIMIT_NOFILE (EINVAL, impossible). On ENOMEM the
+ * thread waits HTTP_ACCEPT_RETRY_MS on the stop eventfd alone, then tries
+ * again (or ends, stopped meanwhile). Anything else, or that wait failing too,
+ * would fail again at once: the thread stops serving, logged, rather than spin;
+ * http_stop() joins it as ever.
+ */
+static bool poll_failed(struct http_server *h, int e)
+{
+	struct pollfd stop = {.fd = h->stop_fd, .events = POLLIN};
+
+	if (e == EINTR)
+		return true;
+	if (e == ENOMEM) {
+		(void)log_warning_errno(
+			-e, "Failed to wait for HTTP connections: %m; trying again in %ums",
+			(unsigned)HTTP_ACCEPT_RETRY_MS);
+		if (poll(&stop, 1, HTTP_ACCEPT_RETRY_MS) >= 0)
+			return !stop.revents;
+		if (errno == EINTR)
+			return true;
+		e = errno;
+	}
+	(void)log_error_errno(-e,
+			      "Failed to wait for HTTP connections: %m; no longer serving HTTP");
+	return false;
 }
 
 /* The server's thread: accept, enforce the limits, serve. */
@@ -1372,8 +1403,8 @@ static void *serve(void *arg)
 			{.fd = accepting ? h->listen_fd : -1, .events = POLLIN},
 		};
 
-		if (poll(p, 3, next_wake_ms(h, now, accepting)) < 0 && errno != EINTR)
-			(void)log_error_errno(-errno, "Failed to wait for HTTP connections: %m");
+		if (poll(p, 3, next_wake_ms(h, now, accepting)) < 0 && !poll_failed(h, errno))
+			break;
 		if (p[0].revents)
 			break;
 		now = now_ms();
@@ -1595,6 +1626,7 @@ struct http_server *http_start(const struct http_listener *l, const struct http_
 	h->collect = collect;
 	h->userdata = userdata;
 	(void)getrlimit(RLIMIT_NOFILE, &rl);
+	h->nofile = rl.rlim_cur;
 	h->lim.connections =
 		lim && lim->connections ? lim->connections : http_connection_limit(rl.rlim_cur);
 	h->lim.per_address = lim && lim->per_address ? lim->per_address : HTTP_PER_ADDRESS_LIMIT;
@@ -1607,15 +1639,21 @@ struct http_server *http_start(const struct http_listener *l, const struct http_
 		goto fail;
 	}
 	/* The logger first, so that even option parsing speaks through our log. No
-	 * thread of its own and no listening socket: serve() runs it. Its limit is
-	 * above ours: ours closes connections, its would refuse new ones. */
+	 * thread of its own and no listening socket: serve() runs it. Its limit must
+	 * never bite: ours closes connections, its would refuse new ones, a scrape
+	 * too. It counts a connection until an MHD_run() reaps it, and each run
+	 * reaps every one we shut down before it (they hang up). We shut down at most
+	 * one per connection added, so before a turn's k-th MHD_add_connection() it
+	 * holds at most lim.connections + k - 1, k <= ACCEPT_BATCH. (A flood of 1500
+	 * reconnecting clients at 111 connections: no refusal with + ACCEPT_BATCH,
+	 * refusals and failed scrapes with + ACCEPT_BATCH - 1.) */
 	errno = 0;
 	h->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 		on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED,
 		on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_SECONDS,
-		MHD_OPTION_CONNECTION_LIMIT, h->lim.connections + 2 * ACCEPT_BATCH,
+		MHD_OPTION_CONNECTION_LIMIT, h->lim.connections + ACCEPT_BATCH,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT, MHD_OPTION_END);
 	if (!h->mhd) {
 		r = errno ? -errno : -EIO;

@@ -553,47 +553,44 @@ static void test_header_deadline(void **state)
 	server_stop(&s);
 }
 
-/* An address at its limit (idle connections, the defaults): a scrape from it is
- * served all the same, and the address's oldest idle connection makes room. */
-static void test_address_limit(void **state)
+/* @n idle connections from @src, at a limit of @lim: a scrape (from 127.0.0.1)
+ * is served all the same, and the one that waited longest makes room. */
+static void check_scrape_displaces_oldest(const char *src, const struct http_limits *lim, int n)
 {
-	int c[HTTP_PER_ADDRESS_LIMIT], i;
 	struct server s;
+	int c[8], i;
 
-	(void)state;
-	server_start(&s, NULL);
-	for (i = 0; i < HTTP_PER_ADDRESS_LIMIT; i++)
-		c[i] = connect_from("127.0.0.1", s.port);
+	assert_true(n <= (int)(sizeof(c) / sizeof(c[0])));
+	server_start(&s, lim);
+	for (i = 0; i < n; i++)
+		c[i] = connect_from(src, s.port);
 	assert_scrape_ok(s.port);
 	assert_true(closed_within(c[0], 3000));
-	for (i = 1; i < HTTP_PER_ADDRESS_LIMIT; i++)
+	for (i = 1; i < n; i++)
 		assert_false(closed_within(c[i], 0));
-	for (i = 0; i < HTTP_PER_ADDRESS_LIMIT; i++)
+	for (i = 0; i < n; i++)
 		close(c[i]);
 	server_stop(&s);
 }
 
-/* Every connection taken by idle ones from another address: a scrape is served
- * all the same, and the connection that waited longest makes room. */
+/* The scraper's own address at its limit. */
+static void test_address_limit(void **state)
+{
+	static const struct http_limits lim = {.per_address = 3};
+
+	(void)state;
+	check_scrape_displaces_oldest("127.0.0.1", &lim, 3);
+}
+
+/* Every connection taken by another address. */
 static void test_connection_limit(void **state)
 {
 	static const struct http_limits lim = {.connections = 4};
-	struct server s;
-	int c[4], i;
 
 	(void)state;
 	if (!can_bind("127.0.0.2"))
 		skip();
-	server_start(&s, &lim);
-	for (i = 0; i < 4; i++)
-		c[i] = connect_from("127.0.0.2", s.port);
-	assert_scrape_ok(s.port);
-	assert_true(closed_within(c[0], 3000));
-	for (i = 1; i < 4; i++)
-		assert_false(closed_within(c[i], 0));
-	for (i = 0; i < 4; i++)
-		close(c[i]);
-	server_stop(&s);
+	check_scrape_displaces_oldest("127.0.0.2", &lim, 4);
 }
 
 /* What http_render_metrics() must equal: expose_*() of a fresh snapshot. */
