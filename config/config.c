@@ -2090,12 +2090,47 @@ static const char *file_kind(mode_t mode)
 	return "something else";
 }
 
+/*
+ * Reads @fd to its end into a new buffer (*@buf, *@len; caller frees), at most
+ * CFG_FILE_MAX bytes: to the end rather than st_size's worth, as the file may
+ * grow meanwhile. 0, -EFBIG past the limit, or another -errno.
+ */
+static int read_bounded(int fd, char **buf, size_t *len)
+{
+	size_t cap = 0;
+	char *nb;
+
+	for (;;) {
+		ssize_t n;
+
+		if (*len == cap) {
+			cap = cap ? cap * 2 : 4096;
+			if (cap > CFG_FILE_MAX + 1)
+				cap = CFG_FILE_MAX + 1;
+			if (*len == cap)
+				return -EFBIG;
+			nb = realloc(*buf, cap);
+			if (!nb)
+				return -ENOMEM;
+			*buf = nb;
+		}
+		n = read(fd, *buf + *len, cap - *len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		*len += (size_t)n;
+	}
+}
+
 int cfg_load_file(const char *path, struct config **out, struct cfg_error *err)
 {
 	struct cfg_error dummy;
 	const char *kind = NULL;
-	char *buf = NULL, *nb;
-	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	size_t len = 0;
 	struct stat st;
 	int fd, r;
 
@@ -2129,36 +2164,9 @@ int cfg_load_file(const char *path, struct config **out, struct cfg_error *err)
 		r = -EFBIG;
 		goto fail_close;
 	}
-	/* Read to EOF rather than trusting st_size: the file may grow meanwhile. */
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			cap = cap ? cap * 2 : 4096;
-			if (cap > CFG_FILE_MAX + 1)
-				cap = CFG_FILE_MAX + 1;
-			if (len == cap) {
-				r = -EFBIG;
-				goto fail_close;
-			}
-			nb = realloc(buf, cap);
-			if (!nb) {
-				r = -ENOMEM;
-				goto fail_close;
-			}
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			goto fail_close;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
+	r = read_bounded(fd, &buf, &len);
+	if (r < 0)
+		goto fail_close;
 	close(fd);
 	r = cfg_load_string(path, buf ? buf : "", len, out, err);
 	free(buf);

@@ -192,12 +192,43 @@ static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct
 			  cfg_probe_kind_name(lp->cfg->kind), l->cfg->name, lp->engine);
 }
 
-int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m)
+/* The target's own series: up, in flight, layout progress and failures. */
+static int lane_target_series(struct lane *l, struct metrics *m)
 {
 	static const char *const t_labels[] = {"target", NULL};
-	const struct cfg_target *tc = &cfg->targets[ti];
-	const char *tv[] = {tc->name, NULL};
+	const char *tv[] = {l->cfg->name, NULL};
 	struct metric_family *up, *inflight, *layout, *layout_failures;
+
+	up = metrics_family(m, "iopulse_target_up", METRIC_GAUGE,
+			    "1 if the target is open and checked by its last run and no I/O on "
+			    "it is in flight past its timeout; 0 otherwise.",
+			    t_labels, NULL, 0);
+	inflight = metrics_family(m, "iopulse_target_inflight_seconds", METRIC_GAUGE,
+				  "Age of the I/O in flight on the target, 0 when idle.", t_labels,
+				  NULL, 0);
+	layout = metrics_family(m, "iopulse_target_layout_progress_ratio", METRIC_GAUGE,
+				"Progress of the probe-file layout in progress on a directory "
+				"target (0 to 1); 1 when none is in progress.",
+				t_labels, NULL, 0);
+	layout_failures = metrics_family(m, "iopulse_target_layout_failures_total", METRIC_COUNTER,
+					 "Probe-file layouts on the target that failed (no room, a "
+					 "write error); the next is tried 10s later, doubling up "
+					 "to 1h.",
+					 t_labels, NULL, 0);
+	if (!up || !inflight || !layout || !layout_failures)
+		return -ENOMEM;
+	l->m_up = metrics_series(up, tv);
+	l->m_inflight = metrics_series(inflight, tv);
+	l->m_layout = metrics_series(layout, tv);
+	l->m_layout_failures = metrics_series(layout_failures, tv);
+	if (!l->m_up || !l->m_inflight || !l->m_layout || !l->m_layout_failures)
+		return -ENOMEM;
+	return 0;
+}
+
+int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m)
+{
+	const struct cfg_target *tc = &cfg->targets[ti];
 	pthread_condattr_t ca;
 	unsigned n = 0;
 	int r;
@@ -235,30 +266,9 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	if (!l->probes || !l->queue)
 		return -ENOMEM;
 
-	up = metrics_family(m, "iopulse_target_up", METRIC_GAUGE,
-			    "1 if the target is open and checked by its last run and no I/O on "
-			    "it is in flight past its timeout; 0 otherwise.",
-			    t_labels, NULL, 0);
-	inflight = metrics_family(m, "iopulse_target_inflight_seconds", METRIC_GAUGE,
-				  "Age of the I/O in flight on the target, 0 when idle.", t_labels,
-				  NULL, 0);
-	layout = metrics_family(m, "iopulse_target_layout_progress_ratio", METRIC_GAUGE,
-				"Progress of the probe-file layout in progress on a directory "
-				"target (0 to 1); 1 when none is in progress.",
-				t_labels, NULL, 0);
-	layout_failures = metrics_family(m, "iopulse_target_layout_failures_total", METRIC_COUNTER,
-					 "Probe-file layouts on the target that failed (no room, a "
-					 "write error); the next is tried 10s later, doubling up "
-					 "to 1h.",
-					 t_labels, NULL, 0);
-	if (!up || !inflight || !layout || !layout_failures)
-		return -ENOMEM;
-	l->m_up = metrics_series(up, tv);
-	l->m_inflight = metrics_series(inflight, tv);
-	l->m_layout = metrics_series(layout, tv);
-	l->m_layout_failures = metrics_series(layout_failures, tv);
-	if (!l->m_up || !l->m_inflight || !l->m_layout || !l->m_layout_failures)
-		return -ENOMEM;
+	r = lane_target_series(l, m);
+	if (r < 0)
+		return r;
 
 	for (unsigned i = 0; i < cfg->n_probes; i++) {
 		struct lane_probe *lp;
