@@ -1401,7 +1401,7 @@ static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
 		return get_scalar(p, v, "target", "a target name", &s);
 	case PK_OP:
 		r = get_enum(p, v, "op", op_names, "read or write", &e);
-		pr->op = (enum cfg_op)e;
+		pr->op = (enum io_op)e;
 		return r;
 	case PK_SYNC:
 		r = get_enum(p, v, "sync", sync_names, "none or fdatasync", &e);
@@ -1642,7 +1642,7 @@ static int parse_probe(struct parser *p, const yaml_node_t *item, unsigned idx)
 			       node_kind(item));
 	pr->pos.line = (unsigned)item->start_mark.line + 1;
 	pr->pos.col = (unsigned)item->start_mark.column + 1;
-	pr->op = CFG_OP_READ;
+	pr->op = IO_READ;
 	pr->sync = CFG_SYNC_NONE;
 	pr->interval_ns = CFG_DEFAULT_INTERVAL_NS;
 	pr->block_size = CFG_DEFAULT_BLOCK_SIZE;
@@ -1674,12 +1674,12 @@ static int parse_probe(struct parser *p, const yaml_node_t *item, unsigned idx)
 	if (!pc.value[PK_TARGET])
 		return fail_at(p, item, "probe '%s' is missing required key 'target'", pr->name);
 	if (pr->kind == CFG_PROBE_PING) {
-		if (pr->sync == CFG_SYNC_FDATASYNC && pr->op != CFG_OP_WRITE)
+		if (pr->sync == CFG_SYNC_FDATASYNC && pr->op != IO_WRITE)
 			return fail_at(p, pc.value[PK_SYNC],
 				       "probe '%s': 'sync: fdatasync' needs 'op: write'", pr->name);
 		/* A ping as a burst would describe it: one random I/O at a time. */
-		pr->rw = pr->op == CFG_OP_WRITE ? CFG_RW_RANDWRITE : CFG_RW_RANDREAD;
-		pr->rwmix_read = pr->op == CFG_OP_WRITE ? 0.0 : 1.0;
+		pr->rw = pr->op == IO_WRITE ? CFG_RW_RANDWRITE : CFG_RW_RANDREAD;
+		pr->rwmix_read = pr->op == IO_WRITE ? 0.0 : 1.0;
 		pr->iodepth = 1;
 		pr->duration_ns = 0;
 	} else {
@@ -2312,7 +2312,7 @@ static void print_ping_keys(const struct cfg_probe *pr, FILE *f)
 {
 	char buf[32];
 
-	fprintf(f, "    op: %s\n", cfg_op_name(pr->op));
+	fprintf(f, "    op: %s\n", io_op_name(pr->op));
 	fprintf(f, "    sync: %s\n", pr->sync == CFG_SYNC_FDATASYNC ? "fdatasync" : "none");
 	cfg_format_duration(pr->interval_ns, buf, sizeof(buf));
 	fprintf(f, "    interval: %s\n", buf);
@@ -2440,7 +2440,7 @@ bool cfg_probe_writes(const struct cfg_probe *p)
 	if (!p)
 		return false;
 	if (p->kind == CFG_PROBE_PING)
-		return p->op == CFG_OP_WRITE;
+		return p->op == IO_WRITE;
 	return p->rw == CFG_RW_RANDWRITE || p->rw == CFG_RW_RANDRW || p->rw == CFG_RW_WRITE;
 }
 
@@ -2451,17 +2451,6 @@ uint64_t cfg_burst_buffer_bytes(const struct cfg_probe *p)
 	/* Within the schema's limits (jobs <= 64, iodepth <= 256, 16MiB) this is at
 	 * most 2^38: callers with unchecked values check the ranges first. */
 	return (uint64_t)p->jobs * p->iodepth * buf;
-}
-
-const char *cfg_op_name(enum cfg_op op)
-{
-	switch (op) {
-	case CFG_OP_READ:
-		return "read";
-	case CFG_OP_WRITE:
-		return "write";
-	}
-	return "unknown";
 }
 
 const char *cfg_target_kind_name(enum cfg_target_kind k)

@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../engines/io_op.h"
+
 /* Limits on every user-controlled quantity. */
 #define CFG_NAME_MAX	    64 /* bytes, including NUL */
 #define CFG_MAX_TARGETS	    64
@@ -43,7 +45,7 @@
 #define CFG_MAX_BLOCK_SIZE  (16ULL << 20) /* 16MiB */
 #define CFG_MIN_TARGET_SIZE (1ULL << 20)  /* 1MiB */
 #define CFG_MAX_TARGET_SIZE (1ULL << 40)  /* 1TiB */
-#define CFG_MAX_IODEPTH	    256		  /* = ENGINE_MAX_DEPTH */
+#define CFG_MAX_IODEPTH	    IO_MAX_DEPTH
 #define CFG_MAX_JOBS	    64
 #define CFG_MIN_DURATION_NS 100000000ULL    /* 100ms */
 #define CFG_MAX_DURATION_NS 600000000000ULL /* 10m */
@@ -122,11 +124,6 @@ enum cfg_require_mount {
 	CFG_MOUNT_PATH, /* a path: that mount point must be mounted and hold the directory */
 };
 
-enum cfg_op {
-	CFG_OP_READ,
-	CFG_OP_WRITE,
-};
-
 enum cfg_sync {
 	CFG_SYNC_NONE,
 	CFG_SYNC_FDATASYNC, /* write pings only: fdatasync after each write, timed apart */
@@ -160,7 +157,7 @@ struct cfg_probe {
 	char name[CFG_NAME_MAX];
 	enum cfg_probe_kind kind;
 	unsigned target;	 /* index into config->targets */
-	enum cfg_op op;		 /* ping */
+	enum io_op op;		 /* ping: IO_READ or IO_WRITE */
 	enum cfg_sync sync;	 /* ping */
 	uint64_t interval_ns;	 /* ping: 'interval'; burst: 'every' */
 	uint64_t block_size;	 /* bytes; burst with a range: the smallest */
@@ -248,7 +245,6 @@ bool cfg_probe_writes(const struct cfg_probe *p);
 uint64_t cfg_burst_buffer_bytes(const struct cfg_probe *p);
 
 /* Names for enums, for messages and labels. */
-const char *cfg_op_name(enum cfg_op op);
 const char *cfg_target_kind_name(enum cfg_target_kind k);
 const char *cfg_probe_kind_name(enum cfg_probe_kind k);
 const char *cfg_rw_name(enum cfg_rw rw);

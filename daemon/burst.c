@@ -60,7 +60,6 @@
 #define BURST_STOP_POLL_NS    5000000ULL   /* longest wait without looking at *stop */
 #define BURST_ABORT_DRAIN_NS  100000000ULL /* after stop/timeout: wait, cancel, wait, give up */
 #define BURST_RATE_CATCHUP_NS 100000000ULL /* rate: how far behind we still catch up */
-#define NSEC_PER_SEC	      1000000000ULL
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -84,12 +83,12 @@ struct burst_job {
 	void *bufs;		  /* depth x buf_stride bytes, page aligned; only while a
 				   * run needs them (or for good, once wedged) */
 	size_t bufs_len;
-	struct hist *hist[_BURST_DIR_MAX];
+	struct hist *hist[IO_DIR_COUNT];
 	uint64_t seq_lo, seq_hi; /* sequential: this job's region */
 
 	/* Results of the last run, merged by burst_run(). */
-	uint64_t ios[_BURST_DIR_MAX], bytes[_BURST_DIR_MAX];
-	uint64_t errors[_BURST_DIR_MAX], short_ios[_BURST_DIR_MAX];
+	uint64_t ios[IO_DIR_COUNT], bytes[IO_DIR_COUNT];
+	uint64_t errors[IO_DIR_COUNT], short_ios[IO_DIR_COUNT];
 	uint64_t timeouts;
 	uint64_t last_done_ns; /* last measured completion */
 	int error;
@@ -119,7 +118,7 @@ struct burst {
 	double slot_ns;	     /* time between two I/Os of one job: 1e9 x jobs / rate_iops */
 	uint64_t ios_max_ns; /* ios mode: longest measured part (see burst.h) */
 	struct burst_job **job;
-	struct hist *hist[_BURST_DIR_MAX]; /* merged results */
+	struct hist *hist[IO_DIR_COUNT]; /* merged results */
 	struct burst_result result;
 	bool wedged;
 	uint64_t buf_bytes; /* I/O buffers held now, all jobs */
@@ -163,7 +162,7 @@ static void job_free(struct burst_job *j)
 {
 	if (!j)
 		return;
-	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+	for (int d = 0; d < IO_DIR_COUNT; d++) {
 		hist_free(j->hist[d]);
 		j->hist[d] = NULL;
 	}
@@ -200,7 +199,7 @@ static int job_new(struct burst *b, unsigned idx, const uint64_t *bounds_ns, uns
 	j->done = calloc(b->depth, sizeof(*j->done));
 	if (!j->slots || !j->free || !j->batch || !j->done)
 		return -ENOMEM;
-	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+	for (int d = 0; d < IO_DIR_COUNT; d++) {
 		j->hist[d] = hist_new(bounds_ns, n_bounds);
 		if (!j->hist[d])
 			return -EINVAL; /* bad bounds, or out of memory */
@@ -275,7 +274,7 @@ struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *op
 	b->gate_inited = true;
 
 	r = -EINVAL;
-	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+	for (int d = 0; d < IO_DIR_COUNT; d++) {
 		b->hist[d] = hist_new(bounds_ns, n_bounds);
 		if (!b->hist[d])
 			goto fail;
@@ -309,7 +308,7 @@ void burst_free(struct burst *b)
 		for (unsigned i = 0; i < b->jobs; i++)
 			job_free(b->job[i]);
 	free(b->job);
-	for (int d = 0; d < _BURST_DIR_MAX; d++)
+	for (int d = 0; d < IO_DIR_COUNT; d++)
 		hist_free(b->hist[d]);
 	if (b->gate_inited) {
 		pthread_cond_destroy(&b->gate_cv);
@@ -334,15 +333,6 @@ uint64_t burst_inflight_since(const struct burst *b)
 }
 
 /* ---------------------------------------------------------------- the loop */
-
-static void sleep_until(uint64_t ns)
-{
-	struct timespec ts = {.tv_sec = (time_t)(ns / NSEC_PER_SEC),
-			      .tv_nsec = (long)(ns % NSEC_PER_SEC)};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
 
 static inline uint64_t min_u64(uint64_t a, uint64_t b)
 {
@@ -389,8 +379,8 @@ static inline uint64_t slot_time(uint64_t t0, double slot_ns, uint64_t k)
 
 /* A job's counters while it runs: locals, written back once at the end. */
 struct tally {
-	uint64_t ios[_BURST_DIR_MAX], bytes[_BURST_DIR_MAX];
-	uint64_t errors[_BURST_DIR_MAX], short_ios[_BURST_DIR_MAX];
+	uint64_t ios[IO_DIR_COUNT], bytes[IO_DIR_COUNT];
+	uint64_t errors[IO_DIR_COUNT], short_ios[IO_DIR_COUNT];
 	uint64_t last_done; /* last measured completion */
 };
 
@@ -427,7 +417,7 @@ static void job_loop(struct burst_job *j)
 	struct burst_slot *const slots = j->slots;
 	struct burst_slot **const freel = j->free;
 	struct io_req **const batch = j->batch, **const done = j->done;
-	struct hist *const hist[_BURST_DIR_MAX] = {j->hist[BURST_READ], j->hist[BURST_WRITE]};
+	struct hist *const hist[IO_DIR_COUNT] = {j->hist[IO_READ], j->hist[IO_WRITE]};
 
 	/* Constants of the run, in locals: the loop writes through char pointers
 	 * (rng_fill) and the compiler would otherwise reload them from *b. */
@@ -607,7 +597,8 @@ static void job_loop(struct burst_job *j)
 			wake = min_u64(now + BURST_STOP_POLL_NS, deadline);
 			if (rated)
 				wake = min_u64(wake, slot_time(rate_t0, slot_ns, rate_issued));
-			sleep_until(wake);
+			while (eng_sleep_until(wake) == -EINTR)
+				;
 			now = eng_now_ns();
 			continue;
 		}
@@ -668,7 +659,7 @@ static void job_loop(struct burst_job *j)
 
 	atomic_store_explicit(&j->inflight_since, j->wedged ? oldest : 0, memory_order_relaxed);
 	j->rng = rng;
-	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+	for (int d = 0; d < IO_DIR_COUNT; d++) {
 		j->ios[d] = tl.ios[d];
 		j->bytes[d] = tl.bytes[d];
 		j->errors[d] = tl.errors[d];
@@ -745,7 +736,7 @@ static void result_reset(struct burst *b)
 {
 	struct burst_result *res = &b->result;
 
-	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+	for (int d = 0; d < IO_DIR_COUNT; d++) {
 		hist_clear(b->hist[d]);
 		res->dir[d] = (struct burst_dir_result){.hist = b->hist[d]};
 	}
@@ -905,7 +896,7 @@ static void run_reset(struct burst *b, struct target *t, const _Atomic bool *sto
 	for (unsigned i = 0; i < b->jobs; i++) {
 		struct burst_job *j = b->job[i];
 
-		for (int d = 0; d < _BURST_DIR_MAX; d++) {
+		for (int d = 0; d < IO_DIR_COUNT; d++) {
 			hist_clear(j->hist[d]);
 			j->ios[d] = j->bytes[d] = j->errors[d] = j->short_ios[d] = 0;
 		}
@@ -926,7 +917,7 @@ static void results_sum(struct burst *b, struct burst_result *res)
 	for (unsigned i = 0; i < b->jobs; i++) {
 		const struct burst_job *j = b->job[i];
 
-		for (int d = 0; d < _BURST_DIR_MAX; d++) {
+		for (int d = 0; d < IO_DIR_COUNT; d++) {
 			struct burst_dir_result *dr = &res->dir[d];
 
 			dr->ios += j->ios[d];

@@ -26,12 +26,6 @@
 #include "hist.h"
 #include "target.h"
 
-enum burst_dir {
-	BURST_READ,
-	BURST_WRITE,
-	_BURST_DIR_MAX,
-};
-
 struct burst_dir_result {
 	uint64_t ios;	    /* completed without error, measured phase */
 	uint64_t bytes;	    /* their bytes */
@@ -41,7 +35,7 @@ struct burst_dir_result {
 };
 
 struct burst_result {
-	struct burst_dir_result dir[_BURST_DIR_MAX];
+	struct burst_dir_result dir[IO_DIR_COUNT];
 	uint64_t elapsed_ns; /* measured phase: from the end of the ramp to the last completion */
 	uint64_t timeouts;   /* I/Os in flight longer than the probe's timeout (burst aborted) */
 	int error;	     /* first -errno that stopped the burst early, 0 when it ran out */

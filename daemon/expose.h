@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "buf.h"
 #include "metrics.h"
 
 #define EXPOSE_TEXT_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
@@ -16,25 +17,6 @@
 #define EXPOSE_PROTOBUF_CONTENT_TYPE                                                               \
 	"application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "               \
 	"encoding=delimited"
-
-/* A growable byte buffer. A failed allocation sets @oom and later appends are
- * no-ops, so callers check once at the end. */
-struct buf {
-	char *data;
-	size_t len;
-	size_t cap;
-	int oom;
-};
-
-void buf_init(struct buf *b);
-void buf_free(struct buf *b);
-void buf_append(struct buf *b, const char *s, size_t n);
-void buf_puts(struct buf *b, const char *s);
-/* Make room for @n bytes in all (a hint: a failure sets oom as an append would). */
-void buf_prealloc(struct buf *b, size_t n);
-void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Hands the bytes to the caller (to free()); the buffer becomes empty. */
-char *buf_steal(struct buf *b, size_t *len);
 
 /*
  * Prometheus text format 0.0.4: HELP and TYPE per family, HELP escaped (\\, \n),

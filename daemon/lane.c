@@ -10,12 +10,6 @@
 #include "lane.h"
 #include "log.h"
 
-static const char *const op_names[_LANE_OP_MAX] = {
-	[LANE_OP_READ] = "read",
-	[LANE_OP_WRITE] = "write",
-	[LANE_OP_FDATASYNC] = "fdatasync",
-};
-
 static const char *const error_names[_LANE_ERR_MAX] = {
 	[LANE_ERR_IO] = "io_error",	[LANE_ERR_SHORT] = "short_io",
 	[LANE_ERR_TIMEOUT] = "timeout", [LANE_ERR_TARGET_DOWN] = "target_down",
@@ -27,12 +21,12 @@ static const char *const error_names[_LANE_ERR_MAX] = {
 static bool probe_uses_op(const struct cfg_probe *p, int op)
 {
 	if (p->kind == CFG_PROBE_PING)
-		return op == LANE_OP_FDATASYNC ? p->sync == CFG_SYNC_FDATASYNC
-					       : (op == LANE_OP_WRITE) == (p->op == CFG_OP_WRITE);
+		return op == IO_FDATASYNC ? p->sync == CFG_SYNC_FDATASYNC
+					  : (op == IO_WRITE) == (p->op == IO_WRITE);
 	switch (op) {
-	case LANE_OP_READ:
+	case IO_READ:
 		return p->rw == CFG_RW_RANDREAD || p->rw == CFG_RW_READ || p->rw == CFG_RW_RANDRW;
-	case LANE_OP_WRITE:
+	case IO_WRITE:
 		return p->rw == CFG_RW_RANDWRITE || p->rw == CFG_RW_WRITE || p->rw == CFG_RW_RANDRW;
 	default:
 		return false;
@@ -74,10 +68,10 @@ static int lane_probe_series(struct lane_probe *lp, const char *target, const st
 	if (!lat || !ios || !bytes || !errs || !runs || !last || !deferred || !skipped)
 		return -ENOMEM;
 
-	for (int op = 0; op < _LANE_OP_MAX; op++) {
+	for (int op = 0; op < IO_OP_COUNT; op++) {
 		if (!probe_uses_op(p, op))
 			continue;
-		v[2] = op_names[op];
+		v[2] = io_op_name(op);
 		lp->latency[op] = metrics_series(lat, v);
 		lp->ios[op] = metrics_series(ios, v);
 		lp->bytes[op] = metrics_series(bytes, v);
@@ -135,10 +129,10 @@ static int burst_series(struct lane_probe *lp, const char *target, struct metric
 			      NULL, 0);
 	if (!iops || !bw || !q || !max || !secs)
 		return -ENOMEM;
-	for (int op = 0; op < _LANE_OP_MAX; op++) {
+	for (int op = 0; op < IO_OP_COUNT; op++) {
 		if (!probe_uses_op(lp->cfg, op))
 			continue;
-		v[2] = op_names[op];
+		v[2] = io_op_name(op);
 		lp->burst_iops[op] = metrics_series(iops, v);
 		lp->burst_bw[op] = metrics_series(bw, v);
 		lp->burst_max[op] = metrics_series(max, v);
@@ -360,8 +354,8 @@ static void target_is_up(struct lane *l)
  * still tried every hour); a successful open starts again from the minimum. Due
  * runs in between count as target_down without touching the disk.
  */
-#define LAYOUT_BACKOFF_MIN_NS (10ULL * 1000000000ULL)	/* 10 s */
-#define LAYOUT_BACKOFF_MAX_NS (3600ULL * 1000000000ULL) /* 1 h */
+#define LAYOUT_BACKOFF_MIN_NS (10 * NSEC_PER_SEC)   /* 10 s */
+#define LAYOUT_BACKOFF_MAX_NS (3600 * NSEC_PER_SEC) /* 1 h */
 
 /* target_open() failed laying out the probe file (@r): count it, back off, and
  * say when it is tried again (one line per attempt). */
@@ -442,15 +436,15 @@ static int lane_prepare_target(struct lane *l)
 
 static bool is_op_name(const char *what)
 {
-	for (int op = 0; op < _LANE_OP_MAX; op++)
-		if (strcmp(what, op_names[op]) == 0)
+	for (int op = 0; op < IO_OP_COUNT; op++)
+		if (strcmp(what, io_op_name(op)) == 0)
 			return true;
 	return false;
 }
 
 /*
  * The probe's state after a run: @err 0 (it ran without errors) or the -errno of
- * its first failure, @what failed (an op_names[] entry or a literal). Logs a line
+ * its first failure, @what failed (an io_op_name() or a literal). Logs a line
  * when it changed: a write that keeps failing while the fdatasync after it
  * succeeds is one state, one line.
  */
@@ -477,14 +471,14 @@ static void probe_state(struct lane_probe *lp, int err, const char *what)
 /* Publishes one ping I/O. Returns 0 when it completed in full, -errno when it
  * failed (*what: what failed), 1 when the engine gave up waiting (counted as a
  * timeout: no news about the probe's state). */
-static int publish_io(struct lane *l, struct lane_probe *lp, enum lane_op op, ssize_t result,
+static int publish_io(struct lane *l, struct lane_probe *lp, enum io_op op, ssize_t result,
 		      size_t want, uint64_t lat_ns, const char **what)
 {
 	if (result == -ETIME)
 		return 1;
 	if (result < 0) {
 		metrics_add(lp->errors[LANE_ERR_IO], 1);
-		*what = op_names[op];
+		*what = io_op_name(op);
 		return (int)result;
 	}
 	if ((size_t)result < want) {
@@ -524,17 +518,14 @@ static void count_timeout(struct lane *l, struct lane_probe *lp, uint64_t submit
 
 static void publish_burst(struct lane *l, struct lane_probe *lp, const struct burst_result *res)
 {
-	static const int dir_op[_BURST_DIR_MAX] = {
-		[BURST_READ] = LANE_OP_READ, [BURST_WRITE] = LANE_OP_WRITE};
 	double secs = res->elapsed_ns / 1e9;
 	uint64_t errors = 0, shorts = 0;
 	bool gauges = burst_series(lp, l->cfg->name, l->metrics) == 0;
 
 	/* Histograms, counters and the last-burst gauges move together. */
 	metrics_lock(l->metrics);
-	for (int d = 0; d < _BURST_DIR_MAX; d++) {
-		const struct burst_dir_result *dr = &res->dir[d];
-		int op = dir_op[d];
+	for (int op = 0; op < IO_DIR_COUNT; op++) {
+		const struct burst_dir_result *dr = &res->dir[op];
 
 		errors += dr->errors;
 		shorts += dr->short_ios;
@@ -609,7 +600,7 @@ static void lane_run_burst(struct lane *l, struct lane_probe *lp)
 	} else if (res->error) {
 		probe_state(lp, res->error,
 			    burst_what(lp, "burst stopped early", what, sizeof(what)));
-	} else if (res->dir[BURST_READ].errors + res->dir[BURST_WRITE].errors) {
+	} else if (res->dir[IO_READ].errors + res->dir[IO_WRITE].errors) {
 		probe_state(lp, -EIO, "I/O errors during the burst");
 	} else if (!res->stopped) {
 		probe_state(lp, 0, NULL);
@@ -621,7 +612,7 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 	const struct cfg_probe *p = lp->cfg;
 	struct ping_result res;
 	struct timespec wall;
-	enum lane_op op = p->op == CFG_OP_WRITE ? LANE_OP_WRITE : LANE_OP_READ;
+	enum io_op op = p->op;
 	const char *what = NULL, *sync_what = NULL;
 	int r, sync_r;
 
@@ -659,7 +650,7 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 		count_timeout(l, lp, res.submit_ns);
 	if (p->sync == CFG_SYNC_FDATASYNC) {
 		/* Even after a failed write: fdatasync is where writeback errors show. */
-		sync_r = publish_io(l, lp, LANE_OP_FDATASYNC, res.sync_result, 0, res.sync_lat_ns,
+		sync_r = publish_io(l, lp, IO_FDATASYNC, res.sync_result, 0, res.sync_lat_ns,
 				    &sync_what);
 		if (res.sync_result == -ETIME || res.sync_lat_ns >= p->timeout_ns)
 			count_timeout(l, lp, res.sync_submit_ns);
@@ -755,8 +746,7 @@ void lane_request_stop(struct lane *l)
 
 bool lane_wait(struct lane *l, uint64_t deadline_ns)
 {
-	struct timespec ts = {.tv_sec = deadline_ns / 1000000000ULL,
-			      .tv_nsec = deadline_ns % 1000000000ULL};
+	struct timespec ts = eng_timespec(deadline_ns);
 	bool done;
 
 	if (!l->started)
@@ -847,7 +837,7 @@ static void drop(struct metric_series **s)
 
 void lane_drop_probe_series(struct lane_probe *lp)
 {
-	for (int op = 0; op < _LANE_OP_MAX; op++) {
+	for (int op = 0; op < IO_OP_COUNT; op++) {
 		drop(&lp->latency[op]);
 		drop(&lp->ios[op]);
 		drop(&lp->bytes[op]);

@@ -24,13 +24,6 @@
 #include "probe.h"
 #include "target.h"
 
-enum lane_op {
-	LANE_OP_READ,
-	LANE_OP_WRITE,
-	LANE_OP_FDATASYNC,
-	_LANE_OP_MAX,
-};
-
 enum lane_error {
 	LANE_ERR_IO,	      /* the I/O returned -errno */
 	LANE_ERR_SHORT,	      /* fewer bytes than asked */
@@ -57,15 +50,15 @@ struct lane_probe {
 	 * failed (an op name, or "cannot run on this target"...). */
 	int state_error;
 	char state_what[384]; /* "" while it runs without errors */
-	struct metric_series *latency[_LANE_OP_MAX];
-	struct metric_series *ios[_LANE_OP_MAX];
-	struct metric_series *bytes[_LANE_OP_MAX];
+	struct metric_series *latency[IO_OP_COUNT];
+	struct metric_series *ios[IO_OP_COUNT];
+	struct metric_series *bytes[IO_OP_COUNT];
 	struct metric_series *errors[_LANE_ERR_MAX];
 	struct metric_series *runs, *last_run, *deferred, *skipped;
 	/* Last finished burst, created at its first publication (no zeros before). */
-	struct metric_series *burst_iops[_LANE_OP_MAX], *burst_bw[_LANE_OP_MAX];
-	struct metric_series *burst_q[_LANE_OP_MAX][LANE_BURST_QUANTILES];
-	struct metric_series *burst_max[_LANE_OP_MAX];
+	struct metric_series *burst_iops[IO_OP_COUNT], *burst_bw[IO_OP_COUNT];
+	struct metric_series *burst_q[IO_OP_COUNT][LANE_BURST_QUANTILES];
+	struct metric_series *burst_max[IO_OP_COUNT];
 	struct metric_series *burst_seconds;
 };
 

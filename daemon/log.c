@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "../engines/clock.h"
 #include "log.h"
 
 /* Distinct texts and keys tracked at once; beyond, the oldest is reported and
@@ -95,7 +96,7 @@ static uint64_t mono_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return eng_ns(&ts);
 }
 
 static uint64_t fnv1a(const char *s)

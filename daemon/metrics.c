@@ -38,13 +38,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "metrics.h"
 
 struct metrics {
 	pthread_mutex_t lock;		 /* guards everything below and in families/series */
 	struct metric_family **families; /* declaration order */
 	unsigned n_families;
-	unsigned cap_families;
+	size_t cap_families;
 	int native_schema;	      /* native view: schema */
 	double native_zero_threshold; /* native view: zero bucket width, seconds (> 0) */
 };
@@ -61,7 +62,7 @@ struct metric_family {
 	double bounds_s[HIST_MAX_BOUNDS];    /* the same in seconds */
 	struct metric_series **series;	     /* sorted by label values */
 	unsigned n_series;
-	unsigned cap_series;
+	size_t cap_series;
 };
 
 /* Immutable bytes, shared by a cache slot and the snapshots that use them. */
@@ -105,25 +106,6 @@ static bool name_valid(const char *s, bool colon)
 			return false;
 	}
 	return true;
-}
-
-static int grow(void *arrayp, unsigned *cap, unsigned need, size_t elem)
-{
-	void **array = arrayp;
-	unsigned ncap;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 8;
-	while (ncap < need)
-		ncap *= 2;
-	n = realloc(*array, (size_t)ncap * elem);
-	if (!n)
-		return -ENOMEM;
-	*array = n;
-	*cap = ncap;
-	return 0;
 }
 
 /* Reference counts: called with the registry mutex held (or with no other
@@ -294,7 +276,7 @@ struct metric_family *metrics_family(struct metrics *m, const char *name, enum m
 		goto out;
 	}
 
-	if (grow(&m->families, &m->cap_families, m->n_families + 1, sizeof(*m->families)) < 0)
+	if (mem_grow(&m->families, &m->cap_families, m->n_families + 1, sizeof(*m->families)) < 0)
 		goto out;
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -370,7 +352,7 @@ struct metric_series *metrics_series(struct metric_family *f, const char *const 
 	}
 	pos = i;
 
-	if (grow(&f->series, &f->cap_series, f->n_series + 1, sizeof(*f->series)) < 0)
+	if (mem_grow(&f->series, &f->cap_series, f->n_series + 1, sizeof(*f->series)) < 0)
 		goto out;
 	s = calloc(1, sizeof(*s));
 	if (!s)

@@ -16,10 +16,6 @@
 #include "probe.h"
 #include "target.h"
 
-enum { OP_READ, OP_WRITE, OP_FDATASYNC, _OP_MAX };
-
-static const char *const op_names[_OP_MAX] = {"read", "write", "fdatasync"};
-
 struct op_sum {
 	struct hist *h;
 	uint64_t ios, bytes, errors, short_ios;
@@ -30,7 +26,7 @@ struct probe_sum {
 	const struct cfg_probe *cfg;
 	const struct cfg_target *target;
 	const char *engine;
-	struct op_sum ops[_OP_MAX];
+	struct op_sum ops[IO_OP_COUNT];
 	uint64_t wall_ns;
 	uint64_t timeouts;
 	int error; /* could not run, or stopped by an error */
@@ -53,14 +49,10 @@ static uint64_t now_ns(void)
 	return eng_now_ns();
 }
 
+/* EINTR (Ctrl-C) returns early; the caller checks stop_requested. */
 static void sleep_until(uint64_t when_ns)
 {
-	struct timespec ts = {.tv_sec = when_ns / 1000000000ULL,
-			      .tv_nsec = when_ns % 1000000000ULL};
-
-	/* EINTR (Ctrl-C) returns early; the caller checks stop_requested. */
-	while (!atomic_load(&stop_requested) &&
-	       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (!atomic_load(&stop_requested) && eng_sleep_until(when_ns) == -EINTR)
 		;
 }
 
@@ -84,7 +76,7 @@ static int run_ping(struct probe_sum *ps, struct target *t, const struct oneshot
 {
 	const struct cfg_probe *p = ps->cfg;
 	uint64_t interval = o->interval_ns >= 0 ? (uint64_t)o->interval_ns : p->interval_ns;
-	struct op_sum *main_op = &ps->ops[p->op == CFG_OP_WRITE ? OP_WRITE : OP_READ];
+	struct op_sum *main_op = &ps->ops[p->op];
 	struct ping ping;
 	uint64_t start;
 	int r;
@@ -120,7 +112,7 @@ static int run_ping(struct probe_sum *ps, struct target *t, const struct oneshot
 		if (p->sync == CFG_SYNC_FDATASYNC) {
 			if (res.sync_result == -ETIME && atomic_load(&stop_requested))
 				break;
-			record(&ps->ops[OP_FDATASYNC], res.sync_result, 0, res.sync_lat_ns);
+			record(&ps->ops[IO_FDATASYNC], res.sync_result, 0, res.sync_lat_ns);
 			ps->timeouts +=
 				res.sync_result == -ETIME || res.sync_lat_ns >= p->timeout_ns;
 		}
@@ -161,8 +153,8 @@ static int run_burst(struct probe_sum *ps, struct target *t, const struct config
 		burst_free(b);
 		return r;
 	}
-	for (int d = 0; d < _BURST_DIR_MAX; d++) {
-		struct op_sum *s = &ps->ops[d == BURST_READ ? OP_READ : OP_WRITE];
+	for (int d = 0; d < IO_DIR_COUNT; d++) {
+		struct op_sum *s = &ps->ops[d];
 
 		s->ios = res->dir[d].ios;
 		s->bytes = res->dir[d].bytes;
@@ -213,7 +205,7 @@ static void print_human(const struct probe_sum *ps)
 	printf("--- %s %s on %s (%s %s, engine %s) ---\n", p->name, cfg_probe_kind_name(p->kind),
 	       ps->target->name, cfg_target_kind_name(ps->target->kind), ps->target->path,
 	       ps->engine ? ps->engine : p->engine);
-	for (int op = 0; op < _OP_MAX; op++) {
+	for (int op = 0; op < IO_OP_COUNT; op++) {
 		const struct op_sum *s = &ps->ops[op];
 		double secs = s->io_ns / 1e9;
 
@@ -222,7 +214,7 @@ static void print_human(const struct probe_sum *ps)
 		fmt_time(a, sizeof(a), s->io_ns);
 		fmt_time(b, sizeof(b), ps->wall_ns);
 		cfg_format_bytes((double)s->bytes, c, sizeof(c));
-		printf("%s: %" PRIu64 " requests completed in %s (%s wall), %s", op_names[op],
+		printf("%s: %" PRIu64 " requests completed in %s (%s wall), %s", io_op_name(op),
 		       s->ios, a, b, c);
 		fmt_rate(a, sizeof(a), secs > 0 ? s->ios / secs : 0);
 		cfg_format_bytes(secs > 0 ? s->bytes / secs : 0, b, sizeof(b));
@@ -295,7 +287,7 @@ static void print_json_probe(const struct probe_sum *ps)
 	printf(", \"timeouts\": %" PRIu64 ", ", ps->timeouts);
 	json_seconds("wall_seconds", ps->wall_ns, true);
 	printf("\"ops\": [");
-	for (int op = 0; op < _OP_MAX; op++) {
+	for (int op = 0; op < IO_OP_COUNT; op++) {
 		const struct op_sum *s = &ps->ops[op];
 		double secs = s->io_ns / 1e9;
 
@@ -303,7 +295,7 @@ static void print_json_probe(const struct probe_sum *ps)
 			continue;
 		printf("%s\n      {\"op\": \"%s\", \"ios\": %" PRIu64 ", \"bytes\": %" PRIu64
 		       ", \"errors\": %" PRIu64 ", \"short_ios\": %" PRIu64 ", ",
-		       first ? "" : ",", op_names[op], s->ios, s->bytes, s->errors, s->short_ios);
+		       first ? "" : ",", io_op_name(op), s->ios, s->bytes, s->errors, s->short_ios);
 		first = false;
 		json_seconds("seconds", s->io_ns, true);
 		printf("\"iops\": %.9g, \"bandwidth_bytes_per_second\": %.9g, ",
@@ -384,7 +376,7 @@ int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
 		n++;
 		ps->cfg = p;
 		ps->target = &cfg->targets[p->target];
-		for (int op = 0; op < _OP_MAX; op++) {
+		for (int op = 0; op < IO_OP_COUNT; op++) {
 			ps->ops[op].h = hist_new(cfg->buckets_ns, cfg->n_buckets);
 			if (!ps->ops[op].h) {
 				fprintf(stderr, "iopulse probe: out of memory\n");
@@ -402,7 +394,7 @@ int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
 				 ps->target->name, t->error);
 		ps->interrupted = atomic_load(&stop_requested);
 		ps->error = r;
-		for (int op = 0; op < _OP_MAX; op++)
+		for (int op = 0; op < IO_OP_COUNT; op++)
 			if (ps->ops[op].errors || ps->ops[op].short_ios)
 				ps->error = ps->error ? ps->error : -EIO;
 		if (ps->error && !ps->message[0])
@@ -426,7 +418,7 @@ out:
 			target_close(&targets[ti]);
 	if (sums)
 		for (unsigned i = 0; i < cfg->n_probes; i++)
-			for (int op = 0; op < _OP_MAX; op++)
+			for (int op = 0; op < IO_OP_COUNT; op++)
 				hist_free(sums[i].ops[op].h);
 	free(sums);
 	free(targets);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "probe.h"
 
 /* Probe buffers are aligned to this; targets needing more are refused (target.c). */
@@ -76,16 +77,7 @@ static size_t n_parked, cap_parked;
 static void park_buffer(void *buf)
 {
 	pthread_mutex_lock(&parked_mu);
-	if (n_parked == cap_parked) {
-		size_t cap = cap_parked ? 2 * cap_parked : 8;
-		void **grown = realloc(parked, cap * sizeof(*parked));
-
-		if (grown) {
-			parked = grown;
-			cap_parked = cap;
-		}
-	}
-	if (n_parked < cap_parked)
+	if (mem_grow(&parked, &cap_parked, n_parked + 1, sizeof(*parked)) == 0)
 		parked[n_parked++] = buf;
 	pthread_mutex_unlock(&parked_mu);
 }
@@ -152,7 +144,7 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 {
 	const struct cfg_probe *cfg = p->cfg;
 	const uint64_t bs = cfg->block_size;
-	const bool write = cfg->op == CFG_OP_WRITE;
+	const bool write = cfg->op == IO_WRITE;
 	uint64_t avail, ws, slots;
 	struct io_req req;
 	int ret;

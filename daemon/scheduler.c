@@ -20,8 +20,8 @@
 #include "scheduler.h"
 #include "target.h"
 
-#define HOUSEKEEPING_NS 250000000ULL  /* timeout checks: 4 per second */
-#define STATUS_MIN_NS	1000000000ULL /* STATUS= at most once a second */
+#define HOUSEKEEPING_NS 250000000ULL /* timeout checks: 4 per second */
+#define STATUS_MIN_NS	NSEC_PER_SEC /* STATUS= at most once a second */
 #define STATUS_LEN	256
 #define RELOAD_GRACE_NS 500000000ULL /* old lanes get this long to finish on reload */
 
@@ -303,8 +303,7 @@ static int watchdog_start(struct sched *s)
 	half_ns = usec * 1000 / 2;
 	if (half_ns == 0)
 		half_ns = 1;
-	its.it_interval.tv_sec = its.it_value.tv_sec = (time_t)(half_ns / 1000000000ULL);
-	its.it_interval.tv_nsec = its.it_value.tv_nsec = (long)(half_ns % 1000000000ULL);
+	its.it_interval = its.it_value = eng_timespec(half_ns);
 	s->watchdog_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->watchdog_fd < 0 || timerfd_settime(s->watchdog_fd, 0, &its, NULL) < 0)
 		return log_error_errno(-errno, "Failed to arm the watchdog timer: %m");
@@ -361,7 +360,7 @@ static int start_lanes(struct sched *s)
 			return log_error_errno(r, "Failed to start the lane of target %s: %m",
 					       s->lanes[li].cfg->name);
 		struct lane *l = &s->lanes[li];
-		uint64_t spread = 1000000000ULL; /* first runs within a second of start */
+		uint64_t spread = NSEC_PER_SEC; /* first runs within a second of start */
 
 		/* Splay: a lane's probes start evenly spread over the shortest interval
 		 * (at most a second), so that probes with multiple intervals do not fall
@@ -438,8 +437,7 @@ static int arm_timer(struct sched *s)
 	if (s->n_heap == 0)
 		return 0;
 	due = s->heap[0].due_ns ? s->heap[0].due_ns : 1; /* 0 would disarm */
-	its.it_value.tv_sec = due / 1000000000ULL;
-	its.it_value.tv_nsec = due % 1000000000ULL;
+	its.it_value = eng_timespec(due);
 	return timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ? -errno : 0;
 }
 

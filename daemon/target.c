@@ -755,16 +755,11 @@ static size_t layout_chunk(uint64_t rate)
 /* Sleeps until @start + @bytes / @rate seconds (CLOCK_MONOTONIC, absolute). */
 static void layout_pace(const struct timespec *start, uint64_t bytes, uint64_t rate)
 {
-	struct timespec until = *start;
-
 	/* In two parts: bytes * 1e9 overflows 64 bits above 18GB. */
-	until.tv_sec += (time_t)(bytes / rate);
-	until.tv_nsec += (long)((double)(bytes % rate) * 1e9 / (double)rate);
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+	uint64_t until = eng_ns(start) + bytes / rate * NSEC_PER_SEC +
+			 (uint64_t)((double)(bytes % rate) * 1e9 / (double)rate);
+
+	while (eng_sleep_until(until) == -EINTR)
 		;
 }
 
@@ -2023,12 +2018,7 @@ int target_stat_within(const char *path, struct stat *st, unsigned ms)
 		return r;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += ms / 1000;
-	end.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
+	end = eng_timespec(eng_ns(&end) + (uint64_t)ms * 1000000);
 	while (!j->done && pthread_cond_timedwait(&j->cv, &j->mu, &end) != ETIMEDOUT)
 		;
 	if (j->done) {

@@ -28,11 +28,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum io_op {
-	IO_READ,
-	IO_WRITE,
-	IO_FDATASYNC,
-};
+#include "clock.h"
+#include "io_op.h"
 
 struct io_req {
 	void *buf;	 /* aligned for O_DIRECT by the caller */
@@ -68,7 +65,7 @@ struct engine_ops {
 	void (*cleanup)(struct engine *e);
 };
 
-#define ENGINE_MAX_DEPTH 256
+#define ENGINE_MAX_DEPTH IO_MAX_DEPTH
 
 struct engine {
 	const struct engine_ops *ops;
@@ -104,9 +101,6 @@ void eng_cleanup(struct engine *e);
 
 /* Calls the engine's register_buffer; -EOPNOTSUPP when it has none. */
 int eng_register_buffer(struct engine *e, void *buf, size_t len);
-
-/* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t eng_now_ns(void);
 
 /* The engines themselves (engines/<name>.c); use eng_table / eng_find. */
 extern const struct engine_ops eng_io_uring_ops, eng_libaio_ops;

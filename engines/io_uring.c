@@ -436,8 +436,10 @@ static int uring_reap(struct engine *e, struct io_req **done, unsigned min, unsi
 		struct io_uring_cqe *cqe;
 
 		if (timeout_ns >= 0) {
-			ts.tv_sec = timeout_ns / 1000000000;
-			ts.tv_nsec = timeout_ns % 1000000000;
+			struct timespec t = eng_timespec((uint64_t)timeout_ns);
+
+			ts.tv_sec = t.tv_sec;
+			ts.tv_nsec = t.tv_nsec;
 			tsp = &ts;
 		}
 		/* Returns at once if @want are already in the CQ ring. */

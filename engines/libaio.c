@@ -277,8 +277,7 @@ static int aio_reap(struct engine *e, struct io_req **done, unsigned min, unsign
 			if (timeout_ns < 0) {
 				tsp = NULL;
 			} else {
-				ts.tv_sec = timeout_ns / 1000000000;
-				ts.tv_nsec = timeout_ns % 1000000000;
+				ts = eng_timespec((uint64_t)timeout_ns);
 			}
 		}
 		r = io_getevents(a->ctx, (long)want, (long)room, a->events, tsp);

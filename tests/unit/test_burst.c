@@ -75,13 +75,13 @@ static struct cfg_probe burst_cfg(enum cfg_rw rw, uint64_t bs, unsigned depth, u
 
 static uint64_t total_ios(const struct burst_result *r)
 {
-	return r->dir[BURST_READ].ios + r->dir[BURST_WRITE].ios;
+	return r->dir[IO_READ].ios + r->dir[IO_WRITE].ios;
 }
 
 /* No errors of any kind (run_once() checked histogram counts == ios already). */
 static void assert_clean(const struct burst_result *r)
 {
-	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+	for (int d = 0; d < IO_DIR_COUNT; d++) {
 		assert_int_equal(r->dir[d].errors, 0);
 		assert_int_equal(r->dir[d].short_ios, 0);
 	}
@@ -95,7 +95,7 @@ struct run {
 	int ret;
 	uint64_t wall_ns;
 	struct burst_result res; /* hist pointers are gone after the run */
-	uint64_t hist_count[_BURST_DIR_MAX];
+	uint64_t hist_count[IO_DIR_COUNT];
 };
 
 static struct run run_once(const struct cfg_probe *cfg, const struct engine_ops *ops,
@@ -115,7 +115,7 @@ static struct run run_once(const struct cfg_probe *cfg, const struct engine_ops 
 	out.wall_ns = now_ns() - start;
 	assert_non_null(res);
 	out.res = *res;
-	for (int d = 0; d < _BURST_DIR_MAX; d++) {
+	for (int d = 0; d < IO_DIR_COUNT; d++) {
 		out.hist_count[d] = hist_count(res->dir[d].hist);
 		assert_int_equal(out.hist_count[d], res->dir[d].ios);
 		out.res.dir[d].hist = NULL;
@@ -141,7 +141,7 @@ static void assert_one_way(const struct run *r, int d, uint64_t n, uint64_t bs)
 {
 	assert_int_equal(r->res.dir[d].ios, n);
 	assert_int_equal(r->res.dir[d].bytes, n * bs);
-	assert_int_equal(r->res.dir[d == BURST_READ ? BURST_WRITE : BURST_READ].ios, 0);
+	assert_int_equal(r->res.dir[d == IO_READ ? IO_WRITE : IO_READ].ios, 0);
 }
 
 /* ---------------------------------------------------------------- test engines */
@@ -359,8 +359,8 @@ static void test_null_ios_exact(void **state)
 
 		cfg.ios = 100003;
 		r = run_clean(&cfg, &eng_null_ops, target4m());
-		assert_one_way(&r, BURST_READ, cfg.ios, 4096);
-		assert_int_equal(r.hist_count[BURST_READ], cfg.ios);
+		assert_one_way(&r, IO_READ, cfg.ios, 4096);
+		assert_int_equal(r.hist_count[IO_READ], cfg.ios);
 		assert_true(r.res.elapsed_ns > 0 && r.res.elapsed_ns <= r.wall_ns);
 	}
 }
@@ -388,9 +388,8 @@ static void test_null_jobs_merge(void **state)
 	cfg.ios = 200001;
 	r = run_clean(&cfg, &eng_null_ops, target4m());
 	assert_int_equal(total_ios(&r.res), cfg.ios);
-	assert_int_equal(r.hist_count[BURST_READ] + r.hist_count[BURST_WRITE], cfg.ios);
-	assert_int_equal(r.res.dir[BURST_READ].bytes + r.res.dir[BURST_WRITE].bytes,
-			 cfg.ios * 4096);
+	assert_int_equal(r.hist_count[IO_READ] + r.hist_count[IO_WRITE], cfg.ios);
+	assert_int_equal(r.res.dir[IO_READ].bytes + r.res.dir[IO_WRITE].bytes, cfg.ios * 4096);
 
 	/* duration mode: whatever the jobs did adds up. */
 	cfg.ios = 0;
@@ -432,7 +431,7 @@ static void test_sync_randread_qd1(void **state)
 	(void)state;
 	cfg.ios = 2000;
 	r = run_clean(&cfg, &eng_sync_ops, target4m());
-	assert_one_way(&r, BURST_READ, 2000, 4096);
+	assert_one_way(&r, IO_READ, 2000, 4096);
 }
 
 static void test_sync_randwrite(void **state)
@@ -443,16 +442,16 @@ static void test_sync_randwrite(void **state)
 	(void)state;
 	cfg.ios = 2000;
 	r = run_clean(&cfg, &eng_sync_ops, target4m());
-	assert_one_way(&r, BURST_WRITE, 2000, 8192);
+	assert_one_way(&r, IO_WRITE, 2000, 8192);
 
 	/* Sequential, both ways, by duration. */
 	cfg = burst_cfg(CFG_RW_WRITE, 65536, 8, 2);
 	cfg.duration_ns = 100 * MSEC;
 	r = run_clean(&cfg, &eng_sync_ops, target4m());
-	assert_true(r.res.dir[BURST_WRITE].ios > 0);
+	assert_true(r.res.dir[IO_WRITE].ios > 0);
 	cfg.rw = CFG_RW_READ;
 	r = run_clean(&cfg, &eng_sync_ops, target4m());
-	assert_true(r.res.dir[BURST_READ].ios > 0);
+	assert_true(r.res.dir[IO_READ].ios > 0);
 }
 
 /* io_uring and libaio, where built and working: the same counts over engines that
@@ -475,13 +474,13 @@ static void test_queueing_engines(void **state)
 		cfg.ios = 20000;
 		r = run_clean(&cfg, ops, target4m());
 		assert_int_equal(total_ios(&r.res), 20000);
-		assert_true(r.res.dir[BURST_READ].ios > 0 && r.res.dir[BURST_WRITE].ios > 0);
+		assert_true(r.res.dir[IO_READ].ios > 0 && r.res.dir[IO_WRITE].ios > 0);
 
 		cfg = burst_cfg(CFG_RW_READ, 65536, 8, 1);
 		cfg.duration_ns = 200 * MSEC;
 		cfg.ramp_ns = 50 * MSEC;
 		r = run_clean(&cfg, ops, target4m());
-		assert_true(r.res.dir[BURST_READ].ios > 0);
+		assert_true(r.res.dir[IO_READ].ios > 0);
 		assert_true(r.res.elapsed_ns >= 100 * MSEC && r.res.elapsed_ns <= 300 * MSEC);
 
 		cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 16, 1);
@@ -560,7 +559,7 @@ static void test_bsrange(void **state)
 	}
 	for (int k = 1; k <= 4; k++)
 		assert_true(seen[k] > 4000 && seen[k] < 6000); /* uniform over the 4 sizes */
-	assert_int_equal(r.res.dir[BURST_READ].bytes + r.res.dir[BURST_WRITE].bytes, bytes);
+	assert_int_equal(r.res.dir[IO_READ].bytes + r.res.dir[IO_WRITE].bytes, bytes);
 	rec_done();
 }
 
@@ -628,8 +627,8 @@ static void test_rwmix(void **state)
 	assert_int_equal(rec_n, 20000);
 	for (unsigned i = 0; i < rec_n; i++)
 		reads += rec_log[i].op == IO_READ;
-	assert_int_equal(r.res.dir[BURST_READ].ios, reads);
-	assert_int_equal(r.res.dir[BURST_WRITE].ios, 20000 - reads);
+	assert_int_equal(r.res.dir[IO_READ].ios, reads);
+	assert_int_equal(r.res.dir[IO_WRITE].ios, 20000 - reads);
 	frac = reads / 20000.0;
 	assert_true(frac > 0.68 && frac < 0.72);
 	/* Not alternation: some runs of 5+ reads and of 2+ writes. */
@@ -652,10 +651,10 @@ static void test_rwmix(void **state)
 	cfg.ios = 2000;
 	rec_reset(0);
 	r = run_once(&cfg, &rec_ops, target4m(), NULL);
-	assert_int_equal(r.res.dir[BURST_READ].ios, 2000);
+	assert_int_equal(r.res.dir[IO_READ].ios, 2000);
 	cfg.rwmix_read = 0.0;
 	r = run_once(&cfg, &rec_ops, target4m(), NULL);
-	assert_int_equal(r.res.dir[BURST_WRITE].ios, 2000);
+	assert_int_equal(r.res.dir[IO_WRITE].ios, 2000);
 	rec_done();
 }
 
@@ -716,7 +715,7 @@ static void test_sync_write_lands(void **state)
 	cfg.working_set = 64 * 1024;
 	cfg.ios = 16; /* exactly the working set, sequentially */
 	r = run_clean(&cfg, &eng_sync_ops, &f.t);
-	assert_int_equal(r.res.dir[BURST_WRITE].ios, 16);
+	assert_int_equal(r.res.dir[IO_WRITE].ios, 16);
 	assert_int_equal(pread(fd, after, 64 * 1024, (off_t)f.t.data_start), 64 * 1024);
 	for (int blk = 0; blk < 16; blk++)
 		assert_memory_not_equal(before + blk * 4096, after + blk * 4096, 4096);
@@ -874,7 +873,7 @@ static void test_refusals(void **state)
 		r = run_once(&cfg, &eng_null_ops, &ro.t, NULL);
 		if (rw == CFG_RW_RANDREAD || rw == CFG_RW_READ) {
 			assert_int_equal(r.ret, 0);
-			assert_int_equal(r.res.dir[BURST_READ].ios, 100);
+			assert_int_equal(r.res.dir[IO_READ].ios, 100);
 		} else {
 			assert_int_equal(r.ret, -EBADF);
 			assert_int_equal(total_ios(&r.res), 0);
@@ -1076,7 +1075,7 @@ static void test_buffers_per_run(void **state)
 	for (int run = 0; run < 2; run++) {
 		atomic_store(&peek_bytes, 0);
 		assert_int_equal(burst_run(peek_burst, target4m(), NULL, &res), 0);
-		assert_int_equal(res->dir[BURST_WRITE].ios, 1000);
+		assert_int_equal(res->dir[IO_WRITE].ios, 1000);
 		assert_int_equal(res->error, 0);
 		/* During the run, before the clock: all of them, faulted in. */
 		assert_int_equal(atomic_load(&peek_bytes), want);
@@ -1118,12 +1117,12 @@ static void test_errors(void **state)
 	rec_eio_every = rec_short_every = 0;
 	assert_int_equal(r.ret, 0);
 	assert_int_equal(r.res.error, 0);
-	assert_int_equal(r.res.dir[BURST_READ].errors, 1000);
-	assert_int_equal(r.res.dir[BURST_READ].ios, 9000);
+	assert_int_equal(r.res.dir[IO_READ].errors, 1000);
+	assert_int_equal(r.res.dir[IO_READ].ios, 9000);
 	/* every 7th, less those that were every 70th (errors instead) */
-	assert_int_equal(r.res.dir[BURST_READ].short_ios, 10000 / 7 - 10000 / 70);
-	assert_int_equal(r.res.dir[BURST_READ].bytes,
-			 9000ULL * 4096 - r.res.dir[BURST_READ].short_ios * 2048);
+	assert_int_equal(r.res.dir[IO_READ].short_ios, 10000 / 7 - 10000 / 70);
+	assert_int_equal(r.res.dir[IO_READ].bytes,
+			 9000ULL * 4096 - r.res.dir[IO_READ].short_ios * 2048);
 
 	/* -EINVAL from submit is a setup problem: the burst stops with it. */
 	cfg.ios = 0;
@@ -1207,7 +1206,7 @@ static void test_timeout(void **state)
 	assert_int_equal(r.res.error, -ETIMEDOUT);
 	assert_false(r.res.stopped);
 	assert_int_equal(total_ios(&r.res), 0);
-	assert_int_equal(r.res.dir[BURST_READ].errors, 0); /* our cancel, not the device */
+	assert_int_equal(r.res.dir[IO_READ].errors, 0); /* our cancel, not the device */
 	assert_true(atomic_load(&hang_cancels) >= 1);
 	assert_true(r.wall_ns >= 50 * MSEC && r.wall_ns < 500 * MSEC);
 

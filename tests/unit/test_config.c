@@ -870,7 +870,7 @@ static void test_defaults_filled(void **state)
 	assert_string_equal(p->name, "p1");
 	assert_int_equal(p->kind, CFG_PROBE_PING);
 	assert_int_equal(p->target, 0);
-	assert_int_equal(p->op, CFG_OP_READ);
+	assert_int_equal(p->op, IO_READ);
 	assert_int_equal(p->sync, CFG_SYNC_NONE);
 	assert_int_equal(p->interval_ns, CFG_DEFAULT_INTERVAL_NS);
 	assert_int_equal(p->block_size, CFG_DEFAULT_BLOCK_SIZE);
@@ -925,7 +925,7 @@ static void test_every_key(void **state)
 	assert_string_equal(c->targets[1].path, "/b file");
 	assert_int_equal(c->targets[1].size, 0);
 	p = &c->probes[0];
-	assert_int_equal(p->op, CFG_OP_WRITE);
+	assert_int_equal(p->op, IO_WRITE);
 	assert_int_equal(p->sync, CFG_SYNC_FDATASYNC);
 	assert_int_equal(p->interval_ns, 90 * S);
 	assert_int_equal(p->block_size, 8192);
@@ -963,7 +963,7 @@ static void test_burst_defaults(void **state)
 	assert_int_equal(p->interval_ns, CFG_DEFAULT_EVERY_NS);
 	assert_int_equal(p->timeout_ns, CFG_DEFAULT_TIMEOUT_NS);
 	assert_string_equal(p->engine, "auto");
-	assert_int_equal(p->op, CFG_OP_READ);
+	assert_int_equal(p->op, IO_READ);
 	assert_int_equal(p->sync, CFG_SYNC_NONE);
 	assert_false(cfg_probe_writes(p));
 	p = &c->probes[1];
@@ -1563,14 +1563,14 @@ static void test_embedded_default(void **state)
 	assert_string_equal(p->name, "read-ping");
 	assert_int_equal(p->kind, CFG_PROBE_PING);
 	assert_int_equal(p->target, 0);
-	assert_int_equal(p->op, CFG_OP_READ);
+	assert_int_equal(p->op, IO_READ);
 	assert_int_equal(p->sync, CFG_SYNC_NONE);
 	assert_int_equal(p->block_size, 4096);
 	assert_int_equal(p->interval_ns, 1 * S);
 	p = &c->probes[1];
 	assert_string_equal(p->name, "write-ping");
 	assert_int_equal(p->target, 0);
-	assert_int_equal(p->op, CFG_OP_WRITE);
+	assert_int_equal(p->op, IO_WRITE);
 	assert_int_equal(p->sync, CFG_SYNC_FDATASYNC);
 	assert_int_equal(p->block_size, 4096);
 	assert_int_equal(p->interval_ns, 10 * S);
@@ -1846,8 +1846,8 @@ static void test_misc(void **state)
 	assert_int_equal(cfg_target_index(c, NULL), -1);
 	assert_int_equal(cfg_target_index(NULL, "disk"), -1);
 	cfg_free(c);
-	assert_string_equal(cfg_op_name(CFG_OP_READ), "read");
-	assert_string_equal(cfg_op_name(CFG_OP_WRITE), "write");
+	assert_string_equal(io_op_name(IO_READ), "read");
+	assert_string_equal(io_op_name(IO_WRITE), "write");
 	assert_string_equal(cfg_target_kind_name(CFG_TARGET_DIRECTORY), "directory");
 	assert_string_equal(cfg_target_kind_name(CFG_TARGET_FILE), "file");
 	assert_string_equal(cfg_probe_kind_name(CFG_PROBE_PING), "ping");
@@ -1864,11 +1864,10 @@ static void test_misc(void **state)
 	assert_string_equal(cfg_require_mount_name(CFG_MOUNT_PATH), "path");
 	assert_false(cfg_probe_writes(NULL));
 	assert_false(cfg_probe_writes(&(struct cfg_probe){.kind = CFG_PROBE_PING}));
-	assert_true(
-		cfg_probe_writes(&(struct cfg_probe){.kind = CFG_PROBE_PING, .op = CFG_OP_WRITE}));
+	assert_true(cfg_probe_writes(&(struct cfg_probe){.kind = CFG_PROBE_PING, .op = IO_WRITE}));
 	/* A burst's 'op' means nothing: only 'rw' decides. */
-	assert_false(cfg_probe_writes(&(struct cfg_probe){
-		.kind = CFG_PROBE_BURST, .op = CFG_OP_WRITE, .rw = CFG_RW_READ}));
+	assert_false(cfg_probe_writes(
+		&(struct cfg_probe){.kind = CFG_PROBE_BURST, .op = IO_WRITE, .rw = CFG_RW_READ}));
 	assert_false(cfg_probe_writes(
 		&(struct cfg_probe){.kind = CFG_PROBE_BURST, .rw = CFG_RW_RANDREAD}));
 	assert_true(cfg_probe_writes(

@@ -25,7 +25,7 @@
 
 #define MIB (1ULL << 20)
 
-static struct cfg_probe ping_cfg(enum cfg_op op, uint64_t bs)
+static struct cfg_probe ping_cfg(enum io_op op, uint64_t bs)
 {
 	struct cfg_probe c = {
 		.name = "p",
@@ -68,7 +68,7 @@ static void test_read_offsets(void **state)
 
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		for (int wsi = 0; wsi < 2; wsi++) {
-			struct cfg_probe cfg = ping_cfg(CFG_OP_READ, sizes[s]);
+			struct cfg_probe cfg = ping_cfg(IO_READ, sizes[s]);
 			uint64_t ws = wsi ? 256 * 1024 : MIB, lo = UINT64_MAX, hi = 0;
 			struct ping p;
 			_Atomic uint64_t inflight = 12345;
@@ -114,7 +114,7 @@ static void test_read_offsets(void **state)
 
 static void test_write_fresh_data(void **state)
 {
-	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
+	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
 	unsigned char first[4096], got[4096];
 	struct ping_result r1, r2;
 	struct tu_dir_target f;
@@ -170,7 +170,7 @@ static void test_write_fresh_data(void **state)
 
 static void test_fdatasync_timed_apart(void **state)
 {
-	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
+	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
 	struct ping_result r;
 	struct tu_dir_target f;
 	struct ping p;
@@ -192,7 +192,7 @@ static void test_fdatasync_timed_apart(void **state)
 	probe_ping_cleanup(&p);
 
 	/* A read ping never syncs, whatever cfg.sync says. */
-	cfg.op = CFG_OP_READ;
+	cfg.op = IO_READ;
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
 	assert_int_equal(r.sync_lat_ns, 0);
@@ -203,7 +203,7 @@ static void test_fdatasync_timed_apart(void **state)
 
 static void test_write_on_file_target_refused(void **state)
 {
-	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
+	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
 	char dir[PATH_MAX], path[PATH_MAX + 32];
 	unsigned char content[65536], after[65536];
 	struct cfg_target tcfg;
@@ -235,7 +235,7 @@ static void test_write_on_file_target_refused(void **state)
 	probe_ping_cleanup(&p);
 
 	/* Reads work on it. */
-	cfg.op = CFG_OP_READ;
+	cfg.op = IO_READ;
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 	assert_int_equal(probe_ping_run(&p, &t, &r), 0);
 	assert_int_equal(r.result, 4096);
@@ -255,7 +255,7 @@ static void test_write_on_file_target_refused(void **state)
 
 static void test_refusals(void **state)
 {
-	struct cfg_probe cfg = ping_cfg(CFG_OP_READ, 4096);
+	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
 	struct ping_result r;
 	struct tu_dir_target f;
 	struct ping p;
@@ -347,7 +347,7 @@ static const struct engine_ops stuck_ops = {
  * torn-down engine. */
 static void test_stop_abandons_stuck_write(void **state)
 {
-	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
+	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
 	_Atomic bool stop = true;
 	struct ping_result r;
 	struct tu_dir_target f;
@@ -374,7 +374,7 @@ static void test_stop_abandons_stuck_write(void **state)
 
 static void test_reinit_on_new_fd(void **state)
 {
-	struct cfg_probe cfg = ping_cfg(CFG_OP_READ, 4096);
+	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
 	struct ping_result r;
 	struct tu_dir_target f;
 	struct ping p;
@@ -410,7 +410,7 @@ static void test_reinit_on_new_fd(void **state)
 
 static void test_null_engine(void **state)
 {
-	struct cfg_probe cfg = ping_cfg(CFG_OP_WRITE, 4096);
+	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
 	unsigned char before[8192], after[8192];
 	struct ping_result r;
 	struct tu_dir_target f;
