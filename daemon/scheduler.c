@@ -633,32 +633,35 @@ static void reload_start(struct sched *s, bool again)
 	s->reload = j;
 }
 
-/*
- * Swap in @nc, checked completely by the reload thread: stop the old lanes, drop
- * the series of removed and changed probes and of removed targets, and start
- * lanes for the new schedule. Unchanged probes get their series back from the
- * registry (get-or-create): their counters go on. Takes @nc. Returns 0 (also
- * when it was refused after all), -errno when no schedule could be started.
- */
-static int reload_apply(struct sched *s, struct config *nc)
+/* What a reload allocates before it stops anything: room for either schedule,
+ * so that a failure later can fall back to the old one. */
+struct reload_room {
+	struct slot *heap;
+	bool *abandoned;
+	bool *gone; /* old lanes abandoned in the kernel */
+};
+
+static void reload_room_free(struct reload_room *rr)
+{
+	free(rr->heap);
+	free(rr->abandoned);
+	free(rr->gone);
+}
+
+static int reload_room_alloc(struct reload_room *rr, const struct config *oc,
+			     const struct config *nc, unsigned n_old)
+{
+	rr->heap = calloc(room(nc->n_probes, oc->n_probes), sizeof(*rr->heap));
+	rr->abandoned = calloc(room(nc->n_targets, oc->n_targets), sizeof(*rr->abandoned));
+	rr->gone = calloc(n_old ? n_old : 1, sizeof(*rr->gone));
+	return rr->heap && rr->abandoned && rr->gone ? 0 : -ENOMEM;
+}
+
+/* Settings a reload cannot change: warn, and keep the running ones. */
+static void reload_keep_fixed(const struct sched *s, const struct config *oc, struct config *nc)
 {
 	const char *src = sched_source(s);
-	const struct config *oc = s->cfg;
-	struct lane *old = s->lanes, *lanes = NULL;
-	unsigned n_old = s->n_lanes, n = 0, stuck = 0;
-	struct slot *heap = NULL;
-	bool *abandoned = NULL, *gone = NULL;
-	uint64_t deadline;
-	int r;
 
-	/* Room for either schedule: a failure below falls back to the old one. */
-	heap = calloc(room(nc->n_probes, oc->n_probes), sizeof(*heap));
-	abandoned = calloc(room(nc->n_targets, oc->n_targets), sizeof(*abandoned));
-	gone = calloc(n_old ? n_old : 1, sizeof(*gone));
-	if (!heap || !abandoned || !gone) {
-		log_error("Out of memory");
-		goto refused;
-	}
 	if (strcmp(oc->listen_host, nc->listen_host) != 0 || oc->listen_port != nc->listen_port)
 		log_warning("%s: 'listen:' changed; the listener stays where it is until a "
 			    "restart, ignoring",
@@ -672,9 +675,15 @@ static int reload_apply(struct sched *s, struct config *nc)
 		memcpy(nc->buckets_ns, oc->buckets_ns, sizeof(oc->buckets_ns));
 		nc->n_buckets = oc->n_buckets;
 	}
+}
 
-	/* Valid: from here on the new schedule goes in. */
-	deadline = eng_now_ns() + RELOAD_GRACE_NS;
+/* Stop the old lanes within RELOAD_GRACE_NS, all together; those still in the
+ * kernel then are marked in @gone and counted. */
+static unsigned stop_old_lanes(struct lane *old, unsigned n_old, bool *gone)
+{
+	uint64_t deadline = eng_now_ns() + RELOAD_GRACE_NS;
+	unsigned stuck = 0;
+
 	for (unsigned li = 0; li < n_old; li++)
 		lane_request_stop(&old[li]);
 	for (unsigned li = 0; li < n_old; li++) {
@@ -686,13 +695,14 @@ static int reload_apply(struct sched *s, struct config *nc)
 			    "series stay as they are)",
 			    old[li].cfg->name);
 	}
-	/* Scrapes stop looking at the old lanes before their series go. */
-	pthread_mutex_lock(&s->lanes_mu);
-	s->lanes = NULL;
-	s->n_lanes = 0;
-	pthread_mutex_unlock(&s->lanes_mu);
-	s->n_heap = 0;
+	return stuck;
+}
 
+/* Series of removed targets, and of removed or changed probes, leave the registry.
+ * Scrapes no longer see the old lanes. */
+static void drop_stale_series(const struct config *oc, const struct config *nc, struct lane *old,
+			      unsigned n_old, const bool *gone)
+{
 	for (unsigned li = 0; li < n_old; li++) {
 		struct lane *l = &old[li];
 
@@ -706,23 +716,31 @@ static int reload_apply(struct sched *s, struct config *nc)
 				lane_drop_probe_series(&l->probes[pi]);
 			}
 	}
-	s->stuck_before += stuck;
+}
 
-	r = build_lanes(nc, s->metrics, &lanes, &n);
-	if (r < 0) {
-		/* Out of memory, practically: fall back to the schedule we had. */
-		log_error_errno(r, "Failed to set up the reloaded probes: %m; restarting the "
-				   "previous schedule");
-		cfg_free(nc);
-		nc = NULL;
-		r = build_lanes(oc, s->metrics, &lanes, &n);
-		if (r < 0) {
-			free(heap);
-			free(abandoned);
-			free(gone);
-			return log_error_errno(r, "Failed to restart the previous schedule: %m");
-		}
-	}
+/* The lanes of *@ncp or, failing that (out of memory, practically), of the
+ * running schedule again, in which case *@ncp is freed and NULL. */
+static int build_new_lanes(struct sched *s, struct config **ncp, struct lane **lanes, unsigned *n)
+{
+	int r = build_lanes(*ncp, s->metrics, lanes, n);
+
+	if (r == 0)
+		return 0;
+	log_error_errno(r, "Failed to set up the reloaded probes: %m; restarting the "
+			   "previous schedule");
+	cfg_free(*ncp);
+	*ncp = NULL;
+	r = build_lanes(s->cfg, s->metrics, lanes, n);
+	if (r < 0)
+		return log_error_errno(r, "Failed to restart the previous schedule: %m");
+	return 0;
+}
+
+/* Destroy the old lanes that exited, handing their target's health to the new
+ * lane of the same target. */
+static void retire_old_lanes(struct lane *old, unsigned n_old, const bool *gone, struct lane *lanes,
+			     unsigned n)
+{
 	for (unsigned li = 0; li < n_old; li++) {
 		if (gone[li])
 			continue;
@@ -734,8 +752,13 @@ static int reload_apply(struct sched *s, struct config *nc)
 		/* Closes the target (and its probe-file lock) for the new lane. */
 		lane_destroy(&old[li]);
 	}
-	if (!stuck)
-		free(old); /* else abandoned lanes keep using the array and their config */
+}
+
+/* Publish the new lanes (and @nc, unless NULL) to scrapes, and take @rr's
+ * arrays; @rr->gone is freed. */
+static void publish_lanes(struct sched *s, struct lane *lanes, unsigned n, const struct config *nc,
+			  struct reload_room *rr)
+{
 	pthread_mutex_lock(&s->lanes_mu);
 	s->lanes = lanes;
 	s->n_lanes = n;
@@ -743,17 +766,19 @@ static int reload_apply(struct sched *s, struct config *nc)
 		s->cfg = nc;
 	pthread_mutex_unlock(&s->lanes_mu);
 	free(s->abandoned);
-	s->abandoned = abandoned;
+	s->abandoned = rr->abandoned;
 	free(s->heap);
-	s->heap = heap;
-	free(gone);
-	r = start_lanes(s);
-	if (r < 0)
-		return r;
+	s->heap = rr->heap;
+	free(rr->gone);
+}
+
+/* The end of an applied reload: @nc runs (NULL: the old schedule runs again). */
+static void reload_done(struct sched *s, struct config *nc, unsigned stuck)
+{
 	if (!nc) {
 		set_reload_gauges(s, false);
 		sched_notify_ready(s);
-		return 0;
+		return;
 	}
 	/* The old configuration: main's (freed at exit) or a reload's; a lane
 	 * abandoned in the kernel may still read it. */
@@ -765,14 +790,56 @@ static int reload_apply(struct sched *s, struct config *nc)
 	log_info("Configuration reloaded: %u probe(s) on %u target(s) from %s", nc->n_probes,
 		 nc->n_targets, nc->source);
 	sched_notify_ready(s);
-	return 0;
+}
 
-refused:
-	cfg_free(nc);
-	free(heap);
-	free(abandoned);
-	free(gone);
-	reload_refused(s);
+/*
+ * Swap in @nc, checked completely by the reload thread: stop the old lanes, drop
+ * the series of removed and changed probes and of removed targets, and start
+ * lanes for the new schedule. Unchanged probes get their series back from the
+ * registry (get-or-create): their counters go on. Takes @nc. Returns 0 (also
+ * when it was refused after all), -errno when no schedule could be started.
+ */
+static int reload_apply(struct sched *s, struct config *nc)
+{
+	const struct config *oc = s->cfg;
+	struct lane *old = s->lanes, *lanes = NULL;
+	unsigned n_old = s->n_lanes, n = 0, stuck;
+	struct reload_room rr = {0};
+	int r;
+
+	if (reload_room_alloc(&rr, oc, nc, n_old) < 0) {
+		log_error("Out of memory");
+		cfg_free(nc);
+		reload_room_free(&rr);
+		reload_refused(s);
+		return 0;
+	}
+	reload_keep_fixed(s, oc, nc);
+
+	/* Valid: from here on the new schedule goes in. */
+	stuck = stop_old_lanes(old, n_old, rr.gone);
+	/* Scrapes stop looking at the old lanes before their series go. */
+	pthread_mutex_lock(&s->lanes_mu);
+	s->lanes = NULL;
+	s->n_lanes = 0;
+	pthread_mutex_unlock(&s->lanes_mu);
+	s->n_heap = 0;
+	drop_stale_series(oc, nc, old, n_old, rr.gone);
+	s->stuck_before += stuck;
+
+	r = build_new_lanes(s, &nc, &lanes, &n);
+	if (r < 0) {
+		reload_room_free(&rr);
+		return r;
+	}
+	retire_old_lanes(old, n_old, rr.gone, lanes, n);
+	if (!stuck)
+		free(old); /* else abandoned lanes keep using the array and their config */
+	publish_lanes(s, lanes, n, nc, &rr);
+	r = start_lanes(s);
+	if (r < 0)
+		return r;
+	reload_done(s, nc, stuck);
 	return 0;
 }
 
