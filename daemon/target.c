@@ -1367,6 +1367,27 @@ out:
 
 /* ---- file targets ------------------------------------------------------- */
 
+/*
+ * A file or device target is open on @fd and all of its @size is measured (down
+ * to the alignment). The first open pins the device (and filesystem type) that
+ * later opens and checks must find again.
+ */
+static void whole_target_opened(struct target *t, int fd, ino_t ino, bool writable, uint64_t size,
+				dev_t dev, long fs_type)
+{
+	t->fd = fd;
+	t->ino = ino;
+	t->writable = writable;
+	t->data_start = 0;
+	t->data_end = size & ~(uint64_t)(t->offset_align - 1);
+	if (!t->pinned) {
+		t->dev = dev;
+		t->fs_type = fs_type;
+		t->pinned = true;
+	}
+	t->error[0] = '\0';
+}
+
 static int open_file(struct target *t)
 {
 	const char *path = t->cfg->path;
@@ -1426,17 +1447,8 @@ static int open_file(struct target *t)
 	if (r < 0)
 		goto fail;
 
-	t->fd = fd;
-	t->ino = st.st_ino;
-	t->writable = false;
-	t->data_start = 0;
-	t->data_end = (uint64_t)st.st_size & ~(uint64_t)(t->offset_align - 1);
-	if (!t->pinned) {
-		t->dev = st.st_dev;
-		t->fs_type = (long)sfs.f_type;
-		t->pinned = true;
-	}
-	t->error[0] = '\0';
+	whole_target_opened(t, fd, st.st_ino, false, (uint64_t)st.st_size, st.st_dev,
+			    (long)sfs.f_type);
 	return 0;
 fail:
 	close(fd);
@@ -1711,58 +1723,68 @@ static int device_size(struct target *t, int fd, const char *name, uint64_t *siz
 	return 0;
 }
 
-static int open_device(struct target *t)
+/*
+ * Stats the device path into @st (stat, not lstat: /dev/disk/by-id/... symlinks
+ * are how disks are named; never open() anything but a block device to find out
+ * what it is) and sets t->file_path to where it resolves.
+ */
+static int device_stat(struct target *t, struct stat *st)
 {
 	const char *path = t->cfg->path;
-	const bool write = t->want_write;
-	char real[PATH_MAX], nbuf[2 * PATH_MAX + 4];
-	const char *name;
-	struct stat st, fst;
-	uint64_t size;
-	int fd, r;
+	char real[PATH_MAX];
+	int r;
 
-	/* stat, not lstat: /dev/disk/by-id/... symlinks are how disks are named. Never
-	 * open() anything but a block device to find out what it is. */
-	if (stat(path, &st) < 0) {
+	if (stat(path, st) < 0) {
 		if (errno == ENOENT)
 			return terr(t, -ENOENT, "%s: no such device", path);
 		return terr(t, -errno, "%s: %m", path);
 	}
-	if (!S_ISBLK(st.st_mode))
+	if (!S_ISBLK(st->st_mode))
 		return terr(t, -ENOTBLK, "%s is not a block device%s", path,
-			    S_ISREG(st.st_mode)	  ? ": for a regular file, use 'file:'"
-			    : S_ISDIR(st.st_mode) ? ": for a directory, use 'directory:'"
-						  : "");
+			    S_ISREG(st->st_mode)   ? ": for a regular file, use 'file:'"
+			    : S_ISDIR(st->st_mode) ? ": for a directory, use 'directory:'"
+						   : "");
 	if (!realpath(path, real))
 		snprintf(real, sizeof(real), "%s", path);
 	r = snprintf(t->file_path, sizeof(t->file_path), "%s", real);
 	if (r < 0 || (size_t)r >= sizeof(t->file_path))
 		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
-	name = device_name(t, nbuf, sizeof(nbuf));
+	return 0;
+}
 
-	if (t->pinned && st.st_rdev != t->dev)
+/* Whether device @rdev may be opened as asked: the one pinned, and for writes
+ * allowed and not in use. */
+static int device_may_open(struct target *t, dev_t rdev, const char *name, bool write)
+{
+	if (t->pinned && rdev != t->dev)
 		return terr(t, -EXDEV,
 			    "%s now names device %u:%u, not %u:%u as when first opened: not "
 			    "opening it",
-			    name, major(st.st_rdev), minor(st.st_rdev), major(t->dev),
-			    minor(t->dev));
+			    name, major(rdev), minor(rdev), major(t->dev), minor(t->dev));
 	if (write && !t->cfg->allow_device_writes)
 		return terr(t, -EPERM,
 			    "%s: write probes on a block device overwrite its data; set "
 			    "'allow_device_writes: true' on the target to allow them",
 			    name);
-	if (write) {
-		r = device_in_use(t, st.st_rdev, name);
-		if (r < 0)
-			return r;
-	}
+	if (write)
+		return device_in_use(t, rdev, name);
+	return 0;
+}
 
-	fd = open(path, (write ? O_RDWR | O_EXCL : O_RDONLY) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+/* Opens device @rdev (exclusively for writes) and checks it is still that
+ * device; the descriptor (its inode in @ino), or -errno with t->error set. */
+static int device_open_fd(struct target *t, dev_t rdev, const char *name, bool write, ino_t *ino)
+{
+	struct stat fst;
+	int fd, r;
+
+	fd = open(t->cfg->path,
+		  (write ? O_RDWR | O_EXCL : O_RDONLY) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
 		if (r == -EBUSY && write) {
 			/* Claimed since we looked: say by what, if we can see it. */
-			r = device_in_use(t, st.st_rdev, name);
+			r = device_in_use(t, rdev, name);
 			if (r < 0)
 				return r;
 			return terr(
@@ -1776,10 +1798,37 @@ static int open_device(struct target *t)
 		r = terr(t, -errno, "%s: fstat: %m", name);
 		goto fail;
 	}
-	if (!S_ISBLK(fst.st_mode) || fst.st_rdev != st.st_rdev) {
+	if (!S_ISBLK(fst.st_mode) || fst.st_rdev != rdev) {
 		r = terr(t, -EINVAL, "%s changed while we opened it", name);
 		goto fail;
 	}
+	*ino = fst.st_ino;
+	return fd;
+fail:
+	close(fd);
+	return r;
+}
+
+static int open_device(struct target *t)
+{
+	const bool write = t->want_write;
+	char nbuf[2 * PATH_MAX + 4];
+	const char *name;
+	struct stat st;
+	uint64_t size;
+	ino_t ino = 0;
+	int fd, r;
+
+	r = device_stat(t, &st);
+	if (r < 0)
+		return r;
+	name = device_name(t, nbuf, sizeof(nbuf));
+	r = device_may_open(t, st.st_rdev, name, write);
+	if (r < 0)
+		return r;
+	fd = device_open_fd(t, st.st_rdev, name, write, &ino);
+	if (fd < 0)
+		return fd;
 	r = prepare_fd(t, fd, name, true);
 	if (r < 0)
 		goto fail;
@@ -1791,18 +1840,7 @@ static int open_device(struct target *t)
 			 name, size);
 		goto fail;
 	}
-
-	t->fd = fd;
-	t->ino = fst.st_ino;
-	t->writable = write;
-	t->data_start = 0;
-	t->data_end = size & ~(uint64_t)(t->offset_align - 1);
-	if (!t->pinned) {
-		t->dev = st.st_rdev;
-		t->fs_type = 0;
-		t->pinned = true;
-	}
-	t->error[0] = '\0';
+	whole_target_opened(t, fd, ino, write, size, st.st_rdev, 0);
 	return 0;
 fail:
 	close(fd);
