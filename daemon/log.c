@@ -41,6 +41,7 @@ static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER; /* guards everything 
 static struct rl_slot rl_slots[RL_SLOTS];
 static unsigned rl_burst = LOG_RATELIMIT_BURST;
 static uint64_t rl_interval_ns = LOG_RATELIMIT_INTERVAL_NS;
+static uint64_t (*rl_now_ns)(void) = eng_now_ns; /* what the intervals run on */
 static char last_error[RL_TEXT_LEN];
 
 int log_parse_level(const char *s)
@@ -72,6 +73,13 @@ void log_set_ratelimit(unsigned burst, uint64_t interval_ns)
 	pthread_mutex_unlock(&log_mu);
 }
 
+void log_set_ratelimit_clock(uint64_t (*now_ns)(void))
+{
+	pthread_mutex_lock(&log_mu);
+	rl_now_ns = now_ns ? now_ns : eng_now_ns;
+	pthread_mutex_unlock(&log_mu);
+}
+
 /* Copy @src into @dst of @n bytes, cut short if it must be (on purpose: these are
  * heads of messages). */
 static void copy_head(char *dst, size_t n, const char *src)
@@ -89,14 +97,6 @@ void log_last_error(char *buf, size_t n)
 	pthread_mutex_lock(&log_mu);
 	copy_head(buf, n, last_error);
 	pthread_mutex_unlock(&log_mu);
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return eng_ns(&ts);
 }
 
 static uint64_t fnv1a(const char *s)
@@ -180,7 +180,7 @@ static struct rl_slot *rl_slot(uint64_t h, bool keyed, uint64_t now)
  * @key (limited per key), NULL: limited per identical text. */
 static bool rl_admit(int level, const char *msg, const char *key)
 {
-	struct rl_slot *slot = rl_slot(fnv1a(key ? key : msg), key != NULL, mono_ns());
+	struct rl_slot *slot = rl_slot(fnv1a(key ? key : msg), key != NULL, rl_now_ns());
 
 	if (slot->shown == 0 && slot->suppressed == 0) {
 		slot->level = level;
@@ -200,7 +200,7 @@ static bool rl_admit(int level, const char *msg, const char *key)
 
 void log_flush_suppressed(void)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = rl_now_ns();
 
 	pthread_mutex_lock(&log_mu);
 	for (unsigned i = 0; i < RL_SLOTS; i++)

@@ -45,6 +45,8 @@ void log_setup(void);
 /* Replace the rate limit (tests use a short interval); @burst 0 turns it off.
  * Call before any thread logs. */
 void log_set_ratelimit(unsigned burst, uint64_t interval_ns);
+/* Tests: the clock the rate limit's intervals run on; NULL: CLOCK_MONOTONIC. */
+void log_set_ratelimit_clock(uint64_t (*now_ns)(void));
 
 /* Report rate-limited texts whose interval ended (one summary line each), so a
  * count is not held back until the same text comes again. Called from the
