@@ -10,6 +10,7 @@
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -380,6 +381,13 @@ static void test_depth(void **state)
 	close(fd);
 }
 
+/*
+ * How long a reap waits for I/O that is done or about to be: it returns as soon
+ * as the I/O is back, so this bound only turns a hang into a failure (not a
+ * CTest timeout) and no slow machine comes near it.
+ */
+#define PATIENCE_NS (10 * (int64_t)NSEC_PER_SEC)
+
 /* Reaps until @n requests are back, failing after @timeout_ns without progress. */
 static void reap_all(struct engine *e, struct io_req **done, unsigned n, int64_t timeout_ns)
 {
@@ -435,7 +443,7 @@ static void batch_roundtrip(struct engine *e, int fd, char *const *bufs, unsigne
 	}
 	assert_int_equal(e->ops->submit(e, reqs, n), n);
 	assert_int_equal(e->queued, n);
-	reap_all(e, done, n, 5000000000);
+	reap_all(e, done, n, PATIENCE_NS);
 	assert_same_set(reqs, done, n);
 	assert_int_equal(e->queued, 0);
 	for (unsigned i = 0; i < n; i++)
@@ -450,7 +458,7 @@ static void batch_roundtrip(struct engine *e, int fd, char *const *bufs, unsigne
 		req[i].result = 12345;
 	}
 	assert_int_equal(e->ops->submit(e, reqs, n), n);
-	reap_all(e, done, n, 5000000000);
+	reap_all(e, done, n, PATIENCE_NS);
 	assert_same_set(reqs, done, n);
 	for (unsigned i = 0; i < n; i++) {
 		unsigned char want = null ? 0 : (unsigned char)(name0 + i);
@@ -620,9 +628,41 @@ static void test_odirect_misaligned(void **state)
 	close(dfd);
 }
 
-static int64_t elapsed_ms(uint64_t since)
+/*
+ * A reap that ignored its timeout would wait for a pipe read forever. Rather
+ * than measure how soon it returns, the test releases the read itself after
+ * RELEASE_S (an alarm writes to the pipe): a reap that was still waiting then
+ * gets the data or -EINTR, not -ETIME, and fails the test instead of hanging it.
+ */
+#define RELEASE_S 10
+static int release_fd = -1;
+static volatile sig_atomic_t released;
+
+static void release_read(int sig)
 {
-	return (int64_t)((eng_now_ns() - since) / 1000000);
+	ssize_t w = write(release_fd, "late", 4);
+
+	(void)sig;
+	(void)w;
+	released = 1;
+}
+
+static void arm_release(int fd)
+{
+	struct sigaction sa = {.sa_handler = release_read}; /* no SA_RESTART */
+
+	release_fd = fd;
+	released = 0;
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	alarm(RELEASE_S);
+}
+
+/* True if the read was not released, i.e. the reap returned on its own. */
+static bool disarm_release(void)
+{
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+	return !released;
 }
 
 /*
@@ -648,9 +688,11 @@ static void run_never_completing(const struct engine_ops *ops)
 	/* One in flight, never completing. */
 	assert_int_equal(e.ops->submit(&e, reqs, 1), 1);
 	t0 = eng_now_ns();
+	arm_release(p[1]);
 	assert_int_equal(e.ops->reap(&e, done, 1, 1, 50000000), -ETIME);
-	assert_true(elapsed_ms(t0) >= 40);
-	assert_true(elapsed_ms(t0) < 2000);
+	assert_true(disarm_release());
+	/* It waited for its timeout (a lower bound: no machine is too fast). */
+	assert_true(eng_now_ns() - t0 >= 40000000);
 	assert_int_equal(e.ops->reap(&e, done, 0, 1, 0), 0); /* polls */
 	assert_int_equal(e.ops->reap(&e, done, 1, 1, 0), -ETIME);
 	assert_int_equal(e.queued, 1);
@@ -659,7 +701,7 @@ static void run_never_completing(const struct engine_ops *ops)
 	assert_int_equal(e.ops->submit(&e, reqs + 1, 2), 2);
 	assert_int_equal(e.ops->reap(&e, done, 1, 3, 20000000), -ETIME);
 	assert_int_equal(e.ops->cancel(&e), 0);
-	reap_all(&e, done, 3, 2000000000);
+	reap_all(&e, done, 3, PATIENCE_NS);
 	assert_same_set(reqs, done, 3);
 	for (int i = 0; i < 3; i++) {
 		print_message("  cancelled read: %zd\n", req[i].result);
@@ -672,7 +714,7 @@ static void run_never_completing(const struct engine_ops *ops)
 	/* Still usable: a read that finds data completes. */
 	assert_int_equal(write(p[1], "ping", 4), 4);
 	assert_int_equal(e.ops->submit(&e, reqs, 1), 1);
-	assert_int_equal(e.ops->reap(&e, done, 1, 1, 2000000000), 1);
+	assert_int_equal(e.ops->reap(&e, done, 1, 1, PATIENCE_NS), 1);
 	assert_ptr_equal(done[0], &req[0]);
 	assert_int_equal(req[0].result, 4);
 	assert_memory_equal(buf[0], "ping", 4);
@@ -747,7 +789,7 @@ static void test_libaio_fdatasync_fallback(void **state)
 	/* Completed inside submit(). */
 	assert_int_equal(req[1].result, 0);
 	assert_true(req[1].done_ns > 0);
-	reap_all(&e, done, 3, 2000000000);
+	reap_all(&e, done, 3, PATIENCE_NS);
 	assert_same_set(reqs, done, 3);
 	assert_int_equal(req[0].result, BS);
 	assert_int_equal(req[2].result, BS);
@@ -847,7 +889,7 @@ static void *thread_roundtrip(void *p)
 	struct io_req *done[1];
 
 	a->submit = a->e->ops->submit(a->e, reqs, 1);
-	a->reap = a->e->ops->reap(a->e, done, 1, 1, 1000000000);
+	a->reap = a->e->ops->reap(a->e, done, 1, 1, PATIENCE_NS);
 	return NULL;
 }
 
@@ -887,7 +929,7 @@ static void test_io_uring_thread(void **state)
 		if (r == 1) {
 			struct io_req *done[1];
 
-			assert_int_equal(e.ops->reap(&e, done, 1, 1, 1000000000), 1);
+			assert_int_equal(e.ops->reap(&e, done, 1, 1, PATIENCE_NS), 1);
 		} else {
 			assert_int_equal(r, -EEXIST);
 			assert_int_equal(e.queued, 0);
