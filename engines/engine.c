@@ -154,31 +154,53 @@ int eng_ready_park(struct engine *e, struct io_req *req)
 	return 0;
 }
 
+/* Hand out up to @max of e->ready[0..*count), oldest first; the rest move down. */
+static unsigned ready_take(struct engine *e, unsigned *count, struct io_req **done, unsigned max)
+{
+	unsigned n = *count < max ? *count : max;
+
+	if (n) {
+		memcpy(done, e->ready, n * sizeof(*done));
+		*count -= n;
+		/* At most ENGINE_MAX_DEPTH pointers, usually none: keeps submission order. */
+		if (*count)
+			memmove(e->ready, e->ready + n, *count * sizeof(e->ready[0]));
+	}
+	return n;
+}
+
 int eng_ready_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max)
 {
-	unsigned n = e->queued < max ? e->queued : max;
+	unsigned n = ready_take(e, &e->queued, done, max);
 
 	if (n == 0)
 		return (min > 0 && max > 0) ? -ETIME : 0;
-	memcpy(done, e->ready, n * sizeof(*done));
-	e->queued -= n;
-	/* At most ENGINE_MAX_DEPTH pointers, usually none: keeps submission order. */
-	if (e->queued)
-		memmove(e->ready, e->ready + n, e->queued * sizeof(e->ready[0]));
 	return (int)n;
+}
+
+int eng_sync_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		  int64_t timeout_ns)
+{
+	(void)timeout_ns; /* everything that will ever complete already has */
+	return eng_ready_reap(e, done, min, max);
+}
+
+int eng_sync_cancel(struct engine *e)
+{
+	(void)e;
+	return 0; /* nothing is ever in flight between calls */
+}
+
+void eng_sync_cleanup(struct engine *e)
+{
+	e->queued = 0;
 }
 
 unsigned eng_reap_parked(struct engine *e, unsigned *nparked, struct io_req **done, unsigned min,
 			 unsigned max, unsigned inflight, unsigned *want)
 {
-	unsigned n = *nparked < max ? *nparked : max;
+	unsigned n = ready_take(e, nparked, done, max);
 
-	if (n) {
-		memcpy(done, e->ready, n * sizeof(*done));
-		*nparked -= n;
-		if (*nparked)
-			memmove(e->ready, e->ready + n, *nparked * sizeof(e->ready[0]));
-	}
 	*want = min > n ? min - n : 0;
 	if (*want > inflight)
 		*want = inflight;

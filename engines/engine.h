@@ -125,6 +125,11 @@ extern bool eng_test_force_fallbacks;
  */
 int eng_ready_park(struct engine *e, struct io_req *req);
 int eng_ready_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max);
+/* Their reap, cancel and cleanup ops: nothing is ever in flight between calls. */
+int eng_sync_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		  int64_t timeout_ns);
+int eng_sync_cancel(struct engine *e);
+void eng_sync_cleanup(struct engine *e);
 
 /* For engines that park completions in e->ready[0..*nparked) themselves (what a
  * cancel harvested, an fdatasync done synchronously), at the start of a reap:

@@ -52,30 +52,12 @@ static int null_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
 	return (int)i;
 }
 
-static int null_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
-		     int64_t timeout_ns)
-{
-	(void)timeout_ns;
-	return eng_ready_reap(e, done, min, max);
-}
-
-static int null_cancel(struct engine *e)
-{
-	(void)e;
-	return 0;
-}
-
-static void null_cleanup(struct engine *e)
-{
-	e->queued = 0;
-}
-
 const struct engine_ops eng_null_ops = {
 	.name = "null",
 	.flags = ENGINE_F_SYNC,
 	.init = null_init,
 	.submit = null_submit,
-	.reap = null_reap,
-	.cancel = null_cancel,
-	.cleanup = null_cleanup,
+	.reap = eng_sync_reap,
+	.cancel = eng_sync_cancel,
+	.cleanup = eng_sync_cleanup,
 };

@@ -62,30 +62,12 @@ static int sync_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
 	return (int)i;
 }
 
-static int sync_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
-		     int64_t timeout_ns)
-{
-	(void)timeout_ns; /* everything that will ever complete already has */
-	return eng_ready_reap(e, done, min, max);
-}
-
-static int sync_cancel(struct engine *e)
-{
-	(void)e;
-	return 0; /* nothing is ever in flight between calls */
-}
-
-static void sync_cleanup(struct engine *e)
-{
-	e->queued = 0;
-}
-
 const struct engine_ops eng_sync_ops = {
 	.name = "sync",
 	.flags = ENGINE_F_SYNC,
 	.init = sync_init,
 	.submit = sync_submit,
-	.reap = sync_reap,
-	.cancel = sync_cancel,
-	.cleanup = sync_cleanup,
+	.reap = eng_sync_reap,
+	.cancel = eng_sync_cancel,
+	.cleanup = eng_sync_cleanup,
 };
