@@ -24,20 +24,11 @@
 /* ---- floats ---- */
 
 /*
- * Go's strconv.FormatFloat(v, 'g', -1, 64), as client_golang's writeFloat uses
- * it (which also spells 0 as "0", -0 included, and Inf/NaN as below).
- *
- * Shortest digits: the fewest significant digits p (1..17) whose correctly
- * rounded "%.*e" reads back as @v. That is Go's shortest representation except
- * in a corner the round-trip search cannot see: at an exact power of two the
- * gap below is half the gap above, and a p-digit candidate above @v may round
- * trip while the nearest one (below) does not; we then print p+1 digits where
- * Go prints p. No value we export is affected in practice.
- *
- * Layout (ftoa.go, formatDigits, shortest %g): with digits d1..dn and decimal
- * exponent x (v = d1.d2...dn x 10^x), Go uses %e when x < -4 || x >= 6 (eprec
- * is 6 in shortest mode, whatever n is), printing all n digits and an exponent
- * of at least two digits; otherwise %f with max(n - (x+1), 0) decimals.
+ * Go's strconv.FormatFloat(v, 'g', -1, 64), as client_golang writes values, so
+ * our pages read like theirs. Shortest digits: the fewest (1..17) whose "%.*e"
+ * reads back as @v; at an exact power of two this may give one digit more than
+ * Go, for no value we export. Layout as ftoa.go's shortest %g: with exponent x,
+ * %e (two-digit exponent at least) when x < -4 || x >= 6, else %f.
  */
 /* Lay out significant digits @digits[0..nd) (no trailing zeros, nd >= 1) with
  * decimal exponent @x (v = d1.d2...dn x 10^x) as Go's shortest %g does. */

@@ -106,12 +106,9 @@ static int start_lanes(struct sched *s);
 
 /*
  * Two targets naming one directory, file or device would run two lanes on one
- * disk at once (the overlap lanes exist to prevent) and, for directories, fight
- * over one probe file. Paths that do not exist yet cannot be compared; the probe
- * file's lock catches those later. Nor can paths on a filesystem that hangs: this
- * runs at start-up, before anything serves, and on SIGHUP on the reload thread
- * (which holds up the next reload), so each stat gets STAT_WAIT_MS and a hung one
- * is logged and skipped (the lock again covers it) rather than waited for.
+ * disk at once and fight over one probe file. Paths that do not exist yet, or
+ * whose stat hangs past STAT_WAIT_MS (a dead mount would hold up start-up or the
+ * reload thread), are not compared: the probe file's lock catches those later.
  */
 #define STAT_WAIT_MS 500
 

@@ -256,16 +256,11 @@ static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 }
 
 /*
- * Every open probe file is held with an exclusive flock: two iopulse processes (a
- * service and a hand-started one) on one directory would otherwise measure each
- * other and re-lay each other's file on every run. The lock goes with the
- * descriptor, so a crashed process leaves nothing to clean up.
- *
- * It is taken on a descriptor of its own (the file reopened through /proc), not
- * on the one probes use: io_uring's registered-file table keeps that one alive
- * after the process exits, until the ring's asynchronous teardown, and a lock on
- * it would outlive us and make a restart find the target busy. *lock gets the
- * descriptor to close on target_close().
+ * An exclusive flock on every open probe file: two iopulse processes on one
+ * directory would measure each other and re-lay each other's file. It is taken
+ * on a descriptor of its own (reopened through /proc), as io_uring's file table
+ * keeps the probes' one alive past our exit and a restart would find the target
+ * busy. *lock gets the descriptor to close on target_close().
  */
 static int lock_probe_file(struct target *t, int fd, const char *path, int *lock)
 {
@@ -302,20 +297,13 @@ static void layout_inflight(struct target *t, bool on)
 /* ---- paths, walked one component at a time -------------------------------- */
 
 /*
- * A target's path is opened one component at a time from "/" (or the working
- * directory), each with O_NOFOLLOW, so every symlink on the way is seen and
- * judged instead of followed blindly. One is followed only when root or our own
- * user owns it: an administrator's link, or the one systemd makes for
- * DynamicUser= services (/var/lib/iopulse -> private/iopulse). A symlink that
- * anybody else planted, where they could write, is refused: that is how a
- * probe file would be led into a directory nobody configured (the check
- * fs.protected_symlinks makes in sticky directories, made everywhere). A
- * directory swapped after the target came up is caught by its pinned identity
- * instead, whoever made the swap. openat2(RESOLVE_NO_SYMLINKS) cannot make
- * this distinction, and is not through every seccomp filter; this walk works on
- * every kernel and says which component was wrong. Device targets are not
- * walked: naming a disk by /dev/disk/by-id/... is a symlink by design, and a
- * device is checked by its device number instead.
+ * A target's path is opened one O_NOFOLLOW component at a time, so every symlink
+ * on the way is judged, not followed blindly: only links owned by root or by us
+ * (an administrator's, systemd's DynamicUser= one) are followed; one planted by
+ * anybody else could lead a probe file where nobody configured it (the check of
+ * fs.protected_symlinks, made everywhere). openat2(RESOLVE_NO_SYMLINKS) cannot
+ * tell these apart and is not through every seccomp filter. Devices are not
+ * walked: /dev/disk/by-id/ names are symlinks by design.
  */
 #define WALK_MAX_LINKS 40 /* as the kernel's MAXSYMLINKS */
 
