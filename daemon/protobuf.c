@@ -14,7 +14,7 @@
  * deterministic and compares byte for byte against tests/golden/protobuf.bin.
  *
  * Field numbers are client_model 0.3.0's (metrics.proto, the version Debian 12's
- * Prometheus 2.42 is built against); see build-research/NATIVE.md §1. Rules that
+ * Prometheus 2.42 is built against). Rules that
  * matter to Prometheus 2.42 (proto3 semantics on its side):
  *  - MetricFamily.type is always written (absent would mean COUNTER);
  *  - no timestamp_ms (0 would mean "none" anyway);

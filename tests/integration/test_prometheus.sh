@@ -47,7 +47,8 @@ PC=("$PY" "$SOURCE_DIR/tests/integration/promcheck.py")
 
 PROM_DEADLINE=40 # seconds each Prometheus phase may take to meet its conditions
 
-# The exact Accept headers of Prometheus 2.42 (build-research/NATIVE.md §2.1).
+# The exact Accept headers of Prometheus 2.42 (scrapeAcceptHeader and, with
+# native histograms on, scrapeAcceptHeaderWithProtobuf in its scrape/scrape.go).
 ACCEPT_PLAIN='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
 ACCEPT_NATIVE='application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
 ACCEPT_TEXT='text/plain;version=0.0.4'

@@ -13,7 +13,7 @@
  * sequence of values (no clock, no engine), so the pages are reproducible. The
  * protobuf bytes are also decoded back and compared field by field with the
  * snapshot they came from, and the encoder is checked against a byte string
- * Prometheus 2.42 is known to ingest (build-research/NATIVE.md §1.4).
+ * Prometheus 2.42 is known to ingest (test_protobuf_known_vector).
  *
  * To regenerate the golden files after an intended change in the output:
  *
@@ -100,7 +100,7 @@ static void test_format_double(void **state)
 }
 
 /* OpenMetrics "Canonical Numbers", the spec's own examples and what Prometheus 2.42
- * made of protobuf upper bounds (build-research/NATIVE.md §5). */
+ * made of protobuf upper bounds, so every format yields the same le series. */
 static void test_format_canonical(void **state)
 {
 	(void)state;
@@ -803,8 +803,9 @@ static size_t unhex(const char *hex, uint8_t *out)
 	return n;
 }
 
-/* The classic + native histogram and counter that Prometheus 2.42 ingested in
- * build-research/NATIVE.md §1.4, built by hand and encoded by us. */
+/* A classic + native histogram and a counter, built by hand and encoded by us, in
+ * the bytes a real Prometheus 2.42 was seen to ingest when the encoder was
+ * written (test_prometheus.sh checks a live one still does). */
 static void test_protobuf_known_vector(void **state)
 {
 	static const char hex[] =

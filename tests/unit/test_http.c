@@ -30,7 +30,8 @@
 #include "daemon/expose.h"
 #include "daemon/http.h"
 
-/* build-research/NATIVE.md §2.1 */
+/* The Accept headers Prometheus 2.42 sends (scrape/scrape.go: scrapeAcceptHeader,
+ * and scrapeAcceptHeaderWithProtobuf with native histograms on). */
 #define PROM_PLAIN                                                                                 \
 	"application/openmetrics-text;version=1.0.0,application/openmetrics-text;"                 \
 	"version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
