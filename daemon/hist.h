@@ -2,8 +2,8 @@
 /*
  * hist — latency histogram: record, merge, quantiles, classic buckets.
  *
- * The full design comment (bucket layout, range, maximum relative error) is at
- * the top of hist.c. In short: values are nanoseconds; fine buckets, which are
+ * The design (bucket layout, range, maximum relative error) is in
+ * docs/histogram.md. In short: values are nanoseconds; fine buckets, which are
  * the buckets of a native histogram of schema 7 over seconds, give quantiles
  * within 0.55 % relative error; classic "le" buckets, whose
  * bounds are fixed when the histogram is made, are counted exactly at record

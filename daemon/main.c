@@ -3,7 +3,10 @@
  * main — the command line, the process lifecycle and nothing else:
  *   iopulse run     load the config, listen, start lanes, serve until SIGTERM
  *   iopulse check   validate a config and print the effective schedule
- *   iopulse version
+ *   iopulse probe   run probes once in the foreground and print a summary
+ *   iopulse version print the version (also --version)
+ *   iopulse help    print the commands (also --help, -h)
+ * The reference for all of it is man/iopulse.8.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,45 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * target — see target.h for the contract. Decisions made here:
+ * target — see target.h for the contract and docs/targets.md for the design
+ * (probe-file layout, path walking, alignment, device-write checks). The
+ * decisions that shape this file's code:
  *
- * - O_DIRECT is switched on with fcntl(F_SETFL) after open(), not passed to
- *   open(): an EINVAL from F_SETFL means exactly "this file cannot do direct I/O",
- *   where EINVAL from open(O_TMPFILE|O_DIRECT) could also mean "no O_TMPFILE",
- *   and older kernels left a created file behind when open(O_CREAT|O_DIRECT)
- *   failed on tmpfs.
- * - Alignment comes from statx(STATX_DIOALIGN) on the open file. When the kernel
- *   or filesystem does not report it (before Linux 6.1, or 0 values), it falls back
- *   to st_blksize rounded down to a power of two and clamped to [512, 4096]: the
- *   logical block size of a file's device is not reachable from the file, and 4096
- *   is correct for 512e and 4Kn devices alike. Alignment above 4096 is refused
- *   (probe buffers are 4096-aligned, and the header is one 4096-byte block).
- * - The same alignment is used with direct: false, so turning O_DIRECT off changes
- *   only the caching, not which offsets are measured.
- * - A probe-file name that exists and is not ours (symlink, not a regular file, not
- *   owned by our euid, no header magic) is refused with -EEXIST and never opened
- *   for writing beyond the check (regular files only, O_NOFOLLOW, after lstat).
- * - Memory-backed filesystems are refused with -EMEDIUMTYPE.
- * - Device targets are checked with stat() (symlinks followed: /dev/disk/by-id/...
- *   names are the sane way to name a disk) and opened only when S_ISBLK, with
- *   O_NONBLOCK until fstat() has confirmed the same device. Alignment: statx
- *   STATX_DIOALIGN (block devices report it since Linux 6.11), else the logical
- *   block size (BLKSSZGET) for both. The usable range is the whole device, rounded
- *   down to the offset alignment.
- * - Writing to a device needs want_write && allow_device_writes (else -EPERM,
- *   decided before anything is opened). Then the device and its partitions must
- *   not be mounted (/proc/self/mountinfo, by major:minor, or by the source path
- *   for filesystems such as btrfs that report an anonymous device), used as swap
- *   (/proc/swaps) or have holders (/sys/dev/block/M:m/holders), else -EBUSY with
- *   the mount point or holder named; when /sys or /proc cannot tell, the write is
- *   refused rather than assumed safe. Finally O_EXCL: the kernel's claim covers
- *   what we cannot see (other mount namespaces, a claim racing our checks), and
- *   while we hold it nobody can mount or claim the device. The same checks run in
- *   every target_check(): should the claim ever be lost, writes stop.
- * - Layout throttling paces writes against absolute deadlines (start +
- *   bytes/rate, clock_nanosleep TIMER_ABSTIME on CLOCK_MONOTONIC), so time spent
- *   writing counts against the budget and the average rate is exact. Chunks
- *   shrink at low rates (about 1/16 s of budget each, at least 4KiB) so that a
- *   stop request is seen promptly without polling.
+ * - O_DIRECT is set with fcntl() after open(): its EINVAL then means exactly
+ *   "no direct I/O here", where open(O_TMPFILE|O_DIRECT) is ambiguous.
+ * - Alignment: statx(STATX_DIOALIGN), else st_blksize clamped to [512, 4096]
+ *   (files) or BLKSSZGET (devices); the same with direct: false.
+ * - A writable device must be unmounted, unused and unheld, then O_EXCL; the
+ *   checks run again in every target_check(). Unknown means refused.
+ * - The layout is paced against absolute deadlines, in chunks small enough to
+ *   see a stop request within about 1/16 s.
  */
 #include <dirent.h>
 #include <mntent.h>
