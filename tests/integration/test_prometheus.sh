@@ -18,7 +18,7 @@
 #
 # Then Prometheus runs twice on a free loopback port, each with its own TSDB in
 # $WORK and a 1s scrape interval:
-#   (a) plain: up == 1; every family of the README's metrics reference is
+#   (a) plain: up == 1; every family of iopulse(8) METRICS is
 #       ingested (the histogram as _bucket/_count/_sum); histogram_quantile(0.99)
 #       over rate(..._bucket[1m]) is a number for every probe/op; the series
 #       Prometheus holds are exactly those of a text 0.0.4 scrape (Prometheus
@@ -195,15 +195,16 @@ check_pb
 
 # ---- Prometheus ------------------------------------------------------------
 
-# The families of the README's metrics reference, with their types.
-# shellcheck disable=SC2016 # the backquotes are the README's, not an expansion
-README_FAMILIES=$(sed -n '/^## Metrics reference/,/^## /p' "$SOURCE_DIR/README.md" |
-	sed -n 's/^| `\([a-z_:][a-z0-9_:]*\)` | \([a-z]*\) |.*/\1 \2/p')
-nfam=$(wc -l <<<"$README_FAMILIES")
-((nfam >= 20)) || fail "found only $nfam families in README's metrics reference:"$'\n'"$README_FAMILIES"
+# The families of iopulse(8) METRICS, with their types: each is a ".TP" entry
+# whose tag is ".B NAME" and whose text starts with "TYPE;".
+MAN_FAMILIES=$(awk '/^\.SH METRICS/ { m = 1; next } /^\.SH / { m = 0 }
+	m && prev == ".TP" && /^\.B [a-z_:][a-z0-9_:]*$/ { name = $2; getline; sub(/;.*/, ""); print name, $0 }
+	{ prev = $0 }' "$SOURCE_DIR/man/iopulse.8")
+nfam=$(wc -l <<<"$MAN_FAMILIES")
+((nfam >= 20)) || fail "found only $nfam families in iopulse(8) METRICS:"$'\n'"$MAN_FAMILIES"
 for m in iopulse_probe_latency_seconds iopulse_probe_ios_total iopulse_probe_errors_total \
 	iopulse_target_up iopulse_build_info iopulse_burst_iops process_cpu_seconds_total; do
-	grep -q "^$m " <<<"$README_FAMILIES" || fail "README's metrics reference does not list $m"
+	grep -q "^$m " <<<"$MAN_FAMILIES" || fail "iopulse(8) METRICS does not list $m"
 done
 
 # expected_names native|classic: the metric names the families are ingested as.
@@ -222,7 +223,7 @@ expected_names() {
 		else
 			echo "$fam"
 		fi
-	done <<<"$README_FAMILIES"
+	done <<<"$MAN_FAMILIES"
 	if ((${#absent[@]})); then
 		echo --absent "${absent[@]}"
 	fi
