@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# The command line: `iopulse check` accepts every shipped example and prints an
+# The command line: `iopulse check` accepts every shipped example (and the YAML
+# examples of README.md and iopulse.yaml(5)) and prints an
 # effective configuration that is itself valid (and stable when checked again);
 # it rejects every file in tests/configs/bad/ with status 78 and a
 # `file:line:column: message` on stderr; usage errors exit 64; `version` and
@@ -57,6 +58,24 @@ for f in "${examples[@]}"; do
 	((RC == 0)) || fail "iopulse check --config $f: status $RC, want 0: $(cat "$ERR")"
 	check_round_trip "$name"
 	note "ok: $f"
+done
+
+# ---- the documentation's examples: valid as they stand -------------------------
+
+# The README's YAML example is the fenced block after its "readme-example" marker;
+# the man page's is the .EX block of iopulse.yaml(5) EXAMPLE, with \- unescaped.
+awk '/^<!-- readme-example/ { m = 1; next } m && /^```yaml/ { p = 1; next } p && /^```/ { exit } p' \
+	"$SOURCE_DIR/README.md" >"$WORK/readme-example.yaml"
+awk '/^\.SH EXAMPLE/ { m = 1; next } m && /^\.EX/ { p = 1; next } p && /^\.EE/ { exit } p' \
+	"$SOURCE_DIR/man/iopulse.yaml.5" | sed 's/\\-/-/g' >"$WORK/man-example.yaml"
+for name in readme-example man-example; do
+	f="$WORK/$name.yaml"
+	grep -q '^probes:' "$f" || fail "no YAML example found for $name (its markers moved?)"
+	! grep -qF "\\" "$f" || fail "$name still holds a roff escape: $(grep -F "\\" "$f")"
+	run_cli "$name" check --config "$f"
+	((RC == 0)) || fail "iopulse check rejects the $name: status $RC: $(cat "$ERR")"
+	check_round_trip "$name"
+	note "ok: $name"
 done
 
 # ---- bad configurations: 78 and a positioned message ------------------------
