@@ -7,7 +7,7 @@
  * reading the one file: errors come back in struct cfg_error as
  * "file:line:column: message", naming the key.
  *
- * Schema (see README.md "Configuration reference"):
+ * Schema (see iopulse.yaml(5)):
  *
  *   listen: 127.0.0.1:10035
  *   targets:
@@ -79,7 +79,7 @@
 #define CFG_DEFAULT_KEEP_FREE_FRACTION 0.05 /* 'keep_free: 5%' */
 
 #define CFG_DEFAULT_LISTEN	"127.0.0.1:10035"
-#define CFG_DEFAULT_TARGET_SIZE (64ULL << 20)  /* see README: on-device caches */
+#define CFG_DEFAULT_TARGET_SIZE (64ULL << 20)  /* iopulse.yaml(5) "Why 64MiB" */
 #define CFG_DEFAULT_INTERVAL_NS 1000000000ULL  /* 1s */
 #define CFG_DEFAULT_TIMEOUT_NS	10000000000ULL /* 10s */
 #define CFG_DEFAULT_BLOCK_SIZE	4096ULL
