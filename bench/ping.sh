@@ -10,7 +10,7 @@
 # median of each round's ratio to the bare loop (paired: the disk drifts).
 # Target: iopulse's p50 within 5% of the bare loop's.
 #
-# iopulse's quantiles come from its histogram (<= 0.39% error, daemon/hist.c);
+# iopulse's quantiles come from its histogram (error <= 0.27% + 0.5 ns, docs/histogram.md);
 # the others sort raw samples (fio's from its own log-linear histogram too).
 source "$(dirname "$0")/lib.sh"
 need cc ioping
