@@ -674,42 +674,85 @@ static bool eq(const char *s, size_t n, const char *lit)
 	return s && n == strlen(lit) && strncasecmp(s, lit, n) == 0;
 }
 
-/*
- * Parse the element at *pp into @r and move *pp past it and its comma. Returns
- * false for an empty or malformed element (skipped by the callers: a broken
- * element must not take the whole header down). @slash: the element is a media
- * range (type/subtype).
- */
-static bool next_range(const char **pp, struct media_range *r, bool slash)
+/* The type at *pp (after OWS) and, with @slash, "/" and the subtype; *pp moves
+ * past what was read. False when one is missing. */
+static bool parse_type(const char **pp, struct media_range *r, bool slash)
 {
 	const char *p = *pp;
-	bool ok = true;
-	size_t n;
 
-	memset(r, 0, sizeof(*r));
-	r->q = 1000;
 	while (IS_OWS(*p))
 		p++;
 	r->type = p;
 	r->type_len = token_len(p);
 	p += r->type_len;
+	*pp = p;
 	if (!r->type_len)
-		ok = false;
-	if (ok && slash) {
-		if (*p != '/')
-			ok = false;
-		else
-			p++;
-		r->sub = p;
-		r->sub_len = token_len(p);
-		p += r->sub_len;
-		if (!r->sub_len)
-			ok = false;
-	}
-	while (ok) {
-		const char *name, *val;
-		size_t name_len;
+		return false;
+	if (!slash)
+		return true;
+	if (*p != '/')
+		return false;
+	r->sub = ++p;
+	r->sub_len = token_len(p);
+	*pp = p + r->sub_len;
+	return r->sub_len > 0;
+}
 
+/* A parameter's value at *pp: a token, or a quoted-string (the value is what is
+ * inside); *pp moves past it. False for an unterminated quoted-string. */
+static bool parse_value(const char **pp, const char **val, size_t *n)
+{
+	const char *p = *pp;
+
+	if (*p != '"') {
+		*val = p;
+		*n = token_len(p);
+		*pp = p + *n;
+		return true;
+	}
+	*val = ++p;
+	while (*p && *p != '"')
+		p += p[0] == '\\' && p[1] ? 2 : 1;
+	*pp = p;
+	if (*p != '"')
+		return false;
+	*n = (size_t)(p - *val);
+	*pp = p + 1;
+	return true;
+}
+
+/* Keep the parameters we match on; false for a malformed q. */
+static bool set_param(struct media_range *r, const char *name, size_t name_len, const char *val,
+		      size_t n)
+{
+	if (eq(name, name_len, "q")) {
+		int q = parse_q(val, n);
+
+		if (q < 0)
+			return false;
+		r->q = (unsigned)q;
+	} else if (eq(name, name_len, "version")) {
+		r->version = val;
+		r->version_len = n;
+	} else if (eq(name, name_len, "proto")) {
+		r->proto = val;
+		r->proto_len = n;
+	} else if (eq(name, name_len, "encoding")) {
+		r->encoding = val;
+		r->encoding_len = n;
+	}
+	return true;
+}
+
+/* The parameters at *pp, *( OWS ";" OWS token "=" value ), up to the first
+ * malformed one (then false); *pp moves past what was read. */
+static bool parse_params(const char **pp, struct media_range *r)
+{
+	const char *p = *pp, *name, *val;
+	size_t name_len, n;
+	bool ok = true;
+
+	for (;;) {
 		while (IS_OWS(*p))
 			p++;
 		if (*p != ';')
@@ -725,43 +768,25 @@ static bool next_range(const char **pp, struct media_range *r, bool slash)
 			break;
 		}
 		p++;
-		if (*p == '"') { /* quoted-string: the value is what is inside */
-			val = ++p;
-			while (*p && *p != '"')
-				p += p[0] == '\\' && p[1] ? 2 : 1;
-			if (*p != '"') {
-				ok = false;
-				break;
-			}
-			n = (size_t)(p++ - val);
-		} else {
-			val = p;
-			n = token_len(p);
-			p += n;
-		}
-		if (eq(name, name_len, "q")) {
-			int q = parse_q(val, n);
-
-			if (q < 0)
-				ok = false;
-			else
-				r->q = (unsigned)q;
-		} else if (eq(name, name_len, "version")) {
-			r->version = val;
-			r->version_len = n;
-		} else if (eq(name, name_len, "proto")) {
-			r->proto = val;
-			r->proto_len = n;
-		} else if (eq(name, name_len, "encoding")) {
-			r->encoding = val;
-			r->encoding_len = n;
+		if (!parse_value(&p, &val, &n) || !set_param(r, name, name_len, val, n)) {
+			ok = false;
+			break;
 		}
 	}
+	*pp = p;
+	return ok;
+}
+
+/* Move *pp past the next top-level comma (a quoted comma does not count), or to
+ * the end. False when anything but OWS comes before it: the element is malformed. */
+static bool skip_element(const char **pp)
+{
+	const char *p = *pp;
+	bool ok;
+
 	while (IS_OWS(*p))
 		p++;
-	if (*p && *p != ',')
-		ok = false;
-	/* Skip to the next top-level comma (a quoted comma does not count). */
+	ok = !*p || *p == ',';
 	while (*p && *p != ',') {
 		if (*p == '"') {
 			for (p++; *p && *p != '"'; p += p[0] == '\\' && p[1] ? 2 : 1)
@@ -775,6 +800,23 @@ static bool next_range(const char **pp, struct media_range *r, bool slash)
 		p++;
 	*pp = p;
 	return ok;
+}
+
+/*
+ * Parse the element at *pp into @r and move *pp past it and its comma. Returns
+ * false for an empty or malformed element (skipped by the callers: a broken
+ * element must not take the whole header down). @slash: the element is a media
+ * range (type/subtype).
+ */
+static bool next_range(const char **pp, struct media_range *r, bool slash)
+{
+	bool ok;
+
+	memset(r, 0, sizeof(*r));
+	r->q = 1000;
+	ok = parse_type(pp, r, slash) && parse_params(pp, r);
+	/* Always, so that a malformed element is skipped whole. */
+	return skip_element(pp) && ok;
 }
 
 /* Parameter values compare exactly (case-sensitive), as expfmt does. */
