@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/filter.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -58,8 +57,7 @@ struct http_server {
 	struct metric_family *requests; /* iopulse_http_requests_total{handler,code} */
 	http_collect_fn collect;
 	void *userdata;
-	size_t last_len[3];	     /* the last body's size per format: the next buffer's size */
-	struct http_listener spares; /* fd -1: the listening socket is listen_fd */
+	size_t last_len[3]; /* the last body's size per format: the next buffer's size */
 
 	/* Everything below belongs to the server's thread (see "connections"). */
 	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */
@@ -84,287 +82,18 @@ static const char landing_page[] =
 /* ---------------------------------------------------------------- listening */
 
 /*
- * Why SO_REUSEPORT, and what keeps it honest.
- *
- * A process with a thread stuck in the kernel (an uninterruptible wait on a hung
- * disk) cannot finish exiting even after SIGKILL: its descriptors, the listening
- * socket among them, stay open until that thread returns. The kernel keeps
- * completing handshakes into that socket's backlog, and nobody accepts them. A
- * restarted iopulse must be able to serve regardless, so its socket shares ports
- * (socket activation is the other way: systemd holds the socket).
- *
- * Shared carelessly, a port would be worse than a refused one, in two ways:
- *   - A second *live* instance would share the port without a word. So the socket
- *     is first bound and listening without SO_REUSEPORT, which fails if anything
- *     listens there (even an instance between its own bind and listen);
- *     SO_REUSEPORT is set only then, so that a later instance may join. Only when
- *     that fails does http_listen() bind again with SO_REUSEPORT (which fails too
- *     against a holder without it, or of another user) and, before listening
- *     itself, connect to the address: if something accepts and answers an HTTP
- *     request within HOLDER_ANSWER_MS, the port is in use (-EADDRINUSE); if it
- *     cannot be reached, or nothing listens where we connect (an overlapping
- *     address of another kind), it may be alive, and the port is in use as well.
- *     A live instance that accepts nothing for HOLDER_ANSWER_MS (out of
- *     descriptors, every connection busy with a reply) is taken for a stuck one.
- *   - The kernel spreads new connections over every socket in the group by a hash
- *     of the 4-tuple, so a silent old socket would swallow a share of the scrapes.
- *     When the holder accepts but never answers (or its backlog is so full that
- *     the handshake never completes), the new socket attaches a classic BPF
- *     program to the group that returns the new socket's index in it
- *     (SO_ATTACH_REUSEPORT_CBPF: unprivileged, unlike eBPF), so every new
- *     connection comes here. The index is not exposed to user space: it is found
- *     by trying each one with a connection to ourselves, recognised by its
- *     address. When a socket of the group closes, the kernel moves the group's
- *     last socket into its slot, which would move ours off the index the program
- *     names; so spare sockets, as many as there are silent ones, join behind ours
- *     and are the ones that move.
+ * A plain bind(): when anything else holds the address, the port is in use and
+ * the caller says so. A process with a thread stuck in the kernel (an
+ * uninterruptible wait on a hung disk) cannot finish exiting even after SIGKILL,
+ * and its listening socket stays open until that thread returns; socket
+ * activation is how a new instance serves meanwhile: systemd holds the socket and
+ * hands the same one to each instance (http_listen_activated()), so there is no
+ * second socket to compete with the stuck one.
  */
-#define HOLDER_ANSWER_MS 2000 /* a live iopulse answers /healthz in far less */
-#define STEER_TRY_MS	 100  /* a loopback handshake completes within connect() */
 
-enum holder {
-	HOLDER_NONE,   /* bound, but nothing listens */
-	HOLDER_LIVE,   /* something accepts and answers */
-	HOLDER_SILENT, /* something accepts (or its backlog is full) but never answers */
-};
-
-/* The addresses to connect to in order to reach a socket bound to @ss: @ss
- * itself, or for a wildcard the family's loopback address, and for the dual-stack
- * wildcard 127.0.0.1 too (in case ::1 is not configured). Returns how many. */
-static unsigned connect_addresses(const struct sockaddr_storage *ss, struct sockaddr_storage to[2],
-				  socklen_t tolen[2])
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)&to[0];
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&to[0];
-
-	to[0] = *ss;
-	tolen[0] = ss->ss_family == AF_INET ? sizeof(*sin) : sizeof(*sin6);
-	if (ss->ss_family == AF_INET) {
-		if (sin->sin_addr.s_addr == htonl(INADDR_ANY))
-			sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		return 1;
-	}
-	if (!IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr))
-		return 1;
-	sin6->sin6_addr = in6addr_loopback;
-	sin = (struct sockaddr_in *)&to[1];
-	memset(&to[1], 0, sizeof(to[1]));
-	sin->sin_family = AF_INET;
-	sin->sin_port = sin6->sin6_port;
-	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	tolen[1] = sizeof(*sin);
-	return 2;
-}
-
-/* Wait up to @ms for @events on @fd. >0 ready, 0 timed out, -errno. */
-static int wait_for(int fd, short events, int ms)
-{
-	struct pollfd p = {.fd = fd, .events = events};
-	int r;
-
-	do
-		r = poll(&p, 1, ms);
-	while (r < 0 && errno == EINTR);
-	return r < 0 ? -errno : r;
-}
-
-/* Connect to @to, waiting up to @ms for the handshake. The socket, or -errno:
- * -ECONNREFUSED when nothing listens, -ETIMEDOUT when the handshake did not
- * complete in time (a backlog nobody empties, or a firewall that drops it). */
-static int connect_within(const struct sockaddr_storage *to, socklen_t len, int ms)
-{
-	int c = socket(to->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), r, err = 0;
-	socklen_t elen = sizeof(err);
-
-	if (c < 0)
-		return -errno;
-	if (connect(c, (const struct sockaddr *)to, len) == 0)
-		return c;
-	if (errno != EINPROGRESS) {
-		r = -errno;
-	} else {
-		r = wait_for(c, POLLOUT, ms);
-		if (r == 0)
-			r = -ETIMEDOUT;
-		else if (r > 0 && getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
-			r = -errno;
-		else if (r > 0 && err)
-			r = -err;
-		else if (r > 0)
-			return c;
-	}
-	close(c);
-	return r;
-}
-
-/* An address of ours that a connection reached the holder at. */
-struct reached {
-	struct sockaddr_storage addr;
-	socklen_t len; /* 0: none */
-};
-
-/* Who listens on @ss besides us (called before our socket listens). A holder,
- * or -errno when it cannot be reached to tell; *at gets the address that reached
- * it (for a dual-stack wildcard, ::1 or, where that is not configured, 127.0.0.1). */
-static int probe_holder(const struct sockaddr_storage *ss, struct reached *at)
-{
-	static const char request[] = "GET /healthz HTTP/1.0\r\nUser-Agent: iopulse\r\n\r\n";
-	struct sockaddr_storage to[2];
-	socklen_t len[2];
-	unsigned n = connect_addresses(ss, to, len), i;
-	int c = -EHOSTUNREACH, r;
-
-	for (i = 0; i < n; i++) {
-		c = connect_within(&to[i], len[i], HOLDER_ANSWER_MS);
-		if (c >= 0 || c == -ECONNREFUSED || c == -ETIMEDOUT)
-			break;
-	}
-	if (c == -ECONNREFUSED)
-		return HOLDER_NONE;
-	if (c >= 0 || c == -ETIMEDOUT) {
-		at->addr = to[i];
-		at->len = len[i];
-	}
-	if (c == -ETIMEDOUT) /* a backlog nobody empties (or a firewall: see README) */
-		return HOLDER_SILENT;
-	if (c < 0)
-		return c;
-	/* Accepted: anything but silence (an answer, a close, a reset) is a live
-	 * server. A new socket's send buffer takes the request at once. */
-	r = send(c, request, sizeof(request) - 1, MSG_NOSIGNAL) < 0
-		    ? 1 /* reset already */
-		    : wait_for(c, POLLIN, HOLDER_ANSWER_MS);
-	close(c);
-	if (r < 0)
-		return r;
-	return r > 0 ? HOLDER_LIVE : HOLDER_SILENT;
-}
-
-/* Attach to @fd's reuseport group a program that picks the socket at @index. */
-static int steer_index(int fd, unsigned index)
-{
-	struct sock_filter code[] = {BPF_STMT(BPF_RET | BPF_K, index)};
-	struct sock_fprog prog = {.len = 1, .filter = code};
-
-	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog)) < 0)
-		return -errno;
-	return 0;
-}
-
-static void steer_off(int fd)
-{
-	int unused = 0;
-
-	(void)setsockopt(fd, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &unused, sizeof(unused));
-}
-
-/* @ss as an IPv4 address and port when it is one, or is IPv4-mapped IPv6 (how a
- * dual-stack socket names an IPv4 peer); false otherwise. */
-static bool as_ipv4(const struct sockaddr_storage *ss, struct sockaddr_in *v4)
-{
-	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-
-	if (ss->ss_family == AF_INET) {
-		memcpy(v4, ss, sizeof(*v4));
-		return true;
-	}
-	if (ss->ss_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr))
-		return false;
-	v4->sin_port = sin6->sin6_port;
-	memcpy(&v4->sin_addr, &sin6->sin6_addr.s6_addr[12], sizeof(v4->sin_addr));
-	return true;
-}
-
-static bool same_address(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)a;
-	const struct sockaddr_in6 *b6 = (const struct sockaddr_in6 *)b;
-	struct sockaddr_in a4, b4;
-
-	if (as_ipv4(a, &a4) && as_ipv4(b, &b4))
-		return a4.sin_port == b4.sin_port && a4.sin_addr.s_addr == b4.sin_addr.s_addr;
-	return a->ss_family == AF_INET6 && b->ss_family == AF_INET6 &&
-	       a6->sin6_port == b6->sin6_port && IN6_ARE_ADDR_EQUAL(&a6->sin6_addr, &b6->sin6_addr);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Does a new connection to @to arrive on the listening socket @fd? 1 yes, 0 no
- * (it went to another socket, or its handshake did not complete: a full backlog),
- * -errno. Connections that arrive and are not this one are closed: a scrape that
- * came in during the search, lost, as it would have been on the silent socket. */
-static int self_connection(int fd, const struct sockaddr_storage *to, socklen_t len)
-{
-	struct sockaddr_storage me, peer;
-	socklen_t mlen = sizeof(me), plen;
-	int64_t end = now_ms() + STEER_TRY_MS;
-	int c = connect_within(to, len, STEER_TRY_MS), r = 0, a, found = 0;
-
-	if (c == -ETIMEDOUT)
-		return 0;
-	if (c < 0)
-		return c;
-	if (getsockname(c, (struct sockaddr *)&me, &mlen) < 0) {
-		r = -errno;
-		close(c);
-		return r;
-	}
-	/* The handshake is complete: if it is ours, it is in (or just entering) our
-	 * accept queue. */
-	for (;;) {
-		int64_t left = end - now_ms();
-
-		if (found || left <= 0)
-			break;
-		r = wait_for(fd, POLLIN, (int)left);
-		if (r <= 0)
-			break;
-		while (!found && now_ms() < end &&
-		       (a = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-			plen = sizeof(peer);
-			found = getpeername(a, (struct sockaddr *)&peer, &plen) == 0 &&
-				same_address(&peer, &me);
-			close(a);
-		}
-	}
-	close(c);
-	return found ? 1 : r < 0 ? r : 0;
-}
-
-/* Send every new connection to @to (an address of ours) to the listening socket
- * @fd. Returns @fd's index in its reuseport group (with the program attached), or
- * -errno (-ENOENT: not found; the program is then detached). */
-static int steer_here(int fd, const struct sockaddr_storage *to, socklen_t len)
-{
-	unsigned i;
-	int r = 0;
-
-	/* Ascending: every index below ours names a socket, so the program's choice is
-	 * exact until ours; only past the end would the kernel fall back to the hash,
-	 * and could land here by chance. */
-	for (i = 0; i < HTTP_SPARE_MAX; i++) {
-		r = steer_index(fd, i);
-		if (r == 0)
-			r = self_connection(fd, to, len);
-		if (r < 0)
-			break;
-		if (r > 0)
-			return (int)i;
-	}
-	steer_off(fd);
-	return r < 0 ? r : -ENOENT;
-}
-
-/* A socket bound to @ss with SO_REUSEADDR (a restart binds over TIME_WAIT), and
- * SO_REUSEPORT when @reuseport, listening when @backlog > 0. The descriptor or
- * -errno. */
-static int bound_socket(const struct sockaddr_storage *ss, bool v6only, bool reuseport, int backlog)
+/* A socket bound to @ss and listening, with SO_REUSEADDR (a restart binds over
+ * connections left in TIME_WAIT). The descriptor or -errno. */
+static int listening_socket(const struct sockaddr_storage *ss, bool v6only)
 {
 	socklen_t len =
 		ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
@@ -374,11 +103,9 @@ static int bound_socket(const struct sockaddr_storage *ss, bool v6only, bool reu
 	if (fd < 0)
 		return -errno;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
 	    (ss->ss_family == AF_INET6 &&
 	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6o, sizeof(v6o)) < 0) ||
-	    bind(fd, (const struct sockaddr *)ss, len) < 0 ||
-	    (backlog > 0 && listen(fd, backlog) < 0)) {
+	    bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 64) < 0) {
 		r = -errno;
 		close(fd);
 		return r;
@@ -386,156 +113,16 @@ static int bound_socket(const struct sockaddr_storage *ss, bool v6only, bool reu
 	return fd;
 }
 
-/* After steer_here() found our socket at @index: add @index spare sockets behind
- * it. When a socket before ours closes, the kernel moves the group's last socket
- * into its slot; with as many spares as there are sockets before ours, the last
- * one is always a spare, and ours never moves off the index the program returns.
- * Nothing is ever steered to a spare, so nothing waits in their backlogs. */
-static int add_spares(struct http_listener *l, const struct sockaddr_storage *ss, bool v6only,
-		      unsigned index)
-{
-	while (l->n_spare < index) {
-		int fd = bound_socket(ss, v6only, true, 1);
-
-		if (fd < 0)
-			return fd;
-		l->spare[l->n_spare++] = fd;
-	}
-	return 0;
-}
-
-/* Close the spares (the program must be off first: it may name one). */
-static void close_spares(struct http_listener *l)
-{
-	while (l->n_spare)
-		close(l->spare[--l->n_spare]);
-}
-
-void http_listener_close(struct http_listener *l)
-{
-	if (l->fd >= 0)
-		close(l->fd);
-	l->fd = -1;
-	close_spares(l);
-}
-
-/* Our socket @l->fd shares its port with silent sockets: steer, and say so.
- *
- * Two instances started at once next to the same silent socket would both steer,
- * and the last to do so wins the connections while the other idles; systemd never
- * starts two, so this is left alone. */
-static void take_over(struct http_listener *l, const struct sockaddr_storage *ss, bool v6only,
-		      const struct reached *at)
-{
-	char where[INET6_ADDRSTRLEN + 8];
-	const char *why = NULL;
-	int index, r;
-
-	if (http_local_address(l->fd, where, sizeof(where)) < 0)
-		snprintf(where, sizeof(where), "?");
-	r = index = steer_here(l->fd, &at->addr, at->len);
-	if (r == -ENOENT)
-		why = "no connection to it arrived here, whichever of the first "
-		      "16 sockets on the port it was sent to";
-	if (r >= 0)
-		r = add_spares(l, ss, v6only, (unsigned)index);
-	if (r == 0) {
-		/* What the scrapes will see: one more connection must come here. */
-		r = self_connection(l->fd, &at->addr, at->len);
-		if (r == 0)
-			why = "a test connection did not arrive here";
-		r = r > 0 ? 0 : r < 0 ? r : -EIO;
-	}
-	if (r < 0) {
-		steer_off(l->fd);
-		close_spares(l);
-		if (why)
-			log_warning("Another socket listens on %s but does not answer (an old "
-				    "iopulse stuck in the kernel?), and new connections cannot "
-				    "be steered away from it: %s; some or all scrapes may go to "
-				    "it and time out",
-				    where, why);
-		else
-			log_warning_errno(r,
-					  "Another socket listens on %s but does not answer (an "
-					  "old iopulse stuck in the kernel?), and new connections "
-					  "cannot be steered away from it: %m; some or all "
-					  "scrapes may go to it and time out",
-					  where);
-		return;
-	}
-	if (index == 0) /* it closed while we looked */
-		log_info("The socket that held %s without answering is gone; every new "
-			 "connection is steered here",
-			 where);
-	else
-		log_warning("Another socket listens on %s but does not answer (an old iopulse "
-			    "stuck in the kernel?); sharing the port, with every new connection "
-			    "steered to this instance (%d silent socket(s) ahead of it)",
-			    where, index);
-}
-
-/* Listen on @ss alone: bound without SO_REUSEPORT, so the bind or the listen()
- * fails if anything else listens there (also one started at the same moment);
- * SO_REUSEPORT only once listening, so that a later instance may join. */
-static int listen_alone(const struct sockaddr_storage *ss, bool v6only)
-{
-	int fd = bound_socket(ss, v6only, false, 64), one = 1, r;
-
-	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
-/* The port of @ss is taken. By a socket that shares it, of this user, and that
- * accepts without answering? Then our socket, listening and sharing the port,
- * with *silent_at the address that reached the holder; otherwise -EADDRINUSE.
- * silent_at->len is 0 unless the port is shared. */
-static int listen_shared(const struct sockaddr_storage *ss, bool v6only, struct reached *silent_at)
-{
-	int fd = bound_socket(ss, v6only, true, 0), holder;
-
-	silent_at->len = 0;
-	if (fd < 0)
-		return fd;
-	holder = probe_holder(ss, silent_at);
-	if (holder < 0)
-		log_warning_errno(holder, "Cannot connect to the socket that holds the port, to "
-					  "tell whether it answers: %m");
-	if (holder == HOLDER_SILENT) {
-		if (listen(fd, 64) == 0)
-			return fd;
-		holder = -errno;
-	}
-	silent_at->len = 0;
-	close(fd);
-	if (holder == HOLDER_NONE) {
-		/* Nothing listens where we connected: the holder has just gone, or
-		 * listens on an overlapping address of another kind (0.0.0.0 against
-		 * [::], a specific address against a wildcard), or is only bound.
-		 * Once more, alone; else it is in use. */
-		fd = listen_alone(ss, v6only);
-		return fd >= 0 ? fd : -EADDRINUSE;
-	}
-	return -EADDRINUSE;
-}
-
-int http_listen(const char *host, uint16_t port, struct http_listener *l, uint16_t *bound_port)
+int http_listen(const char *host, uint16_t port, uint16_t *bound_port)
 {
 	struct sockaddr_storage ss = {0};
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
 	/* "" means every address: one dual-stack socket. */
 	bool v6 = host[0] == '\0' || strchr(host, ':'), v6only = host[0] != '\0';
-	struct reached silent_at = {.len = 0};
 	socklen_t len = sizeof(ss);
 	int fd, r;
 
-	l->fd = -1;
-	l->n_spare = 0;
 	if (!v6) {
 		sin->sin_family = AF_INET;
 		sin->sin_port = htons(port);
@@ -547,18 +134,15 @@ int http_listen(const char *host, uint16_t port, struct http_listener *l, uint16
 		if (host[0] && inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
 			return -EINVAL;
 	}
-	fd = listen_alone(&ss, v6only);
+	fd = listening_socket(&ss, v6only);
 	if (fd == -EAFNOSUPPORT && host[0] == '\0') {
 		/* Every address on a kernel without IPv6: IPv4 only. */
 		memset(&ss, 0, sizeof(ss));
 		sin->sin_family = AF_INET;
 		sin->sin_port = htons(port);
 		sin->sin_addr.s_addr = htonl(INADDR_ANY);
-		v6only = false;
-		fd = listen_alone(&ss, v6only);
+		fd = listening_socket(&ss, false);
 	}
-	if (fd == -EADDRINUSE && port) /* port 0 gets a port nobody else has */
-		fd = listen_shared(&ss, v6only, &silent_at);
 	if (fd < 0)
 		return fd;
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
@@ -566,11 +150,8 @@ int http_listen(const char *host, uint16_t port, struct http_listener *l, uint16
 		close(fd);
 		return r;
 	}
-	l->fd = fd;
 	*bound_port = ntohs(ss.ss_family == AF_INET ? sin->sin_port : sin6->sin6_port);
-	if (silent_at.len)
-		take_over(l, &ss, v6only, &silent_at);
-	return 0;
+	return fd;
 }
 
 int http_listen_activated(unsigned *n_fds)
@@ -1099,6 +680,14 @@ struct conn {
 	bool waiting;	   /* in the lists above */
 	bool closing;	   /* shut down; libmicrohttpd closes it */
 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 unsigned http_connection_limit(uint64_t nofile)
 {
@@ -1638,12 +1227,11 @@ static void server_free(struct http_server *h)
 		close(h->stop_fd);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
-	http_listener_close(&h->spares);
 	free(h);
 }
 
-struct http_server *http_start(const struct http_listener *l, const struct http_limits *lim,
-			       struct metrics *m, http_collect_fn collect, void *userdata, int *err)
+struct http_server *http_start(int listen_fd, const struct http_limits *lim, struct metrics *m,
+			       http_collect_fn collect, void *userdata, int *err)
 {
 	static const char *const labels[] = {"handler", "code", NULL};
 	struct http_server *h = calloc(1, sizeof(*h));
@@ -1652,17 +1240,11 @@ struct http_server *http_start(const struct http_listener *l, const struct http_
 	int r;
 
 	if (!h) {
-		struct http_listener own = *l;
-
-		http_listener_close(&own);
+		close(listen_fd);
 		*err = -ENOMEM;
 		return NULL;
 	}
-	/* The listener is ours from here: its socket is listen_fd, and the spares
-	 * keep its place in a shared port (see "listening"). */
-	h->spares = *l;
-	h->listen_fd = h->spares.fd;
-	h->spares.fd = -1;
+	h->listen_fd = listen_fd;
 	h->stop_fd = -1;
 	h->metrics = m;
 	h->collect = collect;

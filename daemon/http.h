@@ -48,35 +48,14 @@ struct http_limits {
  * [HTTP_CONNECTIONS_MIN, HTTP_CONNECTIONS_MAX]. */
 unsigned http_connection_limit(uint64_t nofile);
 
-/* Silent sockets that may hold our port ahead of ours and still be steered past
- * (see http.c): HTTP_SPARE_MAX - 1. */
-#define HTTP_SPARE_MAX 16
-
 /*
- * A listening socket, and the spare sockets that keep its place when it shares
- * its port with sockets that accept but never answer (see http.c). Hand it to
- * http_start(), or close it with http_listener_close().
+ * Listen on @host (numeric IPv4/IPv6, "" for any: one dual-stack socket, IPv4
+ * only on a kernel without IPv6) and @port (0 picks a free one), with a plain
+ * bind(): nothing shares the port. Returns the listening socket (non-blocking,
+ * close-on-exec) or -errno: -EADDRINUSE when anything else holds the address,
+ * -EINVAL for a host that is not a numeric address. *bound_port gets the port.
  */
-struct http_listener {
-	int fd;
-	unsigned n_spare;
-	int spare[HTTP_SPARE_MAX];
-};
-
-/*
- * Listen on @host (numeric IPv4/IPv6, "" for any) and @port (0 picks a free one),
- * in a way that lets a later instance share the port (SO_REUSEPORT). When the port
- * is taken: -EADDRINUSE if the holder does not share ports, answers an HTTP
- * request, or cannot be reached to tell; a holder that accepts and stays silent
- * (an instance stuck in the kernel) is shared with, and every new connection is
- * steered here (logged). Returns 0 or -errno (-EINVAL for a host that is not a
- * numeric address). *bound_port gets the port. May take a few seconds, only when
- * the port is taken.
- */
-int http_listen(const char *host, uint16_t port, struct http_listener *l, uint16_t *bound_port);
-
-/* Close a listener that was not handed to http_start(). */
-void http_listener_close(struct http_listener *l);
+int http_listen(const char *host, uint16_t port, uint16_t *bound_port);
 
 /*
  * Socket activation: the listening socket the service manager passed (LISTEN_FDS,
@@ -93,11 +72,11 @@ int http_local_address(int fd, char *buf, size_t n);
 /* Called on the HTTP thread before each /metrics snapshot, to refresh gauges. */
 typedef void (*http_collect_fn)(void *userdata);
 
-/* Serve on @l (ownership passes to the server, even on failure) from a thread of
- * its own, within @lim (NULL: the defaults). NULL on failure, with *err = -errno. */
-struct http_server *http_start(const struct http_listener *l, const struct http_limits *lim,
-			       struct metrics *m, http_collect_fn collect, void *userdata,
-			       int *err);
+/* Serve on the listening socket @listen_fd (ownership passes to the server, even
+ * on failure) from a thread of its own, within @lim (NULL: the defaults). NULL on
+ * failure, with *err = -errno. */
+struct http_server *http_start(int listen_fd, const struct http_limits *lim, struct metrics *m,
+			       http_collect_fn collect, void *userdata, int *err);
 
 /* Stop serving and free; NULL is a no-op. */
 void http_stop(struct http_server *h);

@@ -361,7 +361,7 @@ static int cmd_run(int argc, char **argv)
 	struct sched *s = NULL;
 	struct process_metrics *pm = NULL;
 	struct http_server *h = NULL;
-	struct http_listener listener = {.fd = -1};
+	int listen_fd = -1;
 	void *parts[2];
 	char host[64], where[sizeof(host) + 16];
 	uint16_t port, bound;
@@ -414,20 +414,23 @@ static int cmd_run(int argc, char **argv)
 		return EX_USAGE;
 	}
 	if (fd > 0) {
-		listener = (struct http_listener){.fd = fd};
+		listen_fd = fd;
 		if (http_local_address(fd, where, sizeof(where)) < 0)
 			snprintf(where, sizeof(where), "?");
 		log_info("Using the socket passed by the service manager (%s); 'listen:' and "
 			 "--listen are ignored",
 			 where);
 	} else {
-		r = http_listen(host, port, &listener, &bound);
+		r = listen_fd = http_listen(host, port, &bound);
 		if (r < 0) {
 			if (r == -EADDRINUSE)
-				log_error("Cannot listen on %s%s%s:%u: address already in use (is "
-					  "another iopulse running?)",
-					  strchr(host, ':') ? "[" : "", host,
-					  strchr(host, ':') ? "]" : "", port);
+				log_error(
+					"Cannot listen on %s%s%s:%u: address already in use; stop "
+					"what holds it, pick another address ('listen:' or "
+					"--listen), or run under iopulse.socket so that systemd "
+					"holds the port for every instance",
+					strchr(host, ':') ? "[" : "", host,
+					strchr(host, ':') ? "]" : "", port);
 			else
 				log_error_errno(r, "Cannot listen on %s:%u: %m", host, port);
 			cfg_free(cfg);
@@ -445,7 +448,7 @@ static int cmd_run(int argc, char **argv)
 	pm = m ? process_metrics_new(m) : NULL;
 	if (!m || !pm || set_build_info(m) < 0 || set_engines(m) < 0) {
 		log_error("Out of memory");
-		http_listener_close(&listener);
+		close(listen_fd);
 		goto out;
 	}
 	s = sched_new(cfg, m, &r);
@@ -454,17 +457,17 @@ static int cmd_run(int argc, char **argv)
 			status = EX_CONFIG;
 		else
 			log_error_errno(r, "Failed to set up the probes: %m");
-		http_listener_close(&listener);
+		close(listen_fd);
 		goto out;
 	}
 	if (sched_set_config_path(s, o.config) < 0) {
 		log_error("Out of memory");
-		http_listener_close(&listener);
+		close(listen_fd);
 		goto out;
 	}
 	parts[0] = s;
 	parts[1] = pm;
-	h = http_start(&listener, NULL, m, collect, parts, &r);
+	h = http_start(listen_fd, NULL, m, collect, parts, &r);
 	if (!h) {
 		log_error_errno(r, "Failed to start the HTTP server: %m");
 		goto out;

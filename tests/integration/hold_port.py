@@ -1,18 +1,15 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""hold_port.py PORT_FILE plain|reuseport: another program holding a port.
+"""hold_port.py PORT_FILE: another program holding a port.
 
-Listens on 127.0.0.1 at a free port (with SO_REUSEPORT when asked: then it
-shares the port, as a stuck old iopulse would), writes the port to PORT_FILE and
-never accepts a connection, until killed (or after 10 minutes)."""
+Listens on 127.0.0.1 at a free port, writes the port to PORT_FILE and never
+accepts a connection, until killed (or after 10 minutes)."""
 import os
 import socket
 import sys
 import time
 
 s = socket.socket()
-if sys.argv[2] == "reuseport":
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
 s.bind(("127.0.0.1", 0))
 s.listen(8)
 with open(sys.argv[1] + ".tmp", "w") as f:

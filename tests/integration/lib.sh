@@ -295,12 +295,12 @@ require_cmd() {
 	done
 }
 
-# hold_port plain|reuseport: another program listens on a free loopback port
-# (sharing it, with "reuseport") and never accepts; HELD_PORT is the port.
+# hold_port: another program listens on a free loopback port and never
+# accepts; HELD_PORT is the port.
 # Stopped at exit.
 hold_port() {
 	local file="$WORK/held-port.$RANDOM" pid
-	/usr/bin/python3 "$SOURCE_DIR/tests/integration/hold_port.py" "$file" "$1" &
+	/usr/bin/python3 "$SOURCE_DIR/tests/integration/hold_port.py" "$file" &
 	pid=$!
 	on_exit kill "$pid"
 	wait_until 5 "the port holder listening" test -s "$file"

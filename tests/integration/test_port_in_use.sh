@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT
 #
 # A second daemon asked to listen where the first one already does exits 69
-# (EX_UNAVAILABLE) promptly, saying which address is in use; the first keeps
-# serving. (It shares ports only with a socket that never answers: see
-# test_stuck_instance.sh.) The same for a port held by another program, which
-# does not share it.
+# (EX_UNAVAILABLE) promptly, saying which address is in use and what to do; the
+# first keeps serving. The same for a port held by another program. (A port held
+# by an old instance stuck in the kernel is no different: socket activation is
+# the way through, see test_stuck_instance.sh.)
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -29,7 +29,7 @@ LOG2="$WORK/second.log"
 DAEMON_LOGS+=("$LOG2")
 
 # second_daemon ADDR: run the second daemon on ADDR; it must exit 69 within 5s
-# with a line naming ADDR and saying it is in use.
+# with a line naming ADDR, saying it is in use and pointing to iopulse.socket.
 second_daemon() {
 	local addr=$1 t0 elapsed line rc=0
 	t0=$(now_ms)
@@ -42,6 +42,7 @@ second_daemon() {
 	line=$(awk -v a="$addr" 'index($0, a) && tolower($0) ~ /in use/ { print; found = 1; exit }
 		END { exit !found }' "$LOG2") ||
 		fail "the second daemon's log has no line naming $addr and saying it is in use"
+	[[ $line == *iopulse.socket* ]] || fail "the second daemon does not point to iopulse.socket: $line"
 	note "second daemon on $addr: status $rc after ${elapsed}ms: $line"
 }
 
@@ -56,6 +57,6 @@ stop_daemon TERM 5
 
 # ---- a port held by another program ----------------------------------------
 
-hold_port plain
+hold_port
 second_daemon "127.0.0.1:$HELD_PORT"
 note "pass"

@@ -1,21 +1,21 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# A restarted iopulse serves while the old one, killed in the middle of a hung
-# read, cannot finish exiting and still holds its listening socket.
-#   1. Daemon A pings a directory on hangfs (sync engine). hangfs freezes, with
-#      interrupts ignored (HANGFS_UNINTERRUPTIBLE=1): A's lane waits in the kernel
-#      uninterruptibly, as on a dead disk. SIGKILL: A cannot exit; its socket still
-#      listens, and a connection to the port is accepted by the kernel and never
-#      answered.
-#   2. Daemon B is started on the same address. It must not exit 69: it shares the
-#      port (SO_REUSEPORT), says so, and gets every new connection — 40 scrapes in
-#      a row, each on a new connection, all answered. (Without the steering, the
-#      kernel's hash sends each connection to A or B at random.)
-#   3. A third daemon on the address exits 69: B answers, so the port is in use.
-#   4. Thaw: A's read returns, A finally exits and its socket closes. B keeps
-#      getting every connection. (With several silent sockets closing one by one,
-#      B's spare sockets are what keep this true: unit/test_http covers that.)
+# Under socket activation, a restarted iopulse serves while the old one, killed
+# in the middle of a hung read, cannot finish exiting and still holds the
+# listening socket. socket_holder.py plays systemd with iopulse.socket: it holds
+# one listening socket and passes that same socket to each instance.
+#   1. Daemon A, given the socket, pings a directory on hangfs (sync engine).
+#      hangfs freezes, with interrupts ignored (HANGFS_UNINTERRUPTIBLE=1): A's
+#      lane waits in the kernel uninterruptibly, as on a dead disk. SIGKILL: A
+#      cannot exit, and its stuck thread keeps the socket open; a request to the
+#      port is accepted by the kernel and never answered.
+#   2. Daemon B is given the same socket. There is still one listening socket on
+#      the port, and B answers 40 scrapes in a row, each on a new connection.
+#   3. A daemon that binds the address itself exits 69, saying the address is in
+#      use and that iopulse.socket is the way to run.
+#   4. Thaw: A's read returns and A exits. B answers 40 of 40 again, and the
+#      socket outlives B too, as systemd's does.
 # Skipped where FUSE cannot be mounted (see hangfs.sh).
 
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
@@ -23,7 +23,7 @@
 # shellcheck source=hangfs.sh
 . "$(dirname "$0")/hangfs.sh"
 
-require_cmd curl timeout
+require_cmd curl timeout /usr/bin/python3
 require_disk "$WORK"
 HANGFS_UNINTERRUPTIBLE=1 hangfs_mount
 hangfs_said 1 'ignoring interrupts' || fail "hangfs does not say it ignores interrupts"
@@ -34,6 +34,22 @@ listeners() {
 	local want
 	want=$(printf '0100007F:%04X' "$1")
 	awk -v a="$want" '$2 == a && $4 == "0A" { n++ } END { print n + 0 }' /proc/net/tcp
+}
+
+# socket_inode PORT: the inode of the socket listening on 127.0.0.1:PORT.
+socket_inode() {
+	local want
+	want=$(printf '0100007F:%04X' "$1")
+	awk -v a="$want" '$2 == a && $4 == "0A" { print $10; exit }' /proc/net/tcp
+}
+
+# holds_socket PID INODE: a thread of PID has socket INODE open.
+holds_socket() {
+	local fd
+	for fd in /proc/"$1"/task/*/fd/*; do
+		[[ $(readlink "$fd" 2>/dev/null) == "socket:[$2]" ]] && return 0
+	done
+	return 1
 }
 
 # scrapes_answered N: N scrapes of /metrics, each on a new connection; sets ANSWERED
@@ -48,6 +64,33 @@ scrapes_answered() {
 	done
 }
 
+# ---- the socket, held as systemd would hold it --------------------------------------
+
+PORT_FILE="$WORK/port"
+HOLDER="$SOURCE_DIR/tests/integration/socket_holder.py"
+HOLDER_LOG="$WORK/holder.log"
+DAEMON_LOGS+=("$HOLDER_LOG")
+/usr/bin/python3 "$HOLDER" hold "$PORT_FILE" "$WORK/holder.sock" >"$HOLDER_LOG" 2>&1 &
+on_exit kill "$!"
+wait_until 5 "the socket holder listening" test -s "$PORT_FILE"
+read -r PORT <"$PORT_FILE"
+INODE=$(socket_inode "$PORT")
+[[ -n $INODE ]] || fail "no socket listens on 127.0.0.1:$PORT"
+
+# Every daemon started from here gets the held socket (its --listen is ignored).
+REAL=$IOPULSE
+IOPULSE="$WORK/iopulse-activated"
+printf '#!/bin/sh\nexec /usr/bin/python3 %q pass %q %q "$@"\n' \
+	"$HOLDER" "$WORK/holder.sock" "$REAL" >"$IOPULSE"
+chmod +x "$IOPULSE"
+
+# started_on_held_socket: the daemon just started serves on the held socket.
+started_on_held_socket() {
+	[[ $DAEMON_PORT == "$PORT" ]] || fail "daemon $DAEMON_PID serves on port $DAEMON_PORT, not $PORT"
+	grep -q "Using the socket passed by the service manager (127.0.0.1:$PORT)" "$DAEMON_LOG" ||
+		fail "daemon $DAEMON_PID does not say it uses the passed socket"
+}
+
 # ---- 1. daemon A, stuck and killed ------------------------------------------------
 
 hung_config "$WORK/a.yaml" sync
@@ -59,9 +102,9 @@ reading() {
 	num "$v" '>' 0
 }
 start_daemon "$WORK/a.yaml"
+started_on_held_socket
 A_PID=$DAEMON_PID
 A_LOG=$DAEMON_LOG
-PORT=$DAEMON_PORT
 wait_until 10 "daemon A reads through hangfs" reading
 
 kill -USR1 "$HANGFS_PID"
@@ -75,43 +118,39 @@ while ! grep -q '^State:.*Z' "/proc/$A_PID/status" 2>/dev/null; do
 	sleep 0.05
 done
 [[ -d /proc/$A_PID ]] || fail "daemon A exited although its read is stuck in hangfs"
-n=$(listeners "$PORT")
-((n == 1)) || fail "$n sockets listen on 127.0.0.1:$PORT after A was killed, want A's 1"
+holds_socket "$A_PID" "$INODE" || fail "the killed daemon A does not hold the listening socket"
 rc=0
 curl -sS --max-time 1 -o /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null || rc=$?
 ((rc == 28)) || fail "a request to the killed daemon A ended with curl status $rc, want 28 (accepted, never answered)"
-note "daemon A ($A_PID) killed with a read stuck in hangfs: port $PORT still listens, requests hang"
+note "daemon A ($A_PID) killed with a read stuck in hangfs: it holds the socket, requests hang"
 
-# ---- 2. daemon B on the same address ----------------------------------------------
+# ---- 2. daemon B on the same socket -------------------------------------------------
 
 ping_config "$WORK/b.yaml" "$WORK/b" 1MiB
-start_daemon "$WORK/b.yaml" --listen "127.0.0.1:$PORT"
-[[ $DAEMON_PORT == "$PORT" ]] || fail "daemon B serves on port $DAEMON_PORT, not $PORT"
-grep -q "Another socket listens on 127.0.0.1:$PORT but does not answer" "$DAEMON_LOG" ||
-	fail "daemon B does not say it shares the port with a silent socket"
-grep -q "with every new connection steered to this instance (1 silent socket(s) ahead of it)" "$DAEMON_LOG" ||
-	fail "daemon B does not say it steers every new connection to itself"
+start_daemon "$WORK/b.yaml"
+started_on_held_socket
 n=$(listeners "$PORT")
-((n == 3)) || fail "$n sockets listen on 127.0.0.1:$PORT, want 3 (A's, B's and B's spare)"
+((n == 1)) || fail "$n sockets listen on 127.0.0.1:$PORT, want 1 (the held one)"
+holds_socket "$A_PID" "$INODE" || fail "daemon A let go of the socket before the thaw"
 scrapes_answered 40
-((ANSWERED == 40)) || fail "daemon B answered $ANSWERED of 40 scrapes while A holds the port"
+((ANSWERED == 40)) || fail "daemon B answered $ANSWERED of 40 scrapes while A holds the socket"
 has_series "$WORK/page" 'iopulse_target_up{target="t1"}' ||
 	fail "the page answered on port $PORT is not daemon B's"
-note "daemon B shares port $PORT and answered 40 of 40 scrapes"
+note "daemon B serves on the same socket and answered 40 of 40 scrapes"
 
-# ---- 3. a third daemon: the port is in use -----------------------------------------
+# ---- 3. a daemon that binds the address itself: in use -------------------------------
 
 LOG3="$WORK/third.log"
 DAEMON_LOGS+=("$LOG3")
 ping_config "$WORK/c.yaml" "$WORK/c" 1MiB
 rc=0
-timeout 10 "$IOPULSE" run --config "$WORK/c.yaml" --listen "127.0.0.1:$PORT" \
+timeout 10 "$REAL" run --config "$WORK/c.yaml" --listen "127.0.0.1:$PORT" \
 	>"$LOG3" 2>&1 </dev/null || rc=$?
-((rc == 69)) || fail "a third daemon on 127.0.0.1:$PORT exited with status $rc, want 69"
-grep -q "Cannot listen on 127.0.0.1:$PORT: address already in use" "$LOG3" ||
-	fail "the third daemon does not say the address is in use"
+((rc == 69)) || fail "a daemon binding 127.0.0.1:$PORT exited with status $rc, want 69"
+grep -q "Cannot listen on 127.0.0.1:$PORT: address already in use; .*iopulse.socket" "$LOG3" ||
+	fail "the daemon binding 127.0.0.1:$PORT does not say the address is in use and what to do"
 
-# ---- 4. thaw: A goes away, B keeps every connection ---------------------------------
+# ---- 4. thaw: A goes away, B keeps serving ------------------------------------------
 
 kill -USR2 "$HANGFS_PID"
 wait_hangfs 5 1 thawed
@@ -125,8 +164,6 @@ rc=0
 wait "$A_PID" || rc=$?
 _forget_pid "$A_PID"
 ((rc == 137)) || fail "daemon A exited with status $rc after the thaw, want 137 (SIGKILL)"
-n=$(listeners "$PORT")
-((n == 2)) || fail "$n sockets listen on 127.0.0.1:$PORT after A exited, want B's 2"
 scrapes_answered 40
 ((ANSWERED == 40)) || fail "daemon B answered $ANSWERED of 40 scrapes after A exited"
 grep -q 'Received SIGTERM' "$A_LOG" && fail "daemon A logged a SIGTERM it never got"
@@ -134,5 +171,5 @@ note "A exited after the thaw; B answered 40 of 40 scrapes"
 
 stop_daemon TERM 5
 n=$(listeners "$PORT")
-((n == 0)) || fail "$n sockets still listen on 127.0.0.1:$PORT after B stopped"
+((n == 1)) || fail "$n sockets listen on 127.0.0.1:$PORT after B stopped, want the held one"
 note "pass"

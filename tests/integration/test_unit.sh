@@ -1,13 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# The systemd unit: `systemd-analyze verify` reports nothing, and
-# `systemd-analyze security --offline=yes` scores it at most 1.2. The drop-in
-# example for raw block devices verifies cleanly on top of it. When strace can
-# trace here, the daemon's own system calls during a short run (io_uring, libaio
-# and sync engines, pings and bursts, a scrape, SIGTERM; on a port it takes over
-# from a silent socket, so the steering runs too) all pass the unit's
-# SystemCallFilter=, and none asks for memory that MemoryDenyWriteExecute= refuses.
+# The systemd units: `systemd-analyze verify` reports nothing for the service or
+# the socket, and `systemd-analyze security --offline=yes` scores the service at
+# most 1.2. The drop-in example for raw block devices verifies cleanly on top of
+# it. When strace can trace here, the daemon's own system calls during a short
+# run (given its socket as by iopulse.socket, the packaged default; io_uring,
+# libaio and sync engines, pings and bursts, a scrape, SIGTERM) all pass the
+# unit's SystemCallFilter=, and none asks for memory that MemoryDenyWriteExecute=
+# refuses.
 #
 # verify checks that ExecStart='s binary exists; the unit names its installed
 # path (/usr/bin/iopulse), so verify runs on a copy whose ExecStart= points at
@@ -50,7 +51,7 @@ run_analyze verify verify "$UNITS/iopulse.service"
 [[ ! -s $OUT ]] || fail "systemd-analyze verify is not silent: $(cat "$OUT")"
 note "verify: clean"
 
-# The optional socket unit, next to the service it activates.
+# The socket unit (how the package runs iopulse), next to the service it activates.
 cp "$SOURCE_DIR/systemd/iopulse.socket" "$UNITS/iopulse.socket"
 run_analyze verify-socket verify "$UNITS/iopulse.socket"
 ((RC == 0)) || fail "systemd-analyze verify of iopulse.socket exited $RC"
@@ -192,15 +193,15 @@ EOF
 	LOG="$WORK/traced.log"
 	DAEMON_LOGS+=("$LOG")
 	: >"$LOG"
-	# A socket that shares its port and never answers (a stuck old instance):
-	# the daemon takes the port over, with every call that takes.
-	hold_port reuseport
+	# The listening socket passed as iopulse.socket passes it (listen_fds.py
+	# execs the daemon; only the daemon's calls are checked, from its execve).
 	# sd_notify to a socket nobody listens on: the calls are made all the same.
 	# A soft descriptor limit below the hard one, as systemd's default
 	# LimitNOFILE=1024:524288 gives: the daemon raises it, with that call too.
 	NOTIFY_SOCKET="$WORK/notify" STATE_DIRECTORY="$DIR" \
-		"${SPAWN[@]}" prlimit --nofile=256: strace -f -qq -o "$TRACE" "$IOPULSE" run --config "$CFG" \
-		--listen "127.0.0.1:$HELD_PORT" --log-level debug >"$LOG" 2>&1 &
+		"${SPAWN[@]}" prlimit --nofile=256: strace -f -qq -o "$TRACE" \
+		/usr/bin/python3 "$SOURCE_DIR/tests/integration/listen_fds.py" "$WORK/port" 1 tcp \
+		"$IOPULSE" run --config "$CFG" --log-level debug >"$LOG" 2>&1 &
 	TRACER=$!
 	DAEMON_PIDS+=("$TRACER")
 	DAEMON_PID=$TRACER # wait_until notices if it exits
@@ -210,8 +211,8 @@ EOF
 		[[ -n $port ]]
 	}
 	wait_until 15 "the traced daemon serving metrics" wait_port
-	grep -q 'sharing the port, with every new connection steered to this instance' "$LOG" ||
-		fail "the traced daemon did not take over the port from the silent socket"
+	grep -q "Using the socket passed by the service manager (127.0.0.1:$port)" "$LOG" ||
+		fail "the traced daemon does not serve on the socket passed to it"
 	sleep 3 # pings and at least one burst of each engine (time is the point here)
 	curl -fsS "http://127.0.0.1:$port/metrics" >"$WORK/page" || fail "scrape of the traced daemon failed"
 	grep -q '^iopulse_' "$WORK/page" || fail "the traced daemon served no iopulse_ metrics"
@@ -226,16 +227,19 @@ EOF
 	_forget_pid "$TRACER"
 	((rc == 0)) || fail "the traced daemon exited $rc after SIGTERM"
 
-	sed -n 's/^[0-9][0-9]* \{1,\}\([a-z_0-9]\{1,\}\)(.*/\1/p' "$TRACE" | sort -u >"$WORK/used"
+	awk -v exe="execve(\"$IOPULSE\"" 'index($0, exe) { on = 1 } on' "$TRACE" >"$WORK/trace.daemon"
+	[[ -s $WORK/trace.daemon ]] || fail "no execve of $IOPULSE in the trace"
+	sed -n 's/^[0-9][0-9]* \{1,\}\([a-z_0-9]\{1,\}\)(.*/\1/p' "$WORK/trace.daemon" |
+		sort -u >"$WORK/used"
 	grep -qx io_uring_enter "$WORK/used" || fail "the traced daemon never called io_uring_enter"
 	grep -qx io_submit "$WORK/used" || fail "the traced daemon never called io_submit"
 	grep -qx prlimit64 "$WORK/used" || fail "the traced daemon never raised its descriptor limit"
 	denied=$(comm -23 "$WORK/used" "$WORK/allowed" | grep -vx 'execve' || true)
 	[[ -z $denied ]] || fail "the daemon calls what the unit's SystemCallFilter= refuses: $denied"
 	note "$(wc -l <"$WORK/used") distinct system calls, all allowed by the unit"
-	wx=$(grep -E '(mmap|mprotect|pkey_mprotect)\(.*PROT_(WRITE\|PROT_EXEC|EXEC\|PROT_WRITE)' "$TRACE" || true)
+	wx=$(grep -E '(mmap|mprotect|pkey_mprotect)\(.*PROT_(WRITE\|PROT_EXEC|EXEC\|PROT_WRITE)' "$WORK/trace.daemon" || true)
 	[[ -z $wx ]] || fail "writable+executable memory, refused by MemoryDenyWriteExecute=: $wx"
-	mx=$(grep -E '^[0-9]+ +mprotect\(.*PROT_EXEC' "$TRACE" || true)
+	mx=$(grep -E '^[0-9]+ +mprotect\(.*PROT_EXEC' "$WORK/trace.daemon" || true)
 	[[ -z $mx ]] || fail "mprotect adding PROT_EXEC, refused by MemoryDenyWriteExecute=: $mx"
 fi
 
