@@ -5,7 +5,7 @@
 # dpkg-buildflags, as a Debian build would use) in $WORK, `cpack -G DEB`, then:
 #   - the control fields (name, version, architecture, section, priority,
 #     maintainer, description) and the computed runtime Depends;
-#   - the file list: binary, unit (and socket if shipped), /etc/iopulse/iopulse.yaml,
+#   - the file list: binary, service and socket units, /etc/iopulse/iopulse.yaml,
 #     man pages, dashboards, README, copyright, changelog; owners root/root,
 #     modes 0755 (directories, the binary) and 0644 (everything else);
 #   - /etc/iopulse/iopulse.yaml is a conffile and is the shipped default;
@@ -81,9 +81,7 @@ has() { # PATH (as dpkg-deb -c prints it, ./...)
 has ./usr/bin/iopulse
 UNIT=$(awk '{print $6}' "$WORK/contents" | grep -E '^\./(usr/)?lib/systemd/system/iopulse\.service$' || true)
 [[ -n $UNIT ]] || fail "the package lacks the unit iopulse.service under lib/systemd/system"
-if [[ -f $SOURCE_DIR/systemd/iopulse.socket ]]; then
-	has "${UNIT%.service}.socket"
-fi
+has "${UNIT%.service}.socket" # socket activation: the packaged default
 has ./etc/iopulse/iopulse.yaml
 has ./usr/share/man/man8/iopulse.8.gz
 has ./usr/share/man/man5/iopulse.yaml.5.gz
