@@ -353,103 +353,139 @@ static void raise_nofile(void)
 			  (unsigned long long)rl.rlim_max);
 }
 
-static int cmd_run(int argc, char **argv)
+/* "[::1]:10035", "0.0.0.0:10035": where iopulse serves, for messages. */
+static void format_address(char *buf, size_t len, const char *host, uint16_t port)
 {
-	struct options o = {0};
-	struct config *cfg = NULL;
-	struct metrics *m = NULL;
-	struct sched *s = NULL;
-	struct process_metrics *pm = NULL;
-	struct http_server *h = NULL;
-	int listen_fd = -1;
-	void *parts[2];
-	char host[64], where[sizeof(host) + 16];
-	uint16_t port, bound;
-	unsigned n_fds;
-	sigset_t mask;
-	int r, fd, status = EXIT_FAILURE;
+	bool v6 = strchr(host, ':');
 
-	r = parse_options(argc, argv, run_usage, true, &o);
-	if (r >= 0)
-		return r;
-	log_setup();
-	r = load_config(o.config, &cfg, false);
-	if (r != EX_OK)
-		return r;
-	raise_nofile();
+	snprintf(buf, len, "%s%s%s:%u", v6 ? "[" : "", host[0] ? host : "0.0.0.0", v6 ? "]" : "",
+		 port);
+}
+
+/* The socket the service manager passed, if any (*fd -1 when none). EX_OK or EX_USAGE. */
+static int activated_listener(int *fd, char *where, size_t len)
+{
+	unsigned n_fds;
+	int r = http_listen_activated(&n_fds);
+
+	if (r == -E2BIG)
+		log_error("The service manager passed %u sockets; iopulse serves on exactly one "
+			  "(check ListenStream= in the .socket unit)",
+			  n_fds);
+	else if (r == -ENOTSOCK)
+		log_error("The socket passed by the service manager is not a listening TCP "
+			  "socket (check ListenStream= in the .socket unit)");
+	else if (r < 0)
+		log_error_errno(r, "Cannot use the socket passed by the service manager: %m");
+	if (r < 0)
+		return EX_USAGE;
+	*fd = r > 0 ? r : -1;
+	if (r > 0) {
+		if (http_local_address(r, where, len) < 0)
+			snprintf(where, len, "?");
+		log_info("Using the socket passed by the service manager (%s); 'listen:' and "
+			 "--listen are ignored",
+			 where);
+	}
+	return EX_OK;
+}
+
+/* Bind 'listen:' (or --listen). EX_OK, or EX_UNAVAILABLE when the address is taken
+ * or not ours to take, EXIT_FAILURE otherwise. */
+static int bound_listener(const char *host, uint16_t port, int *fd, char *where, size_t len)
+{
+	char addr[80];
+	uint16_t bound;
+	int r = http_listen(host, port, &bound);
+
+	if (r >= 0) {
+		*fd = r;
+		format_address(where, len, host, bound);
+		return EX_OK;
+	}
+	format_address(addr, sizeof(addr), host, port);
+	if (r == -EADDRINUSE)
+		log_error("Cannot listen on %s: address already in use; stop what holds it, "
+			  "pick another address ('listen:' or --listen), or run under "
+			  "iopulse.socket so that systemd holds the port for every instance",
+			  addr);
+	else
+		log_error_errno(r, "Cannot listen on %s: %m", addr);
+	return r == -EADDRINUSE || r == -EADDRNOTAVAIL || r == -EACCES ? EX_UNAVAILABLE
+								       : EXIT_FAILURE;
+}
+
+/*
+ * The listening socket: one from the service manager wins over 'listen:' and
+ * --listen (systemd holds it across restarts, so even a stuck old instance
+ * cannot keep the port from a new one). EX_OK with *fd and @where, or the exit
+ * status.
+ */
+static int open_listener(const char *listen, const struct config *cfg, int *fd, char *where,
+			 size_t len)
+{
+	char host[64];
+	uint16_t port = cfg->listen_port;
+	int r;
+
 	snprintf(host, sizeof(host), "%s", cfg->listen_host);
-	port = cfg->listen_port;
-	if (o.listen && cfg_parse_listen(o.listen, host, sizeof(host), &port) < 0) {
+	if (listen && cfg_parse_listen(listen, host, sizeof(host), &port) < 0) {
 		log_error("Invalid --listen '%s': expected ADDR:PORT with a numeric address, "
 			  "e.g. 127.0.0.1:10035 or [::1]:10035",
-			  o.listen);
-		cfg_free(cfg);
+			  listen);
 		return EX_USAGE;
 	}
+	r = activated_listener(fd, where, len);
+	if (r != EX_OK || *fd >= 0)
+		return r;
+	return bound_listener(host, port, fd, where, len);
+}
 
-	/* Every thread inherits this mask; the scheduler takes the signals from a signalfd. */
+/* Every thread inherits this mask; the scheduler takes the signals from a signalfd. */
+static void block_signals(void)
+{
+	sigset_t mask;
+
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
 
-	/* A socket from the service manager wins over 'listen:' and --listen: systemd
-	 * holds it across restarts, so even a stuck old instance cannot keep the
-	 * port from a new one. */
-	fd = http_listen_activated(&n_fds);
-	if (fd < 0) {
-		if (fd == -E2BIG)
-			log_error("The service manager passed %u sockets; iopulse serves on "
-				  "exactly one (check ListenStream= in the .socket unit)",
-				  n_fds);
-		else if (fd == -ENOTSOCK)
-			log_error("The socket passed by the service manager is not a listening "
-				  "TCP socket (check ListenStream= in the .socket unit)");
-		else
-			log_error_errno(fd, "Cannot use the socket passed by the service manager: "
-					    "%m");
-		cfg_free(cfg);
-		return EX_USAGE;
-	}
-	if (fd > 0) {
-		listen_fd = fd;
-		if (http_local_address(fd, where, sizeof(where)) < 0)
-			snprintf(where, sizeof(where), "?");
-		log_info("Using the socket passed by the service manager (%s); 'listen:' and "
-			 "--listen are ignored",
-			 where);
-	} else {
-		r = listen_fd = http_listen(host, port, &bound);
-		if (r < 0) {
-			if (r == -EADDRINUSE)
-				log_error(
-					"Cannot listen on %s%s%s:%u: address already in use; stop "
-					"what holds it, pick another address ('listen:' or "
-					"--listen), or run under iopulse.socket so that systemd "
-					"holds the port for every instance",
-					strchr(host, ':') ? "[" : "", host,
-					strchr(host, ':') ? "]" : "", port);
-			else
-				log_error_errno(r, "Cannot listen on %s:%u: %m", host, port);
-			cfg_free(cfg);
-			return r == -EADDRINUSE || r == -EADDRNOTAVAIL || r == -EACCES
-				       ? EX_UNAVAILABLE
-				       : EXIT_FAILURE;
-		}
-		snprintf(where, sizeof(where), "%s%s%s:%u", strchr(host, ':') ? "[" : "",
-			 host[0] ? host : "0.0.0.0", strchr(host, ':') ? "]" : "", bound);
-	}
+/* The registry with the process, build and engine metrics. NULL: out of memory. */
+static struct metrics *new_registry(const struct config *cfg, struct process_metrics **pm)
+{
+	struct metrics *m = metrics_new();
 
-	m = metrics_new();
 	if (m) /* 0 ns: the registry's default, 2^-128 s */
 		metrics_set_native(m, cfg->native_schema, cfg->native_zero_threshold_ns / 1e9);
-	pm = m ? process_metrics_new(m) : NULL;
-	if (!m || !pm || set_build_info(m) < 0 || set_engines(m) < 0) {
+	*pm = m ? process_metrics_new(m) : NULL;
+	if (!m || !*pm || set_build_info(m) < 0 || set_engines(m) < 0) {
+		process_metrics_free(*pm);
+		*pm = NULL;
+		metrics_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* Probes, scheduler and HTTP server on @listen_fd (taken) until SIGTERM; the exit status. */
+static int serve(const struct config *cfg, const char *config_path, int listen_fd,
+		 const char *where)
+{
+	struct process_metrics *pm = NULL;
+	struct metrics *m = new_registry(cfg, &pm);
+	struct http_server *h = NULL;
+	struct sched *s = NULL;
+	int r, status = EXIT_FAILURE;
+	void *parts[2];
+
+	if (!m) {
 		log_error("Out of memory");
 		close(listen_fd);
-		goto out;
+		return status;
 	}
 	s = sched_new(cfg, m, &r);
 	if (!s) {
@@ -460,7 +496,7 @@ static int cmd_run(int argc, char **argv)
 		close(listen_fd);
 		goto out;
 	}
-	if (sched_set_config_path(s, o.config) < 0) {
+	if (sched_set_config_path(s, config_path) < 0) {
 		log_error("Out of memory");
 		close(listen_fd);
 		goto out;
@@ -474,27 +510,46 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (sched_start(s) < 0)
 		goto out;
-
 	log_info("iopulse %s: %u probe(s) on %u target(s) from %s", IOPULSE_VERSION, cfg->n_probes,
 		 cfg->n_targets, cfg->source);
 	log_info("Serving metrics on http://%s/metrics", where);
 	sched_notify_ready(s);
-
 	r = sched_run(s);
 	sd_notify(0, "STOPPING=1");
 	status = r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 out:
 	http_stop(h);
-	if (s && sched_stop(s, STOP_GRACE_NS) > 0) {
-		/* A lane stuck in the kernel cannot be joined: leave without tearing down
-		 * what it may still touch. */
+	/* A lane stuck in the kernel cannot be joined: leave without tearing down
+	 * what it may still touch. */
+	if (s && sched_stop(s, STOP_GRACE_NS) > 0)
 		_exit(status);
-	}
 	sched_free(s);
 	process_metrics_free(pm);
 	metrics_free(m);
-	cfg_free(cfg);
 	return status;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct options o = {0};
+	struct config *cfg = NULL;
+	char where[80];
+	int r, listen_fd = -1;
+
+	r = parse_options(argc, argv, run_usage, true, &o);
+	if (r >= 0)
+		return r;
+	log_setup();
+	r = load_config(o.config, &cfg, false);
+	if (r != EX_OK)
+		return r;
+	raise_nofile();
+	block_signals();
+	r = open_listener(o.listen, cfg, &listen_fd, where, sizeof(where));
+	if (r == EX_OK)
+		r = serve(cfg, o.config, listen_fd, where);
+	cfg_free(cfg);
+	return r;
 }
 
 int main(int argc, char **argv)
