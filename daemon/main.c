@@ -552,6 +552,22 @@ static int cmd_run(int argc, char **argv)
 	return r;
 }
 
+/* version takes --help and nothing else. */
+static int cmd_version(int argc, char **argv)
+{
+	if (argc == 1) {
+		printf("iopulse %s (revision %s)\n", IOPULSE_VERSION, IOPULSE_REVISION);
+		return EX_OK;
+	}
+	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		fputs(version_usage, stdout);
+		return EX_OK;
+	}
+	fprintf(stderr, "iopulse version: unexpected argument '%s'\n", argv[1]);
+	fputs(version_usage, stderr);
+	return EX_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
@@ -570,15 +586,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(cmd, "probe") == 0)
 		return cmd_probe(argc - 1, argv + 1);
-	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-		struct options o = {0};
-		int r = argc > 2 ? parse_options(argc - 1, argv + 1, version_usage, false, &o) : -1;
-
-		if (r >= 0)
-			return r;
-		printf("iopulse %s (revision %s)\n", IOPULSE_VERSION, IOPULSE_REVISION);
-		return EX_OK;
-	}
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
+		return cmd_version(argc - 1, argv + 1);
 	fprintf(stderr, "iopulse: unknown command '%s'\n\n%s", cmd, main_usage);
 	return EX_USAGE;
 }

@@ -144,6 +144,9 @@ run_cli version version
 ((RC == 0)) || fail "iopulse version: status $RC, want 0"
 grep -qE '[0-9]+\.[0-9]+(\.[0-9]+)?' "$OUT" || fail "iopulse version prints no version number on stdout"
 note "version: $(head -n 1 "$OUT")"
+run_cli version-extra version --config /nonexistent
+((RC == 64)) || fail "iopulse version --config: status $RC, want 64 (version takes no options)"
+grep -q "unexpected argument '--config'" "$ERR" || fail "iopulse version --config: no clear message"
 
 for cmd in "" run check version; do
 	name="help${cmd:+-$cmd}"
