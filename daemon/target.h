@@ -1,62 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * target — opening what probes measure, safely.
- *
- * A directory target gets one probe file of our own, created unnamed
- * (O_TMPFILE) or under a random temporary name with O_EXCL, laid out by writing
- * random data (fallocate's unwritten extents read back as zeros without touching
- * the device, and a compressing/thin backend answers zeros for free), and only
- * then linked to its name, never over an existing one. It is marked as ours by a
- * header block, reused across restarts after checking that it is ours, the right
- * size and has no holes, and otherwise laid out again in place, on the
- * descriptor we hold: nothing is ever renamed over anything. A name is unlinked
- * only while it still is the file we hold open. An open probe file is held with
- * an exclusive flock, so a second iopulse on the same directory finds the target
- * busy (-EBUSY) instead of measuring the first one and re-laying its file.
- * Temporaries that a killed iopulse left are removed on the first open, when
- * provably ours (our header and user, no flock held on them); nothing else is.
- *
- * The path of a directory or file target is walked one component at a time
- * with O_NOFOLLOW: a symlink on the way is followed only when root or our euid
- * owns it, any other is refused (-ELOOP), and a file target's own name is never
- * followed. A directory target's
- * directory (device, inode) is pinned when first opened; a path that later
- * names another directory takes the target down (-EXDEV), and nothing is
- * created there. Before that first open, cfg->require_mount is enforced: the
- * directory's filesystem must be mounted (-EXDEV with the reason otherwise).
- *
- * A layout checks free space first and after every chunk, and never leaves
- * less than keep_free; on any failure it frees what it wrote and sets
- * t->layout_failed, for the caller to back off before trying again.
- *
- * A file target is an existing regular file opened read-only: iopulse never
- * writes to a file it did not create.
- *
- * A device target is a block device (a symlink to one, such as
- * /dev/disk/by-id/..., is fine), opened read-only unless the caller wants to
- * write (t->want_write) and the configuration says allow_device_writes. A
- * writable device is refused while it or any of its partitions is mounted, used
- * as swap or held by another device (dm, md, ...), and is then opened with
- * O_EXCL: the kernel's own exclusive claim, which also keeps anyone from
- * mounting or claiming it while we hold it. The checks are repeated before
- * every run.
- *
- * The layout of a probe file can be throttled (cfg->layout_rate bytes per
- * second), reports its progress in t->layout_done / t->layout_total, and can be
- * abandoned through t->stop, leaving nothing behind.
- *
- * Direct I/O is the default; buffer and offset alignment come from statx
- * STATX_DIOALIGN (fallback: the logical block size). A filesystem that refuses
- * O_DIRECT is an error, never a silent fall back to the page cache.
- * tmpfs/ramfs measure RAM and are refused unless allow_memory_backed.
- *
- * The target's identity (the directory's device and inode; a file's device and
- * filesystem type; for a device target the device number it names) is pinned
- * at the first successful open and re-checked before every run: after an
- * unmount the target is reported down, and no probe file is created on the
- * filesystem underneath.
- *
- * Nothing here logs: errors come back as -errno with a message in t->error.
+ * target — opening what probes measure, safely: a directory (with a probe file
+ * of our own, laid out with random data, marked, locked, never renamed over
+ * anything), an existing regular file (read-only), or a block device (read-only
+ * unless allow_device_writes, then only unmounted, unused, unheld and O_EXCL).
+ * Paths are walked with O_NOFOLLOW and the target's identity is pinned at the
+ * first open and re-checked before every run. Direct I/O or a clear error, never
+ * the page cache by accident. Nothing here logs: errors come back as -errno with
+ * a message in t->error. The design and its reasons: docs/targets.md.
  */
 #ifndef IOPULSE_TARGET_H
 #define IOPULSE_TARGET_H

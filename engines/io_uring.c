@@ -1,53 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * io_uring — liburing: one SQE per request, one io_uring_enter() per batch.
- *
- * Setup. The ring is created first, so that eng_available()'s probe (fd -1)
- * sees io_uring refused by sysctl (kernel.io_uring_disabled) or seccomp. Setup
- * flags are feature-tested, best first, each set retried without on -EINVAL:
- *   1. SINGLE_ISSUER | DEFER_TASKRUN (6.1): completions are posted only when our
- *      thread asks for them (no task-work interrupts while it is busy), and the
- *      kernel skips its submission locking. The ring is created disabled
- *      (R_DISABLED) and enabled by the first submit(), so the single issuer is
- *      the thread that submits, not the one that called init.
- *   2. COOP_TASKRUN (5.19): task work waits for our next system call instead of
- *      interrupting the thread.
- *   3. none.
- * Sets 1 and 2 add SUBMIT_ALL (a bad SQE does not stop the rest of the batch)
- * and TASKRUN_FLAG (the kernel flags pending completions, so a non-blocking
- * reap enters the kernel only when there is something to collect).
- * The target fd is registered as fixed file 0 when there is one: the kernel
- * then skips the per-I/O file lookup and reference count. Buffers are the
- * caller's: register_buffer() registers one region of them as fixed buffer 0
- * (bursts do, for their job's buffers), and a request whose buffer lies inside
- * it goes as READ_FIXED/WRITE_FIXED, without pinning pages per I/O; any other
- * buffer takes the plain path.
- *
- * O_DIRECT on tmpfs cannot be done without blocking: each read or write would
- * be tried inline, fail with -EAGAIN and be punted to an io-wq worker. There
- * (checked once at init: fstatfs + F_GETFL) reads and writes carry IOSQE_ASYNC
- * and go to io-wq at once, and the thread's io-wq is capped at one bounded
- * worker per online CPU (IORING_REGISTER_IOWQ_MAX_WORKERS): the work is memcpy,
- * and more workers than CPUs only add context switches. The cap is per thread,
- * so it also holds for that thread's other rings. Measured on 2 CPUs, 4k
- * randread QD32: about +25-40% IOPS (bench/burst.sh).
- *
- * Requests. user_data is the request pointer. A request with an unknown op is
- * queued as a NOP whose user_data has bit 0 set, and completes with -EINVAL:
- * every request takes the same path, so a batch is never split. The engine
- * counts what it has in flight (e->queued) and never waits for more than that.
- *
- * Cancel. One IORING_OP_ASYNC_CANCEL with IORING_ASYNC_CANCEL_ANY (5.19) when
- * the kernel takes it, tested once per process on a scratch ring. Otherwise
- * one cancel per request in flight, from a table of user_data kept only in that
- * case. Whatever completed by then is harvested into e->ready[] and handed out
- * by the next reap(), first. A read waiting on a pipe or socket completes with
- * -ECANCELED; a request already running in an io-wq worker is interrupted
- * (-EINTR) or, for a regular file, may simply finish.
- *
- * One thread. With SINGLE_ISSUER, submit, reap and cancel must all come from
- * the thread that first submitted (the kernel says -EEXIST otherwise); lanes
- * own their engines, so this holds. init and cleanup may run anywhere.
+ * The choices (setup flags tried best first, the fixed file and buffer, tmpfs's
+ * IOSQE_ASYNC with capped io-wq workers, how cancel works, the single issuer)
+ * and why: docs/measurement.md, "The io_uring engine".
  */
 #include <errno.h>
 #include <fcntl.h>
