@@ -54,6 +54,7 @@
 #include <time.h>
 
 #include "burst.h"
+#include "probe.h"
 #include "rng.h"
 
 #define BURST_BUF_ALIGN	      CFG_BURST_BUF_ALIGN
@@ -1015,3 +1016,96 @@ uint64_t burst_buffer_bytes(const struct burst *b)
 {
 	return b ? b->buf_bytes : 0;
 }
+
+/* ---------------------------------------------------------------- probe ops */
+
+static unsigned burst_io_ops(const struct cfg_probe *c)
+{
+	bool rd = c->rw == CFG_RW_RANDREAD || c->rw == CFG_RW_READ || c->rw == CFG_RW_RANDRW;
+	bool wr = c->rw == CFG_RW_RANDWRITE || c->rw == CFG_RW_WRITE || c->rw == CFG_RW_RANDRW;
+
+	return (rd ? 1u << IO_READ : 0) | (wr ? 1u << IO_WRITE : 0);
+}
+
+static int burst_probe_init(struct probe *p)
+{
+	int r;
+
+	p->state = burst_new(p->cfg, p->engine, p->bounds_ns, p->n_bounds, &r);
+	return p->state ? 0 : r;
+}
+
+/* The run's figures into @out, in the words a lane logs and oneshot prints. */
+static void add_result(struct probe_outcome *out, const struct burst *b,
+		       const struct burst_result *res)
+{
+	uint64_t errors = 0;
+
+	for (int d = 0; d < IO_DIR_COUNT; d++) {
+		const struct burst_dir_result *dr = &res->dir[d];
+		struct probe_op_outcome *o = &out->op[d];
+
+		o->ios += dr->ios;
+		o->bytes += dr->bytes;
+		o->errors += dr->errors;
+		o->short_ios += dr->short_ios;
+		o->io_ns += res->elapsed_ns;
+		(void)hist_merge(o->hist, dr->hist); /* same bounds by construction */
+		errors += dr->errors;
+	}
+	out->timeouts += res->timeouts;
+	out->timed_out |= res->timeouts > 0;
+	if (res->error && !out->error) {
+		out->error = res->error;
+		out->why = burst_why(b);
+	}
+	if (errors)
+		probe_outcome_io_error(out, -EIO, "I/O errors during the burst");
+	out->incomplete |= res->stopped;
+	out->burst = true;
+	out->elapsed_ns += res->elapsed_ns;
+}
+
+static int burst_probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
+{
+	const struct burst_result *res;
+	int r = burst_run(p->state, p->target, stop, &res);
+
+	if (r == -EBUSY) {
+		/* An earlier run left I/O stuck in the kernel with this burst's buffers:
+		 * they stay with it; run on a fresh one. */
+		struct burst *fresh = burst_new(p->cfg, p->engine, p->bounds_ns, p->n_bounds, &r);
+
+		if (fresh) {
+			burst_free(p->state);
+			p->state = fresh;
+			r = burst_run(p->state, p->target, stop, &res);
+		}
+	}
+	if (r < 0) {
+		out->why = burst_why(p->state);
+		return r;
+	}
+	add_result(out, p->state, res);
+	return 0;
+}
+
+static uint64_t burst_probe_inflight_since(const struct probe *p)
+{
+	return burst_inflight_since(p->state);
+}
+
+static void burst_probe_free(struct probe *p)
+{
+	burst_free(p->state);
+}
+
+const struct probe_ops burst_probe_ops = {
+	.kind = CFG_PROBE_BURST,
+	.flags = PROBE_F_SKIP_IF_BUSY | PROBE_F_OWN_TIMEOUTS,
+	.io_ops = burst_io_ops,
+	.init = burst_probe_init,
+	.run = burst_probe_run,
+	.inflight_since = burst_probe_inflight_since,
+	.free = burst_probe_free,
+};

@@ -19,52 +19,28 @@
 #include <stdint.h>
 
 #include "../config/config.h"
-#include "burst.h"
 #include "metrics.h"
 #include "probe.h"
+#include "probe_metrics.h"
 #include "target.h"
-
-enum lane_error {
-	LANE_ERR_IO,	      /* the I/O returned -errno */
-	LANE_ERR_SHORT,	      /* fewer bytes than asked */
-	LANE_ERR_TIMEOUT,     /* in flight longer than the probe's timeout */
-	LANE_ERR_TARGET_DOWN, /* the target could not be opened or changed under us */
-	LANE_ERR_SETUP,	      /* the probe cannot run on this target (engine, sizes) */
-	_LANE_ERR_MAX,
-};
-
-/* The quantiles of the last burst exported as gauges. */
-#define LANE_BURST_QUANTILES 4
 
 struct lane_probe {
 	const struct cfg_probe *cfg;
-	struct ping ping;	      /* ping probes */
-	struct burst *burst;	      /* burst probes */
-	bool ready;		      /* the ping or burst is set up */
-	int init_error;		      /* its error otherwise */
-	const char *engine;	      /* the engine in use (auto resolved) */
-	const struct engine_ops *ops; /* bursts: the resolved engine */
-	bool queued;		      /* waiting in the lane's queue (lane mutex) */
+	struct probe probe;
+	bool ready;	    /* the probe is set up */
+	int init_error;	    /* its error otherwise */
+	const char *engine; /* the engine in use (auto resolved) */
+	bool queued;	    /* waiting in the lane's queue (lane mutex) */
 	/* The probe's state as last logged (one line per change, rate-limited per
 	 * probe): 0 or the -errno of the first failure of its last run, and what
 	 * failed (an op name, or "cannot run on this target"...). */
 	int state_error;
 	char state_what[384]; /* "" while it runs without errors */
-	struct metric_series *latency[IO_OP_COUNT];
-	struct metric_series *ios[IO_OP_COUNT];
-	struct metric_series *bytes[IO_OP_COUNT];
-	struct metric_series *errors[_LANE_ERR_MAX];
-	struct metric_series *runs, *last_run, *deferred, *skipped;
-	/* Last finished burst, created at its first publication (no zeros before). */
-	struct metric_series *burst_iops[IO_OP_COUNT], *burst_bw[IO_OP_COUNT];
-	struct metric_series *burst_q[IO_OP_COUNT][LANE_BURST_QUANTILES];
-	struct metric_series *burst_max[IO_OP_COUNT];
-	struct metric_series *burst_seconds;
+	struct probe_series series;
 };
 
 struct lane {
 	const struct cfg_target *cfg;
-	const struct config *config; /* the whole schedule (buckets, for a fresh burst) */
 	struct target target;
 	struct lane_probe *probes;
 	unsigned n_probes;
@@ -78,7 +54,7 @@ struct lane {
 	bool initialised; /* mutex and condition variable exist */
 	bool started;
 
-	_Atomic uint64_t inflight_ns;	  /* submit time of the I/O in flight, 0 when idle */
+	_Atomic uint64_t inflight_ns;	  /* start of a target check or open, 0 when none */
 	_Atomic int running;		  /* index of the probe running, -1 when idle */
 	_Atomic bool up;		  /* target open and checked by the last run */
 	_Atomic bool stopping;		  /* shutdown: bursts and layouts give up */
@@ -91,8 +67,8 @@ struct lane {
 	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
 	int layout_error;	    /* -errno of the last failed layout */
 
-	struct metrics *metrics;
-	struct metric_series *m_up, *m_inflight, *m_layout, *m_layout_failures;
+	struct probe_outcome outcome; /* lane thread: the run being published */
+	struct target_series series;
 	uint64_t layout_logged_ns; /* scheduler: last layout progress line */
 };
 

@@ -10,25 +10,17 @@
 #include <time.h>
 
 #include "../engines/engine.h"
-#include "burst.h"
 #include "hist.h"
 #include "oneshot.h"
 #include "probe.h"
 #include "target.h"
 
-struct op_sum {
-	struct hist *h;
-	uint64_t ios, bytes, errors, short_ios;
-	uint64_t io_ns; /* ping: sum of latencies (as ioping); burst: the measured phase */
-};
-
 struct probe_sum {
 	const struct cfg_probe *cfg;
 	const struct cfg_target *target;
 	const char *engine;
-	struct op_sum ops[IO_OP_COUNT];
+	struct probe_outcome out; /* every run of the probe added up */
 	uint64_t wall_ns;
-	uint64_t timeouts;
 	int error; /* could not run, or stopped by an error */
 	char message[PATH_MAX + 640];
 	bool interrupted;
@@ -56,120 +48,58 @@ static void sleep_until(uint64_t when_ns)
 		;
 }
 
-static void record(struct op_sum *s, ssize_t result, uint64_t want, uint64_t lat_ns)
-{
-	if (result < 0) {
-		s->errors++;
-		return;
-	}
-	if ((uint64_t)result < want) {
-		s->short_ios++;
-		return;
-	}
-	s->ios++;
-	s->bytes += (uint64_t)result;
-	s->io_ns += lat_ns;
-	hist_record(s->h, lat_ns);
-}
-
-static int run_ping(struct probe_sum *ps, struct target *t, const struct oneshot_opts *o)
+/* Why @probe could not be set up (@r), in ps->message. */
+static void setup_failed(struct probe_sum *ps, const struct probe *probe, int r)
 {
 	const struct cfg_probe *p = ps->cfg;
-	uint64_t interval = o->interval_ns >= 0 ? (uint64_t)o->interval_ns : p->interval_ns;
-	struct op_sum *main_op = &ps->ops[p->op];
-	struct ping ping;
-	uint64_t start;
-	int r;
 
-	r = probe_ping_init(&ping, p);
-	if (r < 0) {
-		snprintf(ps->message, sizeof(ps->message), "cannot set up engine '%s': %s",
-			 p->engine, strerror(-r));
-		return r;
-	}
-	ps->engine = ping.ops->name;
-	start = now_ns();
-	for (unsigned i = 0; i < o->count && !atomic_load(&stop_requested); i++) {
-		struct ping_result res;
-
-		if (i > 0 && interval)
-			sleep_until(start + i * interval); /* fixed rate, as the daemon */
-		if (atomic_load(&stop_requested))
-			break;
-		r = probe_ping_run(&ping, t, &res);
-		if (r < 0) {
-			snprintf(ps->message, sizeof(ps->message), "cannot run on %s: %s",
-				 t->file_path, strerror(-r));
-			break;
-		}
-		/* A wait given up for Ctrl-C is an interruption, not an I/O error. */
-		if (res.result == -ETIME && atomic_load(&stop_requested)) {
-			ps->timeouts += res.lat_ns >= p->timeout_ns;
-			break;
-		}
-		record(main_op, res.result, p->block_size, res.lat_ns);
-		ps->timeouts += res.result == -ETIME || res.lat_ns >= p->timeout_ns;
-		if (p->sync == CFG_SYNC_FDATASYNC) {
-			if (res.sync_result == -ETIME && atomic_load(&stop_requested))
-				break;
-			record(&ps->ops[IO_FDATASYNC], res.sync_result, 0, res.sync_lat_ns);
-			ps->timeouts +=
-				res.sync_result == -ETIME || res.sync_lat_ns >= p->timeout_ns;
-		}
-	}
-	ps->wall_ns = now_ns() - start;
-	probe_ping_cleanup(&ping);
-	return r < 0 ? r : 0;
-}
-
-static int run_burst(struct probe_sum *ps, struct target *t, const struct config *cfg)
-{
-	const struct cfg_probe *p = ps->cfg;
-	const struct burst_result *res;
-	const struct engine_ops *ops;
-	struct burst *b;
-	uint64_t start;
-	int r;
-
-	ops = eng_resolve(p->engine, &r);
-	if (!ops) {
+	if (!probe->engine)
 		snprintf(ps->message, sizeof(ps->message), "engine '%s' %s", p->engine,
 			 r == -EOPNOTSUPP ? "is not available on this system" : "is not built in");
-		return r;
-	}
-	ps->engine = ops->name;
-	b = burst_new(p, ops, cfg->buckets_ns, cfg->n_buckets, &r);
-	if (!b) {
-		snprintf(ps->message, sizeof(ps->message), "cannot set up the burst: %s",
-			 strerror(-r));
+	else
+		snprintf(ps->message, sizeof(ps->message), "cannot set up the %s: %s",
+			 cfg_probe_kind_name(p->kind), strerror(-r));
+}
+
+/* Runs the probe: a ping o->count times at a fixed rate (as the daemon), a burst
+ * once. Everything measured adds up in ps->out. */
+static int run_probe(struct probe_sum *ps, struct target *t, const struct config *cfg,
+		     const struct oneshot_opts *o)
+{
+	const struct cfg_probe *p = ps->cfg;
+	const bool ping = p->kind == CFG_PROBE_PING;
+	uint64_t interval = o->interval_ns >= 0 ? (uint64_t)o->interval_ns : p->interval_ns;
+	struct probe probe;
+	uint64_t start;
+	int r = probe_init(&probe, p, t, cfg->buckets_ns, cfg->n_buckets);
+
+	if (probe.engine)
+		ps->engine = probe.engine->name;
+	if (r < 0) {
+		setup_failed(ps, &probe, r);
+		probe_free(&probe);
 		return r;
 	}
 	start = now_ns();
-	r = burst_run(b, t, &stop_requested, &res);
+	for (unsigned i = 0; i < (ping ? o->count : 1) && !atomic_load(&stop_requested); i++) {
+		if (i > 0 && interval)
+			sleep_until(start + i * interval);
+		if (atomic_load(&stop_requested))
+			break;
+		r = probe.ops->run(&probe, &stop_requested, &ps->out);
+		if (r < 0) {
+			snprintf(ps->message, sizeof(ps->message), "cannot run on %s: %s",
+				 t->file_path, ps->out.why ? ps->out.why : strerror(-r));
+			break;
+		}
+	}
 	ps->wall_ns = now_ns() - start;
-	if (r < 0) {
-		snprintf(ps->message, sizeof(ps->message), "cannot run on %s: %s", t->file_path,
-			 burst_why(b) ? burst_why(b) : strerror(-r));
-		burst_free(b);
-		return r;
-	}
-	for (int d = 0; d < IO_DIR_COUNT; d++) {
-		struct op_sum *s = &ps->ops[d];
-
-		s->ios = res->dir[d].ios;
-		s->bytes = res->dir[d].bytes;
-		s->errors = res->dir[d].errors;
-		s->short_ios = res->dir[d].short_ios;
-		s->io_ns = res->elapsed_ns;
-		hist_merge(s->h, res->dir[d].hist);
-	}
-	ps->timeouts = res->timeouts;
-	if (res->error) {
+	if (r == 0 && ps->out.error) {
 		snprintf(ps->message, sizeof(ps->message), "stopped early: %s",
-			 burst_why(b) ? burst_why(b) : strerror(-res->error));
-		r = res->error;
+			 ps->out.why ? ps->out.why : strerror(-ps->out.error));
+		r = ps->out.error;
 	}
-	burst_free(b);
+	probe_free(&probe);
 	return r;
 }
 
@@ -206,7 +136,7 @@ static void print_human(const struct probe_sum *ps)
 	       ps->target->name, cfg_target_kind_name(ps->target->kind), ps->target->path,
 	       ps->engine ? ps->engine : p->engine);
 	for (int op = 0; op < IO_OP_COUNT; op++) {
-		const struct op_sum *s = &ps->ops[op];
+		const struct probe_op_outcome *s = &ps->out.op[op];
 		double secs = s->io_ns / 1e9;
 
 		if (!s->ios && !s->errors && !s->short_ios)
@@ -224,18 +154,18 @@ static void print_human(const struct probe_sum *ps)
 		putchar('\n');
 		if (!s->ios)
 			continue;
-		fmt_time(a, sizeof(a), hist_min_ns(s->h));
-		fmt_time(b, sizeof(b), hist_sum_ns(s->h) / hist_count(s->h));
-		fmt_time(c, sizeof(c), hist_max_ns(s->h));
+		fmt_time(a, sizeof(a), hist_min_ns(s->hist));
+		fmt_time(b, sizeof(b), hist_sum_ns(s->hist) / hist_count(s->hist));
+		fmt_time(c, sizeof(c), hist_max_ns(s->hist));
 		printf("  min/avg/max = %s / %s / %s\n", a, b, c);
-		fmt_time(a, sizeof(a), hist_quantile_ns(s->h, 0.5));
-		fmt_time(b, sizeof(b), hist_quantile_ns(s->h, 0.9));
-		fmt_time(c, sizeof(c), hist_quantile_ns(s->h, 0.99));
-		fmt_time(d, sizeof(d), hist_quantile_ns(s->h, 0.999));
+		fmt_time(a, sizeof(a), hist_quantile_ns(s->hist, 0.5));
+		fmt_time(b, sizeof(b), hist_quantile_ns(s->hist, 0.9));
+		fmt_time(c, sizeof(c), hist_quantile_ns(s->hist, 0.99));
+		fmt_time(d, sizeof(d), hist_quantile_ns(s->hist, 0.999));
 		printf("  p50/p90/p99/p99.9 = %s / %s / %s / %s\n", a, b, c, d);
 	}
-	if (ps->timeouts)
-		printf("  %" PRIu64 " I/O(s) exceeded the %.3gs timeout\n", ps->timeouts,
+	if (ps->out.timeouts)
+		printf("  %" PRIu64 " I/O(s) exceeded the %.3gs timeout\n", ps->out.timeouts,
 		       p->timeout_ns / 1e9);
 	if (ps->interrupted)
 		printf("  interrupted: results so far\n");
@@ -284,11 +214,11 @@ static void print_json_probe(const struct probe_sum *ps)
 		printf(", \"error\": ");
 		json_string(ps->message);
 	}
-	printf(", \"timeouts\": %" PRIu64 ", ", ps->timeouts);
+	printf(", \"timeouts\": %" PRIu64 ", ", ps->out.timeouts);
 	json_seconds("wall_seconds", ps->wall_ns, true);
 	printf("\"ops\": [");
 	for (int op = 0; op < IO_OP_COUNT; op++) {
-		const struct op_sum *s = &ps->ops[op];
+		const struct probe_op_outcome *s = &ps->out.op[op];
 		double secs = s->io_ns / 1e9;
 
 		if (!s->ios && !s->errors && !s->short_ios)
@@ -301,13 +231,13 @@ static void print_json_probe(const struct probe_sum *ps)
 		printf("\"iops\": %.9g, \"bandwidth_bytes_per_second\": %.9g, ",
 		       secs > 0 ? s->ios / secs : 0, secs > 0 ? s->bytes / secs : 0);
 		printf("\"latency_seconds\": {");
-		json_seconds("min", hist_min_ns(s->h), true);
-		json_seconds("avg", s->ios ? hist_sum_ns(s->h) / hist_count(s->h) : 0, true);
-		json_seconds("max", hist_max_ns(s->h), true);
-		json_seconds("p50", hist_quantile_ns(s->h, 0.5), true);
-		json_seconds("p90", hist_quantile_ns(s->h, 0.9), true);
-		json_seconds("p99", hist_quantile_ns(s->h, 0.99), true);
-		json_seconds("p99_9", hist_quantile_ns(s->h, 0.999), false);
+		json_seconds("min", hist_min_ns(s->hist), true);
+		json_seconds("avg", s->ios ? hist_sum_ns(s->hist) / hist_count(s->hist) : 0, true);
+		json_seconds("max", hist_max_ns(s->hist), true);
+		json_seconds("p50", hist_quantile_ns(s->hist, 0.5), true);
+		json_seconds("p90", hist_quantile_ns(s->hist, 0.9), true);
+		json_seconds("p99", hist_quantile_ns(s->hist, 0.99), true);
+		json_seconds("p99_9", hist_quantile_ns(s->hist, 0.999), false);
 		printf("}}");
 	}
 	printf("%s]}", first ? "" : "\n    ");
@@ -376,26 +306,23 @@ int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
 		n++;
 		ps->cfg = p;
 		ps->target = &cfg->targets[p->target];
-		for (int op = 0; op < IO_OP_COUNT; op++) {
-			ps->ops[op].h = hist_new(cfg->buckets_ns, cfg->n_buckets);
-			if (!ps->ops[op].h) {
-				fprintf(stderr, "iopulse probe: out of memory\n");
-				goto out;
-			}
+		if (probe_outcome_init(&ps->out, cfg->buckets_ns, cfg->n_buckets) < 0) {
+			fprintf(stderr, "iopulse probe: out of memory\n");
+			goto out;
 		}
 		if (!o->json)
 			fprintf(stderr, "Running %s %s on %s...\n", cfg_probe_kind_name(p->kind),
 				p->name, ps->target->name);
 		r = open_target(t, cfg, p->target, o);
 		if (r == 0)
-			r = p->kind == CFG_PROBE_PING ? run_ping(ps, t, o) : run_burst(ps, t, cfg);
+			r = run_probe(ps, t, cfg, o);
 		else
 			snprintf(ps->message, sizeof(ps->message), "target %s: %s",
 				 ps->target->name, t->error);
 		ps->interrupted = atomic_load(&stop_requested);
 		ps->error = r;
 		for (int op = 0; op < IO_OP_COUNT; op++)
-			if (ps->ops[op].errors || ps->ops[op].short_ios)
+			if (ps->out.op[op].errors || ps->out.op[op].short_ios)
 				ps->error = ps->error ? ps->error : -EIO;
 		if (ps->error && !ps->message[0])
 			snprintf(ps->message, sizeof(ps->message), "I/O errors");
@@ -418,8 +345,7 @@ out:
 			target_close(&targets[ti]);
 	if (sums)
 		for (unsigned i = 0; i < cfg->n_probes; i++)
-			for (int op = 0; op < IO_OP_COUNT; op++)
-				hist_free(sums[i].ops[op].h);
+			probe_outcome_free(&sums[i].out);
 	free(sums);
 	free(targets);
 	return status;

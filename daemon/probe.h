@@ -1,55 +1,106 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * probe — the ping loop body over an engine: offsets, fresh random data per
- * write, per-I/O timing. No allocation, lock or log per I/O; buffers are
- * allocated once in probe_ping_init().
+ * probe — what every probe kind implements (struct probe_ops, one table row per
+ * kind, as engines) and the one thing a run produces: a struct probe_outcome.
+ * The lane, probe_metrics and oneshot consume outcomes and know no kind.
  */
 #ifndef IOPULSE_PROBE_H
 #define IOPULSE_PROBE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "../config/config.h"
 #include "../engines/engine.h"
-#include "rng.h"
+#include "hist.h"
 #include "target.h"
 
-struct ping {
+/* Why a run failed, as iopulse_probe_errors_total{reason} says it. */
+enum probe_err {
+	PROBE_ERR_IO,	       /* the I/O returned -errno */
+	PROBE_ERR_SHORT,       /* fewer bytes than asked */
+	PROBE_ERR_TIMEOUT,     /* in flight longer than the probe's timeout */
+	PROBE_ERR_TARGET_DOWN, /* the target could not be opened or changed under us */
+	PROBE_ERR_SETUP,       /* the probe cannot run on this target (engine, sizes) */
+	PROBE_ERR_COUNT,
+};
+
+struct probe_op_outcome {
+	struct hist *hist;   /* latencies of the I/Os counted in ios */
+	uint64_t ios, bytes; /* completed (bursts: short ones too) */
+	uint64_t errors;     /* completed with -errno */
+	uint64_t short_ios;  /* completed with fewer bytes than asked */
+	uint64_t io_ns;	     /* time measured: pings the sum of latencies, bursts their phase */
+};
+
+/* Runs add to it; the consumer clears it when it wants one run's worth. */
+struct probe_outcome {
+	struct probe_op_outcome op[IO_OP_COUNT];
+	uint64_t timeouts;   /* I/Os in flight past the timeout (not claimed before) */
+	int error;	     /* first -errno that ended a run early */
+	const char *why;     /* words for error or a failed run; NULL: errno says it */
+	int io_error;	     /* first I/O failure (-errno), 0 when none */
+	const char *io_what; /* what failed then: an io_op_name() or a phrase */
+	bool timed_out;	     /* a timeout ended the run (and is logged each time) */
+	bool incomplete;     /* stopped or a wait given up: no news about the state */
+	bool discard;	     /* shutdown overtook a ping: the daemon keeps none of it */
+	bool burst;	     /* the last-burst figures below apply */
+	uint64_t elapsed_ns; /* burst: its measured phase */
+};
+
+struct probe;
+
+#define PROBE_F_SKIP_IF_BUSY (1u << 0) /* never deferred behind another probe: skipped */
+#define PROBE_F_OWN_TIMEOUTS (1u << 1) /* counts and acts on its timeouts itself */
+
+struct probe_ops {
+	enum cfg_probe_kind kind;
+	unsigned flags;				       /* PROBE_F_* */
+	unsigned (*io_ops)(const struct cfg_probe *c); /* bit (1 << io_op) per op issued */
+	int (*init)(struct probe *p);		       /* 0 or -errno; nothing to free then */
+	/* Adds one run on p->target (open) to @out: 0, or -errno when it could not run
+	 * (out->why then says why, if errno does not). */
+	int (*run)(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out);
+	uint64_t (*inflight_since)(const struct probe *p); /* 0 when idle; lock-free */
+	void (*free)(struct probe *p);
+};
+
+struct probe {
+	const struct probe_ops *ops;
 	const struct cfg_probe *cfg;
-	const struct engine_ops *ops;
-	void *buf; /* block_size bytes, aligned for O_DIRECT */
-	struct rng rng;
-	_Atomic uint64_t *inflight_ns; /* if set: submit time of the I/O in flight, 0 idle */
-	const _Atomic bool *stop;      /* if set and true: stop waiting for a slow I/O */
-	struct engine eng;	       /* set up on the first run, again when the fd changes */
-	int eng_fd;		       /* target fd @eng was set up for; -1: not set up */
+	const struct engine_ops *engine; /* cfg->engine resolved ("auto": the best here) */
+	struct target *target;		 /* the caller's; open before each run */
+	const uint64_t *bounds_ns;	 /* classic histogram bounds */
+	unsigned n_bounds;
+	_Atomic uint64_t *timeout_claimed; /* if set: see probe_claim_timeout() */
+	void *state;			   /* the kind's own; NULL until init succeeded */
 };
 
-struct ping_result {
-	uint64_t offset;	 /* where the I/O went */
-	uint64_t submit_ns;	 /* CLOCK_MONOTONIC submit time of the read/write */
-	ssize_t result;		 /* bytes, or -errno */
-	uint64_t lat_ns;	 /* latency of the read/write */
-	ssize_t sync_result;	 /* 0 or -errno when cfg->sync == CFG_SYNC_FDATASYNC */
-	uint64_t sync_submit_ns; /* CLOCK_MONOTONIC submit time of the fdatasync */
-	uint64_t sync_lat_ns;	 /* latency of the fdatasync */
-};
+extern const struct probe_ops ping_probe_ops, burst_probe_ops;
 
-/* Prepare a ping for @cfg (buffers sized for its block size at max alignment).
- * 0 or -errno (-ENOENT: unknown engine). */
-int probe_ping_init(struct ping *p, const struct cfg_probe *cfg);
-void probe_ping_cleanup(struct ping *p);
+/* The row of @kind; never NULL for a kind the configuration accepts. */
+const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind);
 
-/*
- * One ping against an open target: a random offset aligned to the target's
- * offset alignment inside [data_start, data_start + working_set), one QD1 I/O
- * (fresh random bytes for a write), then fdatasync if configured. Returns 0 when
- * the I/O was issued (results in @r, which may hold errors), or -errno when it
- * could not be (-EINVAL: block size not a multiple of the alignment, working
- * set larger than the target; -EBADF: target not writable for a write ping).
- */
-int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r);
+/* Sets up @p for @cfg on @t. 0 or -errno (-ENOENT: engine not built in,
+ * -EOPNOTSUPP: not available here). p->ops is set either way; probe_free() is
+ * safe after a failure. */
+int probe_init(struct probe *p, const struct cfg_probe *cfg, struct target *t,
+	       const uint64_t *bounds_ns, unsigned n_bounds);
+void probe_free(struct probe *p);
+/* Submit time of the oldest I/O in flight, 0 when none (or not set up). */
+uint64_t probe_inflight_since(const struct probe *p);
+
+/* Counts the I/O submitted at @since_ns as timed out unless @claimed says it was:
+ * the scheduler (still in flight) and the probe (completed late) both see a slow
+ * I/O, and whichever comes first counts it. */
+bool probe_claim_timeout(_Atomic uint64_t *claimed, uint64_t since_ns);
+
+/* Histograms for every op; 0 or -ENOMEM (-EINVAL: bad bounds). */
+int probe_outcome_init(struct probe_outcome *o, const uint64_t *bounds_ns, unsigned n_bounds);
+void probe_outcome_clear(struct probe_outcome *o);
+void probe_outcome_free(struct probe_outcome *o);
+/* Records the first I/O failure of a run. */
+void probe_outcome_io_error(struct probe_outcome *o, int err, const char *what);
 
 #endif

@@ -193,7 +193,7 @@ static void run_scenario(unsigned n, struct pages *out)
 
 	/* What a scrape does before it renders, at a fixed time. */
 	lane_collect(&lane, FIXED_NOW_NS);
-	metrics_set(lane.probes[0].last_run, FIXED_WALL_CLOCK);
+	metrics_set(lane.probes[0].series.last_run, FIXED_WALL_CLOCK);
 
 	buf_init(&out->text);
 	buf_init(&out->om);

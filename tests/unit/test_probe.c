@@ -21,7 +21,7 @@
 
 #include "testutil.h"
 
-#include "daemon/probe.h"
+#include "daemon/ping.h"
 
 #define MIB (1ULL << 20)
 

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ping — one ping: pick an aligned random offset in the working set, run one
+ * QD1 I/O through the engine, optionally fdatasync, and time each separately.
+ *
+ * Timing brackets the engine call only: write data is generated before the
+ * submit timestamp, so rng_fill() never counts as device latency. Everything the
+ * I/O path needs (buffer, engine state) is set up before the first run.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "ping.h"
+#include "probe.h"
+
+/* Probe buffers are aligned to this; targets needing more are refused (target.c). */
+#define PROBE_BUF_ALIGN 4096u
+/* How often a wait for a slow I/O looks at the stop flag. */
+#define PROBE_WAIT_SLICE_NS 100000000LL
+
+int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
+{
+	int r;
+
+	/* Everything starts clear, inflight_ns included: the caller sets it after
+	 * init. On failure nothing is left to clean up. */
+	memset(p, 0, sizeof(*p));
+	p->eng_fd = -1;
+	p->cfg = cfg;
+
+	if (cfg->block_size == 0 || cfg->block_size > CFG_MAX_BLOCK_SIZE)
+		return -EINVAL;
+	p->ops = eng_resolve(cfg->engine, &r); /* "auto": the best engine here */
+	if (!p->ops)
+		return r;
+	if (posix_memalign(&p->buf, PROBE_BUF_ALIGN, cfg->block_size) != 0) {
+		p->buf = NULL;
+		return -ENOMEM;
+	}
+	r = rng_seed(&p->rng);
+	if (r < 0) {
+		probe_ping_cleanup(p);
+		return r;
+	}
+	return 0;
+}
+
+void probe_ping_cleanup(struct ping *p)
+{
+	if (p->eng_fd >= 0)
+		eng_cleanup(&p->eng);
+	p->eng_fd = -1;
+	free(p->buf);
+	p->buf = NULL;
+}
+
+static void inflight_set(struct ping *p, uint64_t ns)
+{
+	if (p->inflight_ns)
+		atomic_store_explicit(p->inflight_ns, ns, memory_order_relaxed);
+}
+
+/*
+ * After a timeout: cancel, then tear the engine down (set up again on the next
+ * run) and leave the buffer to the kernel, allocating a fresh one. The old buffer
+ * is leaked on purpose: a late completion may still DMA into it. The in-flight
+ * stamp stays set meanwhile, since a teardown may itself wait on the device.
+ */
+/* Buffers the kernel may still write into are parked here and never freed; kept
+ * reachable so that a leak checker does not flag the deliberate leak. */
+static pthread_mutex_t parked_mu = PTHREAD_MUTEX_INITIALIZER;
+static void **parked;
+static size_t n_parked, cap_parked;
+
+static void park_buffer(void *buf)
+{
+	pthread_mutex_lock(&parked_mu);
+	if (mem_grow(&parked, &cap_parked, n_parked + 1, sizeof(*parked)) == 0)
+		parked[n_parked++] = buf;
+	pthread_mutex_unlock(&parked_mu);
+}
+
+static void abandon_inflight(struct ping *p)
+{
+	void *fresh = NULL;
+
+	if (p->ops->cancel)
+		(void)p->ops->cancel(&p->eng);
+	eng_cleanup(&p->eng);
+	p->eng_fd = -1;
+	park_buffer(p->buf);
+	if (posix_memalign(&fresh, PROBE_BUF_ALIGN, p->cfg->block_size) == 0)
+		p->buf = fresh;
+	else
+		p->buf = NULL; /* the next run allocates again */
+}
+
+/* Submit one request, wait for it; result and done_ns end up in @req. */
+static int run_one(struct ping *p, struct io_req *req)
+{
+	struct io_req *const reqs[1] = {req};
+	struct io_req *done[1];
+	int n;
+
+	req->result = 0;
+	req->done_ns = 0;
+	req->submit_ns = eng_now_ns();
+	inflight_set(p, req->submit_ns);
+	n = p->ops->submit(&p->eng, reqs, 1);
+	if (n != 1) {
+		inflight_set(p, 0);
+		return n < 0 ? n : -EAGAIN;
+	}
+	/*
+	 * A ping past its timeout is not abandoned: the lane keeps waiting, exactly
+	 * as the sync engine must, while the scheduler reports the target stuck and
+	 * counts the timeout. Giving up would free the lane only to queue one more
+	 * request per interval on a hung device, each holding a ring and a buffer.
+	 * Only shutdown (or an engine error) abandons the request.
+	 */
+	for (;;) {
+		n = p->ops->reap(&p->eng, done, 1, 1, PROBE_WAIT_SLICE_NS);
+		if (n == 1)
+			break;
+		if (n == -ETIME && !(p->stop && atomic_load(p->stop)))
+			continue;
+		req->result = n < 0 ? n : -EIO;
+		req->done_ns = eng_now_ns();
+		abandon_inflight(p);
+		break;
+	}
+	inflight_set(p, 0);
+	return 0;
+}
+
+static uint64_t elapsed(const struct io_req *req)
+{
+	return req->done_ns > req->submit_ns ? req->done_ns - req->submit_ns : 0;
+}
+
+int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
+{
+	const struct cfg_probe *cfg = p->cfg;
+	const uint64_t bs = cfg->block_size;
+	const bool write = cfg->op == IO_WRITE;
+	uint64_t avail, ws, slots;
+	struct io_req req;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	if (!p->ops)
+		return -EINVAL;
+	if (!p->buf && posix_memalign(&p->buf, PROBE_BUF_ALIGN, bs) != 0) {
+		p->buf = NULL; /* after a timeout abandoned the old one */
+		return -ENOMEM;
+	}
+	if (t->fd < 0)
+		return -EBADF;
+	if (write && !t->writable)
+		return -EBADF; /* config rejects this already; never write to a file we did
+				* not create */
+	if (t->mem_align == 0 || t->mem_align > PROBE_BUF_ALIGN || t->offset_align == 0 ||
+	    bs % t->offset_align != 0 || t->data_start % t->offset_align != 0 ||
+	    t->data_end < t->data_start)
+		return -EINVAL;
+	avail = t->data_end - t->data_start;
+	ws = cfg->working_set ? cfg->working_set : avail;
+	if (ws < bs || ws > avail)
+		return -EINVAL;
+
+	if (p->eng_fd != t->fd) {
+		if (p->eng_fd >= 0)
+			eng_cleanup(&p->eng);
+		p->eng_fd = -1;
+		ret = eng_init(&p->eng, p->ops, t->fd, 1);
+		if (ret < 0)
+			return ret;
+		p->eng_fd = t->fd;
+	}
+
+	/* Offsets are aligned to the block size, as fio's blockalign=bs and ioping do:
+	 * a 4k write at a 512-aligned offset straddles two 4k physical sectors and
+	 * measures the drive's read-modify-write instead of the write. data_start is
+	 * 4KiB aligned, so blocks are physically aligned too. */
+	slots = (ws - bs) / bs + 1;
+	r->offset = t->data_start + rng_below(&p->rng, slots) * bs;
+
+	if (write)
+		rng_fill(&p->rng, p->buf, bs); /* fresh data, before the clock starts */
+
+	req = (struct io_req){
+		.buf = p->buf,
+		.offset = r->offset,
+		.len = (uint32_t)bs,
+		.op = write ? IO_WRITE : IO_READ,
+	};
+	ret = run_one(p, &req);
+	if (ret < 0)
+		return ret;
+	r->result = req.result;
+	r->submit_ns = req.submit_ns;
+	r->lat_ns = elapsed(&req);
+
+	if (write && cfg->sync == CFG_SYNC_FDATASYNC) {
+		if (p->eng_fd < 0) { /* the write was abandoned (shutdown): no engine */
+			r->sync_result = -ETIME;
+			return 0;
+		}
+		/* Even after a failed write: fdatasync reports writeback errors. */
+		req = (struct io_req){.op = IO_FDATASYNC};
+		ret = run_one(p, &req);
+		if (ret < 0)
+			return ret;
+		r->sync_result = req.result;
+		r->sync_submit_ns = req.submit_ns;
+		r->sync_lat_ns = elapsed(&req);
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- probe ops */
+
+struct ping_probe {
+	struct ping ping;
+	_Atomic uint64_t inflight; /* submit time of the I/O in flight, 0 idle */
+};
+
+static unsigned ping_io_ops(const struct cfg_probe *c)
+{
+	return 1u << (c->op == IO_WRITE ? IO_WRITE : IO_READ) |
+	       (c->sync == CFG_SYNC_FDATASYNC ? 1u << IO_FDATASYNC : 0);
+}
+
+static int ping_probe_init(struct probe *p)
+{
+	struct ping_probe *pp = calloc(1, sizeof(*pp));
+	int r;
+
+	if (!pp)
+		return -ENOMEM;
+	r = probe_ping_init(&pp->ping, p->cfg);
+	if (r < 0) {
+		free(pp);
+		return r;
+	}
+	atomic_init(&pp->inflight, 0);
+	pp->ping.inflight_ns = &pp->inflight;
+	p->state = pp;
+	return 0;
+}
+
+/* One I/O of the ping into @out. A wait given up (-ETIME: shutdown, or no engine
+ * left after an abandoned write) measured nothing. */
+static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op, ssize_t result,
+		   uint64_t want, uint64_t submit_ns, uint64_t lat_ns)
+{
+	struct probe_op_outcome *o = &out->op[op];
+
+	if (lat_ns >= p->cfg->timeout_ns &&
+	    (!p->timeout_claimed || probe_claim_timeout(p->timeout_claimed, submit_ns)))
+		out->timeouts++;
+	if (result == -ETIME) {
+		out->incomplete = true;
+	} else if (result < 0) {
+		o->errors++;
+		probe_outcome_io_error(out, (int)result, io_op_name(op));
+	} else if ((uint64_t)result < want) {
+		o->short_ios++;
+		probe_outcome_io_error(out, -EIO, "short transfer");
+	} else {
+		o->ios++;
+		o->bytes += (uint64_t)result;
+		o->io_ns += lat_ns;
+		hist_record(o->hist, lat_ns);
+	}
+}
+
+static int ping_probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
+{
+	struct ping_probe *pp = p->state;
+	const struct cfg_probe *c = p->cfg;
+	struct ping_result res;
+	int r;
+
+	pp->ping.stop = stop;
+	r = probe_ping_run(&pp->ping, p->target, &res);
+	/* A ping that shutdown overtook measured the shutdown, not the disk. */
+	out->discard = stop && atomic_load(stop);
+	if (r < 0)
+		return r;
+	add_io(p, out, c->op, res.result, c->block_size, res.submit_ns, res.lat_ns);
+	/* Even after a failed write: fdatasync is where writeback errors show. */
+	if (c->sync == CFG_SYNC_FDATASYNC)
+		add_io(p, out, IO_FDATASYNC, res.sync_result, 0, res.sync_submit_ns,
+		       res.sync_lat_ns);
+	return 0;
+}
+
+static uint64_t ping_probe_inflight_since(const struct probe *p)
+{
+	const struct ping_probe *pp = p->state;
+
+	return atomic_load(&pp->inflight);
+}
+
+static void ping_probe_free(struct probe *p)
+{
+	struct ping_probe *pp = p->state;
+
+	probe_ping_cleanup(&pp->ping);
+	free(pp);
+}
+
+const struct probe_ops ping_probe_ops = {
+	.kind = CFG_PROBE_PING,
+	.io_ops = ping_io_ops,
+	.init = ping_probe_init,
+	.run = ping_probe_run,
+	.inflight_since = ping_probe_inflight_since,
+	.free = ping_probe_free,
+};

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ping — one QD1 I/O over an engine per run: offsets, fresh random data per
+ * write, per-I/O timing. No allocation, lock or log per I/O; buffers are
+ * allocated once in probe_ping_init(). ping_probe_ops runs it as a probe kind.
+ */
+#ifndef IOPULSE_PING_H
+#define IOPULSE_PING_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../config/config.h"
+#include "../engines/engine.h"
+#include "rng.h"
+#include "target.h"
+
+struct ping {
+	const struct cfg_probe *cfg;
+	const struct engine_ops *ops;
+	void *buf; /* block_size bytes, aligned for O_DIRECT */
+	struct rng rng;
+	_Atomic uint64_t *inflight_ns; /* if set: submit time of the I/O in flight, 0 idle */
+	const _Atomic bool *stop;      /* if set and true: stop waiting for a slow I/O */
+	struct engine eng;	       /* set up on the first run, again when the fd changes */
+	int eng_fd;		       /* target fd @eng was set up for; -1: not set up */
+};
+
+struct ping_result {
+	uint64_t offset;	 /* where the I/O went */
+	uint64_t submit_ns;	 /* CLOCK_MONOTONIC submit time of the read/write */
+	ssize_t result;		 /* bytes, or -errno */
+	uint64_t lat_ns;	 /* latency of the read/write */
+	ssize_t sync_result;	 /* 0 or -errno when cfg->sync == CFG_SYNC_FDATASYNC */
+	uint64_t sync_submit_ns; /* CLOCK_MONOTONIC submit time of the fdatasync */
+	uint64_t sync_lat_ns;	 /* latency of the fdatasync */
+};
+
+/* Prepare a ping for @cfg (buffers sized for its block size at max alignment).
+ * 0 or -errno (-ENOENT: unknown engine). */
+int probe_ping_init(struct ping *p, const struct cfg_probe *cfg);
+void probe_ping_cleanup(struct ping *p);
+
+/*
+ * One ping against an open target: a random offset aligned to the target's
+ * offset alignment inside [data_start, data_start + working_set), one QD1 I/O
+ * (fresh random bytes for a write), then fdatasync if configured. Returns 0 when
+ * the I/O was issued (results in @r, which may hold errors), or -errno when it
+ * could not be (-EINVAL: block size not a multiple of the alignment, working
+ * set larger than the target; -EBADF: target not writable for a write ping).
+ */
+int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r);
+
+#endif

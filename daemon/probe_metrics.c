@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+
+#include "probe_metrics.h"
+
+static const char *const error_names[PROBE_ERR_COUNT] = {
+	[PROBE_ERR_IO] = "io_error",	 [PROBE_ERR_SHORT] = "short_io",
+	[PROBE_ERR_TIMEOUT] = "timeout", [PROBE_ERR_TARGET_DOWN] = "target_down",
+	[PROBE_ERR_SETUP] = "setup",
+};
+
+static const double burst_quantiles[PROBE_BURST_QUANTILES] = {0.5, 0.9, 0.99, 0.999};
+static const char *const burst_percentiles[PROBE_BURST_QUANTILES] = {"50", "90", "99", "99.9"};
+
+static const char *const pto[] = {"probe", "target", "op", NULL};
+static const char *const ptr[] = {"probe", "target", "reason", NULL};
+static const char *const pt[] = {"probe", "target", NULL};
+
+/* ---------------------------------------------------------------- probes */
+
+/* Latency, I/Os and bytes of each op the probe issues. */
+static int op_series(struct probe_series *s, const struct config *cfg, unsigned io_ops)
+{
+	struct metric_family *lat, *ios, *bytes;
+	const char *v[4] = {s->cfg->name, s->target, NULL, NULL};
+
+	lat = metrics_family(s->m, "iopulse_probe_latency_seconds", METRIC_HISTOGRAM,
+			     "Latency of each probe I/O, by operation.", pto, cfg->buckets_ns,
+			     cfg->n_buckets);
+	ios = metrics_family(s->m, "iopulse_probe_ios_total", METRIC_COUNTER,
+			     "I/Os completed without error, by operation.", pto, NULL, 0);
+	bytes = metrics_family(s->m, "iopulse_probe_bytes_total", METRIC_COUNTER,
+			       "Bytes transferred by I/Os completed without error.", pto, NULL, 0);
+	if (!lat || !ios || !bytes)
+		return -ENOMEM;
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		if (!(io_ops & 1u << op))
+			continue;
+		v[2] = io_op_name(op);
+		s->latency[op] = metrics_series(lat, v);
+		s->ios[op] = metrics_series(ios, v);
+		s->bytes[op] = metrics_series(bytes, v);
+		if (!s->latency[op] || !s->ios[op] || !s->bytes[op])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct config *cfg,
+		       const struct cfg_probe *p, const char *target)
+{
+	const struct probe_ops *ops = probe_ops_of(p->kind);
+	bool deferrable = !(ops->flags & PROBE_F_SKIP_IF_BUSY);
+	struct metric_family *errs, *runs, *last, *deferred, *skipped;
+	const char *v[4] = {p->name, target, NULL, NULL};
+	int r;
+
+	*s = (struct probe_series){.m = m, .cfg = p, .target = target};
+	r = op_series(s, cfg, ops->io_ops(p));
+	if (r < 0)
+		return r;
+	errs = metrics_family(m, "iopulse_probe_errors_total", METRIC_COUNTER,
+			      "Probe failures, by reason.", ptr, NULL, 0);
+	runs = metrics_family(m, "iopulse_probe_runs_total", METRIC_COUNTER,
+			      "Probe runs started, successful or not.", pt, NULL, 0);
+	last = metrics_family(m, "iopulse_probe_last_run_timestamp_seconds", METRIC_GAUGE,
+			      "Unix time the probe last started a run.", pt, NULL, 0);
+	deferred =
+		metrics_family(m, "iopulse_probe_deferred_total", METRIC_COUNTER,
+			       "Runs that fell due while another probe had the target and waited "
+			       "their turn.",
+			       pt, NULL, 0);
+	skipped = metrics_family(m, "iopulse_probe_skipped_total", METRIC_COUNTER,
+				 "Runs not made, by reason (busy: still waiting from the previous "
+				 "interval).",
+				 ptr, NULL, 0);
+	if (!errs || !runs || !last || !deferred || !skipped)
+		return -ENOMEM;
+	for (int e = 0; e < PROBE_ERR_COUNT; e++) {
+		v[2] = error_names[e];
+		s->errors[e] = metrics_series(errs, v);
+		if (!s->errors[e])
+			return -ENOMEM;
+	}
+	v[2] = "busy";
+	s->skipped = metrics_series(skipped, v);
+	v[2] = NULL;
+	s->runs = metrics_series(runs, v);
+	s->last_run = metrics_series(last, v);
+	if (deferrable)
+		s->deferred = metrics_series(deferred, v);
+	if (!s->skipped || !s->runs || !s->last_run || (deferrable && !s->deferred))
+		return -ENOMEM;
+	return 0;
+}
+
+/* The last-burst gauges, made when a burst first has something to show. */
+static int burst_series(struct probe_series *s)
+{
+	/* "quantile" is reserved for summaries; these are plain gauges. */
+	static const char *const ptoq[] = {"probe", "target", "op", "percentile", NULL};
+	const char *v[5] = {s->cfg->name, s->target, NULL, NULL, NULL};
+	unsigned io_ops = probe_ops_of(s->cfg->kind)->io_ops(s->cfg);
+	struct metric_family *iops, *bw, *q, *max, *secs;
+
+	if (s->burst_seconds)
+		return 0;
+	iops = metrics_family(s->m, "iopulse_burst_iops", METRIC_GAUGE,
+			      "I/Os per second of the last finished burst, by operation.", pto,
+			      NULL, 0);
+	bw = metrics_family(s->m, "iopulse_burst_bandwidth_bytes", METRIC_GAUGE,
+			    "Bytes per second of the last finished burst, by operation.", pto, NULL,
+			    0);
+	q = metrics_family(s->m, "iopulse_burst_latency_seconds", METRIC_GAUGE,
+			   "Latency quantiles of the last finished burst, by operation.", ptoq,
+			   NULL, 0);
+	max = metrics_family(s->m, "iopulse_burst_latency_max_seconds", METRIC_GAUGE,
+			     "Largest latency of the last finished burst, by operation.", pto, NULL,
+			     0);
+	secs = metrics_family(s->m, "iopulse_burst_duration_seconds", METRIC_GAUGE,
+			      "Measured time of the last finished burst (after its ramp).", pt,
+			      NULL, 0);
+	if (!iops || !bw || !q || !max || !secs)
+		return -ENOMEM;
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		if (!(io_ops & 1u << op))
+			continue;
+		v[2] = io_op_name(op);
+		s->burst_iops[op] = metrics_series(iops, v);
+		s->burst_bw[op] = metrics_series(bw, v);
+		s->burst_max[op] = metrics_series(max, v);
+		if (!s->burst_iops[op] || !s->burst_bw[op] || !s->burst_max[op])
+			return -ENOMEM;
+		for (int i = 0; i < PROBE_BURST_QUANTILES; i++) {
+			v[3] = burst_percentiles[i];
+			s->burst_q[op][i] = metrics_series(q, v);
+			if (!s->burst_q[op][i])
+				return -ENOMEM;
+		}
+		v[3] = NULL;
+	}
+	v[2] = NULL;
+	s->burst_seconds = metrics_series(secs, v);
+	return s->burst_seconds ? 0 : -ENOMEM;
+}
+
+void probe_metrics_run(struct probe_series *s, double wall_s)
+{
+	metrics_add(s->runs, 1);
+	metrics_set(s->last_run, wall_s);
+}
+
+void probe_metrics_error(struct probe_series *s, enum probe_err reason)
+{
+	metrics_add(s->errors[reason], 1);
+}
+
+void probe_metrics_deferred(struct probe_series *s)
+{
+	metrics_add(s->deferred, 1);
+}
+
+void probe_metrics_skipped(struct probe_series *s)
+{
+	metrics_add(s->skipped, 1);
+}
+
+/* Under the registry lock: the last-burst gauges of op @op. */
+static void burst_gauges_locked(struct probe_series *s, int op, const struct probe_op_outcome *o,
+				double secs)
+{
+	if (!s->burst_iops[op])
+		return;
+	metrics_set_locked(s->burst_iops[op], secs > 0 ? o->ios / secs : 0);
+	metrics_set_locked(s->burst_bw[op], secs > 0 ? o->bytes / secs : 0);
+	for (int i = 0; i < PROBE_BURST_QUANTILES; i++)
+		metrics_set_locked(s->burst_q[op][i],
+				   hist_quantile_ns(o->hist, burst_quantiles[i]) / 1e9);
+	metrics_set_locked(s->burst_max[op], hist_max_ns(o->hist) / 1e9);
+}
+
+void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o)
+{
+	double secs = o->elapsed_ns / 1e9;
+	uint64_t errors = 0, shorts = 0;
+	bool gauges = o->burst && burst_series(s) == 0;
+
+	metrics_lock(s->m);
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		const struct probe_op_outcome *oo = &o->op[op];
+
+		errors += oo->errors;
+		shorts += oo->short_ios;
+		if (!s->latency[op])
+			continue;
+		if (hist_count(oo->hist))
+			(void)metrics_merge_hist_locked(s->latency[op], oo->hist);
+		metrics_add_locked(s->ios[op], (double)oo->ios);
+		metrics_add_locked(s->bytes[op], (double)oo->bytes);
+		if (gauges)
+			burst_gauges_locked(s, op, oo, secs);
+	}
+	if (gauges)
+		metrics_set_locked(s->burst_seconds, secs);
+	metrics_add_locked(s->errors[PROBE_ERR_IO], (double)errors);
+	metrics_add_locked(s->errors[PROBE_ERR_SHORT], (double)shorts);
+	metrics_add_locked(s->errors[PROBE_ERR_TIMEOUT], (double)o->timeouts);
+	metrics_unlock(s->m);
+}
+
+static void drop(struct metric_series **s)
+{
+	metrics_series_drop(*s);
+	*s = NULL;
+}
+
+void probe_metrics_drop(struct probe_series *s)
+{
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		drop(&s->latency[op]);
+		drop(&s->ios[op]);
+		drop(&s->bytes[op]);
+		drop(&s->burst_iops[op]);
+		drop(&s->burst_bw[op]);
+		drop(&s->burst_max[op]);
+		for (int i = 0; i < PROBE_BURST_QUANTILES; i++)
+			drop(&s->burst_q[op][i]);
+	}
+	for (int e = 0; e < PROBE_ERR_COUNT; e++)
+		drop(&s->errors[e]);
+	drop(&s->runs);
+	drop(&s->last_run);
+	drop(&s->deferred);
+	drop(&s->skipped);
+	drop(&s->burst_seconds);
+}
+
+/* ---------------------------------------------------------------- targets */
+
+int probe_metrics_target_init(struct target_series *s, struct metrics *m, const char *target)
+{
+	static const char *const t_labels[] = {"target", NULL};
+	const char *tv[] = {target, NULL};
+	struct metric_family *up, *inflight, *layout, *layout_failures;
+
+	up = metrics_family(m, "iopulse_target_up", METRIC_GAUGE,
+			    "1 if the target is open and checked by its last run and no I/O on "
+			    "it is in flight past its timeout; 0 otherwise.",
+			    t_labels, NULL, 0);
+	inflight = metrics_family(m, "iopulse_target_inflight_seconds", METRIC_GAUGE,
+				  "Age of the I/O in flight on the target, 0 when idle.", t_labels,
+				  NULL, 0);
+	layout = metrics_family(m, "iopulse_target_layout_progress_ratio", METRIC_GAUGE,
+				"Progress of the probe-file layout in progress on a directory "
+				"target (0 to 1); 1 when none is in progress.",
+				t_labels, NULL, 0);
+	layout_failures = metrics_family(m, "iopulse_target_layout_failures_total", METRIC_COUNTER,
+					 "Probe-file layouts on the target that failed (no room, a "
+					 "write error); the next is tried 10s later, doubling up "
+					 "to 1h.",
+					 t_labels, NULL, 0);
+	if (!up || !inflight || !layout || !layout_failures)
+		return -ENOMEM;
+	s->up = metrics_series(up, tv);
+	s->inflight = metrics_series(inflight, tv);
+	s->layout = metrics_series(layout, tv);
+	s->layout_failures = metrics_series(layout_failures, tv);
+	if (!s->up || !s->inflight || !s->layout || !s->layout_failures)
+		return -ENOMEM;
+	return 0;
+}
+
+void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
+			      double layout_ratio)
+{
+	metrics_set(s->up, up ? 1 : 0);
+	metrics_set(s->inflight, inflight_s);
+	metrics_set(s->layout, layout_ratio);
+}
+
+void probe_metrics_layout_failed(struct target_series *s)
+{
+	metrics_add(s->layout_failures, 1);
+}
+
+void probe_metrics_target_drop(struct target_series *s)
+{
+	drop(&s->up);
+	drop(&s->inflight);
+	drop(&s->layout);
+	drop(&s->layout_failures);
+}
