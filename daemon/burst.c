@@ -57,7 +57,6 @@
 #include "probe.h"
 #include "rng.h"
 
-#define BURST_BUF_ALIGN	      CFG_BURST_BUF_ALIGN
 #define BURST_STOP_POLL_NS    5000000ULL   /* longest wait without looking at *stop */
 #define BURST_ABORT_DRAIN_NS  100000000ULL /* after stop/timeout: wait, cancel, wait, give up */
 #define BURST_RATE_CATCHUP_NS 100000000ULL /* rate: how far behind we still catch up */
@@ -109,7 +108,7 @@ struct burst {
 	const struct engine_ops *ops;
 	unsigned jobs, depth;
 	uint64_t bs, bs_max;
-	uint64_t buf_stride; /* bs_max rounded up to BURST_BUF_ALIGN */
+	uint64_t buf_stride; /* bs_max rounded up to PROBE_BUF_ALIGN */
 	uint64_t n_sizes;    /* sizes are k * bs, k in [1, n_sizes] */
 	bool sequential;
 	bool mixed;	     /* randrw: read with probability rwmix_read */
@@ -209,21 +208,9 @@ static int job_new(struct burst *b, unsigned idx, const uint64_t *bounds_ns, uns
 	return r < 0 ? r : 0;
 }
 
-struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *ops,
-			const uint64_t *bounds_ns, unsigned n_bounds, int *err)
+/* What the configuration checks already: a burst made by hand is checked again. */
+static bool cfg_valid(const struct cfg_probe *cfg)
 {
-	struct burst *b = NULL;
-	int r = -EINVAL;
-
-	if (!cfg || !ops || !ops->submit || !ops->reap)
-		goto fail;
-	if (cfg->kind != CFG_PROBE_BURST || cfg->block_size == 0 ||
-	    cfg->block_size_max < cfg->block_size || cfg->block_size_max > CFG_MAX_BLOCK_SIZE ||
-	    cfg->iodepth == 0 || cfg->iodepth > ENGINE_MAX_DEPTH || cfg->jobs == 0 ||
-	    cfg->jobs > CFG_MAX_JOBS || (cfg->duration_ns == 0 && cfg->ios == 0) ||
-	    cfg->ios > CFG_MAX_IOS || cfg->rate_iops > CFG_MAX_RATE_IOPS ||
-	    !(cfg->rwmix_read >= 0.0 && cfg->rwmix_read <= 1.0))
-		goto fail;
 	switch (cfg->rw) {
 	case CFG_RW_RANDREAD:
 	case CFG_RW_RANDWRITE:
@@ -232,24 +219,27 @@ struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *op
 	case CFG_RW_WRITE:
 		break;
 	default:
-		goto fail;
+		return false;
 	}
+	return cfg->kind == CFG_PROBE_BURST && cfg->block_size != 0 &&
+	       cfg->block_size_max >= cfg->block_size &&
+	       cfg->block_size_max <= CFG_MAX_BLOCK_SIZE && cfg->iodepth != 0 &&
+	       cfg->iodepth <= ENGINE_MAX_DEPTH && cfg->jobs != 0 && cfg->jobs <= CFG_MAX_JOBS &&
+	       (cfg->duration_ns != 0 || cfg->ios != 0) && cfg->ios <= CFG_MAX_IOS &&
+	       cfg->rate_iops <= CFG_MAX_RATE_IOPS &&
+	       (cfg->rwmix_read >= 0.0 && cfg->rwmix_read <= 1.0);
+}
 
-	r = -ENOMEM;
-	b = calloc(1, sizeof(*b));
-	if (!b)
-		goto fail;
-	b->cfg = *cfg;
-	b->ops = ops;
+/* The figures of b->cfg the loop uses. */
+static void derive(struct burst *b)
+{
+	const struct cfg_probe *cfg = &b->cfg;
+
 	b->jobs = cfg->jobs;
 	b->depth = cfg->iodepth;
 	b->bs = cfg->block_size;
 	b->bs_max = cfg->block_size_max;
-	b->buf_stride = (b->bs_max + BURST_BUF_ALIGN - 1) & ~(uint64_t)(BURST_BUF_ALIGN - 1);
-	if (cfg_burst_buffer_bytes(cfg) > BURST_MAX_BUFFER_BYTES) {
-		r = -E2BIG;
-		goto fail;
-	}
+	b->buf_stride = (b->bs_max + PROBE_BUF_ALIGN - 1) & ~(uint64_t)(PROBE_BUF_ALIGN - 1);
 	b->n_sizes = b->bs_max / b->bs;
 	b->sequential = cfg->rw == CFG_RW_READ || cfg->rw == CFG_RW_WRITE;
 	b->mixed = cfg->rw == CFG_RW_RANDRW;
@@ -264,6 +254,26 @@ struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *op
 	b->ios_max_ns = CFG_MAX_DURATION_NS;
 	if (cfg->interval_ns > cfg->ramp_ns && cfg->interval_ns - cfg->ramp_ns < b->ios_max_ns)
 		b->ios_max_ns = cfg->interval_ns - cfg->ramp_ns;
+}
+
+struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *ops,
+			const uint64_t *bounds_ns, unsigned n_bounds, int *err)
+{
+	struct burst *b = NULL;
+	int r = -EINVAL;
+
+	if (!cfg || !ops || !ops->submit || !ops->reap || !cfg_valid(cfg))
+		goto fail;
+	r = -E2BIG;
+	if (cfg_burst_buffer_bytes(cfg) > BURST_MAX_BUFFER_BYTES)
+		goto fail;
+	r = -ENOMEM;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		goto fail;
+	b->cfg = *cfg;
+	b->ops = ops;
+	derive(b);
 	atomic_init(&b->abort, false);
 	atomic_init(&b->ios_issued, 0);
 	if (pthread_mutex_init(&b->gate_mu, NULL) != 0)
@@ -409,265 +419,365 @@ static inline void record(struct tally *tl, struct hist *const *hist, const stru
 		tl->last_done = req->done_ns;
 }
 
-static void job_loop(struct burst_job *j)
+/*
+ * Where a job is in its run. It submits until the deadline or until the `ios`
+ * are all issued, then drains. On *stop, another job's abort or a fatal submit
+ * error it aborts: what is in flight gets BURST_ABORT_DRAIN_NS, is cancelled,
+ * gets as long again, and is then abandoned. A timeout cancels at once.
+ */
+enum job_phase {
+	JOB_SUBMITTING,
+	JOB_DRAINING,
+	JOB_ABORTING,  /* until phase_end, then cancel */
+	JOB_CANCELLED, /* until phase_end, then abandon */
+};
+
+/* One job's loop state: locals of job_loop(), written back to the job at the end. */
+struct job_run {
+	struct burst_job *j;
+	struct burst *b;
+	enum job_phase phase;
+	uint64_t phase_end;   /* aborting, cancelled: when the phase is over */
+	uint64_t now;	      /* last clock read, or the latest completion since */
+	uint64_t oldest;      /* submit time of the oldest I/O in flight, 0 when none */
+	uint64_t credit;      /* ios mode: claimed, not yet submitted */
+	uint64_t rate_issued; /* rate slots used */
+	uint64_t rate_t0;     /* this job's first rate slot */
+	uint64_t rate_debt;   /* slots we may fall behind and still catch up */
+	double slots_per_ns;
+	uint64_t timeout_ns;
+	uint64_t seq_next; /* sequential: next offset */
+	unsigned nfree, inflight;
+	bool engine_full; /* the last submit took fewer than offered */
+	int error;
+	struct rng rng;
+	struct tally tl;
+};
+
+static void job_run_init(struct job_run *st, struct burst_job *j)
 {
 	struct burst *b = j->b;
-	const struct engine_ops *ops = b->ops;
-	struct engine *e = &j->eng;
-	const _Atomic bool *stop = b->stop;
-	struct burst_slot *const slots = j->slots;
-	struct burst_slot **const freel = j->free;
-	struct io_req **const batch = j->batch, **const done = j->done;
-	struct hist *const hist[IO_DIR_COUNT] = {j->hist[IO_READ], j->hist[IO_WRITE]};
 
-	/* Constants of the run, in locals: the loop writes through char pointers
-	 * (rng_fill) and the compiler would otherwise reload them from *b. */
-	const unsigned depth = b->depth;
-	const bool sync_engine = ops->flags & ENGINE_F_SYNC;
-	const uint64_t bs = b->bs, n_sizes = b->n_sizes;
-	const bool sequential = b->sequential, mixed = b->mixed, writes_only = b->writes_only;
-	const uint64_t mix_thresh = b->mix_thresh;
+	*st = (struct job_run){
+		.j = j,
+		.b = b,
+		.phase = JOB_SUBMITTING,
+		.now = b->t0,
+		.timeout_ns = b->cfg.timeout_ns ? b->cfg.timeout_ns : UINT64_MAX / 4,
+		.seq_next = j->seq_lo,
+		.nfree = b->depth,
+		.rng = j->rng,
+	};
+	st->slots_per_ns = b->rated ? 1.0 / b->slot_ns : 0.0;
+	/* BURST_RATE_CATCHUP_NS worth of slots (scheduling hiccups) plus a queue. */
+	st->rate_debt =
+		b->rated ? (uint64_t)(BURST_RATE_CATCHUP_NS * st->slots_per_ns) + b->depth : 0;
+	/* Jobs take their rate slots staggered across one interval, not all at once. */
+	st->rate_t0 = b->t0 + (uint64_t)(b->slot_ns * j->idx / b->jobs);
+	for (unsigned i = 0; i < b->depth; i++) {
+		j->slots[i].busy = false;
+		j->free[i] = &j->slots[b->depth - 1 - i];
+	}
+}
+
+/* Enters the next phase when its time came. False: I/O is left in the kernel. */
+static bool phase_step(struct job_run *st)
+{
+	const struct burst *b = st->b;
+
+	if (likely(st->phase < JOB_ABORTING) &&
+	    unlikely(atomic_load_explicit(b->stop, memory_order_relaxed) ||
+		     atomic_load_explicit(&b->abort, memory_order_relaxed))) {
+		if (atomic_load_explicit(b->stop, memory_order_relaxed))
+			st->j->stopped = true;
+		st->phase = JOB_ABORTING;
+		st->phase_end = st->now + BURST_ABORT_DRAIN_NS;
+	}
+	if (unlikely(st->phase >= JOB_ABORTING) && st->now >= st->phase_end && st->inflight) {
+		if (st->phase == JOB_CANCELLED) {
+			st->j->wedged = true; /* still in the kernel: leave it there */
+			return false;
+		}
+		if (b->ops->cancel)
+			(void)b->ops->cancel(&st->j->eng);
+		st->phase = JOB_CANCELLED;
+		st->phase_end = st->now + BURST_ABORT_DRAIN_NS;
+	}
+	if (unlikely(st->now >= b->deadline) && st->phase == JOB_SUBMITTING)
+		st->phase = JOB_DRAINING;
+	return true;
+}
+
+/* How many may go out now: free slots, bounded by the rate slots due and, in ios
+ * mode, by the measured I/Os this job claimed. */
+static unsigned batch_size(struct job_run *st, bool measured)
+{
+	struct burst *b = st->b;
+	unsigned n = st->phase == JOB_SUBMITTING ? st->nfree : 0;
+
+	if (b->rated && n) {
+		uint64_t due = slots_due(st->now, st->rate_t0, st->slots_per_ns);
+
+		/* Behind by more than rate_debt (a slow device, a long stall): forgive the
+		 * rest rather than catch up in one flood. */
+		if (due > st->rate_issued + st->rate_debt)
+			st->rate_issued = due - st->rate_debt;
+		if (due < st->rate_issued + n)
+			n = due > st->rate_issued ? (unsigned)(due - st->rate_issued) : 0;
+	}
+	if (b->cfg.ios && measured && n) {
+		if (st->credit < n) {
+			uint64_t want = n - st->credit;
+			uint64_t prev = atomic_fetch_add_explicit(&b->ios_issued, want,
+								  memory_order_relaxed);
+
+			if (prev < b->cfg.ios)
+				st->credit += min_u64(want, b->cfg.ios - prev);
+			if (!st->credit)
+				st->phase = JOB_DRAINING; /* all measured I/Os issued */
+		}
+		if (n > st->credit)
+			n = (unsigned)st->credit;
+	}
+	return n;
+}
+
+/* Size, offset, direction and (for a write) fresh data of @n requests into the
+ * job's batch. The per-I/O path: constants in locals, since rng_fill() writes
+ * through a char pointer and would make the compiler reload them from *b. */
+static void prepare_batch(struct job_run *st, unsigned n, bool measured)
+{
+	const struct burst *b = st->b;
+	struct burst_job *j = st->j;
+	const uint64_t bs = b->bs, n_sizes = b->n_sizes, mix_thresh = b->mix_thresh;
 	const uint64_t ws_start = b->ws_start, ws_slots = b->ws_blocks + 1;
 	const uint64_t seq_lo = j->seq_lo, seq_hi = j->seq_hi;
-	const uint64_t timeout_ns = b->cfg.timeout_ns ? b->cfg.timeout_ns : UINT64_MAX / 4;
-	const uint64_t measure_start = b->measure_start, deadline = b->deadline;
-	const uint64_t ios_limit = b->cfg.ios;
-	const bool rated = b->rated;
-	const double slot_ns = b->slot_ns, slots_per_ns = rated ? 1.0 / b->slot_ns : 0.0;
-	/* Slots we may fall behind and still catch up: BURST_RATE_CATCHUP_NS worth of
-	 * them (scheduling hiccups) plus a queue. */
-	const uint64_t rate_debt =
-		rated ? (uint64_t)(BURST_RATE_CATCHUP_NS * slots_per_ns) + depth : 0;
-	/* Jobs take their rate slots staggered across one interval, not all at once. */
-	const uint64_t rate_t0 = b->t0 + (uint64_t)(slot_ns * j->idx / b->jobs);
+	const bool sequential = b->sequential, mixed = b->mixed, writes_only = b->writes_only;
+	struct burst_slot **const freel = j->free;
+	struct io_req **const batch = j->batch;
+	struct rng rng = st->rng;
+	uint64_t seq_next = st->seq_next;
+	unsigned nfree = st->nfree;
 
-	struct rng rng = j->rng;
-	struct tally tl = {0};
-	uint64_t now = b->t0, oldest = 0;
-	uint64_t credit = 0;	  /* ios mode: claimed, not yet submitted */
-	uint64_t rate_issued = 0; /* rate slots used */
-	uint64_t seq_next = seq_lo;
-	uint64_t abort_at = 0; /* stopping: when to cancel, then when to give up */
-	unsigned nfree = depth, inflight = 0;
-	bool submitting = true, cancelled = false, timed_out = false;
-	int error = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct burst_slot *s = freel[--nfree];
+		struct io_req *req = &s->req;
+		uint64_t k = 1, len, off;
+		bool wr;
 
-	for (unsigned i = 0; i < depth; i++) {
-		slots[i].busy = false;
-		freel[i] = &slots[depth - 1 - i];
-	}
-
-	for (;;) {
-		bool engine_full = false, measured, rescan = false;
-		uint64_t tmo, max_done = 0;
-		unsigned n = 0;
-		int r;
-
-		if (likely(!abort_at) &&
-		    unlikely(atomic_load_explicit(stop, memory_order_relaxed) ||
-			     atomic_load_explicit(&b->abort, memory_order_relaxed))) {
-			if (atomic_load_explicit(stop, memory_order_relaxed))
-				j->stopped = true;
-			submitting = false;
-			abort_at = now + BURST_ABORT_DRAIN_NS;
-		}
-		if (unlikely(abort_at) && now >= abort_at && inflight) {
-			if (cancelled) {
-				j->wedged = true; /* still in the kernel: leave it there */
-				break;
-			}
-			if (ops->cancel)
-				(void)ops->cancel(e);
-			cancelled = true;
-			abort_at = now + BURST_ABORT_DRAIN_NS;
-		}
-		if (unlikely(now >= deadline))
-			submitting = false;
-
-		/* 1. How many may go out: free slots, rate slots due, claimed ios. */
-		measured = now >= measure_start;
-		if (submitting)
-			n = nfree;
-		if (rated && n) {
-			uint64_t due = slots_due(now, rate_t0, slots_per_ns);
-
-			/* Behind by more than rate_debt (a slow device, a long stall):
-			 * forgive the rest rather than catch up in one flood. */
-			if (due > rate_issued + rate_debt)
-				rate_issued = due - rate_debt;
-			if (due < rate_issued + n)
-				n = due > rate_issued ? (unsigned)(due - rate_issued) : 0;
-		}
-		if (ios_limit && measured && n) {
-			if (credit < n) {
-				uint64_t want = n - credit;
-				uint64_t prev = atomic_fetch_add_explicit(&b->ios_issued, want,
-									  memory_order_relaxed);
-
-				if (prev < ios_limit)
-					credit += min_u64(want, ios_limit - prev);
-				if (!credit)
-					submitting = false; /* all measured I/Os issued */
-			}
-			if (n > credit)
-				n = (unsigned)credit;
-		}
-
-		/* 2. Prepare, stamp once, submit as one batch. */
-		for (unsigned i = 0; i < n; i++) {
-			struct burst_slot *s = freel[--nfree];
-			struct io_req *req = &s->req;
-			uint64_t k = 1, len, off;
-			bool wr;
-
-			if (n_sizes > 1)
-				k += rng_below(&rng, n_sizes);
-			len = k * bs;
-			if (sequential) {
-				if (seq_next + len > seq_hi)
-					seq_next = seq_lo;
-				off = seq_next;
-				seq_next += len;
-			} else {
-				off = ws_start + rng_below(&rng, ws_slots - k) * bs;
-			}
-			wr = writes_only || (mixed && (rng_next(&rng) >> 11) >= mix_thresh);
-			if (wr)
-				rng_fill(&rng, req->buf, len);
-			req->op = wr ? IO_WRITE : IO_READ;
-			req->offset = off;
-			req->len = (uint32_t)len;
-			s->busy = true;
-			s->measured = measured;
-			batch[i] = req;
-		}
-		if (n) {
-			const uint64_t stamp = eng_now_ns();
-
-			for (unsigned i = 0; i < n; i++)
-				batch[i]->submit_ns = stamp;
-			atomic_store_explicit(&j->inflight_since, oldest ? oldest : stamp,
-					      memory_order_relaxed);
-			r = ops->submit(e, batch, n);
-			now = stamp;
-			if (unlikely(r < 0 || (unsigned)r < n)) {
-				const unsigned ok = r < 0 ? 0 : (unsigned)r;
-
-				/* Give the rest back; a sequential walk resumes at them. */
-				if (sequential)
-					seq_next = batch[ok]->offset;
-				for (unsigned i = n; i-- > ok;) {
-					struct burst_slot *s = (struct burst_slot *)batch[i];
-
-					s->busy = false;
-					freel[nfree++] = s;
-				}
-				/* A setup problem, or an engine that takes nothing while
-				 * nothing is in flight: retrying cannot help. */
-				if (r == -EBADF || r == -EINVAL || (!ok && !inflight)) {
-					if (!error)
-						error = r < 0 ? r : -EAGAIN;
-					submitting = false;
-					atomic_store_explicit(&b->abort, true,
-							      memory_order_relaxed);
-				}
-				engine_full = true;
-				r = (int)ok;
-			}
-			/* Run one after the other inside submit(): each started when the
-			 * one before it finished. */
-			if (sync_engine)
-				for (int i = 1; i < r; i++)
-					batch[i]->submit_ns = batch[i - 1]->done_ns;
-			inflight += (unsigned)r;
-			rate_issued += (unsigned)r;
-			if (ios_limit && measured)
-				credit -= (unsigned)r;
-			if (r > 0 && !oldest)
-				oldest = stamp;
+		if (n_sizes > 1)
+			k += rng_below(&rng, n_sizes);
+		len = k * bs;
+		if (sequential) {
+			if (seq_next + len > seq_hi)
+				seq_next = seq_lo;
+			off = seq_next;
+			seq_next += len;
 		} else {
-			atomic_store_explicit(&j->inflight_since, oldest, memory_order_relaxed);
+			off = ws_start + rng_below(&rng, ws_slots - k) * bs;
 		}
+		wr = writes_only || (mixed && (rng_next(&rng) >> 11) >= mix_thresh);
+		if (wr)
+			rng_fill(&rng, req->buf, len);
+		req->op = wr ? IO_WRITE : IO_READ;
+		req->offset = off;
+		req->len = (uint32_t)len;
+		s->busy = true;
+		s->measured = measured;
+		batch[i] = req;
+	}
+	st->rng = rng;
+	st->seq_next = seq_next;
+	st->nfree = nfree;
+}
 
-		if (!inflight) {
-			uint64_t wake;
+/* The engine took @r < @n of the batch: the rest goes back (a sequential walk
+ * resumes at it). Returns how many it took. */
+static unsigned submit_short(struct job_run *st, unsigned n, int r)
+{
+	const unsigned ok = r < 0 ? 0 : (unsigned)r;
+	struct burst_job *j = st->j;
 
-			if (!submitting)
+	if (st->b->sequential)
+		st->seq_next = j->batch[ok]->offset;
+	for (unsigned i = n; i-- > ok;) {
+		struct burst_slot *s = (struct burst_slot *)j->batch[i];
+
+		s->busy = false;
+		j->free[st->nfree++] = s;
+	}
+	/* A setup problem, or an engine that takes nothing while nothing is in
+	 * flight: retrying cannot help. */
+	if (r == -EBADF || r == -EINVAL || (!ok && !st->inflight)) {
+		if (!st->error)
+			st->error = r < 0 ? r : -EAGAIN;
+		st->phase = JOB_DRAINING;
+		atomic_store_explicit(&st->b->abort, true, memory_order_relaxed);
+	}
+	st->engine_full = true;
+	return ok;
+}
+
+/* Prepares @n requests, stamps them with ONE clock read, publishes the oldest
+ * in-flight time and submits them as one batch. */
+static void submit_batch(struct job_run *st, unsigned n, bool measured)
+{
+	struct burst_job *j = st->j;
+	struct io_req **const batch = j->batch;
+	uint64_t stamp;
+	unsigned ok;
+	int r;
+
+	st->engine_full = false;
+	if (!n) {
+		atomic_store_explicit(&j->inflight_since, st->oldest, memory_order_relaxed);
+		return;
+	}
+	prepare_batch(st, n, measured);
+	stamp = eng_now_ns();
+	for (unsigned i = 0; i < n; i++)
+		batch[i]->submit_ns = stamp;
+	atomic_store_explicit(&j->inflight_since, st->oldest ? st->oldest : stamp,
+			      memory_order_relaxed);
+	r = st->b->ops->submit(&j->eng, batch, n);
+	st->now = stamp;
+	ok = likely(r >= 0 && (unsigned)r == n) ? n : submit_short(st, n, r);
+	/* Run one after the other inside submit(): each started when the one before
+	 * it finished. */
+	if (st->b->ops->flags & ENGINE_F_SYNC)
+		for (unsigned i = 1; i < ok; i++)
+			batch[i]->submit_ns = batch[i - 1]->done_ns;
+	st->inflight += ok;
+	st->rate_issued += ok;
+	if (st->b->cfg.ios && measured)
+		st->credit -= ok;
+	if (ok && !st->oldest)
+		st->oldest = stamp;
+}
+
+/* Nothing in flight and only the rate schedule holds us back: sleep to the next
+ * slot (or the stop poll, or the deadline). */
+static void idle_wait(struct job_run *st)
+{
+	const struct burst *b = st->b;
+	uint64_t wake = min_u64(st->now + BURST_STOP_POLL_NS, b->deadline);
+
+	if (b->rated)
+		wake = min_u64(wake, slot_time(st->rate_t0, b->slot_ns, st->rate_issued));
+	while (eng_sleep_until(wake) == -EINTR)
+		;
+	st->now = eng_now_ns();
+}
+
+/* Frees the slots of @r completions and records them. */
+static void complete(struct job_run *st, int r)
+{
+	struct burst_job *j = st->j;
+	const bool cancelled = st->phase == JOB_CANCELLED;
+	uint64_t max_done = 0;
+	bool rescan = false;
+
+	for (int i = 0; i < r; i++) {
+		struct burst_slot *s = (struct burst_slot *)j->done[i];
+
+		s->busy = false;
+		j->free[st->nfree++] = s;
+		if (s->req.submit_ns <= st->oldest)
+			rescan = true;
+		if (s->req.done_ns > max_done)
+			max_done = s->req.done_ns;
+		record(&st->tl, j->hist, &s->req, s->measured, cancelled);
+	}
+	st->inflight -= (unsigned)r;
+	if (!st->inflight)
+		st->oldest = 0;
+	else if (rescan)
+		st->oldest = oldest_busy(j->slots, st->b->depth);
+	if (max_done > st->now)
+		st->now = max_done;
+}
+
+/* Reaps at least one completion, waiting no longer than the oldest I/O may take,
+ * the stop poll, the phase's end and the next rate slot. False: the engine
+ * cannot reap, and what is in flight stays there. */
+static bool reap_some(struct job_run *st)
+{
+	struct burst *b = st->b;
+	struct burst_job *j = st->j;
+	uint64_t tmo = min_u64(BURST_STOP_POLL_NS, left(st->oldest + st->timeout_ns, st->now));
+	int r;
+
+	if (st->phase >= JOB_ABORTING)
+		tmo = min_u64(tmo, left(st->phase_end, st->now));
+	if (b->rated && st->phase == JOB_SUBMITTING && st->nfree && !st->engine_full)
+		tmo = min_u64(tmo,
+			      left(slot_time(st->rate_t0, b->slot_ns, st->rate_issued), st->now));
+	r = b->ops->reap(&j->eng, j->done, 1, b->depth, (int64_t)tmo);
+	if (likely(r > 0)) {
+		complete(st, r);
+	} else if (r == -ETIME || r == 0 || r == -EINTR) {
+		st->now = eng_now_ns();
+	} else {
+		if (!st->error)
+			st->error = r;
+		atomic_store_explicit(&b->abort, true, memory_order_relaxed);
+		j->wedged = st->inflight > 0;
+		return false;
+	}
+	return true;
+}
+
+/* An I/O in flight longer than the timeout: count, cancel, stop the burst. Once. */
+static void check_timeout(struct job_run *st)
+{
+	struct burst *b = st->b;
+	struct burst_job *j = st->j;
+
+	if (likely(!st->inflight || st->now <= st->oldest ||
+		   st->now - st->oldest < st->timeout_ns) ||
+	    j->timeouts)
+		return;
+	j->timeouts += count_older(j->slots, b->depth, st->now - st->timeout_ns);
+	if (!st->error)
+		st->error = -ETIMEDOUT;
+	atomic_store_explicit(&b->abort, true, memory_order_relaxed);
+	if (b->ops->cancel)
+		(void)b->ops->cancel(&j->eng);
+	st->phase = JOB_CANCELLED;
+	st->phase_end = st->now + BURST_ABORT_DRAIN_NS;
+}
+
+/* One batch per iteration: see the top of the file. */
+static void job_loop(struct burst_job *j)
+{
+	struct job_run st;
+
+	job_run_init(&st, j);
+	while (phase_step(&st)) {
+		const bool measured = st.now >= j->b->measure_start;
+
+		submit_batch(&st, batch_size(&st, measured), measured);
+		if (!st.inflight) {
+			if (st.phase != JOB_SUBMITTING)
 				break;
-			/* Only the rate schedule holds us back: sleep to the next slot. */
-			wake = min_u64(now + BURST_STOP_POLL_NS, deadline);
-			if (rated)
-				wake = min_u64(wake, slot_time(rate_t0, slot_ns, rate_issued));
-			while (eng_sleep_until(wake) == -EINTR)
-				;
-			now = eng_now_ns();
+			idle_wait(&st);
 			continue;
 		}
-
-		/* 3. Reap, waiting no longer than the oldest I/O may take, the stop poll,
-		 * the abort schedule and the next rate slot. */
-		tmo = min_u64(BURST_STOP_POLL_NS, left(oldest + timeout_ns, now));
-		if (abort_at)
-			tmo = min_u64(tmo, left(abort_at, now));
-		if (rated && submitting && nfree && !engine_full)
-			tmo = min_u64(tmo, left(slot_time(rate_t0, slot_ns, rate_issued), now));
-		r = ops->reap(e, done, 1, depth, (int64_t)tmo);
-		if (likely(r > 0)) {
-			for (int i = 0; i < r; i++) {
-				struct burst_slot *s = (struct burst_slot *)done[i];
-
-				s->busy = false;
-				freel[nfree++] = s;
-				if (s->req.submit_ns <= oldest)
-					rescan = true;
-				if (s->req.done_ns > max_done)
-					max_done = s->req.done_ns;
-				record(&tl, hist, &s->req, s->measured, cancelled);
-			}
-			inflight -= (unsigned)r;
-			if (!inflight)
-				oldest = 0;
-			else if (rescan)
-				oldest = oldest_busy(slots, depth);
-			if (max_done > now)
-				now = max_done;
-		} else if (r == -ETIME || r == 0 || r == -EINTR) {
-			now = eng_now_ns();
-		} else {
-			/* The engine cannot reap: what is in flight stays there. */
-			if (!error)
-				error = r;
-			atomic_store_explicit(&b->abort, true, memory_order_relaxed);
-			j->wedged = inflight > 0;
+		if (!reap_some(&st))
 			break;
-		}
-
-		/* An I/O in flight longer than the timeout: count, cancel, stop the burst. */
-		if (unlikely(inflight && now > oldest && now - oldest >= timeout_ns &&
-			     !timed_out)) {
-			timed_out = true;
-			j->timeouts += count_older(slots, depth, now - timeout_ns);
-			if (!error)
-				error = -ETIMEDOUT;
-			submitting = false;
-			atomic_store_explicit(&b->abort, true, memory_order_relaxed);
-			if (ops->cancel)
-				(void)ops->cancel(e);
-			cancelled = true;
-			abort_at = now + BURST_ABORT_DRAIN_NS;
-		}
+		check_timeout(&st);
 	}
 
-	atomic_store_explicit(&j->inflight_since, j->wedged ? oldest : 0, memory_order_relaxed);
-	j->rng = rng;
+	atomic_store_explicit(&j->inflight_since, j->wedged ? st.oldest : 0, memory_order_relaxed);
+	j->rng = st.rng;
 	for (int d = 0; d < IO_DIR_COUNT; d++) {
-		j->ios[d] = tl.ios[d];
-		j->bytes[d] = tl.bytes[d];
-		j->errors[d] = tl.errors[d];
-		j->short_ios[d] = tl.short_ios[d];
+		j->ios[d] = st.tl.ios[d];
+		j->bytes[d] = st.tl.bytes[d];
+		j->errors[d] = st.tl.errors[d];
+		j->short_ios[d] = st.tl.short_ios[d];
 	}
-	j->last_done_ns = tl.last_done;
-	j->error = error;
+	j->last_done_ns = st.tl.last_done;
+	j->error = st.error;
 }
 
 /* ---------------------------------------------------------------- threads */
@@ -798,8 +908,8 @@ static int validate(struct burst *b, const struct target *t)
 	if (t->mem_align == 0 || t->offset_align == 0 || t->data_end < t->data_start ||
 	    t->data_start % t->offset_align != 0)
 		return why(b, -EINVAL, "the target's direct I/O alignment is not known");
-	if (t->mem_align > BURST_BUF_ALIGN) {
-		cfg_format_size(BURST_BUF_ALIGN, x, sizeof(x));
+	if (t->mem_align > PROBE_BUF_ALIGN) {
+		cfg_format_size(PROBE_BUF_ALIGN, x, sizeof(x));
 		return why(b, -EINVAL,
 			   "the target needs I/O buffers aligned to %u bytes, more than the %s "
 			   "bursts align them to",

@@ -16,8 +16,6 @@
 #include "ping.h"
 #include "probe.h"
 
-/* Probe buffers are aligned to this; targets needing more are refused (target.c). */
-#define PROBE_BUF_ALIGN 4096u
 /* How often a wait for a slow I/O looks at the stop flag. */
 #define PROBE_WAIT_SLICE_NS 100000000LL
 
