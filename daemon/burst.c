@@ -104,7 +104,8 @@ struct burst_job {
 };
 
 struct burst {
-	struct cfg_probe cfg; /* copy */
+	struct burst *next_abandoned; /* on abandoned_bursts */
+	struct cfg_probe cfg;	      /* copy */
 	const struct engine_ops *ops;
 	unsigned jobs, depth;
 	uint64_t bs, bs_max;
@@ -146,6 +147,19 @@ static const _Atomic bool never_stop = false;
 
 /* Jobs with I/O still in the kernel: kept (reachable) for the life of the process. */
 static _Atomic(struct burst_job *) abandoned_jobs;
+
+/* Bursts replaced while the scheduler may still read their in-flight time:
+ * kept (reachable) for the life of the process, like their wedged jobs. */
+static _Atomic(struct burst *) abandoned_bursts;
+
+static void burst_abandon(struct burst *b)
+{
+	struct burst *head = atomic_load(&abandoned_bursts);
+
+	do
+		b->next_abandoned = head;
+	while (!atomic_compare_exchange_weak(&abandoned_bursts, &head, b));
+}
 
 static void job_abandon(struct burst_job *j)
 {
@@ -1183,12 +1197,14 @@ static int burst_probe_run(struct probe *p, const _Atomic bool *stop, struct pro
 
 	if (r == -EBUSY) {
 		/* An earlier run left I/O stuck in the kernel with this burst's buffers:
-		 * they stay with it; run on a fresh one. */
+		 * they stay with it, and it stays for a scheduler still reading it; run
+		 * on a fresh one. */
+		struct burst *old = p->state;
 		struct burst *fresh = burst_new(p->cfg, p->engine, p->bounds_ns, p->n_bounds, &r);
 
 		if (fresh) {
-			burst_free(p->state);
 			p->state = fresh;
+			burst_abandon(old);
 			r = burst_run(p->state, p->target, stop, &res);
 		}
 	}

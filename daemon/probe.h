@@ -78,7 +78,9 @@ struct probe {
 	const uint64_t *bounds_ns;	 /* classic histogram bounds */
 	unsigned n_bounds;
 	_Atomic uint64_t *timeout_claimed; /* if set: see probe_claim_timeout() */
-	void *state;			   /* the kind's own; NULL until init succeeded */
+	/* The kind's own; NULL until init succeeded. Atomic: the scheduler reads the
+	 * in-flight time through it while the lane may replace it (a burst after -EBUSY). */
+	void *_Atomic state;
 };
 
 extern const struct probe_ops ping_probe_ops, burst_probe_ops;
