@@ -66,7 +66,7 @@
  * burst at a time, so this bounds a target's share.
  */
 #define CFG_MAX_BURST_BUFFER (256ULL << 20)
-#define CFG_BURST_BUF_ALIGN  4096ULL /* buffer alignment and rounding, for O_DIRECT */
+#define CFG_BURST_BUF_ALIGN  ((uint64_t)IO_MAX_ALIGN) /* buffer alignment and rounding */
 /*
  * The slowest throttled layout, bytes per second (0 is unthrottled). Slower
  * buys nothing: no disk notices 1MiB/s, while the default 64MiB file would

@@ -18,7 +18,7 @@
 
 /* I/O buffers of every probe kind are aligned to this, for O_DIRECT: one
  * constant, so that a ping and a burst refuse the same targets. */
-#define PROBE_BUF_ALIGN CFG_BURST_BUF_ALIGN
+#define PROBE_BUF_ALIGN IO_MAX_ALIGN
 
 /* Why a run failed, as iopulse_probe_errors_total{reason} says it. */
 enum probe_err {

@@ -44,7 +44,6 @@
 #define PROBE_MAGIC	     "IOPULSE-PROBE-FILE\n"
 #define PROBE_VERSION	     1u
 #define LAYOUT_CHUNK	     (1u << 20) /* bytes per write while laying out */
-#define MAX_ALIGN	     4096u
 #define FILE_TARGET_MIN_SIZE 4096u
 #define MAX_PARTITIONS	     256u /* DISK_MAX_PARTS: the most one disk can have */
 
@@ -156,15 +155,15 @@ static int get_align(struct target *t, int fd, const char *path, bool blk)
 
 		if (fstat(fd, &st) < 0)
 			return terr(t, -errno, "%s: fstat: %m", path);
-		while (b < MAX_ALIGN && (blksize_t)(b * 2) <= st.st_blksize)
+		while (b < IO_MAX_ALIGN && (blksize_t)(b * 2) <= st.st_blksize)
 			b *= 2;
 		mem = off = b;
 	}
-	if (!is_pow2(mem) || !is_pow2(off) || mem > MAX_ALIGN || off > MAX_ALIGN)
+	if (!is_pow2(mem) || !is_pow2(off) || mem > IO_MAX_ALIGN || off > IO_MAX_ALIGN)
 		return terr(t, -EINVAL,
 			    "%s: direct I/O needs %" PRIu32 "-byte buffers and %" PRIu32
 			    "-byte offsets; at most %u is supported",
-			    path, mem, off, MAX_ALIGN);
+			    path, mem, off, IO_MAX_ALIGN);
 	t->mem_align = mem;
 	t->offset_align = off;
 	return 0;
@@ -700,16 +699,16 @@ static int header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned
 /* ---- layout ------------------------------------------------------------- */
 
 /* Bytes per layout write: LAYOUT_CHUNK, or about 1/16 s of the rate's budget
- * when that is smaller (at least MAX_ALIGN), so that a stop request is seen
- * soon. A multiple of MAX_ALIGN: every write but an unaligned tail stays
+ * when that is smaller (at least IO_MAX_ALIGN), so that a stop request is seen
+ * soon. A multiple of IO_MAX_ALIGN: every write but an unaligned tail stays
  * O_DIRECT-aligned. */
 static size_t layout_chunk(uint64_t rate)
 {
-	uint64_t c = (rate / 16) & ~(uint64_t)(MAX_ALIGN - 1);
+	uint64_t c = (rate / 16) & ~(uint64_t)(IO_MAX_ALIGN - 1);
 
 	if (!rate || c > LAYOUT_CHUNK)
 		return LAYOUT_CHUNK;
-	return c < MAX_ALIGN ? MAX_ALIGN : (size_t)c;
+	return c < IO_MAX_ALIGN ? IO_MAX_ALIGN : (size_t)c;
 }
 
 /* Sleeps until @start + @bytes / @rate seconds (CLOCK_MONOTONIC, absolute). */
@@ -867,7 +866,7 @@ static int layout(struct target *t, int fd, const char *path)
 	atomic_store(&t->layout_done, 0);
 	if (stopping(t, path))
 		return -ECANCELED;
-	if (posix_memalign(&buf, MAX_ALIGN, LAYOUT_CHUNK) != 0)
+	if (posix_memalign(&buf, IO_MAX_ALIGN, LAYOUT_CHUNK) != 0)
 		return terr(t, -ENOMEM, "%s: out of memory for the layout buffer", path);
 	r = rng_seed(&rng);
 	if (r < 0) {
@@ -981,7 +980,7 @@ static int read_our_header(struct target *t, int fd, unsigned *version, uint64_t
 	void *hdr;
 	int r;
 
-	if (posix_memalign(&hdr, MAX_ALIGN, TARGET_HEADER_SIZE) != 0)
+	if (posix_memalign(&hdr, IO_MAX_ALIGN, TARGET_HEADER_SIZE) != 0)
 		return terr(t, -ENOMEM, "%s: out of memory", path);
 	r = header_read(t, fd, hdr, &ours, version, size);
 	free(hdr);

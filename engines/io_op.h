@@ -20,6 +20,11 @@ enum io_op {
 /* I/Os in flight on one engine queue: the engines' limit and 'iodepth''s. */
 #define IO_MAX_DEPTH 256
 
+/* The largest direct-I/O alignment a target may ask for (statx's dio_mem_align
+ * and dio_offset_align): what probe buffers are aligned to, and what a burst's
+ * buffers are rounded up to. */
+#define IO_MAX_ALIGN 4096u
+
 /* "read", "write", "fdatasync": config values, the op label, messages. */
 static inline const char *io_op_name(enum io_op op)
 {
