@@ -188,87 +188,6 @@ static bool is_close(const char *s, const char *cand)
 	return edit_distance(s, cand) <= limit;
 }
 
-/* ---- mappings with a fixed set of keys -------------------------------------- */
-
-#define KEYS_MAX 32 /* keys a mapping may have: bits of a uint32_t mask */
-
-/*
- * Walks the pairs of mapping @m whose keys must come from @keys (NULL-terminated,
- * at most KEYS_MAX). Calls @fn(p, index, key, value, ctx) for each pair in document order.
- * Unknown and duplicate keys are errors at the key.
- */
-typedef int (*pair_fn)(struct parser *p, unsigned key, const yaml_node_t *knode,
-		       const yaml_node_t *value, void *ctx);
-
-/* The error for a key of the schema that is not valid here (at @knode). */
-typedef int (*misplaced_fn)(struct parser *p, unsigned key, const yaml_node_t *knode, void *ctx);
-
-/*
- * As walk_mapping(), where only the keys whose bit is set in @valid may appear
- * (probes of one kind): a known key outside it is reported by @misplaced, and
- * suggestions and the list of valid keys for an unknown key come from @valid only.
- */
-static int walk_mapping_valid(struct parser *p, const yaml_node_t *m, const char *where,
-			      const char *const *keys, uint32_t valid, misplaced_fn misplaced,
-			      pair_fn fn, void *ctx)
-{
-	const yaml_node_t *seen[KEYS_MAX] = {0};
-
-	for (yaml_node_pair_t *pair = m->data.mapping.pairs.start; pair < m->data.mapping.pairs.top;
-	     pair++) {
-		const yaml_node_t *k = node_get(p, pair->key);
-		const yaml_node_t *v = node_get(p, pair->value);
-		const char *ks;
-		unsigned i;
-		int r;
-
-		if (k->type != YAML_SCALAR_NODE)
-			return fail_at(p, k, "keys %s must be strings, got %s", where,
-				       node_kind(k));
-		if (node_has_nul(k))
-			return fail_at(p, k, "keys %s must not contain a NUL byte (\\0)", where);
-		ks = node_str(k);
-		for (i = 0; keys[i]; i++)
-			if (scalar_is(k, keys[i]))
-				break;
-		if (!keys[i]) {
-			char list[512] = "";
-			bool first = true;
-
-			for (i = 0; keys[i]; i++)
-				if ((valid >> i & 1) && is_close(ks, keys[i]))
-					return fail_at(p, k,
-						       "unknown key '%s' %s, did you mean '%s'?",
-						       ks, where, keys[i]);
-			for (i = 0; keys[i]; i++) {
-				if (!(valid >> i & 1))
-					continue;
-				strncat(list, first ? "" : ", ", sizeof(list) - strlen(list) - 1);
-				strncat(list, keys[i], sizeof(list) - strlen(list) - 1);
-				first = false;
-			}
-			return fail_at(p, k, "unknown key '%s' %s (valid keys: %s)", ks, where,
-				       list);
-		}
-		if (seen[i])
-			return fail_at(p, k, "duplicate key '%s' %s (first defined at line %zu)",
-				       ks, where, seen[i]->start_mark.line + 1);
-		seen[i] = k;
-		if (!(valid >> i & 1) && misplaced)
-			return misplaced(p, i, k, ctx);
-		r = fn(p, i, k, v, ctx);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int walk_mapping(struct parser *p, const yaml_node_t *m, const char *where,
-			const char *const *keys, pair_fn fn, void *ctx)
-{
-	return walk_mapping_valid(p, m, where, keys, UINT32_MAX, NULL, fn, ctx);
-}
-
 /* ---- typed values ----------------------------------------------------------- */
 
 static int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out)
@@ -594,31 +513,6 @@ static int get_name(struct parser *p, const yaml_node_t *n, const char *what, ch
 
 /* ---- environment expansion ---------------------------------------------------- */
 
-struct strbuf {
-	char *s;
-	size_t len, cap;
-};
-
-static int sb_add(struct strbuf *b, const char *s, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 64;
-		char *ns;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		ns = realloc(b->s, cap);
-		if (!ns)
-			return -ENOMEM;
-		b->s = ns;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
-	return 0;
-}
-
 static bool env_name_char(char c, bool first)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
@@ -626,96 +520,97 @@ static bool env_name_char(char c, bool first)
 }
 
 /*
+ * Writes the value of the reference "${NAME}" or "${NAME:-fallback}" at @in to
+ * @f; *@in is left after its '}'.
+ */
+static int expand_ref(struct parser *p, const yaml_node_t *n, const char *key, const char **in,
+		      FILE *f)
+{
+	const char *ref = *in, *name = ref + 2, *end = strchr(name, '}'), *fb = NULL, *val;
+	char var[256];
+	size_t nlen;
+
+	if (!end)
+		return fail_at(p, n, "unterminated '${' in '%s'", key);
+	for (nlen = 0; env_name_char(name[nlen], nlen == 0); nlen++)
+		;
+	if (name == end)
+		return fail_at(p, n,
+			       "empty variable name '${}' in '%s': use ${NAME} or "
+			       "${NAME:-fallback}, or $$ for a literal '$'",
+			       key);
+	if (name + nlen != end) {
+		if (!nlen || name[nlen] != ':' || name[nlen + 1] != '-')
+			return fail_at(p, n,
+				       "invalid variable reference '%.*s' in '%s': use "
+				       "${NAME} or ${NAME:-fallback}",
+				       (int)(end - ref + 1), ref, key);
+		fb = name + nlen + 2;
+	}
+	if (nlen >= sizeof(var))
+		return fail_at(p, n, "variable name too long in '%s'", key);
+	memcpy(var, name, nlen);
+	var[nlen] = '\0';
+	val = getenv(var);
+	*in = end + 1;
+	if (fb && (!val || !*val))
+		return fwrite(fb, 1, (size_t)(end - fb), f) == (size_t)(end - fb) ? 0 : -ENOMEM;
+	if (!val)
+		return fail_at(p, n,
+			       "environment variable '%s' used in '%s' is not set "
+			       "(write ${%s:-fallback} to give a default)",
+			       var, key, var);
+	return fputs(val, f) < 0 ? -ENOMEM : 0;
+}
+
+/* Writes @in to @f with its references expanded (see expand_env()). */
+static int expand_into(struct parser *p, const yaml_node_t *n, const char *key, const char *in,
+		       FILE *f)
+{
+	int r = 0;
+
+	while (*in && r == 0) {
+		size_t k = strcspn(in + 1, "$") + 1;
+
+		if (in[0] == '$' && in[1] == '$') {
+			r = fputc('$', f) == EOF ? -ENOMEM : 0;
+			in += 2;
+		} else if (in[0] == '$' && in[1] == '{') {
+			r = expand_ref(p, n, key, &in, f);
+		} else {
+			r = fwrite(in, 1, k, f) == k ? 0 : -ENOMEM;
+			in += k;
+		}
+	}
+	return r;
+}
+
+/*
  * Expands ${NAME} and ${NAME:-fallback} (fallback when NAME is unset or empty,
- * taken literally) and "$$" as "$". Any other '$' is itself.
+ * taken literally) and "$$" as "$". Any other '$' is itself. Into a new string
+ * in *@out (the caller frees it).
  */
 static int expand_env(struct parser *p, const yaml_node_t *n, const char *key, const char *in,
 		      char **out)
 {
-	struct strbuf b = {0};
-	int r = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int r;
 
-	while (*in) {
-		const char *name, *end, *fb = NULL, *val;
-		size_t nlen;
-
-		if (in[0] != '$' || (in[1] != '{' && in[1] != '$')) {
-			size_t k = strcspn(in + 1, "$") + 1;
-
-			r = sb_add(&b, in, k);
-			in += k;
-			goto next;
-		}
-		if (in[1] == '$') {
-			r = sb_add(&b, "$", 1);
-			in += 2;
-			goto next;
-		}
-		name = in + 2;
-		end = strchr(name, '}');
-		if (!end) {
-			r = fail_at(p, n, "unterminated '${' in '%s'", key);
-			goto out;
-		}
-		for (nlen = 0; env_name_char(name[nlen], nlen == 0); nlen++)
-			;
-		if (name == end) {
-			r = fail_at(p, n,
-				    "empty variable name '${}' in '%s': use ${NAME} or "
-				    "${NAME:-fallback}, or $$ for a literal '$'",
-				    key);
-			goto out;
-		}
-		if (name + nlen != end) {
-			if (nlen && name[nlen] == ':' && name[nlen + 1] == '-')
-				fb = name + nlen + 2;
-			else {
-				r = fail_at(p, n,
-					    "invalid variable reference '%.*s' in '%s': use "
-					    "${NAME} or ${NAME:-fallback}",
-					    (int)(end - in + 1), in, key);
-				goto out;
-			}
-		}
-		{
-			char var[256];
-
-			if (nlen >= sizeof(var)) {
-				r = fail_at(p, n, "variable name too long in '%s'", key);
-				goto out;
-			}
-			memcpy(var, name, nlen);
-			var[nlen] = '\0';
-			val = getenv(var);
-			if (fb && (!val || !*val))
-				r = sb_add(&b, fb, (size_t)(end - fb));
-			else if (!val) {
-				r = fail_at(p, n,
-					    "environment variable '%s' used in '%s' is not set "
-					    "(write ${%s:-fallback} to give a default)",
-					    var, key, var);
-				goto out;
-			} else
-				r = sb_add(&b, val, strlen(val));
-		}
-		in = end + 1;
-	next:
-		if (r < 0) {
-			r = fail_at(p, n, "out of memory expanding '%s'", key);
-			r = -ENOMEM;
-			goto out;
-		}
-	}
-	if (!b.s && sb_add(&b, "", 0) < 0) {
-		r = fail_at(p, n, "out of memory expanding '%s'", key);
+	if (!f)
+		return -ENOMEM;
+	r = expand_into(p, n, key, in, f);
+	if (fclose(f) != 0 && r == 0)
 		r = -ENOMEM;
-		goto out;
+	if (r == -ENOMEM)
+		fail_at(p, n, "out of memory expanding '%s'", key);
+	if (r < 0) {
+		free(buf);
+		return r;
 	}
-	*out = b.s;
+	*out = buf;
 	return 0;
-out:
-	free(b.s);
-	return r;
 }
 
 /* ---- listen ------------------------------------------------------------------ */
@@ -874,44 +769,7 @@ static int parse_buckets(struct parser *p, const yaml_node_t *n)
 	return 0;
 }
 
-/* ---- targets ------------------------------------------------------------------- */
-
-enum {
-	TK_NAME,
-	TK_DIRECTORY,
-	TK_FILE,
-	TK_DEVICE,
-	TK_SIZE,
-	TK_LAYOUT_RATE,
-	TK_KEEP_FREE,
-	TK_REQUIRE_MOUNT,
-	TK_DIRECT,
-	TK_ALLOW_MEMORY_BACKED,
-	TK_ALLOW_DEVICE_WRITES,
-	TK_COUNT,
-};
-static const char *const target_keys[] = {
-	"name",
-	"directory",
-	"file",
-	"device",
-	"size",
-	"layout_rate",
-	"keep_free",
-	"require_mount",
-	"direct",
-	"allow_memory_backed",
-	"allow_device_writes",
-	NULL,
-};
-
-_Static_assert(TK_COUNT <= KEYS_MAX, "target keys must fit walk_mapping()");
-
-struct target_ctx {
-	struct cfg_target *t;
-	const yaml_node_t *key[TK_COUNT];
-	const yaml_node_t *value[TK_COUNT];
-};
+/* ---- target values ------------------------------------------------------------ */
 
 /*
  * A device path: under /dev/, with no ".." component to leave it. Nothing is
@@ -1002,308 +860,7 @@ static int get_keep_free(struct parser *p, const yaml_node_t *v, struct cfg_targ
 	return get_size(p, v, "keep_free", &words_keep_free, &t->keep_free_bytes);
 }
 
-static int target_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
-		       const yaml_node_t *v, void *ctx)
-{
-	static const enum cfg_target_kind kinds[] = {
-		[TK_DIRECTORY] = CFG_TARGET_DIRECTORY,
-		[TK_FILE] = CFG_TARGET_FILE,
-		[TK_DEVICE] = CFG_TARGET_DEVICE,
-	};
-	struct target_ctx *tc = ctx;
-	struct cfg_target *t = tc->t;
-	const char *s = NULL;
-	int r;
-
-	tc->key[key] = knode;
-	tc->value[key] = v;
-	switch (key) {
-	case TK_NAME:
-		return get_name(p, v, "target", t->name);
-	case TK_DIRECTORY:
-	case TK_FILE:
-	case TK_DEVICE:
-		r = get_scalar(p, v, target_keys[key], "a path", &s);
-		if (r == 0)
-			r = get_path(p, v, target_keys[key], s, &t->path);
-		if (r < 0)
-			return r;
-		if (!*t->path)
-			return fail_at(p, v, "'%s' must not be empty", target_keys[key]);
-		if (key == TK_DEVICE && !device_path_valid(t->path))
-			return fail_at(p, v,
-				       "'device' must be a block device under /dev/, as in "
-				       "/dev/sdb or /dev/disk/by-id/..., got '%s'",
-				       t->path);
-		t->kind = kinds[key];
-		return 0;
-	case TK_SIZE:
-		r = get_size(p, v, "size", &words_size, &t->size);
-		if (r < 0)
-			return r;
-		return check_range(p, v, "size", t->size, CFG_MIN_TARGET_SIZE, CFG_MAX_TARGET_SIZE,
-				   false);
-	case TK_LAYOUT_RATE:
-		r = get_rate(p, v, "layout_rate", &t->layout_rate);
-		if (r < 0)
-			return r;
-		if (t->layout_rate > CFG_MAX_LAYOUT_RATE) {
-			char a[32];
-
-			cfg_format_size(t->layout_rate, a, sizeof(a));
-			return fail_at(p, v, "'layout_rate' must be at most 1TiB/s, got %s/s", a);
-		}
-		if (t->layout_rate && t->layout_rate < CFG_MIN_LAYOUT_RATE) {
-			char a[32];
-
-			cfg_format_size(t->layout_rate, a, sizeof(a));
-			return fail_at(p, v,
-				       "'layout_rate' must be at least 1MiB/s, or 0 for no limit, "
-				       "got %s/s",
-				       a);
-		}
-		return 0;
-	case TK_KEEP_FREE:
-		return get_keep_free(p, v, t);
-	case TK_REQUIRE_MOUNT:
-		return get_require_mount(p, v, t);
-	case TK_DIRECT:
-		return get_bool(p, v, "direct", &t->direct);
-	case TK_ALLOW_MEMORY_BACKED:
-		return get_bool(p, v, "allow_memory_backed", &t->allow_memory_backed);
-	case TK_ALLOW_DEVICE_WRITES:
-		return get_bool(p, v, "allow_device_writes", &t->allow_device_writes);
-	}
-	return 0;
-}
-
-/* Exactly one of directory, file and device; keys that only fit another kind. */
-static int check_target_kind(struct parser *p, const yaml_node_t *item, struct target_ctx *tc)
-{
-	static const unsigned path_keys[] = {TK_DIRECTORY, TK_FILE, TK_DEVICE};
-	const struct cfg_target *t = tc->t;
-	const yaml_node_t *first = NULL;
-	unsigned first_key = 0;
-
-	for (unsigned i = 0; i < 3; i++) {
-		unsigned k = path_keys[i];
-		const yaml_node_t *second;
-
-		if (!tc->key[k])
-			continue;
-		if (!first) {
-			first = tc->key[k];
-			first_key = k;
-			continue;
-		}
-		second =
-			tc->key[k]->start_mark.index > first->start_mark.index ? tc->key[k] : first;
-		return fail_at(p, second, "target '%s' has both '%s' and '%s', use one", t->name,
-			       target_keys[first_key], target_keys[k]);
-	}
-	if (!first)
-		return fail_at(p, item, "target '%s' needs 'directory', 'file' or 'device'",
-			       t->name);
-	if (t->kind != CFG_TARGET_DIRECTORY && tc->key[TK_SIZE])
-		return fail_at(p, tc->key[TK_SIZE],
-			       "'size' is only valid on directory targets: target '%s' is a %s and "
-			       "is measured at its own size",
-			       t->name, cfg_target_kind_name(t->kind));
-	if (t->kind != CFG_TARGET_DIRECTORY && tc->key[TK_LAYOUT_RATE])
-		return fail_at(p, tc->key[TK_LAYOUT_RATE],
-			       "'layout_rate' is only valid on directory targets: target '%s' is a "
-			       "%s, which iopulse never lays out",
-			       t->name, cfg_target_kind_name(t->kind));
-	if (t->kind != CFG_TARGET_DIRECTORY && tc->key[TK_KEEP_FREE])
-		return fail_at(p, tc->key[TK_KEEP_FREE],
-			       "'keep_free' is only valid on directory targets: target '%s' is a "
-			       "%s, which iopulse never lays out",
-			       t->name, cfg_target_kind_name(t->kind));
-	if (t->kind != CFG_TARGET_DIRECTORY && tc->key[TK_REQUIRE_MOUNT])
-		return fail_at(p, tc->key[TK_REQUIRE_MOUNT],
-			       "'require_mount' is only valid on directory targets: target '%s' is "
-			       "a %s, and iopulse creates nothing beside it",
-			       t->name, cfg_target_kind_name(t->kind));
-	if (t->kind != CFG_TARGET_DEVICE && tc->key[TK_ALLOW_DEVICE_WRITES])
-		return fail_at(p, tc->key[TK_ALLOW_DEVICE_WRITES],
-			       "'allow_device_writes' is only valid on device targets: target '%s' "
-			       "is a %s",
-			       t->name, cfg_target_kind_name(t->kind));
-	return 0;
-}
-
-static int parse_target(struct parser *p, const yaml_node_t *item, unsigned idx)
-{
-	struct cfg_target *t = &p->c->targets[idx];
-	struct target_ctx tc = {.t = t};
-	int r;
-
-	if (item->type != YAML_MAPPING_NODE)
-		return fail_at(p, item, "each item of 'targets' must be a mapping, got %s",
-			       node_kind(item));
-	t->pos.line = (unsigned)item->start_mark.line + 1;
-	t->pos.col = (unsigned)item->start_mark.column + 1;
-	t->size = CFG_DEFAULT_TARGET_SIZE;
-	t->layout_rate = CFG_DEFAULT_LAYOUT_RATE;
-	t->require_mount = CFG_MOUNT_AUTO;
-	t->keep_free_fraction = CFG_DEFAULT_KEEP_FREE_FRACTION;
-	t->direct = true;
-	r = walk_mapping(p, item, "in target", target_keys, target_pair, &tc);
-	if (r < 0)
-		return r;
-	if (!tc.value[TK_NAME])
-		return fail_at(p, item, "target is missing required key 'name'");
-	r = check_target_kind(p, item, &tc);
-	if (r < 0)
-		return r;
-	if (t->kind != CFG_TARGET_DIRECTORY) {
-		/* Measured at their own size, never laid out, nothing created. */
-		t->size = 0;
-		t->layout_rate = 0;
-		t->keep_free_bytes = 0;
-		t->keep_free_fraction = 0;
-		t->require_mount = CFG_MOUNT_NO;
-	}
-	for (unsigned i = 0; i < idx; i++)
-		if (!strcmp(p->c->targets[i].name, t->name))
-			return fail_at(p, item,
-				       "duplicate target name '%s' (first defined at line %u)",
-				       t->name, p->c->targets[i].pos.line);
-	return 0;
-}
-
-/* A list of 1..max mappings under @key; returns the count or -EINVAL. */
-static int list_size(struct parser *p, const yaml_node_t *n, const char *key, unsigned max)
-{
-	size_t count;
-
-	if (n->type != YAML_SEQUENCE_NODE) {
-		if (node_is_null(n))
-			return fail_at(p, n, "'%s' must not be empty", key);
-		return fail_at(p, n, "'%s' must be a list, got %s", key, node_kind(n));
-	}
-	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-	if (count < 1)
-		return fail_at(p, n, "'%s' must not be empty", key);
-	if (count > max)
-		return fail_at(p, n, "'%s' has %zu items, at most %u are allowed", key, count, max);
-	return (int)count;
-}
-
-static int parse_targets(struct parser *p, const yaml_node_t *n)
-{
-	int count, r;
-
-	count = list_size(p, n, "targets", CFG_MAX_TARGETS);
-	if (count < 0)
-		return count;
-	p->c->targets = calloc((size_t)count, sizeof(*p->c->targets));
-	if (!p->c->targets)
-		return -ENOMEM;
-	for (int i = 0; i < count; i++) {
-		p->c->n_targets = (unsigned)i + 1; /* so cfg_free() sees paths set so far */
-		r = parse_target(p, node_get(p, n->data.sequence.items.start[i]), (unsigned)i);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* ---- probes --------------------------------------------------------------------- */
-
-enum {
-	PK_NAME,
-	PK_TYPE,
-	PK_TARGET,
-	PK_OP,
-	PK_SYNC,
-	PK_INTERVAL,
-	PK_BLOCK_SIZE,
-	PK_WORKING_SET,
-	PK_TIMEOUT,
-	PK_ENGINE,
-	PK_RW,
-	PK_RWMIX_READ,
-	PK_IODEPTH,
-	PK_JOBS,
-	PK_DURATION,
-	PK_IOS,
-	PK_RATE_IOPS,
-	PK_RAMP,
-	PK_EVERY,
-	PK_COUNT,
-};
-static const char *const probe_keys[] = {
-	"name",	       "type",	  "target",    "op",   "sync",	     "interval", "block_size",
-	"working_set", "timeout", "engine",    "rw",   "rwmix_read", "iodepth",	 "jobs",
-	"duration",    "ios",	  "rate_iops", "ramp", "every",	     NULL,
-};
-#define PK_BIT(k) (1U << (k))
-#define PK_COMMON                                                                                  \
-	(PK_BIT(PK_NAME) | PK_BIT(PK_TYPE) | PK_BIT(PK_TARGET) | PK_BIT(PK_BLOCK_SIZE) |           \
-	 PK_BIT(PK_WORKING_SET) | PK_BIT(PK_TIMEOUT) | PK_BIT(PK_ENGINE))
-#define PK_PING_ONLY  (PK_BIT(PK_OP) | PK_BIT(PK_SYNC) | PK_BIT(PK_INTERVAL))
-#define PK_BURST_ONLY (((1U << PK_COUNT) - 1) & ~PK_COMMON & ~PK_PING_ONLY)
-_Static_assert(PK_COUNT <= KEYS_MAX, "probe keys must fit a walk_mapping_valid() mask");
-
-/* For a key used on the other kind of probe: what that kind does instead. */
-static const char *const probe_key_elsewhere[PK_COUNT] = {
-	[PK_OP] = "burst probes use 'rw'",
-	[PK_SYNC] = "burst probes do not fdatasync",
-	[PK_INTERVAL] = "burst probes use 'every'",
-	[PK_RW] = "ping probes use 'op'",
-	[PK_RWMIX_READ] = "ping probes use 'op'",
-	[PK_IODEPTH] = "ping probes have one I/O in flight",
-	[PK_JOBS] = "ping probes have one I/O in flight",
-	[PK_DURATION] = "ping probes do one I/O every 'interval'",
-	[PK_IOS] = "ping probes do one I/O every 'interval'",
-	[PK_RATE_IOPS] = "ping probes do one I/O every 'interval'",
-	[PK_RAMP] = "ping probes have no warm-up",
-	[PK_EVERY] = "ping probes use 'interval'",
-};
-
-static const char *const op_names[] = {"read", "write", NULL};
-static const char *const sync_names[] = {"none", "fdatasync", NULL};
-static const char *const probe_kind_names[] = {"ping", "burst", NULL};
-static const char *const engine_names[] = {"auto", "io_uring", "libaio", "sync", "null", NULL};
-static const char *const rw_names[] = {"randread", "randwrite", "randrw", "read", "write", NULL};
-
-struct probe_ctx {
-	struct cfg_probe *pr;
-	int kind; /* from a valid 'type' anywhere in the mapping, -1 before it is known */
-	const yaml_node_t *key[PK_COUNT];
-	const yaml_node_t *value[PK_COUNT];
-};
-
-/*
- * The kind of probe, when 'type' is present and valid, or -1. Looked up before
- * the walk, since which keys are valid depends on it and 'type' may come last; a
- * bad or missing 'type' is reported by the walk itself, in document order.
- */
-static int probe_kind_early(struct parser *p, const yaml_node_t *item)
-{
-	for (yaml_node_pair_t *pair = item->data.mapping.pairs.start;
-	     pair < item->data.mapping.pairs.top; pair++) {
-		const yaml_node_t *v = node_get(p, pair->value);
-
-		if (!scalar_is(node_get(p, pair->key), "type"))
-			continue;
-		for (int i = 0; probe_kind_names[i]; i++)
-			if (scalar_is(v, probe_kind_names[i]))
-				return i;
-		return -1;
-	}
-	return -1;
-}
-
-static int probe_misplaced(struct parser *p, unsigned key, const yaml_node_t *knode, void *ctx)
-{
-	const struct probe_ctx *pc = ctx;
-	const char *owner = pc->kind == CFG_PROBE_PING ? "burst" : "ping";
-
-	return fail_at(p, knode, "'%s' is a %s key; %s", probe_keys[key], owner,
-		       probe_key_elsewhere[key]);
-}
+/* ---- probe values ------------------------------------------------------------- */
 
 static int check_block_size(struct parser *p, const yaml_node_t *n, uint64_t v)
 {
@@ -1378,125 +935,1035 @@ static int get_block_size(struct parser *p, const yaml_node_t *n, int kind, stru
 	return 0;
 }
 
-static int probe_pair(struct parser *p, unsigned key, const yaml_node_t *knode,
-		      const yaml_node_t *v, void *ctx)
+/* ---- signed numbers ----------------------------------------------------------- */
+
+/* A signed whole number, as "native_histogram_schema: -2", within [lo, hi]. */
+static int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi,
+		   int *out)
 {
-	struct probe_ctx *pc = ctx;
-	struct cfg_probe *pr = pc->pr;
 	const char *s = NULL;
-	uint64_t n;
-	unsigned e = 0;
+	char *end;
+	long v;
 	int r;
 
-	pc->key[key] = knode;
-	pc->value[key] = v;
-	switch (key) {
-	case PK_NAME:
-		return get_name(p, v, "probe", pr->name);
-	case PK_TYPE:
-		r = get_enum(p, v, "type", probe_kind_names, "ping or burst", &e);
-		pr->kind = (enum cfg_probe_kind)e;
+	r = get_scalar(p, n, key, "a whole number", &s);
+	if (r < 0)
 		return r;
-	case PK_TARGET:
-		return get_scalar(p, v, "target", "a target name", &s);
-	case PK_OP:
-		r = get_enum(p, v, "op", op_names, "read or write", &e);
-		pr->op = (enum io_op)e;
-		return r;
-	case PK_SYNC:
-		r = get_enum(p, v, "sync", sync_names, "none or fdatasync", &e);
-		pr->sync = (enum cfg_sync)e;
-		return r;
-	case PK_INTERVAL:
-		r = get_duration(p, v, "interval", &pr->interval_ns);
-		if (r < 0)
-			return r;
-		return check_range(p, v, "interval", pr->interval_ns, CFG_MIN_INTERVAL_NS,
-				   CFG_MAX_INTERVAL_NS, true);
-	case PK_BLOCK_SIZE:
-		return get_block_size(p, v, pc->kind, pr);
-	case PK_WORKING_SET:
-		r = get_size(p, v, "working_set", &words_size, &pr->working_set);
-		if (r < 0)
-			return r;
-		if (pr->working_set > CFG_MAX_TARGET_SIZE) {
-			char a[32];
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || !((s[0] >= '0' && s[0] <= '9') || s[0] == '-' || s[0] == '+'))
+		return fail_at(p, n,
+			       "invalid number '%s' for '%s': expected a whole number, as in %ld",
+			       s, key, hi);
+	if (errno == ERANGE || v < lo || v > hi)
+		return fail_at(p, n, "'%s' must be between %ld and %ld, got %s", key, lo, hi, s);
+	*out = (int)v;
+	return 0;
+}
 
-			cfg_format_size(pr->working_set, a, sizeof(a));
-			return fail_at(p, v, "'working_set' must be at most 1TiB, got %s", a);
+/* ---- printing values ---------------------------------------------------------- */
+
+/* Plain when it reads back as the same string, double-quoted otherwise. */
+static void print_str(FILE *f, const char *s)
+{
+	bool plain = *s && *s != '-' && strcmp(s, "null") && strcmp(s, "Null") && strcmp(s, "NULL");
+
+	for (const char *q = s; plain && *q; q++)
+		if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+		      (*q >= '0' && *q <= '9') || *q == '_' || *q == '.' || *q == '-' || *q == '/'))
+			plain = false;
+	if (plain) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		const unsigned char *u = (const unsigned char *)s;
+
+		/* Escaped: what a double-quoted YAML scalar may not hold as it is
+		 * (C0 and C1 controls, DEL) or would read back otherwise (NEL, the
+		 * line and paragraph separators fold like line breaks; a BOM is
+		 * dropped). */
+		if (u[0] == '"' || u[0] == '\\')
+			fprintf(f, "\\%c", u[0]);
+		else if (u[0] < 0x20 || u[0] == 0x7f)
+			fprintf(f, "\\x%02x", u[0]);
+		else if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) {
+			fprintf(f, "\\x%02x", u[1]); /* U+0080..U+009F */
+			s += 1;
+		} else if (u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) {
+			fputs(u[2] == 0xa8 ? "\\u2028" : "\\u2029", f);
+			s += 2;
+		} else if (u[0] == 0xef && u[1] == 0xbb && u[2] == 0xbf) {
+			fputs("\\ufeff", f);
+			s += 2;
+		} else {
+			fputc(u[0], f);
 		}
+	}
+	fputc('"', f);
+}
+
+/* A path: '$' doubled so that reloading does not expand it again. */
+static void print_path(FILE *f, const char *s)
+{
+	size_t n = strlen(s), dollars = 0;
+	char *esc;
+
+	for (size_t i = 0; i < n; i++)
+		dollars += s[i] == '$';
+	esc = malloc(n + dollars + 1);
+	if (!esc) {
+		print_str(f, s);
+		return;
+	}
+	for (size_t i = 0, j = 0; i <= n; i++) {
+		esc[j++] = s[i];
+		if (s[i] == '$')
+			esc[j++] = '$';
+	}
+	print_str(f, esc);
+	free(esc);
+}
+
+/* ---- the schema ---------------------------------------------------------------- */
+
+/*
+ * Every key of the configuration is one row of schema[] below: its name, where
+ * it is valid, the type that reads, prints and compares it, the field it fills,
+ * its default as written in YAML, its limits and a line of help. The walk over
+ * a mapping, the unknown, duplicate, misplaced and missing-key errors and their
+ * suggestions, the defaults, cfg_print(), cfg_target_same()/cfg_probe_same()
+ * and the key entries of iopulse.yaml(5) (a unit test compares them) all come
+ * from the rows. Checks between keys stay in code: check_target_kind(),
+ * check_ping(), check_burst() and resolve_probes().
+ */
+
+/* Where a key is valid: bits of the items it may appear in. */
+#define W_TARGET_KIND(k) (1U << (k))	   /* enum cfg_target_kind */
+#define W_PROBE_KIND(k)	 (1U << (3 + (k))) /* enum cfg_probe_kind */
+#define W_DIRECTORY	 W_TARGET_KIND(CFG_TARGET_DIRECTORY)
+#define W_FILE		 W_TARGET_KIND(CFG_TARGET_FILE)
+#define W_DEVICE	 W_TARGET_KIND(CFG_TARGET_DEVICE)
+#define W_TARGET	 (W_DIRECTORY | W_FILE | W_DEVICE)
+#define W_PING		 W_PROBE_KIND(CFG_PROBE_PING)
+#define W_BURST		 W_PROBE_KIND(CFG_PROBE_BURST)
+#define W_PROBE		 (W_PING | W_BURST)
+#define W_TOP		 (1U << 5)
+
+#define SCHEMA_MAX   48 /* rows; struct item has a slot for each */
+#define PRINT_GROUPS 3	/* values of struct key.print_group */
+
+struct key;
+
+/* A mapping being read: the top level, a target or a probe. */
+struct item {
+	const struct section *sec;
+	void *base;	/* the struct config, cfg_target or cfg_probe it fills */
+	unsigned valid; /* W_* of its kind; all of the section's while not known */
+	int kind;	/* a probe's kind from its 'type', -1 while not known */
+	const yaml_node_t *key[SCHEMA_MAX];   /* by row: the key as written, or NULL */
+	const yaml_node_t *value[SCHEMA_MAX]; /* by row: its value */
+};
+
+/* How one kind of value is read, printed and compared. */
+struct key_type {
+	const char *word; /* as iopulse.yaml(5) names it; NULL: the key's names, "a, b or c" */
+	int (*parse)(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it);
+	/* Writes " value\n" (or, for a list, "\n" and the items) after "key:". */
+	void (*print)(FILE *f, const struct key *k, const void *base, const struct config *c);
+	/* Whether the field is the same in @a and @b (of configurations @ac and @bc). */
+	bool (*same)(const struct key *k, const void *a, const void *b, const struct config *ac,
+		     const struct config *bc);
+	/* Sets the default where it cannot be written as one scalar (NULL: parse .def). */
+	void (*set_default)(const struct key *k, void *base);
+};
+
+struct key {
+	const char *name;
+	unsigned where; /* W_*: the items it is valid in */
+	const struct key_type *type;
+	size_t off, size; /* of the field it fills (FIELD()) */
+	const char *def;  /* the default, as written in YAML; NULL: none */
+	bool required;
+	int64_t min, max;		 /* limits, for the types that have them */
+	const char *const *names;	 /* enums: the values, in enum order, NULL-terminated */
+	const char *elsewhere;		 /* written where not valid: why, or what to use instead */
+	bool (*shown)(const void *base); /* cfg_print: printed only when this says so */
+	unsigned print_group; /* cfg_print prints an item's keys by group, then in table order */
+	const char *help;     /* one line, what it is for */
+};
+
+/* A section of the file: the rows whose 'where' meet @mask. */
+struct section {
+	unsigned mask;
+	const char *where; /* for messages: "at top level", "in target", "in probe" */
+	const char *noun;  /* "configuration", "target", "probe" */
+	/* The error for a key that is valid in another kind of item only. */
+	int (*misplaced)(struct parser *p, const struct item *it, const struct key *k,
+			 const yaml_node_t *knode);
+};
+
+static void *field(const struct key *k, void *base)
+{
+	return (char *)base + k->off;
+}
+
+static const void *cfield(const struct key *k, const void *base)
+{
+	return (const char *)base + k->off;
+}
+
+/* "a, b or c" from a NULL-terminated list, for messages and the manual. */
+static void enum_word(const char *const *names, char *buf, size_t len)
+{
+	size_t n = 0, w = 0;
+
+	while (names[n])
+		n++;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && w < len; i++)
+		w += (size_t)snprintf(buf + w, len - w, "%s%s",
+				      i == 0	   ? ""
+				      : i == n - 1 ? " or "
+						   : ", ",
+				      names[i]);
+}
+
+/* NULL and "" alike: a path that is not set. */
+static bool str_same(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static bool same_bytes(const struct key *k, const void *a, const void *b, const struct config *ac,
+		       const struct config *bc)
+{
+	(void)ac;
+	(void)bc;
+	return memcmp(cfield(k, a), cfield(k, b), k->size) == 0;
+}
+
+static bool same_chars(const struct key *k, const void *a, const void *b, const struct config *ac,
+		       const struct config *bc)
+{
+	(void)ac;
+	(void)bc;
+	return strcmp(cfield(k, a), cfield(k, b)) == 0;
+}
+
+/* ---- types: names, paths ---- */
+
+static int parse_name(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
+{
+	return get_name(p, v, it->sec->noun, field(k, it->base));
+}
+
+static void print_chars(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	(void)c;
+	fputc(' ', f);
+	print_str(f, cfield(k, base));
+	fputc('\n', f);
+}
+
+static const struct key_type type_name = {"name", parse_name, print_chars, same_chars, NULL};
+
+/* 'directory', 'file' or 'device': the path, and so the target's kind (the row's). */
+static int parse_target_path(struct parser *p, const struct key *k, const yaml_node_t *v,
+			     struct item *it)
+{
+	struct cfg_target *t = it->base;
+	const char *s = NULL;
+	int r;
+
+	r = get_scalar(p, v, k->name, "a path", &s);
+	if (r == 0)
+		r = get_path(p, v, k->name, s, &t->path);
+	if (r < 0)
+		return r;
+	if (!*t->path)
+		return fail_at(p, v, "'%s' must not be empty", k->name);
+	t->kind = (enum cfg_target_kind)__builtin_ctz(k->where);
+	if (t->kind == CFG_TARGET_DEVICE && !device_path_valid(t->path))
+		return fail_at(p, v,
+			       "'device' must be a block device under /dev/, as in "
+			       "/dev/sdb or /dev/disk/by-id/..., got '%s'",
+			       t->path);
+	return 0;
+}
+
+static void print_target_path(FILE *f, const struct key *k, const void *base,
+			      const struct config *c)
+{
+	const struct cfg_target *t = base;
+
+	(void)k;
+	(void)c;
+	fputc(' ', f);
+	print_path(f, t->path ? t->path : "");
+	fputc('\n', f);
+}
+
+static bool same_target_path(const struct key *k, const void *a, const void *b,
+			     const struct config *ac, const struct config *bc)
+{
+	const struct cfg_target *ta = a, *tb = b;
+
+	(void)k;
+	(void)ac;
+	(void)bc;
+	return ta->kind == tb->kind && str_same(ta->path, tb->path);
+}
+
+static const struct key_type type_target_path = {"path", parse_target_path, print_target_path,
+						 same_target_path, NULL};
+
+/* A probe's 'target': resolved to an index once every target is read. */
+static int parse_target_ref(struct parser *p, const struct key *k, const yaml_node_t *v,
+			    struct item *it)
+{
+	const char *s = NULL;
+
+	(void)it;
+	return get_scalar(p, v, k->name, "a target name", &s);
+}
+
+static void print_target_ref(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	const struct cfg_probe *pr = base;
+
+	(void)k;
+	fputc(' ', f);
+	print_str(f, pr->target < c->n_targets ? c->targets[pr->target].name : "");
+	fputc('\n', f);
+}
+
+/* The same target, by its definition: a probe on a changed target is changed. */
+static bool same_target_ref(const struct key *k, const void *a, const void *b,
+			    const struct config *ac, const struct config *bc)
+{
+	const struct cfg_probe *pa = a, *pb = b;
+
+	(void)k;
+	return cfg_target_same(&ac->targets[pa->target], &bc->targets[pb->target]);
+}
+
+static const struct key_type type_target_ref = {"target name", parse_target_ref, print_target_ref,
+						same_target_ref, NULL};
+
+/* ---- types: numbers ---- */
+
+/* A size from min to max; a min of 0 reads "at most max". */
+static int parse_size(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
+{
+	uint64_t *out = field(k, it->base);
+	char a[32], lim[32];
+	int r;
+
+	r = get_size(p, v, k->name, &words_size, out);
+	if (r < 0 || k->min)
+		return r < 0 ? r
+			     : check_range(p, v, k->name, *out, (uint64_t)k->min, (uint64_t)k->max,
+					   false);
+	if (*out <= (uint64_t)k->max)
 		return 0;
-	case PK_TIMEOUT:
-		r = get_duration(p, v, "timeout", &pr->timeout_ns);
-		if (r < 0)
-			return r;
-		return check_range(p, v, "timeout", pr->timeout_ns, CFG_MIN_TIMEOUT_NS,
-				   CFG_MAX_TIMEOUT_NS, true);
-	case PK_ENGINE:
-		/* The null engine, not YAML's null: nothing else could be meant here. */
-		if (scalar_is(v, "null")) {
-			strcpy(pr->engine, "null");
-			return 0;
-		}
-		r = get_enum(p, v, "engine", engine_names, "auto, io_uring, libaio, sync or null",
-			     &e);
-		if (r == 0)
-			strcpy(pr->engine, engine_names[e]);
+	cfg_format_size((uint64_t)k->max, lim, sizeof(lim));
+	cfg_format_size(*out, a, sizeof(a));
+	return fail_at(p, v, "'%s' must be at most %s, got %s", k->name, lim, a);
+}
+
+static void print_size(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	char buf[32];
+
+	(void)c;
+	cfg_format_size(*(const uint64_t *)cfield(k, base), buf, sizeof(buf));
+	fprintf(f, " %s\n", buf);
+}
+
+static const struct key_type type_size = {"size", parse_size, print_size, same_bytes, NULL};
+
+/* A size per second: 0 (no limit), or from min to max. */
+static int parse_rate(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
+{
+	uint64_t *out = field(k, it->base);
+	char a[32], lim[32];
+	int r;
+
+	r = get_rate(p, v, k->name, out);
+	if (r < 0)
 		return r;
-	case PK_RW:
-		r = get_enum(p, v, "rw", rw_names, "randread, randwrite, randrw, read or write",
-			     &e);
-		pr->rw = (enum cfg_rw)e;
-		return r;
-	case PK_RWMIX_READ:
-		return get_percent(p, v, "rwmix_read", 1.0, "70%", &pr->rwmix_read);
-	case PK_IODEPTH:
-		r = get_uint(p, v, "iodepth", &n);
-		if (r == 0)
-			r = check_count(p, v, "iodepth", n, 1, CFG_MAX_IODEPTH);
-		pr->iodepth = (unsigned)n;
-		return r;
-	case PK_JOBS:
-		r = get_uint(p, v, "jobs", &n);
-		if (r == 0)
-			r = check_count(p, v, "jobs", n, 1, CFG_MAX_JOBS);
-		pr->jobs = (unsigned)n;
-		return r;
-	case PK_DURATION:
-		r = get_duration(p, v, "duration", &pr->duration_ns);
-		if (r < 0)
-			return r;
-		return check_range(p, v, "duration", pr->duration_ns, CFG_MIN_DURATION_NS,
-				   CFG_MAX_DURATION_NS, true);
-	case PK_IOS:
-		r = get_uint(p, v, "ios", &pr->ios);
-		if (r < 0)
-			return r;
-		return check_count(p, v, "ios", pr->ios, 1, CFG_MAX_IOS);
-	case PK_RATE_IOPS:
-		r = get_uint(p, v, "rate_iops", &pr->rate_iops);
-		if (r < 0)
-			return r;
-		return check_count(p, v, "rate_iops", pr->rate_iops, 0, CFG_MAX_RATE_IOPS);
-	case PK_RAMP:
-		r = get_duration(p, v, "ramp", &pr->ramp_ns);
-		if (r < 0)
-			return r;
-		return check_range(p, v, "ramp", pr->ramp_ns, 0, CFG_MAX_DURATION_NS, true);
-	case PK_EVERY:
-		r = get_duration(p, v, "every", &pr->interval_ns);
-		if (r < 0)
-			return r;
-		return check_range(p, v, "every", pr->interval_ns, CFG_MIN_EVERY_NS,
-				   CFG_MAX_EVERY_NS, true);
+	cfg_format_size(*out, a, sizeof(a));
+	if (*out > (uint64_t)k->max) {
+		cfg_format_size((uint64_t)k->max, lim, sizeof(lim));
+		return fail_at(p, v, "'%s' must be at most %s/s, got %s/s", k->name, lim, a);
+	}
+	if (*out && *out < (uint64_t)k->min) {
+		cfg_format_size((uint64_t)k->min, lim, sizeof(lim));
+		return fail_at(p, v, "'%s' must be at least %s/s, or 0 for no limit, got %s/s",
+			       k->name, lim, a);
 	}
 	return 0;
 }
 
-/* "the largest " before 'block_size' in a message when it is a range. */
-static const char *largest_if_range(const struct cfg_probe *pr)
+static void print_rate(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
-	return pr->block_size_max != pr->block_size ? "the largest " : "";
+	uint64_t v = *(const uint64_t *)cfield(k, base);
+	char buf[32];
+
+	(void)c;
+	cfg_format_size(v, buf, sizeof(buf));
+	fprintf(f, " %s%s\n", buf, v ? "/s" : "");
+}
+
+static const struct key_type type_rate = {"size per second", parse_rate, print_rate, same_bytes,
+					  NULL};
+
+/* A duration from min to max. */
+static int parse_duration(struct parser *p, const struct key *k, const yaml_node_t *v,
+			  struct item *it)
+{
+	uint64_t *out = field(k, it->base);
+	int r;
+
+	r = get_duration(p, v, k->name, out);
+	if (r < 0)
+		return r;
+	return check_range(p, v, k->name, *out, (uint64_t)k->min, (uint64_t)k->max, true);
+}
+
+static void print_duration(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	char buf[32];
+
+	(void)c;
+	cfg_format_duration(*(const uint64_t *)cfield(k, base), buf, sizeof(buf));
+	fprintf(f, " %s\n", buf);
+}
+
+static const struct key_type type_duration = {"duration", parse_duration, print_duration,
+					      same_bytes, NULL};
+
+/* A count from min to max, into an unsigned or a uint64_t field. */
+static int parse_count(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
+{
+	uint64_t n = 0;
+	unsigned u;
+	int r;
+
+	r = get_uint(p, v, k->name, &n);
+	if (r == 0)
+		r = check_count(p, v, k->name, n, (uint64_t)k->min, (uint64_t)k->max);
+	u = (unsigned)n;
+	memcpy(field(k, it->base), k->size == sizeof(u) ? (void *)&u : (void *)&n, k->size);
+	return r;
+}
+
+static void print_count(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	uint64_t n = 0;
+	unsigned u = 0;
+
+	(void)c;
+	if (k->size == sizeof(u)) {
+		memcpy(&u, cfield(k, base), sizeof(u));
+		n = u;
+	} else {
+		memcpy(&n, cfield(k, base), sizeof(n));
+	}
+	fprintf(f, " %llu\n", (unsigned long long)n);
+}
+
+static const struct key_type type_count = {"whole number", parse_count, print_count, same_bytes,
+					   NULL};
+
+static int parse_int(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
+{
+	return get_int(p, v, k->name, (long)k->min, (long)k->max, field(k, it->base));
+}
+
+static void print_int(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	(void)c;
+	fprintf(f, " %d\n", *(const int *)cfield(k, base));
+}
+
+static const struct key_type type_int = {"whole number, may be negative", parse_int, print_int,
+					 same_bytes, NULL};
+
+/* A percentage from 0% to 100%, as a fraction. */
+static int parse_percent(struct parser *p, const struct key *k, const yaml_node_t *v,
+			 struct item *it)
+{
+	return get_percent(p, v, k->name, 1.0, "70%", field(k, it->base));
+}
+
+static void print_percent(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	char buf[32];
+
+	(void)c;
+	cfg_format_percent(*(const double *)cfield(k, base), buf, sizeof(buf));
+	fprintf(f, " %s\n", buf);
+}
+
+static const struct key_type type_percent = {"percentage", parse_percent, print_percent, same_bytes,
+					     NULL};
+
+/* ---- types: booleans and enums ---- */
+
+static int parse_bool(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
+{
+	return get_bool(p, v, k->name, field(k, it->base));
+}
+
+static void print_bool(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	(void)c;
+	fprintf(f, " %s\n", *(const bool *)cfield(k, base) ? "true" : "false");
+}
+
+static const struct key_type type_bool = {"boolean", parse_bool, print_bool, same_bytes, NULL};
+
+/* One of the row's names, stored as its index into an enum field. */
+static int parse_enum(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
+{
+	char expect[128];
+	unsigned e = 0;
+	int r;
+
+	_Static_assert(sizeof(enum cfg_rw) == sizeof(unsigned), "enum fields are unsigned");
+	enum_word(k->names, expect, sizeof(expect));
+	r = get_enum(p, v, k->name, k->names, expect, &e);
+	memcpy(field(k, it->base), &e, sizeof(e));
+	return r;
+}
+
+static void print_enum(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	unsigned e;
+
+	(void)c;
+	memcpy(&e, cfield(k, base), sizeof(e));
+	fprintf(f, " %s\n", k->names[e]);
+}
+
+static const struct key_type type_enum = {NULL, parse_enum, print_enum, same_bytes, NULL};
+
+/* As an enum, kept as the name: the engines look their name up themselves. */
+static int parse_engine(struct parser *p, const struct key *k, const yaml_node_t *v,
+			struct item *it)
+{
+	char expect[128];
+	unsigned e = 0;
+	int r;
+
+	/* The null engine, not YAML's null: nothing else could be meant here. */
+	if (scalar_is(v, "null")) {
+		strcpy(field(k, it->base), "null");
+		return 0;
+	}
+	enum_word(k->names, expect, sizeof(expect));
+	r = get_enum(p, v, k->name, k->names, expect, &e);
+	if (r == 0)
+		strcpy(field(k, it->base), k->names[e]);
+	return r;
+}
+
+static const struct key_type type_engine = {NULL, parse_engine, print_chars, same_chars, NULL};
+
+/* ---- types of one key each ---- */
+
+static int parse_block_size(struct parser *p, const struct key *k, const yaml_node_t *v,
+			    struct item *it)
+{
+	(void)k;
+	return get_block_size(p, v, it->kind, it->base);
+}
+
+static void print_block_size(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	const struct cfg_probe *pr = base;
+	char buf[32];
+
+	(void)k;
+	(void)c;
+	cfg_format_size(pr->block_size, buf, sizeof(buf));
+	fprintf(f, " %s", buf);
+	if (pr->block_size_max != pr->block_size) {
+		cfg_format_size(pr->block_size_max, buf, sizeof(buf));
+		fprintf(f, "-%s", buf);
+	}
+	fputc('\n', f);
+}
+
+static bool same_block_size(const struct key *k, const void *a, const void *b,
+			    const struct config *ac, const struct config *bc)
+{
+	const struct cfg_probe *pa = a, *pb = b;
+
+	(void)k;
+	(void)ac;
+	(void)bc;
+	return pa->block_size == pb->block_size && pa->block_size_max == pb->block_size_max;
+}
+
+static const struct key_type type_block_size = {"size", parse_block_size, print_block_size,
+						same_block_size, NULL};
+/* The same, documented for bursts, which may give a range. */
+static const struct key_type type_block_range = {"size or range MIN-MAX", parse_block_size,
+						 print_block_size, same_block_size, NULL};
+
+static int parse_keep_free(struct parser *p, const struct key *k, const yaml_node_t *v,
+			   struct item *it)
+{
+	(void)k;
+	return get_keep_free(p, v, it->base);
+}
+
+static void print_keep_free(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	const struct cfg_target *t = base;
+	char buf[32];
+
+	(void)k;
+	(void)c;
+	if (t->keep_free_fraction > 0)
+		cfg_format_percent(t->keep_free_fraction, buf, sizeof(buf));
+	else
+		cfg_format_size(t->keep_free_bytes, buf, sizeof(buf));
+	fprintf(f, " %s\n", buf);
+}
+
+static bool same_keep_free(const struct key *k, const void *a, const void *b,
+			   const struct config *ac, const struct config *bc)
+{
+	const struct cfg_target *ta = a, *tb = b;
+
+	(void)k;
+	(void)ac;
+	(void)bc;
+	return ta->keep_free_bytes == tb->keep_free_bytes &&
+	       ta->keep_free_fraction == tb->keep_free_fraction;
+}
+
+static const struct key_type type_keep_free = {"size or percentage", parse_keep_free,
+					       print_keep_free, same_keep_free, NULL};
+
+static int parse_require_mount(struct parser *p, const struct key *k, const yaml_node_t *v,
+			       struct item *it)
+{
+	(void)k;
+	return get_require_mount(p, v, it->base);
+}
+
+static void print_require_mount(FILE *f, const struct key *k, const void *base,
+				const struct config *c)
+{
+	const struct cfg_target *t = base;
+
+	(void)k;
+	(void)c;
+	fputc(' ', f);
+	if (t->require_mount == CFG_MOUNT_PATH)
+		print_path(f, t->mount_path ? t->mount_path : "");
+	else
+		fputs(cfg_require_mount_name(t->require_mount), f);
+	fputc('\n', f);
+}
+
+static bool same_require_mount(const struct key *k, const void *a, const void *b,
+			       const struct config *ac, const struct config *bc)
+{
+	const struct cfg_target *ta = a, *tb = b;
+
+	(void)k;
+	(void)ac;
+	(void)bc;
+	return ta->require_mount == tb->require_mount && str_same(ta->mount_path, tb->mount_path);
+}
+
+static const struct key_type type_require_mount = {"true, false, auto or an absolute path",
+						   parse_require_mount, print_require_mount,
+						   same_require_mount, NULL};
+
+static int parse_listen_key(struct parser *p, const struct key *k, const yaml_node_t *v,
+			    struct item *it)
+{
+	(void)k;
+	(void)it;
+	return parse_listen(p, v);
+}
+
+static void print_listen(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	char buf[96];
+
+	(void)k;
+	(void)base;
+	if (strchr(c->listen_host, ':'))
+		snprintf(buf, sizeof(buf), "[%s]:%u", c->listen_host, c->listen_port);
+	else
+		snprintf(buf, sizeof(buf), "%s:%u", c->listen_host, c->listen_port);
+	fputc(' ', f);
+	print_str(f, buf);
+	fputc('\n', f);
+}
+
+static const struct key_type type_listen = {"address", parse_listen_key, print_listen, NULL, NULL};
+
+static int parse_buckets_key(struct parser *p, const struct key *k, const yaml_node_t *v,
+			     struct item *it)
+{
+	(void)k;
+	(void)it;
+	return parse_buckets(p, v);
+}
+
+static void print_buckets(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	char buf[32];
+
+	(void)k;
+	(void)base;
+	fputs(" [", f);
+	for (unsigned i = 0; i < c->n_buckets; i++) {
+		cfg_format_duration(c->buckets_ns[i], buf, sizeof(buf));
+		fprintf(f, "%s%s", i ? ", " : "", buf);
+	}
+	fputs("]\n", f);
+}
+
+/* The benchmarks share the default bounds (default_buckets.h), so not from .def. */
+static void default_buckets(const struct key *k, void *base)
+{
+	struct config *c = base;
+
+	(void)k;
+	memcpy(c->buckets_ns, default_buckets_ns, sizeof(default_buckets_ns));
+	c->n_buckets = sizeof(default_buckets_ns) / sizeof(default_buckets_ns[0]);
+}
+
+static const struct key_type type_buckets = {"list of durations", parse_buckets_key, print_buckets,
+					     NULL, default_buckets};
+
+static int parse_targets(struct parser *p, const yaml_node_t *n);
+static int parse_probes(struct parser *p, const yaml_node_t *n);
+static void print_targets(FILE *f, const struct key *k, const void *base, const struct config *c);
+static void print_probes(FILE *f, const struct key *k, const void *base, const struct config *c);
+
+static int parse_targets_key(struct parser *p, const struct key *k, const yaml_node_t *v,
+			     struct item *it)
+{
+	(void)k;
+	(void)it;
+	return parse_targets(p, v);
+}
+
+static int parse_probes_key(struct parser *p, const struct key *k, const yaml_node_t *v,
+			    struct item *it)
+{
+	(void)k;
+	(void)it;
+	return parse_probes(p, v);
+}
+
+static const struct key_type type_targets = {"list of targets", parse_targets_key, print_targets,
+					     NULL, NULL};
+static const struct key_type type_probes = {"list of probes", parse_probes_key, print_probes, NULL,
+					    NULL};
+
+/* ---- the table ---- */
+
+static const char *const op_names[] = {"read", "write", NULL};
+static const char *const sync_names[] = {"none", "fdatasync", NULL};
+static const char *const probe_kind_names[] = {"ping", "burst", NULL};
+static const char *const engine_names[] = {"auto", "io_uring", "libaio", "sync", "null", NULL};
+static const char *const rw_names[] = {"randread", "randwrite", "randrw", "read", "write", NULL};
+
+static bool shown_if_randrw(const void *base)
+{
+	return ((const struct cfg_probe *)base)->rw == CFG_RW_RANDRW;
+}
+
+static bool shown_if_by_duration(const void *base)
+{
+	return ((const struct cfg_probe *)base)->ios == 0;
+}
+
+static bool shown_if_by_ios(const void *base)
+{
+	return ((const struct cfg_probe *)base)->ios != 0;
+}
+
+#define FIELD(type, f) .off = offsetof(type, f), .size = sizeof(((type *)0)->f)
+#define TOP(f)	       FIELD(struct config, f)
+#define TGT(f)	       FIELD(struct cfg_target, f)
+#define PRB(f)	       FIELD(struct cfg_probe, f)
+
+/*
+ * In each section, the order of the rows is the order of the "valid keys" list
+ * and of cfg_print() (by print_group). A key whose type, default or entry in
+ * the manual differs between kinds of probe has a row for each.
+ */
+static const struct key schema[] = {
+	/* top level */
+	{"listen", W_TOP, &type_listen, TOP(listen_host), .def = "127.0.0.1:10035",
+	 .help = "where /metrics is served"},
+	{"buckets", W_TOP, &type_buckets, TOP(buckets_ns),
+	 .def = "[10us, 25us, 50us, 100us, 250us, 500us, 1ms, 2.5ms, 5ms, 10ms, 25ms, 50ms, "
+		"100ms, 250ms, 500ms, 1s, 2.5s, 5s, 10s]",
+	 .help = "upper bounds of the classic latency histogram buckets"},
+	{"native_histogram_schema", W_TOP, &type_int, TOP(native_schema), .def = "3",
+	 .min = CFG_MIN_NATIVE_SCHEMA, .max = CFG_MAX_NATIVE_SCHEMA,
+	 .help = "resolution of native histograms on protobuf scrapes"},
+	{"native_histogram_zero_threshold", W_TOP, &type_duration, TOP(native_zero_threshold_ns),
+	 .def = "0s", .min = 0, .max = CFG_MAX_NATIVE_ZERO_NS,
+	 .help = "latencies up to it count in the native histogram's zero bucket"},
+	{"targets", W_TOP, &type_targets, TOP(targets), .required = true,
+	 .help = "what to measure"},
+	{"probes", W_TOP, &type_probes, TOP(probes), .required = true,
+	 .help = "how and how often to measure"},
+
+	/* targets */
+	{"name", W_TARGET, &type_name, TGT(name), .required = true, .help = "the target label"},
+	{"directory", W_DIRECTORY, &type_target_path, TGT(path),
+	 .help = "a directory, where iopulse keeps a probe file of its own"},
+	{"file", W_FILE, &type_target_path, TGT(path), .help = "an existing file, read only"},
+	{"device", W_DEVICE, &type_target_path, TGT(path), .help = "a block device"},
+	{"size", W_DIRECTORY, &type_size, TGT(size), .def = "64MiB", .min = CFG_MIN_TARGET_SIZE,
+	 .max = CFG_MAX_TARGET_SIZE, .elsewhere = " and is measured at its own size",
+	 .help = "size of the probe file"},
+	{"layout_rate", W_DIRECTORY, &type_rate, TGT(layout_rate), .def = "32MiB/s",
+	 .min = CFG_MIN_LAYOUT_RATE, .max = CFG_MAX_LAYOUT_RATE,
+	 .elsewhere = ", which iopulse never lays out",
+	 .help = "how fast the probe file is first laid out"},
+	{"keep_free", W_DIRECTORY, &type_keep_free, TGT(keep_free_bytes), .def = "5%",
+	 .elsewhere = ", which iopulse never lays out",
+	 .help = "free space a probe-file layout must leave"},
+	{"require_mount", W_DIRECTORY, &type_require_mount, TGT(require_mount), .def = "auto",
+	 .elsewhere = ", and iopulse creates nothing beside it",
+	 .help = "whether the directory must be on a mounted filesystem"},
+	{"direct", W_TARGET, &type_bool, TGT(direct), .def = "true", .help = "use O_DIRECT"},
+	{"allow_memory_backed", W_TARGET, &type_bool, TGT(allow_memory_backed), .def = "false",
+	 .help = "allow a target on tmpfs or ramfs"},
+	{"allow_device_writes", W_DEVICE, &type_bool, TGT(allow_device_writes), .def = "false",
+	 .elsewhere = "", .help = "allow write probes on the device"},
+
+	/* probes */
+	{"name", W_PROBE, &type_name, PRB(name), .required = true, .help = "the probe label"},
+	{"type", W_PROBE, &type_enum, PRB(kind), .names = probe_kind_names, .required = true,
+	 .help = "a ping or a burst"},
+	{"target", W_PROBE, &type_target_ref, PRB(target), .required = true,
+	 .help = "the name of the target it measures"},
+	{"op", W_PING, &type_enum, PRB(op), .names = op_names, .def = "read",
+	 .elsewhere = "burst probes use 'rw'", .help = "read or write"},
+	{"sync", W_PING, &type_enum, PRB(sync), .names = sync_names, .def = "none",
+	 .elsewhere = "burst probes do not fdatasync", .help = "fdatasync after each write"},
+	{"interval", W_PING, &type_duration, PRB(interval_ns), .def = "1s",
+	 .min = CFG_MIN_INTERVAL_NS, .max = CFG_MAX_INTERVAL_NS,
+	 .elsewhere = "burst probes use 'every'", .help = "time between two pings"},
+	{"block_size", W_PING, &type_block_size, PRB(block_size), .def = "4KiB",
+	 .help = "bytes per I/O"},
+	{"block_size", W_BURST, &type_block_range, PRB(block_size), .def = "4KiB", .print_group = 1,
+	 .help = "bytes per I/O, or a range of them"},
+	{"working_set", W_PROBE, &type_size, PRB(working_set), .def = "0", .min = 0,
+	 .max = CFG_MAX_TARGET_SIZE, .print_group = 2, .help = "offsets stay within it"},
+	{"timeout", W_PING, &type_duration, PRB(timeout_ns), .def = "10s",
+	 .min = CFG_MIN_TIMEOUT_NS, .max = CFG_MAX_TIMEOUT_NS, .print_group = 2,
+	 .help = "an I/O slower than this counts as a timeout"},
+	{"timeout", W_BURST, &type_duration, PRB(timeout_ns), .def = "10s",
+	 .min = CFG_MIN_TIMEOUT_NS, .max = CFG_MAX_TIMEOUT_NS, .print_group = 2,
+	 .help = "an I/O in flight longer than this aborts the burst"},
+	{"engine", W_PROBE, &type_engine, PRB(engine), .names = engine_names, .def = "auto",
+	 .print_group = 2, .help = "the I/O engine"},
+	{"rw", W_BURST, &type_enum, PRB(rw), .names = rw_names, .def = "randread",
+	 .elsewhere = "ping probes use 'op'", .help = "the access pattern, as fio's rw="},
+	{"rwmix_read", W_BURST, &type_percent, PRB(rwmix_read), .def = "50%",
+	 .elsewhere = "ping probes use 'op'", .shown = shown_if_randrw, .help = "share of reads"},
+	{"iodepth", W_BURST, &type_count, PRB(iodepth), .def = "32", .min = 1,
+	 .max = CFG_MAX_IODEPTH, .elsewhere = "ping probes have one I/O in flight",
+	 .print_group = 1, .help = "I/Os in flight in each job"},
+	{"jobs", W_BURST, &type_count, PRB(jobs), .def = "1", .min = 1, .max = CFG_MAX_JOBS,
+	 .elsewhere = "ping probes have one I/O in flight", .print_group = 1,
+	 .help = "threads, each with its own queue"},
+	{"duration", W_BURST, &type_duration, PRB(duration_ns), .def = "10s",
+	 .min = CFG_MIN_DURATION_NS, .max = CFG_MAX_DURATION_NS,
+	 .elsewhere = "ping probes do one I/O every 'interval'", .shown = shown_if_by_duration,
+	 .print_group = 1, .help = "length of the measured part"},
+	{"ios", W_BURST, &type_count, PRB(ios), .min = 1, .max = CFG_MAX_IOS,
+	 .elsewhere = "ping probes do one I/O every 'interval'", .shown = shown_if_by_ios,
+	 .print_group = 1, .help = "I/Os over all jobs in the measured part"},
+	{"rate_iops", W_BURST, &type_count, PRB(rate_iops), .def = "0", .min = 0,
+	 .max = CFG_MAX_RATE_IOPS, .elsewhere = "ping probes do one I/O every 'interval'",
+	 .print_group = 1, .help = "cap on I/Os per second over all jobs"},
+	{"ramp", W_BURST, &type_duration, PRB(ramp_ns), .def = "0s", .min = 0,
+	 .max = CFG_MAX_DURATION_NS, .elsewhere = "ping probes have no warm-up", .print_group = 1,
+	 .help = "warm-up, excluded from the results"},
+	{"every", W_BURST, &type_duration, PRB(interval_ns), .def = "15m", .min = CFG_MIN_EVERY_NS,
+	 .max = CFG_MAX_EVERY_NS, .elsewhere = "ping probes use 'interval'", .print_group = 1,
+	 .help = "time between the starts of two bursts"},
+};
+
+#define SCHEMA_END (schema + sizeof(schema) / sizeof(schema[0]))
+_Static_assert(sizeof(schema) / sizeof(schema[0]) <= SCHEMA_MAX, "struct item is too small");
+
+/* ---- reading an item ---------------------------------------------------------- */
+
+static int probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
+			   const yaml_node_t *knode);
+static int target_misplaced(struct parser *p, const struct item *it, const struct key *k,
+			    const yaml_node_t *knode);
+
+static const struct section sec_top = {W_TOP, "at top level", "configuration", NULL};
+static const struct section sec_target = {W_TARGET, "in target", "target", target_misplaced};
+static const struct section sec_probe = {W_PROBE, "in probe", "probe", probe_misplaced};
+
+static bool in_section(const struct item *it, const struct key *k)
+{
+	return k->where & it->sec->mask;
+}
+
+/* The first row of @it's section named like @kn (a scalar) valid in @valid, or NULL. */
+static const struct key *find_key(const struct item *it, const yaml_node_t *kn, unsigned valid)
+{
+	for (const struct key *k = schema; k < SCHEMA_END; k++)
+		if (in_section(it, k) && (k->where & valid) && scalar_is(kn, k->name))
+			return k;
+	return NULL;
+}
+
+/* The key @name as written in @it (by whichever of its rows), or NULL. */
+static const yaml_node_t *item_key(const struct item *it, const char *name)
+{
+	for (const struct key *k = schema; k < SCHEMA_END; k++)
+		if (in_section(it, k) && it->key[k - schema] && !strcmp(k->name, name))
+			return it->key[k - schema];
+	return NULL;
+}
+
+/* The value of key @name as written in @it, or NULL. */
+static const yaml_node_t *item_value(const struct item *it, const char *name)
+{
+	for (const struct key *k = schema; k < SCHEMA_END; k++)
+		if (in_section(it, k) && it->value[k - schema] && !strcmp(k->name, name))
+			return it->value[k - schema];
+	return NULL;
+}
+
+/* Whether @k is the first row of its name valid in @valid: the one a list names. */
+static bool first_of_name(const struct item *it, const struct key *k, unsigned valid)
+{
+	for (const struct key *o = schema; o < k; o++)
+		if (in_section(it, o) && (o->where & valid) && !strcmp(o->name, k->name))
+			return false;
+	return true;
+}
+
+/* An unknown key: the valid key it is close to, or the list of them all. */
+static int unknown_key(struct parser *p, const struct item *it, const yaml_node_t *kn)
+{
+	const char *ks = node_str(kn);
+	char list[512] = "";
+
+	for (const struct key *k = schema; k < SCHEMA_END; k++)
+		if (in_section(it, k) && (k->where & it->valid) && is_close(ks, k->name))
+			return fail_at(p, kn, "unknown key '%s' %s, did you mean '%s'?", ks,
+				       it->sec->where, k->name);
+	for (const struct key *k = schema; k < SCHEMA_END; k++) {
+		if (!in_section(it, k) || !(k->where & it->valid) ||
+		    !first_of_name(it, k, it->valid))
+			continue;
+		strncat(list, *list ? ", " : "", sizeof(list) - strlen(list) - 1);
+		strncat(list, k->name, sizeof(list) - strlen(list) - 1);
+	}
+	return fail_at(p, kn, "unknown key '%s' %s (valid keys: %s)", ks, it->sec->where, list);
+}
+
+/* Reads one pair of @it's mapping into its row. */
+static int read_pair(struct parser *p, struct item *it, const yaml_node_t *kn, const yaml_node_t *v)
+{
+	const char *where = it->sec->where;
+	const struct key *k;
+	const yaml_node_t *prev;
+
+	if (kn->type != YAML_SCALAR_NODE)
+		return fail_at(p, kn, "keys %s must be strings, got %s", where, node_kind(kn));
+	if (node_has_nul(kn))
+		return fail_at(p, kn, "keys %s must not contain a NUL byte (\\0)", where);
+	k = find_key(it, kn, it->valid);
+	if (!k)
+		k = find_key(it, kn, it->sec->mask);
+	if (!k)
+		return unknown_key(p, it, kn);
+	prev = item_key(it, k->name);
+	if (prev)
+		return fail_at(p, kn, "duplicate key '%s' %s (first defined at line %zu)", k->name,
+			       where, prev->start_mark.line + 1);
+	it->key[k - schema] = kn;
+	it->value[k - schema] = v;
+	if (!(k->where & it->valid))
+		return it->sec->misplaced(p, it, k, kn);
+	return k->type->parse(p, k, v, it);
+}
+
+/* Reads mapping @m into @it, in document order, stopping at the first error. */
+static int walk_item(struct parser *p, struct item *it, const yaml_node_t *m)
+{
+	for (yaml_node_pair_t *pair = m->data.mapping.pairs.start; pair < m->data.mapping.pairs.top;
+	     pair++) {
+		int r = read_pair(p, it, node_get(p, pair->key), node_get(p, pair->value));
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The required keys of @it (at @m) that are missing, in table order. */
+static int check_required(struct parser *p, const struct item *it, const yaml_node_t *m)
+{
+	const struct key *name = NULL;
+
+	for (const struct key *k = schema; k < SCHEMA_END && !name; k++)
+		if (in_section(it, k) && !strcmp(k->name, "name"))
+			name = k;
+	for (const struct key *k = schema; k < SCHEMA_END; k++) {
+		if (!in_section(it, k) || !k->required || item_key(it, k->name))
+			continue;
+		if (!name || k == name)
+			return fail_at(p, m, "%s is missing required key '%s'", it->sec->noun,
+				       k->name);
+		return fail_at(p, m, "%s '%s' is missing required key '%s'", it->sec->noun,
+			       (const char *)cfield(name, it->base), k->name);
+	}
+	return 0;
+}
+
+/* Each key valid in @it's kind and not written takes its row's default. */
+static int set_defaults(struct parser *p, struct item *it)
+{
+	for (const struct key *k = schema; k < SCHEMA_END; k++) {
+		yaml_node_t n = {.type = YAML_SCALAR_NODE};
+		int r;
+
+		if (!in_section(it, k) || !(k->where & it->valid) || item_key(it, k->name))
+			continue;
+		if (k->type->set_default) {
+			k->type->set_default(k, it->base);
+			continue;
+		}
+		if (!k->def)
+			continue;
+		n.data.scalar.value = (yaml_char_t *)k->def;
+		n.data.scalar.length = strlen(k->def);
+		n.data.scalar.style = YAML_PLAIN_SCALAR_STYLE;
+		r = k->type->parse(p, k, &n, it);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 /* The later of two keys in the document, for "has both" errors. */
@@ -1505,23 +1972,176 @@ static const yaml_node_t *later_key(const yaml_node_t *a, const yaml_node_t *b)
 	return a->start_mark.index > b->start_mark.index ? a : b;
 }
 
+/* ---- targets ------------------------------------------------------------------- */
+
+/* A key written on a target of a kind it is not valid on. */
+static int target_misplaced(struct parser *p, const struct item *it, const struct key *k,
+			    const yaml_node_t *knode)
+{
+	const struct cfg_target *t = it->base;
+
+	return fail_at(p, knode, "'%s' is only valid on %s targets: target '%s' is a %s%s", k->name,
+		       cfg_target_kind_name((enum cfg_target_kind)__builtin_ctz(k->where)), t->name,
+		       cfg_target_kind_name(t->kind), k->elsewhere);
+}
+
+/*
+ * Exactly one of directory, file and device: the target's kind, and so the keys
+ * valid on it. The kind may come last, so keys that only fit another kind are
+ * reported here, after the walk, in table order.
+ */
+static int check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it)
+{
+	const struct cfg_target *t = it->base;
+	const struct key *first = NULL;
+
+	for (const struct key *k = schema; k < SCHEMA_END; k++) {
+		const yaml_node_t *kn = it->key[k - schema];
+
+		if (!in_section(it, k) || k->type != &type_target_path || !kn)
+			continue;
+		if (first)
+			return fail_at(p, later_key(kn, it->key[first - schema]),
+				       "target '%s' has both '%s' and '%s', use one", t->name,
+				       first->name, k->name);
+		first = k;
+	}
+	if (!first)
+		return fail_at(p, m, "target '%s' needs 'directory', 'file' or 'device'", t->name);
+	it->valid = W_TARGET_KIND(t->kind);
+	for (const struct key *k = schema; k < SCHEMA_END; k++)
+		if (in_section(it, k) && it->key[k - schema] && !(k->where & it->valid))
+			return it->sec->misplaced(p, it, k, it->key[k - schema]);
+	return 0;
+}
+
+static int parse_target(struct parser *p, const yaml_node_t *m, unsigned idx)
+{
+	struct cfg_target *t = &p->c->targets[idx];
+	struct item it = {.sec = &sec_target, .base = t, .valid = W_TARGET, .kind = -1};
+	int r;
+
+	if (m->type != YAML_MAPPING_NODE)
+		return fail_at(p, m, "each item of 'targets' must be a mapping, got %s",
+			       node_kind(m));
+	t->pos.line = (unsigned)m->start_mark.line + 1;
+	t->pos.col = (unsigned)m->start_mark.column + 1;
+	r = walk_item(p, &it, m);
+	if (r == 0)
+		r = check_required(p, &it, m);
+	if (r == 0)
+		r = check_target_kind(p, m, &it);
+	if (r == 0)
+		r = set_defaults(p, &it);
+	if (r < 0)
+		return r;
+	/* Measured at their own size, never laid out, nothing created beside them. */
+	if (t->kind != CFG_TARGET_DIRECTORY)
+		t->require_mount = CFG_MOUNT_NO;
+	for (unsigned i = 0; i < idx; i++)
+		if (!strcmp(p->c->targets[i].name, t->name))
+			return fail_at(p, m,
+				       "duplicate target name '%s' (first defined at line %u)",
+				       t->name, p->c->targets[i].pos.line);
+	return 0;
+}
+
+/* A list of 1..max mappings under @key; returns the count or -EINVAL. */
+static int list_size(struct parser *p, const yaml_node_t *n, const char *key, unsigned max)
+{
+	size_t count;
+
+	if (n->type != YAML_SEQUENCE_NODE) {
+		if (node_is_null(n))
+			return fail_at(p, n, "'%s' must not be empty", key);
+		return fail_at(p, n, "'%s' must be a list, got %s", key, node_kind(n));
+	}
+	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (count < 1)
+		return fail_at(p, n, "'%s' must not be empty", key);
+	if (count > max)
+		return fail_at(p, n, "'%s' has %zu items, at most %u are allowed", key, count, max);
+	return (int)count;
+}
+
+static int parse_targets(struct parser *p, const yaml_node_t *n)
+{
+	int count, r;
+
+	count = list_size(p, n, "targets", CFG_MAX_TARGETS);
+	if (count < 0)
+		return count;
+	p->c->targets = calloc((size_t)count, sizeof(*p->c->targets));
+	if (!p->c->targets)
+		return -ENOMEM;
+	for (int i = 0; i < count; i++) {
+		p->c->n_targets = (unsigned)i + 1; /* so cfg_free() sees paths set so far */
+		r = parse_target(p, node_get(p, n->data.sequence.items.start[i]), (unsigned)i);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- probes --------------------------------------------------------------------- */
+
+/*
+ * The kind of probe, when 'type' is present and valid, or -1. Looked up before
+ * the walk, since which keys are valid depends on it and 'type' may come last; a
+ * bad or missing 'type' is reported by the walk itself, in document order.
+ */
+static int probe_kind_early(struct parser *p, const yaml_node_t *m)
+{
+	for (yaml_node_pair_t *pair = m->data.mapping.pairs.start; pair < m->data.mapping.pairs.top;
+	     pair++) {
+		const yaml_node_t *v = node_get(p, pair->value);
+
+		if (!scalar_is(node_get(p, pair->key), "type"))
+			continue;
+		for (int i = 0; probe_kind_names[i]; i++)
+			if (scalar_is(v, probe_kind_names[i]))
+				return i;
+		return -1;
+	}
+	return -1;
+}
+
+/* A key of the other kind of probe: what this kind does instead. */
+static int probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
+			   const yaml_node_t *knode)
+{
+	(void)it;
+	return fail_at(p, knode, "'%s' is a %s key; %s", k->name,
+		       cfg_probe_kind_name((enum cfg_probe_kind)(__builtin_ctz(k->where) - 3)),
+		       k->elsewhere);
+}
+
+/* "the largest " before 'block_size' in a message when it is a range. */
+static const char *largest_if_range(const struct cfg_probe *pr)
+{
+	return pr->block_size_max != pr->block_size ? "the largest " : "";
+}
+
 /* The value written last among @keys of a probe, for an error that several keys
  * cause together; 'type' when none is written (a burst always has one). */
-static const yaml_node_t *last_value(const struct probe_ctx *pc, const unsigned *keys, size_t n)
+static const yaml_node_t *last_value(const struct item *it, const char *const *keys, size_t n)
 {
 	const yaml_node_t *last = NULL;
 
-	for (size_t i = 0; i < n; i++)
-		if (pc->value[keys[i]] && (!last || later_key(last, pc->value[keys[i]]) != last))
-			last = pc->value[keys[i]];
-	return last ? last : pc->value[PK_TYPE];
+	for (size_t i = 0; i < n; i++) {
+		const yaml_node_t *v = item_value(it, keys[i]);
+
+		if (v && (!last || later_key(last, v) != last))
+			last = v;
+	}
+	return last ? last : item_value(it, "type");
 }
 
 /* A burst's I/O buffers (resident while it runs) within CFG_MAX_BURST_BUFFER. */
-static int check_burst_buffers(struct parser *p, const struct probe_ctx *pc)
+static int check_burst_buffers(struct parser *p, const struct item *it)
 {
-	static const unsigned keys[] = {PK_JOBS, PK_IODEPTH, PK_BLOCK_SIZE};
-	const struct cfg_probe *pr = pc->pr;
+	static const char *const keys[] = {"jobs", "iodepth", "block_size"};
+	const struct cfg_probe *pr = it->base;
 	uint64_t total = cfg_burst_buffer_bytes(pr);
 	uint64_t buf = total / pr->jobs / pr->iodepth;
 	char bs[32], sum[32], max[32], rounded[96] = "";
@@ -1538,7 +2158,7 @@ static int check_burst_buffers(struct parser *p, const struct probe_ctx *pc)
 		cfg_format_size(CFG_BURST_BUF_ALIGN, align, sizeof(align));
 		snprintf(rounded, sizeof(rounded), ", %s rounded up to %s", want, align);
 	}
-	return fail_at(p, last_value(pc, keys, sizeof(keys) / sizeof(keys[0])),
+	return fail_at(p, last_value(it, keys, sizeof(keys) / sizeof(keys[0])),
 		       "probe '%s': the I/O buffers of 'jobs' x 'iodepth' x %s'block_size' "
 		       "(%u x %u x %s%s = %s) must be at most %s",
 		       pr->name, largest_if_range(pr), pr->jobs, pr->iodepth, bs, rounded, sum,
@@ -1549,10 +2169,11 @@ static int check_burst_buffers(struct parser *p, const struct probe_ctx *pc)
  * 'duration' (a burst holds its target, pings wait) and, after its ramp, within
  * 'every'. Without a rate the length depends on the device: the burst stops
  * itself after that long (see burst.h). */
-static int check_burst_ios_length(struct parser *p, const struct probe_ctx *pc)
+static int check_burst_ios_length(struct parser *p, const struct item *it)
 {
-	static const unsigned keys[] = {PK_IOS, PK_RATE_IOPS};
-	const struct cfg_probe *pr = pc->pr;
+	static const char *const keys[] = {"ios", "rate_iops"};
+	const struct cfg_probe *pr = it->base;
+	const yaml_node_t *every_v = item_value(it, "every");
 	/* ios <= 10^9, so ios x 10^9 < 2^64 */
 	uint64_t len = (pr->ios * 1000000000ULL + pr->rate_iops - 1) / pr->rate_iops;
 	char every[32], ramp[32], l[32], max[32];
@@ -1561,7 +2182,7 @@ static int check_burst_ios_length(struct parser *p, const struct probe_ctx *pc)
 	cfg_format_duration(CFG_MAX_DURATION_NS, max, sizeof(max));
 	if (len > CFG_MAX_DURATION_NS)
 		return fail_at(
-			p, last_value(pc, keys, 2),
+			p, last_value(it, keys, 2),
 			"probe '%s': 'ios' at 'rate_iops' (%llu at %llu per second) take %s, "
 			"longer than a burst may run (%s)",
 			pr->name, (unsigned long long)pr->ios, (unsigned long long)pr->rate_iops, l,
@@ -1570,36 +2191,35 @@ static int check_burst_ios_length(struct parser *p, const struct probe_ctx *pc)
 		return 0;
 	cfg_format_duration(pr->interval_ns, every, sizeof(every));
 	cfg_format_duration(pr->ramp_ns, ramp, sizeof(ramp));
-	return fail_at(p, pc->value[PK_EVERY] ? pc->value[PK_EVERY] : last_value(pc, keys, 2),
+	return fail_at(p, every_v ? every_v : last_value(it, keys, 2),
 		       "probe '%s': 'every' (%s) must be longer than 'ramp' + 'ios' / "
 		       "'rate_iops' (%s + %s), or the burst would overlap itself",
 		       pr->name, every, ramp, l);
 }
 
 /* Checks between the keys of a burst, once all are read; fills in derived defaults. */
-static int check_burst(struct parser *p, const struct probe_ctx *pc)
+static int check_burst(struct parser *p, const struct item *it)
 {
-	struct cfg_probe *pr = pc->pr;
+	struct cfg_probe *pr = it->base;
+	const yaml_node_t *every = item_value(it, "every"), *ramp = item_value(it, "ramp");
 	char a[32], b[32], c[32];
 	int r;
 
-	if (pc->key[PK_DURATION] && pc->key[PK_IOS])
-		return fail_at(p, later_key(pc->key[PK_DURATION], pc->key[PK_IOS]),
+	if (item_key(it, "duration") && item_key(it, "ios"))
+		return fail_at(p, later_key(item_key(it, "duration"), item_key(it, "ios")),
 			       "probe '%s' has both 'duration' and 'ios', use one", pr->name);
-	if (pc->value[PK_RWMIX_READ] && pr->rw != CFG_RW_RANDRW)
-		return fail_at(p, pc->value[PK_RWMIX_READ],
+	if (item_value(it, "rwmix_read") && pr->rw != CFG_RW_RANDRW)
+		return fail_at(p, item_value(it, "rwmix_read"),
 			       "probe '%s': 'rwmix_read' needs 'rw: randrw'", pr->name);
-	if (pc->value[PK_IOS])
+	if (item_value(it, "ios"))
 		pr->duration_ns = 0;
-	if (!pc->value[PK_EVERY])
-		pr->interval_ns = CFG_DEFAULT_EVERY_NS;
 	/* The effective fraction of reads, whatever the pattern. */
 	if (pr->rw == CFG_RW_RANDREAD || pr->rw == CFG_RW_READ)
 		pr->rwmix_read = 1.0;
 	else if (pr->rw == CFG_RW_RANDWRITE || pr->rw == CFG_RW_WRITE)
 		pr->rwmix_read = 0.0;
 
-	r = check_burst_buffers(p, pc);
+	r = check_burst_buffers(p, it);
 	if (r < 0)
 		return r;
 	cfg_format_duration(pr->interval_ns, a, sizeof(a));
@@ -1608,21 +2228,19 @@ static int check_burst(struct parser *p, const struct probe_ctx *pc)
 		cfg_format_duration(pr->duration_ns, c, sizeof(c));
 		if (pr->ramp_ns >= pr->duration_ns)
 			return fail_at(
-				p, pc->value[PK_RAMP],
+				p, ramp,
 				"probe '%s': 'ramp' (%s) must be shorter than 'duration' (%s)",
 				pr->name, b, c);
 		if (pr->interval_ns <= pr->ramp_ns + pr->duration_ns)
 			/* 'every' defaulted: only a long 'duration' gets here. */
-			return fail_at(p,
-				       pc->value[PK_EVERY] ? pc->value[PK_EVERY]
-							   : pc->value[PK_DURATION],
+			return fail_at(p, every ? every : item_value(it, "duration"),
 				       "probe '%s': 'every' (%s) must be longer than 'ramp' + "
 				       "'duration' (%s + %s), or the burst would overlap itself",
 				       pr->name, a, b, c);
 	} else if (pr->rate_iops) {
-		return check_burst_ios_length(p, pc);
+		return check_burst_ios_length(p, it);
 	} else if (pr->interval_ns <= pr->ramp_ns) {
-		return fail_at(p, pc->value[PK_EVERY] ? pc->value[PK_EVERY] : pc->value[PK_RAMP],
+		return fail_at(p, every ? every : ramp,
 			       "probe '%s': 'every' (%s) must be longer than 'ramp' (%s), or the "
 			       "burst would overlap itself",
 			       pr->name, a, b);
@@ -1630,83 +2248,77 @@ static int check_burst(struct parser *p, const struct probe_ctx *pc)
 	return 0;
 }
 
-static int parse_probe(struct parser *p, const yaml_node_t *item, unsigned idx)
+/* Checks between the keys of a ping; fills in what it is as a burst. */
+static int check_ping(struct parser *p, const struct item *it)
 {
-	struct cfg_probe *pr = &p->c->probes[idx];
-	struct probe_ctx pc = {.pr = pr};
-	uint32_t valid = UINT32_MAX;
-	int r;
+	struct cfg_probe *pr = it->base;
 
-	if (item->type != YAML_MAPPING_NODE)
-		return fail_at(p, item, "each item of 'probes' must be a mapping, got %s",
-			       node_kind(item));
-	pr->pos.line = (unsigned)item->start_mark.line + 1;
-	pr->pos.col = (unsigned)item->start_mark.column + 1;
-	pr->op = IO_READ;
-	pr->sync = CFG_SYNC_NONE;
-	pr->interval_ns = CFG_DEFAULT_INTERVAL_NS;
-	pr->block_size = CFG_DEFAULT_BLOCK_SIZE;
-	pr->block_size_max = CFG_DEFAULT_BLOCK_SIZE;
-	pr->working_set = 0;
-	pr->timeout_ns = CFG_DEFAULT_TIMEOUT_NS;
-	strcpy(pr->engine, "auto");
-	pr->rw = CFG_RW_RANDREAD;
-	pr->rwmix_read = CFG_DEFAULT_RWMIX_READ;
-	pr->iodepth = CFG_DEFAULT_IODEPTH;
+	if (pr->sync == CFG_SYNC_FDATASYNC && pr->op != IO_WRITE)
+		return fail_at(p, item_value(it, "sync"),
+			       "probe '%s': 'sync: fdatasync' needs 'op: write'", pr->name);
+	/* A ping as a burst would describe it: one random I/O at a time. */
+	pr->rw = pr->op == IO_WRITE ? CFG_RW_RANDWRITE : CFG_RW_RANDREAD;
+	pr->rwmix_read = pr->op == IO_WRITE ? 0.0 : 1.0;
+	pr->iodepth = 1;
 	pr->jobs = 1;
-	pr->duration_ns = CFG_DEFAULT_DURATION_NS;
-	pr->ios = 0;
-	pr->rate_iops = 0;
-	pr->ramp_ns = 0;
-	pc.kind = probe_kind_early(p, item);
-	if (pc.kind == CFG_PROBE_PING)
-		valid = PK_COMMON | PK_PING_ONLY;
-	else if (pc.kind == CFG_PROBE_BURST)
-		valid = PK_COMMON | PK_BURST_ONLY;
-	r = walk_mapping_valid(p, item, "in probe", probe_keys, valid, probe_misplaced, probe_pair,
-			       &pc);
+	pr->duration_ns = 0;
+	return 0;
+}
+
+/* Checks of a probe that need the whole probe, and of its name against the others. */
+static int check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, unsigned idx)
+{
+	const struct cfg_probe *pr = it->base;
+	int r = pr->kind == CFG_PROBE_PING ? check_ping(p, it) : check_burst(p, it);
+
 	if (r < 0)
 		return r;
-	if (!pc.value[PK_NAME])
-		return fail_at(p, item, "probe is missing required key 'name'");
-	if (!pc.value[PK_TYPE])
-		return fail_at(p, item, "probe '%s' is missing required key 'type'", pr->name);
-	if (!pc.value[PK_TARGET])
-		return fail_at(p, item, "probe '%s' is missing required key 'target'", pr->name);
-	if (pr->kind == CFG_PROBE_PING) {
-		if (pr->sync == CFG_SYNC_FDATASYNC && pr->op != IO_WRITE)
-			return fail_at(p, pc.value[PK_SYNC],
-				       "probe '%s': 'sync: fdatasync' needs 'op: write'", pr->name);
-		/* A ping as a burst would describe it: one random I/O at a time. */
-		pr->rw = pr->op == IO_WRITE ? CFG_RW_RANDWRITE : CFG_RW_RANDREAD;
-		pr->rwmix_read = pr->op == IO_WRITE ? 0.0 : 1.0;
-		pr->iodepth = 1;
-		pr->duration_ns = 0;
-	} else {
-		r = check_burst(p, &pc);
-		if (r < 0)
-			return r;
-	}
 	if (pr->working_set && pr->working_set < pr->block_size_max) {
 		char a[32], b[32];
 
 		cfg_format_size(pr->working_set, a, sizeof(a));
 		cfg_format_size(pr->block_size_max, b, sizeof(b));
 		return fail_at(
-			p, pc.value[PK_WORKING_SET],
+			p, item_value(it, "working_set"),
 			"probe '%s': 'working_set' (%s) must be at least %s'block_size' (%s)",
 			pr->name, a, largest_if_range(pr), b);
 	}
 	for (unsigned i = 0; i < idx; i++)
 		if (!strcmp(p->c->probes[i].name, pr->name))
-			return fail_at(p, item,
-				       "duplicate probe name '%s' (first defined at line %u)",
+			return fail_at(p, m, "duplicate probe name '%s' (first defined at line %u)",
 				       pr->name, p->c->probes[i].pos.line);
-	p->refs[idx].target = pc.value[PK_TARGET];
-	p->refs[idx].writes = pr->kind == CFG_PROBE_PING ? pc.value[PK_OP] : pc.value[PK_RW];
-	p->refs[idx].ws = pc.value[PK_WORKING_SET];
-	p->refs[idx].bs = pc.value[PK_BLOCK_SIZE];
-	p->refs[idx].item = item;
+	return 0;
+}
+
+static int parse_probe(struct parser *p, const yaml_node_t *m, unsigned idx)
+{
+	struct cfg_probe *pr = &p->c->probes[idx];
+	struct item it = {.sec = &sec_probe, .base = pr, .valid = W_PROBE};
+	struct probe_refs *ref = &p->refs[idx];
+	int r;
+
+	if (m->type != YAML_MAPPING_NODE)
+		return fail_at(p, m, "each item of 'probes' must be a mapping, got %s",
+			       node_kind(m));
+	pr->pos.line = (unsigned)m->start_mark.line + 1;
+	pr->pos.col = (unsigned)m->start_mark.column + 1;
+	it.kind = probe_kind_early(p, m);
+	if (it.kind >= 0)
+		it.valid = W_PROBE_KIND(it.kind);
+	r = walk_item(p, &it, m);
+	if (r == 0)
+		r = check_required(p, &it, m);
+	if (r == 0)
+		r = set_defaults(p, &it);
+	if (r == 0)
+		r = check_probe(p, m, &it, idx);
+	if (r < 0)
+		return r;
+	ref->target = item_value(&it, "target");
+	ref->writes = item_value(&it, pr->kind == CFG_PROBE_PING ? "op" : "rw");
+	ref->ws = item_value(&it, "working_set");
+	ref->bs = item_value(&it, "block_size");
+	ref->item = m;
 	return 0;
 }
 
@@ -1826,86 +2438,9 @@ static int resolve_probes(struct parser *p)
 
 /* ---- top level ----------------------------------------------------------------- */
 
-/* A signed whole number, as "native_histogram_schema: -2", within [lo, hi]. */
-static int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi,
-		   int *out)
-{
-	const char *s = NULL;
-	char *end;
-	long v;
-	int r;
-
-	r = get_scalar(p, n, key, "a whole number", &s);
-	if (r < 0)
-		return r;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (end == s || *end || !((s[0] >= '0' && s[0] <= '9') || s[0] == '-' || s[0] == '+'))
-		return fail_at(p, n,
-			       "invalid number '%s' for '%s': expected a whole number, as in %ld",
-			       s, key, hi);
-	if (errno == ERANGE || v < lo || v > hi)
-		return fail_at(p, n, "'%s' must be between %ld and %ld, got %s", key, lo, hi, s);
-	*out = (int)v;
-	return 0;
-}
-
-static int parse_native_zero_threshold(struct parser *p, const yaml_node_t *n)
-{
-	const char *key = "native_histogram_zero_threshold";
-	int r = get_duration(p, n, key, &p->c->native_zero_threshold_ns);
-
-	if (r < 0)
-		return r;
-	return check_range(p, n, key, p->c->native_zero_threshold_ns, 0, CFG_MAX_NATIVE_ZERO_NS,
-			   true);
-}
-
-enum {
-	KEY_LISTEN,
-	KEY_BUCKETS,
-	KEY_NATIVE_SCHEMA,
-	KEY_NATIVE_ZERO_THRESHOLD,
-	KEY_TARGETS,
-	KEY_PROBES,
-	_KEY_TOP_MAX,
-};
-static const char *const top_keys[] = {"listen",
-				       "buckets",
-				       "native_histogram_schema",
-				       "native_histogram_zero_threshold",
-				       "targets",
-				       "probes",
-				       NULL};
-
-static int top_pair(struct parser *p, unsigned key, const yaml_node_t *knode, const yaml_node_t *v,
-		    void *ctx)
-{
-	bool *seen = ctx;
-
-	(void)knode;
-	seen[key] = true;
-	switch (key) {
-	case KEY_LISTEN:
-		return parse_listen(p, v);
-	case KEY_BUCKETS:
-		return parse_buckets(p, v);
-	case KEY_NATIVE_SCHEMA:
-		return get_int(p, v, "native_histogram_schema", CFG_MIN_NATIVE_SCHEMA,
-			       CFG_MAX_NATIVE_SCHEMA, &p->c->native_schema);
-	case KEY_NATIVE_ZERO_THRESHOLD:
-		return parse_native_zero_threshold(p, v);
-	case KEY_TARGETS:
-		return parse_targets(p, v);
-	case KEY_PROBES:
-		return parse_probes(p, v);
-	}
-	return 0;
-}
-
 static int parse_root(struct parser *p, const yaml_node_t *root)
 {
-	bool seen[_KEY_TOP_MAX] = {false};
+	struct item it = {.sec = &sec_top, .base = p->c, .valid = W_TOP, .kind = -1};
 	int r;
 
 	if (root->type != YAML_MAPPING_NODE)
@@ -1913,13 +2448,13 @@ static int parse_root(struct parser *p, const yaml_node_t *root)
 			p, root,
 			"configuration must be a mapping with 'targets' and 'probes', got %s",
 			node_kind(root));
-	r = walk_mapping(p, root, "at top level", top_keys, top_pair, seen);
+	r = walk_item(p, &it, root);
+	if (r == 0)
+		r = check_required(p, &it, root);
+	if (r == 0)
+		r = set_defaults(p, &it);
 	if (r < 0)
 		return r;
-	if (!seen[KEY_TARGETS])
-		return fail_at(p, root, "configuration is missing required key 'targets'");
-	if (!seen[KEY_PROBES])
-		return fail_at(p, root, "configuration is missing required key 'probes'");
 	return resolve_probes(p);
 }
 
@@ -1947,16 +2482,6 @@ static int syntax_error(struct parser *p, yaml_parser_t *yp, const char *text, s
 		 p->name, line + 1, col + 1, yp->problem ? yp->problem : "unknown error",
 		 yp->context ? " (" : "", yp->context ? yp->context : "", yp->context ? ")" : "");
 	return -EINVAL;
-}
-
-static void set_defaults(struct config *c)
-{
-	strcpy(c->listen_host, "127.0.0.1");
-	c->listen_port = 10035;
-	memcpy(c->buckets_ns, default_buckets_ns, sizeof(default_buckets_ns));
-	c->n_buckets = sizeof(default_buckets_ns) / sizeof(default_buckets_ns[0]);
-	c->native_schema = CFG_DEFAULT_NATIVE_SCHEMA;
-	c->native_zero_threshold_ns = 0;
 }
 
 /*
@@ -2002,14 +2527,55 @@ static int check_depth(struct parser *p, const char *text, size_t len)
 	return r;
 }
 
+/*
+ * Loads the one YAML document of @text into @doc (to be deleted by the caller
+ * on success). An empty file, a syntax error and a second document are errors.
+ */
+static int load_document(struct parser *p, const char *text, size_t len, yaml_document_t *doc)
+{
+	yaml_parser_t yp;
+	yaml_document_t extra;
+	const yaml_node_t *root;
+	int r = 0;
+
+	if (!yaml_parser_initialize(&yp)) {
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s: out of memory", p->name);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&yp, doc)) {
+		r = syntax_error(p, &yp, text, len);
+		yaml_parser_delete(&yp);
+		return r;
+	}
+	root = yaml_document_get_root_node(doc);
+	if (!root || node_is_null(root)) {
+		snprintf(p->err->msg, sizeof(p->err->msg),
+			 "%s:1:1: configuration is empty, expected a mapping with 'targets' and "
+			 "'probes'",
+			 p->name);
+		r = -EINVAL;
+	} else if (!yaml_parser_load(&yp, &extra)) {
+		/* A second document would be silently ignored: refuse it. */
+		r = syntax_error(p, &yp, text, len);
+	} else {
+		if (yaml_document_get_root_node(&extra))
+			r = fail_at(p, yaml_document_get_root_node(&extra),
+				    "only one YAML document is allowed in a configuration");
+		yaml_document_delete(&extra);
+	}
+	yaml_parser_delete(&yp);
+	if (r < 0)
+		yaml_document_delete(doc);
+	return r;
+}
+
 int cfg_load_string(const char *name, const char *text, size_t len, struct config **out,
 		    struct cfg_error *err)
 {
 	struct cfg_error dummy;
-	yaml_parser_t yp;
-	yaml_document_t doc, extra;
+	yaml_document_t doc;
 	struct parser p = {.name = name ? name : "<string>", .err = err ? err : &dummy};
-	const yaml_node_t *root;
 	int r;
 
 	p.err->msg[0] = '\0';
@@ -2017,60 +2583,26 @@ int cfg_load_string(const char *name, const char *text, size_t len, struct confi
 		return -EINVAL;
 	*out = NULL;
 	r = check_depth(&p, text, len);
+	if (r == 0)
+		r = load_document(&p, text, len, &doc);
 	if (r < 0)
 		return r;
-	if (!yaml_parser_initialize(&yp)) {
-		snprintf(p.err->msg, sizeof(p.err->msg), "%s: out of memory", p.name);
-		return -ENOMEM;
-	}
-	yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&yp, &doc)) {
-		r = syntax_error(&p, &yp, text, len);
-		yaml_parser_delete(&yp);
-		return r;
-	}
 	p.doc = &doc;
-	root = yaml_document_get_root_node(&doc);
-	if (!root || node_is_null(root)) {
-		snprintf(p.err->msg, sizeof(p.err->msg),
-			 "%s:1:1: configuration is empty, expected a mapping with 'targets' and "
-			 "'probes'",
-			 p.name);
-		r = -EINVAL;
-		goto out_doc;
-	}
-	/* A second document would be silently ignored: refuse it. */
-	if (!yaml_parser_load(&yp, &extra)) {
-		r = syntax_error(&p, &yp, text, len);
-		goto out_doc;
-	}
-	if (yaml_document_get_root_node(&extra)) {
-		r = fail_at(&p, yaml_document_get_root_node(&extra),
-			    "only one YAML document is allowed in a configuration");
-		yaml_document_delete(&extra);
-		goto out_doc;
-	}
-	yaml_document_delete(&extra);
-
 	p.c = calloc(1, sizeof(*p.c));
-	if (!p.c) {
+	if (p.c) {
+		p.c->source = strdup(p.name);
+		r = p.c->source ? parse_root(&p, yaml_document_get_root_node(&doc)) : -ENOMEM;
+		if (r == -ENOMEM)
+			snprintf(p.err->msg, sizeof(p.err->msg), "%s: out of memory", p.name);
+	} else {
 		r = -ENOMEM;
-		goto out_doc;
 	}
-	set_defaults(p.c);
-	p.c->source = strdup(p.name);
-	r = p.c->source ? parse_root(&p, root) : -ENOMEM;
-	if (r == -ENOMEM)
-		snprintf(p.err->msg, sizeof(p.err->msg), "%s: out of memory", p.name);
-	if (r < 0) {
+	if (r < 0)
 		cfg_free(p.c);
-		goto out_doc;
-	}
-	*out = p.c;
-out_doc:
+	else
+		*out = p.c;
 	free(p.refs);
 	yaml_document_delete(&doc);
-	yaml_parser_delete(&yp);
 	return r;
 }
 
@@ -2211,189 +2743,51 @@ void cfg_free(struct config *c)
 
 /* ---- printing ------------------------------------------------------------------ */
 
-/* Plain when it reads back as the same string, double-quoted otherwise. */
-static void print_str(FILE *f, const char *s)
+/*
+ * Prints the keys of one item valid on its kind (@valid), group by group in
+ * table order, the first after @first and the others after @rest.
+ */
+static void print_item(FILE *f, const struct section *sec, unsigned valid, const void *base,
+		       const struct config *c, const char *first, const char *rest)
 {
-	bool plain = *s && *s != '-' && strcmp(s, "null") && strcmp(s, "Null") && strcmp(s, "NULL");
+	const char *indent = first;
 
-	for (const char *q = s; plain && *q; q++)
-		if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
-		      (*q >= '0' && *q <= '9') || *q == '_' || *q == '.' || *q == '-' || *q == '/'))
-			plain = false;
-	if (plain) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		const unsigned char *u = (const unsigned char *)s;
-
-		/* Escaped: what a double-quoted YAML scalar may not hold as it is
-		 * (C0 and C1 controls, DEL) or would read back otherwise (NEL, the
-		 * line and paragraph separators fold like line breaks; a BOM is
-		 * dropped). */
-		if (u[0] == '"' || u[0] == '\\')
-			fprintf(f, "\\%c", u[0]);
-		else if (u[0] < 0x20 || u[0] == 0x7f)
-			fprintf(f, "\\x%02x", u[0]);
-		else if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) {
-			fprintf(f, "\\x%02x", u[1]); /* U+0080..U+009F */
-			s += 1;
-		} else if (u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) {
-			fputs(u[2] == 0xa8 ? "\\u2028" : "\\u2029", f);
-			s += 2;
-		} else if (u[0] == 0xef && u[1] == 0xbb && u[2] == 0xbf) {
-			fputs("\\ufeff", f);
-			s += 2;
-		} else {
-			fputc(u[0], f);
+	for (unsigned group = 0; group < PRINT_GROUPS; group++) {
+		for (const struct key *k = schema; k < SCHEMA_END; k++) {
+			if (!(k->where & sec->mask) || !(k->where & valid) ||
+			    k->print_group != group || (k->shown && !k->shown(base)))
+				continue;
+			fprintf(f, "%s%s:", indent, k->name);
+			k->type->print(f, k, base, c);
+			indent = rest;
 		}
 	}
-	fputc('"', f);
 }
 
-/* A path: '$' doubled so that reloading does not expand it again. */
-static void print_path(FILE *f, const char *s)
+static void print_targets(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
-	size_t n = strlen(s), dollars = 0;
-	char *esc;
-
-	for (size_t i = 0; i < n; i++)
-		dollars += s[i] == '$';
-	esc = malloc(n + dollars + 1);
-	if (!esc) {
-		print_str(f, s);
-		return;
-	}
-	for (size_t i = 0, j = 0; i <= n; i++) {
-		esc[j++] = s[i];
-		if (s[i] == '$')
-			esc[j++] = '$';
-	}
-	print_str(f, esc);
-	free(esc);
-}
-
-static void print_target(const struct cfg_target *t, FILE *f)
-{
-	char buf[32];
-
-	fputs("  - name: ", f);
-	print_str(f, t->name);
-	fprintf(f, "\n    %s: ", cfg_target_kind_name(t->kind));
-	print_path(f, t->path ? t->path : "");
+	(void)k;
+	(void)base;
 	fputc('\n', f);
-	if (t->kind == CFG_TARGET_DIRECTORY) {
-		cfg_format_size(t->size, buf, sizeof(buf));
-		fprintf(f, "    size: %s\n", buf);
-		cfg_format_size(t->layout_rate, buf, sizeof(buf));
-		fprintf(f, "    layout_rate: %s%s\n", buf, t->layout_rate ? "/s" : "");
-		if (t->keep_free_fraction > 0)
-			cfg_format_percent(t->keep_free_fraction, buf, sizeof(buf));
-		else
-			cfg_format_size(t->keep_free_bytes, buf, sizeof(buf));
-		fprintf(f, "    keep_free: %s\n", buf);
-		fputs("    require_mount: ", f);
-		if (t->require_mount == CFG_MOUNT_PATH)
-			print_path(f, t->mount_path ? t->mount_path : "");
-		else
-			fputs(cfg_require_mount_name(t->require_mount), f);
-		fputc('\n', f);
-	}
-	fprintf(f, "    direct: %s\n", t->direct ? "true" : "false");
-	fprintf(f, "    allow_memory_backed: %s\n", t->allow_memory_backed ? "true" : "false");
-	if (t->kind == CFG_TARGET_DEVICE)
-		fprintf(f, "    allow_device_writes: %s\n",
-			t->allow_device_writes ? "true" : "false");
+	for (unsigned i = 0; i < c->n_targets; i++)
+		print_item(f, &sec_target, W_TARGET_KIND(c->targets[i].kind), &c->targets[i], c,
+			   "  - ", "    ");
 }
 
-/* The keys of a ping only. */
-static void print_ping_keys(const struct cfg_probe *pr, FILE *f)
+static void print_probes(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
-	char buf[32];
-
-	fprintf(f, "    op: %s\n", io_op_name(pr->op));
-	fprintf(f, "    sync: %s\n", pr->sync == CFG_SYNC_FDATASYNC ? "fdatasync" : "none");
-	cfg_format_duration(pr->interval_ns, buf, sizeof(buf));
-	fprintf(f, "    interval: %s\n", buf);
-	cfg_format_size(pr->block_size, buf, sizeof(buf));
-	fprintf(f, "    block_size: %s\n", buf);
-}
-
-/* The keys of a burst only, 'every' and 'timeout' aside. */
-static void print_burst_keys(const struct cfg_probe *pr, FILE *f)
-{
-	char buf[32];
-
-	fprintf(f, "    rw: %s\n", cfg_rw_name(pr->rw));
-	if (pr->rw == CFG_RW_RANDRW) {
-		cfg_format_percent(pr->rwmix_read, buf, sizeof(buf));
-		fprintf(f, "    rwmix_read: %s\n", buf);
-	}
-	cfg_format_size(pr->block_size, buf, sizeof(buf));
-	fprintf(f, "    block_size: %s", buf);
-	if (pr->block_size_max != pr->block_size) {
-		cfg_format_size(pr->block_size_max, buf, sizeof(buf));
-		fprintf(f, "-%s", buf);
-	}
-	fprintf(f, "\n    iodepth: %u\n    jobs: %u\n", pr->iodepth, pr->jobs);
-	if (pr->ios) {
-		fprintf(f, "    ios: %llu\n", (unsigned long long)pr->ios);
-	} else {
-		cfg_format_duration(pr->duration_ns, buf, sizeof(buf));
-		fprintf(f, "    duration: %s\n", buf);
-	}
-	fprintf(f, "    rate_iops: %llu\n", (unsigned long long)pr->rate_iops);
-	cfg_format_duration(pr->ramp_ns, buf, sizeof(buf));
-	fprintf(f, "    ramp: %s\n", buf);
-	cfg_format_duration(pr->interval_ns, buf, sizeof(buf));
-	fprintf(f, "    every: %s\n", buf);
+	(void)k;
+	(void)base;
+	fputc('\n', f);
+	for (unsigned i = 0; i < c->n_probes; i++)
+		print_item(f, &sec_probe, W_PROBE_KIND(c->probes[i].kind), &c->probes[i], c, "  - ",
+			   "    ");
 }
 
 void cfg_print(const struct config *c, FILE *f)
 {
-	char buf[96];
-
 	fprintf(f, "# effective configuration from %s\n", c->source ? c->source : "<unknown>");
-	if (strchr(c->listen_host, ':'))
-		snprintf(buf, sizeof(buf), "[%s]:%u", c->listen_host, c->listen_port);
-	else
-		snprintf(buf, sizeof(buf), "%s:%u", c->listen_host, c->listen_port);
-	fputs("listen: ", f);
-	print_str(f, buf);
-	fputs("\nbuckets: [", f);
-	for (unsigned i = 0; i < c->n_buckets; i++) {
-		cfg_format_duration(c->buckets_ns[i], buf, sizeof(buf));
-		fprintf(f, "%s%s", i ? ", " : "", buf);
-	}
-	fprintf(f, "]\nnative_histogram_schema: %d\n", c->native_schema);
-	cfg_format_duration(c->native_zero_threshold_ns, buf, sizeof(buf));
-	fprintf(f, "native_histogram_zero_threshold: %s\n", buf);
-	fputs("targets:\n", f);
-	for (unsigned i = 0; i < c->n_targets; i++)
-		print_target(&c->targets[i], f);
-	fputs("probes:\n", f);
-	for (unsigned i = 0; i < c->n_probes; i++) {
-		const struct cfg_probe *pr = &c->probes[i];
-
-		fputs("  - name: ", f);
-		print_str(f, pr->name);
-		fprintf(f, "\n    type: %s\n", cfg_probe_kind_name(pr->kind));
-		fputs("    target: ", f);
-		print_str(f, pr->target < c->n_targets ? c->targets[pr->target].name : "");
-		fputc('\n', f);
-		if (pr->kind == CFG_PROBE_BURST)
-			print_burst_keys(pr, f);
-		else
-			print_ping_keys(pr, f);
-		cfg_format_size(pr->working_set, buf, sizeof(buf));
-		fprintf(f, "    working_set: %s\n", buf);
-		cfg_format_duration(pr->timeout_ns, buf, sizeof(buf));
-		fprintf(f, "    timeout: %s\n", buf);
-		fputs("    engine: ", f);
-		print_str(f, pr->engine);
-		fputc('\n', f);
-	}
+	print_item(f, &sec_top, W_TOP, c, c, "", "");
 }
 
 /* ---- look-ups and names ------------------------------------------------------------ */
@@ -2418,21 +2812,50 @@ int cfg_probe_index(const struct config *c, const char *name)
 	return -1;
 }
 
-/* NULL and "" alike: a path that is not set. */
-static bool str_same(const char *a, const char *b)
+/* Every field a row of @sec names is the same in @a and @b. */
+static bool item_same(const struct section *sec, const void *a, const void *b,
+		      const struct config *ac, const struct config *bc)
 {
-	return strcmp(a ? a : "", b ? b : "") == 0;
+	for (const struct key *k = schema; k < SCHEMA_END; k++)
+		if ((k->where & sec->mask) && (!k->type->same || !k->type->same(k, a, b, ac, bc)))
+			return false;
+	return true;
 }
 
 bool cfg_target_same(const struct cfg_target *a, const struct cfg_target *b)
 {
-	return strcmp(a->name, b->name) == 0 && a->kind == b->kind && str_same(a->path, b->path) &&
-	       a->size == b->size && a->direct == b->direct &&
-	       a->allow_memory_backed == b->allow_memory_backed &&
-	       a->allow_device_writes == b->allow_device_writes &&
-	       a->layout_rate == b->layout_rate && a->require_mount == b->require_mount &&
-	       str_same(a->mount_path, b->mount_path) && a->keep_free_bytes == b->keep_free_bytes &&
-	       a->keep_free_fraction == b->keep_free_fraction;
+	return item_same(&sec_target, a, b, NULL, NULL);
+}
+
+bool cfg_probe_same(const struct config *ac, const struct cfg_probe *a, const struct config *bc,
+		    const struct cfg_probe *b)
+{
+	return item_same(&sec_probe, a, b, ac, bc);
+}
+
+int cfg_key_doc(unsigned i, struct cfg_key_doc *d)
+{
+	const struct key *k = schema + i;
+
+	if (!d || i >= (unsigned)(SCHEMA_END - schema))
+		return -ENOENT;
+	if (k->where & W_TOP)
+		d->section = "TOP LEVEL";
+	else if (k->where & W_TARGET)
+		d->section = "TARGETS";
+	else if (k->where & W_PING)
+		d->section = "PING PROBES";
+	else
+		d->section = "BURST PROBES";
+	d->name = k->name;
+	if (k->type->word)
+		snprintf(d->type, sizeof(d->type), "%s", k->type->word);
+	else
+		enum_word(k->names, d->type, sizeof(d->type));
+	d->def = k->def;
+	d->required = k->required;
+	d->help = k->help;
+	return 0;
 }
 
 bool cfg_probe_writes(const struct cfg_probe *p)

@@ -237,12 +237,36 @@ int cfg_parse_listen(const char *s, char *host, size_t host_len, uint16_t *port)
  */
 bool cfg_target_same(const struct cfg_target *a, const struct cfg_target *b);
 
+/*
+ * Whether two probes have the same definition: every key, their targets' too,
+ * not the position in the file. A reload keeps a probe (and its state) only
+ * when it is. @ac and @bc are the configurations @a and @b belong to.
+ */
+bool cfg_probe_same(const struct config *ac, const struct cfg_probe *a, const struct config *bc,
+		    const struct cfg_probe *b);
+
 /* Whether the probe writes (a write ping, or a burst with randwrite/randrw/write). */
 bool cfg_probe_writes(const struct cfg_probe *p);
 
 /* The memory a burst's I/O buffers take while it runs (see CFG_MAX_BURST_BUFFER):
  * jobs x iodepth x block_size_max, each buffer rounded up to CFG_BURST_BUF_ALIGN. */
 uint64_t cfg_burst_buffer_bytes(const struct cfg_probe *p);
+
+/* One key of the configuration, as iopulse.yaml(5) documents it. */
+struct cfg_key_doc {
+	const char *section; /* the manual's: "TOP LEVEL", "TARGETS", "PING PROBES", ... */
+	const char *name;
+	char type[96];	  /* "size", "read or write", ... */
+	const char *def;  /* as written in YAML: "64MiB"; NULL: none */
+	bool required;	  /* and so no default */
+	const char *help; /* one line */
+};
+
+/*
+ * The @i-th key of the schema (0, 1, ...) into @doc: 0, or -ENOENT past the
+ * last. A key documented apart for pings and bursts comes once for each.
+ */
+int cfg_key_doc(unsigned i, struct cfg_key_doc *doc);
 
 /* Names for enums, for messages and labels. */
 const char *cfg_target_kind_name(enum cfg_target_kind k);

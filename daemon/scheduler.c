@@ -465,21 +465,6 @@ static void drain(int fd)
 
 /* ---------------------------------------------------------------- reload */
 
-/* Same definition: every field but the position in the file, and the same target. */
-static bool probe_same(const struct config *ac, const struct cfg_probe *a, const struct config *bc,
-		       const struct cfg_probe *b)
-{
-	return strcmp(a->name, b->name) == 0 && a->kind == b->kind && a->op == b->op &&
-	       a->sync == b->sync && a->interval_ns == b->interval_ns &&
-	       a->block_size == b->block_size && a->block_size_max == b->block_size_max &&
-	       a->working_set == b->working_set && a->timeout_ns == b->timeout_ns &&
-	       strcmp(a->engine, b->engine) == 0 && a->rw == b->rw &&
-	       a->rwmix_read == b->rwmix_read && a->iodepth == b->iodepth && a->jobs == b->jobs &&
-	       a->duration_ns == b->duration_ns && a->ios == b->ios &&
-	       a->rate_iops == b->rate_iops && a->ramp_ns == b->ramp_ns &&
-	       cfg_target_same(&ac->targets[a->target], &bc->targets[b->target]);
-}
-
 /* The larger of two counts, at least 1 (calloc(0) may return NULL). */
 static unsigned room(unsigned a, unsigned b)
 {
@@ -494,7 +479,7 @@ static bool probe_changed(const struct config *oc, const struct cfg_probe *op,
 {
 	int ni = cfg_probe_index(nc, op->name);
 
-	return ni < 0 || !probe_same(oc, op, nc, &nc->probes[ni]);
+	return ni < 0 || !cfg_probe_same(oc, op, nc, &nc->probes[ni]);
 }
 
 /* What a reload reads, for messages. */
