@@ -78,6 +78,11 @@
 #define CFG_MAX_KEEP_FREE_FRACTION     0.9  /* 'keep_free' as a percentage: at most 90% */
 #define CFG_DEFAULT_KEEP_FREE_FRACTION 0.05 /* 'keep_free: 5%' */
 
+/*
+ * The defaults as numbers, for code and tests that build these structs by hand.
+ * The configuration's own defaults are the schema rows' (config.c), as written
+ * in YAML; test_config checks that the two agree.
+ */
 #define CFG_DEFAULT_LISTEN	"127.0.0.1:10035"
 #define CFG_DEFAULT_TARGET_SIZE (64ULL << 20)  /* iopulse.yaml(5) "Why 64MiB" */
 #define CFG_DEFAULT_INTERVAL_NS 1000000000ULL  /* 1s */

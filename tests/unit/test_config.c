@@ -794,6 +794,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 		assert_int_equal(x->ios, y->ios);
 		assert_int_equal(x->rate_iops, y->rate_iops);
 		assert_int_equal(x->ramp_ns, y->ramp_ns);
+		assert_true(cfg_probe_same(a, x, b, y));
 	}
 }
 
@@ -1880,6 +1881,277 @@ static void test_misc(void **state)
 		cfg_probe_writes(&(struct cfg_probe){.kind = CFG_PROBE_BURST, .rw = CFG_RW_WRITE}));
 }
 
+/* ---- the schema ---- */
+
+/* Every key of a probe, changed alone, makes it another probe for a reload. */
+static void test_probe_same(void **state)
+{
+	static const char *const variants[] = {
+		"  - name: p1\n    type: ping\n    target: disk\n",
+		"  - name: p2\n    type: ping\n    target: disk\n",
+		"  - name: p1\n    type: ping\n    target: disk2\n",
+		"  - name: p1\n    type: ping\n    target: disk\n    op: write\n",
+		"  - name: p1\n    type: ping\n    target: disk\n    op: write\n    sync: "
+		"fdatasync\n",
+		"  - name: p1\n    type: ping\n    target: disk\n    interval: 2s\n",
+		"  - name: p1\n    type: ping\n    target: disk\n    block_size: 8KiB\n",
+		"  - name: p1\n    type: ping\n    target: disk\n    working_set: 1MiB\n",
+		"  - name: p1\n    type: ping\n    target: disk\n    timeout: 5s\n",
+		"  - name: p1\n    type: ping\n    target: disk\n    engine: sync\n",
+		"  - name: p1\n    type: burst\n    target: disk\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    rw: randrw\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    rw: randrw\n    rwmix_read: "
+		"70%\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    block_size: 4KiB-8KiB\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    iodepth: 4\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    jobs: 2\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    duration: 5s\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    ios: 1000\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    rate_iops: 1000\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    ramp: 1s\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    every: 30m\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    timeout: 5s\n",
+	};
+	enum { N = sizeof(variants) / sizeof(variants[0]) };
+	struct cfg_key_doc d;
+	struct config *c[N];
+
+	(void)state;
+	/* A key added to the schema needs a variant here. */
+	for (unsigned i = 0; cfg_key_doc(i, &d) == 0; i++) {
+		char want[80];
+		bool found = false;
+
+		if (strstr(d.section, "PROBES") == NULL)
+			continue;
+		snprintf(want, sizeof(want), " %s: ", d.name);
+		for (size_t v = 0; v < N && !found; v++)
+			found = strstr(variants[v], want) != NULL;
+		if (!found)
+			fail_msg("no variant changes probe key '%s'", d.name);
+	}
+	for (size_t i = 0; i < N; i++)
+		c[i] = load_okf("targets:\n  - name: disk\n    directory: /srv/x\n"
+				"  - name: disk2\n    directory: /srv/y\nprobes:\n%s",
+				variants[i]);
+	for (size_t i = 0; i < N; i++)
+		for (size_t j = 0; j < N; j++)
+			if (cfg_probe_same(c[i], &c[i]->probes[0], c[j], &c[j]->probes[0]) !=
+			    (i == j))
+				fail_msg("'%s' and '%s': same is %d", variants[i], variants[j],
+					 i != j);
+	for (size_t i = 0; i < N; i++)
+		cfg_free(c[i]);
+}
+
+/* A key written as its documented default loads as if it was left out. */
+static void test_schema_defaults(void **state)
+{
+	struct cfg_key_doc d;
+
+	(void)state;
+	for (unsigned i = 0; cfg_key_doc(i, &d) == 0; i++) {
+		char line[256], *plain_text, *with_text;
+		const char *tgt = T, *prb = P, *top = "", *in_tgt = "", *in_prb = "";
+		struct config *plain, *with;
+
+		if (!d.def)
+			continue;
+		if (!strcmp(d.section, "TARGETS") && !strcmp(d.name, "allow_device_writes")) {
+			tgt = TD;
+			prb = PD;
+		} else if (!strcmp(d.section, "BURST PROBES")) {
+			prb = !strcmp(d.name, "rwmix_read") ? B "    rw: randrw\n" : B;
+		}
+		snprintf(line, sizeof(line), "%s%s: %s\n",
+			 strcmp(d.section, "TOP LEVEL") ? "    " : "", d.name, d.def);
+		if (!strcmp(d.section, "TOP LEVEL"))
+			top = line;
+		else if (!strcmp(d.section, "TARGETS"))
+			in_tgt = line;
+		else
+			in_prb = line;
+		plain = load_okf("%s%s", tgt, prb);
+		with = load_okf("%s%s%s%s%s", top, tgt, in_tgt, prb, in_prb);
+		plain_text = print_to_string(plain);
+		with_text = print_to_string(with);
+		if (strcmp(plain_text, with_text))
+			fail_msg("'%s: %s' (%s) is not the default:\n%s\n%s", d.name, d.def,
+				 d.section, plain_text, with_text);
+		free(plain_text);
+		free(with_text);
+		cfg_free(plain);
+		cfg_free(with);
+	}
+}
+
+/* ---- the manual's key entries ---- */
+
+#define MAN_PATH TEST_SOURCE_DIR "/man/iopulse.yaml.5"
+
+struct man_entry {
+	char section[32];
+	char key[64];
+	char text[2048]; /* the entry as it reads, up to the next one */
+};
+
+/* Appends @s to @out with the escapes the key entries use resolved. */
+static void man_unescape(const char *s, size_t n, char *out, size_t len)
+{
+	static const char *const esc[][2] = {
+		{"\\-", "-"}, {"\\(em", "\u2014"}, {"\\(mu", "x"}, {"\\(<=", "<="}, {"\\e", "\\"},
+		{"\\fP", ""}, {"\\fI", ""},	   {"\\fB", ""},   {"\\fR", ""},
+	};
+	size_t w = strlen(out);
+
+	for (size_t i = 0; i < n && w + 4 < len;) {
+		size_t e;
+
+		for (e = 0; e < sizeof(esc) / sizeof(esc[0]); e++)
+			if (!strncmp(s + i, esc[e][0], strlen(esc[e][0])))
+				break;
+		if (e < sizeof(esc) / sizeof(esc[0])) {
+			w += (size_t)snprintf(out + w, len - w, "%s", esc[e][1]);
+			i += strlen(esc[e][0]);
+		} else {
+			out[w++] = s[i++];
+			out[w] = '\0';
+		}
+	}
+}
+
+/* Appends the words of a source line as it reads: font macros' arguments (the
+ * alternating ones, .BR and such, without spaces between), other macros dropped. */
+static void man_append(const char *line, char *out, size_t len)
+{
+	const char *q = line;
+	bool alternating;
+
+	if (*out)
+		strncat(out, " ", len - strlen(out) - 1);
+	if (line[0] != '.') {
+		man_unescape(line, strlen(line), out, len);
+		return;
+	}
+	if (strcspn(line, " ") > 3 || !strchr("BIR", line[1]))
+		return;
+	alternating = line[2] != ' ';
+	q += strcspn(q, " ");
+	for (bool first = true; *(q += strspn(q, " ")); first = false) {
+		size_t n = *q == '"' ? strcspn(q + 1, "\"") : strcspn(q, " ");
+
+		if (!first && !alternating)
+			strncat(out, " ", len - strlen(out) - 1);
+		man_unescape(q + (*q == '"'), n, out, len);
+		q += n + (*q == '"' ? 2 : 0);
+	}
+}
+
+/* The key entries (".TP" then ".B key") of the four key sections, outside .RS. */
+static size_t man_entries(struct man_entry *e, size_t max)
+{
+	static const char *const sections[] = {"TOP LEVEL", "TARGETS", "PING PROBES",
+					       "BURST PROBES"};
+	char line[1024], section[32] = "";
+	FILE *f = fopen(MAN_PATH, "r");
+	struct man_entry *cur = NULL;
+	bool tp = false;
+	int depth = 0;
+	size_t n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		bool keys = false;
+
+		line[strcspn(line, "\n")] = '\0';
+		for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+			keys = keys || !strcmp(section, sections[i]);
+		if (!strncmp(line, ".SH ", 4) || !strcmp(line, ".PP") || !strcmp(line, ".RS") ||
+		    !strcmp(line, ".TP"))
+			cur = NULL;
+		if (!strncmp(line, ".SH ", 4))
+			snprintf(section, sizeof(section), "%s", line + 4 + (line[4] == '"'));
+		section[strcspn(section, "\"")] = '\0';
+		depth += !strcmp(line, ".RS") - !strcmp(line, ".RE");
+		if (!strcmp(line, ".TP")) {
+			tp = depth == 0;
+			continue;
+		}
+		if (tp && keys && !strncmp(line, ".B ", 3)) {
+			assert_true(n < max);
+			cur = &e[n++];
+			snprintf(cur->section, sizeof(cur->section), "%s", section);
+			snprintf(cur->key, sizeof(cur->key), "%.63s", line + 3);
+			cur->text[0] = '\0';
+		} else if (cur) {
+			man_append(line, cur->text, sizeof(cur->text));
+		}
+		tp = false;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Field @i (0-based) of @text split at ';', without the spaces around it. */
+static void man_field(const char *text, unsigned i, char *out, size_t len)
+{
+	size_t n;
+
+	for (; i && *text; i--)
+		text += strcspn(text, ";") + (text[strcspn(text, ";")] == ';');
+	text += strspn(text, " ");
+	n = strcspn(text, ";");
+	while (n && text[n - 1] == ' ')
+		n--;
+	snprintf(out, len, "%.*s", (int)n, text);
+}
+
+/*
+ * iopulse.yaml(5) documents every key of the schema and no other, each entry
+ * starting "type; default;" as the row has them: a row without an entry, an
+ * entry without a row, or another type or default fails.
+ */
+static void test_man_matches_schema(void **state)
+{
+	static struct man_entry e[128];
+	size_t n = man_entries(e, sizeof(e) / sizeof(e[0]));
+	struct cfg_key_doc d;
+	unsigned rows = 0;
+
+	(void)state;
+	assert_true(n > 0);
+	for (unsigned i = 0; cfg_key_doc(i, &d) == 0; i++, rows++) {
+		const char *want = d.required ? "required" : d.def ? d.def : "\u2014";
+		const struct man_entry *m = NULL;
+		char type[256], def[256];
+		size_t wl = strlen(want);
+
+		for (size_t j = 0; j < n; j++)
+			if (!strcmp(e[j].section, d.section) && !strcmp(e[j].key, d.name))
+				m = &e[j];
+		if (!m)
+			fail_msg("key '%s' (%s) has no entry in " MAN_PATH, d.name, d.section);
+		man_field(m->text, 0, type, sizeof(type));
+		man_field(m->text, 1, def, sizeof(def));
+		if (strcmp(type, d.type))
+			fail_msg("key '%s' (%s): the manual says type '%s', the schema '%s'",
+				 d.name, d.section, type, d.type);
+		if (strncmp(def, want, wl) || (def[wl] && def[wl] != ' ' && def[wl] != '.'))
+			fail_msg("key '%s' (%s): the manual says default '%s', the schema '%s'",
+				 d.name, d.section, def, want);
+	}
+	for (size_t j = 0; j < n; j++) {
+		bool found = false;
+
+		for (unsigned i = 0; cfg_key_doc(i, &d) == 0 && !found; i++)
+			found = !strcmp(e[j].section, d.section) && !strcmp(e[j].key, d.name);
+		if (!found)
+			fail_msg("entry '%s' (%s) of " MAN_PATH " is no key of the schema",
+				 e[j].key, e[j].section);
+	}
+	assert_int_equal(n, rows);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest fixed[] = {
@@ -1907,6 +2179,9 @@ int main(void)
 		cmocka_unit_test(test_load_file_not_regular),
 		cmocka_unit_test(test_depth_limit),
 		cmocka_unit_test(test_misc),
+		cmocka_unit_test(test_probe_same),
+		cmocka_unit_test(test_schema_defaults),
+		cmocka_unit_test(test_man_matches_schema),
 	};
 	enum { N_BAD = sizeof(bad_cases) / sizeof(bad_cases[0]) };
 	enum { N_FIXED = sizeof(fixed) / sizeof(fixed[0]) };
