@@ -188,6 +188,84 @@ static bool is_close(const char *s, const char *cand)
 	return edit_distance(s, cand) <= limit;
 }
 
+/* ---- the schema ---------------------------------------------------------------- */
+
+/*
+ * Every key of the configuration is one row of schema[] below: its name, where
+ * it is valid, the type that reads, prints and compares it, the field it fills,
+ * its default as written in YAML, its limits and a line of help. The walk over
+ * a mapping, the unknown, duplicate, misplaced and missing-key errors and their
+ * suggestions, the defaults, cfg_print(), cfg_target_same()/cfg_probe_same()
+ * and the key entries of iopulse.yaml(5) (a unit test compares them) all come
+ * from the rows. Checks between keys stay in code: check_target_kind(),
+ * check_ping(), check_burst() and resolve_probes().
+ */
+
+/* Where a key is valid: bits of the items it may appear in. */
+#define W_TARGET_KIND(k) (1U << (k))	   /* enum cfg_target_kind */
+#define W_PROBE_KIND(k)	 (1U << (3 + (k))) /* enum cfg_probe_kind */
+#define W_DIRECTORY	 W_TARGET_KIND(CFG_TARGET_DIRECTORY)
+#define W_FILE		 W_TARGET_KIND(CFG_TARGET_FILE)
+#define W_DEVICE	 W_TARGET_KIND(CFG_TARGET_DEVICE)
+#define W_TARGET	 (W_DIRECTORY | W_FILE | W_DEVICE)
+#define W_PING		 W_PROBE_KIND(CFG_PROBE_PING)
+#define W_BURST		 W_PROBE_KIND(CFG_PROBE_BURST)
+#define W_PROBE		 (W_PING | W_BURST)
+#define W_TOP		 (1U << 5)
+
+#define SCHEMA_MAX   48 /* rows; struct item has a slot for each */
+#define PRINT_GROUPS 3	/* values of struct key.print_group */
+
+struct key;
+
+/* A mapping being read: the top level, a target or a probe. */
+struct item {
+	const struct section *sec;
+	void *base;	/* the struct config, cfg_target or cfg_probe it fills */
+	unsigned valid; /* W_* of its kind; all of the section's while not known */
+	int kind;	/* a probe's kind from its 'type', -1 while not known */
+	const yaml_node_t *key[SCHEMA_MAX];   /* by row: the key as written, or NULL */
+	const yaml_node_t *value[SCHEMA_MAX]; /* by row: its value */
+};
+
+/* How one kind of value is read, printed and compared. */
+struct key_type {
+	const char *word; /* as iopulse.yaml(5) names it; NULL: the key's names, "a, b or c" */
+	int (*parse)(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it);
+	/* Writes " value\n" (or, for a list, "\n" and the items) after "key:". */
+	void (*print)(FILE *f, const struct key *k, const void *base, const struct config *c);
+	/* Whether the field is the same in @a and @b (of configurations @ac and @bc). */
+	bool (*same)(const struct key *k, const void *a, const void *b, const struct config *ac,
+		     const struct config *bc);
+	/* Sets the default where it cannot be written as one scalar (NULL: parse .def). */
+	void (*set_default)(const struct key *k, void *base);
+};
+
+struct key {
+	const char *name;
+	unsigned where; /* W_*: the items it is valid in */
+	const struct key_type *type;
+	size_t off, size; /* of the field it fills (FIELD()) */
+	const char *def;  /* the default, as written in YAML; NULL: none */
+	bool required;
+	int64_t min, max;		 /* limits, for the types that have them */
+	const char *const *names;	 /* enums: the values, in enum order, NULL-terminated */
+	const char *elsewhere;		 /* written where not valid: why, or what to use instead */
+	bool (*shown)(const void *base); /* cfg_print: printed only when this says so */
+	unsigned print_group; /* cfg_print prints an item's keys by group, then in table order */
+	const char *help;     /* one line, what it is for */
+};
+
+/* A section of the file: the rows whose 'where' meet @mask. */
+struct section {
+	unsigned mask;
+	const char *where; /* for messages: "at top level", "in target", "in probe" */
+	const char *noun;  /* "configuration", "target", "probe" */
+	/* The error for a key that is valid in another kind of item only. */
+	int (*misplaced)(struct parser *p, const struct item *it, const struct key *k,
+			 const yaml_node_t *knode);
+};
+
 /* ---- typed values ----------------------------------------------------------- */
 
 static int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out)
@@ -687,13 +765,16 @@ int cfg_parse_listen(const char *s, char *host, size_t host_len, uint16_t *port)
 	return 0;
 }
 
-static int parse_listen(struct parser *p, const yaml_node_t *n)
+static int parse_listen(struct parser *p, const struct key *k, const yaml_node_t *n,
+			struct item *it)
 {
 	struct config *c = p->c;
 	char host[sizeof(c->listen_host)];
 	const char *s = NULL;
 	uint16_t port = 0;
 	int r;
+	(void)k;
+	(void)it;
 
 	r = get_scalar(p, n, "listen", "a string", &s);
 	if (r < 0)
@@ -731,11 +812,13 @@ static int parse_listen(struct parser *p, const yaml_node_t *n)
 
 /* ---- buckets ------------------------------------------------------------------ */
 
-static int parse_buckets(struct parser *p, const yaml_node_t *n)
+static int parse_buckets(struct parser *p, const struct key *k, const yaml_node_t *n,
+			 struct item *it)
 {
-	struct config *c = p->c;
+	struct config *c = it->base;
 	size_t count;
 
+	(void)k;
 	if (n->type != YAML_SEQUENCE_NODE)
 		return fail_at(p, n, "'buckets' must be a list of durations, got %s", node_kind(n));
 	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
@@ -746,20 +829,20 @@ static int parse_buckets(struct parser *p, const yaml_node_t *n)
 			       CFG_MAX_BUCKETS);
 	c->n_buckets = 0;
 	for (size_t i = 0; i < count; i++) {
-		const yaml_node_t *it = node_get(p, n->data.sequence.items.start[i]);
+		const yaml_node_t *item = node_get(p, n->data.sequence.items.start[i]);
 		uint64_t v;
 		char a[32], b[32];
 		int r;
 
-		r = get_duration(p, it, "buckets", &v);
+		r = get_duration(p, item, "buckets", &v);
 		if (r < 0)
 			return r;
 		if (v == 0)
-			return fail_at(p, it, "'buckets' values must be greater than 0s");
+			return fail_at(p, item, "'buckets' values must be greater than 0s");
 		if (i && v <= c->buckets_ns[i - 1]) {
 			cfg_format_duration(v, a, sizeof(a));
 			cfg_format_duration(c->buckets_ns[i - 1], b, sizeof(b));
-			return fail_at(p, it,
+			return fail_at(p, item,
 				       "'buckets' must be strictly ascending, got %s after %s", a,
 				       b);
 		}
@@ -811,11 +894,14 @@ static int get_path(struct parser *p, const yaml_node_t *n, const char *key, con
  * 'require_mount': true, false, auto, or the mount point as an absolute path,
  * environment-expanded as the target's own path.
  */
-static int get_require_mount(struct parser *p, const yaml_node_t *v, struct cfg_target *t)
+static int parse_require_mount(struct parser *p, const struct key *k, const yaml_node_t *v,
+			       struct item *it)
 {
+	struct cfg_target *t = it->base;
 	const char *s = NULL;
 	bool self = false;
 	int r;
+	(void)k;
 
 	r = get_scalar(p, v, "require_mount", "true, false, auto or a path", &s);
 	if (r < 0)
@@ -843,10 +929,13 @@ static int get_require_mount(struct parser *p, const yaml_node_t *v, struct cfg_
 }
 
 /* 'keep_free': a size, or a percentage of the filesystem up to 90%; 0 keeps nothing. */
-static int get_keep_free(struct parser *p, const yaml_node_t *v, struct cfg_target *t)
+static int parse_keep_free(struct parser *p, const struct key *k, const yaml_node_t *v,
+			   struct item *it)
 {
+	struct cfg_target *t = it->base;
 	const char *s = NULL;
 	int r;
+	(void)k;
 
 	r = get_scalar(p, v, "keep_free", "a size or a percentage", &s);
 	if (r < 0)
@@ -880,11 +969,14 @@ static int check_block_size(struct parser *p, const yaml_node_t *n, uint64_t v)
  * 'block_size': one size, or for bursts "MIN-MAX" as fio's bsrange: each I/O is a
  * random multiple of MIN up to MAX, so MAX must be a multiple of MIN.
  */
-static int get_block_size(struct parser *p, const yaml_node_t *n, int kind, struct cfg_probe *pr)
+static int parse_block_size(struct parser *p, const struct key *k, const yaml_node_t *n,
+			    struct item *it)
 {
+	struct cfg_probe *pr = it->base;
 	char *lo_s, what[128], a[32], b[32];
 	const char *s, *dash;
 	int r;
+	(void)k;
 
 	r = get_scalar(p, n, "block_size", "a size", &s);
 	if (r < 0)
@@ -897,7 +989,7 @@ static int get_block_size(struct parser *p, const yaml_node_t *n, int kind, stru
 		pr->block_size_max = pr->block_size;
 		return check_block_size(p, n, pr->block_size);
 	}
-	if (kind == CFG_PROBE_PING)
+	if (it->kind == CFG_PROBE_PING)
 		return fail_at(p, n,
 			       "'block_size' of a ping probe must be one size, got '%s': ranges "
 			       "are for burst probes",
@@ -1025,84 +1117,6 @@ static void print_path(FILE *f, const char *s)
 	print_str(f, esc);
 	free(esc);
 }
-
-/* ---- the schema ---------------------------------------------------------------- */
-
-/*
- * Every key of the configuration is one row of schema[] below: its name, where
- * it is valid, the type that reads, prints and compares it, the field it fills,
- * its default as written in YAML, its limits and a line of help. The walk over
- * a mapping, the unknown, duplicate, misplaced and missing-key errors and their
- * suggestions, the defaults, cfg_print(), cfg_target_same()/cfg_probe_same()
- * and the key entries of iopulse.yaml(5) (a unit test compares them) all come
- * from the rows. Checks between keys stay in code: check_target_kind(),
- * check_ping(), check_burst() and resolve_probes().
- */
-
-/* Where a key is valid: bits of the items it may appear in. */
-#define W_TARGET_KIND(k) (1U << (k))	   /* enum cfg_target_kind */
-#define W_PROBE_KIND(k)	 (1U << (3 + (k))) /* enum cfg_probe_kind */
-#define W_DIRECTORY	 W_TARGET_KIND(CFG_TARGET_DIRECTORY)
-#define W_FILE		 W_TARGET_KIND(CFG_TARGET_FILE)
-#define W_DEVICE	 W_TARGET_KIND(CFG_TARGET_DEVICE)
-#define W_TARGET	 (W_DIRECTORY | W_FILE | W_DEVICE)
-#define W_PING		 W_PROBE_KIND(CFG_PROBE_PING)
-#define W_BURST		 W_PROBE_KIND(CFG_PROBE_BURST)
-#define W_PROBE		 (W_PING | W_BURST)
-#define W_TOP		 (1U << 5)
-
-#define SCHEMA_MAX   48 /* rows; struct item has a slot for each */
-#define PRINT_GROUPS 3	/* values of struct key.print_group */
-
-struct key;
-
-/* A mapping being read: the top level, a target or a probe. */
-struct item {
-	const struct section *sec;
-	void *base;	/* the struct config, cfg_target or cfg_probe it fills */
-	unsigned valid; /* W_* of its kind; all of the section's while not known */
-	int kind;	/* a probe's kind from its 'type', -1 while not known */
-	const yaml_node_t *key[SCHEMA_MAX];   /* by row: the key as written, or NULL */
-	const yaml_node_t *value[SCHEMA_MAX]; /* by row: its value */
-};
-
-/* How one kind of value is read, printed and compared. */
-struct key_type {
-	const char *word; /* as iopulse.yaml(5) names it; NULL: the key's names, "a, b or c" */
-	int (*parse)(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it);
-	/* Writes " value\n" (or, for a list, "\n" and the items) after "key:". */
-	void (*print)(FILE *f, const struct key *k, const void *base, const struct config *c);
-	/* Whether the field is the same in @a and @b (of configurations @ac and @bc). */
-	bool (*same)(const struct key *k, const void *a, const void *b, const struct config *ac,
-		     const struct config *bc);
-	/* Sets the default where it cannot be written as one scalar (NULL: parse .def). */
-	void (*set_default)(const struct key *k, void *base);
-};
-
-struct key {
-	const char *name;
-	unsigned where; /* W_*: the items it is valid in */
-	const struct key_type *type;
-	size_t off, size; /* of the field it fills (FIELD()) */
-	const char *def;  /* the default, as written in YAML; NULL: none */
-	bool required;
-	int64_t min, max;		 /* limits, for the types that have them */
-	const char *const *names;	 /* enums: the values, in enum order, NULL-terminated */
-	const char *elsewhere;		 /* written where not valid: why, or what to use instead */
-	bool (*shown)(const void *base); /* cfg_print: printed only when this says so */
-	unsigned print_group; /* cfg_print prints an item's keys by group, then in table order */
-	const char *help;     /* one line, what it is for */
-};
-
-/* A section of the file: the rows whose 'where' meet @mask. */
-struct section {
-	unsigned mask;
-	const char *where; /* for messages: "at top level", "in target", "in probe" */
-	const char *noun;  /* "configuration", "target", "probe" */
-	/* The error for a key that is valid in another kind of item only. */
-	int (*misplaced)(struct parser *p, const struct item *it, const struct key *k,
-			 const yaml_node_t *knode);
-};
 
 static void *field(const struct key *k, void *base)
 {
@@ -1475,13 +1489,6 @@ static const struct key_type type_engine = {NULL, parse_engine, print_chars, sam
 
 /* ---- types of one key each ---- */
 
-static int parse_block_size(struct parser *p, const struct key *k, const yaml_node_t *v,
-			    struct item *it)
-{
-	(void)k;
-	return get_block_size(p, v, it->kind, it->base);
-}
-
 static void print_block_size(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
 	const struct cfg_probe *pr = base;
@@ -1515,13 +1522,6 @@ static const struct key_type type_block_size = {"size", parse_block_size, print_
 static const struct key_type type_block_range = {"size or range MIN-MAX", parse_block_size,
 						 print_block_size, same_block_size, NULL};
 
-static int parse_keep_free(struct parser *p, const struct key *k, const yaml_node_t *v,
-			   struct item *it)
-{
-	(void)k;
-	return get_keep_free(p, v, it->base);
-}
-
 static void print_keep_free(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
 	const struct cfg_target *t = base;
@@ -1550,13 +1550,6 @@ static bool same_keep_free(const struct key *k, const void *a, const void *b,
 
 static const struct key_type type_keep_free = {"size or percentage", parse_keep_free,
 					       print_keep_free, same_keep_free, NULL};
-
-static int parse_require_mount(struct parser *p, const struct key *k, const yaml_node_t *v,
-			       struct item *it)
-{
-	(void)k;
-	return get_require_mount(p, v, it->base);
-}
 
 static void print_require_mount(FILE *f, const struct key *k, const void *base,
 				const struct config *c)
@@ -1588,14 +1581,6 @@ static const struct key_type type_require_mount = {"true, false, auto or an abso
 						   parse_require_mount, print_require_mount,
 						   same_require_mount, NULL};
 
-static int parse_listen_key(struct parser *p, const struct key *k, const yaml_node_t *v,
-			    struct item *it)
-{
-	(void)k;
-	(void)it;
-	return parse_listen(p, v);
-}
-
 static void print_listen(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
 	char buf[96];
@@ -1611,15 +1596,7 @@ static void print_listen(FILE *f, const struct key *k, const void *base, const s
 	fputc('\n', f);
 }
 
-static const struct key_type type_listen = {"address", parse_listen_key, print_listen, NULL, NULL};
-
-static int parse_buckets_key(struct parser *p, const struct key *k, const yaml_node_t *v,
-			     struct item *it)
-{
-	(void)k;
-	(void)it;
-	return parse_buckets(p, v);
-}
+static const struct key_type type_listen = {"address", parse_listen, print_listen, NULL, NULL};
 
 static void print_buckets(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
@@ -1645,33 +1622,19 @@ static void default_buckets(const struct key *k, void *base)
 	c->n_buckets = sizeof(default_buckets_ns) / sizeof(default_buckets_ns[0]);
 }
 
-static const struct key_type type_buckets = {"list of durations", parse_buckets_key, print_buckets,
+static const struct key_type type_buckets = {"list of durations", parse_buckets, print_buckets,
 					     NULL, default_buckets};
 
-static int parse_targets(struct parser *p, const yaml_node_t *n);
-static int parse_probes(struct parser *p, const yaml_node_t *n);
+static int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n,
+			 struct item *it);
+static int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n,
+			struct item *it);
 static void print_targets(FILE *f, const struct key *k, const void *base, const struct config *c);
 static void print_probes(FILE *f, const struct key *k, const void *base, const struct config *c);
 
-static int parse_targets_key(struct parser *p, const struct key *k, const yaml_node_t *v,
-			     struct item *it)
-{
-	(void)k;
-	(void)it;
-	return parse_targets(p, v);
-}
-
-static int parse_probes_key(struct parser *p, const struct key *k, const yaml_node_t *v,
-			    struct item *it)
-{
-	(void)k;
-	(void)it;
-	return parse_probes(p, v);
-}
-
-static const struct key_type type_targets = {"list of targets", parse_targets_key, print_targets,
-					     NULL, NULL};
-static const struct key_type type_probes = {"list of probes", parse_probes_key, print_probes, NULL,
+static const struct key_type type_targets = {"list of targets", parse_targets, print_targets, NULL,
+					     NULL};
+static const struct key_type type_probes = {"list of probes", parse_probes, print_probes, NULL,
 					    NULL};
 
 /* ---- the table ---- */
@@ -2064,10 +2027,13 @@ static int list_size(struct parser *p, const yaml_node_t *n, const char *key, un
 	return (int)count;
 }
 
-static int parse_targets(struct parser *p, const yaml_node_t *n)
+static int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n,
+			 struct item *it)
 {
 	int count, r;
 
+	(void)k;
+	(void)it;
 	count = list_size(p, n, "targets", CFG_MAX_TARGETS);
 	if (count < 0)
 		return count;
@@ -2322,10 +2288,13 @@ static int parse_probe(struct parser *p, const yaml_node_t *m, unsigned idx)
 	return 0;
 }
 
-static int parse_probes(struct parser *p, const yaml_node_t *n)
+static int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n,
+			struct item *it)
 {
 	int count, r;
 
+	(void)k;
+	(void)it;
 	count = list_size(p, n, "probes", CFG_MAX_PROBES);
 	if (count < 0)
 		return count;
@@ -2878,43 +2847,24 @@ uint64_t cfg_burst_buffer_bytes(const struct cfg_probe *p)
 
 const char *cfg_target_kind_name(enum cfg_target_kind k)
 {
-	switch (k) {
-	case CFG_TARGET_DIRECTORY:
-		return "directory";
-	case CFG_TARGET_FILE:
-		return "file";
-	case CFG_TARGET_DEVICE:
-		return "device";
-	}
-	return "unknown";
+	/* The names of the keys that make a target of each kind. */
+	static const char *const names[] = {
+		[CFG_TARGET_DIRECTORY] = "directory",
+		[CFG_TARGET_FILE] = "file",
+		[CFG_TARGET_DEVICE] = "device",
+	};
+
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "unknown";
 }
 
 const char *cfg_probe_kind_name(enum cfg_probe_kind k)
 {
-	switch (k) {
-	case CFG_PROBE_PING:
-		return "ping";
-	case CFG_PROBE_BURST:
-		return "burst";
-	}
-	return "unknown";
+	return (unsigned)k <= CFG_PROBE_BURST ? probe_kind_names[k] : "unknown";
 }
 
 const char *cfg_rw_name(enum cfg_rw rw)
 {
-	switch (rw) {
-	case CFG_RW_RANDREAD:
-		return "randread";
-	case CFG_RW_RANDWRITE:
-		return "randwrite";
-	case CFG_RW_RANDRW:
-		return "randrw";
-	case CFG_RW_READ:
-		return "read";
-	case CFG_RW_WRITE:
-		return "write";
-	}
-	return "unknown";
+	return (unsigned)rw <= CFG_RW_WRITE ? rw_names[rw] : "unknown";
 }
 
 const char *cfg_require_mount_name(enum cfg_require_mount m)
