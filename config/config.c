@@ -773,6 +773,7 @@ static int parse_listen(struct parser *p, const struct key *k, const yaml_node_t
 	const char *s = NULL;
 	uint16_t port = 0;
 	int r;
+
 	(void)k;
 	(void)it;
 
@@ -901,6 +902,7 @@ static int parse_require_mount(struct parser *p, const struct key *k, const yaml
 	const char *s = NULL;
 	bool self = false;
 	int r;
+
 	(void)k;
 
 	r = get_scalar(p, v, "require_mount", "true, false, auto or a path", &s);
@@ -935,6 +937,7 @@ static int parse_keep_free(struct parser *p, const struct key *k, const yaml_nod
 	struct cfg_target *t = it->base;
 	const char *s = NULL;
 	int r;
+
 	(void)k;
 
 	r = get_scalar(p, v, "keep_free", "a size or a percentage", &s);
@@ -974,8 +977,9 @@ static int parse_block_size(struct parser *p, const struct key *k, const yaml_no
 {
 	struct cfg_probe *pr = it->base;
 	char *lo_s, what[128], a[32], b[32];
-	const char *s, *dash;
+	const char *s = NULL, *dash;
 	int r;
+
 	(void)k;
 
 	r = get_scalar(p, n, "block_size", "a size", &s);
