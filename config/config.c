@@ -1077,9 +1077,9 @@ static void print_str(FILE *f, const char *s)
 		const unsigned char *u = (const unsigned char *)s;
 
 		/* Escaped: what a double-quoted YAML scalar may not hold as it is
-		 * (C0 and C1 controls, DEL) or would read back otherwise (NEL, the
-		 * line and paragraph separators fold like line breaks; a BOM is
-		 * dropped). */
+		 * (C0 and C1 controls, DEL, the non-characters U+FFFE and U+FFFF)
+		 * or would read back otherwise (NEL, the line and paragraph
+		 * separators fold like line breaks; a BOM is dropped). */
 		if (u[0] == '"' || u[0] == '\\')
 			fprintf(f, "\\%c", u[0]);
 		else if (u[0] < 0x20 || u[0] == 0x7f)
@@ -1092,6 +1092,9 @@ static void print_str(FILE *f, const char *s)
 			s += 2;
 		} else if (u[0] == 0xef && u[1] == 0xbb && u[2] == 0xbf) {
 			fputs("\\ufeff", f);
+			s += 2;
+		} else if (u[0] == 0xef && u[1] == 0xbf && (u[2] == 0xbe || u[2] == 0xbf)) {
+			fputs(u[2] == 0xbe ? "\\ufffe" : "\\uffff", f);
 			s += 2;
 		} else {
 			fputc(u[0], f);

@@ -1478,6 +1478,23 @@ static void test_env_expansion(void **state)
 	unsetenv("IOPULSE_TEST_EMPTY");
 }
 
+/* Printed strings load back, whatever they hold: libyaml refuses U+FFFE and
+ * U+FFFF as they are, so they are printed escaped. */
+static void test_print_escapes(void **state)
+{
+	struct config *c;
+
+	(void)state;
+	c = load_ok(
+		"targets:\n  - name: a\n    directory: \"/a\\uffff\\ufffe\\u2028\\x85\\ufeffb\"\n"
+		"probes:\n  - name: p\n    type: ping\n    target: a\n");
+	assert_string_equal(c->targets[0].path,
+			    "/a\xef\xbf\xbf\xef\xbf\xbe\xe2\x80\xa8\xc2\x85\xef\xbb\xbf"
+			    "b");
+	assert_print_reloads(c);
+	cfg_free(c);
+}
+
 static void test_scalars_are_strings(void **state)
 {
 	struct config *c;
@@ -2169,6 +2186,7 @@ int main(void)
 		cmocka_unit_test(test_listen_forms),
 		cmocka_unit_test(test_parse_listen),
 		cmocka_unit_test(test_env_expansion),
+		cmocka_unit_test(test_print_escapes),
 		cmocka_unit_test(test_scalars_are_strings),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_embedded_default),
