@@ -200,9 +200,10 @@ static bool rl_admit(int level, const char *msg, const char *key)
 
 void log_flush_suppressed(void)
 {
-	uint64_t now = rl_now_ns();
+	uint64_t now;
 
 	pthread_mutex_lock(&log_mu);
+	now = rl_now_ns(); /* the clock is set under log_mu */
 	for (unsigned i = 0; i < RL_SLOTS; i++)
 		if (rl_slots[i].hash && now - rl_slots[i].window_ns >= rl_interval_ns)
 			rl_report(&rl_slots[i]);

@@ -1136,6 +1136,8 @@ static void test_errors(void **state)
 	assert_int_equal(r.ret, 0);
 	assert_int_equal(r.res.error, -EINVAL);
 	assert_int_equal(total_ios(&r.res), 500); /* nothing after it: it stopped there */
+	/* Stopped there, not at its deadline: half the duration is ages for 500 I/Os. */
+	assert_true(r.wall_ns < cfg.duration_ns / 2);
 	rec_done();
 
 	/* An engine that cannot start: burst_run() says so, every job cleans up. */
@@ -1188,6 +1190,7 @@ static void test_stop(void **state)
 		/* The stopper's 100ms started before burst_new(), the wall clock after.
 		 * How soon it returns depends on the machine, not the code. */
 		assert_true(r.wall_ns >= 50 * MSEC);
+		assert_true(r.wall_ns < cfg.duration_ns / 2); /* at the stop, not the deadline */
 		assert_true(total_ios(&r.res) > 0);
 	}
 }
@@ -1211,6 +1214,7 @@ static void test_timeout(void **state)
 	assert_int_equal(r.res.dir[IO_READ].errors, 0); /* our cancel, not the device */
 	assert_true(atomic_load(&hang_cancels) >= 1);	/* cancelled, not waited out */
 	assert_true(r.wall_ns >= 50 * MSEC);
+	assert_true(r.wall_ns < cfg.duration_ns / 2); /* at the timeout, not the deadline */
 
 	/* Every I/O of a full queue timed out; all jobs stop. */
 	cfg.iodepth = 4;
@@ -1219,6 +1223,7 @@ static void test_timeout(void **state)
 	assert_int_equal(r.ret, 0);
 	assert_int_equal(r.res.timeouts, 8);
 	assert_int_equal(r.res.error, -ETIMEDOUT);
+	assert_true(r.wall_ns < cfg.duration_ns / 2);
 }
 
 /* Cancel does nothing: the I/O stays in the "kernel". burst_run still returns
@@ -1242,6 +1247,7 @@ static void test_timeout_wedged(void **state)
 	wall = now_ns() - start;
 	assert_int_equal(res->timeouts, 2);
 	assert_int_equal(res->error, -ETIMEDOUT); /* returned at all: abandoned, not waited */
+	assert_true(wall < cfg.duration_ns / 2);
 	/* The abandoned I/O is still "in flight". */
 	assert_true(burst_inflight_since(b) >= start && burst_inflight_since(b) <= start + wall);
 	assert_int_equal(burst_run(b, target4m(), NULL, &res), -EBUSY);
