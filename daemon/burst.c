@@ -569,7 +569,7 @@ static void prepare_batch(struct job_run *st, unsigned n, bool measured)
 	const bool sequential = b->sequential, mixed = b->mixed, writes_only = b->writes_only;
 	struct burst_slot **const freel = j->free;
 	struct io_req **const batch = j->batch;
-	struct rng rng = st->rng;
+	struct rng *const rng = &st->rng; /* in place: a copy stalls store forwarding */
 	uint64_t seq_next = st->seq_next;
 	unsigned nfree = st->nfree;
 
@@ -580,7 +580,7 @@ static void prepare_batch(struct job_run *st, unsigned n, bool measured)
 		bool wr;
 
 		if (n_sizes > 1)
-			k += rng_below(&rng, n_sizes);
+			k += rng_below(rng, n_sizes);
 		len = k * bs;
 		if (sequential) {
 			if (seq_next + len > seq_hi)
@@ -588,11 +588,11 @@ static void prepare_batch(struct job_run *st, unsigned n, bool measured)
 			off = seq_next;
 			seq_next += len;
 		} else {
-			off = ws_start + rng_below(&rng, ws_slots - k) * bs;
+			off = ws_start + rng_below(rng, ws_slots - k) * bs;
 		}
-		wr = writes_only || (mixed && (rng_next(&rng) >> 11) >= mix_thresh);
+		wr = writes_only || (mixed && (rng_next(rng) >> 11) >= mix_thresh);
 		if (wr)
-			rng_fill(&rng, req->buf, len);
+			rng_fill(rng, req->buf, len);
 		req->op = wr ? IO_WRITE : IO_READ;
 		req->offset = off;
 		req->len = (uint32_t)len;
@@ -600,7 +600,6 @@ static void prepare_batch(struct job_run *st, unsigned n, bool measured)
 		s->measured = measured;
 		batch[i] = req;
 	}
-	st->rng = rng;
 	st->seq_next = seq_next;
 	st->nfree = nfree;
 }

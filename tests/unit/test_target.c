@@ -911,14 +911,15 @@ static char mounted[4][PATH_MAX]; /* detached by teardown(), should a test fail 
 
 static bool mount_tmpfs(const char *dir, const char *size)
 {
+	size_t n = strlen(dir);
 	char opts[64];
 
 	snprintf(opts, sizeof(opts), "size=%s,mode=0700", size);
-	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+	if (n >= PATH_MAX || mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		return false;
 	for (unsigned i = 0; i < 4; i++) {
 		if (!mounted[i][0]) {
-			snprintf(mounted[i], sizeof(mounted[i]), "%s", dir);
+			memcpy(mounted[i], dir, n + 1);
 			break;
 		}
 	}
