@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,19 +244,21 @@ static void put_series_name(struct buf *b, const struct snap_family *f, const st
 
 	buf_puts(b, f->name);
 	buf_puts(b, suffix);
-	if (!f->n_labels && !le)
+	if (!f->n_labels && !s->n_extra && !le)
 		return;
 	buf_append(b, "{", 1);
-	for (i = 0; i < f->n_labels; i++) {
+	for (i = 0; i < f->n_labels + s->n_extra; i++) {
+		bool own = i < f->n_labels;
+
 		if (i)
 			buf_append(b, ",", 1);
-		buf_puts(b, f->labels[i]);
+		buf_puts(b, own ? f->labels[i] : s->extra[2 * (i - f->n_labels)]);
 		buf_append(b, "=\"", 2);
-		put_escaped(b, s->values[i], 1);
+		put_escaped(b, own ? s->values[i] : s->extra[2 * (i - f->n_labels) + 1], 1);
 		buf_append(b, "\"", 1);
 	}
 	if (le) {
-		if (f->n_labels)
+		if (f->n_labels + s->n_extra)
 			buf_append(b, ",", 1);
 		buf_append(b, "le=\"", 4);
 		buf_append(b, le, le_len);

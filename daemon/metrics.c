@@ -77,6 +77,8 @@ struct metrics_blob {
 struct metrics_shared {
 	unsigned refs; /* under the registry mutex */
 	char *values[METRICS_MAX_LABELS];
+	unsigned n_extra;			   /* labels of this series only */
+	char *extra[2 * METRICS_MAX_EXTRA_LABELS]; /* their names and values, in pairs */
 	struct metrics_blob *slot[METRICS_CACHE_SLOTS];
 	uint64_t slot_gen[METRICS_CACHE_SLOTS]; /* the series generation slot[] renders */
 };
@@ -124,6 +126,8 @@ static void shared_unref(struct metrics_shared *sh)
 		return;
 	for (i = 0; i < METRICS_MAX_LABELS; i++)
 		free(sh->values[i]);
+	for (i = 0; i < 2 * sh->n_extra; i++)
+		free(sh->extra[i]);
 	for (i = 0; i < METRICS_CACHE_SLOTS; i++)
 		blob_unref(sh->slot[i]);
 	free(sh);
@@ -324,13 +328,51 @@ static int values_cmp(const char *const *a, const char *const *b, unsigned n)
 	return 0;
 }
 
+/* Then by the extra labels: their number, then names and values in pairs. */
+static int series_cmp(const struct metric_family *f, const struct metrics_shared *sh,
+		      const char *const *values, const char *const *extra, unsigned n_extra)
+{
+	int c = values_cmp((const char *const *)sh->values, values, f->n_labels);
+
+	if (c || sh->n_extra != n_extra)
+		return c ? c : sh->n_extra < n_extra ? -1 : 1;
+	return values_cmp((const char *const *)sh->extra, extra, 2 * n_extra);
+}
+
+/* Extra labels: valid names, none reserved, none the family's or given twice. */
+static bool extra_valid(const struct metric_family *f, const char *const *extra, unsigned n_extra)
+{
+	if (n_extra > METRICS_MAX_EXTRA_LABELS || (n_extra && !extra))
+		return false;
+	for (unsigned i = 0; i < n_extra; i++) {
+		const char *name = extra[2 * i];
+
+		if (!name_valid(name, false) || !strncmp(name, "__", 2) || !extra[2 * i + 1] ||
+		    (f->type == METRIC_HISTOGRAM && !strcmp(name, "le")))
+			return false;
+		for (unsigned j = 0; j < f->n_labels; j++)
+			if (!strcmp(name, f->labels[j]))
+				return false;
+		for (unsigned j = 0; j < i; j++)
+			if (!strcmp(name, extra[2 * j]))
+				return false;
+	}
+	return true;
+}
+
 struct metric_series *metrics_series(struct metric_family *f, const char *const *values)
+{
+	return metrics_series_extra(f, values, NULL, 0);
+}
+
+struct metric_series *metrics_series_extra(struct metric_family *f, const char *const *values,
+					   const char *const *extra, unsigned n_extra)
 {
 	struct metric_series *s = NULL;
 	struct metrics *m;
 	unsigned i, pos;
 
-	if (!f || (f->n_labels && !values))
+	if (!f || (f->n_labels && !values) || !extra_valid(f, extra, n_extra))
 		return NULL;
 	for (i = 0; i < f->n_labels; i++)
 		if (!values[i])
@@ -340,8 +382,7 @@ struct metric_series *metrics_series(struct metric_family *f, const char *const 
 	pthread_mutex_lock(&m->lock);
 	/* Sorted: stop at the first series that sorts after @values. */
 	for (i = 0; i < f->n_series; i++) {
-		int c = values_cmp((const char *const *)f->series[i]->shared->values, values,
-				   f->n_labels);
+		int c = series_cmp(f, f->series[i]->shared, values, extra, n_extra);
 
 		if (c == 0) {
 			s = f->series[i];
@@ -366,6 +407,12 @@ struct metric_series *metrics_series(struct metric_family *f, const char *const 
 	for (i = 0; i < f->n_labels; i++) {
 		s->shared->values[i] = strdup(values[i]);
 		if (!s->shared->values[i])
+			goto fail;
+	}
+	for (i = 0; i < 2 * n_extra; i++) {
+		s->shared->n_extra = i / 2 + 1; /* so that a partial copy is freed */
+		s->shared->extra[i] = strdup(extra[i]);
+		if (!s->shared->extra[i])
 			goto fail;
 	}
 	if (f->type == METRIC_HISTOGRAM) {
@@ -505,9 +552,12 @@ static void snap_family_free(struct snap_family *sf)
 	for (i = 0; i < sf->n_series; i++) {
 		struct snap_series *ss = &sf->series[i];
 
-		if (!ss->shared) /* a plain snapshot's own copies */
+		if (!ss->shared) { /* a plain snapshot's own copies */
 			for (j = 0; j < METRICS_MAX_LABELS; j++)
 				free((char *)ss->values[j]);
+			for (j = 0; j < 2 * METRICS_MAX_EXTRA_LABELS; j++)
+				free((char *)ss->extra[j]);
+		}
 		if (ss->cached)
 			continue;
 		free(ss->cumulative);
@@ -562,12 +612,20 @@ static int snap_series_copy(const struct metric_family *f, const struct metric_s
 			if (!ss->values[i])
 				return -ENOMEM;
 		}
+		for (i = 0; i < 2 * s->shared->n_extra; i++) {
+			ss->extra[i] = strdup(s->shared->extra[i]);
+			if (!ss->extra[i])
+				return -ENOMEM;
+		}
 	} else {
 		ss->shared = s->shared;
 		ss->shared->refs++;
 		for (i = 0; i < f->n_labels; i++)
 			ss->values[i] = s->shared->values[i];
+		for (i = 0; i < 2 * s->shared->n_extra; i++)
+			ss->extra[i] = s->shared->extra[i];
 	}
+	ss->n_extra = s->shared->n_extra;
 	if (slot >= 0 && s->shared->slot[slot] && s->shared->slot_gen[slot] == s->gen) {
 		ss->blob = s->shared->slot[slot];
 		ss->blob->refs++;

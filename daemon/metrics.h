@@ -17,7 +17,8 @@
 
 #include "hist.h"
 
-#define METRICS_MAX_LABELS 6
+#define METRICS_MAX_LABELS	 6
+#define METRICS_MAX_EXTRA_LABELS 8 /* of one series, metrics_series_extra() */
 
 enum metric_type {
 	METRIC_COUNTER,
@@ -66,6 +67,17 @@ struct metric_family *metrics_family(struct metrics *m, const char *name, enum m
  * allocation failure. */
 struct metric_series *metrics_series(struct metric_family *f, const char *const *values);
 
+/*
+ * As metrics_series(), with @n_extra (at most METRICS_MAX_EXTRA_LABELS) labels
+ * of this series only, after the family's: @extra holds their names and values
+ * in pairs (copied). For an info series whose label set differs from one series
+ * to the next (a target's user labels). Series sort by the family's labels,
+ * then by these. NULL also for an invalid, reserved ("__*", "le" on
+ * histograms) or duplicate name, or one of the family's.
+ */
+struct metric_series *metrics_series_extra(struct metric_family *f, const char *const *values,
+					   const char *const *extra, unsigned n_extra);
+
 /* Remove a series from the registry and free it; NULL is a no-op. */
 void metrics_series_drop(struct metric_series *s);
 
@@ -101,10 +113,12 @@ struct metrics_blob;
 
 struct snap_series {
 	const char *values[METRICS_MAX_LABELS]; /* label values, as many as the family's labels */
-	double value;				/* counter / gauge */
-	uint64_t count;				/* histogram: number of samples */
-	double sum;				/* histogram: sum, in seconds */
-	uint64_t *cumulative;			/* histogram: n_bounds cumulative counts */
+	unsigned n_extra;			/* labels of this series only, after those */
+	const char *extra[2 * METRICS_MAX_EXTRA_LABELS]; /* their names and values, in pairs */
+	double value;					 /* counter / gauge */
+	uint64_t count;					 /* histogram: number of samples */
+	double sum;					 /* histogram: sum, in seconds */
+	uint64_t *cumulative;				 /* histogram: n_bounds cumulative counts */
 	struct hist_native native; /* histogram, METRICS_SNAP_NATIVE only: the native view */
 	/* metrics_snapshot_cached() only: the bytes last stored for this series in the
 	 * snapshot's cache slot, still current (the series has not changed since);

@@ -164,6 +164,13 @@ static void put_labels(struct buf *b, const struct snap_family *f, const struct 
 		pb_string(b, 2, s->values[i]); /* LabelPair.value */
 		pb_close(b, at);
 	}
+	for (i = 0; i < s->n_extra; i++) {
+		size_t at = pb_open(b, 1);
+
+		pb_string(b, 1, s->extra[2 * i]);
+		pb_string(b, 2, s->extra[2 * i + 1]);
+		pb_close(b, at);
+	}
 }
 
 static int put_native(struct buf *b, const struct snap_series *s)
