@@ -1588,6 +1588,164 @@ static const struct key_type type_require_mount = {"true, false, auto or an abso
 						   parse_require_mount, print_require_mount,
 						   same_require_mount, NULL};
 
+/* ---- types: a target's labels ---- */
+
+/* Set by iopulse_target_info itself (target, kind, path, fstype, device, model) or
+ * by Prometheus when it scrapes (job, instance): a user label must not hide one. */
+static const char *const reserved_labels[] = {"target", "fstype", "kind",     "path", "device",
+					      "model",	"job",	  "instance", NULL};
+
+/* A Prometheus label name: [a-zA-Z_][a-zA-Z0-9_]*, shorter than CFG_NAME_MAX. */
+static bool label_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n >= CFG_NAME_MAX || (*s >= '0' && *s <= '9'))
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
+}
+
+/* C0 and C1 controls and DEL (a NUL too, which would end the value early). */
+static bool has_control(const yaml_node_t *n)
+{
+	const unsigned char *u = n->data.scalar.value;
+
+	for (size_t i = 0; i < n->data.scalar.length; i++)
+		if (u[i] < 0x20 || u[i] == 0x7f ||
+		    (u[i] == 0xc2 && i + 1 < n->data.scalar.length && u[i + 1] >= 0x80 &&
+		     u[i + 1] <= 0x9f))
+			return true;
+	return false;
+}
+
+static int parse_label_name(struct parser *p, const yaml_node_t *kn, struct cfg_target *t)
+{
+	const char *s;
+
+	if (kn->type != YAML_SCALAR_NODE || node_has_nul(kn))
+		return fail_at(p, kn, "'labels' must map label names to strings, got %s as a name",
+			       node_has_nul(kn) ? "a NUL byte (\\0)" : node_kind(kn));
+	s = node_str(kn);
+	if (!label_name_valid(s))
+		return fail_at(p, kn,
+			       "invalid label name '%s' in 'labels': use 1 to %d characters from "
+			       "A-Z a-z 0-9 _, not starting with a digit",
+			       s, CFG_NAME_MAX - 1);
+	if (!strncmp(s, "__", 2))
+		return fail_at(p, kn,
+			       "label name '%s' in 'labels' must not start with '__' (reserved "
+			       "by Prometheus)",
+			       s);
+	for (const char *const *r = reserved_labels; *r; r++)
+		if (!strcmp(s, *r))
+			return fail_at(p, kn,
+				       "label name '%s' in 'labels' is reserved (target, kind, "
+				       "path, fstype, device and model are iopulse_target_info's "
+				       "own, job and instance Prometheus')",
+				       s);
+	for (unsigned i = 0; i < t->n_labels; i++)
+		if (!strcmp(s, t->labels[i].name))
+			return fail_at(p, kn, "duplicate label '%s' in 'labels'", s);
+	strcpy(t->labels[t->n_labels].name, s);
+	return 0;
+}
+
+static int parse_label_value(struct parser *p, const yaml_node_t *kn, const yaml_node_t *v,
+			     struct cfg_target *t)
+{
+	struct cfg_label *l = &t->labels[t->n_labels];
+
+	if (v->type != YAML_SCALAR_NODE)
+		return fail_at(p, v, "label '%s' in 'labels' must be a string, got %s", l->name,
+			       node_kind(v));
+	if (node_is_null(v) || !v->data.scalar.length)
+		return fail_at(p, node_is_null(v) ? kn : v,
+			       "label '%s' in 'labels' must not be empty", l->name);
+	if (v->data.scalar.length > CFG_LABEL_VALUE_MAX)
+		return fail_at(p, v,
+			       "label '%s' in 'labels' is %zu bytes long, at most %d are allowed",
+			       l->name, v->data.scalar.length, CFG_LABEL_VALUE_MAX);
+	if (has_control(v))
+		return fail_at(p, v, "label '%s' in 'labels' must not contain control characters",
+			       l->name);
+	memcpy(l->value, v->data.scalar.value, v->data.scalar.length);
+	l->value[v->data.scalar.length] = '\0';
+	return 0;
+}
+
+/* 'labels': a mapping of at most CFG_MAX_LABELS names to bounded values. */
+static int parse_labels(struct parser *p, const struct key *k, const yaml_node_t *n,
+			struct item *it)
+{
+	struct cfg_target *t = it->base;
+	size_t count;
+
+	(void)k;
+	if (n->type != YAML_MAPPING_NODE)
+		return fail_at(p, n, "'labels' must be a mapping of label names to strings, got %s",
+			       node_is_null(n) ? "nothing" : node_kind(n));
+	count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+	if (count > CFG_MAX_LABELS)
+		return fail_at(p, n, "'labels' has %zu entries, at most %d are allowed", count,
+			       CFG_MAX_LABELS);
+	t->n_labels = 0;
+	for (size_t i = 0; i < count; i++) {
+		const yaml_node_pair_t *pair = &n->data.mapping.pairs.start[i];
+		const yaml_node_t *kn = node_get(p, pair->key), *v = node_get(p, pair->value);
+		int r = parse_label_name(p, kn, t);
+
+		if (r == 0)
+			r = parse_label_value(p, kn, v, t);
+		if (r < 0)
+			return r;
+		t->n_labels++;
+	}
+	return 0;
+}
+
+static void print_labels(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	const struct cfg_target *t = base;
+
+	(void)k;
+	(void)c;
+	fputc('\n', f);
+	for (unsigned i = 0; i < t->n_labels; i++) {
+		fputs("      ", f);
+		print_str(f, t->labels[i].name);
+		fputs(": ", f);
+		print_str(f, t->labels[i].value);
+		fputc('\n', f);
+	}
+}
+
+/* In the order written: a reordered mapping is another target, as for any other
+ * change of the file (simple, and it never keeps a wrong series). */
+static bool same_labels(const struct key *k, const void *a, const void *b, const struct config *ac,
+			const struct config *bc)
+{
+	const struct cfg_target *ta = a, *tb = b;
+
+	(void)k;
+	(void)ac;
+	(void)bc;
+	if (ta->n_labels != tb->n_labels)
+		return false;
+	for (unsigned i = 0; i < ta->n_labels; i++)
+		if (strcmp(ta->labels[i].name, tb->labels[i].name) ||
+		    strcmp(ta->labels[i].value, tb->labels[i].value))
+			return false;
+	return true;
+}
+
+static bool shown_if_labels(const void *base)
+{
+	return ((const struct cfg_target *)base)->n_labels > 0;
+}
+
+static const struct key_type type_labels = {"mapping of label names to strings", parse_labels,
+					    print_labels, same_labels, NULL};
+
 static void print_listen(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
 	char buf[96];
@@ -1720,6 +1878,8 @@ static const struct key schema[] = {
 	 .help = "allow a target on tmpfs or ramfs"},
 	{"allow_device_writes", W_DEVICE, &type_bool, TGT(allow_device_writes), .def = "false",
 	 .elsewhere = "", .help = "allow write probes on the device"},
+	{"labels", W_TARGET, &type_labels, TGT(labels), .shown = shown_if_labels,
+	 .help = "extra labels of the target's iopulse_target_info series"},
 
 	/* probes */
 	{"name", W_PROBE, &type_name, PRB(name), .required = true, .help = "the probe label"},

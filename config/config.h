@@ -54,6 +54,8 @@
 #define CFG_MIN_EVERY_NS    1000000000ULL     /* 1s */
 #define CFG_MAX_EVERY_NS    86400000000000ULL /* 24h */
 #define CFG_MAX_LAYOUT_RATE (1ULL << 40)      /* bytes per second */
+#define CFG_MAX_LABELS	    8		      /* a target's 'labels' */
+#define CFG_LABEL_VALUE_MAX 128		      /* bytes, without the NUL */
 /*
  * A burst's I/O buffers: jobs x iodepth x the largest block_size, each buffer
  * rounded up to CFG_BURST_BUF_ALIGN (cfg_burst_buffer_bytes()). They exist only
@@ -139,6 +141,12 @@ struct cfg_pos {
 	unsigned col;  /* 1-based */
 };
 
+/* One of a target's 'labels': an extra label of its iopulse_target_info series. */
+struct cfg_label {
+	char name[CFG_NAME_MAX];	     /* [a-zA-Z_][a-zA-Z0-9_]*, not reserved */
+	char value[CFG_LABEL_VALUE_MAX + 1]; /* non-empty, no control characters */
+};
+
 struct cfg_target {
 	char name[CFG_NAME_MAX];
 	enum cfg_target_kind kind;
@@ -155,6 +163,8 @@ struct cfg_target {
 	 * percentage, default 5%); one of the two is 0, both on other targets. */
 	uint64_t keep_free_bytes;
 	double keep_free_fraction;
+	struct cfg_label labels[CFG_MAX_LABELS]; /* 'labels', in the order written */
+	unsigned n_labels;
 	struct cfg_pos pos; /* of the list item */
 };
 

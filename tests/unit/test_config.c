@@ -157,7 +157,7 @@ static const struct bad_case bad_cases[] = {
 	{"target_unknown_key", "targets:\n  - name: disk\n    dir: /srv/x\n" P,
 	 "t.yaml:3:5: unknown key 'dir' in target (valid keys: name, directory, file, device, "
 	 "size, layout_rate, keep_free, require_mount, direct, allow_memory_backed, "
-	 "allow_device_writes)"},
+	 "allow_device_writes, labels)"},
 	{"target_unknown_key_suggest", "targets:\n  - name: disk\n    directroy: /srv/x\n" P,
 	 "t.yaml:3:5: unknown key 'directroy' in target, did you mean 'directory'?"},
 	{"target_both_kinds", "targets:\n  - name: disk\n    directory: /srv/x\n    file: /f\n" P,
