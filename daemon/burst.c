@@ -1142,6 +1142,11 @@ uint64_t burst_buffer_bytes(const struct burst *b)
 
 /* ---------------------------------------------------------------- probe ops */
 
+static const char *burst_op_name(const struct cfg_probe *c)
+{
+	return cfg_rw_name(c->rw);
+}
+
 static unsigned burst_io_ops(const struct cfg_probe *c)
 {
 	bool rd = c->rw == CFG_RW_RANDREAD || c->rw == CFG_RW_READ || c->rw == CFG_RW_RANDRW;
@@ -1227,8 +1232,9 @@ static void burst_probe_free(struct probe *p)
 
 const struct probe_ops burst_probe_ops = {
 	.kind = CFG_PROBE_BURST,
-	.flags = PROBE_F_SKIP_IF_BUSY | PROBE_F_OWN_TIMEOUTS,
+	.flags = PROBE_F_SKIP_IF_BUSY | PROBE_F_OWN_TIMEOUTS | PROBE_F_EXCLUSIVE,
 	.io_ops = burst_io_ops,
+	.op_name = burst_op_name,
 	.init = burst_probe_init,
 	.run = burst_probe_run,
 	.inflight_since = burst_probe_inflight_since,

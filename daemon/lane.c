@@ -72,7 +72,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	r = probe_outcome_init(&l->outcome, cfg->buckets_ns, cfg->n_buckets);
 	if (r < 0)
 		return r;
-	r = probe_metrics_target_init(&l->series, m, tc->name);
+	r = probe_metrics_target_init(&l->series, m, tc);
 	if (r < 0)
 		return r;
 
@@ -83,10 +83,11 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 			continue;
 		lp = &l->probes[l->n_probes++];
 		lp->cfg = &cfg->probes[i];
-		r = probe_metrics_init(&lp->series, m, cfg, lp->cfg, tc->name);
+		lane_probe_setup(l, lp, cfg);
+		r = probe_metrics_init(&lp->series, m, cfg, lp->cfg, tc->name,
+				       lp->engine ? lp->engine : lp->cfg->engine);
 		if (r < 0)
 			return r;
-		lane_probe_setup(l, lp, cfg);
 		if (cfg_probe_writes(lp->cfg))
 			l->target.want_write = true;
 	}
@@ -194,6 +195,24 @@ static void layout_failed(struct lane *l, int r)
 }
 
 /*
+ * iopulse_target_info after each open: what the target is on may be known for
+ * the first time, or have changed (a directory re-created on another disk). It
+ * reads sysfs, never the target's filesystem, so it cannot hang; the lane mutex
+ * keeps it apart from a reload dropping the series.
+ */
+static void lane_describe_target(struct lane *l)
+{
+	struct target_desc d;
+
+	target_describe(&l->target, &d);
+	pthread_mutex_lock(&l->mu);
+	if (!l->info_dropped && probe_metrics_target_info(&l->series, &d) < 0)
+		log_warning("Target %s: out of memory for iopulse_target_info, ignoring",
+			    l->cfg->name);
+	pthread_mutex_unlock(&l->mu);
+}
+
+/*
  * Before each run: checks the open target, or opens it (a deleted probe file is
  * re-created at once), and logs what it decides. Metadata calls (the checks,
  * opening) hang on a dead NFS or FUSE mount as readily as I/O does: they count as
@@ -204,6 +223,7 @@ static void layout_failed(struct lane *l, int r)
 static int lane_prepare_target(struct lane *l)
 {
 	char key[LOG_KEY_MAX], stale[sizeof(l->target.error)] = "";
+	bool opening = l->target.fd < 0;
 	int r;
 
 	if (l->target.fd < 0 && l->layout_retry_ns && eng_now_ns() < l->layout_retry_ns)
@@ -217,6 +237,7 @@ static int lane_prepare_target(struct lane *l)
 		if (r == -ESTALE) { /* a deleted probe file may be re-created; anything else
 				     * waits for the next run */
 			snprintf(stale, sizeof(stale), "%s", l->target.error);
+			opening = true;
 			r = target_open(&l->target);
 		}
 	}
@@ -239,6 +260,8 @@ static int lane_prepare_target(struct lane *l)
 	}
 	l->layout_backoff_ns = 0;
 	l->layout_retry_ns = 0;
+	if (opening)
+		lane_describe_target(l);
 	if (stale[0] && !l->down_logged)
 		log_state_warning(target_key(l, key), "Target %s: %s, re-opened", l->cfg->name,
 				  stale);
@@ -410,16 +433,35 @@ int lane_start(struct lane *l)
 	return 0;
 }
 
+/* Under the lane mutex: what a probe handed to the lane now waits behind, the
+ * probe running or, while none runs, the first in the queue. A burst holds the
+ * target for its whole run by design; anything else means slow storage. */
+static enum probe_wait lane_held_by(const struct lane *l)
+{
+	int pi = atomic_load(&l->running);
+
+	if (pi < 0 && l->q_len)
+		pi = (int)l->queue[l->q_head];
+	if (pi >= 0 && l->probes[pi].probe.ops->flags & PROBE_F_EXCLUSIVE)
+		return PROBE_WAIT_BURST;
+	return PROBE_WAIT_BUSY;
+}
+
 void lane_enqueue(struct lane *l, unsigned pi)
 {
 	struct lane_probe *lp = &l->probes[pi];
 
+	enum probe_wait why;
+
 	pthread_mutex_lock(&l->mu);
-	if (lp->queued || (lp->probe.ops->flags & PROBE_F_SKIP_IF_BUSY && (l->busy || l->q_len))) {
-		probe_metrics_skipped(&lp->series);
+	why = lane_held_by(l);
+	if (lp->probe.ops->flags & PROBE_F_SKIP_IF_BUSY && (l->busy || l->q_len)) {
+		probe_metrics_skipped(&lp->series, PROBE_WAIT_BUSY);
+	} else if (lp->queued) {
+		probe_metrics_skipped(&lp->series, why);
 	} else {
 		if (l->busy || l->q_len)
-			probe_metrics_deferred(&lp->series);
+			probe_metrics_deferred(&lp->series, why);
 		l->queue[(l->q_head + l->q_len) % l->n_probes] = pi;
 		l->q_len++;
 		lp->queued = true;
@@ -530,7 +572,27 @@ void lane_drop_probe_series(struct lane_probe *lp)
 
 void lane_drop_target_series(struct lane *l)
 {
+	pthread_mutex_lock(&l->mu);
+	l->info_dropped = true;
 	probe_metrics_target_drop(&l->series);
+	pthread_mutex_unlock(&l->mu);
+}
+
+void lane_drop_target_info(struct lane *l)
+{
+	pthread_mutex_lock(&l->mu);
+	l->info_dropped = true;
+	probe_metrics_target_info_drop(&l->series);
+	pthread_mutex_unlock(&l->mu);
+}
+
+void lane_adopt_target_info(struct lane *l, const struct lane *old)
+{
+	pthread_mutex_lock(&l->mu);
+	if (!l->info_dropped && probe_metrics_target_info(&l->series, &old->series.desc) < 0)
+		log_warning("Target %s: out of memory for iopulse_target_info, ignoring",
+			    l->cfg->name);
+	pthread_mutex_unlock(&l->mu);
 }
 
 void lane_destroy(struct lane *l)

@@ -6,7 +6,9 @@
  * target's lane, which runs them one at a time in the order they fell due. A
  * probe that falls due while the lane is busy waits its turn (counted as
  * deferred); one that falls due again before its previous turn came is
- * coalesced (counted as skipped, reason "busy"). A lane stuck in the kernel
+ * coalesced (counted as skipped). Both by reason: "burst" when a burst holds the
+ * target (expected: it owns the disk for its run), "busy" for anything else (the
+ * storage is slow for the schedule). A lane stuck in the kernel
  * blocks only itself: the scheduler and the HTTP thread read its state from
  * atomics.
  */
@@ -50,6 +52,7 @@ struct lane {
 	unsigned *queue; /* ring of probe indices, capacity n_probes */
 	unsigned q_head, q_len;
 	bool busy, stop, exited;
+	bool info_dropped; /* (mutex) a reload removed iopulse_target_info: leave it */
 	pthread_t thread;
 	bool initialised; /* mutex and condition variable exist */
 	bool started;
@@ -100,6 +103,12 @@ void lane_drop_probe_series(struct lane_probe *lp);
  * failures) of a removed target. Only scrape time touches them: the caller keeps
  * sched_collect() off the lane first. */
 void lane_drop_target_series(struct lane *l);
+/* Reload: remove the target's iopulse_target_info (every old lane's: each new
+ * lane has its own). A lane abandoned in the kernel no longer touches it. */
+void lane_drop_target_info(struct lane *l);
+/* Reload: new lane @l of an unchanged target says what @old (its lane before the
+ * reload, exited) found the target is on, until its own first open. */
+void lane_adopt_target_info(struct lane *l, const struct lane *old);
 /* Free what lane_init() allocated; the thread must have exited (or never started). */
 void lane_destroy(struct lane *l);
 

@@ -226,6 +226,11 @@ struct ping_probe {
 	_Atomic uint64_t inflight; /* submit time of the I/O in flight, 0 idle */
 };
 
+static const char *ping_op_name(const struct cfg_probe *c)
+{
+	return io_op_name(c->op);
+}
+
 static unsigned ping_io_ops(const struct cfg_probe *c)
 {
 	return 1u << (c->op == IO_WRITE ? IO_WRITE : IO_READ) |
@@ -315,6 +320,7 @@ static void ping_probe_free(struct probe *p)
 const struct probe_ops ping_probe_ops = {
 	.kind = CFG_PROBE_PING,
 	.io_ops = ping_io_ops,
+	.op_name = ping_op_name,
 	.init = ping_probe_init,
 	.run = ping_probe_run,
 	.inflight_since = ping_probe_inflight_since,

@@ -57,12 +57,17 @@ struct probe;
 
 #define PROBE_F_SKIP_IF_BUSY (1u << 0) /* never deferred behind another probe: skipped */
 #define PROBE_F_OWN_TIMEOUTS (1u << 1) /* counts and acts on its timeouts itself */
+/* Holds the target for a long run by design (a burst): a probe waiting behind it
+ * is expected, not a sign of slow storage (reason "burst", not "busy"). */
+#define PROBE_F_EXCLUSIVE (1u << 2)
 
 struct probe_ops {
 	enum cfg_probe_kind kind;
 	unsigned flags;				       /* PROBE_F_* */
 	unsigned (*io_ops)(const struct cfg_probe *c); /* bit (1 << io_op) per op issued */
-	int (*init)(struct probe *p);		       /* 0 or -errno; nothing to free then */
+	/* What it does, as iopulse_probe_info's op label: "read", "randrw"... */
+	const char *(*op_name)(const struct cfg_probe *c);
+	int (*init)(struct probe *p); /* 0 or -errno; nothing to free then */
 	/* Adds one run on p->target (open) to @out: 0, or -errno when it could not run
 	 * (out->why then says why, if errno does not). */
 	int (*run)(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <string.h>
 
 #include "probe_metrics.h"
 
@@ -15,6 +16,10 @@ static const char *const burst_percentiles[PROBE_BURST_QUANTILES] = {"50", "90",
 static const char *const pto[] = {"probe", "target", "op", NULL};
 static const char *const ptr[] = {"probe", "target", "reason", NULL};
 static const char *const pt[] = {"probe", "target", NULL};
+static const char *const wait_names[PROBE_WAIT_COUNT] = {
+	[PROBE_WAIT_BUSY] = "busy",
+	[PROBE_WAIT_BURST] = "burst",
+};
 
 /* ---------------------------------------------------------------- probes */
 
@@ -46,17 +51,83 @@ static int op_series(struct probe_series *s, const struct config *cfg, unsigned 
 	return 0;
 }
 
+/* What the probe is (type, op, engine) and how often it runs. */
+static int info_series(struct probe_series *s, const char *engine)
+{
+	static const char *const ptoe[] = {"probe", "target", "type", "op", "engine", NULL};
+	const struct probe_ops *ops = probe_ops_of(s->cfg->kind);
+	const char *v[] = {s->cfg->name,	 s->target, cfg_probe_kind_name(s->cfg->kind),
+			   ops->op_name(s->cfg), engine,    NULL};
+	struct metric_family *info, *interval;
+
+	info = metrics_family(s->m, "iopulse_probe_info", METRIC_GAUGE,
+			      "Always 1: what the probe is (type ping or burst, its op or rw, the "
+			      "engine in use).",
+			      ptoe, NULL, 0);
+	interval = metrics_family(s->m, "iopulse_probe_interval_seconds", METRIC_GAUGE,
+				  "Time between two runs of the probe: a ping's interval, a "
+				  "burst's every.",
+				  pt, NULL, 0);
+	if (!info || !interval)
+		return -ENOMEM;
+	s->info = metrics_series(info, v);
+	v[2] = NULL;
+	s->interval = metrics_series(interval, v);
+	if (!s->info || !s->interval)
+		return -ENOMEM;
+	metrics_set(s->info, 1);
+	metrics_set(s->interval, s->cfg->interval_ns / 1e9);
+	return 0;
+}
+
+/* Runs that waited their turn (pings) or were not made, by what held the target. */
+static int wait_series(struct probe_series *s, bool deferrable)
+{
+	struct metric_family *deferred, *skipped;
+	const char *v[] = {s->cfg->name, s->target, NULL, NULL};
+
+	deferred = metrics_family(s->m, "iopulse_probe_deferred_total", METRIC_COUNTER,
+				  "Runs that fell due while another probe had the target and "
+				  "waited their turn, by what held it (burst: a burst, which owns "
+				  "it by design; busy: other probes).",
+				  ptr, NULL, 0);
+	skipped =
+		metrics_family(s->m, "iopulse_probe_skipped_total", METRIC_COUNTER,
+			       "Runs not made, by reason (burst: the previous run still waited "
+			       "behind a burst, as expected; busy: it waited behind other probes, "
+			       "or a burst found the target busy: the storage is slow for the "
+			       "schedule).",
+			       ptr, NULL, 0);
+	if (!deferred || !skipped)
+		return -ENOMEM;
+	for (int w = 0; w < PROBE_WAIT_COUNT; w++) {
+		/* A burst never waits: it is skipped, and only ever for being busy. */
+		if (!deferrable && w != PROBE_WAIT_BUSY)
+			continue;
+		v[2] = wait_names[w];
+		s->skipped[w] = metrics_series(skipped, v);
+		if (deferrable)
+			s->deferred[w] = metrics_series(deferred, v);
+		if (!s->skipped[w] || (deferrable && !s->deferred[w]))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct config *cfg,
-		       const struct cfg_probe *p, const char *target)
+		       const struct cfg_probe *p, const char *target, const char *engine)
 {
 	const struct probe_ops *ops = probe_ops_of(p->kind);
-	bool deferrable = !(ops->flags & PROBE_F_SKIP_IF_BUSY);
-	struct metric_family *errs, *runs, *last, *deferred, *skipped;
+	struct metric_family *errs, *runs, *last;
 	const char *v[4] = {p->name, target, NULL, NULL};
 	int r;
 
 	*s = (struct probe_series){.m = m, .cfg = p, .target = target};
 	r = op_series(s, cfg, ops->io_ops(p));
+	if (r == 0)
+		r = info_series(s, engine);
+	if (r == 0)
+		r = wait_series(s, !(ops->flags & PROBE_F_SKIP_IF_BUSY));
 	if (r < 0)
 		return r;
 	errs = metrics_family(m, "iopulse_probe_errors_total", METRIC_COUNTER,
@@ -65,16 +136,7 @@ int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct c
 			      "Probe runs started, successful or not.", pt, NULL, 0);
 	last = metrics_family(m, "iopulse_probe_last_run_timestamp_seconds", METRIC_GAUGE,
 			      "Unix time the probe last started a run.", pt, NULL, 0);
-	deferred =
-		metrics_family(m, "iopulse_probe_deferred_total", METRIC_COUNTER,
-			       "Runs that fell due while another probe had the target and waited "
-			       "their turn.",
-			       pt, NULL, 0);
-	skipped = metrics_family(m, "iopulse_probe_skipped_total", METRIC_COUNTER,
-				 "Runs not made, by reason (busy: still waiting from the previous "
-				 "interval).",
-				 ptr, NULL, 0);
-	if (!errs || !runs || !last || !deferred || !skipped)
+	if (!errs || !runs || !last)
 		return -ENOMEM;
 	for (int e = 0; e < PROBE_ERR_COUNT; e++) {
 		v[2] = error_names[e];
@@ -82,14 +144,10 @@ int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct c
 		if (!s->errors[e])
 			return -ENOMEM;
 	}
-	v[2] = "busy";
-	s->skipped = metrics_series(skipped, v);
 	v[2] = NULL;
 	s->runs = metrics_series(runs, v);
 	s->last_run = metrics_series(last, v);
-	if (deferrable)
-		s->deferred = metrics_series(deferred, v);
-	if (!s->skipped || !s->runs || !s->last_run || (deferrable && !s->deferred))
+	if (!s->runs || !s->last_run)
 		return -ENOMEM;
 	return 0;
 }
@@ -155,14 +213,14 @@ void probe_metrics_error(struct probe_series *s, enum probe_err reason)
 	metrics_add(s->errors[reason], 1);
 }
 
-void probe_metrics_deferred(struct probe_series *s)
+void probe_metrics_deferred(struct probe_series *s, enum probe_wait reason)
 {
-	metrics_add(s->deferred, 1);
+	metrics_add(s->deferred[reason], 1);
 }
 
-void probe_metrics_skipped(struct probe_series *s)
+void probe_metrics_skipped(struct probe_series *s, enum probe_wait reason)
 {
-	metrics_add(s->skipped, 1);
+	metrics_add(s->skipped[reason], 1);
 }
 
 /* Under the registry lock: the last-burst gauges of op @op. */
@@ -230,17 +288,58 @@ void probe_metrics_drop(struct probe_series *s)
 		drop(&s->errors[e]);
 	drop(&s->runs);
 	drop(&s->last_run);
-	drop(&s->deferred);
-	drop(&s->skipped);
+	for (int w = 0; w < PROBE_WAIT_COUNT; w++) {
+		drop(&s->deferred[w]);
+		drop(&s->skipped[w]);
+	}
+	drop(&s->info);
+	drop(&s->interval);
 	drop(&s->burst_seconds);
 }
 
 /* ---------------------------------------------------------------- targets */
 
-int probe_metrics_target_init(struct target_series *s, struct metrics *m, const char *target)
+_Static_assert(CFG_MAX_LABELS <= METRICS_MAX_EXTRA_LABELS, "a target's labels must fit");
+
+/* iopulse_target_info for s->desc, with the target's user labels. */
+static int target_info_series(struct target_series *s)
+{
+	static const char *const labels[] = {"target", "kind",	"path", "fstype",
+					     "device", "model", NULL};
+	const struct cfg_target *t = s->cfg;
+	const char *v[] = {t->name,
+			   cfg_target_kind_name(t->kind),
+			   t->path,
+			   s->desc.fstype,
+			   s->desc.device,
+			   s->desc.model,
+			   NULL};
+	const char *extra[2 * CFG_MAX_LABELS];
+	struct metric_family *f;
+
+	f = metrics_family(s->m, "iopulse_target_info", METRIC_GAUGE,
+			   "Always 1: what the target is and is on (filesystem type, block "
+			   "device and its disk's model, empty where not known), with its "
+			   "configured labels.",
+			   labels, NULL, 0);
+	if (!f)
+		return -ENOMEM;
+	for (unsigned i = 0; i < t->n_labels; i++) {
+		extra[2 * i] = t->labels[i].name;
+		extra[2 * i + 1] = t->labels[i].value;
+	}
+	s->info = metrics_series_extra(f, v, extra, t->n_labels);
+	if (!s->info)
+		return -ENOMEM;
+	metrics_set(s->info, 1);
+	return 0;
+}
+
+int probe_metrics_target_init(struct target_series *s, struct metrics *m,
+			      const struct cfg_target *t)
 {
 	static const char *const t_labels[] = {"target", NULL};
-	const char *tv[] = {target, NULL};
+	const char *tv[] = {t->name, NULL};
 	struct metric_family *up, *inflight, *layout, *layout_failures;
 
 	up = metrics_family(m, "iopulse_target_up", METRIC_GAUGE,
@@ -267,7 +366,10 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m, const 
 	s->layout_failures = metrics_series(layout_failures, tv);
 	if (!s->up || !s->inflight || !s->layout || !s->layout_failures)
 		return -ENOMEM;
-	return 0;
+	s->m = m;
+	s->cfg = t;
+	memset(&s->desc, 0, sizeof(s->desc));
+	return target_info_series(s);
 }
 
 void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
@@ -283,8 +385,24 @@ void probe_metrics_layout_failed(struct target_series *s)
 	metrics_add(s->layout_failures, 1);
 }
 
+int probe_metrics_target_info(struct target_series *s, const struct target_desc *d)
+{
+	if (s->info && !memcmp(d, &s->desc, sizeof(*d)))
+		return 0;
+	/* Removed first: a scrape may see none for a moment, never two to join on. */
+	drop(&s->info);
+	s->desc = *d;
+	return target_info_series(s);
+}
+
+void probe_metrics_target_info_drop(struct target_series *s)
+{
+	drop(&s->info);
+}
+
 void probe_metrics_target_drop(struct target_series *s)
 {
+	drop(&s->info);
 	drop(&s->up);
 	drop(&s->inflight);
 	drop(&s->layout);

@@ -11,6 +11,14 @@
 #include "metrics.h"
 #include "probe.h"
 
+/* Why a probe waited its turn or was skipped, as the reason label says it: what
+ * held the target then. */
+enum probe_wait {
+	PROBE_WAIT_BUSY,  /* other probes: the storage is slow for the schedule */
+	PROBE_WAIT_BURST, /* a burst, which owns the target for its duration by design */
+	PROBE_WAIT_COUNT,
+};
+
 /* The quantiles of the last burst exported as gauges. */
 #define PROBE_BURST_QUANTILES 4
 
@@ -22,7 +30,10 @@ struct probe_series {
 	struct metric_series *ios[IO_OP_COUNT];
 	struct metric_series *bytes[IO_OP_COUNT];
 	struct metric_series *errors[PROBE_ERR_COUNT];
-	struct metric_series *runs, *last_run, *deferred, *skipped;
+	struct metric_series *runs, *last_run;
+	/* By enum probe_wait; a burst has skipped[PROBE_WAIT_BUSY] only, no deferred. */
+	struct metric_series *deferred[PROBE_WAIT_COUNT], *skipped[PROBE_WAIT_COUNT];
+	struct metric_series *info, *interval;
 	/* Last finished burst, created at its first publication (no zeros before). */
 	struct metric_series *burst_iops[IO_OP_COUNT], *burst_bw[IO_OP_COUNT];
 	struct metric_series *burst_q[IO_OP_COUNT][PROBE_BURST_QUANTILES];
@@ -31,23 +42,38 @@ struct probe_series {
 };
 
 struct target_series {
+	struct metrics *m;
+	const struct cfg_target *cfg;
 	struct metric_series *up, *inflight, *layout, *layout_failures;
+	struct metric_series *info; /* iopulse_target_info, saying desc */
+	struct target_desc desc;
 };
 
-/* The series of probe @p on target @target (both outlive @s). 0 or -ENOMEM. */
+/* The series of probe @p on target @target (both outlive @s), @engine the one
+ * it runs on ("auto" resolved; the configured name when it could not be). 0 or
+ * -ENOMEM. */
 int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct config *cfg,
-		       const struct cfg_probe *p, const char *target);
+		       const struct cfg_probe *p, const char *target, const char *engine);
 /* A run started at Unix time @wall_s. */
 void probe_metrics_run(struct probe_series *s, double wall_s);
 void probe_metrics_error(struct probe_series *s, enum probe_err reason);
-void probe_metrics_deferred(struct probe_series *s);
-void probe_metrics_skipped(struct probe_series *s);
+void probe_metrics_deferred(struct probe_series *s, enum probe_wait reason);
+void probe_metrics_skipped(struct probe_series *s, enum probe_wait reason);
 /* One run's outcome: histograms, counters and burst gauges move together. */
 void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o);
 /* Removes the series from the registry (a removed or changed probe). */
 void probe_metrics_drop(struct probe_series *s);
 
-int probe_metrics_target_init(struct target_series *s, struct metrics *m, const char *target);
+/* The series of target @t (outlives @s); its info series says nothing is known
+ * of what it is on yet. 0 or -ENOMEM. */
+int probe_metrics_target_init(struct target_series *s, struct metrics *m,
+			      const struct cfg_target *t);
+/* iopulse_target_info says @d from now on: when it differs from what it said, the
+ * series is replaced (one per target at any time). 0 or -ENOMEM (then there is
+ * none until the next call). The caller serialises calls with the drops. */
+int probe_metrics_target_info(struct target_series *s, const struct target_desc *d);
+/* Removes the info series only (a reload: the next lane of the target makes its own). */
+void probe_metrics_target_info_drop(struct target_series *s);
 /* Scrape time: up (0/1), age of the I/O in flight, layout progress (0 to 1). */
 void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
 			      double layout_ratio);

@@ -690,6 +690,8 @@ static void drop_stale_series(const struct config *oc, const struct config *nc, 
 
 		if (cfg_target_index(nc, l->cfg->name) < 0)
 			lane_drop_target_series(l);
+		/* The new lane of the target has its own (retire_old_lanes()). */
+		lane_drop_target_info(l);
 		/* An abandoned lane may still write its probes' series: they stay. */
 		for (unsigned pi = 0; !gone[li] && pi < l->n_probes; pi++)
 			if (probe_changed(oc, l->probes[pi].cfg, nc)) {
@@ -729,8 +731,10 @@ static void retire_old_lanes(struct lane *old, unsigned n_old, const bool *gone,
 		/* An unchanged target stays up (target_up, STATUS=) until its next run
 		 * says otherwise. */
 		for (unsigned i = 0; i < n; i++)
-			if (cfg_target_same(old[li].cfg, lanes[i].cfg))
+			if (cfg_target_same(old[li].cfg, lanes[i].cfg)) {
 				atomic_store(&lanes[i].up, atomic_load(&old[li].up));
+				lane_adopt_target_info(&lanes[i], &old[li]);
+			}
 		/* Closes the target (and its probe-file lock) for the new lane. */
 		lane_destroy(&old[li]);
 	}

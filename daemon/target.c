@@ -2029,3 +2029,92 @@ int target_stat_within(const char *path, struct stat *st, unsigned ms)
 	stat_job_put(j);
 	return r;
 }
+
+/* ---- what a target is on ------------------------------------------------- */
+
+/* The common filesystems by statfs f_type (linux/magic.h); others by number. */
+static const struct {
+	unsigned long magic;
+	const char *name;
+} fs_names[] = {
+	/* ext2 and ext3 share the magic, and the ext4 driver mounts them today. */
+	{EXT4_SUPER_MAGIC, "ext4"}, {XFS_SUPER_MAGIC, "xfs"},	 {BTRFS_SUPER_MAGIC, "btrfs"},
+	{F2FS_SUPER_MAGIC, "f2fs"}, {TMPFS_MAGIC, "tmpfs"},	 {RAMFS_MAGIC, "ramfs"},
+	{NFS_SUPER_MAGIC, "nfs"},   {FUSE_SUPER_MAGIC, "fuse"},	 {OVERLAYFS_SUPER_MAGIC, "overlay"},
+	{CEPH_SUPER_MAGIC, "ceph"}, {CIFS_SUPER_MAGIC, "cifs"},	 {SMB2_SUPER_MAGIC, "smb2"},
+	{V9FS_MAGIC, "9p"},	    {MSDOS_SUPER_MAGIC, "vfat"}, {EXFAT_SUPER_MAGIC, "exfat"},
+	{0x2fc12fc1UL, "zfs"}, /* not in linux/magic.h: ZFS is out of tree */
+};
+
+static void fstype_name(long f_type, char *buf, size_t len)
+{
+	unsigned long m = (unsigned long)f_type & 0xffffffffUL; /* f_type may sign-extend */
+
+	for (size_t i = 0; i < sizeof(fs_names) / sizeof(fs_names[0]); i++)
+		if (fs_names[i].magic == m) {
+			snprintf(buf, len, "%s", fs_names[i].name);
+			return;
+		}
+	snprintf(buf, len, "0x%lx", m);
+}
+
+/* Leading and trailing white space off (SCSI pads its model strings). */
+static void trim(char *s)
+{
+	size_t skip = strspn(s, " \t\n"), n;
+
+	memmove(s, s + skip, strlen(s + skip) + 1);
+	n = strlen(s);
+	while (n && strchr(" \t\n", s[n - 1]))
+		s[--n] = '\0';
+}
+
+/*
+ * The kernel name of block device @dev (the link /sys/dev/block/M:m points to
+ * ends in it) and its whole disk's model: a partition's sysfs directory sits in
+ * its disk's, whose device/model holds it. Nothing when @dev has no block device
+ * (tmpfs, nfs, fuse, btrfs: anonymous device numbers).
+ */
+static void describe_device(dev_t dev, struct target_desc *d)
+{
+	char sys[64], link[PATH_MAX];
+	const char *base;
+	ssize_t n;
+	int dfd, disk;
+
+	if (major(dev) == 0)
+		return;
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	n = readlink(sys, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = '\0';
+	base = strrchr(link, '/');
+	base = base ? base + 1 : link;
+	if (strlen(base) >= sizeof(d->device))
+		return;
+	memcpy(d->device, base, strlen(base) + 1);
+	dfd = open(sys, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	disk = dfd;
+	if (faccessat(dfd, "partition", F_OK, 0) == 0)
+		disk = openat(dfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (disk >= 0 && read_small(disk, "device/model", d->model, sizeof(d->model)) == 0)
+		trim(d->model);
+	else
+		d->model[0] = '\0';
+	if (disk >= 0 && disk != dfd)
+		close(disk);
+	close(dfd);
+}
+
+void target_describe(const struct target *t, struct target_desc *d)
+{
+	memset(d, 0, sizeof(*d));
+	if (!t->pinned)
+		return;
+	if (t->cfg->kind != CFG_TARGET_DEVICE)
+		fstype_name(t->fs_type, d->fstype, sizeof(d->fstype));
+	describe_device(t->dev, d);
+}

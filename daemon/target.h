@@ -87,6 +87,18 @@ int target_open(struct target *t);
  * it is gone or shrank; a writable one -EBUSY when it is now mounted or held. */
 int target_check(struct target *t);
 
+/* What a target is on, for iopulse_target_info; "" where not known. */
+struct target_desc {
+	char fstype[24]; /* directory, file: "ext4", "xfs", ... or the statfs magic "0x..." */
+	char device[64]; /* kernel name of the block device behind it: "sda2", "loop3" */
+	char model[128]; /* the whole disk's model (sysfs), trimmed */
+};
+
+/* Describes @t from what its first open pinned (its device number and filesystem
+ * type) and sysfs; all "" before that. Reads sysfs only, never the target's
+ * filesystem: call it from the lane. */
+void target_describe(const struct target *t, struct target_desc *d);
+
 /* Close the file descriptor (idempotent). */
 void target_close(struct target *t);
 

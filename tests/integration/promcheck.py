@@ -71,7 +71,9 @@ def query(prom, expr, **params):
 
 
 def key(name, labels):
-    inner = ",".join(f'{k}="{esc(v)}"' for k, v in sorted(labels.items()))
+    # An empty label value is no label at all to Prometheus (iopulse_target_info's
+    # fstype="" before the target opened, model="" on a virtual disk).
+    inner = ",".join(f'{k}="{esc(v)}"' for k, v in sorted(labels.items()) if v != "")
     return f"{name}{{{inner}}}"
 
 

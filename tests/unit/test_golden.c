@@ -116,6 +116,9 @@ static void pages_free(struct pages *p)
 }
 
 /* One fresh run in its own directory @n, rendered in every format. */
+static const struct target_desc golden_desc = {
+	.fstype = "ext4", .device = "nvme0n1p2", .model = "Golden NVMe 1TB"};
+
 static void run_scenario(unsigned n, struct pages *out)
 {
 	struct config *cfg = NULL, *def = NULL;
@@ -136,6 +139,9 @@ static void run_scenario(unsigned n, struct pages *out)
 		       "    size: 1MiB\n"
 		       "    direct: false\n"
 		       "    allow_memory_backed: true\n"
+		       "    labels:\n"
+		       "      zone: eu-1\n"
+		       "      volume_type: \"gp3 \\\"fast\\\"\"\n"
 		       "probes:\n"
 		       "  - name: null-randread\n"
 		       "    type: burst\n"
@@ -191,7 +197,13 @@ static void run_scenario(unsigned n, struct pages *out)
 	out->clock_calls = atomic_load(&clock_calls);
 	assert_true(out->clock_calls >= 2 * 5000 / 4);
 
-	/* What a scrape does before it renders, at a fixed time. */
+	/* What a scrape does before it renders, at a fixed time. The target's path
+	 * and what it is on vary from run to run and machine to machine: the info
+	 * series says fixed ones (the path a label value to escape). */
+	free(cfg->targets[0].path);
+	cfg->targets[0].path = strdup("/srv/golden \"dir\"\\x");
+	assert_non_null(cfg->targets[0].path);
+	assert_int_equal(probe_metrics_target_info(&lane.series, &golden_desc), 0);
 	lane_collect(&lane, FIXED_NOW_NS);
 	metrics_set(lane.probes[0].series.last_run, FIXED_WALL_CLOCK);
 
