@@ -158,6 +158,66 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:3:5: unknown key 'dir' in target (valid keys: name, directory, file, device, "
 	 "size, layout_rate, keep_free, require_mount, direct, allow_memory_backed, "
 	 "allow_device_writes, labels)"},
+	/* labels: a mapping of bounded, valid label names and values */
+	{"labels_list", T "    labels: [a, b]\n" P,
+	 "t.yaml:4:13: 'labels' must be a mapping of label names to strings, got a list"},
+	{"labels_scalar", T "    labels: zone\n" P,
+	 "t.yaml:4:13: 'labels' must be a mapping of label names to strings, got a string"},
+	{"labels_null", T "    labels:\n" P,
+	 "t.yaml:4:12: 'labels' must be a mapping of label names to strings, got nothing"},
+	{"labels_too_many",
+	 T "    labels: {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9}\n" P,
+	 "t.yaml:4:13: 'labels' has 9 entries, at most 8 are allowed"},
+	{"labels_name_digit", T "    labels:\n      1zone: a\n" P,
+	 "t.yaml:5:7: invalid label name '1zone' in 'labels': use 1 to 63 characters from A-Z "
+	 "a-z 0-9 _, not starting with a digit"},
+	{"labels_name_dash", T "    labels:\n      zone-a: a\n" P,
+	 "t.yaml:5:7: invalid label name 'zone-a' in 'labels': use 1 to 63 characters from A-Z "
+	 "a-z 0-9 _, not starting with a digit"},
+	{"labels_name_empty", T "    labels:\n      '': a\n" P,
+	 "t.yaml:5:7: invalid label name '' in 'labels': use 1 to 63 characters from A-Z a-z "
+	 "0-9 _, not starting with a digit"},
+	{"labels_name_long",
+	 T "    labels:\n      "
+	   "a123456789b123456789c123456789d123456789e123456789f123456789abcd: "
+	   "x\n" P,
+	 "t.yaml:5:7: invalid label name "
+	 "'a123456789b123456789c123456789d123456789e123456789f123456789abcd' in 'labels': use 1 "
+	 "to 63 characters from A-Z a-z 0-9 _, not starting with a digit"},
+	{"labels_name_list", T "    labels:\n      ? [a]\n      : b\n" P,
+	 "t.yaml:5:9: 'labels' must map label names to strings, got a list as a name"},
+	{"labels_name_underscores", T "    labels:\n      __zone: a\n" P,
+	 "t.yaml:5:7: label name '__zone' in 'labels' must not start with '__' (reserved by "
+	 "Prometheus)"},
+	{"labels_name_reserved", T "    labels:\n      zone: a\n      instance: b\n" P,
+	 "t.yaml:6:7: label name 'instance' in 'labels' is reserved (target, kind, path, fstype, "
+	 "device and model are iopulse_target_info's own, job and instance Prometheus')"},
+	{"labels_name_fstype", T "    labels: {fstype: xfs}\n" P,
+	 "t.yaml:4:14: label name 'fstype' in 'labels' is reserved (target, kind, path, fstype, "
+	 "device and model are iopulse_target_info's own, job and instance Prometheus')"},
+	{"labels_name_duplicate", T "    labels:\n      zone: a\n      zone: b\n" P,
+	 "t.yaml:6:7: duplicate label 'zone' in 'labels'"},
+	{"labels_value_empty", T "    labels:\n      zone: ''\n" P,
+	 "t.yaml:5:13: label 'zone' in 'labels' must not be empty"},
+	{"labels_value_null", T "    labels:\n      zone:\n" P,
+	 "t.yaml:5:7: label 'zone' in 'labels' must not be empty"},
+	{"labels_value_list", T "    labels:\n      zone: [a]\n" P,
+	 "t.yaml:5:13: label 'zone' in 'labels' must be a string, got a list"},
+	{"labels_value_long",
+	 T "    labels:\n      zone: "
+	   "a123456789b123456789c123456789d123456789e123456789f123456789abcd"
+	   "a123456789b123456789c123456789d123456789e123456789f123456789abcde"
+	   "\n" P,
+	 "t.yaml:5:13: label 'zone' in 'labels' is 129 bytes long, at most 128 are allowed"},
+	{"labels_value_control", T "    labels:\n      zone: \"eu\\ta\"\n" P,
+	 "t.yaml:5:13: label 'zone' in 'labels' must not contain control characters"},
+	{"labels_value_nul", T "    labels:\n      zone: \"eu\\0a\"\n" P,
+	 "t.yaml:5:13: label 'zone' in 'labels' must not contain control characters"},
+	{"labels_value_c1", T "    labels:\n      zone: \"eu\\x85a\"\n" P,
+	 "t.yaml:5:13: label 'zone' in 'labels' must not contain control characters"},
+	{"labels_in_probe", T P "    labels: {a: b}\n",
+	 "t.yaml:8:5: unknown key 'labels' in probe (valid keys: name, type, target, op, sync, "
+	 "interval, block_size, working_set, timeout, engine)"},
 	{"target_unknown_key_suggest", "targets:\n  - name: disk\n    directroy: /srv/x\n" P,
 	 "t.yaml:3:5: unknown key 'directroy' in target, did you mean 'directory'?"},
 	{"target_both_kinds", "targets:\n  - name: disk\n    directory: /srv/x\n    file: /f\n" P,
@@ -769,6 +829,11 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 		}
 		assert_int_equal(x->keep_free_bytes, y->keep_free_bytes);
 		assert_true(x->keep_free_fraction == y->keep_free_fraction);
+		assert_int_equal(x->n_labels, y->n_labels);
+		for (unsigned j = 0; j < x->n_labels; j++) {
+			assert_string_equal(x->labels[j].name, y->labels[j].name);
+			assert_string_equal(x->labels[j].value, y->labels[j].value);
+		}
 		assert_true(cfg_target_same(x, y));
 	}
 	assert_int_equal(a->n_probes, b->n_probes);
@@ -1304,6 +1369,50 @@ static void test_mount_and_keep_free(void **state)
 	cfg_free(c);
 }
 
+/* 'labels': kept in the order written, printed by 'iopulse check' only when set
+ * (quoted where YAML needs it), and read back the same. */
+static void test_labels(void **state)
+{
+	struct config *c;
+	const struct cfg_target *t;
+	char *text;
+
+	(void)state;
+	c = load_ok(T "    labels:\n      zone: eu-west-1a\n      volume_type: \"gp3 \\\"x\\\"\"\n"
+		      "      'null': \"true\"\n      rack: \"\u00e9t\u00e9 1\"\n" P);
+	t = &c->targets[0];
+	assert_int_equal(t->n_labels, 4);
+	assert_string_equal(t->labels[0].name, "zone");
+	assert_string_equal(t->labels[0].value, "eu-west-1a");
+	assert_string_equal(t->labels[1].name, "volume_type");
+	assert_string_equal(t->labels[1].value, "gp3 \"x\"");
+	assert_string_equal(t->labels[2].name, "null");
+	assert_string_equal(t->labels[2].value, "true");
+	assert_string_equal(t->labels[3].value, "\u00e9t\u00e9 1");
+	text = print_to_string(c);
+	if (!strstr(text, "    labels:\n      zone: eu-west-1a\n      volume_type: \"gp3 "
+			  "\\\"x\\\"\"\n      \"null\": true\n      rack: \"\u00e9t\u00e9 1\"\n"))
+		fail_msg("labels printed as:\n%s", text);
+	free(text);
+	assert_print_reloads(c);
+	cfg_free(c);
+
+	/* Eight on every kind of target; none printed when none are set. */
+	c = load_ok("targets:\n  - name: f\n    file: /db\n    labels: {a: 1, b: 2, c: 3, d: 4, "
+		    "e: 5, f: 6, g: 7, h: 8}\n  - name: d\n    device: /dev/vdb\n    labels: "
+		    "{a: 1}\n  - name: disk\n    directory: /srv/x\n" P);
+	assert_int_equal(c->targets[0].n_labels, 8);
+	assert_string_equal(c->targets[0].labels[7].value, "8");
+	assert_int_equal(c->targets[1].n_labels, 1);
+	assert_int_equal(c->targets[2].n_labels, 0);
+	text = print_to_string(c);
+	assert_non_null(strstr(text, "    device: /dev/vdb\n"));
+	assert_null(strstr(strstr(text, "name: disk"), "labels"));
+	free(text);
+	assert_print_reloads(c);
+	cfg_free(c);
+}
+
 /* A reload restarts a target's lane when any key of it changes. */
 static void test_target_same(void **state)
 {
@@ -1321,6 +1430,11 @@ static void test_target_same(void **state)
 		"    require_mount: /srv/x\n",
 		"    direct: false\n",
 		"    allow_memory_backed: true\n",
+		"    labels: {zone: a}\n",
+		"    labels: {zone: b}\n",
+		"    labels: {zone2: a}\n",
+		"    labels: {zone: a, rack: r1}\n",
+		"    labels: {rack: r1, zone: a}\n",
 	};
 	enum { N = sizeof(variants) / sizeof(variants[0]) };
 	struct config *c[N];
@@ -2181,6 +2295,7 @@ int main(void)
 		cmocka_unit_test(test_layout_rate_forms),
 		cmocka_unit_test(test_mount_and_keep_free),
 		cmocka_unit_test(test_target_same),
+		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_device_target),
 		cmocka_unit_test(test_engines),
 		cmocka_unit_test(test_listen_forms),

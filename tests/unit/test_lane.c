@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -340,6 +342,326 @@ static void test_target_down_one_line(void **state)
 	assert_true(layout_failures(f) == 0);
 }
 
+/* ---- what holds the target, and the info series ---- */
+
+/* Two pings and a burst (indices 0, 1, 2 in the lane) on a target with labels. */
+static void waits_setup(struct fixture *f, bool start)
+{
+	struct cfg_error err = {0};
+	char yaml[PATH_MAX + 1024];
+	int len;
+
+	tu_new_dir(f->dir, sizeof(f->dir));
+	len = snprintf(yaml, sizeof(yaml),
+		       "targets:\n"
+		       "  - name: t1\n"
+		       "    directory: %s\n"
+		       "    size: 1MiB\n"
+		       "    direct: false\n"
+		       "    allow_memory_backed: true\n"
+		       "    labels: {zone: eu-1, volume_type: gp3}\n"
+		       "probes:\n"
+		       "  - {name: p1, type: ping, target: t1, op: read, engine: null, "
+		       "interval: 100ms}\n"
+		       "  - {name: p2, type: ping, target: t1, op: read, engine: null, "
+		       "interval: 2s}\n"
+		       "  - {name: b1, type: burst, target: t1, rw: randread, engine: null, "
+		       "iodepth: 1, duration: 1s, every: 1h}\n",
+		       f->dir);
+	assert_true(len > 0 && (size_t)len < sizeof(yaml));
+	if (cfg_load_string("<test_lane>", yaml, (size_t)len, &f->cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	f->m = metrics_new();
+	assert_non_null(f->m);
+	assert_int_equal(lane_init(&f->lane, f->cfg, 0, f->m), 0);
+	if (start)
+		assert_int_equal(lane_start(&f->lane), 0);
+}
+
+static int waits_fixture(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	*state = f;
+	waits_setup(f, true);
+	return 0;
+}
+
+/* The series of family @name whose labels (the family's and its own) include
+ * every name=value pair of @kv (NULL-terminated); NULL if none. In @snap. */
+static const struct snap_series *series_with(const struct metrics_snapshot *snap, const char *name,
+					     const char *const *kv)
+{
+	const struct snap_family *fam = tu_find_family(snap, name);
+
+	for (unsigned i = 0; fam && i < fam->n_series; i++) {
+		const struct snap_series *s = &fam->series[i];
+		bool all = true;
+
+		for (const char *const *p = kv; all && *p; p += 2) {
+			bool found = false;
+
+			for (unsigned j = 0; j < fam->n_labels; j++)
+				found |= !strcmp(fam->labels[j], p[0]) &&
+					 !strcmp(s->values[j], p[1]);
+			for (unsigned j = 0; j < s->n_extra; j++)
+				found |= !strcmp(s->extra[2 * j], p[0]) &&
+					 !strcmp(s->extra[2 * j + 1], p[1]);
+			all = found;
+		}
+		if (all)
+			return s;
+	}
+	return NULL;
+}
+
+/* The value of the one series of @name with @probe and @reason; -1 if none. */
+static double waits(struct fixture *f, const char *name, const char *probe, const char *reason)
+{
+	const char *kv[] = {"probe", probe, "reason", reason, NULL};
+	struct metrics_snapshot *snap = metrics_snapshot(f->m);
+	const struct snap_series *s;
+	double v;
+
+	assert_non_null(snap);
+	s = series_with(snap, name, kv);
+	v = s ? s->value : -1;
+	metrics_snapshot_free(snap);
+	return v;
+}
+
+#define DEFERRED(f, p, r) waits(f, "iopulse_probe_deferred_total", p, r)
+#define SKIPPED(f, p, r)  waits(f, "iopulse_probe_skipped_total", p, r)
+
+/* Both reasons exist at 0 from the start for pings; a burst has skipped{busy} only. */
+static void assert_waits_zero(struct fixture *f)
+{
+	static const char *const pings[] = {"p1", "p2"};
+
+	for (unsigned i = 0; i < 2; i++) {
+		assert_true(DEFERRED(f, pings[i], "busy") == 0);
+		assert_true(DEFERRED(f, pings[i], "burst") == 0);
+		assert_true(SKIPPED(f, pings[i], "busy") == 0);
+		assert_true(SKIPPED(f, pings[i], "burst") == 0);
+	}
+	assert_true(SKIPPED(f, "b1", "busy") == 0);
+	assert_true(SKIPPED(f, "b1", "burst") == -1);
+	assert_true(DEFERRED(f, "b1", "busy") == -1);
+	assert_true(DEFERRED(f, "b1", "burst") == -1);
+}
+
+/* Queued (no thread): the head of the queue holds the target. */
+static void test_wait_reasons_queued(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	*state = f;
+	/* A burst first: the pings behind it wait for a burst. */
+	waits_setup(f, false);
+	assert_waits_zero(f);
+	lane_enqueue(&f->lane, 2);
+	lane_enqueue(&f->lane, 0); /* waits behind the burst */
+	lane_enqueue(&f->lane, 0); /* due again, still waiting */
+	lane_enqueue(&f->lane, 1);
+	lane_enqueue(&f->lane, 2); /* a burst never waits */
+	assert_true(DEFERRED(f, "p1", "burst") == 1);
+	assert_true(SKIPPED(f, "p1", "burst") == 1);
+	assert_true(DEFERRED(f, "p2", "burst") == 1);
+	assert_true(SKIPPED(f, "b1", "busy") == 1);
+	assert_true(DEFERRED(f, "p1", "busy") == 0);
+	assert_true(SKIPPED(f, "p1", "busy") == 0);
+	assert_true(DEFERRED(f, "p2", "busy") == 0);
+	lane_destroy(&f->lane);
+	metrics_free(f->m);
+	cfg_free(f->cfg);
+
+	/* A ping first: whatever waits behind it waits for slow storage. */
+	memset(f, 0, sizeof(*f));
+	waits_setup(f, false);
+	assert_waits_zero(f);
+	lane_enqueue(&f->lane, 0);
+	lane_enqueue(&f->lane, 1);
+	lane_enqueue(&f->lane, 1);
+	lane_enqueue(&f->lane, 0);
+	lane_enqueue(&f->lane, 2);
+	assert_true(DEFERRED(f, "p2", "busy") == 1);
+	assert_true(SKIPPED(f, "p2", "busy") == 1);
+	assert_true(SKIPPED(f, "p1", "busy") == 1);
+	assert_true(SKIPPED(f, "b1", "busy") == 1);
+	assert_true(DEFERRED(f, "p1", "burst") == 0);
+	assert_true(DEFERRED(f, "p2", "burst") == 0);
+	assert_true(SKIPPED(f, "p1", "burst") == 0);
+	assert_true(SKIPPED(f, "p2", "burst") == 0);
+}
+
+static bool lane_idle(struct lane *l)
+{
+	bool idle;
+
+	pthread_mutex_lock(&l->mu);
+	idle = !l->busy && l->q_len == 0;
+	pthread_mutex_unlock(&l->mu);
+	return idle;
+}
+
+/* Waits a minute at most for probe @pi to be running. */
+static void wait_running(struct lane *l, int pi)
+{
+	const struct timespec tick = {.tv_nsec = 1000000};
+
+	for (unsigned i = 0; i < 60000 && atomic_load(&l->running) != pi; i++)
+		nanosleep(&tick, NULL);
+	assert_int_equal(atomic_load(&l->running), pi);
+}
+
+/* A burst running (the fake clock holds it until the test moves the clock past its
+ * duration): pings that fall due meanwhile wait for a burst, not for slow storage. */
+static void test_wait_reasons_running_burst(void **state)
+{
+	struct fixture *f = *state;
+
+	lane_enqueue(&f->lane, 2);
+	wait_running(&f->lane, 2);
+	lane_enqueue(&f->lane, 0);
+	lane_enqueue(&f->lane, 0);
+	lane_enqueue(&f->lane, 0);
+	lane_enqueue(&f->lane, 1);
+	lane_enqueue(&f->lane, 2);
+	/* The burst's duration is over (whenever it read its start time). */
+	for (unsigned i = 0; i < 60000 && !lane_idle(&f->lane); i++) {
+		const struct timespec tick = {.tv_nsec = 1000000};
+
+		atomic_fetch_add(&fake_now, 10 * SEC);
+		nanosleep(&tick, NULL);
+	}
+	tu_lane_idle_wait(&f->lane);
+	assert_true(DEFERRED(f, "p1", "burst") == 1);
+	assert_true(SKIPPED(f, "p1", "burst") == 2);
+	assert_true(DEFERRED(f, "p2", "burst") == 1);
+	assert_true(SKIPPED(f, "b1", "busy") == 1);
+	assert_true(DEFERRED(f, "p1", "busy") == 0);
+	assert_true(SKIPPED(f, "p1", "busy") == 0);
+	assert_true(DEFERRED(f, "p2", "busy") == 0);
+	assert_true(value_of(f, "iopulse_probe_runs_total", "p1") == 1);
+	assert_true(value_of(f, "iopulse_probe_runs_total", "b1") == 1);
+}
+
+/* iopulse_probe_info and iopulse_probe_interval_seconds, one series per probe. */
+static void test_probe_info(void **state)
+{
+	static const char *const info[][8] = {
+		{"probe", "p1", "type", "ping", "op", "read", "engine", "null"},
+		{"probe", "p2", "type", "ping", "op", "read", "engine", "null"},
+		{"probe", "b1", "type", "burst", "op", "randread", "engine", "null"},
+	};
+	struct fixture *f = *state;
+	struct metrics_snapshot *snap = metrics_snapshot(f->m);
+	const struct snap_family *fam;
+
+	assert_non_null(snap);
+	fam = tu_find_family(snap, "iopulse_probe_info");
+	assert_non_null(fam);
+	assert_int_equal(fam->n_series, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		const char *kv[] = {info[i][0], info[i][1], info[i][2], info[i][3],
+				    info[i][4], info[i][5], info[i][6], info[i][7],
+				    "target",	"t1",	    NULL};
+		const struct snap_series *s = series_with(snap, "iopulse_probe_info", kv);
+
+		assert_non_null(s);
+		assert_true(s->value == 1);
+	}
+	assert_int_equal(tu_find_family(snap, "iopulse_probe_interval_seconds")->n_series, 3);
+	metrics_snapshot_free(snap);
+	assert_true(value_of(f, "iopulse_probe_interval_seconds", "p1") == 0.1);
+	assert_true(value_of(f, "iopulse_probe_interval_seconds", "p2") == 2);
+	assert_true(value_of(f, "iopulse_probe_interval_seconds", "b1") == 3600);
+}
+
+/* The filesystem type statfs gives @dir, as target_info should name it; NULL
+ * when this test does not know the magic (the label is then only non-empty). */
+static const char *fstype_of(const char *dir)
+{
+	struct statfs sfs;
+
+	assert_int_equal(statfs(dir, &sfs), 0);
+	switch ((unsigned long)sfs.f_type & 0xffffffffUL) {
+	case 0xEF53:
+		return "ext4";
+	case 0x58465342:
+		return "xfs";
+	case 0x9123683E:
+		return "btrfs";
+	case 0x01021994:
+		return "tmpfs";
+	case 0x794c7630:
+		return "overlay";
+	default:
+		return NULL;
+	}
+}
+
+/* iopulse_target_info: before the first open only what the configuration says;
+ * after it the filesystem and the block device behind the directory. */
+static void test_target_info(void **state)
+{
+	struct fixture *f = *state;
+	const char *before[] = {"target",      "t1",  "kind",	"directory", "path",  f->dir,
+				"fstype",      "",    "device", "",	     "model", "",
+				"volume_type", "gp3", "zone",	"eu-1",	     NULL};
+	const char *fstype = fstype_of(f->dir);
+	struct metrics_snapshot *snap = metrics_snapshot(f->m);
+	const struct snap_family *fam;
+	const struct snap_series *s;
+	char want_dev[32], sys[PATH_MAX + 32], got_dev[32] = "";
+	struct stat st;
+	FILE *fp;
+
+	assert_non_null(series_with(snap, "iopulse_target_info", before));
+	metrics_snapshot_free(snap);
+
+	run_ping(f);
+	snap = metrics_snapshot(f->m);
+	fam = tu_find_family(snap, "iopulse_target_info");
+	assert_int_equal(fam->n_series, 1); /* the old one was replaced */
+	s = &fam->series[0];
+	assert_true(s->value == 1);
+	assert_int_equal(s->n_extra, 2);
+	assert_string_equal(s->values[0], "t1");
+	assert_string_equal(s->values[2], f->dir);
+	if (fstype)
+		assert_string_equal(s->values[3], fstype);
+	else
+		assert_true(s->values[3][0] != '\0');
+	/* The device: none for an anonymous device number, else the one sysfs names. */
+	assert_int_equal(stat(f->dir, &st), 0);
+	if (major(st.st_dev) == 0) {
+		assert_string_equal(s->values[4], "");
+	} else {
+		snprintf(want_dev, sizeof(want_dev), "%u:%u", major(st.st_dev), minor(st.st_dev));
+		snprintf(sys, sizeof(sys), "/sys/class/block/%s/dev", s->values[4]);
+		fp = fopen(sys, "r");
+		assert_non_null(fp);
+		assert_non_null(fgets(got_dev, sizeof(got_dev), fp));
+		fclose(fp);
+		got_dev[strcspn(got_dev, "\n")] = '\0';
+		assert_string_equal(got_dev, want_dev);
+	}
+	metrics_snapshot_free(snap);
+
+	/* A reload that drops it: the lane does not bring it back. */
+	lane_drop_target_info(&f->lane);
+	snprintf(sys, sizeof(sys), "%s/%s", f->dir, TARGET_PROBE_FILE);
+	assert_int_equal(unlink(sys), 0); /* ours: the next run re-creates and re-opens it */
+	run_ping(f);
+	assert_true(atomic_load(&f->lane.up));
+	snap = metrics_snapshot(f->m);
+	assert_null(tu_find_family(snap, "iopulse_target_info"));
+	metrics_snapshot_free(snap);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +669,11 @@ int main(void)
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_target_down_one_line, fixture_setup,
 						fixture_teardown),
+		cmocka_unit_test_teardown(test_wait_reasons_queued, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_wait_reasons_running_burst, waits_fixture,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_probe_info, waits_fixture, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_target_info, waits_fixture, fixture_teardown),
 	};
 
 	unsetenv("JOURNAL_STREAM");

@@ -601,6 +601,79 @@ static void test_snapshot_native(void **state)
 	metrics_free(m);
 }
 
+/* Labels of one series only: checked, part of its identity and order, copied by
+ * plain and cached snapshots, freed with the series. */
+static void test_series_extra_labels(void **state)
+{
+	static const char *const labels[] = {"target", NULL};
+	static const char *const t1[] = {"t1", NULL};
+	static const char *const zr[] = {"zone", "eu-1", "rack", "r1"};
+	static const char *const zone_b[] = {"zone", "eu-2"};
+	static const char *const bad[][4] = {
+		{"zone", "a", "zone", "b"},  /* twice */
+		{"target", "x", NULL, NULL}, /* the family's */
+		{"__zone", "a", NULL, NULL}, /* reserved */
+		{"1zone", "a", NULL, NULL},  {"zone", NULL, NULL, NULL},
+	};
+	static const unsigned bad_n[] = {2, 1, 1, 1, 1};
+	const char *nine[18];
+	struct metrics *m = metrics_new();
+	struct metric_family *f;
+	struct metric_series *plain, *a, *b;
+	struct metrics_snapshot *snap;
+	const struct snap_family *sf;
+
+	(void)state;
+	assert_non_null(m);
+	f = metrics_family(m, "x_info", METRIC_GAUGE, "help", labels, NULL, 0);
+	assert_non_null(f);
+	for (unsigned i = 0; i < sizeof(bad_n) / sizeof(bad_n[0]); i++)
+		assert_null(metrics_series_extra(f, t1, bad[i], bad_n[i]));
+	for (unsigned i = 0; i < 9; i++) {
+		nine[2 * i] = (const char *[]){"a", "b", "c", "d", "e", "f", "g", "h", "i"}[i];
+		nine[2 * i + 1] = "v";
+	}
+	assert_null(metrics_series_extra(f, t1, nine, 9));
+	assert_non_null(metrics_series_extra(f, t1, nine, 8));
+	metrics_series_drop(metrics_series_extra(f, t1, nine, 8));
+
+	a = metrics_series_extra(f, t1, zr, 2);
+	b = metrics_series_extra(f, t1, zone_b, 1);
+	plain = metrics_series(f, t1);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(plain);
+	assert_ptr_equal(metrics_series_extra(f, t1, zr, 2), a); /* get-or-create */
+	assert_ptr_not_equal(a, b);
+	assert_ptr_not_equal(a, plain);
+	metrics_set(a, 1);
+	metrics_set(b, 2);
+	metrics_set(plain, 3);
+
+	for (unsigned cached = 0; cached < 2; cached++) {
+		snap = cached ? metrics_snapshot_cached(m, 0, 0) : metrics_snapshot(m);
+		assert_non_null(snap);
+		sf = tu_find_family(snap, "x_info");
+		assert_non_null(sf);
+		assert_int_equal(sf->n_series, 3);
+		/* Fewer extra labels first. */
+		assert_int_equal(sf->series[0].n_extra, 0);
+		assert_true(sf->series[0].value == 3);
+		assert_int_equal(sf->series[1].n_extra, 1);
+		assert_string_equal(sf->series[1].extra[0], "zone");
+		assert_string_equal(sf->series[1].extra[1], "eu-2");
+		assert_int_equal(sf->series[2].n_extra, 2);
+		assert_string_equal(sf->series[2].extra[2], "rack");
+		assert_string_equal(sf->series[2].extra[3], "r1");
+		assert_true(sf->series[2].value == 1);
+		if (cached)
+			metrics_series_drop(a); /* the snapshot keeps what it shows */
+		assert_string_equal(sf->series[2].extra[1], "eu-1");
+		metrics_snapshot_free(snap);
+	}
+	metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -613,6 +686,7 @@ int main(void)
 		cmocka_unit_test(test_empty_registry),
 		cmocka_unit_test(test_concurrent_writers),
 		cmocka_unit_test(test_snapshot_cached),
+		cmocka_unit_test(test_series_extra_labels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
