@@ -33,6 +33,7 @@ targets:
     directory: $(yaml_str "$WORK/t1")
     size: 16MiB
     layout_rate: 0
+    labels: {zone: eu-1, volume_type: gp3}
   - name: t2
     directory: $(yaml_str "$WORK/t2")
     size: 16MiB
@@ -226,6 +227,50 @@ done
 # Bursts are skipped, never deferred (which would run them late, after the other).
 ! grep -q "^iopulse_probe_deferred_total{probe=\"[AB]\"" "$PAGE" ||
 	fail "bursts have iopulse_probe_deferred_total series:"$'\n'"$(grep '^iopulse_probe_deferred_total' "$PAGE")"
+
+# ---- a ping waiting behind a burst: expected, counted apart ---------------
+
+# rd (every 100ms) on t1 falls due while mix (1.2s every 2s) holds the target:
+# it waits (deferred) and is skipped for reason="burst", which alerts ignore.
+RD='probe="rd",target="t1"'
+rd_waited_for_burst() {
+	local skipped deferred
+	scrape_metrics
+	sample_or skipped 0 "$PAGE" "iopulse_probe_skipped_total{$RD,reason=\"burst\"}"
+	sample_or deferred 0 "$PAGE" "iopulse_probe_deferred_total{$RD,reason=\"burst\"}"
+	num "$skipped" ">" 0 && num "$deferred" ">" 0
+}
+wait_until 20 "rd skipped and deferred for reason=\"burst\"" rd_waited_for_burst
+for s in "iopulse_probe_skipped_total{$RD,reason=\"busy\"}" \
+	"iopulse_probe_deferred_total{$RD,reason=\"busy\"}" \
+	"iopulse_probe_skipped_total{probe=\"mix\",target=\"t1\",reason=\"busy\"}"; do
+	has_series "$PAGE" "$s" || fail "no series $s"
+done
+! grep -q '^iopulse_probe_skipped_total{probe="\(mix\|A\|B\)",.*reason="burst"' "$PAGE" ||
+	fail "bursts have a skipped{reason=\"burst\"} series"
+
+# ---- what each probe and target is -------------------------------------------
+
+# "auto" resolved: the same engine for both, and a real one.
+ENGINE=$(sed -n 's/^iopulse_probe_info{probe="rd",.*engine="\([^"]*\)"} 1$/\1/p' "$PAGE")
+[[ $ENGINE =~ ^(io_uring|libaio|sync)$ ]] || fail "rd's engine is '$ENGINE'"
+for s in "iopulse_probe_info{$MIX,type=\"burst\",op=\"randrw\",engine=\"$ENGINE\"} 1" \
+	"iopulse_probe_info{$RD,type=\"ping\",op=\"read\",engine=\"$ENGINE\"} 1" \
+	"iopulse_probe_interval_seconds{$MIX} 2" "iopulse_probe_interval_seconds{$RD} 0.1" \
+	"iopulse_probe_interval_seconds{probe=\"A\",target=\"t2\"} 2.5"; do
+	grep -qxF "$s" "$PAGE" || fail "no line '$s' in:"$'\n'"$(grep '^iopulse_probe_in' "$PAGE")"
+done
+FSTYPE=$(stat -f -c %T "$WORK/t1")
+info=$(grep '^iopulse_target_info{target="t1",' "$PAGE") || fail "no iopulse_target_info for t1"
+(($(wc -l <<<"$info") == 1)) || fail "more than one iopulse_target_info for t1:"$'\n'"$info"
+[[ $info == *",kind=\"directory\",path=\"$WORK/t1\",fstype=\""[!\"]*'",device="'*',zone="eu-1",volume_type="gp3"} 1' ]] ||
+	fail "iopulse_target_info for t1 is not as configured (stat -f says $FSTYPE): $info"
+note "$info"
+(($(grep -c '^iopulse_target_info{' "$PAGE") == 2)) || fail "not one iopulse_target_info per target"
+
+# 'iopulse check' prints the labels.
+"$IOPULSE" check --config "$CFG" >"$WORK/check.out" 2>&1 || fail "iopulse check failed: $(cat "$WORK/check.out")"
+grep -qxF '      volume_type: gp3' "$WORK/check.out" || fail "check does not print the labels:"$'\n'"$(cat "$WORK/check.out")"
 
 stop_daemon TERM 5
 note "pass"

@@ -262,6 +262,7 @@ static void test_read_only(void **state)
 {
 	struct cfg_target cfg = dev_cfg(loopdev);
 	struct target t;
+	struct target_desc d;
 	uint64_t before = backing_hash();
 	unsigned char *buf = NULL, *file;
 	size_t len = DEVICE_SIZE;
@@ -269,9 +270,17 @@ static void test_read_only(void **state)
 
 	(void)state;
 	target_init(&t, &cfg);
+	target_describe(&t, &d); /* not opened yet: nothing known */
+	assert_string_equal(d.fstype, "");
+	assert_string_equal(d.device, "");
 	assert_int_equal(target_open(&t), 0);
 	assert_true(t.fd >= 0);
 	assert_false(t.writable);
+	/* iopulse_target_info: no filesystem, the loop device's kernel name, no model. */
+	target_describe(&t, &d);
+	assert_string_equal(d.fstype, "");
+	assert_string_equal(d.device, loopdev + strlen("/dev/"));
+	assert_string_equal(d.model, "");
 	assert_int_equal(fcntl(t.fd, F_GETFL) & O_ACCMODE, O_RDONLY);
 	assert_true(fcntl(t.fd, F_GETFL) & O_DIRECT);
 	assert_true(fcntl(t.fd, F_GETFD) & FD_CLOEXEC);
