@@ -63,12 +63,27 @@ struct fixture {
 	struct lane lane;
 };
 
+/* The lane of the one target of @yaml (@len bytes, snprintf's return), with
+ * its thread started if @start. */
+static void fixture_lane(struct fixture *f, const char *yaml, int len, bool start)
+{
+	struct cfg_error err = {0};
+
+	assert_true(len > 0);
+	if (cfg_load_string("<test_lane>", yaml, (size_t)len, &f->cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	f->m = metrics_new();
+	assert_non_null(f->m);
+	assert_int_equal(lane_init(&f->lane, f->cfg, 0, f->m), 0);
+	if (start)
+		assert_int_equal(lane_start(&f->lane), 0);
+}
+
 /* cmocka setup: a lane on a fresh directory target, its thread started. On the
  * heap, and stopped by fixture_teardown() even when a test fails: a lane thread
  * left running on a dead test's stack would scribble over the next test's. */
 static int fixture_setup(void **state)
 {
-	struct cfg_error err = {0};
 	char yaml[PATH_MAX + 512];
 	struct fixture *f = calloc(1, sizeof(*f));
 	int len;
@@ -92,13 +107,8 @@ static int fixture_setup(void **state)
 		       "    interval: 100ms\n",
 		       f->dir);
 	assert_true(len > 0 && (size_t)len < sizeof(yaml));
-	if (cfg_load_string("<test_lane>", yaml, (size_t)len, &f->cfg, &err) < 0)
-		fail_msg("%s", err.msg);
-	f->m = metrics_new();
-	assert_non_null(f->m);
-	assert_int_equal(lane_init(&f->lane, f->cfg, 0, f->m), 0);
+	fixture_lane(f, yaml, len, true);
 	assert_true(f->lane.probes[0].ready);
-	assert_int_equal(lane_start(&f->lane), 0);
 	return 0;
 }
 
@@ -347,7 +357,6 @@ static void test_target_down_one_line(void **state)
 /* Two pings and a burst (indices 0, 1, 2 in the lane) on a target with labels. */
 static void waits_setup(struct fixture *f, bool start)
 {
-	struct cfg_error err = {0};
 	char yaml[PATH_MAX + 1024];
 	int len;
 
@@ -369,13 +378,7 @@ static void waits_setup(struct fixture *f, bool start)
 		       "iodepth: 1, duration: 1s, every: 1h}\n",
 		       f->dir);
 	assert_true(len > 0 && (size_t)len < sizeof(yaml));
-	if (cfg_load_string("<test_lane>", yaml, (size_t)len, &f->cfg, &err) < 0)
-		fail_msg("%s", err.msg);
-	f->m = metrics_new();
-	assert_non_null(f->m);
-	assert_int_equal(lane_init(&f->lane, f->cfg, 0, f->m), 0);
-	if (start)
-		assert_int_equal(lane_start(&f->lane), 0);
+	fixture_lane(f, yaml, len, start);
 }
 
 static int waits_fixture(void **state)
