@@ -542,3 +542,87 @@ check_histograms() {
 	HIST_SERIES=$(sed 's/^series //' "$WORK/.hist_series")
 	return "$rc"
 }
+
+# ---- Prometheus --------------------------------------------------------------
+
+PROM_PID=
+PROM_URL=
+PROM_N=0
+
+# port_free PORT: nothing listens on 127.0.0.1:PORT (bind succeeds).
+port_free() {
+	/usr/bin/python3 -c 'import socket, sys
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)' "$1"
+}
+
+# start_prometheus [FLAGS...]: a Prometheus scraping iopulse (job "iopulse") every
+# second, with its own TSDB under $WORK, on a free loopback port; waits until it
+# is ready. It scrapes the daemons at PROM_TARGETS (ports; default the current
+# daemon's) and, when PROM_RULES names a rules file, evaluates it every second.
+# Sets PROM_PID, PROM_URL. Its log is printed if the test fails.
+start_prometheus() {
+	local dir port try log deadline code path
+	PROM_N=$((PROM_N + 1))
+	dir="$WORK/prom.$PROM_N"
+	mkdir "$dir"
+	local targets="" p
+	for p in ${PROM_TARGETS:-$DAEMON_PORT}; do
+		targets+="${targets:+, }'127.0.0.1:$p'"
+	done
+	cat >"$dir/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: iopulse
+    static_configs:
+      - targets: [$targets]
+EOF
+	if [[ -n ${PROM_RULES:-} ]]; then
+		printf 'rule_files:\n  - %s\n' "$PROM_RULES" >>"$dir/prometheus.yml"
+	fi
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		port=$((20000 + RANDOM % 40000))
+		port_free "$port" || continue
+		log="$dir/prometheus.$try.log"
+		DAEMON_LOGS+=("$log")
+		prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+			--web.listen-address="127.0.0.1:$port" --log.level=warn "$@" >"$log" 2>&1 &
+		PROM_PID=$!
+		DAEMON_PIDS+=("$PROM_PID")
+		PROM_URL="http://127.0.0.1:$port"
+		deadline=$(($(now_ms) + 30000))
+		while :; do
+			if ! alive "$PROM_PID"; then
+				wait "$PROM_PID" || true
+				_forget_pid "$PROM_PID"
+				grep -qi 'address already in use' "$log" && continue 2
+				fail "prometheus $* exited before it was ready"
+			fi
+			code=$(curl -s -o /dev/null --max-time 2 -w '%{http_code}' "$PROM_URL/-/ready") || true
+			[[ $code == 200 ]] && break
+			(($(now_ms) < deadline)) || fail "prometheus $* not ready within 30s ($PROM_URL/-/ready: $code)"
+			sleep 0.2
+		done
+		# The server that answered is ours, not another one that won the port.
+		path=$(curl -fsS --max-time 5 "$PROM_URL/api/v1/status/flags" |
+			/usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["storage.tsdb.path"])') ||
+			fail "cannot read $PROM_URL/api/v1/status/flags"
+		[[ $path == "$dir/data" ]] || fail "$PROM_URL is not our prometheus (tsdb path '$path')"
+		note "prometheus $PROM_PID $* ready on $PROM_URL (log $log)"
+		return 0
+	done
+	fail "found no free port for prometheus in 10 tries"
+}
+
+stop_prometheus() {
+	kill -TERM "$PROM_PID" 2>/dev/null || true
+	reap "$PROM_PID" "prometheus (sent SIGTERM)" 10
+	_forget_pid "$PROM_PID"
+	PROM_PID=
+}

@@ -18,6 +18,11 @@
 #   promcheck.py up PROM | names PROM NAME... [--absent NAME...]
 #   promcheck.py quantile PROM EXPR PROBE:OP... | count-rate PROM EXPR PROBE:OP...
 #   promcheck.py count-equal PROM WINDOW | prom-series PROM
+#   promcheck.py exprs PROM DASHBOARD RULES [--empty=TITLE]...
+#       Every query of the Grafana DASHBOARD (template variables substituted:
+#       $job, $instance, $target, $probe match everything, $__rate_interval is
+#       20s) and every recorded series of RULES returns data without error;
+#       panels named by --empty must return an empty result without error.
 #       Queries against the Prometheus at PROM (http://127.0.0.1:PORT).
 #
 # Exit status 0 when the check holds; 1 with the reason on stdout when it does
@@ -211,6 +216,59 @@ def cmd_prom_series(prom):
             m.pop(k, None)
         out.add(key(name, m))
     return "\n".join(sorted(out))
+
+
+def dashboard_exprs(path):
+    """(panel title, expr) for every query, rows' nested panels included."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    out = []
+
+    def walk(panels):
+        for p in panels:
+            walk(p.get("panels", []))
+            for t in p.get("targets", []):
+                out.append((p["title"], t["expr"]))
+    walk(doc["panels"])
+    return out
+
+
+def substitute(expr):
+    for var, val in (("$__rate_interval", "20s"), ("$job", ".*"), ("$instance", ".*"),
+                     ("$target", ".*"), ("$probe", ".*")):
+        expr = expr.replace(var, val)
+    return expr
+
+
+def recorded(path):
+    """Names recorded by the rules file (its 'record:' lines)."""
+    with open(path, encoding="utf-8") as f:
+        return [ln.split("record:", 1)[1].strip() for ln in f if ln.strip().startswith("- record:")]
+
+
+def cmd_exprs(prom, dashboard, rules, args):
+    empty_ok = {a[len("--empty="):] for a in args if a.startswith("--empty=")}
+    checks = [(t, substitute(e)) for t, e in dashboard_exprs(dashboard)]
+    checks += [("rule " + r, r) for r in recorded(rules)]
+    bad, ok = [], 0
+    for title, expr in checks:
+        try:
+            _, res = query(prom, expr)
+        except Fail as e:
+            bad.append(f"'{title}': error: {e}")
+            continue
+        if title in empty_ok:
+            if res:
+                bad.append(f"'{title}': should be empty here, has {len(res)} series: {expr}")
+            else:
+                ok += 1
+        elif not res:
+            bad.append(f"'{title}': no data: " + " ".join(expr.split())[:160])
+        else:
+            ok += 1
+    if bad:
+        raise Fail(f"{len(bad)} of {len(checks)} expressions wrong:\n" + "\n".join(bad))
+    return f"all {len(checks)} expressions right ({len(empty_ok)} panels expected empty)"
 
 
 # ---- text and OpenMetrics pages --------------------------------------------
@@ -511,6 +569,8 @@ def main(argv):
             out = cmd_quantile(args[0], args[1], args[2:], positive=True)
         elif cmd == "count-equal":
             out = cmd_count_equal(args[0], args[1])
+        elif cmd == "exprs":
+            out = cmd_exprs(args[0], args[1], args[2], args[3:])
         elif cmd == "prom-series":
             out = cmd_prom_series(args[0])
         else:
