@@ -25,10 +25,18 @@
  *               fails and succeeds by turns
  *   SIGRTMIN+2  no more errors
  *
+ * A disk that is slow (a noisy neighbour, a degraded volume), data path only:
+ *
+ *   SIGRTMIN+3  slow: every read, write and fsync/fdatasync waits HANGFS_DELAY_US
+ *               microseconds (from the environment; 2000 when unset) before it
+ *               goes on
+ *   SIGRTMIN+4  fast again
+ *
  * Each change is acknowledged on stderr once it is in effect, so a test can wait
  * for it instead of sleeping:
  *   "hangfs: eio writes" / "hangfs: eio flapping" / "hangfs: eio off"
  *   "hangfs: frozen" / "hangfs: thawed"
+ *   "hangfs: slow (N us)" / "hangfs: fast"
  *   "hangfs: read blocked (offset O, size N)"   a request started waiting
  *   "hangfs: read released"                     ... and went on after a thaw
  *   "hangfs: read interrupted"                  ... or was abandoned, see below
@@ -80,6 +88,10 @@ static bool freeze_metadata;	 /* HANGFS_FREEZE_METADATA=1: metadata blocks too *
 enum eio_mode { EIO_OFF, EIO_WRITES, EIO_FLAPPING };
 static _Atomic int eio_mode;		       /* enum eio_mode, set by the control thread */
 static _Atomic unsigned eio_writes, eio_syncs; /* requests seen since the mode was set */
+
+#define DELAY_US_DEFAULT 2000
+static long delay_us = DELAY_US_DEFAULT; /* HANGFS_DELAY_US: how slow "slow" is */
+static _Atomic bool slow;		 /* set by the control thread */
 
 /* ---------------------------------------------------------------- freezing */
 
@@ -135,6 +147,23 @@ static int freeze_gate(const char *op, off_t off, size_t size)
 	return r;
 }
 
+/*
+ * The slow disk: after the freeze gate, so a frozen request is not also delayed
+ * by the time it waited. A plain sleep: a delay of milliseconds needs no
+ * interrupt handling.
+ */
+static void slow_gate(void)
+{
+	struct timespec ts;
+
+	if (!atomic_load(&slow))
+		return;
+	ts.tv_sec = delay_us / 1000000;
+	ts.tv_nsec = delay_us % 1000000 * 1000;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /* True if this write (@sync false) or fsync (@sync true) is to fail with EIO. */
 static bool eio_fails(bool sync)
 {
@@ -149,7 +178,7 @@ static bool eio_fails(bool sync)
 	return n % 2 == 0;
 }
 
-/* SIGUSR1/SIGUSR2 and SIGRTMIN..SIGRTMIN+2 are blocked in every thread; this one
+/* SIGUSR1/SIGUSR2 and SIGRTMIN..SIGRTMIN+4 are blocked in every thread; this one
  * takes them. */
 static void *control_main(void *arg)
 {
@@ -170,6 +199,14 @@ static void *control_main(void *arg)
 			atomic_store(&eio_syncs, 0);
 			atomic_store(&eio_mode, mode);
 			say("eio %s", eio_names[mode]);
+			continue;
+		}
+		if (sig == SIGRTMIN + 3 || sig == SIGRTMIN + 4) {
+			atomic_store(&slow, sig == SIGRTMIN + 3);
+			if (sig == SIGRTMIN + 3)
+				say("slow (%ld us)", delay_us);
+			else
+				say("fast");
 			continue;
 		}
 		pthread_mutex_lock(&freeze_mu);
@@ -371,6 +408,7 @@ static int hang_read(const char *path, char *buf, size_t size, off_t off, struct
 	r = freeze_gate("read", off, size);
 	if (r < 0)
 		return r;
+	slow_gate();
 	n = pread((int)fi->fh, buf, size, off);
 	return n < 0 ? -errno : (int)n;
 }
@@ -385,6 +423,7 @@ static int hang_write(const char *path, const char *buf, size_t size, off_t off,
 	r = freeze_gate("write", off, size);
 	if (r < 0)
 		return r;
+	slow_gate();
 	if (eio_fails(false))
 		return -EIO;
 	n = pwrite((int)fi->fh, buf, size, off);
@@ -399,6 +438,7 @@ static int hang_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	r = freeze_gate(datasync ? "fdatasync" : "fsync", 0, 0);
 	if (r < 0)
 		return r;
+	slow_gate();
 	if (eio_fails(true))
 		return -EIO;
 	r = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
@@ -480,6 +520,17 @@ int main(int argc, char **argv)
 			  strcmp(getenv("HANGFS_FREEZE_METADATA"), "1") == 0;
 	if (freeze_metadata)
 		say("freezing metadata too");
+	if (getenv("HANGFS_DELAY_US")) {
+		char *end;
+
+		errno = 0;
+		delay_us = strtol(getenv("HANGFS_DELAY_US"), &end, 10);
+		if (errno || end == getenv("HANGFS_DELAY_US") || *end || delay_us < 0 ||
+		    delay_us > 60000000L) {
+			fprintf(stderr, "hangfs: HANGFS_DELAY_US: not 0..60000000 microseconds\n");
+			return 64;
+		}
+	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&freeze_cv, &ca);
@@ -489,7 +540,7 @@ int main(int argc, char **argv)
 	sigemptyset(&control);
 	sigaddset(&control, SIGUSR1);
 	sigaddset(&control, SIGUSR2);
-	for (int i = 0; i <= 2; i++)
+	for (int i = 0; i <= 4; i++)
 		sigaddset(&control, SIGRTMIN + i);
 	r = pthread_sigmask(SIG_BLOCK, &control, NULL);
 	if (r == 0)
