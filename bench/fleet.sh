@@ -342,12 +342,14 @@ read -r S_OWN_MIN S_OWN_MED S_OWN_MAX <<<"$(series_stats '{job="iopulse",__name_
 read -r S_REC_MIN S_REC_MED S_REC_MAX <<<"$(series_stats '{job="iopulse",__name__=~".+:.+"}')"
 SAMPLES=$(q1 'avg(scrape_samples_scraped{job="iopulse"})')
 SCRAPE_S=$(q1 'quantile(0.99, scrape_duration_seconds{job="iopulse"})')
-# rule_groups RANGE: "group X ms, ..." the longest evaluation of each group over RANGE.
+# rule_groups FUNC RANGE: "group X ms, ..." FUNC_over_time (avg, max) of each
+# group's evaluation time over RANGE.
 rule_groups() {
-	q "max by (rule_group) (max_over_time(prometheus_rule_group_last_duration_seconds[$1]))" |
+	q "max by (rule_group) ($1_over_time(prometheus_rule_group_last_duration_seconds[$2]))" |
 		awk '{ sub(/^rule_group=[^;]*;/, ""); printf "%s%s %.1f ms", (NR > 1 ? ", " : ""), $1, $2 * 1e3 }'
 }
-RULES_MAX1=$(rule_groups "$BASELINE")
+RULES_AVG1=$(rule_groups avg "$BASELINE")
+RULES_MAX1=$(rule_groups max "$BASELINE")
 RULES_EVALS1=$(q1 "sum(increase(prometheus_rule_evaluation_failures_total[$BASELINE]))")
 MISSED1=$(q1 "sum(increase(prometheus_rule_group_iterations_missed_total[$BASELINE]))")
 P99_PEERS=$(q1 'quantile(0.5, histogram_quantile(0.99, sum by (instance, probe, op, le) (rate(iopulse_probe_latency_seconds_bucket{job="iopulse",probe="read"}[2m]))))')
@@ -380,7 +382,7 @@ done
 T_END=$(date +%s)
 P99_SLOW=$(q1 "histogram_quantile(0.99, sum by (le) (rate(iopulse_probe_latency_seconds_bucket{job=\"iopulse\",instance=\"$SLOW_INSTANCE\",probe=\"read\"}[2m])))")
 RSS2=$(rss_kib "$PROM_PID")
-RULES_MAX2=$(rule_groups "$((T_END - T_START))s")
+RULES_MAX2=$(rule_groups max "$((T_END - T_START))s")
 
 # Every ALERTS sample of the run, raw (a range selector keeps each sample's own
 # timestamp): each series' labels, and its first and last sample.
@@ -389,18 +391,31 @@ curl -fsS --max-time 60 --data-urlencode "query=ALERTS[$((T_END - T_HOSTS + 60))
 ALERT_REPORT=$(python3 - "$WORK/alerts.json" "$T_SLOW" "$ALERT" "$SLOW_INSTANCE" <<-'PY'
 	import json, sys
 	path, t_slow, alert, slow = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
-	healthy = unexpected = 0
+	# Per phase: the series seen (pending, firing) and the hosts they name.
+	seen = {"healthy": [set(), set(), set()], "unexpected": [set(), set(), set()]}
+	lines = []
 	for s in json.load(open(path))["data"]["result"]:
 	    m = s["metric"]
-	    first, last = s["values"][0][0], s["values"][-1][0]
-	    ok = m.get("alertname") == alert and m.get("instance") == slow and first >= t_slow
-	    healthy += first < t_slow
-	    unexpected += not ok
-	    labels = ",".join(f"{k}={v}" for k, v in sorted(m.items()) if k != "__name__")
-	    print(f"  {'ok ' if ok else 'BAD'} {labels}: {(first - t_slow) / 60:+.1f} .. {(last - t_slow) / 60:+.1f} min")
-	print(f"  {healthy} series before the slow-down, {unexpected} not {alert} of {slow} after it")
+	    ts = [v[0] for v in s["values"]]
+	    key = ",".join(f"{k}={v}" for k, v in sorted(m.items()) if k not in ("__name__", "alertstate"))
+	    state = m.get("alertstate")
+	    expected = m.get("alertname") == alert and m.get("instance") == slow
+	    for phase, stamps in (("healthy", [t for t in ts if t < t_slow]),
+	                          ("unexpected", [t for t in ts if t >= t_slow and not expected])):
+	        if stamps:
+	            seen[phase][0 if state == "pending" else 1].add(key)
+	            seen[phase][2].add(m.get("instance"))
+	    mark = "ok " if expected and ts[0] >= t_slow else "BAD"
+	    lines.append(f"  {mark} {state} {key}: {len(ts)} samples, "
+	                 f"{(ts[0] - t_slow) / 60:+.1f} .. {(ts[-1] - t_slow) / 60:+.1f} min")
+	for phase, (p, f, hosts) in seen.items():
+	    print(f"{phase}: {len(p)} pending, {len(f)} firing series on {len(hosts)} hosts")
+	print("\n".join(sorted(lines, key=lambda l: (l[2:5] != "ok ", l))))
 	PY
 )
+HEALTHY_ALERTS=$(sed -n 's/^healthy: //p' <<<"$ALERT_REPORT")
+OTHER_ALERTS=$(sed -n 's/^unexpected: //p' <<<"$ALERT_REPORT")
+
 # ---------------------------------------------------------------- report
 
 kib_mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
@@ -429,6 +444,7 @@ read p99:    median host $(awk -v v="$P99_PEERS" 'BEGIN { printf "%.1f us", v * 
 | ingestion: alone / with the fleet (samples/s) | $(printf %.1f "$ING0") / $(printf %.1f "$ING1") |
 | ingestion per host (samples/s) | $(per_host "$ING0" "$ING1") |
 | scrape duration p99 over hosts | $(awk -v v="$SCRAPE_S" 'BEGIN { printf "%.1f ms", v * 1e3 }') |
+| rule group evaluation time, mean over phase 1 | $RULES_AVG1 |
 | rule group evaluation time, max over phase 1 | $RULES_MAX1 |
 | rule group evaluation time, max over the run | $RULES_MAX2 |
 | rule evaluation failures / missed iterations, phase 1 | $RULES_EVALS1 / $MISSED1 |
@@ -436,11 +452,12 @@ read p99:    median host $(awk -v v="$P99_PEERS" 'BEGIN { printf "%.1f us", v * 
 | iopulse CPU per instance / all $N (second half of phase 1) | ${IOP_CPU}% / ${IOP_CPU_ALL}% of one CPU |
 | iopulse RSS per instance (median) | $(kib_mib "$IOP_RSS") MiB |
 | hangfs CPU, both (second half of phase 1) | ${FS_CPU}% of one CPU |
-| alert series (any state) during the healthy phase | $(awk '$1 == "BAD" && $(NF - 3) + 0 < 0' <<<"$ALERT_REPORT" | wc -l) |
-| alert series other than $ALERT of the slow host, after the slow-down | $(awk '$1 == "BAD" && $(NF - 3) + 0 >= 0' <<<"$ALERT_REPORT" | wc -l) |
+| alerts during the healthy phase | $HEALTHY_ALERTS |
+| alerts after the slow-down, other than $ALERT of the slow host | $OTHER_ALERTS |
 | $ALERT pending after the slow-down | $(mins "$T_PENDING") |
 | $ALERT firing after the slow-down | $(mins "$T_FIRING") |
 
-every alert series of the run (ALERTS; minutes from the slow-down):
-$ALERT_REPORT
+every alert series of the run (ALERTS; minutes from the slow-down, first .. last
+sample; a series may come and go in between):
+$(sed '/^[a-z]*: /d' <<<"$ALERT_REPORT")
 EOF
