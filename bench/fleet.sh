@@ -111,6 +111,7 @@ fleet_cleanup() {
 	local p f mp rc=$?
 	trap - EXIT INT TERM
 	set +e
+	[ -z "${NAP_PID:-}" ] || kill "$NAP_PID" 2>/dev/null
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
 	for f in "${FUSE[@]}"; do
@@ -164,6 +165,15 @@ q1() {
 	local v
 	v=$(q "$1" | awk 'NR == 1')
 	echo "${v##* }" | grep . || echo nan
+}
+
+# nap SECONDS: sleep, but let a signal's trap run at once (bash runs traps only
+# between foreground commands; wait returns on a signal).
+nap() {
+	sleep "$1" &
+	NAP_PID=$!
+	wait "$NAP_PID" || true
+	NAP_PID=
 }
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
@@ -235,7 +245,7 @@ fsay "prometheus $(prometheus --version 2>&1 | awk 'NR == 1 { print $3 }') on $P
 
 # Prometheus alone: its RSS and ingestion without the fleet.
 fsay "phase 0: prometheus alone for ${WARMUP}s"
-sleep "$WARMUP"
+nap "$WARMUP"
 RSS0=$(rss_kib "$PROM_PID")
 ING0=$(q1 'rate(prometheus_tsdb_head_samples_appended_total[1m])')
 HEAD0=$(q1 'prometheus_tsdb_head_series')
@@ -303,7 +313,7 @@ fsay "all $N hosts scraped; slow host $SLOW_INSTANCE"
 fsay "phase 1: healthy fleet for $BASELINE"
 # iopulse CPU over the second half of the phase (layout and start-up left out).
 half=$(($(seconds "$BASELINE") / 2))
-sleep "$half"
+nap "$half"
 cpu_sum() {
 	local p s=0
 	for p in "$@"; do s=$((s + $(cpu_ticks "$p"))); done
@@ -313,7 +323,7 @@ c0=$(cpu_sum "${IOP_PIDS[@]}")
 p0=$(cpu_ticks "$PROM_PID")
 f0=$(cpu_sum "$PEERS_FS" "$SLOW_FS")
 t0=$(date +%s.%N)
-sleep $(($(seconds "$BASELINE") - half))
+nap $(($(seconds "$BASELINE") - half))
 c1=$(cpu_sum "${IOP_PIDS[@]}")
 p1=$(cpu_ticks "$PROM_PID")
 f1=$(cpu_sum "$PEERS_FS" "$SLOW_FS")
@@ -376,9 +386,9 @@ while (($(date +%s) < deadline)); do
 		fsay "firing after $((T_FIRING - T_SLOW))s"
 		break
 	fi
-	sleep 5
+	nap 5
 done
-[ -n "$T_FIRING" ] && sleep "$(seconds "$HOLD")"
+[ -n "$T_FIRING" ] && nap "$(seconds "$HOLD")"
 T_END=$(date +%s)
 P99_SLOW=$(q1 "histogram_quantile(0.99, sum by (le) (rate(iopulse_probe_latency_seconds_bucket{job=\"iopulse\",instance=\"$SLOW_INSTANCE\",probe=\"read\"}[2m])))")
 RSS2=$(rss_kib "$PROM_PID")
