@@ -436,12 +436,13 @@ int lane_start(struct lane *l)
 /* Under the lane mutex: what a probe handed to the lane now waits behind, the
  * probe running or, while none runs, the first in the queue. A burst holds the
  * target for its whole run by design; anything else means slow storage. */
-static enum probe_wait lane_held_by(const struct lane *l)
+static enum probe_wait lane_held_by(const struct lane *l, int *holder)
 {
 	int pi = atomic_load(&l->running);
 
 	if (pi < 0 && l->q_len)
 		pi = (int)l->queue[l->q_head];
+	*holder = pi;
 	if (pi >= 0 && l->probes[pi].probe.ops->flags & PROBE_F_EXCLUSIVE)
 		return PROBE_WAIT_BURST;
 	return PROBE_WAIT_BUSY;
@@ -452,10 +453,16 @@ void lane_enqueue(struct lane *l, unsigned pi)
 	struct lane_probe *lp = &l->probes[pi];
 
 	enum probe_wait why;
+	int holder;
 
 	pthread_mutex_lock(&l->mu);
-	why = lane_held_by(l);
-	if (lp->probe.ops->flags & PROBE_F_SKIP_IF_BUSY && (l->busy || l->q_len)) {
+	why = lane_held_by(l, &holder);
+	/* A burst behind pings is skipped (pings every second would otherwise shift it
+	 * at will); behind another burst it waits its turn: schedules like 15m and 1h
+	 * fall due together every time, and the later burst would never run. Behind
+	 * itself (a run longer than its schedule) it is skipped: the storage is slow. */
+	if (lp->probe.ops->flags & PROBE_F_SKIP_IF_BUSY && (l->busy || l->q_len) &&
+	    (why != PROBE_WAIT_BURST || holder == (int)pi)) {
 		probe_metrics_skipped(&lp->series, PROBE_WAIT_BUSY);
 	} else if (lp->queued) {
 		probe_metrics_skipped(&lp->series, why);

@@ -81,7 +81,7 @@ static int info_series(struct probe_series *s, const char *engine)
 }
 
 /* Runs that waited their turn (pings) or were not made, by what held the target. */
-static int wait_series(struct probe_series *s, bool deferrable)
+static int wait_series(struct probe_series *s)
 {
 	struct metric_family *deferred, *skipped;
 	const char *v[] = {s->cfg->name, s->target, NULL, NULL};
@@ -95,20 +95,16 @@ static int wait_series(struct probe_series *s, bool deferrable)
 		metrics_family(s->m, "iopulse_probe_skipped_total", METRIC_COUNTER,
 			       "Runs not made, by reason (burst: the previous run still waited "
 			       "behind a burst, as expected; busy: it waited behind other probes, "
-			       "or a burst found the target busy: the storage is slow for the "
-			       "schedule).",
+			       "or a burst found them holding the target: the storage is slow for "
+			       "the schedule).",
 			       ptr, NULL, 0);
 	if (!deferred || !skipped)
 		return -ENOMEM;
 	for (int w = 0; w < PROBE_WAIT_COUNT; w++) {
-		/* A burst never waits: it is skipped, and only ever for being busy. */
-		if (!deferrable && w != PROBE_WAIT_BUSY)
-			continue;
 		v[2] = wait_names[w];
 		s->skipped[w] = metrics_series(skipped, v);
-		if (deferrable)
-			s->deferred[w] = metrics_series(deferred, v);
-		if (!s->skipped[w] || (deferrable && !s->deferred[w]))
+		s->deferred[w] = metrics_series(deferred, v);
+		if (!s->skipped[w] || !s->deferred[w])
 			return -ENOMEM;
 	}
 	return 0;
@@ -127,7 +123,7 @@ int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct c
 	if (r == 0)
 		r = info_series(s, engine);
 	if (r == 0)
-		r = wait_series(s, !(ops->flags & PROBE_F_SKIP_IF_BUSY));
+		r = wait_series(s);
 	if (r < 0)
 		return r;
 	errs = metrics_family(m, "iopulse_probe_errors_total", METRIC_COUNTER,
