@@ -2059,7 +2059,7 @@ static void fstype_name(long f_type, char *buf, size_t len)
 }
 
 /* Leading and trailing white space off (SCSI pads its model strings). */
-static void trim(char *s)
+void target_label_text(char *s)
 {
 	size_t skip = strspn(s, " \t\n"), n;
 
@@ -2067,6 +2067,11 @@ static void trim(char *s)
 	n = strlen(s);
 	while (n && strchr(" \t\n", s[n - 1]))
 		s[--n] = '\0';
+	/* The kernel passes a device's bytes through as they are; a label value
+	 * that is not UTF-8 would make Prometheus reject the whole scrape. */
+	for (unsigned char *p = (unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '_';
 }
 
 /*
@@ -2101,7 +2106,7 @@ static void describe_device(dev_t dev, struct target_desc *d)
 	if (faccessat(dfd, "partition", F_OK, 0) == 0)
 		disk = openat(dfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (disk >= 0 && read_small(disk, "device/model", d->model, sizeof(d->model)) == 0)
-		trim(d->model);
+		target_label_text(d->model);
 	else
 		d->model[0] = '\0';
 	if (disk >= 0 && disk != dfd)

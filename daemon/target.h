@@ -99,6 +99,10 @@ struct target_desc {
  * filesystem: call it from the lane. */
 void target_describe(const struct target *t, struct target_desc *d);
 
+/* Makes sysfs text fit for a label value, in place: surrounding whitespace
+ * trimmed, every byte outside printable ASCII replaced by '_'. */
+void target_label_text(char *s);
+
 /* Close the file descriptor (idempotent). */
 void target_close(struct target *t);
 

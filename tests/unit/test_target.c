@@ -1334,6 +1334,22 @@ static void test_stat_within(void **state)
 		assert_int_equal(target_stat_within(dir, &b, 1000), 0);
 }
 
+/* sysfs text as a label value: trimmed, and nothing a scrape would reject. */
+static void test_label_text(void **state)
+{
+	char model[] = "  Samsung SSD\t\xc3\x28 990\x01 \n";
+	char plain[] = "QEMU HARDDISK";
+	char blank[] = " \n";
+
+	(void)state;
+	target_label_text(model);
+	assert_string_equal(model, "Samsung SSD__( 990_");
+	target_label_text(plain);
+	assert_string_equal(plain, "QEMU HARDDISK");
+	target_label_text(blank);
+	assert_string_equal(blank, "");
+}
+
 int main(void)
 {
 	if (!getenv("TEST_TMPDIR")) {
@@ -1367,6 +1383,7 @@ int main(void)
 		cmocka_unit_test(test_symlink_in_path),
 		cmocka_unit_test(test_require_mount),
 		cmocka_unit_test(test_keep_free),
+		cmocka_unit_test(test_label_text),
 	};
 
 	return cmocka_run_group_tests(tests, tu_scratch_setup, teardown);
