@@ -139,6 +139,17 @@ static uint64_t elapsed(const struct io_req *req)
 	return req->done_ns > req->submit_ns ? req->done_ns - req->submit_ns : 0;
 }
 
+/* One I/O on the engine, its result and timing in @io. 0, or -errno as run_one(). */
+static int timed(struct ping *p, struct io_req *req, struct ping_io *io)
+{
+	int r = run_one(p, req);
+
+	if (r < 0)
+		return r;
+	*io = (struct ping_io){req->result, req->submit_ns, elapsed(req)};
+	return 0;
+}
+
 int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 {
 	const struct cfg_probe *cfg = p->cfg;
@@ -195,26 +206,18 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 		.len = (uint32_t)bs,
 		.op = write ? IO_WRITE : IO_READ,
 	};
-	ret = run_one(p, &req);
+	ret = timed(p, &req, &r->io);
 	if (ret < 0)
 		return ret;
-	r->result = req.result;
-	r->submit_ns = req.submit_ns;
-	r->lat_ns = elapsed(&req);
 
 	if (write && cfg->sync == CFG_SYNC_FDATASYNC) {
 		if (p->eng_fd < 0) { /* the write was abandoned (shutdown): no engine */
-			r->sync_result = -ETIME;
+			r->sync.result = -ETIME;
 			return 0;
 		}
 		/* Even after a failed write: fdatasync reports writeback errors. */
 		req = (struct io_req){.op = IO_FDATASYNC};
-		ret = run_one(p, &req);
-		if (ret < 0)
-			return ret;
-		r->sync_result = req.result;
-		r->sync_submit_ns = req.submit_ns;
-		r->sync_lat_ns = elapsed(&req);
+		return timed(p, &req, &r->sync);
 	}
 	return 0;
 }
@@ -257,27 +260,27 @@ static int ping_probe_init(struct probe *p)
 
 /* One I/O of the ping into @out. A wait given up (-ETIME: shutdown, or no engine
  * left after an abandoned write) measured nothing. */
-static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op, ssize_t result,
-		   uint64_t want, uint64_t submit_ns, uint64_t lat_ns)
+static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op,
+		   const struct ping_io *io, uint64_t want)
 {
 	struct probe_op_outcome *o = &out->op[op];
 
-	if (lat_ns >= p->cfg->timeout_ns &&
-	    (!p->timeout_claimed || probe_claim_timeout(p->timeout_claimed, submit_ns)))
+	if (io->lat_ns >= p->cfg->timeout_ns &&
+	    (!p->timeout_claimed || probe_claim_timeout(p->timeout_claimed, io->submit_ns)))
 		out->timeouts++;
-	if (result == -ETIME) {
+	if (io->result == -ETIME) {
 		out->incomplete = true;
-	} else if (result < 0) {
+	} else if (io->result < 0) {
 		o->errors++;
-		probe_outcome_io_error(out, (int)result, io_op_name(op));
-	} else if ((uint64_t)result < want) {
+		probe_outcome_io_error(out, (int)io->result, io_op_name(op));
+	} else if ((uint64_t)io->result < want) {
 		o->short_ios++;
 		probe_outcome_io_error(out, -EIO, "short transfer");
 	} else {
 		o->ios++;
-		o->bytes += (uint64_t)result;
-		o->io_ns += lat_ns;
-		hist_record(o->hist, lat_ns);
+		o->bytes += (uint64_t)io->result;
+		o->io_ns += io->lat_ns;
+		hist_record(o->hist, io->lat_ns);
 	}
 }
 
@@ -294,11 +297,10 @@ static int ping_probe_run(struct probe *p, const _Atomic bool *stop, struct prob
 	out->discard = stop && atomic_load(stop);
 	if (r < 0)
 		return r;
-	add_io(p, out, c->op, res.result, c->block_size, res.submit_ns, res.lat_ns);
+	add_io(p, out, c->op, &res.io, c->block_size);
 	/* Even after a failed write: fdatasync is where writeback errors show. */
 	if (c->sync == CFG_SYNC_FDATASYNC)
-		add_io(p, out, IO_FDATASYNC, res.sync_result, 0, res.sync_submit_ns,
-		       res.sync_lat_ns);
+		add_io(p, out, IO_FDATASYNC, &res.sync, 0);
 	return 0;
 }
 

@@ -27,14 +27,17 @@ struct ping {
 	int eng_fd;		       /* target fd @eng was set up for; -1: not set up */
 };
 
+/* One timed I/O of a ping. */
+struct ping_io {
+	ssize_t result;	    /* bytes, or -errno */
+	uint64_t submit_ns; /* CLOCK_MONOTONIC submit time */
+	uint64_t lat_ns;    /* latency */
+};
+
 struct ping_result {
-	uint64_t offset;	 /* where the I/O went */
-	uint64_t submit_ns;	 /* CLOCK_MONOTONIC submit time of the read/write */
-	ssize_t result;		 /* bytes, or -errno */
-	uint64_t lat_ns;	 /* latency of the read/write */
-	ssize_t sync_result;	 /* 0 or -errno when cfg->sync == CFG_SYNC_FDATASYNC */
-	uint64_t sync_submit_ns; /* CLOCK_MONOTONIC submit time of the fdatasync */
-	uint64_t sync_lat_ns;	 /* latency of the fdatasync */
+	uint64_t offset;     /* where the I/O went */
+	struct ping_io io;   /* the read or write */
+	struct ping_io sync; /* the fdatasync when cfg->sync == CFG_SYNC_FDATASYNC, else 0 */
 };
 
 /* Prepare a ping for @cfg (buffers sized for its block size at max alignment).

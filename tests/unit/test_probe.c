@@ -82,13 +82,13 @@ static void test_read_offsets(void **state)
 				struct ping_result r;
 
 				assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-				assert_int_equal(r.result, (ssize_t)sizes[s]);
+				assert_int_equal(r.io.result, (ssize_t)sizes[s]);
 				assert_int_equal(r.offset % f.t.offset_align, 0);
 				assert_int_equal((r.offset - f.t.data_start) % sizes[s], 0);
 				assert_true(r.offset >= f.t.data_start);
 				assert_true(r.offset + sizes[s] <= f.t.data_start + ws);
-				assert_true(r.lat_ns > 0);
-				assert_int_equal(r.sync_lat_ns, 0);
+				assert_true(r.io.lat_ns > 0);
+				assert_int_equal(r.sync.lat_ns, 0);
 				assert_int_equal(atomic_load(&inflight), 0);
 				lo = r.offset < lo ? r.offset : lo;
 				hi = r.offset > hi ? r.offset : hi;
@@ -126,7 +126,7 @@ static void test_write_fresh_data(void **state)
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 
 	assert_int_equal(probe_ping_run(&p, &f.t, &r1), 0);
-	assert_int_equal(r1.result, 4096);
+	assert_int_equal(r1.io.result, 4096);
 	assert_int_equal(r1.offset, f.t.data_start);
 	memcpy(first, p.buf, sizeof(first));
 	assert_true(distinct_bytes(first, sizeof(first)) > 220);
@@ -150,7 +150,7 @@ static void test_write_fresh_data(void **state)
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 	for (int i = 0; i < 100; i++) {
 		assert_int_equal(probe_ping_run(&p, &f.t, &r1), 0);
-		assert_int_equal(r1.result, 4096);
+		assert_int_equal(r1.io.result, 4096);
 		assert_true(r1.offset >= f.t.data_start && r1.offset + 4096 <= f.t.data_end);
 		assert_int_equal(r1.offset % f.t.offset_align, 0);
 	}
@@ -183,10 +183,10 @@ static void test_fdatasync_timed_apart(void **state)
 	p.inflight_ns = &inflight;
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-		assert_int_equal(r.result, 4096);
-		assert_true(r.lat_ns > 0);
-		assert_int_equal(r.sync_result, 0);
-		assert_true(r.sync_lat_ns > 0);
+		assert_int_equal(r.io.result, 4096);
+		assert_true(r.io.lat_ns > 0);
+		assert_int_equal(r.sync.result, 0);
+		assert_true(r.sync.lat_ns > 0);
 		assert_int_equal(atomic_load(&inflight), 0);
 	}
 	probe_ping_cleanup(&p);
@@ -195,8 +195,8 @@ static void test_fdatasync_timed_apart(void **state)
 	cfg.op = IO_READ;
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-	assert_int_equal(r.sync_lat_ns, 0);
-	assert_int_equal(r.sync_result, 0);
+	assert_int_equal(r.sync.lat_ns, 0);
+	assert_int_equal(r.sync.result, 0);
 	probe_ping_cleanup(&p);
 	target_close(&f.t);
 }
@@ -238,7 +238,7 @@ static void test_write_on_file_target_refused(void **state)
 	cfg.op = IO_READ;
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 	assert_int_equal(probe_ping_run(&p, &t, &r), 0);
-	assert_int_equal(r.result, 4096);
+	assert_int_equal(r.io.result, 4096);
 	assert_memory_equal(p.buf, content + r.offset, 4096);
 	probe_ping_cleanup(&p);
 	target_close(&t);
@@ -364,8 +364,8 @@ static void test_stop_abandons_stuck_write(void **state)
 	stuck_submits = 0;
 	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
 	assert_int_equal(stuck_submits, 1); /* the write only: no fdatasync after it */
-	assert_int_equal(r.result, -ETIME);
-	assert_int_equal(r.sync_result, -ETIME);
+	assert_int_equal(r.io.result, -ETIME);
+	assert_int_equal(r.sync.result, -ETIME);
 	assert_int_equal(p.eng_fd, -1);
 	assert_ptr_not_equal(p.buf, old_buf); /* the kernel may still own the old one */
 	probe_ping_cleanup(&p);
@@ -401,7 +401,7 @@ static void test_reinit_on_new_fd(void **state)
 	assert_int_equal(target_open(&f.t), 0);
 	assert_true(f.t.fd != old_fd);
 	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-	assert_int_equal(r.result, 4096);
+	assert_int_equal(r.io.result, 4096);
 	assert_int_equal(p.eng_fd, f.t.fd);
 	close(blocker);
 	probe_ping_cleanup(&p);
@@ -429,8 +429,8 @@ static void test_null_engine(void **state)
 	assert_int_equal(probe_ping_init(&p, &cfg), 0);
 	for (int i = 0; i < 100; i++) {
 		assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-		assert_int_equal(r.result, 4096);
-		assert_int_equal(r.sync_result, 0);
+		assert_int_equal(r.io.result, 4096);
+		assert_int_equal(r.sync.result, 0);
 	}
 	probe_ping_cleanup(&p);
 	assert_int_equal(pread(fd, after, sizeof(after), TARGET_HEADER_SIZE), 8192);
