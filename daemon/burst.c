@@ -1232,7 +1232,7 @@ static void burst_probe_free(struct probe *p)
 
 const struct probe_ops burst_probe_ops = {
 	.kind = CFG_PROBE_BURST,
-	.flags = PROBE_F_SKIP_IF_BUSY | PROBE_F_OWN_TIMEOUTS | PROBE_F_EXCLUSIVE,
+	.flags = PROBE_F_SKIP_IF_RUNNING | PROBE_F_OWN_TIMEOUTS | PROBE_F_EXCLUSIVE,
 	.io_ops = burst_io_ops,
 	.op_name = burst_op_name,
 	.init = burst_probe_init,

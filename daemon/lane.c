@@ -260,12 +260,14 @@ static int lane_prepare_target(struct lane *l)
 	}
 	l->layout_backoff_ns = 0;
 	l->layout_retry_ns = 0;
-	if (opening)
-		lane_describe_target(l);
 	if (stale[0] && !l->down_logged)
 		log_state_warning(target_key(l, key), "Target %s: %s, re-opened", l->cfg->name,
 				  stale);
+	/* Up as soon as a layout is over (a scrape in between would see a target
+	 * neither laid out nor up); describing it reads /proc and /sys. */
 	target_is_up(l);
+	if (opening)
+		lane_describe_target(l);
 	return 0;
 }
 
@@ -434,8 +436,9 @@ int lane_start(struct lane *l)
 }
 
 /* Under the lane mutex: what a probe handed to the lane now waits behind, the
- * probe running or, while none runs, the first in the queue. A burst holds the
- * target for its whole run by design; anything else means slow storage. */
+ * probe running or, while none runs, the first in the queue. A probe-file
+ * layout (in whichever probe's run opened the target) and a burst hold the
+ * target for their whole run by design; anything else means slow storage. */
 static enum probe_wait lane_held_by(const struct lane *l, int *holder)
 {
 	int pi = atomic_load(&l->running);
@@ -443,6 +446,8 @@ static enum probe_wait lane_held_by(const struct lane *l, int *holder)
 	if (pi < 0 && l->q_len)
 		pi = (int)l->queue[l->q_head];
 	*holder = pi;
+	if (pi >= 0 && atomic_load(&l->target.layout_total))
+		return PROBE_WAIT_LAYOUT;
 	if (pi >= 0 && l->probes[pi].probe.ops->flags & PROBE_F_EXCLUSIVE)
 		return PROBE_WAIT_BURST;
 	return PROBE_WAIT_BUSY;
@@ -454,18 +459,21 @@ void lane_enqueue(struct lane *l, unsigned pi)
 
 	enum probe_wait why;
 	int holder;
+	bool self;
 
 	pthread_mutex_lock(&l->mu);
 	why = lane_held_by(l, &holder);
-	/* A burst behind pings is skipped (pings every second would otherwise shift it
-	 * at will); behind another burst it waits its turn: schedules like 15m and 1h
-	 * fall due together every time, and the later burst would never run. Behind
-	 * itself (a run longer than its schedule) it is skipped: the storage is slow. */
-	if (lp->probe.ops->flags & PROBE_F_SKIP_IF_BUSY && (l->busy || l->q_len) &&
-	    (why != PROBE_WAIT_BURST || holder == (int)pi)) {
-		probe_metrics_skipped(&lp->series, PROBE_WAIT_BUSY);
-	} else if (lp->queued) {
-		probe_metrics_skipped(&lp->series, why);
+	self = holder == (int)pi;
+	/* Due while its previous run still waits in the queue: skipped. A burst due
+	 * while its own previous run is still going too: the run is longer than its
+	 * schedule, the storage is slow (unless that run is laying out the probe
+	 * file). Anything else waits its turn, a burst included: behind pings (a few
+	 * I/Os), another burst (schedules like 15m and 1h fall due together every
+	 * time, and the later one would never run) or a layout (a new host's first
+	 * bursts would otherwise wait a whole interval). */
+	if (lp->queued || (self && lp->probe.ops->flags & PROBE_F_SKIP_IF_RUNNING)) {
+		probe_metrics_skipped(&lp->series,
+				      self && why == PROBE_WAIT_BURST ? PROBE_WAIT_BUSY : why);
 	} else {
 		if (l->busy || l->q_len)
 			probe_metrics_deferred(&lp->series, why);

@@ -55,8 +55,9 @@ struct probe_outcome {
 
 struct probe;
 
-#define PROBE_F_SKIP_IF_BUSY (1u << 0) /* never deferred behind another probe: skipped */
-#define PROBE_F_OWN_TIMEOUTS (1u << 1) /* counts and acts on its timeouts itself */
+/* Due while its own previous run is still going: skipped at once, not queued. */
+#define PROBE_F_SKIP_IF_RUNNING (1u << 0)
+#define PROBE_F_OWN_TIMEOUTS	(1u << 1) /* counts and acts on its timeouts itself */
 /* Holds the target for a long run by design (a burst): a probe waiting behind it
  * is expected, not a sign of slow storage (reason "burst", not "busy"). */
 #define PROBE_F_EXCLUSIVE (1u << 2)

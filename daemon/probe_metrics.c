@@ -19,6 +19,7 @@ static const char *const pt[] = {"probe", "target", NULL};
 static const char *const wait_names[PROBE_WAIT_COUNT] = {
 	[PROBE_WAIT_BUSY] = "busy",
 	[PROBE_WAIT_BURST] = "burst",
+	[PROBE_WAIT_LAYOUT] = "layout",
 };
 
 /* ---------------------------------------------------------------- probes */
@@ -89,14 +90,16 @@ static int wait_series(struct probe_series *s)
 	deferred = metrics_family(s->m, "iopulse_probe_deferred_total", METRIC_COUNTER,
 				  "Runs that fell due while another probe had the target and "
 				  "waited their turn, by what held it (burst: a burst, which owns "
-				  "it by design; busy: other probes).",
+				  "it by design; layout: the probe file being laid out; busy: "
+				  "other probes).",
 				  ptr, NULL, 0);
 	skipped =
 		metrics_family(s->m, "iopulse_probe_skipped_total", METRIC_COUNTER,
 			       "Runs not made, by reason (burst: the previous run still waited "
-			       "behind a burst, as expected; busy: it waited behind other probes, "
-			       "or a burst found them holding the target: the storage is slow for "
-			       "the schedule).",
+			       "behind a burst, as expected; layout: behind the probe file's "
+			       "layout, as expected; busy: it waited behind other probes, or a "
+			       "burst's previous run was still going: the storage is slow for the "
+			       "schedule).",
 			       ptr, NULL, 0);
 	if (!deferred || !skipped)
 		return -ENOMEM;

@@ -14,8 +14,9 @@
 /* Why a probe waited its turn or was skipped, as the reason label says it: what
  * held the target then. */
 enum probe_wait {
-	PROBE_WAIT_BUSY,  /* other probes: the storage is slow for the schedule */
-	PROBE_WAIT_BURST, /* a burst, which owns the target for its duration by design */
+	PROBE_WAIT_BUSY,   /* other probes: the storage is slow for the schedule */
+	PROBE_WAIT_BURST,  /* a burst, which owns the target for its duration by design */
+	PROBE_WAIT_LAYOUT, /* the probe file being laid out (first start, a new file) */
 	PROBE_WAIT_COUNT,
 };
 
@@ -31,7 +32,7 @@ struct probe_series {
 	struct metric_series *bytes[IO_OP_COUNT];
 	struct metric_series *errors[PROBE_ERR_COUNT];
 	struct metric_series *runs, *last_run;
-	/* By enum probe_wait; a burst has skipped[PROBE_WAIT_BUSY] only, no deferred. */
+	/* By enum probe_wait; every reason exists for every probe from the start. */
 	struct metric_series *deferred[PROBE_WAIT_COUNT], *skipped[PROBE_WAIT_COUNT];
 	struct metric_series *info, *interval;
 	/* Last finished burst, created at its first publication (no zeros before). */

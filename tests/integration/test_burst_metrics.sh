@@ -13,11 +13,17 @@
 # the histograms consistent and the page lint-clean.
 #
 # Target t2: burst A (1.5s every 2.5s) and burst B (500 I/Os every 1s). B falls
-# due while A runs at least once per run of A, and must then be skipped
-# (iopulse_probe_skipped_total{reason="busy"}), never run alongside it. A
+# due while A runs at least once per run of A, and must then wait its turn
+# (iopulse_probe_deferred_total{reason="burst"}), never run alongside it. A
 # burst's counters are published all at once when it ends, so B's I/O count
 # only ever grows by whole bursts of 500; and every time B fell due it either
 # ran or was skipped.
+#
+# Target t3: a 12MiB probe file laid out at 4MiB/s (about 3s), a ping every
+# 100ms and a burst every 1s. The layout holds the target as a burst does, by
+# design: the ping waits and is skipped for reason="layout", never "busy" (that
+# would fire IopulseProbeSkipped on every new host), and the burst waits for the
+# file instead of losing its first run.
 
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
 . "$(dirname "$0")/lib.sh"
@@ -25,7 +31,7 @@
 require_cmd curl promtool
 require_disk "$WORK"
 
-mkdir "$WORK/t1" "$WORK/t2"
+mkdir "$WORK/t1" "$WORK/t2" "$WORK/t3"
 CFG="$WORK/iopulse.yaml"
 cat >"$CFG" <<EOF
 targets:
@@ -38,6 +44,10 @@ targets:
     directory: $(yaml_str "$WORK/t2")
     size: 16MiB
     layout_rate: 0
+  - name: t3
+    directory: $(yaml_str "$WORK/t3")
+    size: 12MiB
+    layout_rate: 4MiB/s
 probes:
   - name: mix
     type: burst
@@ -65,6 +75,16 @@ probes:
     rw: randread
     iodepth: 4
     ios: 500
+    every: 1s
+  - name: L
+    type: ping
+    target: t3
+    interval: 100ms
+  - name: LB
+    type: burst
+    target: t3
+    rw: randread
+    ios: 200
     every: 1s
 EOF
 
@@ -249,6 +269,32 @@ for s in "iopulse_probe_skipped_total{$RD,reason=\"busy\"}" \
 	has_series "$PAGE" "$s" || fail "no series $s"
 done
 
+# ---- t3: probes waiting for the probe file's layout ---------------------------
+
+L='probe="L",target="t3"'
+LB='probe="LB",target="t3"'
+t3_laid_out() {
+	local ping_skipped burst_waited burst_ios
+	scrape_metrics
+	sample_or ping_skipped 0 "$PAGE" "iopulse_probe_skipped_total{$L,reason=\"layout\"}"
+	sample_or burst_waited 0 "$PAGE" "iopulse_probe_deferred_total{$LB,reason=\"layout\"}"
+	sample_or burst_ios 0 "$PAGE" "iopulse_probe_ios_total{$LB,op=\"read\"}"
+	num "$ping_skipped" '>' 0 && num "$burst_waited" '>' 0 && num "$burst_ios" '>' 0
+}
+wait_until 20 "L skipped and LB deferred for reason=\"layout\", then LB run" t3_laid_out
+sample_into ping_layout "$PAGE" "iopulse_probe_skipped_total{$L,reason=\"layout\"}"
+note "L: $ping_layout runs skipped behind the layout"
+# Only the layout and the burst ever held t3 for the ping: never "busy".
+for s in "iopulse_probe_skipped_total{$L,reason=\"busy\"}" \
+	"iopulse_probe_deferred_total{$L,reason=\"busy\"}"; do
+	sample_into v "$PAGE" "$s"
+	num "$v" '==' 0 || fail "$s is $v: a layout or a burst counted as busy"
+done
+for s in "iopulse_probe_skipped_total{$RD,reason=\"layout\"}" \
+	"iopulse_probe_deferred_total{$MIX,reason=\"layout\"}"; do
+	sample_into v "$PAGE" "$s" # every reason exists for every probe
+done
+
 # ---- what each probe and target is -------------------------------------------
 
 # "auto" resolved: the same engine for both, and a real one.
@@ -266,7 +312,7 @@ info=$(grep '^iopulse_target_info{target="t1",' "$PAGE") || fail "no iopulse_tar
 [[ $info == *",kind=\"directory\",path=\"$WORK/t1\",fstype=\""[!\"]*'",device="'*',zone="eu-1",volume_type="gp3"} 1' ]] ||
 	fail "iopulse_target_info for t1 is not as configured (stat -f says $FSTYPE): $info"
 note "$info"
-(($(grep -c '^iopulse_target_info{' "$PAGE") == 2)) || fail "not one iopulse_target_info per target"
+(($(grep -c '^iopulse_target_info{' "$PAGE") == 3)) || fail "not one iopulse_target_info per target"
 
 # 'iopulse check' prints the labels.
 "$IOPULSE" check --config "$CFG" >"$WORK/check.out" 2>&1 || fail "iopulse check failed: $(cat "$WORK/check.out")"

@@ -437,7 +437,7 @@ static double waits(struct fixture *f, const char *name, const char *probe, cons
 #define DEFERRED(f, p, r) waits(f, "iopulse_probe_deferred_total", p, r)
 #define SKIPPED(f, p, r)  waits(f, "iopulse_probe_skipped_total", p, r)
 
-/* Both reasons exist at 0 from the start, for pings and bursts alike. */
+/* Every reason exists at 0 from the start, for pings and bursts alike. */
 static void assert_waits_zero(struct fixture *f)
 {
 	static const char *const pings[] = {"p1", "p2"};
@@ -452,6 +452,23 @@ static void assert_waits_zero(struct fixture *f)
 	assert_true(SKIPPED(f, "b1", "burst") == 0);
 	assert_true(DEFERRED(f, "b1", "busy") == 0);
 	assert_true(DEFERRED(f, "b1", "burst") == 0);
+	for (unsigned i = 0; i < 3; i++) {
+		const char *p = i < 2 ? pings[i] : "b1";
+
+		assert_true(DEFERRED(f, p, "layout") == 0);
+		assert_true(SKIPPED(f, p, "layout") == 0);
+	}
+}
+
+/* A new fixture (no thread) in place of @f's. */
+static void waits_restart(struct fixture *f)
+{
+	lane_destroy(&f->lane);
+	metrics_free(f->m);
+	cfg_free(f->cfg);
+	memset(f, 0, sizeof(*f));
+	waits_setup(f, false);
+	assert_waits_zero(f);
 }
 
 /* Queued (no thread): the head of the queue holds the target. */
@@ -468,7 +485,7 @@ static void test_wait_reasons_queued(void **state)
 	lane_enqueue(&f->lane, 0); /* waits behind the burst */
 	lane_enqueue(&f->lane, 0); /* due again, still waiting */
 	lane_enqueue(&f->lane, 1);
-	lane_enqueue(&f->lane, 2); /* a burst never waits */
+	lane_enqueue(&f->lane, 2); /* due again, still waiting: skipped */
 	assert_true(DEFERRED(f, "p1", "burst") == 1);
 	assert_true(SKIPPED(f, "p1", "burst") == 1);
 	assert_true(DEFERRED(f, "p2", "burst") == 1);
@@ -476,27 +493,43 @@ static void test_wait_reasons_queued(void **state)
 	assert_true(DEFERRED(f, "p1", "busy") == 0);
 	assert_true(SKIPPED(f, "p1", "busy") == 0);
 	assert_true(DEFERRED(f, "p2", "busy") == 0);
-	lane_destroy(&f->lane);
-	metrics_free(f->m);
-	cfg_free(f->cfg);
+	waits_restart(f);
 
 	/* A ping first: whatever waits behind it waits for slow storage. */
-	memset(f, 0, sizeof(*f));
-	waits_setup(f, false);
-	assert_waits_zero(f);
 	lane_enqueue(&f->lane, 0);
 	lane_enqueue(&f->lane, 1);
 	lane_enqueue(&f->lane, 1);
 	lane_enqueue(&f->lane, 0);
-	lane_enqueue(&f->lane, 2);
+	lane_enqueue(&f->lane, 2); /* a burst waits behind pings too */
 	assert_true(DEFERRED(f, "p2", "busy") == 1);
 	assert_true(SKIPPED(f, "p2", "busy") == 1);
 	assert_true(SKIPPED(f, "p1", "busy") == 1);
-	assert_true(SKIPPED(f, "b1", "busy") == 1);
+	assert_true(DEFERRED(f, "b1", "busy") == 1);
+	assert_true(SKIPPED(f, "b1", "busy") == 0);
 	assert_true(DEFERRED(f, "p1", "burst") == 0);
 	assert_true(DEFERRED(f, "p2", "burst") == 0);
 	assert_true(SKIPPED(f, "p1", "burst") == 0);
 	assert_true(SKIPPED(f, "p2", "burst") == 0);
+	waits_restart(f);
+
+	/* The probe file being laid out (by whichever run opened the target): pings
+	 * and bursts alike wait for it, as expected, and a burst keeps its turn. */
+	lane_enqueue(&f->lane, 0);
+	atomic_store(&f->lane.target.layout_total, TARGET_HEADER_SIZE + (1 << 20));
+	lane_enqueue(&f->lane, 1);
+	lane_enqueue(&f->lane, 1);
+	lane_enqueue(&f->lane, 2);
+	lane_enqueue(&f->lane, 2);
+	assert_true(DEFERRED(f, "p2", "layout") == 1);
+	assert_true(SKIPPED(f, "p2", "layout") == 1);
+	assert_true(DEFERRED(f, "b1", "layout") == 1);
+	assert_true(SKIPPED(f, "b1", "layout") == 1);
+	assert_true(DEFERRED(f, "p2", "busy") == 0 && SKIPPED(f, "p2", "busy") == 0);
+	assert_true(SKIPPED(f, "b1", "busy") == 0);
+	/* Laid out: the ping at the head holds the target again, for slow storage. */
+	atomic_store(&f->lane.target.layout_total, 0);
+	lane_enqueue(&f->lane, 1);
+	assert_true(SKIPPED(f, "p2", "busy") == 1);
 }
 
 static bool lane_idle(struct lane *l)
@@ -519,6 +552,20 @@ static void wait_running(struct lane *l, int pi)
 	assert_int_equal(atomic_load(&l->running), pi);
 }
 
+/* Waits a minute at most for the target's 1MiB probe file to be laid out. */
+static void wait_laid_out(struct lane *l)
+{
+	const struct timespec tick = {.tv_nsec = 1000000};
+	const uint64_t size = TARGET_HEADER_SIZE + (1 << 20);
+
+	for (unsigned i = 0; i < 60000 && (atomic_load(&l->target.layout_done) != size ||
+					   atomic_load(&l->target.layout_total));
+	     i++)
+		nanosleep(&tick, NULL);
+	assert_int_equal(atomic_load(&l->target.layout_done), size);
+	assert_int_equal(atomic_load(&l->target.layout_total), 0);
+}
+
 /* A burst running (the fake clock holds it until the test moves the clock past its
  * duration): pings that fall due meanwhile wait for a burst, not for slow storage. */
 static void test_wait_reasons_running_burst(void **state)
@@ -527,6 +574,7 @@ static void test_wait_reasons_running_burst(void **state)
 
 	lane_enqueue(&f->lane, 2);
 	wait_running(&f->lane, 2);
+	wait_laid_out(&f->lane); /* the burst's run opens the target: a layout first */
 	lane_enqueue(&f->lane, 0);
 	lane_enqueue(&f->lane, 0);
 	lane_enqueue(&f->lane, 0);
