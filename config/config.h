@@ -188,6 +188,8 @@ struct cfg_probe {
 	uint64_t ios;		 /* burst: measured I/Os (after ramp), all jobs; 0 = by duration */
 	uint64_t rate_iops;	 /* burst: cap over all jobs; 0 = unlimited */
 	uint64_t ramp_ns;	 /* burst: warm-up excluded from results */
+	bool sequential;	 /* ping: the working set in order, not at random;
+				  * not a key: `iopulse probe -L` sets it */
 	struct cfg_pos pos;	 /* of the list item */
 };
 

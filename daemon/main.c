@@ -26,6 +26,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "oneshot.h"
+#include "probe_cli.h"
 #include "process.h"
 #include "scheduler.h"
 
@@ -64,22 +65,6 @@ static const char check_usage[] =
 	"\n"
 	"  -c, --config FILE      YAML configuration (default: the embedded default)\n"
 	"  -h, --help             show this help\n";
-
-static const char probe_usage[] =
-	"Usage: iopulse probe [--config FILE] [--count N] [--interval DURATION] [--json]\n"
-	"                     [PROBE...]\n"
-	"\n"
-	"Run the named probes (default: all) once, one after another, in the foreground,\n"
-	"and print a summary per operation: count, IOPS, bandwidth, min/avg/max and\n"
-	"p50/p90/p99/p99.9 latency. Ctrl-C prints what was measured so far.\n"
-	"Exits 0 when every probe ran without error, 1 otherwise.\n"
-	"\n"
-	"  -c, --config FILE       YAML configuration (default: the embedded default)\n"
-	"  -n, --count N           pings per ping probe (default 10)\n"
-	"  -i, --interval DURATION time between pings, overriding the configuration;\n"
-	"                          0 runs them back to back\n"
-	"  -j, --json              print JSON (schema: docs/probe-output.schema.json)\n"
-	"  -h, --help              show this help\n";
 
 static const char version_usage[] = "Usage: iopulse version\n\nPrint the version and exit.\n";
 
@@ -182,6 +167,17 @@ static int load_config(const char *path, struct config **cfg, bool plain)
 	return EX_OK;
 }
 
+/* What is valid but will not do what it says: a burst whose engine cannot
+ * queue (as fio warns for iodepth > 1 on a synchronous engine). */
+static void check_warnings(const struct config *cfg)
+{
+	for (unsigned i = 0; i < cfg->n_probes; i++) {
+		const struct engine_ops *e = eng_resolve(cfg->probes[i].engine, &(int){0});
+
+		oneshot_warn_depth(&cfg->probes[i], e ? e->name : cfg->probes[i].engine);
+	}
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	struct options o = {0};
@@ -194,83 +190,16 @@ static int cmd_check(int argc, char **argv)
 	if (r != EX_OK)
 		return r;
 	cfg_print(cfg, stdout);
+	check_warnings(cfg);
 	cfg_free(cfg);
 	return EX_OK;
 }
 
+/* The command line is probe_cli's: ioping's flags, PATH... or --config. */
 static int cmd_probe(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},   {"count", required_argument, NULL, 'n'},
-		{"interval", required_argument, NULL, 'i'}, {"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},	    {0},
-	};
-	struct oneshot_opts o = {.count = ONESHOT_DEFAULT_COUNT, .interval_ns = -1};
-	const char *config = NULL;
-	struct config *cfg = NULL;
-	unsigned long long v;
-	uint64_t ns;
-	char *end;
-	int c, r;
-
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+c:n:i:jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			if (!config_option(argv[0], optarg, &config))
-				return EX_USAGE;
-			break;
-		case 'n':
-			errno = 0;
-			v = strtoull(optarg, &end, 10);
-			if (errno || *end || optarg[0] == '-' || v < 1 || v > ONESHOT_MAX_COUNT) {
-				fprintf(stderr,
-					"iopulse probe: invalid --count '%s': a whole number from "
-					"1 "
-					"to %u\n",
-					optarg, ONESHOT_MAX_COUNT);
-				return EX_USAGE;
-			}
-			o.count = (unsigned)v;
-			break;
-		case 'i':
-			if (strcmp(optarg, "0") == 0) {
-				o.interval_ns = 0;
-				break;
-			}
-			if (cfg_parse_duration(optarg, &ns) < 0 || ns > CFG_MAX_INTERVAL_NS) {
-				fprintf(stderr,
-					"iopulse probe: invalid --interval '%s': a duration such "
-					"as "
-					"0, 10ms or 1s, at most 24h\n",
-					optarg);
-				return EX_USAGE;
-			}
-			o.interval_ns = (int64_t)ns;
-			break;
-		case 'j':
-			o.json = true;
-			break;
-		case 'h':
-			fputs(probe_usage, stdout);
-			return EX_OK;
-		default:
-			fprintf(stderr, "iopulse probe: invalid or incomplete option '%s'\n",
-				argv[optind - 1]);
-			fputs(probe_usage, stderr);
-			return EX_USAGE;
-		}
-	}
-	o.names = (const char *const *)argv + optind;
-	o.n_names = (unsigned)(argc - optind);
 	log_setup();
-	r = load_config(config, &cfg, true);
-	if (r != EX_OK)
-		return r;
-	r = oneshot_run(cfg, &o);
-	cfg_free(cfg);
-	return r;
+	return probe_cli_main(argc, argv);
 }
 
 static void collect(void *userdata)

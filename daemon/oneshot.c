@@ -2,29 +2,19 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "../engines/engine.h"
-#include "hist.h"
 #include "oneshot.h"
+#include "oneshot_int.h"
 #include "probe.h"
 #include "target.h"
 
-struct probe_sum {
-	const struct cfg_probe *cfg;
-	const struct cfg_target *target;
-	const char *engine;
-	struct probe_outcome out; /* every run of the probe added up */
-	uint64_t wall_ns;
-	int error; /* could not run, or stopped by an error */
-	char message[PATH_MAX + 640];
-	bool interrupted;
-};
+#define PROGRESS_EVERY_NS 100000000ULL /* a layout's progress line: 10 times a second */
 
 static _Atomic bool stop_requested;
 
@@ -61,17 +51,85 @@ static void setup_failed(struct probe_sum *ps, const struct probe *probe, int r)
 			 cfg_probe_kind_name(p->kind), strerror(-r));
 }
 
-/* Runs the probe: a ping o->count times at a fixed rate (as the daemon), a burst
- * once. Everything measured adds up in ps->out. */
-static int run_probe(struct probe_sum *ps, struct target *t, const struct config *cfg,
-		     const struct oneshot_opts *o)
+void oneshot_warn_depth(const struct cfg_probe *p, const char *engine)
+{
+	if (p->kind != CFG_PROBE_BURST || p->iodepth <= 1 || strcmp(engine, "sync") != 0)
+		return;
+	fprintf(stderr,
+		"warning: probe '%s': the sync engine runs one I/O at a time, so 'iodepth: %u' "
+		"acts as 1; use io_uring or libaio for a queue, ignoring\n",
+		p->name, p->iodepth);
+}
+
+/* After one ping: its exact latencies, its line, a -p summary when due. */
+static void ping_done(struct probe_sum *ps, const struct probe_outcome *before,
+		      const struct oneshot_opts *o)
+{
+	ps->requests++;
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		uint64_t ns = ps->out.op[op].io_ns - before->op[op].io_ns;
+
+		if (ps->out.op[op].ios == before->op[op].ios)
+			continue;
+		stats_add(&ps->req[op], ns);
+		stats_add(&ps->period[op], ns);
+	}
+	if (o->json)
+		return;
+	if (!o->quiet)
+		oneshot_print_request(ps, before);
+	if (o->period && ps->requests % o->period == 0)
+		oneshot_print_period(ps);
+	fflush(stdout);
+}
+
+/* Whether the ping loop goes on to request @i (0-based) started at @start. */
+static bool more(const struct oneshot_opts *o, unsigned i, uint64_t start)
+{
+	if (atomic_load(&stop_requested) || (o->count && i >= o->count))
+		return false;
+	return !o->deadline_ns || now_ns() - start < o->deadline_ns;
+}
+
+/* Pings o->count times (0: until the deadline or a signal) at a fixed rate, as
+ * the daemon; a burst once. Everything measured adds up in ps->out. */
+static int run_runs(struct probe_sum *ps, struct probe *probe, const struct oneshot_opts *o)
 {
 	const struct cfg_probe *p = ps->cfg;
 	const bool ping = p->kind == CFG_PROBE_PING;
 	uint64_t interval = o->interval_ns >= 0 ? (uint64_t)o->interval_ns : p->interval_ns;
+	uint64_t start = now_ns(), when;
+	struct probe_outcome before;
+	int r = 0;
+
+	for (unsigned i = 0; ping ? more(o, i, start) : i < 1; i++) {
+		when = start + i * interval;
+		if (i > 0 && interval && o->deadline_ns && when > start + o->deadline_ns)
+			when = start + o->deadline_ns;
+		if (i > 0 && interval)
+			sleep_until(when);
+		if (atomic_load(&stop_requested) || (ping && !more(o, i, start)))
+			break;
+		before = ps->out;
+		r = probe->ops->run(probe, &stop_requested, &ps->out);
+		if (ping)
+			ping_done(ps, &before, o);
+		if (r < 0) {
+			snprintf(ps->message, sizeof(ps->message), "cannot run on %s: %s",
+				 probe->target->file_path,
+				 ps->out.why ? ps->out.why : strerror(-r));
+			break;
+		}
+	}
+	ps->wall_ns = now_ns() - start;
+	return r;
+}
+
+static int run_probe(struct probe_sum *ps, struct target *t, const struct config *cfg,
+		     const struct oneshot_opts *o)
+{
 	struct probe probe;
-	uint64_t start;
-	int r = probe_init(&probe, p, t, cfg->buckets_ns, cfg->n_buckets);
+	int r = probe_init(&probe, ps->cfg, t, cfg->buckets_ns, cfg->n_buckets);
 
 	if (probe.engine)
 		ps->engine = probe.engine->name;
@@ -80,20 +138,8 @@ static int run_probe(struct probe_sum *ps, struct target *t, const struct config
 		probe_free(&probe);
 		return r;
 	}
-	start = now_ns();
-	for (unsigned i = 0; i < (ping ? o->count : 1) && !atomic_load(&stop_requested); i++) {
-		if (i > 0 && interval)
-			sleep_until(start + i * interval);
-		if (atomic_load(&stop_requested))
-			break;
-		r = probe.ops->run(&probe, &stop_requested, &ps->out);
-		if (r < 0) {
-			snprintf(ps->message, sizeof(ps->message), "cannot run on %s: %s",
-				 t->file_path, ps->out.why ? ps->out.why : strerror(-r));
-			break;
-		}
-	}
-	ps->wall_ns = now_ns() - start;
+	oneshot_warn_depth(ps->cfg, probe.engine->name);
+	r = run_runs(ps, &probe, o);
 	if (r == 0 && ps->out.error) {
 		snprintf(ps->message, sizeof(ps->message), "stopped early: %s",
 			 ps->out.why ? ps->out.why : strerror(-ps->out.error));
@@ -103,147 +149,50 @@ static int run_probe(struct probe_sum *ps, struct target *t, const struct config
 	return r;
 }
 
-/* ---------------------------------------------------------------- output */
+/* ---------------------------------------------------------------- targets */
 
-static void fmt_time(char *buf, size_t len, uint64_t ns)
+static uint64_t progress_last_ns;
+static bool progress_shown;
+
+/* A layout's progress on a terminal (stderr), overwritten in place. */
+static void layout_progress(const struct target *t, uint64_t done, uint64_t total)
 {
-	if (ns < 1000)
-		snprintf(buf, len, "%" PRIu64 " ns", ns);
-	else if (ns < 1000000)
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else
-		snprintf(buf, len, "%.2f s", ns / 1e9);
+	uint64_t now = now_ns();
+	char a[32], b[32];
+
+	if (done < total && now - progress_last_ns < PROGRESS_EVERY_NS)
+		return;
+	progress_last_ns = now;
+	progress_shown = true;
+	cfg_format_bytes((double)done, a, sizeof(a));
+	cfg_format_bytes((double)total, b, sizeof(b));
+	fprintf(stderr, "\rLaying out a probe file in %s: %s of %s (%.0f%%)", t->cfg->path, a, b,
+		total ? done * 100.0 / total : 100.0);
 }
 
-static void fmt_rate(char *buf, size_t len, double v)
+/* target_open(), falling back to a probe file of our own when the daemon (or
+ * another iopulse) holds the directory's: it must not be touched then. */
+static int open_dir_or_own(struct target *t)
 {
-	if (v >= 1e6)
-		snprintf(buf, len, "%.2f M", v / 1e6);
-	else if (v >= 1e3)
-		snprintf(buf, len, "%.2f k", v / 1e3);
-	else
-		snprintf(buf, len, "%.2f", v);
+	int r = target_open(t);
+
+	if (progress_shown)
+		fputc('\n', stderr);
+	progress_shown = false;
+	if (r != -EBUSY || t->cfg->kind != CFG_TARGET_DIRECTORY || t->unnamed)
+		return r;
+	fprintf(stderr,
+		"iopulse probe: %s is in use by another iopulse (the daemon?): measuring with "
+		"an unnamed probe file of our own instead, gone at exit\n",
+		t->file_path);
+	t->unnamed = true;
+	t->file_name = NULL;
+	r = target_open(t);
+	if (progress_shown)
+		fputc('\n', stderr);
+	progress_shown = false;
+	return r;
 }
-
-static void print_human(const struct probe_sum *ps)
-{
-	const struct cfg_probe *p = ps->cfg;
-	char a[32], b[32], c[32], d[32];
-
-	printf("--- %s %s on %s (%s %s, engine %s) ---\n", p->name, cfg_probe_kind_name(p->kind),
-	       ps->target->name, cfg_target_kind_name(ps->target->kind), ps->target->path,
-	       ps->engine ? ps->engine : p->engine);
-	for (int op = 0; op < IO_OP_COUNT; op++) {
-		const struct probe_op_outcome *s = &ps->out.op[op];
-		double secs = s->io_ns / 1e9;
-
-		if (!s->ios && !s->errors && !s->short_ios)
-			continue;
-		fmt_time(a, sizeof(a), s->io_ns);
-		fmt_time(b, sizeof(b), ps->wall_ns);
-		cfg_format_bytes((double)s->bytes, c, sizeof(c));
-		printf("%s: %" PRIu64 " requests completed in %s (%s wall), %s", io_op_name(op),
-		       s->ios, a, b, c);
-		fmt_rate(a, sizeof(a), secs > 0 ? s->ios / secs : 0);
-		cfg_format_bytes(secs > 0 ? s->bytes / secs : 0, b, sizeof(b));
-		printf(", %s iops, %s/s", a, b);
-		if (s->errors || s->short_ios)
-			printf(", %" PRIu64 " errors, %" PRIu64 " short", s->errors, s->short_ios);
-		putchar('\n');
-		if (!s->ios)
-			continue;
-		fmt_time(a, sizeof(a), hist_min_ns(s->hist));
-		fmt_time(b, sizeof(b), hist_sum_ns(s->hist) / hist_count(s->hist));
-		fmt_time(c, sizeof(c), hist_max_ns(s->hist));
-		printf("  min/avg/max = %s / %s / %s\n", a, b, c);
-		fmt_time(a, sizeof(a), hist_quantile_ns(s->hist, 0.5));
-		fmt_time(b, sizeof(b), hist_quantile_ns(s->hist, 0.9));
-		fmt_time(c, sizeof(c), hist_quantile_ns(s->hist, 0.99));
-		fmt_time(d, sizeof(d), hist_quantile_ns(s->hist, 0.999));
-		printf("  p50/p90/p99/p99.9 = %s / %s / %s / %s\n", a, b, c, d);
-	}
-	if (ps->out.timeouts)
-		printf("  %" PRIu64 " I/O(s) exceeded the %.3gs timeout\n", ps->out.timeouts,
-		       p->timeout_ns / 1e9);
-	if (ps->interrupted)
-		printf("  interrupted: results so far\n");
-	if (ps->error)
-		printf("  error: %s\n", ps->message);
-}
-
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
-static void json_seconds(const char *key, uint64_t ns, bool comma)
-{
-	printf("\"%s\": %.9g%s", key, ns / 1e9, comma ? ", " : "");
-}
-
-static void print_json_probe(const struct probe_sum *ps)
-{
-	const struct cfg_probe *p = ps->cfg;
-	bool first = true;
-
-	printf("    {\"name\": ");
-	json_string(p->name);
-	printf(", \"type\": \"%s\", \"target\": ", cfg_probe_kind_name(p->kind));
-	json_string(ps->target->name);
-	printf(", \"path\": ");
-	json_string(ps->target->path);
-	printf(", \"engine\": ");
-	json_string(ps->engine ? ps->engine : p->engine);
-	printf(", \"status\": \"%s\"", ps->error	 ? "error"
-				       : ps->interrupted ? "interrupted"
-							 : "ok");
-	if (ps->error) {
-		printf(", \"error\": ");
-		json_string(ps->message);
-	}
-	printf(", \"timeouts\": %" PRIu64 ", ", ps->out.timeouts);
-	json_seconds("wall_seconds", ps->wall_ns, true);
-	printf("\"ops\": [");
-	for (int op = 0; op < IO_OP_COUNT; op++) {
-		const struct probe_op_outcome *s = &ps->out.op[op];
-		double secs = s->io_ns / 1e9;
-
-		if (!s->ios && !s->errors && !s->short_ios)
-			continue;
-		printf("%s\n      {\"op\": \"%s\", \"ios\": %" PRIu64 ", \"bytes\": %" PRIu64
-		       ", \"errors\": %" PRIu64 ", \"short_ios\": %" PRIu64 ", ",
-		       first ? "" : ",", io_op_name(op), s->ios, s->bytes, s->errors, s->short_ios);
-		first = false;
-		json_seconds("seconds", s->io_ns, true);
-		printf("\"iops\": %.9g, \"bandwidth_bytes_per_second\": %.9g, ",
-		       secs > 0 ? s->ios / secs : 0, secs > 0 ? s->bytes / secs : 0);
-		printf("\"latency_seconds\": {");
-		json_seconds("min", hist_min_ns(s->hist), true);
-		json_seconds("avg", s->ios ? hist_sum_ns(s->hist) / hist_count(s->hist) : 0, true);
-		json_seconds("max", hist_max_ns(s->hist), true);
-		json_seconds("p50", hist_quantile_ns(s->hist, 0.5), true);
-		json_seconds("p90", hist_quantile_ns(s->hist, 0.9), true);
-		json_seconds("p99", hist_quantile_ns(s->hist, 0.99), true);
-		json_seconds("p99_9", hist_quantile_ns(s->hist, 0.999), false);
-		printf("}}");
-	}
-	printf("%s]}", first ? "" : "\n    ");
-}
-
-/* ---------------------------------------------------------------- driver */
 
 static bool selected(const struct oneshot_opts *o, const char *name)
 {
@@ -267,7 +216,44 @@ static int open_target(struct target *t, const struct config *cfg, unsigned ti,
 		    cfg_probe_writes(&cfg->probes[i]))
 			t->want_write = true;
 	t->stop = &stop_requested;
-	return target_open(t);
+	t->unnamed = o->unnamed;
+	t->file_name = o->file_name;
+	if (isatty(STDERR_FILENO))
+		t->layout_progress = layout_progress;
+	return open_dir_or_own(t);
+}
+
+/* ---------------------------------------------------------------- driver */
+
+/* Runs probe @p, its results in @ps; whether it failed. */
+static bool run_one(struct probe_sum *ps, const struct cfg_probe *p, struct target *t,
+		    const struct config *cfg, const struct oneshot_opts *o)
+{
+	int r;
+
+	ps->cfg = p;
+	ps->target = &cfg->targets[p->target];
+	if (!o->json && !o->adhoc)
+		fprintf(stderr, "Running %s %s on %s...\n", cfg_probe_kind_name(p->kind), p->name,
+			ps->target->name);
+	r = open_target(t, cfg, p->target, o);
+	if (r == 0) {
+		target_describe(t, &ps->desc);
+		r = run_probe(ps, t, cfg, o);
+	} else {
+		snprintf(ps->message, sizeof(ps->message), "target %s: %s", ps->target->name,
+			 t->error);
+	}
+	ps->interrupted = atomic_load(&stop_requested);
+	ps->error = r;
+	for (int op = 0; op < IO_OP_COUNT; op++)
+		if (ps->out.op[op].errors || ps->out.op[op].short_ios)
+			ps->error = ps->error ? ps->error : -EIO;
+	if (ps->error && !ps->message[0])
+		snprintf(ps->message, sizeof(ps->message), "I/O errors");
+	if (!o->json)
+		oneshot_print_human(ps, o, p->kind == CFG_PROBE_PING && !o->quiet && ps->requests);
+	return ps->error != 0;
 }
 
 int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
@@ -297,47 +283,18 @@ int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
 
 	for (unsigned i = 0; i < cfg->n_probes && !atomic_load(&stop_requested); i++) {
 		const struct cfg_probe *p = &cfg->probes[i];
-		struct probe_sum *ps = &sums[n];
-		struct target *t = &targets[p->target];
-		int r;
 
 		if (!selected(o, p->name))
 			continue;
-		n++;
-		ps->cfg = p;
-		ps->target = &cfg->targets[p->target];
-		if (probe_outcome_init(&ps->out, cfg->buckets_ns, cfg->n_buckets) < 0) {
+		if (probe_outcome_init(&sums[n].out, cfg->buckets_ns, cfg->n_buckets) < 0) {
 			fprintf(stderr, "iopulse probe: out of memory\n");
 			goto out;
 		}
-		if (!o->json)
-			fprintf(stderr, "Running %s %s on %s...\n", cfg_probe_kind_name(p->kind),
-				p->name, ps->target->name);
-		r = open_target(t, cfg, p->target, o);
-		if (r == 0)
-			r = run_probe(ps, t, cfg, o);
-		else
-			snprintf(ps->message, sizeof(ps->message), "target %s: %s",
-				 ps->target->name, t->error);
-		ps->interrupted = atomic_load(&stop_requested);
-		ps->error = r;
-		for (int op = 0; op < IO_OP_COUNT; op++)
-			if (ps->out.op[op].errors || ps->out.op[op].short_ios)
-				ps->error = ps->error ? ps->error : -EIO;
-		if (ps->error && !ps->message[0])
-			snprintf(ps->message, sizeof(ps->message), "I/O errors");
-		failed += ps->error != 0;
-		if (!o->json)
-			print_human(ps);
+		failed += run_one(&sums[n], p, &targets[p->target], cfg, o);
+		n++;
 	}
-	if (o->json) {
-		printf("{\"version\": 1, \"probes\": [");
-		for (unsigned i = 0; i < n; i++) {
-			printf("%s\n", i ? "," : "");
-			print_json_probe(&sums[i]);
-		}
-		printf("%s]}\n", n ? "\n  " : "");
-	}
+	if (o->json)
+		oneshot_print_json(sums, n);
 	status = failed ? 1 : 0;
 out:
 	if (targets)

@@ -18,12 +18,26 @@
 #define ONESHOT_MAX_COUNT     10000000
 
 struct oneshot_opts {
-	unsigned count;	     /* pings per ping probe */
-	int64_t interval_ns; /* ping interval override; -1: the configured one; 0 back-to-back */
-	bool json;	     /* JSON on stdout instead of the summary */
+	unsigned count;	      /* pings per ping probe; 0: until the deadline or a signal */
+	int64_t interval_ns;  /* ping interval override; -1: the configured one; 0 back-to-back */
+	uint64_t deadline_ns; /* pings: stop each probe after this long; 0: no deadline */
+	bool json;	      /* JSON on stdout instead of the summary */
+	bool quiet;	      /* no line per ping, only summaries */
+	unsigned period;      /* pings: a summary line every this many requests; 0: none */
+	bool adhoc;	      /* the targets are command-line PATHs (headers name the path) */
+	/* Directory targets: a probe file for this run only, never named (else the
+	 * configured one, or file_name) ... */
+	bool unnamed;
+	const char *file_name;	  /* ... or this name (-k); NULL: the daemon's. Either way a
+				   * probe file held by another iopulse falls back to unnamed. */
 	const char *const *names; /* probes to run; NULL or empty: all */
 	unsigned n_names;
 };
+
+/* Says on stderr (", ignoring") when @p is a burst whose 'iodepth' the engine
+ * @engine (resolved: not "auto") cannot honour: sync runs one I/O at a time,
+ * as fio warns for its synchronous engines. */
+void oneshot_warn_depth(const struct cfg_probe *p, const char *engine);
 
 /*
  * Runs the probes and prints the results. SIGINT/SIGTERM stop the current probe

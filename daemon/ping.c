@@ -195,7 +195,10 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 	 * measures the drive's read-modify-write instead of the write. data_start is
 	 * 4KiB aligned, so blocks are physically aligned too. */
 	slots = (ws - bs) / bs + 1;
-	r->offset = t->data_start + rng_below(&p->rng, slots) * bs;
+	if (cfg->sequential) /* iopulse probe -L: as ioping -L, wrapping at the end */
+		r->offset = t->data_start + (p->next_slot++ % slots) * bs;
+	else
+		r->offset = t->data_start + rng_below(&p->rng, slots) * bs;
 
 	if (write)
 		rng_fill(&p->rng, p->buf, bs); /* fresh data, before the clock starts */

@@ -25,6 +25,7 @@ struct ping {
 	const _Atomic bool *stop;      /* if set and true: stop waiting for a slow I/O */
 	struct engine eng;	       /* set up on the first run, again when the fd changes */
 	int eng_fd;		       /* target fd @eng was set up for; -1: not set up */
+	uint64_t next_slot;	       /* cfg->sequential: the block the next I/O goes to */
 };
 
 /* One timed I/O of a ping. */

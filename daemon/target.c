@@ -839,6 +839,8 @@ static int layout_data(struct target *t, int fd, const char *path, struct rng *r
 			return terr(t, r, "%s: writing the probe file: %m", path);
 		off += n;
 		atomic_store(&t->layout_done, off);
+		if (t->layout_progress)
+			t->layout_progress(t, off, total);
 	}
 	if (direct_end != total) {
 		r = set_flag(fd, O_DIRECT, true);
@@ -911,6 +913,12 @@ out:
 }
 
 /* ---- directory targets -------------------------------------------------- */
+
+/* The probe file's name in the directory: the caller's, or the daemon's. */
+static const char *probe_name(const struct target *t)
+{
+	return t->file_name ? t->file_name : TARGET_PROBE_FILE;
+}
 
 /* Whether @name in @dfd is still the file open at @fd (same device and inode). */
 static bool name_is(int dfd, const char *name, int fd)
@@ -1010,12 +1018,12 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 	int fd, r, lk = -1;
 
 	*relay = false;
-	if (fstatat(dfd, TARGET_PROBE_FILE, &lst, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(dfd, probe_name(t), &lst, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? -ENOENT : terr(t, -errno, "%s: %m", path);
 	r = may_be_ours(t, &lst);
 	if (r < 0)
 		return r;
-	fd = open_same(dfd, TARGET_PROBE_FILE, O_RDWR, &lst, &st);
+	fd = open_same(dfd, probe_name(t), O_RDWR, &lst, &st);
 	if (fd == -ENOENT)
 		return -ENOENT;
 	if (fd == -ESTALE || fd == -ELOOP)
@@ -1081,16 +1089,16 @@ static int create_tmp(int dfd, char *tmp, size_t len)
 	return -EEXIST;
 }
 
-/* Gives the file of ours at @tmp (open at @fd) the probe file's name, never
+/* Gives the file of ours at @tmp (open at @fd) the name @name, never
  * replacing anything there. */
-static int publish_tmp(int dfd, const char *tmp, int fd)
+static int publish_tmp(int dfd, const char *tmp, int fd, const char *name)
 {
-	if (renameat2(dfd, tmp, dfd, TARGET_PROBE_FILE, RENAME_NOREPLACE) == 0)
+	if (renameat2(dfd, tmp, dfd, name, RENAME_NOREPLACE) == 0)
 		return 0;
 	if (errno != EINVAL && errno != ENOSYS)
 		return -errno;
 	/* Filesystem without RENAME_NOREPLACE: link() never replaces either. */
-	if (linkat(dfd, tmp, dfd, TARGET_PROBE_FILE, 0) < 0)
+	if (linkat(dfd, tmp, dfd, name, 0) < 0)
 		return -errno;
 	unlink_ours(dfd, tmp, fd);
 	return 0;
@@ -1100,7 +1108,8 @@ static int publish_tmp(int dfd, const char *tmp, int fd)
  * Creates a fully laid-out probe file and only then gives it its name, so no
  * one ever sees a partial file and nothing is ever replaced: O_TMPFILE + linkat,
  * or a temporary name of our own + rename with RENAME_NOREPLACE. Both fail with
- * -EEXIST when a name appeared in the meantime.
+ * -EEXIST when a name appeared in the meantime. t->unnamed: the file never gets
+ * a name (the temporary one is removed as soon as the file is locked).
  */
 static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 {
@@ -1122,6 +1131,8 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 	r = lock_probe_file(t, fd, path, &lk);
 	if (r < 0)
 		goto fail;
+	if (t->unnamed && tmp[0] && unlink_ours(dfd, tmp, fd))
+		tmp[0] = '\0';
 	r = enable_direct(t, fd, path);
 	if (r < 0)
 		goto fail;
@@ -1132,7 +1143,12 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 	if (r < 0)
 		goto fail;
 
-	r = tmp[0] ? publish_tmp(dfd, tmp, fd) : link_anon(fd, dfd, TARGET_PROBE_FILE);
+	if (t->unnamed) /* never named: gone when we close it */
+		r = 0;
+	else if (tmp[0])
+		r = publish_tmp(dfd, tmp, fd, probe_name(t));
+	else
+		r = link_anon(fd, dfd, probe_name(t));
 	if (r < 0) {
 		if (r == -EEXIST)
 			terr(t, r, "%s appeared while we created it: not touching it", path);
@@ -1283,7 +1299,10 @@ static int open_directory(struct target *t)
 	bool relay = false;
 	int dfd = -1, fd = -1, lk = -1, r;
 
-	r = snprintf(t->file_path, sizeof(t->file_path), "%s/%s", dir, TARGET_PROBE_FILE);
+	if (t->unnamed)
+		r = snprintf(t->file_path, sizeof(t->file_path), "%s/(unnamed probe file)", dir);
+	else
+		r = snprintf(t->file_path, sizeof(t->file_path), "%s/%s", dir, probe_name(t));
 	if (r < 0 || (size_t)r >= sizeof(t->file_path))
 		return terr(t, -ENAMETOOLONG, "%s: path too long", dir);
 	r = open_target_dir(t, &dfd);
@@ -1292,7 +1311,7 @@ static int open_directory(struct target *t)
 	if (!t->swept)
 		sweep_stale_tmps(t, dfd);
 
-	r = open_existing(t, dfd, &fd, &lk, &relay);
+	r = t->unnamed ? -ENOENT : open_existing(t, dfd, &fd, &lk, &relay);
 	if (r == -ENOENT) {
 		r = create_probe_file(t, dfd, &fd, &lk);
 	} else if (r == 0 && relay) {
@@ -1885,7 +1904,7 @@ int target_check(struct target *t)
 	/* The path walked again, never through a symlink. The directory first:
 	 * after an unmount "was deleted" would mislead. */
 	if (is_dir) {
-		snprintf(leaf, sizeof(leaf), "%s", TARGET_PROBE_FILE);
+		snprintf(leaf, sizeof(leaf), "%s", probe_name(t));
 		r = walk_to_dir(t, t->cfg->path, &pfd);
 		if (r == 0 && fstat(pfd, &dst) < 0)
 			r = terr(t, -errno, "%s: %m", t->cfg->path);
@@ -1901,15 +1920,16 @@ int target_check(struct target *t)
 	}
 	if (r < 0)
 		goto fail;
-
-	if (fstatat(pfd, leaf, &pst, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (is_dir && t->unnamed) /* no name to look at: only we can reach it */
+		pst = fst;
+	else if (fstatat(pfd, leaf, &pst, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
 			r = terr(t, -ESTALE, "%s was deleted", t->file_path);
 		else
 			r = terr(t, -errno, "%s: %m", t->file_path);
 		goto fail;
 	}
-	if (fst.st_nlink == 0 || !same_inode(&pst, &fst)) {
+	if ((fst.st_nlink == 0 && !(is_dir && t->unnamed)) || !same_inode(&pst, &fst)) {
 		r = terr(t, -ESTALE, "%s was deleted or replaced", t->file_path);
 		goto fail;
 	}

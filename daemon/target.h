@@ -31,6 +31,14 @@ struct target {
 	const _Atomic bool *stop;      /* layout: abandon when it becomes true; NULL = never */
 	_Atomic uint64_t *inflight_ns; /* layout: start of the write in flight, 0 between
 					* writes; NULL = not published */
+	/* directory: the probe file's name; NULL = TARGET_PROBE_FILE (the daemon's) */
+	const char *file_name;
+	/* directory: a probe file for this process only, never given a name (O_TMPFILE,
+	 * or a temporary name removed at once): nothing is left behind (iopulse probe) */
+	bool unnamed;
+	/* layout: called after each chunk written (done of total bytes), on the
+	 * thread in target_open(); NULL = none */
+	void (*layout_progress)(const struct target *t, uint64_t done, uint64_t total);
 
 	int fd;			  /* -1 while closed */
 	int lock_fd;		  /* directory: holds the probe file's flock; -1 otherwise */

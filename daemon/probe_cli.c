@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probe_cli — see probe_cli.h. Flags are parsed by getopt_long() with
+ * permutation, so `iopulse probe DIR -c 5` and `iopulse probe -c 5 DIR` are
+ * the same (as ioping and fio read theirs); "--" ends the options.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "../config/config.h"
+#include "oneshot.h"
+#include "probe_cli.h"
+
+#define PROBE_CLI_DEFAULT_WS (64ULL << 20)  /* as the daemon: see iopulse(8) */
+#define PROBE_CLI_SEQ_BS     (256ULL << 10) /* -L without -s, as ioping -L */
+#define PROBE_CLI_RATE_NS    3000000000ULL  /* -R without -c or -w: 3s, as ioping -R */
+
+static const char usage[] =
+	"Usage: iopulse probe [OPTIONS] PATH...\n"
+	"       iopulse probe [OPTIONS] --config FILE [PROBE...]\n"
+	"\n"
+	"Measure storage latency like ioping (one request at a time, a line per request)\n"
+	"or, with --rw, --duration or --iodepth, run a fio-like burst. PATH is a\n"
+	"directory (a probe file of our own is laid out there, unnamed, and removed at\n"
+	"exit), a regular file or a block device (both read-only). With --config, run\n"
+	"the configuration's probes (default: all) once. Ctrl-C prints the summary so far.\n"
+	"Exits 0 when every probe ran without error, 1 otherwise (see iopulse(8)).\n"
+	"\n"
+	"  -c, --count N           stop after N requests (default: until -w or Ctrl-C;\n"
+	"                          with --config 10); a burst: N I/Os (-n is the same)\n"
+	"  -i, --interval TIME     time between requests (default 1s; 0 back to back)\n"
+	"  -w, --deadline TIME     stop after TIME\n"
+	"  -s, --size SIZE         request size (default 4k)\n"
+	"  -S, --working-set SIZE  working set (default 64m; a file or device: all of it)\n"
+	"  -W, --write             write instead of read (directories only: our own file)\n"
+	"  -Y, --sync              fdatasync after each write, timed on its own\n"
+	"  -C, --cached            cached I/O: no O_DIRECT (the page cache may answer)\n"
+	"  -L, --sequential        sequential requests (request size 256k unless -s)\n"
+	"  -R, --rate              rate test: back to back, summary only (-q -i 0 -w 3s)\n"
+	"  -q, --quiet             print only the summary\n"
+	"  -p, --period N          print a summary line every N requests\n"
+	"  -k, --keep              keep the probe file (" PROBE_CLI_KEPT_FILE ") for the next -k\n"
+	"  -J, --json              print JSON (schema: docs/probe-output.schema.json); -j too\n"
+	"      --rw MODE           burst: randread, randwrite, randrw, read or write\n"
+	"      --duration TIME     burst: how long (default 10s)\n"
+	"  -Q, --iodepth N         burst: I/Os in flight (default 32)\n"
+	"      --engine ENGINE     auto, io_uring, libaio, sync or null (default auto)\n"
+	"      --allow-tmpfs       measure tmpfs/ramfs anyway (that is RAM, not a disk)\n"
+	"      --config FILE       run the probes of this YAML configuration\n"
+	"  -h, --help              show this help\n";
+
+enum {
+	OPT_RW = 0x100,
+	OPT_DURATION,
+	OPT_ENGINE,
+	OPT_ALLOW_TMPFS,
+	OPT_CONFIG,
+};
+
+struct cli {
+	struct oneshot_opts o;
+	const char *config;
+	uint64_t size, working_set, duration_ns;
+	unsigned iodepth;
+	const char *rw, *engine;
+	bool write, sync, cached, sequential, rate, keep, allow_tmpfs;
+	bool burst;	       /* --rw, --duration or --iodepth given */
+	bool count_given;      /* -c given */
+	const char *path_only; /* the first option given that --config cannot take */
+	bool configured;       /* --config, or no PATH: a configuration's probes */
+};
+
+/* ---------------------------------------------------------------- values */
+
+static int bad_value(const char *opt, const char *arg, const char *want)
+{
+	fprintf(stderr, "iopulse probe: invalid %s '%s': %s\n", opt, arg, want);
+	return EX_USAGE;
+}
+
+/* A duration as the configuration writes it ("10ms", "1s"), or a bare number of
+ * seconds as ioping takes it ("0.5"). */
+static int parse_time(const char *s, uint64_t *ns)
+{
+	char *end;
+	double v;
+
+	if (cfg_parse_duration(s, ns) == 0)
+		return 0;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0) || v > 86400.0)
+		return -EINVAL;
+	*ns = (uint64_t)(v * 1e9 + 0.5);
+	return 0;
+}
+
+static int parse_count(const char *opt, const char *arg, unsigned max, unsigned *out)
+{
+	uint64_t v;
+	char want[64];
+
+	if (cfg_parse_uint(arg, &v) < 0 || v < 1 || v > max) {
+		snprintf(want, sizeof(want), "a whole number from 1 to %u", max);
+		return bad_value(opt, arg, want);
+	}
+	*out = (unsigned)v;
+	return -1;
+}
+
+static int parse_size_opt(const char *opt, const char *arg, uint64_t *out)
+{
+	if (cfg_parse_size(arg, out) < 0 || *out == 0)
+		return bad_value(opt, arg, "a size such as 4k, 64m or 1g");
+	return -1;
+}
+
+/* ---------------------------------------------------------------- options */
+
+static const struct option long_opts[] = {
+	{"count", required_argument, NULL, 'c'},
+	{"interval", required_argument, NULL, 'i'},
+	{"deadline", required_argument, NULL, 'w'},
+	{"size", required_argument, NULL, 's'},
+	{"working-set", required_argument, NULL, 'S'},
+	{"write", no_argument, NULL, 'W'},
+	{"sync", no_argument, NULL, 'Y'},
+	{"cached", no_argument, NULL, 'C'},
+	{"sequential", no_argument, NULL, 'L'},
+	{"rate", no_argument, NULL, 'R'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"period", required_argument, NULL, 'p'},
+	{"keep", no_argument, NULL, 'k'},
+	{"json", no_argument, NULL, 'J'},
+	{"iodepth", required_argument, NULL, 'Q'},
+	{"rw", required_argument, NULL, OPT_RW},
+	{"duration", required_argument, NULL, OPT_DURATION},
+	{"engine", required_argument, NULL, OPT_ENGINE},
+	{"allow-tmpfs", no_argument, NULL, OPT_ALLOW_TMPFS},
+	{"config", required_argument, NULL, OPT_CONFIG},
+	{"help", no_argument, NULL, 'h'},
+	{0},
+};
+
+/* The options that take a value. Returns -1 to go on, or an exit status. */
+static int value_option(struct cli *c, int opt, const char *arg)
+{
+	uint64_t ns;
+
+	switch (opt) {
+	case 'c':
+	case 'n':
+		c->count_given = true;
+		return parse_count("--count", arg, ONESHOT_MAX_COUNT, &c->o.count);
+	case 'i':
+		if (parse_time(arg, &ns) < 0 || ns > CFG_MAX_INTERVAL_NS)
+			return bad_value("--interval", arg,
+					 "a duration such as 0, 10ms, 1s or 0.5");
+		c->o.interval_ns = (int64_t)ns;
+		return -1;
+	case 'w':
+		if (parse_time(arg, &ns) < 0 || ns == 0 || ns > CFG_MAX_INTERVAL_NS)
+			return bad_value("--deadline", arg, "a duration such as 10s, 1m or 30");
+		c->o.deadline_ns = ns;
+		return -1;
+	case 's':
+		return parse_size_opt("--size", arg, &c->size);
+	case 'S':
+		return parse_size_opt("--working-set", arg, &c->working_set);
+	case 'p':
+		return parse_count("--period", arg, ONESHOT_MAX_COUNT, &c->o.period);
+	case 'Q':
+		c->burst = true;
+		return parse_count("--iodepth", arg, CFG_MAX_IODEPTH, &c->iodepth);
+	case OPT_RW:
+		c->burst = true;
+		c->rw = arg;
+		return -1;
+	case OPT_DURATION:
+		c->burst = true;
+		if (parse_time(arg, &c->duration_ns) < 0 || c->duration_ns == 0)
+			return bad_value("--duration", arg, "a duration such as 10s or 1m");
+		return -1;
+	case OPT_ENGINE:
+		c->engine = arg;
+		return -1;
+	case OPT_CONFIG:
+		if (!*arg)
+			return bad_value("--config", arg, "a file name");
+		c->config = arg;
+		return -1;
+	}
+	return -2;
+}
+
+/* Flags without a value; -2 when @opt is none of them. */
+static int flag_option(struct cli *c, int opt)
+{
+	switch (opt) {
+	case 'W':
+		c->write = true;
+		break;
+	case 'Y':
+		c->sync = true;
+		break;
+	case 'C':
+		c->cached = true;
+		break;
+	case 'L':
+		c->sequential = true;
+		break;
+	case 'R':
+		c->rate = true;
+		break;
+	case 'q':
+		c->o.quiet = true;
+		break;
+	case 'k':
+		c->keep = true;
+		break;
+	case 'J':
+	case 'j':
+		c->o.json = true;
+		break;
+	case OPT_ALLOW_TMPFS:
+		c->allow_tmpfs = true;
+		break;
+	default:
+		return -2;
+	}
+	return -1;
+}
+
+/* The long name of @opt when it describes a PATH's probe (a configuration sets
+ * that in its file), NULL when --config takes it too. */
+static const char *path_only_name(int opt)
+{
+	if (opt == 'c' || opt == 'n' || opt == 'i' || opt == 'w' || opt == 'q' || opt == 'p' ||
+	    opt == 'J' || opt == 'j' || opt == 'R' || opt == OPT_CONFIG)
+		return NULL;
+	for (const struct option *o = long_opts; o->name; o++)
+		if (o->val == opt)
+			return o->name;
+	return NULL;
+}
+
+static int unknown_option(char **argv)
+{
+	if (optopt && optopt < 0x100)
+		fprintf(stderr, "iopulse probe: invalid or incomplete option '-%c'\n", optopt);
+	else
+		fprintf(stderr, "iopulse probe: invalid or incomplete option '%s'\n",
+			argv[optind - 1]);
+	fputs(usage, stderr);
+	return EX_USAGE;
+}
+
+/* Parses every option wherever it is; the operands end up from argv[optind].
+ * Returns -1 to go on, or an exit status. */
+static int parse_args(struct cli *c, int argc, char **argv)
+{
+	int opt, r;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "c:n:i:w:s:S:WYCLRqp:kJjQ:h", long_opts, NULL)) !=
+	       -1) {
+		if (opt == 'h') {
+			fputs(usage, stdout);
+			return EX_OK;
+		}
+		r = value_option(c, opt, optarg);
+		if (r == -2)
+			r = flag_option(c, opt);
+		if (r == -2)
+			return unknown_option(argv);
+		if (r >= 0)
+			return r;
+		if (!c->path_only)
+			c->path_only = path_only_name(opt);
+	}
+	return -1;
+}
+
+/* ---------------------------------------------------------------- checks */
+
+/* What the flags ask for, checked against each other; -1 to go on, or an exit
+ * status. Fills in ioping's defaults. */
+static int settle(struct cli *c, bool have_paths)
+{
+	/* No PATH: the configuration's probes, the embedded default's without one. */
+	c->configured = c->config || !have_paths;
+	if (c->configured && c->path_only) {
+		fprintf(stderr,
+			"iopulse probe: --%s describes a PATH's probe; without a PATH the "
+			"configuration's probes run: set it in the configuration file\n",
+			c->path_only);
+		return EX_USAGE;
+	}
+	if (c->sync && !c->write) {
+		fputs("iopulse probe: --sync (-Y) syncs writes: it needs --write (-W)\n", stderr);
+		return EX_USAGE;
+	}
+	if (c->burst && (c->rate || c->sync || c->o.period)) {
+		fprintf(stderr,
+			"iopulse probe: %s is for pings, not for a burst (--rw, --duration, "
+			"--iodepth)\n",
+			c->rate	  ? "--rate (-R)"
+			: c->sync ? "--sync (-Y)"
+				  : "--period (-p)");
+		return EX_USAGE;
+	}
+	if (c->burst && c->write && c->rw && !strstr(c->rw, "write") && strcmp(c->rw, "randrw")) {
+		fprintf(stderr, "iopulse probe: --write with --rw %s, which only reads\n", c->rw);
+		return EX_USAGE;
+	}
+	if (c->rate) {
+		c->o.interval_ns = 0;
+		c->o.quiet = true;
+		if (!c->count_given && !c->o.deadline_ns)
+			c->o.deadline_ns = PROBE_CLI_RATE_NS;
+	}
+	if (!c->count_given)
+		c->o.count = c->configured ? ONESHOT_DEFAULT_COUNT : 0;
+	if (!c->size)
+		c->size = c->sequential ? PROBE_CLI_SEQ_BS : CFG_DEFAULT_BLOCK_SIZE;
+	if (c->burst && !c->rw)
+		c->rw = c->sequential ? (c->write ? "write" : "read")
+				      : (c->write ? "randwrite" : "randread");
+	return -1;
+}
+
+/* Opens @path without following a symlink at its end (target.c then walks it
+ * again, judging every component) and says what it is: -1 and *@kind, or an
+ * exit status (the message printed). */
+static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind *kind)
+{
+	bool writes = c->write || (c->rw && (strstr(c->rw, "write") || !strcmp(c->rw, "randrw")));
+	struct statfs sfs;
+	struct stat st;
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		fprintf(stderr, "iopulse probe: %s: %m\n", path);
+		if (fd >= 0)
+			close(fd);
+		return EX_NOINPUT;
+	}
+	if (S_ISLNK(st.st_mode) || (!S_ISBLK(st.st_mode) && fstatfs(fd, &sfs) < 0))
+		sfs.f_type = 0;
+	close(fd);
+	if (S_ISLNK(st.st_mode)) {
+		fprintf(stderr,
+			"iopulse probe: %s is a symlink: refusing to follow it; give the path it "
+			"points to\n",
+			path);
+		return EX_NOPERM;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		fprintf(stderr,
+			"iopulse probe: %s is not a directory, regular file or block "
+			"device\n",
+			path);
+		return EX_NOINPUT;
+	}
+	*kind = S_ISDIR(st.st_mode)   ? CFG_TARGET_DIRECTORY
+		: S_ISREG(st.st_mode) ? CFG_TARGET_FILE
+				      : CFG_TARGET_DEVICE;
+	if ((sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC) && !c->allow_tmpfs &&
+	    !S_ISBLK(st.st_mode)) {
+		fprintf(stderr,
+			"iopulse probe: %s is on tmpfs/ramfs: that measures RAM, not a disk; add "
+			"--allow-tmpfs if that is what you want\n",
+			path);
+		return EX_NOPERM;
+	}
+	if (writes && *kind != CFG_TARGET_DIRECTORY) {
+		fprintf(stderr,
+			"iopulse probe: %s is a %s: iopulse only reads it; writes go to a probe "
+			"file of its own, so give a directory\n",
+			path, cfg_target_kind_name(*kind));
+		return EX_NOPERM;
+	}
+	return -1;
+}
+
+/* ---------------------------------------------------------------- YAML */
+
+/* @s as a YAML double-quoted scalar, '$' doubled (the configuration expands
+ * ${VAR} in paths); false for a control character, which no YAML scalar takes
+ * back unchanged. */
+static bool yaml_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < 0x20 || ch == 0x7f)
+			return false;
+		if (ch == '"' || ch == '\\')
+			fputc('\\', f);
+		if (ch == '$')
+			fputc('$', f);
+		fputc(ch, f);
+	}
+	fputs("\"\n", f);
+	return true;
+}
+
+static bool emit_target(FILE *f, const struct cli *c, unsigned i, const char *path,
+			enum cfg_target_kind kind)
+{
+	char ws[32];
+
+	fprintf(f, "  - name: path%u\n    %s: ", i + 1, cfg_target_kind_name(kind));
+	if (!yaml_string(f, path))
+		return false;
+	if (kind == CFG_TARGET_DIRECTORY) {
+		cfg_format_size(c->working_set ? c->working_set : PROBE_CLI_DEFAULT_WS, ws,
+				sizeof(ws));
+		/* The user is waiting: lay it out at full speed. */
+		fprintf(f, "    size: %s\n    layout_rate: 0\n", ws);
+	}
+	if (c->cached)
+		fputs("    direct: false\n", f);
+	if (c->allow_tmpfs)
+		fputs("    allow_memory_backed: true\n", f);
+	return true;
+}
+
+static bool emit_probe(FILE *f, const struct cli *c, unsigned i, enum cfg_target_kind kind)
+{
+	char v[32];
+
+	fprintf(f, "  - name: %s%u\n    target: path%u\n", c->burst ? "burst" : "ping", i + 1,
+		i + 1);
+	cfg_format_size(c->size, v, sizeof(v));
+	fprintf(f, "    block_size: %s\n", v);
+	if (c->working_set && kind != CFG_TARGET_DIRECTORY) {
+		cfg_format_size(c->working_set, v, sizeof(v));
+		fprintf(f, "    working_set: %s\n", v);
+	}
+	/* The schema checks the names, as it does in a file. */
+	if (c->engine && (fputs("    engine: ", f), !yaml_string(f, c->engine)))
+		return false;
+	if (!c->burst) {
+		fprintf(f, "    type: ping\n    op: %s\n", c->write ? "write" : "read");
+		if (c->sync)
+			fputs("    sync: fdatasync\n", f);
+		return true;
+	}
+	fputs("    type: burst\n    rw: ", f);
+	if (!yaml_string(f, c->rw))
+		return false;
+	fprintf(f, "    iodepth: %u\n", c->iodepth ? c->iodepth : CFG_DEFAULT_IODEPTH);
+	if (c->count_given) {
+		fprintf(f, "    ios: %u\n", c->o.count);
+	} else {
+		cfg_format_duration(c->duration_ns ? c->duration_ns : CFG_DEFAULT_DURATION_NS, v,
+				    sizeof(v));
+		fprintf(f, "    duration: %s\n", v);
+	}
+	return true;
+}
+
+/* The configuration for PATH...: a target and a probe per path, in order. 0,
+ * or an exit status (the message printed). */
+static int build_config(struct cli *c, char **paths, unsigned n, struct config **cfg)
+{
+	struct cfg_error err = {0};
+	enum cfg_target_kind *kinds = calloc(n, sizeof(*kinds));
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	bool ok = true;
+	int r = -1;
+
+	if (!kinds || !f) {
+		fputs("iopulse probe: out of memory\n", stderr);
+		r = EX_OSERR;
+		goto out;
+	}
+	for (unsigned i = 0; i < n && r < 0; i++)
+		r = path_kind(c, paths[i], &kinds[i]);
+	if (r >= 0)
+		goto out;
+	fputs("targets:\n", f);
+	for (unsigned i = 0; i < n; i++)
+		ok = ok && emit_target(f, c, i, paths[i], kinds[i]);
+	fputs("probes:\n", f);
+	for (unsigned i = 0; i < n; i++)
+		ok = ok && emit_probe(f, c, i, kinds[i]);
+	if (fclose(f) != 0 || !ok) {
+		f = NULL;
+		fputs("iopulse probe: a PATH or option with a control character\n", stderr);
+		r = EX_USAGE;
+		goto out;
+	}
+	f = NULL;
+	r = EX_OK;
+	if (cfg_load_string("iopulse probe options", text, len, cfg, &err) < 0) {
+		/* Which key is named, not which line of text nobody sees. */
+		const char *m = strstr(err.msg, ": ");
+
+		fprintf(stderr, "iopulse probe: %s\n", m ? m + 2 : err.msg);
+		r = EX_USAGE;
+	}
+out:
+	if (f)
+		fclose(f);
+	free(text);
+	free(kinds);
+	return r;
+}
+
+/* The configuration to run: --config's (or the embedded default), or PATH's. */
+static int load(struct cli *c, char **operands, unsigned n, struct config **cfg)
+{
+	struct cfg_error err = {0};
+	int r;
+
+	if (!c->configured) {
+		r = build_config(c, operands, n, cfg);
+		if (r != EX_OK)
+			return r;
+		for (unsigned i = 0; i < (*cfg)->n_probes; i++)
+			(*cfg)->probes[i].sequential = c->sequential;
+		return EX_OK;
+	}
+	r = c->config ? cfg_load_file(c->config, cfg, &err) : cfg_load_default(cfg, &err);
+	if (r < 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		return EX_CONFIG;
+	}
+	c->o.names = (const char *const *)operands;
+	c->o.n_names = n;
+	return EX_OK;
+}
+
+int probe_cli_main(int argc, char **argv)
+{
+	struct cli c = {.o = {.interval_ns = -1}};
+	struct config *cfg = NULL;
+	int r = parse_args(&c, argc, argv);
+
+	if (r >= 0)
+		return r;
+	r = settle(&c, optind < argc);
+	if (r >= 0)
+		return r;
+	r = load(&c, argv + optind, (unsigned)(argc - optind), &cfg);
+	if (r != EX_OK)
+		return r;
+	if (!c.configured) {
+		c.o.adhoc = true;
+		c.o.unnamed = !c.keep;
+		c.o.file_name = c.keep ? PROBE_CLI_KEPT_FILE : NULL;
+	}
+	if (c.cached)
+		fputs("iopulse probe: --cached (-C): no O_DIRECT, so the page cache may answer "
+		      "instead of the disk\n",
+		      stderr);
+	r = oneshot_run(cfg, &c.o);
+	cfg_free(cfg);
+	return r;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probe_cli — the command line of `iopulse probe`: ioping's flags (and fio's
+ * --rw/--duration/--iodepth/--engine for a burst) in any order, then either
+ * PATH... (a directory, a regular file or a block device, measured ad hoc) or
+ * the probes of a configuration (--config FILE [NAME...]).
+ *
+ * PATH... is turned into YAML and loaded with cfg_load_string(): a flag goes
+ * through exactly the checks (and messages) its configuration key does, and
+ * there is one validation path, not two. Running and printing is oneshot's.
+ */
+#ifndef IOPULSE_PROBE_CLI_H
+#define IOPULSE_PROBE_CLI_H
+
+/* The name a kept (-k) probe file gets in a directory, reused by the next -k. */
+#define PROBE_CLI_KEPT_FILE "iopulse-probe.tmp"
+
+/*
+ * `iopulse probe ARGS`: @argv[0] is "probe". Returns the exit status: 0 every
+ * probe ran without error, 1 a probe failed, 64 usage, 66 a PATH that cannot be
+ * opened or is no directory, file or device, 77 refused (writes on a file or
+ * device, a symlink, tmpfs without --allow-tmpfs), 78 configuration error.
+ */
+int probe_cli_main(int argc, char **argv);
+
+#endif
