@@ -194,8 +194,10 @@ static int value_option(struct cli *c, int opt, const char *arg)
 		c->engine = arg;
 		return -1;
 	case OPT_CONFIG:
-		if (!*arg)
-			return bad_value("--config", arg, "a file name");
+		if (!*arg) {
+			fputs("iopulse probe: --config: empty file name\n", stderr);
+			return EX_USAGE;
+		}
 		c->config = arg;
 		return -1;
 	}
@@ -333,6 +335,8 @@ static int settle(struct cli *c, bool have_paths)
 		c->o.count = c->configured ? ONESHOT_DEFAULT_COUNT : 0;
 	if (!c->size)
 		c->size = c->sequential ? PROBE_CLI_SEQ_BS : CFG_DEFAULT_BLOCK_SIZE;
+	if (c->burst && c->o.deadline_ns && !c->duration_ns)
+		c->duration_ns = c->o.deadline_ns; /* -w: as long as that, fio's runtime */
 	if (c->burst && !c->rw)
 		c->rw = c->sequential ? (c->write ? "write" : "read")
 				      : (c->write ? "randwrite" : "randread");
