@@ -26,13 +26,14 @@
 
 static const char usage[] =
 	"Usage: iopulse probe [OPTIONS] PATH...\n"
-	"       iopulse probe [OPTIONS] --config FILE [PROBE...]\n"
+	"       iopulse probe [OPTIONS] [--config FILE] [PROBE...]\n"
 	"\n"
 	"Measure storage latency like ioping (one request at a time, a line per request)\n"
 	"or, with --rw, --duration or --iodepth, run a fio-like burst. PATH is a\n"
 	"directory (a probe file of our own is laid out there, unnamed, and removed at\n"
 	"exit), a regular file or a block device (both read-only). With --config, run\n"
-	"the configuration's probes (default: all) once. Ctrl-C prints the summary so far.\n"
+	"the configuration's probes (default: all) once; with neither, the embedded\n"
+	"default's. Ctrl-C prints the summary so far.\n"
 	"Exits 0 when every probe ran without error, 1 otherwise (see iopulse(8)).\n"
 	"\n"
 	"  -c, --count N           stop after N requests (default: until -w or Ctrl-C;\n"
