@@ -200,6 +200,27 @@ else
 	note "tmpfs refusal not tested: needs root and mount"
 fi
 
+# ---- a block device of the test's own: read, never written ------------------
+
+IMG="$WORK/disk.img"
+head -c $((8 << 20)) /dev/urandom >"$IMG"
+LOOP=
+detach() { [[ -z $LOOP ]] || losetup -d "$LOOP" || echo "# cannot detach $LOOP" >&2; }
+on_exit detach
+if command -v losetup >/dev/null && LOOP=$(losetup --find --show "$IMG" 2>/dev/null) &&
+	[[ $(losetup -n -O BACK-FILE "$LOOP" | sed 's/[[:space:]]*$//') == "$IMG" ]]; then
+	sum=$(sha256sum <"$IMG")
+	run_probe 0 "$WORK/dev.out" -c 3 -i 0 "$LOOP"
+	count "$WORK/dev.out" "<<< $LOOP .*request=[0-9]+ time="
+	((N == 3)) || fail "reading $LOOP: $N request lines, want 3:"$'\n'"$(cat "$WORK/dev.out")"
+	run_probe 77 "$WORK/devw.out" -W -c 1 "$LOOP"
+	run_probe 77 "$WORK/devrw.out" --rw randwrite -c 10 "$LOOP"
+	[[ $(sha256sum <"$IMG") == "$sum" ]] || fail "$LOOP changed"
+else
+	LOOP=
+	note "block device PATH not tested: no loop device here"
+fi
+
 # ---- SIGINT prints the summary so far -------------------------------------
 
 "${SPAWN[@]}" "$IOPULSE" probe -i 50ms "$DIR" >"$WORK/int.out" 2>"$WORK/int.err" &
