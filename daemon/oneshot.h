@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * oneshot — `iopulse probe`: run probes once in the foreground and print a
- * summary like ioping's and fio's, or JSON (schema: docs/probe-output.schema.json).
+ * oneshot — `iopulse probe`: run probes once in the foreground and print a line
+ * per ping and a summary like ioping's and fio's, or JSON (schema:
+ * docs/probe-output.schema.json). The command line is probe_cli's; the printing
+ * is oneshot_print.c's.
  *
  * Probes run one after another, never overlapping, exactly as their lanes would
  * run them: same targets, same engines, same ping and burst code.
