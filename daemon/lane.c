@@ -14,6 +14,7 @@
 static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct config *cfg)
 {
 	int r = probe_init(&lp->probe, lp->cfg, &l->target, cfg->buckets_ns, cfg->n_buckets);
+	char why[256];
 
 	if (lp->probe.engine)
 		lp->engine = lp->probe.engine->name;
@@ -29,6 +30,8 @@ static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct
 	else
 		log_debug("Probe %s: %s on target %s, engine %s", lp->cfg->name,
 			  cfg_probe_kind_name(lp->cfg->kind), l->cfg->name, lp->engine);
+	if (r == 0 && probe_depth_ignored(lp->cfg, lp->engine, why, sizeof(why)))
+		log_warning("%s", why);
 }
 
 int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m)

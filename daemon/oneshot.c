@@ -53,12 +53,10 @@ static void setup_failed(struct probe_sum *ps, const struct probe *probe, int r)
 
 void oneshot_warn_depth(const struct cfg_probe *p, const char *engine)
 {
-	if (p->kind != CFG_PROBE_BURST || p->iodepth <= 1 || strcmp(engine, "sync") != 0)
-		return;
-	fprintf(stderr,
-		"warning: probe '%s': the sync engine runs one I/O at a time, so 'iodepth: %u' "
-		"acts as 1; use io_uring or libaio for a queue, ignoring\n",
-		p->name, p->iodepth);
+	char why[256];
+
+	if (probe_depth_ignored(p, engine, why, sizeof(why)))
+		fprintf(stderr, "warning: %s\n", why);
 }
 
 /* After one ping: its exact latencies, its line, a -p summary when due. */

@@ -5,6 +5,7 @@
  * A new kind is one file with its struct probe_ops and one row below.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "burst.h"
@@ -109,4 +110,15 @@ void probe_outcome_io_error(struct probe_outcome *o, int err, const char *what)
 		return;
 	o->io_error = err;
 	o->io_what = what;
+}
+
+bool probe_depth_ignored(const struct cfg_probe *p, const char *engine, char *why, size_t len)
+{
+	if (p->kind != CFG_PROBE_BURST || p->iodepth <= 1 || strcmp(engine, "sync") != 0)
+		return false;
+	snprintf(why, len,
+		 "Probe %s: the sync engine runs one I/O at a time, so 'iodepth: %u' acts as "
+		 "1; use io_uring or libaio for a queue",
+		 p->name, p->iodepth);
+	return true;
 }

@@ -115,4 +115,9 @@ void probe_outcome_free(struct probe_outcome *o);
 /* Records the first I/O failure of a run. */
 void probe_outcome_io_error(struct probe_outcome *o, int err, const char *what);
 
+/* Whether @p's iodepth is more than @engine can do (sync: one I/O at a time, so
+ * a burst runs at queue depth 1 whatever it says, as fio warns); if so, the
+ * warning in @why. */
+bool probe_depth_ignored(const struct cfg_probe *p, const char *engine, char *why, size_t len);
+
 #endif

@@ -1131,8 +1131,14 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 	r = lock_probe_file(t, fd, path, &lk);
 	if (r < 0)
 		goto fail;
-	if (t->unnamed && tmp[0] && unlink_ours(dfd, tmp, fd))
+	if (t->unnamed && tmp[0]) { /* never to be left behind: gone now, or fail */
+		if (!unlink_ours(dfd, tmp, fd)) {
+			r = terr(t, -errno ? -errno : -ESTALE,
+				 "%s: cannot remove the temporary name %s: %m", path, tmp);
+			goto fail;
+		}
 		tmp[0] = '\0';
+	}
 	r = enable_direct(t, fd, path);
 	if (r < 0)
 		goto fail;

@@ -158,8 +158,13 @@ cat >>"$CHK" <<EOF
     iodepth: 8
 EOF
 "$IOPULSE" check --config "$CHK" >/dev/null 2>"$WORK/check.err" || fail "iopulse check of a sync burst failed"
-grep -q "probe 'b': the sync engine runs one I/O at a time" "$WORK/check.err" ||
+grep -q "Probe b: the sync engine runs one I/O at a time" "$WORK/check.err" ||
 	fail "iopulse check says nothing of a sync burst at iodepth 8:"$'\n'"$(cat "$WORK/check.err")"
+# The daemon logs it at start-up too.
+start_daemon "$CHK"
+wait_until 10 "the daemon's warning of a sync burst at iodepth 8" \
+	grep -q "warning: Probe b: the sync engine runs one I/O at a time" "$DAEMON_LOG"
+stop_daemon
 
 # ---- JSON ------------------------------------------------------------------
 
