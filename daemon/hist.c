@@ -229,6 +229,26 @@ int hist_merge(struct hist *dst, const struct hist *src)
 	return 0;
 }
 
+void hist_add_fine(struct hist *h, unsigned idx, uint64_t n)
+{
+	uint64_t lo, hi, mid;
+
+	if (!n || idx >= N_FINE)
+		return;
+	hist_fine_range(idx, &lo, &hi);
+	if (lo > hi) /* no integer in it (below ~185 ns): its upper bound */
+		lo = hi;
+	mid = lo + (hi - lo) / 2;
+	h->fine[idx] += n;
+	h->classic[classic_index(h, idx, mid)] += n;
+	h->count += n;
+	if (__builtin_mul_overflow(mid, n, &mid) ||
+	    __builtin_add_overflow(h->sum_ns, mid, &h->sum_ns))
+		h->sum_ns = UINT64_MAX;
+	h->min_ns = lo < h->min_ns ? lo : h->min_ns;
+	h->max_ns = hi > h->max_ns ? hi : h->max_ns;
+}
+
 void hist_clear(struct hist *h)
 {
 	memset(h->fine, 0, sizeof(h->fine));

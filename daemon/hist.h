@@ -34,6 +34,12 @@ void hist_record(struct hist *h, uint64_t ns);
  * -EINVAL when they differ (nothing changed). */
 int hist_merge(struct hist *dst, const struct hist *src);
 
+/* Add @n samples to fine bucket @idx (see below) whose exact values are not
+ * known: a window rebuilt from stored bucket counts (the status page). Each
+ * counts as the middle of the bucket for the classic buckets and the sum; min
+ * and max widen to the bucket's bounds, so quantiles keep the stated error. */
+void hist_add_fine(struct hist *h, unsigned idx, uint64_t n);
+
 /* Back to empty (for lane-local scratch histograms, never for exported ones). */
 void hist_clear(struct hist *h);
 

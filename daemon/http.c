@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "expose.h"
 #include "http.h"
 #include "log.h"
+#include "status.h"
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 
@@ -30,15 +32,15 @@ enum handler {
 	H_METRICS,
 	H_HEALTHZ,
 	H_LANDING,
+	H_READYZ,
+	H_STATUS_JSON,
 	H_OTHER,
 	_H_MAX,
 };
 
 static const char *const handler_names[_H_MAX] = {
-	[H_METRICS] = "metrics",
-	[H_HEALTHZ] = "healthz",
-	[H_LANDING] = "landing",
-	[H_OTHER] = "other",
+	[H_METRICS] = "metrics", [H_HEALTHZ] = "healthz",	  [H_LANDING] = "landing",
+	[H_READYZ] = "readyz",	 [H_STATUS_JSON] = "status_json", [H_OTHER] = "other",
 };
 
 #define PEER_BUCKETS 1024 /* hash chains of client addresses */
@@ -58,6 +60,8 @@ struct http_server {
 	http_collect_fn collect;
 	void *userdata;
 	size_t last_len[3]; /* the last body's size per format: the next buffer's size */
+	_Atomic(struct status *) status; /* what /, /readyz, /status.json show; NULL: none */
+	size_t status_len;		 /* the last status page's size: the next buffer's */
 
 	/* Everything below belongs to the server's thread (see "connections"). */
 	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */
@@ -1150,6 +1154,58 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 			     MHD_RESPMEM_MUST_FREE, plain_hdrs);
 }
 
+/*
+ * /, /status.json and /readyz: the live state (collected as for /metrics: atomics
+ * and the registry), then the figures the scheduler keeps, formatted in memory.
+ * A daemon without a status (tests) serves the plain landing page, 200 on
+ * /readyz.
+ */
+static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection *c,
+				    enum handler hd)
+{
+	static const char *const no_store[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-store", NULL};
+	struct status *st = atomic_load(&h->status);
+	unsigned code = MHD_HTTP_OK;
+	const char *type = TEXT_PLAIN;
+	struct buf out;
+	char *body;
+	size_t len;
+	int r = 0;
+
+	if (!st && hd == H_LANDING)
+		return reply_static(h, c, hd, MHD_HTTP_OK, "text/html; charset=utf-8",
+				    landing_page);
+	if (!st && hd == H_READYZ)
+		return reply_static(h, c, hd, MHD_HTTP_OK, TEXT_PLAIN, "ready\n");
+	if (!st)
+		return reply_static(h, c, hd, MHD_HTTP_NOT_FOUND, TEXT_PLAIN, "not found\n");
+	if (h->collect)
+		h->collect(h->userdata);
+	buf_init(&out);
+	buf_prealloc(&out, h->status_len + h->status_len / 8 + 4096);
+	if (hd == H_LANDING) {
+		type = "text/html; charset=utf-8";
+		r = status_render_html(st, &out);
+	} else if (hd == H_STATUS_JSON) {
+		type = "application/json";
+		r = status_render_json(st, &out);
+	} else if (!status_ready(st, &out)) {
+		code = MHD_HTTP_SERVICE_UNAVAILABLE;
+	} else {
+		buf_puts(&out, "ready\n");
+	}
+	if (r < 0 || out.oom) {
+		buf_free(&out);
+		log_error("Failed to render %s: out of memory", handler_names[hd]);
+		return reply_static(h, c, hd, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
+				    "out of memory\n");
+	}
+	body = buf_steal(&out, &len);
+	if (hd != H_READYZ)
+		h->status_len = len;
+	return reply_headers(h, c, hd, code, type, body, len, MHD_RESPMEM_MUST_FREE, no_store);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **req)
@@ -1173,6 +1229,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		hd = H_HEALTHZ;
 	else if (strcmp(url, "/") == 0)
 		hd = H_LANDING;
+	else if (strcmp(url, "/readyz") == 0)
+		hd = H_READYZ;
+	else if (strcmp(url, "/status.json") == 0)
+		hd = H_STATUS_JSON;
 
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return reply_static(h, c, hd, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN,
@@ -1183,8 +1243,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	case H_HEALTHZ:
 		return reply_static(h, c, hd, MHD_HTTP_OK, TEXT_PLAIN, "ok\n");
 	case H_LANDING:
-		return reply_static(h, c, hd, MHD_HTTP_OK, "text/html; charset=utf-8",
-				    landing_page);
+	case H_READYZ:
+	case H_STATUS_JSON:
+		return serve_status(h, c, hd);
 	default:
 		return reply_static(h, c, hd, MHD_HTTP_NOT_FOUND, TEXT_PLAIN, "not found\n");
 	}
@@ -1303,6 +1364,11 @@ fail:
 	server_free(h);
 	*err = r;
 	return NULL;
+}
+
+void http_set_status(struct http_server *h, struct status *st)
+{
+	atomic_store(&h->status, st);
 }
 
 void http_stop(struct http_server *h)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * http — the libmicrohttpd server: /metrics, /healthz, and a landing page.
+ * http — the libmicrohttpd server: /metrics, /healthz, and the status page
+ * (/, /readyz, /status.json; status.h).
  *
  * It only ever renders a snapshot of the registry: nothing here touches a disk,
  * so /metrics answers while a watched device hangs. libmicrohttpd's defaults are
@@ -77,6 +78,12 @@ typedef void (*http_collect_fn)(void *userdata);
  * failure, with *err = -errno. */
 struct http_server *http_start(int listen_fd, const struct http_limits *lim, struct metrics *m,
 			       http_collect_fn collect, void *userdata, int *err);
+
+struct status;
+
+/* Serve the status page on /, /readyz and /status.json from @st (which must
+ * outlive the server; NULL: a landing page, /readyz always ready). */
+void http_set_status(struct http_server *h, struct status *st);
 
 /* Stop serving and free; NULL is a no-op. */
 void http_stop(struct http_server *h);

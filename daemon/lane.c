@@ -122,6 +122,15 @@ static const char *probe_key(const struct lane_probe *lp, char *buf)
 	return buf;
 }
 
+/* The status page reads the reason from the HTTP thread: under the lane mutex,
+ * which is never held across I/O. */
+static void set_down_reason(struct lane *l, const char *why)
+{
+	pthread_mutex_lock(&l->mu);
+	snprintf(l->down_reason, sizeof(l->down_reason), "%s", why);
+	pthread_mutex_unlock(&l->mu);
+}
+
 /*
  * The target could not be checked or opened (@r, the reason in t->error). One
  * line per outage: the first failure is the event (an unmount, a removed
@@ -137,13 +146,13 @@ static void target_down(struct lane *l, int r)
 	atomic_store(&l->up, false);
 	if (l->down_logged) {
 		if (strcmp(l->down_reason, l->target.error) != 0) {
-			snprintf(l->down_reason, sizeof(l->down_reason), "%s", l->target.error);
+			set_down_reason(l, l->target.error);
 			log_debug("Target %s is still down: %s", l->cfg->name, l->target.error);
 		}
 		return;
 	}
 	l->down_logged = true;
-	snprintf(l->down_reason, sizeof(l->down_reason), "%s", l->target.error);
+	set_down_reason(l, l->target.error);
 	log_state_error_errno(target_key(l, key), r, "Target %s is down: %s", l->cfg->name,
 			      l->target.error);
 }
@@ -156,7 +165,7 @@ static void target_is_up(struct lane *l)
 		log_state_notice(target_key(l, key), "Target %s is up again (%s)", l->cfg->name,
 				 l->target.file_path);
 		l->down_logged = false;
-		l->down_reason[0] = '\0';
+		set_down_reason(l, "");
 	}
 	atomic_store(&l->up, true);
 }
@@ -191,7 +200,7 @@ static void layout_failed(struct lane *l, int r)
 	probe_metrics_layout_failed(&l->series);
 	atomic_store(&l->up, false);
 	cfg_format_duration(l->layout_backoff_ns, when, sizeof(when));
-	snprintf(l->down_reason, sizeof(l->down_reason), "%s", l->target.error);
+	set_down_reason(l, l->target.error);
 	log_state_error_errno(target_key(l, key), r, "Target %s is %sdown: %s, retrying in %s",
 			      l->cfg->name, l->down_logged ? "still " : "", l->target.error, when);
 	l->down_logged = true;
@@ -559,6 +568,90 @@ void lane_collect(struct lane *l, uint64_t now_ns)
 	probe_metrics_target_set(&l->series, atomic_load(&l->up) && !stuck,
 				 age(now_ns, since) / 1e9,
 				 total ? (double)(done < total ? done : total) / total : 1);
+}
+
+/* Why the target is not up, for the status page; @lp/@a: the I/O in flight. */
+static void status_reason(struct lane *l, struct status_target *t, const struct lane_probe *lp,
+			  uint64_t a)
+{
+	uint64_t total = atomic_load(&l->target.layout_total);
+	uint64_t done = atomic_load(&l->target.layout_done);
+
+	if (t->state == STATUS_STUCK) {
+		snprintf(t->reason, sizeof(t->reason),
+			 "I/O of probe %s in flight for %.1fs, past its %.3gs timeout",
+			 lp->cfg->name, a / 1e9, lp->cfg->timeout_ns / 1e9);
+	} else if (t->state == STATUS_DOWN) {
+		pthread_mutex_lock(&l->mu);
+		snprintf(t->reason, sizeof(t->reason), "%s", l->down_reason);
+		pthread_mutex_unlock(&l->mu);
+		if (!t->reason[0])
+			t->state = STATUS_STARTING;
+	}
+	if (t->state != STATUS_STARTING)
+		return;
+	if (total)
+		snprintf(t->reason, sizeof(t->reason), "laying out the probe file, %.0f%% done",
+			 100.0 * (done < total ? done : total) / total);
+	else
+		snprintf(t->reason, sizeof(t->reason), "not checked yet");
+}
+
+void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
+{
+	uint64_t since;
+	struct lane_probe *lp = inflight_probe(l, &since);
+	uint64_t a = age(now_ns, since);
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", l->cfg->name);
+	snprintf(t->path, sizeof(t->path), "%s", l->cfg->path);
+	t->inflight_s = lp ? a / 1e9 : 0;
+	if (lp)
+		snprintf(t->inflight_probe, sizeof(t->inflight_probe), "%s", lp->cfg->name);
+	if (lp && a >= lp->cfg->timeout_ns)
+		t->state = STATUS_STUCK;
+	else if (atomic_load(&l->up))
+		t->state = STATUS_UP;
+	else
+		t->state = STATUS_DOWN; /* or starting, when no reason is known */
+	status_reason(l, t, lp, a);
+}
+
+void lane_status_probes(struct lane *l, struct status *st)
+{
+	for (unsigned pi = 0; pi < l->n_probes; pi++) {
+		const struct probe_series *s = &l->probes[pi].series;
+		double errors = 0;
+
+		for (int e = 0; e < PROBE_ERR_COUNT; e++)
+			errors += metrics_value(s->errors[e]);
+		for (int op = 0; op < IO_OP_COUNT; op++) {
+			struct status_burst b = {.valid = s->burst_seconds != NULL};
+
+			if (!s->latency[op])
+				continue;
+			if (b.valid) {
+				b.iops = metrics_value(s->burst_iops[op]);
+				b.bw = metrics_value(s->burst_bw[op]);
+				for (int i = 0; i < 4; i++)
+					b.q_s[i] = metrics_value(s->burst_q[op][i]);
+				b.max_s = metrics_value(s->burst_max[op]);
+				b.seconds = metrics_value(s->burst_seconds);
+			}
+			status_set_probe(st, l->probes[pi].cfg->name, op, metrics_value(s->runs),
+					 errors, l->probes[pi].cfg->interval_ns / 1e9, &b);
+		}
+	}
+}
+
+void lane_status_tick(struct lane *l, struct status *st, uint64_t now_ns)
+{
+	for (unsigned pi = 0; pi < l->n_probes; pi++)
+		for (int op = 0; op < IO_OP_COUNT; op++)
+			if (l->probes[pi].series.latency[op])
+				status_tick_op(st, l->probes[pi].cfg, l->cfg->name, op,
+					       l->probes[pi].series.latency[op], now_ns);
 }
 
 #define LAYOUT_LOG_NS 5000000000ULL

@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "probe.h"
 #include "probe_metrics.h"
+#include "status.h"
 #include "target.h"
 
 struct lane_probe {
@@ -64,7 +65,7 @@ struct lane {
 	_Atomic uint64_t timeout_claimed; /* submit time of the last I/O counted as timed out */
 	_Atomic bool stuck_logged;	  /* scheduler logged "stuck"; the lane logs the end */
 	bool down_logged;		  /* lane thread: "is down" logged, "up again" not yet */
-	char down_reason[512];		  /* lane thread: the target's last error while down */
+	char down_reason[512];		  /* the target's last error while down (lane mutex) */
 	/* Lane thread: backing off after a failed probe-file layout (lane.c). */
 	uint64_t layout_backoff_ns; /* wait after the last failure; 0: none failed since success */
 	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
@@ -94,6 +95,13 @@ bool lane_wait(struct lane *l, uint64_t deadline_ns);
 void lane_check_timeout(struct lane *l, uint64_t now_ns);
 /* Scrape time: refresh target_up, in-flight age and layout progress. */
 void lane_collect(struct lane *l, uint64_t now_ns);
+/* Scrape time (HTTP thread): the target's state for the status page; never
+ * blocks on I/O (atomics, and the lane mutex, which no I/O holds). */
+void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t);
+/* Scrape time: each probe op's counters and last burst into @st. */
+void lane_status_probes(struct lane *l, struct status *st);
+/* Scheduler: status_tick_op() for each probe op of the lane. */
+void lane_status_tick(struct lane *l, struct status *st, uint64_t now_ns);
 /* Scheduler: log the progress of a probe-file layout every few seconds. */
 void lane_log_layout(struct lane *l, uint64_t now_ns);
 /* Reload: remove the series of probe @lp from the registry (a removed or changed

@@ -437,6 +437,7 @@ static int serve(const struct config *cfg, const char *config_path, int listen_f
 		log_error_errno(r, "Failed to start the HTTP server: %m");
 		goto out;
 	}
+	http_set_status(h, sched_status(s));
 	if (sched_start(s) < 0)
 		goto out;
 	log_info("iopulse %s: %u probe(s) on %u target(s) from %s", IOPULSE_VERSION, cfg->n_probes,

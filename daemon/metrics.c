@@ -543,6 +543,29 @@ int metrics_merge_hist(struct metric_series *s, const struct hist *h)
 	return r;
 }
 
+double metrics_value(struct metric_series *s)
+{
+	double v;
+
+	if (!s)
+		return 0;
+	metrics_lock(s->family->reg);
+	v = s->value;
+	metrics_unlock(s->family->reg);
+	return v;
+}
+
+int metrics_read_hist(struct metric_series *s, void (*fn)(const struct hist *h, void *arg),
+		      void *arg)
+{
+	if (!s || !s->hist)
+		return -EINVAL;
+	metrics_lock(s->family->reg);
+	fn(s->hist, arg);
+	metrics_unlock(s->family->reg);
+	return 0;
+}
+
 /* ---- snapshots ---- */
 
 static void snap_family_free(struct snap_family *sf)

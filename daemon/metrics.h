@@ -92,6 +92,14 @@ void metrics_set(struct metric_series *s, double v);
 void metrics_observe_ns(struct metric_series *s, uint64_t ns);
 int metrics_merge_hist(struct metric_series *s, const struct hist *h);
 
+/* Reading single series (the status page): a counter's or gauge's value (0 for
+ * NULL); @fn called with a histogram series' histogram under the registry mutex
+ * (so it must be quick and take no lock of its own). 0, or -EINVAL (NULL or not
+ * a histogram). */
+double metrics_value(struct metric_series *s);
+int metrics_read_hist(struct metric_series *s, void (*fn)(const struct hist *h, void *arg),
+		      void *arg);
+
 /*
  * Batches: several updates under one hold of the registry mutex, so that a
  * snapshot sees all of them or none (a latency sample with its I/O and byte

@@ -56,6 +56,7 @@ struct sched {
 	bool reload_again;	   /* SIGHUP during it: reload once more after it */
 	char status[STATUS_LEN];   /* the STATUS= line the service manager has */
 	uint64_t status_sent_ns;   /* when it was sent */
+	struct status *st;	   /* what the status page shows */
 };
 
 /* ---------------------------------------------------------------- heap */
@@ -252,6 +253,12 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 	r = reload_series(s);
 	if (r < 0)
 		goto fail;
+	s->st = status_new();
+	if (!s->st) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	status_config(s->st, cfg->source, true, NULL);
 	r = build_lanes(cfg, m, &s->lanes, &s->n_lanes);
 	if (r < 0)
 		goto fail;
@@ -455,6 +462,17 @@ static void run_due(struct sched *s)
 	}
 }
 
+/* The status page's figures, every STATUS_STEP_NS: a few copies of bucket
+ * counts per probe op, on this thread (the HTTP thread only formats them). */
+static void status_tick(struct sched *s, uint64_t now)
+{
+	if (!status_tick_due(s->st, now))
+		return;
+	for (unsigned li = 0; li < s->n_lanes; li++)
+		lane_status_tick(&s->lanes[li], s->st, now);
+	status_tick_end(s->st, now);
+}
+
 static void drain(int fd)
 {
 	uint64_t ticks;
@@ -552,10 +570,11 @@ static void *reload_thread(void *arg)
 	return NULL;
 }
 
-/* The end of a reload that changed nothing. */
-static void reload_refused(struct sched *s)
+/* The end of a reload that changed nothing, because of @why. */
+static void reload_refused(struct sched *s, const char *why)
 {
 	set_reload_gauges(s, false);
+	status_config(s->st, s->cfg->source, false, why);
 	log_error("Configuration reload failed: the running schedule is unchanged");
 	sched_notify_ready(s);
 }
@@ -594,7 +613,7 @@ static void reload_start(struct sched *s, bool again)
 	j = calloc(1, sizeof(*j) + n);
 	if (!j) {
 		log_error("Out of memory");
-		reload_refused(s);
+		reload_refused(s, "out of memory");
 		return;
 	}
 	memcpy(j->path, s->path ? s->path : "", n);
@@ -609,7 +628,7 @@ static void reload_start(struct sched *s, bool again)
 		pthread_mutex_destroy(&j->mu);
 		free(j);
 		log_error_errno(r, "Failed to start the reload: %m");
-		reload_refused(s);
+		reload_refused(s, "the reload could not start");
 		return;
 	}
 	s->reload = j;
@@ -763,6 +782,9 @@ static void reload_done(struct sched *s, struct config *nc, unsigned stuck)
 {
 	if (!nc) {
 		set_reload_gauges(s, false);
+		status_config(
+			s->st, s->cfg->source, false,
+			"out of memory setting up the new probes; the previous ones run again");
 		sched_notify_ready(s);
 		return;
 	}
@@ -773,6 +795,7 @@ static void reload_done(struct sched *s, struct config *nc, unsigned stuck)
 	s->owned = nc;
 	metrics_set_native(s->metrics, nc->native_schema, nc->native_zero_threshold_ns / 1e9);
 	set_reload_gauges(s, true);
+	status_config(s->st, nc->source, true, NULL);
 	log_info("Configuration reloaded: %u probe(s) on %u target(s) from %s", nc->n_probes,
 		 nc->n_targets, nc->source);
 	sched_notify_ready(s);
@@ -797,7 +820,7 @@ static int reload_apply(struct sched *s, struct config *nc)
 		log_error("Out of memory");
 		cfg_free(nc);
 		reload_room_free(&rr);
-		reload_refused(s);
+		reload_refused(s, "out of memory");
 		return 0;
 	}
 	reload_keep_fixed(s, oc, nc);
@@ -847,12 +870,16 @@ static int reload_finish(struct sched *s)
 	reload_job_put(j);
 	s->reload = NULL;
 	if (r < 0) {
+		char why[256];
+
 		if (err.msg[0])
 			log_error("%s", err.msg);
 		else if (r != -EINVAL) /* check_distinct_targets() logged -EINVAL */
 			log_error_errno(r, "Failed to check the targets of %s: %m",
 					sched_source(s));
-		reload_refused(s);
+		snprintf(why, sizeof(why), "%s: %s", sched_source(s),
+			 r == -EINVAL ? "two targets are the same (see the log)" : strerror(-r));
+		reload_refused(s, err.msg[0] ? err.msg : why);
 	} else {
 		r = reload_apply(s, nc);
 		if (r < 0)
@@ -921,6 +948,7 @@ int sched_run(struct sched *s)
 				}
 				log_flush_suppressed();
 				update_status(s, now);
+				status_tick(s, now);
 			} else if (fd == s->watchdog_fd) {
 				drain(fd);
 				sd_notify(0, "WATCHDOG=1");
@@ -933,11 +961,26 @@ int sched_run(struct sched *s)
 void sched_collect(struct sched *s)
 {
 	uint64_t now = eng_now_ns();
+	bool room;
 
 	pthread_mutex_lock(&s->lanes_mu);
-	for (unsigned li = 0; li < s->n_lanes; li++)
+	room = status_targets_begin(s->st, s->n_lanes) == 0;
+	for (unsigned li = 0; li < s->n_lanes; li++) {
+		struct status_target t;
+
 		lane_collect(&s->lanes[li], now);
+		if (!room)
+			continue;
+		lane_status(&s->lanes[li], now, &t);
+		status_set_target(s->st, li, &t);
+		lane_status_probes(&s->lanes[li], s->st);
+	}
 	pthread_mutex_unlock(&s->lanes_mu);
+}
+
+struct status *sched_status(struct sched *s)
+{
+	return s->st;
 }
 
 unsigned sched_stop(struct sched *s, uint64_t grace_ns)
@@ -987,6 +1030,7 @@ void sched_free(struct sched *s)
 	}
 	if (s->lanes_mu_init)
 		pthread_mutex_destroy(&s->lanes_mu);
+	status_free(s->st);
 	free(s->path);
 	free(s->abandoned);
 	free(s->heap);

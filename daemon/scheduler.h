@@ -54,8 +54,12 @@ void sched_notify_ready(struct sched *s);
  */
 int sched_run(struct sched *s);
 
-/* Scrape time (HTTP thread): refresh per-target gauges. Never blocks on I/O. */
+/* Scrape time (HTTP thread): refresh per-target gauges and the status page's
+ * live state. Never blocks on I/O. */
 void sched_collect(struct sched *s);
+
+/* What the status page shows (the scheduler's; freed with it). */
+struct status *sched_status(struct sched *s);
 
 /* Stop lanes: wait until @grace_ns for them, abandon those stuck in the kernel.
  * Returns how many were abandoned (including any a reload abandoned). */
