@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for daemon/status: the ring's memory bound (the one iopulse(8)
+ * states), its wrap-around, window quantiles against hist_quantile_ns() of the
+ * same samples (within the 3 % stated in status.h), a series that restarts,
+ * readiness, and the escaping of everything the pages show.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/status.h"
+
+#define US 1000ull
+#define MS 1000000ull
+
+/* A status fed by one latency series of a registry of its own, on a fake clock
+ * (tick k at k * STATUS_STEP_NS). */
+struct fixture {
+	struct metrics *m;
+	struct metric_series *lat;
+	struct status *st;
+	struct cfg_probe probe;
+	uint64_t k; /* the next tick */
+};
+
+static void fixture_init(struct fixture *f)
+{
+	static const char *const labels[] = {"probe", NULL};
+	static const char *const values[] = {"p1", NULL};
+	struct metric_family *fam;
+
+	memset(f, 0, sizeof(*f));
+	f->m = metrics_new();
+	assert_non_null(f->m);
+	fam = metrics_family(f->m, "lat_seconds", METRIC_HISTOGRAM, "h", labels, NULL, 0);
+	assert_non_null(fam);
+	f->lat = metrics_series(fam, values);
+	assert_non_null(f->lat);
+	f->st = status_new();
+	assert_non_null(f->st);
+	snprintf(f->probe.name, sizeof(f->probe.name), "p1");
+	f->probe.kind = CFG_PROBE_PING;
+	f->probe.interval_ns = 100 * MS;
+}
+
+static void fixture_free(struct fixture *f)
+{
+	status_free(f->st);
+	metrics_free(f->m);
+}
+
+/* One tick of the scheduler's housekeeping. */
+static void tick(struct fixture *f)
+{
+	uint64_t now = 1 + f->k++ * STATUS_STEP_NS;
+
+	assert_true(status_tick_due(f->st, now));
+	status_tick_op(f->st, &f->probe, "t1", IO_READ, f->lat, now);
+	status_tick_end(f->st, now);
+}
+
+static struct status_series *series(struct fixture *f)
+{
+	assert_int_equal(f->st->n_series, 1);
+	return f->st->series[0];
+}
+
+/* The @back-th newest record of a ring (0: the newest). */
+static const struct status_rec *rec(const struct status_rec *recs, unsigned size, unsigned head,
+				    unsigned back)
+{
+	return &recs[(head + size - 1 - back) % size];
+}
+
+static void assert_within(uint64_t got, uint64_t want, double rel)
+{
+	if (fabs((double)got - (double)want) > rel * (double)want)
+		fail_msg("%llu is not within %.2f%% of %llu", (unsigned long long)got, rel * 100,
+			 (unsigned long long)want);
+}
+
+/* ---- the bound ------------------------------------------------------------ */
+
+static void test_memory_bound(void **state)
+{
+	size_t ring = sizeof(struct status_ring);
+	size_t minutes = STATUS_MINUTES * STATUS_MINUTE * STATUS_STEP_NS / NSEC_PER_SEC;
+	size_t blocks = (size_t)STATUS_BLOCKS * STATUS_BLOCK * STATUS_STEP_NS / NSEC_PER_SEC;
+
+	(void)state;
+	/* What iopulse(8) says: 64 probe ops, 24 hours, 256 KiB. */
+	assert_int_equal(STATUS_BOUND_SERIES, 64);
+	assert_int_equal(STATUS_BOUND_BYTES, 256 * 1024);
+	assert_true(STATUS_BOUND_SERIES * ring <= STATUS_BOUND_BYTES);
+	/* One record a minute for the last hour, one per 10 minutes for 24 hours. */
+	assert_int_equal(minutes, 3600);
+	assert_int_equal(blocks, 86400);
+	assert_int_equal(sizeof(struct status_rec), 12);
+	print_message("ring: %zu bytes per probe op, %zu for %d (bound %d)\n", ring,
+		      STATUS_BOUND_SERIES * ring, STATUS_BOUND_SERIES, STATUS_BOUND_BYTES);
+}
+
+static void test_codes(void **state)
+{
+	/* 1 + round(1024 log2 v): half a step is 2^(1/2048) - 1 < 0.034 %. */
+	(void)state;
+	assert_int_equal(status_code(0), 0);
+	assert_int_equal(status_decode(0), 0);
+	for (uint64_t v = 1; v < HIST_MAX_NS; v = v * 1.07 + 1) {
+		uint64_t back = status_decode(status_code(v));
+
+		if (fabs((double)back - (double)v) > v * 0.00034 + 0.5)
+			fail_msg("%llu comes back as %llu", (unsigned long long)v,
+				 (unsigned long long)back);
+	}
+	assert_true(status_code(HIST_MAX_NS) < UINT16_MAX);
+}
+
+/* ---- the ring --------------------------------------------------------------- */
+
+/* Minute m gets m + 1 samples of (m + 1) ms; 70 minutes: the minute ring wraps. */
+static void test_minute_ring_wraps(void **state)
+{
+	struct fixture f;
+	const struct status_series *ss;
+
+	(void)state;
+	fixture_init(&f);
+	tick(&f); /* the series appears: its baseline is "nothing yet" */
+	for (unsigned m = 0; m < 70; m++) {
+		for (unsigned i = 0; i <= m; i++)
+			metrics_observe_ns(f.lat, (m + 1) * MS);
+		for (unsigned s = 0; s < STATUS_MINUTE; s++)
+			tick(&f);
+	}
+	ss = series(&f);
+	assert_int_equal(ss->ring.min_n, STATUS_MINUTES);
+	for (unsigned back = 0; back < STATUS_MINUTES; back++) {
+		const struct status_rec *r =
+			rec(ss->ring.min, STATUS_MINUTES, ss->ring.min_head, back);
+		uint64_t want = (70 - back) * MS;
+
+		assert_int_equal(r->count, 70 - back);
+		for (unsigned q = 0; q < STATUS_QUANTILES; q++)
+			assert_within(status_decode(r->q[q]), want, 0.03);
+	}
+	/* The last minute: minute 69 alone (the ticks after its samples). */
+	assert_int_equal(ss->minute.count, 70);
+	assert_int_equal(ss->minute.span_ns, 60 * NSEC_PER_SEC);
+	/* 7 of the 10-minute marks passed: one block record per mark after the first. */
+	assert_int_equal(ss->ring.blk_n, 7);
+	fixture_free(&f);
+}
+
+/* 25 hours of one sample per step: the 10-minute ring wraps and drops the oldest. */
+static void test_block_ring_wraps(void **state)
+{
+	unsigned steps = 25 * 360;
+	const struct status_series *ss;
+	struct fixture f;
+
+	(void)state;
+	fixture_init(&f);
+	tick(&f);
+	for (unsigned s = 0; s < steps; s++) {
+		/* 10-minute block b has latency (b % 50 + 1) * 100 us */
+		metrics_observe_ns(f.lat, (s / STATUS_BLOCK % 50 + 1) * 100 * US);
+		tick(&f);
+	}
+	ss = series(&f);
+	assert_int_equal(ss->ring.blk_n, STATUS_BLOCKS);
+	for (unsigned back = 0; back < STATUS_BLOCKS; back++) {
+		const struct status_rec *r =
+			rec(ss->ring.blk, STATUS_BLOCKS, ss->ring.blk_head, back);
+		unsigned b = steps / STATUS_BLOCK - 1 - back;
+
+		assert_int_equal(r->count, STATUS_BLOCK);
+		assert_within(status_decode(r->q[0]), (b % 50 + 1) * 100 * US, 0.03);
+	}
+	assert_int_equal(ss->hour.count, 360); /* exactly the last hour at a mark */
+	assert_int_equal(ss->hour.span_ns, 3600 * NSEC_PER_SEC);
+	fixture_free(&f);
+}
+
+/* ---- windows ----------------------------------------------------------------- */
+
+static uint64_t sample(unsigned i)
+{
+	/* spread over 50 us .. ~20 ms, a few far out */
+	return 50 * US + (uint64_t)i * i % 20000 * US + (i % 97 == 0 ? 300 * MS : 0);
+}
+
+/* Window quantiles against the quantiles of the same samples in a histogram
+ * of their own, and samples that left the window no longer count. */
+static void test_window_quantiles(void **state)
+{
+	static const double qs[STATUS_QUANTILES] = {0.5, 0.9, 0.99, 1.0};
+	struct hist *ref = hist_new(NULL, 0);
+	const struct status_series *ss;
+	struct fixture f;
+
+	(void)state;
+	assert_non_null(ref);
+	fixture_init(&f);
+	tick(&f);
+	for (unsigned i = 0; i < 5000; i++) {
+		metrics_observe_ns(f.lat, sample(i));
+		hist_record(ref, sample(i));
+	}
+	tick(&f);
+	ss = series(&f);
+	assert_int_equal(ss->minute.count, 5000);
+	for (unsigned q = 0; q < STATUS_QUANTILES; q++) {
+		assert_within(ss->minute.q_ns[q], hist_quantile_ns(ref, qs[q]), 0.03);
+		assert_within(ss->hour.q_ns[q], hist_quantile_ns(ref, qs[q]), 0.03);
+	}
+	/* A minute of fast samples only: the slow ones leave the minute window and
+	 * stay in the hour's. */
+	for (unsigned s = 0; s < STATUS_MINUTE; s++) {
+		metrics_observe_ns(f.lat, 20 * US);
+		tick(&f);
+	}
+	assert_int_equal(ss->minute.count, STATUS_MINUTE);
+	assert_within(ss->minute.q_ns[3], 20 * US, 0.03);
+	assert_int_equal(ss->hour.count, 5000 + STATUS_MINUTE);
+	assert_within(ss->hour.q_ns[3], hist_quantile_ns(ref, 1.0), 0.03);
+	hist_free(ref);
+	fixture_free(&f);
+}
+
+/* A changed probe's histogram starts again from zero: so do its figures. */
+static void test_series_restart(void **state)
+{
+	static const char *const labels[] = {"probe", NULL};
+	static const char *const values[] = {"p1", NULL};
+	struct metric_family *fam;
+	struct fixture f;
+
+	(void)state;
+	fixture_init(&f);
+	tick(&f);
+	for (unsigned i = 0; i < 100; i++)
+		metrics_observe_ns(f.lat, 5 * MS);
+	for (unsigned s = 0; s < STATUS_MINUTE; s++)
+		tick(&f);
+	assert_int_equal(series(&f)->ring.min_n, 1);
+	metrics_series_drop(f.lat);
+	fam = metrics_family(f.m, "lat_seconds", METRIC_HISTOGRAM, "h", labels, NULL, 0);
+	f.lat = metrics_series(fam, values);
+	metrics_observe_ns(f.lat, 1 * MS);
+	tick(&f);
+	assert_int_equal(series(&f)->ring.min_n, 0);
+	assert_int_equal(series(&f)->minute.count, 1);
+	assert_within(series(&f)->minute.q_ns[3], 1 * MS, 0.03);
+	/* A probe no longer in the schedule is dropped at the next tick. */
+	assert_true(status_tick_due(f.st, 1 + f.k++ * STATUS_STEP_NS));
+	status_tick_end(f.st, 0);
+	assert_int_equal(f.st->n_series, 0);
+	fixture_free(&f);
+}
+
+/* ---- readiness and pages ------------------------------------------------------ */
+
+static void set_target(struct status *st, unsigned i, const char *name, enum status_state s,
+		       const char *path, const char *reason)
+{
+	struct status_target t = {.state = s};
+
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	snprintf(t.path, sizeof(t.path), "%s", path);
+	snprintf(t.reason, sizeof(t.reason), "%s", reason);
+	status_set_target(st, i, &t);
+}
+
+static void test_ready(void **state)
+{
+	struct status *st = status_new();
+	struct buf why;
+
+	(void)state;
+	buf_init(&why);
+	assert_true(status_ready(st, &why)); /* no targets */
+	assert_int_equal(status_targets_begin(st, 3), 0);
+	set_target(st, 0, "a", STATUS_UP, "/a", "");
+	set_target(st, 1, "b", STATUS_DOWN, "/b", "/b: no such directory");
+	set_target(st, 2, "c", STATUS_STUCK, "/c", "I/O in flight for 3.0s");
+	assert_false(status_ready(st, &why));
+	buf_append(&why, "", 1);
+	assert_string_equal(why.data, "b: down: /b: no such directory\n"
+				      "c: stuck: I/O in flight for 3.0s\n");
+	assert_int_equal(status_targets_begin(st, 1), 0);
+	assert_true(status_ready(st, NULL));
+	buf_free(&why);
+	status_free(st);
+}
+
+static char *escaped(void (*fn)(struct buf *, const char *), const char *s)
+{
+	struct buf b;
+
+	buf_init(&b);
+	fn(&b, s);
+	buf_append(&b, "", 1);
+	assert_false(b.oom);
+	return b.data;
+}
+
+static void test_html_escape(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain /srv/data", "plain /srv/data"},
+		{"<script>alert('x')</script>", "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"},
+		{"a&b \"q\"", "a&amp;b &quot;q&quot;"},
+		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x92\xbe",
+		 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x92\xbe"},
+		{"bad\xff\xc3(", "bad\xef\xbf\xbd\xef\xbf\xbd("},	  /* not UTF-8 */
+		{"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* a surrogate */
+		{"ctl\x01\x7f\tok\n", "ctl\xef\xbf\xbd\xef\xbf\xbd\tok\n"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = escaped(status_html_escape, cases[i].in);
+
+		assert_string_equal(got, cases[i].out);
+		free(got);
+	}
+}
+
+static void test_json_string(void **state)
+{
+	char *got;
+
+	(void)state;
+	got = escaped(status_json_string, "a\"b\\c\n\x01 \xc3\xa9 \xff");
+	assert_string_equal(got, "\"a\\\"b\\\\c\\u000a\\u0001 \xc3\xa9 \\ufffd\"");
+	free(got);
+}
+
+/* Whatever a target's path or reason holds, the page shows it as text. */
+static void test_page_escapes(void **state)
+{
+	struct status *st = status_new();
+	struct buf page;
+
+	(void)state;
+	buf_init(&page);
+	status_config(st, "/etc/<iopulse>.yaml", false, "line 3: \"bad\" & <worse>");
+	assert_int_equal(status_targets_begin(st, 1), 0);
+	set_target(st, 0, "t1", STATUS_DOWN, "/srv/<img src=x>", "<b>gone</b>");
+	assert_int_equal(status_render_html(st, &page), 0);
+	buf_append(&page, "", 1);
+	assert_null(strstr(page.data, "<img"));
+	assert_null(strstr(page.data, "<b>"));
+	assert_null(strstr(page.data, "<iopulse>"));
+	assert_null(strstr(page.data, "<worse>"));
+	assert_non_null(strstr(page.data, "/srv/&lt;img src=x&gt;"));
+	assert_non_null(strstr(page.data, "&lt;b&gt;gone&lt;/b&gt;"));
+	assert_non_null(strstr(page.data, "line 3: &quot;bad&quot; &amp; &lt;worse&gt;"));
+	assert_non_null(strstr(page.data, "data-state=\"down\""));
+	buf_free(&page);
+	status_free(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_memory_bound),
+		cmocka_unit_test(test_codes),
+		cmocka_unit_test(test_minute_ring_wraps),
+		cmocka_unit_test(test_block_ring_wraps),
+		cmocka_unit_test(test_window_quantiles),
+		cmocka_unit_test(test_series_restart),
+		cmocka_unit_test(test_ready),
+		cmocka_unit_test(test_html_escape),
+		cmocka_unit_test(test_json_string),
+		cmocka_unit_test(test_page_escapes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
