@@ -21,8 +21,8 @@ cd "$(dirname "$0")"
 # dpkg-shlibdeps and lintian for the .deb).
 PACKAGES=(gcc make cmake pkg-config git libyaml-dev libmicrohttpd-dev liburing-dev libaio-dev
 	libsystemd-dev zlib1g-dev)
-TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema ioping
-	dpkg-dev lintian)
+TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema
+	ioping dpkg-dev lintian chromium python3-html5lib)
 # What bench/ compares against and measures with.
 BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter)
 # libFuzzer is in clang's runtime package, which clang only recommends.

@@ -1,0 +1,196 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The status page as a person sees it: a real headless Chromium renders / (the
+# screenshot stays in the work directory, path printed), the page's source is
+# valid HTML for a strict HTML5 parser, /status.json validates against
+# docs/status.schema.json, and what both say agrees with /metrics scraped around
+# them: each target's state, each probe's runs (counters: between the scrape
+# before and the one after) and the last burst's IOPS (one burst an hour: the
+# same in every scrape once it is in).
+# Then one target's directory is renamed away: /readyz turns 503 naming it,
+# the page and /status.json say it is down and why, /healthz stays 200.
+
+# shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
+. "$(dirname "$0")/lib.sh"
+
+# Debian's python3 has python3-html5lib and python3-jsonschema (dev.sh); a
+# python3 earlier on PATH (pyenv and the like) may lack them.
+PYTHON=python3
+[[ -x /usr/bin/python3 ]] && PYTHON=/usr/bin/python3
+require_cmd curl chromium "$PYTHON"
+require_disk "$WORK"
+"$PYTHON" -c 'import html5lib, jsonschema' 2>/dev/null ||
+	fail "python3 cannot import html5lib and jsonschema (python3-html5lib, python3-jsonschema)"
+SCHEMA="$SOURCE_DIR/docs/status.schema.json"
+
+D1="$WORK/disk one" # a space and nothing else odd: the page shows it as is
+D2="$WORK/d2"
+mkdir "$D1" "$D2"
+CFG="$WORK/iopulse.yaml"
+cat >"$CFG" <<EOF
+targets:
+  - name: t1
+    directory: $(yaml_str "$D1")
+    size: 4MiB
+  - name: t2
+    directory: $(yaml_str "$D2")
+    size: 1MiB
+probes:
+  - {name: p1, type: ping, target: t1, op: read, interval: 100ms}
+  - {name: w1, type: ping, target: t1, op: write, sync: fdatasync, interval: 200ms}
+  - {name: b1, type: burst, target: t1, rw: randread, duration: 300ms, every: 1h, engine: sync}
+  - {name: p2, type: ping, target: t2, op: read, interval: 100ms}
+EOF
+
+# browse WHAT: Chromium renders / into $WORK/WHAT.dom (the DOM after load) and
+# $WORK/WHAT.png (a screenshot).
+browse() {
+	local c=(chromium --headless --no-sandbox --disable-gpu --user-data-dir="$WORK/chromium"
+		--window-size=1280,1800)
+	timeout 60 "${c[@]}" --dump-dom "$(url /)" >"$WORK/$1.dom" 2>>"$WORK/chromium.log" ||
+		fail "chromium --dump-dom failed:"$'\n'"$(tail -n 20 "$WORK/chromium.log")"
+	timeout 60 "${c[@]}" --screenshot="$WORK/$1.png" "$(url /)" >>"$WORK/chromium.log" 2>&1 ||
+		fail "chromium --screenshot failed:"$'\n'"$(tail -n 20 "$WORK/chromium.log")"
+	[[ -s $WORK/$1.png ]] || fail "chromium wrote no screenshot $WORK/$1.png"
+	note "screenshot: $WORK/$1.png"
+}
+
+# The checker: argv = SCHEMA DOM PAGE JSON BEFORE AFTER [EXPECT...]: the page
+# source must parse strictly, JSON must validate, and the DOM, JSON and the two
+# /metrics scrapes must agree. EXPECT: TARGET=STATE pairs.
+cat >"$WORK/check.py" <<'EOF'
+import json, re, sys
+import html5lib, jsonschema
+
+schema_f, dom_f, page_f, json_f, before_f, after_f, *expect = sys.argv[1:]
+bad = []
+
+def metrics(path):
+    out = {}
+    for line in open(path):
+        m = re.match(r'^([a-z_]+)\{([^}]*)\} (\S+)$', line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            out[(m.group(1), tuple(sorted(labels.items())))] = float(m.group(3))
+    return out
+
+def value(ms, name, **labels):
+    return ms.get((name, tuple(sorted(labels.items()))))
+
+# Strict: the first parse error raises; report them all with their positions.
+parser = html5lib.HTMLParser(strict=False)
+parser.parse(open(page_f, "rb").read())
+for pos, code, data in parser.errors:
+    bad.append(f"HTML {page_f}:{pos[0]}:{pos[1]}: {code} {data}")
+try:
+    html5lib.HTMLParser(strict=True).parse(open(page_f, "rb").read())
+except Exception as e:
+    bad.append(f"HTML: the strict parser refuses the page: {e}")
+
+doc = json.load(open(json_f))
+schema = json.load(open(schema_f))
+for e in jsonschema.Draft202012Validator(schema).iter_errors(doc):
+    bad.append(f"JSON schema: at /{'/'.join(map(str, e.absolute_path))}: {e.message}")
+
+m1, m2 = metrics(before_f), metrics(after_f)
+tree = html5lib.parse(open(dom_f, "rb").read(), namespaceHTMLElements=False)
+sections = {s.get("data-target"): s for s in tree.iter("section")}
+jt = {t["name"]: t for t in doc["targets"]}
+for pair in expect:
+    name, state = pair.split("=")
+    up = 1.0 if state == "up" else 0.0
+    for ms, when in ((m1, "before"), (m2, "after")):
+        v = value(ms, "iopulse_target_up", target=name)
+        if v != up:
+            bad.append(f"/metrics {when}: iopulse_target_up{{target={name}}} is {v}, want {up}")
+    s = sections.get(name)
+    if s is None or s.get("data-state") != state:
+        bad.append(f"page: target {name} is {s is not None and s.get('data-state')}, want {state}")
+    if name not in jt or jt[name]["state"] != state:
+        bad.append(f"status.json: target {name} is {jt.get(name, {}).get('state')}, want {state}")
+    if state == "down":
+        reason = "".join("".join(p.itertext()) for p in s.iter("p") if p.get("class") == "reason") if s is not None else ""
+        if "no such directory" not in reason:
+            bad.append(f"page: target {name} is down without the reason: {reason!r}")
+        if "no such directory" not in jt.get(name, {}).get("reason", ""):
+            bad.append(f"status.json: target {name} is down without the reason")
+
+# Every probe op on the page: runs between the two scrapes, IOPS as the gauge.
+rows = 0
+for s in sections.values():
+    target = s.get("data-target")
+    for tr in s.iter("tr"):
+        probe, op = tr.get("data-probe"), tr.get("data-op")
+        if not probe:
+            continue
+        rows += 1
+        cells = {td.get("class"): "".join(td.itertext()) for td in tr.iter("td")}
+        lo = value(m1, "iopulse_probe_runs_total", probe=probe, target=target)
+        hi = value(m2, "iopulse_probe_runs_total", probe=probe, target=target)
+        runs = float(cells["runs"])
+        if lo is None or hi is None or not lo <= runs <= hi:
+            bad.append(f"page: {probe} {op}: {runs} runs, /metrics said {lo} before and {hi} after")
+        i1 = value(m1, "iopulse_burst_iops", probe=probe, target=target, op=op)
+        i2 = value(m2, "iopulse_burst_iops", probe=probe, target=target, op=op)
+        if i1 is not None and i1 == i2 and cells["iops"] != f"{i1:.0f}":
+            bad.append(f"page: {probe} {op}: IOPS {cells['iops']}, /metrics says {i1:.0f}")
+        if (i1 is None) != (cells["iops"] == "\u2013"):
+            bad.append(f"page: {probe} {op}: IOPS {cells['iops']!r} with the gauge at {i1}")
+        jp = [p for p in jt[target]["probes"] if p["probe"] == probe and p["op"] == op]
+        if len(jp) != 1:
+            bad.append(f"status.json: {len(jp)} entries for {probe} {op}")
+        elif not lo <= jp[0]["runs"] <= hi:
+            bad.append(f"status.json: {probe} {op}: {jp[0]['runs']} runs, /metrics {lo}..{hi}")
+if rows != 5:
+    bad.append(f"page: {rows} probe rows, want 5 (p1 read, w1 write and fdatasync, b1 read, p2 read)")
+for b in bad:
+    print(b)
+sys.exit(1 if bad else 0)
+EOF
+
+# snapshot WHAT EXPECT...: /metrics, then the page in Chromium, its source and
+# /status.json, then /metrics again; check them all.
+snapshot() {
+	local what=$1 before after out
+	shift
+	scrape_metrics
+	before=$PAGE
+	browse "$what"
+	scrape / >"$WORK/$what.html" || fail "GET / failed"
+	scrape /status.json >"$WORK/$what.json" || fail "GET /status.json failed"
+	scrape_metrics
+	after=$PAGE
+	out=$("$PYTHON" "$WORK/check.py" "$SCHEMA" "$WORK/$what.dom" "$WORK/$what.html" \
+		"$WORK/$what.json" "$before" "$after" "$@" 2>&1) ||
+		fail "$what: the page, /status.json and /metrics disagree:"$'\n'"$out"
+	note "$what: page, /status.json and /metrics agree ($*)"
+}
+
+readyz() {
+	[[ $(http_status GET /readyz) == "$1" ]]
+}
+
+burst_done() {
+	scrape_metrics
+	sample "$PAGE" 'iopulse_burst_iops{probe="b1",target="t1",op="read"}' >/dev/null
+}
+
+start_daemon "$CFG"
+wait_until 10 "/readyz 200 (both targets up)" readyz 200
+wait_until 10 "the first burst of b1" burst_done
+[[ $(scrape /readyz) == ready ]] || fail "/readyz says '$(scrape /readyz)', want 'ready'"
+snapshot up t1=up t2=up
+grep -qF "$D1" "$WORK/up.dom" || fail "the page does not show the path $D1"
+
+# ---- a target goes down ---------------------------------------------------------
+
+mv "$D2" "$D2.away"
+wait_until 10 "/readyz 503 with t2 away" readyz 503
+body=$(curl -sS --max-time 5 "$(url /readyz)")
+[[ $body == "t2: down: "*"no such directory"* ]] ||
+	fail "/readyz body does not say t2 is down and why: '$body'"
+status=$(http_status GET /healthz)
+[[ $status == 200 ]] || fail "/healthz answered $status with a target down, want 200"
+snapshot down t1=up t2=down
+note "pass; readyz: $body"
