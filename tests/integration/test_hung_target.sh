@@ -8,7 +8,8 @@
 #   2. Frozen: /metrics answers every scrape promptly; the stuck read shows as
 #      iopulse_target_inflight_seconds, turns iopulse_target_up to 0 from the
 #      moment it is older than the timeout, and is counted exactly once as
-#      reason="timeout" however long it stays stuck. /healthz answers.
+#      reason="timeout" however long it stays stuck. /healthz answers; so do
+#      /readyz (503), /status.json and the status page, saying stuck.
 #   3. Thawed: the stuck read completes and is recorded (latency > 1s), the
 #      target comes back, reads grow again, and the timeout count stays 1.
 #   4. Frozen again, SIGTERM: the daemon exits 0 within 2s, abandoning the lane
@@ -130,6 +131,35 @@ note "frozen: $n scrapes answered (slowest ${max_ms}ms); target_up 0 from age ${
 
 status=$(http_status GET /healthz)
 [[ $status == 200 ]] || fail "/healthz answered $status while the target hangs"
+
+# The status endpoints answer from memory too, within 2s, and say stuck.
+# quick_get PATH FILE: GET PATH into FILE within 2s, whatever the status (QUICK_CODE).
+quick_get() {
+	local t0 rc=0
+	t0=$(now_ms)
+	QUICK_CODE=$(curl -sS --max-time 2 -o "$2" -w '%{http_code}' "$(url "$1")") || rc=$?
+	((rc == 0)) || fail "GET $1 failed while the target hangs (curl status $rc after $(($(now_ms) - t0))ms)"
+}
+quick_get /readyz "$WORK/readyz.txt"
+[[ $QUICK_CODE == 503 ]] || fail "/readyz answered $QUICK_CODE while the target is stuck, want 503"
+grep -q '^hung: stuck: I/O of probe ping in flight for' "$WORK/readyz.txt" ||
+	fail "/readyz does not say the target is stuck: $(cat "$WORK/readyz.txt")"
+quick_get /status.json "$WORK/status.json"
+[[ $QUICK_CODE == 200 ]] || fail "/status.json answered $QUICK_CODE while the target is stuck"
+python3 - "$WORK/status.json" <<'EOF2' || fail "/status.json: $(cat "$WORK/status.json")"
+import json, sys
+t = json.load(open(sys.argv[1]))["targets"][0]
+ok = t["state"] == "stuck" and t["inflight_seconds"] >= 1 and t["inflight_probe"] == "ping"
+print(f"target {t['name']}: {t['state']}, in flight {t['inflight_seconds']}s ({t['inflight_probe']})")
+sys.exit(0 if ok else 1)
+EOF2
+quick_get / "$WORK/status.html"
+[[ $QUICK_CODE == 200 ]] || fail "/ answered $QUICK_CODE while the target is stuck"
+grep -q 'data-target="hung" data-state="stuck"' "$WORK/status.html" ||
+	fail "the status page does not say the target is stuck"
+grep -q 'I/O in flight for [0-9.]* s (probe ping)' "$WORK/status.html" ||
+	fail "the status page does not show the I/O in flight"
+note "stuck: /readyz 503 ($(cat "$WORK/readyz.txt")); / and /status.json say stuck"
 stuck_lines=$(grep -c 'in flight for over' "$DAEMON_LOG" || true)
 ((stuck_lines == 1)) || fail "the daemon logged the stuck read $stuck_lines times, want once"
 blocked=$(grep -c 'read blocked' "$HANGFS_LOG" || true)
