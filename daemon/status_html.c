@@ -213,7 +213,9 @@ static void histogram(struct buf *out, const struct status_series *ss)
 			first = first < g ? first : g;
 			last = g;
 		}
-	buf_puts(out, "<figure><figcaption>Latency distribution, last hour</figcaption>");
+	buf_printf(out,
+		   "<figure><figcaption>Latency distribution, last hour (%llu I/Os)</figcaption>",
+		   (unsigned long long)ss->hour.count);
 	buf_printf(out, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">",
 		   CHART_W, CHART_H, CHART_W, CHART_H);
 	if (first > last) {
@@ -257,9 +259,7 @@ static void histogram(struct buf *out, const struct status_series *ss)
 	buf_printf(out, "</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", CHART_W,
 		   CHART_H - 4);
 	latency(out, hi, true);
-	buf_printf(out, "</text><text x=\"%d\" y=\"%d\">%llu I/Os</text>", PLOT_L + 4, PLOT_T + 10,
-		   (unsigned long long)ss->hour.count);
-	buf_puts(out, "</svg></figure>");
+	buf_puts(out, "</text></svg></figure>");
 }
 
 /* ---------------------------------------------------------------- page */

@@ -9,7 +9,8 @@
 # before and the one after) and the last burst's IOPS (one burst an hour: the
 # same in every scrape once it is in).
 # Then one target's directory is renamed away: /readyz turns 503 naming it,
-# the page and /status.json say it is down and why, /healthz stays 200.
+# the page and /status.json say it is down and why, /healthz stays 200. Last,
+# a reload of a broken file: both say it failed, with the parser's message.
 
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
 . "$(dirname "$0")/lib.sh"
@@ -193,4 +194,21 @@ body=$(curl -sS --max-time 5 "$(url /readyz)")
 status=$(http_status GET /healthz)
 [[ $status == 200 ]] || fail "/healthz answered $status with a target down, want 200"
 snapshot down t1=up t2=down
+
+# ---- a reload that fails ----------------------------------------------------------
+
+# reload_failed: /status.json says the last load failed, and why (file:line:col).
+reload_failed() {
+	scrape /status.json >"$WORK/reload.json" &&
+		"$PYTHON" -c 'import json, sys
+c = json.load(open(sys.argv[1]))["config"]
+sys.exit(0 if not c["last_reload_successful"] and sys.argv[2] + ":" in c["last_reload_error"] else 1)' \
+			"$WORK/reload.json" "$CFG"
+}
+printf 'targets: [\n' >"$CFG"
+kill -HUP "$DAEMON_PID"
+wait_until 10 "/status.json to say the reload failed" reload_failed
+scrape / >"$WORK/reload.html" || fail "GET / failed"
+grep -qF "failed: $CFG:" "$WORK/reload.html" ||
+	fail "the page does not say the reload of $CFG failed and why"
 note "pass; readyz: $body"
