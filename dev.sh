@@ -81,12 +81,13 @@ test)
 	# runs one), the metrics registry, burst jobs, the HTTP server, engines used
 	# from another thread, target layout watched from one, and the reload thread
 	# (the real daemon, reloading a FIFO and a deep file, stopped mid-reload; not
-	# test_reload_hung, whose 1-second bounds TSan's slowdown can miss under load).
+	# test_reload_hung, whose 1-second bounds TSan's slowdown can miss under load),
+	# and the status page (its figures read from the HTTP thread while lanes run).
 	# The first data race fails the test (exit 66, not a skip).
 	build build-tsan -DIOPULSE_TSAN=ON -DIOPULSE_TESTS=ON
 	(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
 		ctest --output-on-failure --no-tests=error -j2 \
-		-R '^(unit/test_(lane|metrics|golden|burst|http|engine|target)|integration/test_reload_blocking)$')
+		-R '^(unit/test_(lane|metrics|golden|burst|http|engine|target)|integration/test_(reload_blocking|status_page))$')
 	echo "dev.sh: whole suite passed in $(($(date +%s) - start))s"
 	;;
 bench)

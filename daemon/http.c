@@ -61,7 +61,7 @@ struct http_server {
 	void *userdata;
 	size_t last_len[3]; /* the last body's size per format: the next buffer's size */
 	_Atomic(struct status *) status; /* what /, /readyz, /status.json show; NULL: none */
-	size_t status_len;		 /* the last status page's size: the next buffer's */
+	size_t page_len, json_len;	 /* the last / and /status.json sizes: the next buffers' */
 
 	/* Everything below belongs to the server's thread (see "connections"). */
 	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */
@@ -1154,6 +1154,30 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 			     MHD_RESPMEM_MUST_FREE, plain_hdrs);
 }
 
+/* / or /status.json (?history=1: with the ring's records) from a copy of the
+ * status, formatted without its mutex; 0 or -ENOMEM. */
+static int render_page(struct http_server *h, struct status *st, struct MHD_Connection *c,
+		       enum handler hd, struct buf *out, const char **type)
+{
+	const char *history = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "history");
+	size_t last = hd == H_LANDING ? h->page_len : h->json_len;
+	struct status_snap snap;
+	int r = status_snapshot(st, &snap);
+
+	if (r < 0)
+		return r;
+	buf_prealloc(out, last + last / 8 + 4096);
+	if (hd == H_LANDING) {
+		*type = "text/html; charset=utf-8";
+		r = status_render_html(&snap, out);
+	} else {
+		*type = "application/json";
+		r = status_render_json(&snap, out, history && strcmp(history, "1") == 0);
+	}
+	status_snap_free(&snap);
+	return r;
+}
+
 /*
  * /, /status.json and /readyz: the live state (collected as for /metrics: atomics
  * and the registry), then the figures the scheduler keeps, formatted in memory.
@@ -1182,17 +1206,13 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
 	if (h->collect)
 		h->collect(h->userdata);
 	buf_init(&out);
-	buf_prealloc(&out, h->status_len + h->status_len / 8 + 4096);
-	if (hd == H_LANDING) {
-		type = "text/html; charset=utf-8";
-		r = status_render_html(st, &out);
-	} else if (hd == H_STATUS_JSON) {
-		type = "application/json";
-		r = status_render_json(st, &out);
-	} else if (!status_ready(st, &out)) {
-		code = MHD_HTTP_SERVICE_UNAVAILABLE;
+	if (hd == H_READYZ) {
+		if (!status_ready(st, &out))
+			code = MHD_HTTP_SERVICE_UNAVAILABLE;
+		else
+			buf_puts(&out, "ready\n");
 	} else {
-		buf_puts(&out, "ready\n");
+		r = render_page(h, st, c, hd, &out, &type);
 	}
 	if (r < 0 || out.oom) {
 		buf_free(&out);
@@ -1201,8 +1221,10 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
 				    "out of memory\n");
 	}
 	body = buf_steal(&out, &len);
-	if (hd != H_READYZ)
-		h->status_len = len;
+	if (hd == H_LANDING)
+		h->page_len = len;
+	else if (hd == H_STATUS_JSON)
+		h->json_len = len;
 	return reply_headers(h, c, hd, code, type, body, len, MHD_RESPMEM_MUST_FREE, no_store);
 }
 

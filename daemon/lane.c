@@ -622,12 +622,16 @@ void lane_status_probes(struct lane *l, struct status *st)
 {
 	for (unsigned pi = 0; pi < l->n_probes; pi++) {
 		const struct probe_series *s = &l->probes[pi].series;
+		/* Made lazily by the lane thread, last: acquire, then the rest is there. */
+		struct metric_series *secs =
+			atomic_load_explicit(&s->burst_seconds, memory_order_acquire);
 		double errors = 0;
 
 		for (int e = 0; e < PROBE_ERR_COUNT; e++)
 			errors += metrics_value(s->errors[e]);
+
 		for (int op = 0; op < IO_OP_COUNT; op++) {
-			struct status_burst b = {.valid = s->burst_seconds != NULL};
+			struct status_burst b = {.valid = secs != NULL};
 
 			if (!s->latency[op])
 				continue;
@@ -637,10 +641,11 @@ void lane_status_probes(struct lane *l, struct status *st)
 				for (int i = 0; i < 4; i++)
 					b.q_s[i] = metrics_value(s->burst_q[op][i]);
 				b.max_s = metrics_value(s->burst_max[op]);
-				b.seconds = metrics_value(s->burst_seconds);
+				b.seconds = metrics_value(secs);
 			}
-			status_set_probe(st, l->probes[pi].cfg->name, op, metrics_value(s->runs),
-					 errors, l->probes[pi].cfg->interval_ns / 1e9, &b);
+			status_set_probe(st, l->probes[pi].cfg->name, l->cfg->name, op,
+					 metrics_value(s->runs), errors,
+					 l->probes[pi].cfg->interval_ns / 1e9, &b);
 		}
 	}
 }

@@ -160,7 +160,9 @@ static int burst_series(struct probe_series *s)
 	unsigned io_ops = probe_ops_of(s->cfg->kind)->io_ops(s->cfg);
 	struct metric_family *iops, *bw, *q, *max, *secs;
 
-	if (s->burst_seconds)
+	struct metric_series *done;
+
+	if (atomic_load_explicit(&s->burst_seconds, memory_order_relaxed))
 		return 0;
 	iops = metrics_family(s->m, "iopulse_burst_iops", METRIC_GAUGE,
 			      "I/Os per second of the last finished burst, by operation.", pto,
@@ -197,8 +199,9 @@ static int burst_series(struct probe_series *s)
 		v[3] = NULL;
 	}
 	v[2] = NULL;
-	s->burst_seconds = metrics_series(secs, v);
-	return s->burst_seconds ? 0 : -ENOMEM;
+	done = metrics_series(secs, v);
+	atomic_store_explicit(&s->burst_seconds, done, memory_order_release);
+	return done ? 0 : -ENOMEM;
 }
 
 void probe_metrics_run(struct probe_series *s, double wall_s)
@@ -258,7 +261,8 @@ void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o
 			burst_gauges_locked(s, op, oo, secs);
 	}
 	if (gauges)
-		metrics_set_locked(s->burst_seconds, secs);
+		metrics_set_locked(atomic_load_explicit(&s->burst_seconds, memory_order_relaxed),
+				   secs);
 	metrics_add_locked(s->errors[PROBE_ERR_IO], (double)errors);
 	metrics_add_locked(s->errors[PROBE_ERR_SHORT], (double)shorts);
 	metrics_add_locked(s->errors[PROBE_ERR_TIMEOUT], (double)o->timeouts);
@@ -293,7 +297,7 @@ void probe_metrics_drop(struct probe_series *s)
 	}
 	drop(&s->info);
 	drop(&s->interval);
-	drop(&s->burst_seconds);
+	metrics_series_drop(atomic_exchange(&s->burst_seconds, NULL));
 }
 
 /* ---------------------------------------------------------------- targets */

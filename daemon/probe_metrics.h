@@ -7,6 +7,8 @@
 #ifndef IOPULSE_PROBE_METRICS_H
 #define IOPULSE_PROBE_METRICS_H
 
+#include <stdatomic.h>
+
 #include "../config/config.h"
 #include "metrics.h"
 #include "probe.h"
@@ -39,7 +41,9 @@ struct probe_series {
 	struct metric_series *burst_iops[IO_OP_COUNT], *burst_bw[IO_OP_COUNT];
 	struct metric_series *burst_q[IO_OP_COUNT][PROBE_BURST_QUANTILES];
 	struct metric_series *burst_max[IO_OP_COUNT];
-	struct metric_series *burst_seconds;
+	/* Made last (release): a reader on another thread (the status page) that
+	 * loads it non-NULL (acquire) sees the gauges above made too. */
+	_Atomic(struct metric_series *) burst_seconds;
 };
 
 struct target_series {

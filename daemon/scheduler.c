@@ -44,6 +44,7 @@ struct sched {
 	bool lanes_mu_init;
 	struct lane *lanes;
 	unsigned n_lanes;
+	bool reloading;	       /* old lanes unpublished, new ones not yet (lanes_mu) */
 	unsigned stuck_before; /* lanes abandoned by reloads, still in the kernel maybe */
 	struct metric_series *m_reload_ok, *m_reload_time;
 	bool *abandoned;   /* lanes whose thread did not exit in time */
@@ -701,8 +702,8 @@ static unsigned stop_old_lanes(struct lane *old, unsigned n_old, bool *gone)
 
 /* Series of removed targets, and of removed or changed probes, leave the registry.
  * Scrapes no longer see the old lanes. */
-static void drop_stale_series(const struct config *oc, const struct config *nc, struct lane *old,
-			      unsigned n_old, const bool *gone)
+static void drop_stale_series(struct sched *s, const struct config *oc, const struct config *nc,
+			      struct lane *old, unsigned n_old, const bool *gone)
 {
 	for (unsigned li = 0; li < n_old; li++) {
 		struct lane *l = &old[li];
@@ -717,6 +718,8 @@ static void drop_stale_series(const struct config *oc, const struct config *nc, 
 				log_debug("Probe %s: removed or changed, dropping its series",
 					  l->probes[pi].cfg->name);
 				lane_drop_probe_series(&l->probes[pi]);
+				/* Its histogram is made anew: the page's figures too. */
+				status_probe_changed(s->st, l->probes[pi].cfg->name);
 			}
 	}
 }
@@ -767,6 +770,7 @@ static void publish_lanes(struct sched *s, struct lane *lanes, unsigned n, const
 	pthread_mutex_lock(&s->lanes_mu);
 	s->lanes = lanes;
 	s->n_lanes = n;
+	s->reloading = false;
 	if (nc)
 		s->cfg = nc;
 	pthread_mutex_unlock(&s->lanes_mu);
@@ -831,9 +835,10 @@ static int reload_apply(struct sched *s, struct config *nc)
 	pthread_mutex_lock(&s->lanes_mu);
 	s->lanes = NULL;
 	s->n_lanes = 0;
+	s->reloading = true;
 	pthread_mutex_unlock(&s->lanes_mu);
 	s->n_heap = 0;
-	drop_stale_series(oc, nc, old, n_old, rr.gone);
+	drop_stale_series(s, oc, nc, old, n_old, rr.gone);
 	s->stuck_before += stuck;
 
 	r = build_new_lanes(s, &nc, &lanes, &n);
@@ -964,6 +969,12 @@ void sched_collect(struct sched *s)
 	bool room;
 
 	pthread_mutex_lock(&s->lanes_mu);
+	/* Between the old lanes and the new ones: the page and /readyz keep the
+	 * targets' states from before the reload (readiness does not flap). */
+	if (s->reloading) {
+		pthread_mutex_unlock(&s->lanes_mu);
+		return;
+	}
 	room = status_targets_begin(s->st, s->n_lanes) == 0;
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		struct status_target t;

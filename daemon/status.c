@@ -9,8 +9,9 @@
 #include "probe.h"
 #include "status.h"
 
-_Static_assert(STATUS_BOUND_SERIES * sizeof(struct status_ring) <= STATUS_BOUND_BYTES,
-	       "the ring must keep the bound stated in iopulse(8)");
+_Static_assert(STATUS_BOUND_SERIES * sizeof(struct status_series) <= STATUS_BOUND_BYTES,
+	       "a probe op's status must keep the bound stated in iopulse(8)");
+_Static_assert(STATUS_N_GROUPS <= UINT16_MAX, "stored buckets fit a sparse index");
 _Static_assert(STATUS_MINUTES *STATUS_MINUTE *STATUS_STEP_NS == 3600 * NSEC_PER_SEC,
 	       "the minute records cover an hour");
 _Static_assert(STATUS_BLOCKS *STATUS_BLOCK *STATUS_STEP_NS == 86400 * NSEC_PER_SEC,
@@ -127,56 +128,104 @@ static void read_groups(const struct hist *h, void *arg)
 	}
 }
 
-/* Baseline @back steps before the newest (0: the newest); NULL when there is
- * none that old yet: then the window starts with the series (zero counts at
- * its creation, which *@at already holds). */
-static const uint32_t *base_at(const struct status_bases *b, unsigned back, uint64_t *at)
+static uint32_t sat32(uint64_t v)
 {
-	unsigned i;
-
-	if (back >= b->n)
-		return NULL;
-	i = (b->head + STATUS_BASES - 1 - back) % STATUS_BASES;
-	*at = b->at_ns[i];
-	return b->c[i];
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
-static void base_push(struct status_bases *b, const uint32_t *c, uint64_t total, uint64_t now)
+/* Merge the entries [lo, hi) of @g/@c (ascending) into one per aligned run of
+ * @width stored buckets, at the run's most frequent bucket; returns the new end. */
+static unsigned merge_runs(uint16_t *g, uint32_t *c, unsigned lo, unsigned hi, unsigned width)
 {
-	memcpy(b->c[b->head], c, sizeof(b->c[0]));
-	b->total[b->head] = total;
-	b->at_ns[b->head] = now;
-	b->head = (b->head + 1) % STATUS_BASES;
-	if (b->n < STATUS_BASES)
-		b->n++;
+	unsigned out = lo;
+
+	for (unsigned i = lo; i < hi;) {
+		unsigned run = g[i] / width, best = g[i];
+		uint64_t sum = 0, top = 0;
+
+		for (; i < hi && g[i] / width == run; i++) {
+			sum += c[i];
+			if (c[i] > top)
+				top = c[i], best = g[i];
+		}
+		g[out] = (uint16_t)best;
+		c[out++] = sat32(sum);
+	}
+	return out;
 }
 
-/* The figures of @cur minus @base (NULL: zeros) into @fig, and the window's
- * bucket counts into @groups unless NULL. */
-static void window(struct status *st, const uint32_t *base, uint64_t since, uint64_t now,
-		   struct status_fig *fig, uint32_t *groups)
+/* The non-zero counts of @dense into @s, coarsened as status.h says when
+ * there are more than STATUS_SPARSE. */
+static void sparse_from(struct status_sparse *s, const uint64_t *dense)
+{
+	uint16_t g[STATUS_N_GROUPS]; /* every bucket first: 4 KiB of stack */
+	uint32_t c[STATUS_N_GROUPS];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < STATUS_N_GROUPS; i++)
+		if (dense[i]) {
+			g[n] = (uint16_t)i;
+			c[n++] = sat32(dense[i]);
+		}
+	/* The smallest and the largest stay as they are: the max is exact. */
+	for (unsigned width = 2; n > STATUS_SPARSE; width *= 2) {
+		unsigned end = merge_runs(g, c, 1, n - 1, width);
+
+		g[end] = g[n - 1];
+		c[end] = c[n - 1];
+		n = end + 1;
+	}
+	s->n = (uint16_t)n;
+	memcpy(s->g, g, n * sizeof(g[0]));
+	memcpy(s->c, c, n * sizeof(c[0]));
+}
+
+static void sparse_add_to(uint64_t *dense, const struct status_sparse *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		dense[s->g[i]] += s->c[i];
+}
+
+/* The figures of the bucket counts @dense, which began at @since, into @fig. */
+static void window(struct status *st, const uint64_t *dense, uint64_t since, uint64_t now,
+		   struct status_fig *fig)
 {
 	static const double qs[STATUS_QUANTILES] = {0.5, 0.9, 0.99, 1.0};
 	struct hist *h = st->scratch;
 
 	hist_clear(h);
-	for (unsigned g = 0; g < STATUS_N_GROUPS; g++) {
-		uint32_t d = st->cur[g] - (base ? base[g] : 0); /* modulo 2^32 */
-
-		if (groups)
-			groups[g] = d;
-		if (d)
-			hist_add_fine(h, group_fine(g), d);
-	}
+	for (unsigned g = 0; g < STATUS_N_GROUPS; g++)
+		if (dense[g])
+			hist_add_fine(h, group_fine(g), dense[g]);
 	fig->count = hist_count(h);
 	for (unsigned i = 0; i < STATUS_QUANTILES; i++)
 		fig->q_ns[i] = hist_quantile_ns(h, qs[i]);
 	fig->span_ns = now > since ? now - since : 0;
 }
 
+/* The page's bars of the bucket counts @dense. */
+static void bars_of(const uint64_t *dense, struct status_bars *b)
+{
+	unsigned first = STATUS_N_GROUPS, last = 0;
+
+	memset(b, 0, sizeof(*b));
+	for (unsigned g = 1; g < STATUS_N_GROUPS; g++)
+		if (dense[g]) {
+			first = first < g ? first : g;
+			last = g;
+		}
+	if (first > last)
+		return;
+	b->first = (uint16_t)first;
+	b->per = (uint16_t)((last - first + STATUS_BARS) / STATUS_BARS);
+	b->n = (uint16_t)((last - first) / b->per + 1);
+	for (unsigned g = first; g <= last; g++)
+		b->c[(g - first) / b->per] = sat32((uint64_t)b->c[(g - first) / b->per] + dense[g]);
+}
+
 static struct status_rec fig_rec(const struct status_fig *f)
 {
-	struct status_rec r = {.count = f->count > UINT32_MAX ? UINT32_MAX : (uint32_t)f->count};
+	struct status_rec r = {.count = sat32(f->count)};
 
 	for (unsigned i = 0; i < STATUS_QUANTILES; i++)
 		r.q[i] = status_code(f->q_ns[i]);
@@ -202,35 +251,39 @@ bool status_tick_due(struct status *st, uint64_t now_ns)
 	st->next_tick_ns = st->next_tick_ns && now_ns - st->next_tick_ns < STATUS_STEP_NS
 				   ? st->next_tick_ns + STATUS_STEP_NS
 				   : now_ns + STATUS_STEP_NS;
+	st->last_tick_ns = st->tick_ns;
+	st->tick_ns = now_ns;
 	for (unsigned i = 0; i < st->n_series; i++)
 		st->series[i]->seen = false;
 	return true;
 }
 
-static int find_series(const struct status *st, const char *probe, enum io_op op)
+static int find_series(const struct status *st, const char *probe, const char *target,
+		       enum io_op op)
 {
 	for (unsigned i = 0; i < st->n_series; i++)
-		if (st->series[i]->op == op && strcmp(st->series[i]->probe, probe) == 0)
+		if (st->series[i]->v.op == op && strcmp(st->series[i]->v.probe, probe) == 0 &&
+		    strcmp(st->series[i]->v.target, target) == 0)
 			return (int)i;
 	return -1;
 }
 
-/* A new series for probe op @p / @op (the scheduler thread calls; the mutex
- * guards the array for readers). NULL when out of memory (retried next tick). */
+/* A new series for probe op @p / @op on @target (the scheduler thread calls;
+ * the mutex guards the array for readers). NULL when out of memory (retried
+ * next tick). */
 static struct status_series *series_add(struct status *st, const struct cfg_probe *p,
-					const char *target, enum io_op op, uint64_t now)
+					const char *target, enum io_op op)
 {
 	struct status_series *ss = calloc(1, sizeof(*ss));
 	int r;
 
 	if (!ss)
 		return NULL;
-	snprintf(ss->probe, sizeof(ss->probe), "%s", p->name);
-	snprintf(ss->target, sizeof(ss->target), "%s", target);
-	snprintf(ss->kind, sizeof(ss->kind), "%s", cfg_probe_kind_name(p->kind));
-	ss->op = op;
-	ss->created_ns = now;
-	ss->interval_s = p->interval_ns / 1e9;
+	snprintf(ss->v.probe, sizeof(ss->v.probe), "%s", p->name);
+	snprintf(ss->v.target, sizeof(ss->v.target), "%s", target);
+	snprintf(ss->v.kind, sizeof(ss->v.kind), "%s", cfg_probe_kind_name(p->kind));
+	ss->v.op = op;
+	ss->v.interval_s = p->interval_ns / 1e9;
 	pthread_mutex_lock(&st->mu);
 	r = mem_grow(&st->series, &st->cap_series, st->n_series + 1, sizeof(*st->series));
 	if (r == 0)
@@ -243,51 +296,143 @@ static struct status_series *series_add(struct status *st, const struct cfg_prob
 	return ss;
 }
 
-/* The series' histogram restarted from zero (a changed probe): so does it. */
-static void series_restart(struct status *st, struct status_series *ss, uint64_t now)
+/* Start @ss over from bucket counts @base (NULL: zeros) taken at @at. */
+static void series_reset(struct status *st, struct status_series *ss, const uint32_t *base,
+			 uint64_t total, uint64_t at)
 {
-	memset(&ss->minute_b, 0, sizeof(ss->minute_b));
-	memset(&ss->block_b, 0, sizeof(ss->block_b));
+	if (base)
+		memcpy(ss->prev, base, sizeof(ss->prev));
+	else
+		memset(ss->prev, 0, sizeof(ss->prev));
+	ss->prev_total = total;
+	ss->prev_at = ss->acc_at = at;
+	memset(ss->step, 0, sizeof(ss->step));
+	memset(ss->blk, 0, sizeof(ss->blk));
+	memset(&ss->acc, 0, sizeof(ss->acc));
 	ss->steps = 0;
-	ss->created_ns = now;
+	ss->restart = false;
 	pthread_mutex_lock(&st->mu);
-	memset(&ss->ring, 0, sizeof(ss->ring));
+	memset(&ss->v.ring, 0, sizeof(ss->v.ring));
+	memset(&ss->v.minute, 0, sizeof(ss->v.minute));
+	memset(&ss->v.hour, 0, sizeof(ss->v.hour));
+	memset(&ss->v.hour_bars, 0, sizeof(ss->v.hour_bars));
 	pthread_mutex_unlock(&st->mu);
+}
+
+/* Did the histogram start again since the last tick? Its total went down, or
+ * one bucket gained more than the total did (it went down, modulo 2^32). */
+static bool went_down(const struct status_series *ss, const uint32_t *cur, uint64_t total)
+{
+	uint64_t gained = total - ss->prev_total;
+
+	if (total < ss->prev_total)
+		return true;
+	for (unsigned g = 0; g < STATUS_N_GROUPS; g++)
+		if ((uint32_t)(cur[g] - ss->prev[g]) > gained)
+			return true;
+	return false;
+}
+
+/* The last minute: the steps kept (all 6 once there are), into st->sum. */
+static void minute_window(struct status *st, const struct status_series *ss, uint64_t now,
+			  struct status_fig *fig)
+{
+	unsigned n = ss->steps < STATUS_MINUTE ? ss->steps : STATUS_MINUTE;
+	uint64_t since = now;
+
+	memset(st->sum, 0, sizeof(st->sum));
+	for (unsigned i = 0; i < n; i++) {
+		sparse_add_to(st->sum, &ss->step[i]);
+		since = ss->step_at[i] < since ? ss->step_at[i] : since;
+	}
+	window(st, st->sum, since, now, fig);
+}
+
+/* The last hour: the block in progress and the whole blocks kept, into st->sum. */
+static void hour_window(struct status *st, const struct status_series *ss, uint64_t now,
+			struct status_fig *fig)
+{
+	unsigned n = ss->steps / STATUS_BLOCK;
+	uint64_t since = ss->acc_at;
+
+	n = n < STATUS_HOUR ? n : STATUS_HOUR;
+	memset(st->sum, 0, sizeof(st->sum));
+	sparse_add_to(st->sum, &ss->acc);
+	for (unsigned i = 0; i < n; i++) {
+		sparse_add_to(st->sum, &ss->blk[i]);
+		since = ss->blk_at[i] < since ? ss->blk_at[i] : since;
+	}
+	window(st, st->sum, since, now, fig);
+}
+
+/* What the step that ends now added (st->cur minus the last tick's counts):
+ * into the last minute's steps and the block in progress. */
+static void step_in(struct status *st, struct status_series *ss, uint64_t now, uint64_t total)
+{
+	unsigned slot = ss->steps % STATUS_MINUTE;
+
+	for (unsigned g = 0; g < STATUS_N_GROUPS; g++)
+		st->sum[g] = (uint32_t)(st->cur[g] - ss->prev[g]); /* modulo 2^32 */
+	sparse_from(&ss->step[slot], st->sum);
+	ss->step_at[slot] = ss->prev_at;
+	memset(st->sum, 0, sizeof(st->sum));
+	sparse_add_to(st->sum, &ss->acc);
+	sparse_add_to(st->sum, &ss->step[slot]);
+	sparse_from(&ss->acc, st->sum);
+	memcpy(ss->prev, st->cur, sizeof(ss->prev));
+	ss->prev_total = total;
+	ss->prev_at = now;
+	ss->steps++;
 }
 
 /* One step of @ss with st->cur holding its histogram's bucket counts now. */
 static void series_step(struct status *st, struct status_series *ss, uint64_t now, uint64_t total)
 {
-	bool minute_mark = ss->steps && ss->steps % STATUS_MINUTE == 0;
-	bool block_mark = ss->steps && ss->steps % STATUS_BLOCK == 0;
-	uint64_t at = ss->created_ns, blk_at = ss->created_ns;
-	uint32_t groups[STATUS_N_GROUPS];
-	struct status_fig minute, hour, block;
-	const uint32_t *b;
+	struct status_fig minute, hour, block = {0};
+	struct status_bars bars;
+	bool minute_mark, block_mark;
 
-	b = base_at(&ss->minute_b, STATUS_BASES - 1, &at);
-	window(st, b, at, now, &minute, NULL);
-	b = base_at(&ss->block_b, STATUS_BASES - 1, &at);
-	window(st, b, at, now, &hour, groups);
-	if (block_mark) {
-		b = base_at(&ss->block_b, 0, &blk_at);
-		window(st, b, blk_at, now, &block, NULL);
+	step_in(st, ss, now, total);
+	minute_mark = ss->steps % STATUS_MINUTE == 0; /* the minute window is then exactly one */
+	block_mark = ss->steps % STATUS_BLOCK == 0;
+	minute_window(st, ss, now, &minute);
+	if (block_mark) { /* the block in progress is whole: it joins the hour's */
+		unsigned slot = (ss->steps / STATUS_BLOCK - 1) % STATUS_HOUR;
+
+		memset(st->sum, 0, sizeof(st->sum));
+		sparse_add_to(st->sum, &ss->acc);
+		window(st, st->sum, ss->acc_at, now, &block);
+		ss->blk[slot] = ss->acc;
+		ss->blk_at[slot] = ss->acc_at;
+		memset(&ss->acc, 0, sizeof(ss->acc));
+		ss->acc_at = now;
 	}
+	hour_window(st, ss, now, &hour);
+	bars_of(st->sum, &bars);
 	pthread_mutex_lock(&st->mu);
-	ss->minute = minute;
-	ss->hour = hour;
-	memcpy(ss->hour_groups, groups, sizeof(groups));
-	if (minute_mark) /* the minute window is then exactly the last minute */
-		ring_push(ss->ring.min, STATUS_MINUTES, &ss->ring.min_head, &ss->ring.min_n,
+	ss->v.minute = minute;
+	ss->v.hour = hour;
+	ss->v.hour_bars = bars;
+	if (minute_mark)
+		ring_push(ss->v.ring.min, STATUS_MINUTES, &ss->v.ring.min_head, &ss->v.ring.min_n,
 			  fig_rec(&minute));
 	if (block_mark)
-		ring_push(ss->ring.blk, STATUS_BLOCKS, &ss->ring.blk_head, &ss->ring.blk_n,
+		ring_push(ss->v.ring.blk, STATUS_BLOCKS, &ss->v.ring.blk_head, &ss->v.ring.blk_n,
 			  fig_rec(&block));
 	pthread_mutex_unlock(&st->mu);
-	base_push(&ss->minute_b, st->cur, total, now);
-	if (ss->steps % STATUS_BLOCK == 0)
-		base_push(&ss->block_b, st->cur, total, now);
-	ss->steps++;
+}
+
+/* A reload may have changed a probe's kind or interval under the same name. */
+static void series_describe(struct status *st, struct status_series *ss, const struct cfg_probe *p)
+{
+	const char *kind = cfg_probe_kind_name(p->kind);
+
+	if (strcmp(ss->v.kind, kind) == 0 && ss->v.interval_s == p->interval_ns / 1e9)
+		return;
+	pthread_mutex_lock(&st->mu);
+	snprintf(ss->v.kind, sizeof(ss->v.kind), "%s", kind);
+	ss->v.interval_s = p->interval_ns / 1e9;
+	pthread_mutex_unlock(&st->mu);
 }
 
 void status_tick_op(struct status *st, const struct cfg_probe *p, const char *target, enum io_op op,
@@ -295,20 +440,34 @@ void status_tick_op(struct status *st, const struct cfg_probe *p, const char *ta
 {
 	struct groups_read g = {.c = st->cur};
 	struct status_series *ss;
-	int i = find_series(st, p->name, op);
-	uint64_t newest = 0;
+	int i = find_series(st, p->name, target, op);
 
-	ss = i >= 0 ? st->series[i] : series_add(st, p, target, op, now_ns);
+	ss = i >= 0 ? st->series[i] : series_add(st, p, target, op);
 	if (!ss)
 		return;
 	ss->seen = true;
 	if (metrics_read_hist(latency, read_groups, &g) < 0)
 		return;
-	if (ss->minute_b.n)
-		newest = ss->minute_b.total[(ss->minute_b.head + STATUS_BASES - 1) % STATUS_BASES];
-	if (g.total < newest)
-		series_restart(st, ss, now_ns);
+	series_describe(st, ss, p);
+	if (i < 0 && !st->last_tick_ns) {
+		/* The daemon's first tick: the windows start here. */
+		series_reset(st, ss, st->cur, g.total, now_ns);
+		return;
+	}
+	/* A probe op that appeared since the last tick, or whose histogram was
+	 * made anew since (a changed probe): its histogram began after that tick. */
+	if (i < 0)
+		series_reset(st, ss, NULL, 0, st->last_tick_ns);
+	else if (ss->restart || went_down(ss, st->cur, g.total))
+		series_reset(st, ss, NULL, 0, ss->prev_at);
 	series_step(st, ss, now_ns, g.total);
+}
+
+void status_probe_changed(struct status *st, const char *probe)
+{
+	for (unsigned i = 0; i < st->n_series; i++)
+		if (strcmp(st->series[i]->v.probe, probe) == 0)
+			st->series[i]->restart = true;
 }
 
 void status_tick_end(struct status *st, uint64_t now_ns)
@@ -357,35 +516,34 @@ void status_set_target(struct status *st, unsigned i, const struct status_target
 	pthread_mutex_unlock(&st->mu);
 }
 
-void status_set_probe(struct status *st, const char *probe, enum io_op op, double runs,
-		      double errors, double interval_s, const struct status_burst *burst)
+void status_set_probe(struct status *st, const char *probe, const char *target, enum io_op op,
+		      double runs, double errors, double interval_s,
+		      const struct status_burst *burst)
 {
 	int i;
 
 	pthread_mutex_lock(&st->mu);
-	i = find_series(st, probe, op);
+	i = find_series(st, probe, target, op);
 	if (i >= 0) {
-		st->series[i]->runs = runs;
-		st->series[i]->errors = errors;
-		st->series[i]->interval_s = interval_s;
-		st->series[i]->burst = *burst;
+		st->series[i]->v.runs = runs;
+		st->series[i]->v.errors = errors;
+		st->series[i]->v.interval_s = interval_s;
+		st->series[i]->v.burst = *burst;
 	}
 	pthread_mutex_unlock(&st->mu);
 }
 
-bool status_ready_locked(const struct status *st, struct buf *why)
+bool status_targets_ready(const struct status_target *t, unsigned n, struct buf *why)
 {
 	bool ready = true;
 
-	for (unsigned i = 0; i < st->n_targets; i++) {
-		const struct status_target *t = &st->targets[i];
-
-		if (t->state == STATUS_UP)
+	for (unsigned i = 0; i < n; i++) {
+		if (t[i].state == STATUS_UP)
 			continue;
 		ready = false;
 		if (why)
-			buf_printf(why, "%s: %s: %s\n", t->name, status_state_name(t->state),
-				   t->reason[0] ? t->reason : "no reason known");
+			buf_printf(why, "%s: %s: %s\n", t[i].name, status_state_name(t[i].state),
+				   t[i].reason[0] ? t[i].reason : "no reason known");
 	}
 	return ready;
 }
@@ -395,35 +553,44 @@ bool status_ready(struct status *st, struct buf *why)
 	bool ready;
 
 	pthread_mutex_lock(&st->mu);
-	ready = status_ready_locked(st, why);
+	ready = status_targets_ready(st->targets, st->n_targets, why);
 	pthread_mutex_unlock(&st->mu);
 	return ready;
 }
 
-size_t status_utf8_len(const char *s)
+int status_snapshot(struct status *st, struct status_snap *snap)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t n;
-	uint32_t cp;
+	int r = 0;
 
-	if (u[0] < 0x80)
-		return 1;
-	if (u[0] >= 0xc2 && u[0] <= 0xdf)
-		n = 2, cp = u[0] & 0x1f;
-	else if (u[0] >= 0xe0 && u[0] <= 0xef)
-		n = 3, cp = u[0] & 0x0f;
-	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
-		n = 4, cp = u[0] & 0x07;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((u[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (u[i] & 0x3f);
+	memset(snap, 0, sizeof(*snap));
+	pthread_mutex_lock(&st->mu);
+	snap->targets = malloc((st->n_targets ? st->n_targets : 1) * sizeof(*snap->targets));
+	snap->views = malloc((st->n_series ? st->n_series : 1) * sizeof(*snap->views));
+	if (!snap->targets || !snap->views) {
+		r = -ENOMEM;
+	} else {
+		memcpy(snap->targets, st->targets, st->n_targets * sizeof(*snap->targets));
+		snap->n_targets = st->n_targets;
+		for (unsigned i = 0; i < st->n_series; i++)
+			snap->views[i] = st->series[i]->v;
+		snap->n_views = st->n_series;
 	}
-	/* overlong forms, surrogates, past U+10FFFF */
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
+	memcpy(snap->source, st->source, sizeof(snap->source));
+	snap->reload_ok = st->reload_ok;
+	memcpy(snap->reload_error, st->reload_error, sizeof(snap->reload_error));
+	snap->reload_wall_s = st->reload_wall_s;
+	pthread_mutex_unlock(&st->mu);
+	snap->uptime_s = (eng_now_ns() - st->start_ns) / 1e9;
+	if (r < 0)
+		status_snap_free(snap);
+	return r;
+}
+
+void status_snap_free(struct status_snap *snap)
+{
+	free(snap->targets);
+	free(snap->views);
+	snap->targets = NULL;
+	snap->views = NULL;
+	snap->n_targets = snap->n_views = 0;
 }

@@ -3,18 +3,24 @@
  * status — what the status page (/), /status.json and /readyz show, kept in
  * memory, never read from a disk.
  *
- * Two writers, one short mutex that no I/O ever holds:
+ * Two writers, one short mutex that no I/O and no formatting ever holds:
  *   - the scheduler's housekeeping (status_tick_*(), every STATUS_STEP_NS)
  *     copies each probe op's latency histogram out of the registry as bucket
- *     counts (STATUS_GROUP fine buckets to one), keeps those counts from a few
- *     past instants (baselines), and from the differences computes the figures
- *     of the last minute and the last hour and the records of the ring: one per
- *     minute for the last hour, one per 10 minutes for the last 24 hours;
+ *     counts (STATUS_GROUP fine buckets to one), keeps what each step added
+ *     (struct status_sparse) for the last minute and what each 10-minute block
+ *     added for the last hour, and from those computes the figures of the last
+ *     minute (exactly 60 s) and the last hour (the 6 last whole blocks and the
+ *     one in progress: 60 to 70 minutes, the span says which) and the records
+ *     of the ring: one per minute for the last hour, one per 10 minutes for the
+ *     last 24 hours;
  *   - a request (sched_collect(), on the HTTP thread) fills in each target's
  *     live state and each probe's counters from atomics and the registry.
+ * A page copies what it shows under the mutex (status_snapshot()) and formats
+ * the copy without it.
  * Quantiles of a window are those of hist_quantile_ns() on a histogram rebuilt
  * from the window's bucket counts (hist_add_fine()): within 3 % (a stored
- * bucket is 2^(8/128), 4.4 %, wide; see hist.h for the fine buckets).
+ * bucket is 2^(8/128), 4.4 %, wide; see hist.h for the fine buckets), unless a
+ * step or block had more than STATUS_SPARSE distinct buckets (see below).
  */
 #ifndef IOPULSE_STATUS_H
 #define IOPULSE_STATUS_H
@@ -35,16 +41,18 @@
 #define STATUS_STEP_NS	 (10 * NSEC_PER_SEC) /* figures are recomputed this often */
 #define STATUS_MINUTE	 6		     /* steps in a minute */
 #define STATUS_BLOCK	 60		     /* steps in 10 minutes */
-#define STATUS_BASES	 6		     /* baselines per window: 6 steps of it */
+#define STATUS_HOUR	 6		     /* whole 10-minute blocks in the hour window */
 #define STATUS_MINUTES	 60		     /* per-minute records: the last hour */
 #define STATUS_BLOCKS	 144		     /* per-10-minute records: the last 24 hours */
 #define STATUS_REASON	 512		     /* bytes of a target's reason, with the NUL */
 #define STATUS_QUANTILES 4		     /* of a record or a window: p50, p90, p99, max */
+#define STATUS_SPARSE	 160		     /* distinct buckets a step or block keeps */
+#define STATUS_BARS	 40		     /* bars of the page's distribution */
 
-/* The memory bound of the ring, stated in iopulse(8) and checked by
- * tests/unit/test_status.c: 64 probe ops over 24 hours in 256 KiB. */
+/* The memory bound stated in iopulse(8) and checked by tests/unit/test_status.c:
+ * everything the status keeps per probe op (struct status_series), for 64. */
 #define STATUS_BOUND_SERIES 64
-#define STATUS_BOUND_BYTES  (256 * 1024)
+#define STATUS_BOUND_BYTES  (1152 * 1024)
 
 /* Latencies in records: 16-bit log-scale codes, 0 for none; a code is
  * 1 + round(1024 * log2(ns)), so it keeps 0.04 % of the value up to 2^41 ns. */
@@ -72,13 +80,25 @@ struct status_fig {
 	uint64_t span_ns;		 /* what the window covers (shorter after start) */
 };
 
-/* Bucket counts at a few past instants, newest last (modulo 2^32: a window's
- * difference is exact while one bucket gains fewer than 2^32 samples in it). */
-struct status_bases {
-	uint32_t c[STATUS_BASES][STATUS_N_GROUPS];
-	uint64_t total[STATUS_BASES]; /* the histogram's count then (a reset shows) */
-	uint64_t at_ns[STATUS_BASES];
-	unsigned head, n;
+/*
+ * The bucket counts a step (or a 10-minute block) added, non-zero ones only,
+ * ascending. More than STATUS_SPARSE distinct buckets are coarsened: the
+ * smallest and largest stay, the others merge in aligned runs of 2, 4, 8, ...
+ * stored buckets into the most frequent bucket of each run, the shortest runs
+ * that fit (a quantile falling in a merged run may then be off by its width;
+ * counts stay exact).
+ */
+struct status_sparse {
+	uint16_t n;
+	uint16_t g[STATUS_SPARSE];
+	uint32_t c[STATUS_SPARSE]; /* saturating */
+};
+
+/* The last hour's distribution as the page draws it: bar i holds the stored
+ * buckets first + i * per .. first + (i + 1) * per - 1. */
+struct status_bars {
+	uint16_t first, per, n;
+	uint32_t c[STATUS_BARS];
 };
 
 /* The last finished burst of a probe op, as its gauges say. */
@@ -91,25 +111,35 @@ struct status_burst {
 	double seconds; /* measured time */
 };
 
-/* One probe op: the unit of the page. */
-struct status_series {
+/* What the pages show of one probe op (under the mutex; copied for a page). */
+struct status_view {
 	char probe[CFG_NAME_MAX];
 	char target[CFG_NAME_MAX];
 	char kind[8]; /* "ping", "burst" */
 	enum io_op op;
-	bool seen; /* by the tick in progress */
-	/* Scheduler thread only. */
-	struct status_bases minute_b; /* at each of the last 6 steps: a minute */
-	struct status_bases block_b;  /* at each of the last 6 10-minute marks: an hour */
-	unsigned steps;		      /* ticks since the series appeared (or restarted) */
-	uint64_t created_ns;	      /* then: the baseline before the first */
-	/* Under the mutex. */
 	struct status_fig minute, hour;
-	uint32_t hour_groups[STATUS_N_GROUPS]; /* the last hour's bucket counts */
+	struct status_bars hour_bars;
 	struct status_ring ring;
 	double runs, errors;	   /* the probe's (all ops), at the last request */
 	double interval_s;	   /* ping interval or burst every */
 	struct status_burst burst; /* at the last request */
+};
+
+/* One probe op: the unit of the page. */
+struct status_series {
+	struct status_view v;
+	/* Scheduler thread only. */
+	bool seen;			/* by the tick in progress */
+	bool restart;			/* its probe changed: start over at the next tick */
+	uint32_t prev[STATUS_N_GROUPS]; /* bucket counts at the last tick (mod 2^32) */
+	uint64_t prev_total, prev_at;	/* the histogram's count then, and when */
+	struct status_sparse step[STATUS_MINUTE]; /* the last minute's steps */
+	uint64_t step_at[STATUS_MINUTE];	  /* when each began */
+	struct status_sparse blk[STATUS_HOUR];	  /* the last whole blocks */
+	uint64_t blk_at[STATUS_HOUR];
+	struct status_sparse acc; /* the block in progress */
+	uint64_t acc_at;
+	unsigned steps; /* since the series appeared (or restarted) */
 };
 
 enum status_state {
@@ -145,8 +175,24 @@ struct status {
 	uint64_t start_ns;	 /* eng_now_ns() at status_new() */
 	/* Scheduler thread only. */
 	uint64_t next_tick_ns; /* 0: at once */
+	uint64_t last_tick_ns; /* the tick before the one in progress; 0: none */
+	uint64_t tick_ns;      /* the tick in progress */
 	struct hist *scratch;  /* a window's histogram */
 	uint32_t cur[STATUS_N_GROUPS];
+	uint64_t sum[STATUS_N_GROUPS];
+};
+
+/* What a page shows, copied under the mutex (status_snapshot()). */
+struct status_snap {
+	struct status_target *targets;
+	unsigned n_targets;
+	struct status_view *views;
+	unsigned n_views;
+	char source[1024];
+	bool reload_ok;
+	char reload_error[1024];
+	double reload_wall_s;
+	double uptime_s;
 };
 
 struct status *status_new(void);
@@ -160,13 +206,16 @@ void status_config(struct status *st, const char *source, bool ok, const char *e
  * Scheduler thread. status_tick_due() is true when the figures are due (at once
  * the first time, then every STATUS_STEP_NS); then call status_tick_op() for
  * every probe op of the running schedule (@latency: its histogram series) and
- * status_tick_end(). Series not named in a tick are dropped; a series whose
- * histogram restarted from zero (a changed probe) starts over.
+ * status_tick_end(). Series are keyed by probe, target and op; those not named
+ * in a tick are dropped. A series starts over when status_probe_changed() named
+ * its probe (a reload changed it: its histogram was made anew) or when its
+ * histogram's total or any bucket went down.
  */
 bool status_tick_due(struct status *st, uint64_t now_ns);
 void status_tick_op(struct status *st, const struct cfg_probe *p, const char *target, enum io_op op,
 		    struct metric_series *latency, uint64_t now_ns);
 void status_tick_end(struct status *st, uint64_t now_ns);
+void status_probe_changed(struct status *st, const char *probe);
 
 /*
  * A request (HTTP thread): the targets' state (@n of them, in order) and each
@@ -175,26 +224,28 @@ void status_tick_end(struct status *st, uint64_t now_ns);
  */
 int status_targets_begin(struct status *st, unsigned n);
 void status_set_target(struct status *st, unsigned i, const struct status_target *t);
-void status_set_probe(struct status *st, const char *probe, enum io_op op, double runs,
-		      double errors, double interval_s, const struct status_burst *burst);
+void status_set_probe(struct status *st, const char *probe, const char *target, enum io_op op,
+		      double runs, double errors, double interval_s,
+		      const struct status_burst *burst);
 
 /* Readiness: true when every target is up; else @why (may be NULL) gets one
  * line per target that is not, "NAME: STATE: REASON". */
 bool status_ready(struct status *st, struct buf *why);
-bool status_ready_locked(const struct status *st, struct buf *why); /* mutex held */
+bool status_targets_ready(const struct status_target *t, unsigned n, struct buf *why);
 
-/* The length of the valid UTF-8 sequence @s starts with (1 for ASCII, NUL
- * included), 0 when it is not one: the pages put U+FFFD in its place (paths
- * and reasons come from the system, not always in UTF-8). */
-size_t status_utf8_len(const char *s);
+/* A copy of what the pages show; 0 or -ENOMEM. status_snap_free() it. */
+int status_snapshot(struct status *st, struct status_snap *snap);
+void status_snap_free(struct status_snap *snap);
 
-/* The pages, appended to @out; 0 or -ENOMEM. */
-int status_render_json(struct status *st, struct buf *out);
-int status_render_html(struct status *st, struct buf *out);
+/* The pages, appended to @out; 0 or -ENOMEM. /status.json has the records of
+ * the ring (the charts' data) only with @history. */
+int status_render_json(const struct status_snap *snap, struct buf *out, bool history);
+int status_render_html(const struct status_snap *snap, struct buf *out);
 
 /* @s with & < > " ' as character references, appended to @out. */
 void status_html_escape(struct buf *out, const char *s);
-/* @s as a JSON string (quotes included), appended to @out. */
-void status_json_string(struct buf *out, const char *s);
+/* "123 µs", "4.56 ms", "1.2 s" (3 significant digits, carried into the next
+ * unit when rounding reaches 1000); "–" when not @have. */
+void status_latency(struct buf *out, uint64_t ns, bool have);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "json.h"
 #include "status.h"
 
 #define REFRESH_S 5
@@ -18,12 +19,11 @@
 #define PLOT_L	  48 /* room for the latency labels */
 #define PLOT_T	  8
 #define PLOT_B	  18 /* room for the time labels */
-#define MAX_BARS  40
 
 void status_html_escape(struct buf *out, const char *s)
 {
 	while (*s) {
-		size_t n = status_utf8_len(s);
+		size_t n = utf8_seq_len(s);
 		unsigned char ch = (unsigned char)*s;
 
 		switch (ch) {
@@ -57,19 +57,27 @@ void status_html_escape(struct buf *out, const char *s)
 	}
 }
 
-/* "123 µs", "4.56 ms", "1.2 s"; "–" for none. */
-static void latency(struct buf *out, uint64_t ns, bool have)
+void status_latency(struct buf *out, uint64_t ns, bool have)
 {
-	if (!have)
+	static const char *const units[] = {"ns", "\xc2\xb5s", "ms", "s"};
+	double v = (double)ns;
+	unsigned u = 0;
+
+	if (!have) {
 		buf_puts(out, "\xe2\x80\x93");
-	else if (ns < 1000)
+		return;
+	}
+	/* 999.5 and up would round to "1e+03": carry into the next unit first. */
+	while (u < 3 && v >= 999.5) {
+		v /= 1000;
+		u++;
+	}
+	if (u == 0)
 		buf_printf(out, "%llu ns", (unsigned long long)ns);
-	else if (ns < 1000000)
-		buf_printf(out, "%.3g \xc2\xb5s", ns / 1e3);
-	else if (ns < 1000000000)
-		buf_printf(out, "%.3g ms", ns / 1e6);
+	else if (v >= 999.5) /* seconds: no larger unit */
+		buf_printf(out, "%.0f %s", v, units[u]);
 	else
-		buf_printf(out, "%.3g s", ns / 1e9);
+		buf_printf(out, "%.3g %s", v, units[u]);
 }
 
 static void duration(struct buf *out, double s)
@@ -120,8 +128,12 @@ static bool records_scale(const struct status_rec *r, unsigned size, struct scal
 	return true;
 }
 
-static void axis(struct buf *out, const struct scale *sc, const char *left, const char *right)
+/* Latency decades on the left; time labels: @ticks[0] at the left end, then
+ * evenly spaced ones, "now" at the right. */
+static void axis(struct buf *out, const struct scale *sc, const char *const *ticks, unsigned n)
 {
+	double w = CHART_W - PLOT_L;
+
 	for (double d = sc->lo; d <= sc->hi; d++) {
 		double y = y_of(sc, (uint64_t)pow(10, d));
 
@@ -130,12 +142,21 @@ static void axis(struct buf *out, const struct scale *sc, const char *left, cons
 			   PLOT_L, y, CHART_W, y);
 		buf_printf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", PLOT_L - 4,
 			   y + 4);
-		latency(out, (uint64_t)pow(10, d), true);
+		status_latency(out, (uint64_t)pow(10, d), true);
 		buf_puts(out, "</text>");
 	}
-	buf_printf(out, "<text x=\"%d\" y=\"%d\">%s</text>", PLOT_L, CHART_H - 4, left);
-	buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>", CHART_W,
-		   CHART_H - 4, right);
+	for (unsigned i = 0; i < n; i++) {
+		double x = PLOT_L + w * i / (n - 1);
+		const char *anchor = i == 0 ? "start" : i == n - 1 ? "end" : "middle";
+
+		if (i && i < n - 1)
+			buf_printf(out,
+				   "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" "
+				   "y2=\"%d\"/>",
+				   x, PLOT_T, x, CHART_H - PLOT_B);
+		buf_printf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>", x,
+			   CHART_H - 4, anchor, ticks[i]);
+	}
 }
 
 /* One line (quantile @j) through the records, broken where a record is empty. */
@@ -160,20 +181,24 @@ static void line(struct buf *out, const struct scale *sc, const struct status_re
 	buf_puts(out, "\"/>");
 }
 
+static void no_data(struct buf *out);
+
+static const char legend[] = " <span class=\"k50\">p50</span> <span class=\"k99\">p99</span> "
+			     "<span class=\"kmax\">max</span>";
+
 /* Latency over time: p50, p99 and max of @n records (oldest first) in @slots. */
 static void chart(struct buf *out, const struct status_rec *r, unsigned n, unsigned slots,
-		  const char *title, const char *left)
+		  const char *title, const char *const *ticks)
 {
 	struct scale sc;
 
-	buf_printf(out, "<figure><figcaption>%s</figcaption>", title);
+	buf_printf(out, "<figure><figcaption>%s:%s</figcaption>", title, legend);
 	buf_printf(out, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">",
 		   CHART_W, CHART_H, CHART_W, CHART_H);
 	if (!records_scale(r, n, &sc)) {
-		buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no data yet</text>",
-			   CHART_W / 2, CHART_H / 2);
+		no_data(out);
 	} else {
-		axis(out, &sc, left, "now");
+		axis(out, &sc, ticks, 5);
 		line(out, &sc, r, slots, n, 3, "max");
 		line(out, &sc, r, slots, n, 2, "p99");
 		line(out, &sc, r, slots, n, 0, "p50");
@@ -200,65 +225,63 @@ static void group_range(unsigned g, uint64_t *lo, uint64_t *hi)
 	hist_fine_range(g ? last : 0, &unused, hi);
 }
 
-/* The last hour's distribution: bars over a log latency axis. */
-static void histogram(struct buf *out, const struct status_series *ss)
+static unsigned last_group(unsigned g)
 {
-	const uint32_t *c = ss->hour_groups;
-	unsigned first = STATUS_N_GROUPS, last = 0, per, n_bars;
-	uint64_t top = 0, lo, hi;
+	return g < STATUS_N_GROUPS ? g : STATUS_N_GROUPS - 1;
+}
+
+static void no_data(struct buf *out)
+{
+	buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no data yet</text>",
+		   CHART_W / 2, CHART_H / 2);
+}
+
+/* The last hour's distribution: bars over a log latency axis, I/Os up. */
+static void histogram(struct buf *out, const struct status_view *v)
+{
+	const struct status_bars *b = &v->hour_bars;
+	uint64_t top = 0, lo, hi, unused;
 	double w;
 
-	for (unsigned g = 1; g < STATUS_N_GROUPS; g++)
-		if (c[g]) {
-			first = first < g ? first : g;
-			last = g;
-		}
 	buf_printf(out,
-		   "<figure><figcaption>Latency distribution, last hour (%llu I/Os)</figcaption>",
-		   (unsigned long long)ss->hour.count);
+		   "<figure><figcaption>Latency distribution, last %.0f min (%llu I/Os; "
+		   "latency axis logarithmic)</figcaption>",
+		   v->hour.span_ns / 60e9, (unsigned long long)v->hour.count);
 	buf_printf(out, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">",
 		   CHART_W, CHART_H, CHART_W, CHART_H);
-	if (first > last) {
-		buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no data yet</text>",
-			   CHART_W / 2, CHART_H / 2);
+	for (unsigned i = 0; i < b->n; i++)
+		top = b->c[i] > top ? b->c[i] : top;
+	if (!top) {
+		no_data(out);
 		buf_puts(out, "</svg></figure>");
 		return;
 	}
-	per = (last - first + MAX_BARS) / MAX_BARS;
-	n_bars = (last - first) / per + 1;
-	for (unsigned b = 0; b < n_bars; b++) {
-		uint64_t sum = 0;
+	w = (double)(CHART_W - PLOT_L) / b->n;
+	for (unsigned i = 0; i < b->n; i++) {
+		unsigned g0 = b->first + i * b->per, g1 = last_group(g0 + b->per - 1);
+		double bh = (double)b->c[i] / top * (CHART_H - PLOT_T - PLOT_B);
 
-		for (unsigned g = first + b * per; g < first + (b + 1) * per && g <= last; g++)
-			sum += c[g];
-		top = sum > top ? sum : top;
-	}
-	w = (double)(CHART_W - PLOT_L) / n_bars;
-	for (unsigned b = 0; b < n_bars; b++) {
-		unsigned g0 = first + b * per, g1 = g0 + per - 1 < last ? g0 + per - 1 : last;
-		uint64_t sum = 0, l, h, unused;
-		double bh;
-
-		for (unsigned g = g0; g <= g1; g++)
-			sum += c[g];
-		bh = (double)sum / top * (CHART_H - PLOT_T - PLOT_B);
-		group_range(g0, &l, &unused);
-		group_range(g1, &unused, &h);
+		group_range(g0, &lo, &unused);
+		group_range(g1, &unused, &hi);
 		buf_printf(out,
 			   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"><title>",
-			   PLOT_L + b * w, CHART_H - PLOT_B - bh, w > 1.5 ? w - 1 : w, bh);
-		latency(out, l, true);
+			   PLOT_L + i * w, CHART_H - PLOT_B - bh, w > 1.5 ? w - 1 : w, bh);
+		status_latency(out, lo, true);
 		buf_puts(out, " \xe2\x80\x93 ");
-		latency(out, h, true);
-		buf_printf(out, ": %llu</title></rect>", (unsigned long long)sum);
+		status_latency(out, hi, true);
+		buf_printf(out, ": %llu I/Os</title></rect>", (unsigned long long)b->c[i]);
 	}
-	group_range(first, &lo, &hi);
+	buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%llu I/Os</text>", PLOT_L - 4,
+		   PLOT_T + 8, (unsigned long long)top);
+	buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text>", PLOT_L - 4,
+		   CHART_H - PLOT_B);
+	group_range(b->first, &lo, &unused);
 	buf_printf(out, "<text x=\"%d\" y=\"%d\">", PLOT_L, CHART_H - 4);
-	latency(out, lo, true);
-	group_range(last, &lo, &hi);
+	status_latency(out, lo, true);
+	group_range(last_group(b->first + b->n * b->per - 1), &unused, &hi);
 	buf_printf(out, "</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", CHART_W,
 		   CHART_H - 4);
-	latency(out, hi, true);
+	status_latency(out, hi, true);
 	buf_puts(out, "</text></svg></figure>");
 }
 
@@ -270,14 +293,15 @@ static const char style[] =
 	".up{background:#2a7d2a}.down{background:#c0392b}.stuck{background:#8e44ad}"
 	".starting{background:#b7950b}.overall{font-size:1.3em;font-weight:bold}"
 	"table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;"
-	"padding:.2em "
-	".5em;text-align:right;white-space:nowrap}th{background:#f4f4f4}td.name{text-align:left}"
-	"figure{display:inline-block;margin:.3em}figcaption{font-size:.9em}"
+	"padding:.2em .5em;text-align:right;white-space:nowrap}th{background:#f4f4f4}"
+	"th.group{text-align:center}td.name,th.name{text-align:left}"
+	"figure{display:inline-block;margin:.3em;vertical-align:top}figcaption{font-size:.9em}"
 	"svg{background:#fafafa;border:1px solid #ddd}svg text{font-size:10px;fill:#555}"
 	"svg .grid{stroke:#ddd}svg path{fill:none;stroke-width:1.5}svg .p50{stroke:#2471a3}"
 	"svg .p99{stroke:#e67e22}svg .max{stroke:#c0392b;stroke-width:1}svg rect{fill:#2471a3}"
-	".key span{margin-right:1em}.reason{color:#c0392b}dt{font-weight:bold;float:left;"
-	"width:9em}dd{margin-left:10em}";
+	".k50{color:#2471a3;font-weight:bold}.k99{color:#e67e22;font-weight:bold}"
+	".kmax{color:#c0392b;font-weight:bold}.reason{color:#c0392b}dt{font-weight:bold;"
+	"float:left;width:9em}dd{margin-left:10em}";
 
 static double wall_now(void)
 {
@@ -287,9 +311,9 @@ static double wall_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void head(struct buf *out, const struct status *st, unsigned up)
+static void head(struct buf *out, const struct status_snap *snap, unsigned up)
 {
-	bool ok = up == st->n_targets;
+	bool ok = up == snap->n_targets;
 
 	buf_printf(out,
 		   "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -297,23 +321,23 @@ static void head(struct buf *out, const struct status *st, unsigned up)
 		   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 		   "<title>iopulse: %u of %u targets up</title>\n<style>%s</style>\n</head>\n"
 		   "<body>\n<h1>iopulse</h1>\n",
-		   REFRESH_S, up, st->n_targets, style);
+		   REFRESH_S, up, snap->n_targets, style);
 	buf_printf(out, "<p class=\"overall\" data-ready=\"%s\">%s: %u of %u targets up</p>\n",
-		   ok ? "true" : "false", ok ? "Healthy" : "Not healthy", up, st->n_targets);
+		   ok ? "true" : "false", ok ? "Healthy" : "Not healthy", up, snap->n_targets);
 	buf_printf(out, "<dl>\n<dt>Version</dt><dd>%s</dd>\n<dt>Uptime</dt><dd>", IOPULSE_VERSION);
-	duration(out, (eng_now_ns() - st->start_ns) / 1e9);
+	duration(out, snap->uptime_s);
 	buf_puts(out, "</dd>\n<dt>Configuration</dt><dd>");
-	status_html_escape(out, st->source);
+	status_html_escape(out, snap->source);
 	buf_puts(out, "</dd>\n<dt>Last load</dt><dd>");
-	if (st->reload_ok) {
+	if (snap->reload_ok) {
 		buf_puts(out, "successful");
 	} else {
 		buf_puts(out, "<span class=\"reason\">failed: ");
-		status_html_escape(out, st->reload_error);
+		status_html_escape(out, snap->reload_error);
 		buf_puts(out, "</span> (the previous configuration keeps running)");
 	}
 	buf_printf(out, ", %.0f s ago</dd>\n</dl>\n",
-		   st->reload_wall_s > 0 ? fmax(0, wall_now() - st->reload_wall_s) : 0);
+		   snap->reload_wall_s > 0 ? fmax(0, wall_now() - snap->reload_wall_s) : 0);
 }
 
 /* Count, p50, p99 and max of a window. */
@@ -323,64 +347,92 @@ static void fig_cells(struct buf *out, const struct status_fig *f, const char *c
 	for (unsigned i = 0; i < STATUS_QUANTILES; i++) {
 		if (i == 1) /* p90 is in /status.json; the page keeps to three */
 			continue;
-		buf_puts(out, "<td>");
-		latency(out, f->q_ns[i], f->count > 0);
+		buf_printf(out, "<td class=\"%s-%s\">", cls,
+			   i == 0   ? "p50"
+			   : i == 2 ? "p99"
+				    : "max");
+		status_latency(out, f->q_ns[i], f->count > 0);
 		buf_puts(out, "</td>");
 	}
 }
 
-static void series_row(struct buf *out, const struct status_series *ss)
+static void row_start(struct buf *out, const struct status_view *v, const char *table)
 {
-	const struct status_burst *b = &ss->burst;
-
 	buf_puts(out, "<tr data-probe=\"");
-	status_html_escape(out, ss->probe);
-	buf_printf(out, "\" data-op=\"%s\"><td class=\"name\">", io_op_name(ss->op));
-	status_html_escape(out, ss->probe);
-	buf_printf(out, " (%s)</td><td class=\"name\">%s</td>", ss->kind, io_op_name(ss->op));
-	buf_printf(out, "<td class=\"runs\">%.0f</td><td class=\"errors\">%.0f</td>", ss->runs,
-		   ss->errors);
-	fig_cells(out, &ss->minute, "minute");
-	fig_cells(out, &ss->hour, "hour");
+	status_html_escape(out, v->probe);
+	buf_printf(out, "\" data-op=\"%s\" data-table=\"%s\"><td class=\"name\">",
+		   io_op_name(v->op), table);
+	status_html_escape(out, v->probe);
+	buf_printf(out, " (%s)</td><td class=\"name\">%s</td>", v->kind, io_op_name(v->op));
+}
+
+static void series_row(struct buf *out, const struct status_view *v)
+{
+	row_start(out, v, "windows");
+	buf_printf(out, "<td class=\"runs\">%.0f</td><td class=\"errors\">%.0f</td>", v->runs,
+		   v->errors);
+	fig_cells(out, &v->minute, "minute");
+	fig_cells(out, &v->hour, "hour");
+	buf_puts(out, "</tr>\n");
+}
+
+/* A burst probe's last burst (a row of its own table: the page stays narrow). */
+static void burst_row(struct buf *out, const struct status_view *v)
+{
+	const struct status_burst *b = &v->burst;
+	static const char dash[] = "<td>\xe2\x80\x93</td>";
+
+	row_start(out, v, "burst");
 	if (!b->valid) {
-		buf_puts(out, "<td class=\"iops\">\xe2\x80\x93</td><td></td><td></td><td></td>");
+		buf_printf(out, "<td class=\"iops\">\xe2\x80\x93</td>%s%s%s%s%s", dash, dash, dash,
+			   dash, dash);
 	} else {
-		buf_printf(out, "<td class=\"iops\">%.0f</td><td>", b->iops);
-		latency(out, (uint64_t)(b->q_s[0] * 1e9), true);
+		buf_printf(out, "<td class=\"iops\">%.0f</td><td>%.3g MB/s</td><td>", b->iops,
+			   b->bw / 1e6);
+		status_latency(out, (uint64_t)(b->q_s[0] * 1e9), true);
 		buf_puts(out, "</td><td>");
-		latency(out, (uint64_t)(b->q_s[2] * 1e9), true);
+		status_latency(out, (uint64_t)(b->q_s[2] * 1e9), true);
 		buf_puts(out, "</td><td>");
-		latency(out, (uint64_t)(b->max_s * 1e9), true);
-		buf_puts(out, "</td>");
+		status_latency(out, (uint64_t)(b->max_s * 1e9), true);
+		buf_printf(out, "</td><td>%.1f s</td>", b->seconds);
 	}
 	buf_puts(out, "</tr>\n");
 }
 
 static const char table_head[] =
-	"<table>\n<thead><tr><th rowspan=\"2\">probe</th><th rowspan=\"2\">op</th>"
-	"<th rowspan=\"2\">runs</th><th rowspan=\"2\">errors</th>"
-	"<th colspan=\"4\">last minute</th><th colspan=\"4\">last hour</th>"
-	"<th colspan=\"4\">last burst</th></tr>\n<tr><th>I/Os</th><th>p50</th><th>p99</th>"
-	"<th>max</th><th>I/Os</th><th>p50</th><th>p99</th><th>max</th><th>IOPS</th>"
-	"<th>p50</th><th>p99</th><th>max</th></tr></thead>\n<tbody>\n";
+	"<table>\n<thead><tr><th rowspan=\"2\" class=\"name\">probe</th>"
+	"<th rowspan=\"2\" class=\"name\">op</th><th rowspan=\"2\">runs</th>"
+	"<th rowspan=\"2\">errors</th><th colspan=\"4\" class=\"group\">last minute</th>"
+	"<th colspan=\"4\" class=\"group\">last hour (60\xe2\x80\x93"
+	"70 min)</th></tr>\n"
+	"<tr><th>I/Os</th><th>p50</th><th>p99</th><th>max</th><th>I/Os</th><th>p50</th>"
+	"<th>p99</th><th>max</th></tr></thead>\n<tbody>\n";
 
-static void series_charts(struct buf *out, const struct status_series *ss)
+static const char burst_head[] =
+	"<table>\n<thead><tr><th rowspan=\"2\" class=\"name\">burst probe</th>"
+	"<th rowspan=\"2\" class=\"name\">op</th><th colspan=\"6\" class=\"group\">last "
+	"burst</th></tr>\n<tr><th>IOPS</th><th>bandwidth</th><th>p50</th><th>p99</th>"
+	"<th>max</th><th>measured</th></tr></thead>\n<tbody>\n";
+
+static void series_charts(struct buf *out, const struct status_view *v)
 {
+	static const char *const hour_ticks[] = {"-1h", "-45m", "-30m", "-15m", "now"};
+	static const char *const day_ticks[] = {"-24h", "-18h", "-12h", "-6h", "now"};
 	struct status_rec recs[STATUS_BLOCKS];
 	unsigned n;
 
 	buf_puts(out, "<h3>");
-	status_html_escape(out, ss->probe);
-	buf_printf(out, " %s</h3>\n<div>", io_op_name(ss->op));
-	n = ring_copy(recs, ss->ring.min, STATUS_MINUTES, ss->ring.min_head, ss->ring.min_n);
-	chart(out, recs, n, STATUS_MINUTES, "Latency, last hour (per minute)", "-1h");
-	n = ring_copy(recs, ss->ring.blk, STATUS_BLOCKS, ss->ring.blk_head, ss->ring.blk_n);
-	chart(out, recs, n, STATUS_BLOCKS, "Latency, last 24 hours (per 10 minutes)", "-24h");
-	histogram(out, ss);
+	status_html_escape(out, v->probe);
+	buf_printf(out, " %s</h3>\n<div>", io_op_name(v->op));
+	n = ring_copy(recs, v->ring.min, STATUS_MINUTES, v->ring.min_head, v->ring.min_n);
+	chart(out, recs, n, STATUS_MINUTES, "Latency, last hour (per minute)", hour_ticks);
+	n = ring_copy(recs, v->ring.blk, STATUS_BLOCKS, v->ring.blk_head, v->ring.blk_n);
+	chart(out, recs, n, STATUS_BLOCKS, "Latency, last 24 hours (per 10 minutes)", day_ticks);
+	histogram(out, v);
 	buf_puts(out, "</div>\n");
 }
 
-static void target_section(struct buf *out, const struct status *st, const struct status_target *t)
+static void target_head(struct buf *out, const struct status_target *t)
 {
 	const char *state = status_state_name(t->state);
 
@@ -405,36 +457,52 @@ static void target_section(struct buf *out, const struct status *st, const struc
 		}
 		buf_puts(out, "</p>\n");
 	}
+}
+
+static void target_section(struct buf *out, const struct status_snap *snap,
+			   const struct status_target *t)
+{
+	bool bursts = false;
+
+	target_head(out, t);
 	buf_puts(out, table_head);
-	for (unsigned i = 0; i < st->n_series; i++)
-		if (strcmp(st->series[i]->target, t->name) == 0)
-			series_row(out, st->series[i]);
+	for (unsigned i = 0; i < snap->n_views; i++)
+		if (strcmp(snap->views[i].target, t->name) == 0) {
+			series_row(out, &snap->views[i]);
+			bursts |= strcmp(snap->views[i].kind, "burst") == 0;
+		}
 	buf_puts(out, "</tbody>\n</table>\n");
-	for (unsigned i = 0; i < st->n_series; i++)
-		if (strcmp(st->series[i]->target, t->name) == 0)
-			series_charts(out, st->series[i]);
+	if (bursts) {
+		buf_puts(out, burst_head);
+		for (unsigned i = 0; i < snap->n_views; i++)
+			if (strcmp(snap->views[i].target, t->name) == 0 &&
+			    strcmp(snap->views[i].kind, "burst") == 0)
+				burst_row(out, &snap->views[i]);
+		buf_puts(out, "</tbody>\n</table>\n");
+	}
+	for (unsigned i = 0; i < snap->n_views; i++)
+		if (strcmp(snap->views[i].target, t->name) == 0)
+			series_charts(out, &snap->views[i]);
 	buf_puts(out, "</section>\n");
 }
 
 static const char footer[] =
-	"<p class=\"key\">Charts: <span style=\"color:#2471a3\">p50</span>"
-	"<span style=\"color:#e67e22\">p99</span><span style=\"color:#c0392b\">max</span></p>\n"
-	"<p>Windows are recomputed every 10 s; quantiles within 3 %. "
+	"<p>The last minute is exactly 60 s; the last hour is the last 60 to 70 minutes (six "
+	"whole 10-minute blocks and the one in progress). Windows are recomputed every 10 s; "
+	"quantiles within 3 %. "
 	"<a href=\"/metrics\">/metrics</a> \xc2\xb7 <a href=\"/status.json\">/status.json</a> "
 	"\xc2\xb7 <a href=\"/readyz\">/readyz</a> \xc2\xb7 <a href=\"/healthz\">/healthz</a></p>\n"
 	"</body>\n</html>\n";
 
-int status_render_html(struct status *st, struct buf *out)
+int status_render_html(const struct status_snap *snap, struct buf *out)
 {
 	unsigned up = 0;
 
-	pthread_mutex_lock(&st->mu);
-	for (unsigned i = 0; i < st->n_targets; i++)
-		up += st->targets[i].state == STATUS_UP;
-	head(out, st, up);
-	for (unsigned i = 0; i < st->n_targets; i++)
-		target_section(out, st, &st->targets[i]);
+	for (unsigned i = 0; i < snap->n_targets; i++)
+		up += snap->targets[i].state == STATUS_UP;
+	head(out, snap, up);
+	for (unsigned i = 0; i < snap->n_targets; i++)
+		target_section(out, snap, &snap->targets[i]);
 	buf_puts(out, footer);
-	pthread_mutex_unlock(&st->mu);
 	return out->oom ? -ENOMEM : 0;
 }

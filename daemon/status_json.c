@@ -7,33 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json.h"
 #include "status.h"
 
 static const char *const q_names[STATUS_QUANTILES] = {"p50", "p90", "p99", "max"};
-
-void status_json_string(struct buf *out, const char *s)
-{
-	buf_puts(out, "\"");
-	while (*s) {
-		unsigned char ch = (unsigned char)*s;
-		size_t n = status_utf8_len(s);
-
-		if (ch == '"' || ch == '\\') {
-			buf_printf(out, "\\%c", ch);
-		} else if (ch < 0x20 || ch == 0x7f) {
-			buf_printf(out, "\\u%04x", ch);
-		} else if (!n) {
-			buf_puts(out, "\\ufffd");
-			n = 1;
-		} else {
-			buf_append(out, s, n);
-			s += n;
-			continue;
-		}
-		s++;
-	}
-	buf_puts(out, "\"");
-}
 
 /* ,"KEY":SECONDS (never first in its object). */
 static void seconds(struct buf *out, const char *key, double s)
@@ -90,67 +67,70 @@ static void burst_json(struct buf *out, const struct status_burst *b)
 	buf_puts(out, "}");
 }
 
-static void series_json(struct buf *out, const struct status_series *ss)
+static void series_json(struct buf *out, const struct status_view *v, bool history)
 {
 	buf_puts(out, "{\"probe\":");
-	status_json_string(out, ss->probe);
-	buf_printf(out, ",\"type\":\"%s\",\"op\":\"%s\"", ss->kind, io_op_name(ss->op));
-	seconds(out, "interval_seconds", ss->interval_s);
-	buf_printf(out, ",\"runs\":%.0f,\"errors\":%.0f", ss->runs, ss->errors);
-	fig_json(out, "last_minute", &ss->minute);
-	fig_json(out, "last_hour", &ss->hour);
-	burst_json(out, &ss->burst);
-	recs_json(out, "minutes", ss->ring.min, STATUS_MINUTES, ss->ring.min_head, ss->ring.min_n);
-	recs_json(out, "ten_minutes", ss->ring.blk, STATUS_BLOCKS, ss->ring.blk_head,
-		  ss->ring.blk_n);
+	json_string(out, v->probe);
+	buf_printf(out, ",\"type\":\"%s\",\"op\":\"%s\"", v->kind, io_op_name(v->op));
+	seconds(out, "interval_seconds", v->interval_s);
+	buf_printf(out, ",\"runs\":%.0f,\"errors\":%.0f", v->runs, v->errors);
+	fig_json(out, "last_minute", &v->minute);
+	fig_json(out, "last_hour", &v->hour);
+	burst_json(out, &v->burst);
+	if (history) {
+		recs_json(out, "minutes", v->ring.min, STATUS_MINUTES, v->ring.min_head,
+			  v->ring.min_n);
+		recs_json(out, "ten_minutes", v->ring.blk, STATUS_BLOCKS, v->ring.blk_head,
+			  v->ring.blk_n);
+	}
 	buf_puts(out, "}");
 }
 
-static void target_json(struct buf *out, const struct status *st, const struct status_target *t)
+static void target_json(struct buf *out, const struct status_snap *snap,
+			const struct status_target *t, bool history)
 {
 	bool first = true;
 
 	buf_puts(out, "{\"name\":");
-	status_json_string(out, t->name);
+	json_string(out, t->name);
 	buf_puts(out, ",\"path\":");
-	status_json_string(out, t->path);
+	json_string(out, t->path);
 	buf_printf(out, ",\"state\":\"%s\",\"reason\":", status_state_name(t->state));
-	status_json_string(out, t->reason);
+	json_string(out, t->reason);
 	seconds(out, "inflight_seconds", t->inflight_s);
 	buf_puts(out, ",\"inflight_probe\":");
-	status_json_string(out, t->inflight_probe);
+	json_string(out, t->inflight_probe);
 	buf_puts(out, ",\"probes\":[");
-	for (unsigned i = 0; i < st->n_series; i++) {
-		if (strcmp(st->series[i]->target, t->name) != 0)
+	for (unsigned i = 0; i < snap->n_views; i++) {
+		if (strcmp(snap->views[i].target, t->name) != 0)
 			continue;
 		if (!first)
 			buf_puts(out, ",");
 		first = false;
-		series_json(out, st->series[i]);
+		series_json(out, &snap->views[i], history);
 	}
 	buf_puts(out, "]}");
 }
 
-int status_render_json(struct status *st, struct buf *out)
+int status_render_json(const struct status_snap *snap, struct buf *out, bool history)
 {
-	pthread_mutex_lock(&st->mu);
 	buf_puts(out, "{\"version\":");
-	status_json_string(out, IOPULSE_VERSION);
-	seconds(out, "uptime_seconds", (eng_now_ns() - st->start_ns) / 1e9);
-	buf_printf(out, ",\"ready\":%s", status_ready_locked(st, NULL) ? "true" : "false");
+	json_string(out, IOPULSE_VERSION);
+	seconds(out, "uptime_seconds", snap->uptime_s);
+	buf_printf(out, ",\"ready\":%s",
+		   status_targets_ready(snap->targets, snap->n_targets, NULL) ? "true" : "false");
 	buf_puts(out, ",\"config\":{\"source\":");
-	status_json_string(out, st->source);
+	json_string(out, snap->source);
 	buf_printf(out, ",\"last_reload_successful\":%s,\"last_reload_error\":",
-		   st->reload_ok ? "true" : "false");
-	status_json_string(out, st->reload_error);
+		   snap->reload_ok ? "true" : "false");
+	json_string(out, snap->reload_error);
 	buf_printf(out, ",\"last_reload_timestamp_seconds\":%.3f},\"targets\":[",
-		   st->reload_wall_s);
-	for (unsigned i = 0; i < st->n_targets; i++) {
+		   snap->reload_wall_s);
+	for (unsigned i = 0; i < snap->n_targets; i++) {
 		if (i)
 			buf_puts(out, ",");
-		target_json(out, st, &st->targets[i]);
+		target_json(out, snap, &snap->targets[i], history);
 	}
 	buf_puts(out, "]}\n");
-	pthread_mutex_unlock(&st->mu);
 	return out->oom ? -ENOMEM : 0;
 }

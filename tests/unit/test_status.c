@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "daemon/json.h"
 #include "daemon/status.h"
 
 #define US 1000ull
@@ -91,21 +92,22 @@ static void assert_within(uint64_t got, uint64_t want, double rel)
 
 static void test_memory_bound(void **state)
 {
-	size_t ring = sizeof(struct status_ring);
+	size_t one = sizeof(struct status_series);
 	size_t minutes = STATUS_MINUTES * STATUS_MINUTE * STATUS_STEP_NS / NSEC_PER_SEC;
 	size_t blocks = (size_t)STATUS_BLOCKS * STATUS_BLOCK * STATUS_STEP_NS / NSEC_PER_SEC;
 
 	(void)state;
-	/* What iopulse(8) says: 64 probe ops, 24 hours, 256 KiB. */
+	/* What iopulse(8) says: 64 probe ops, 24 hours, everything kept for them. */
 	assert_int_equal(STATUS_BOUND_SERIES, 64);
-	assert_int_equal(STATUS_BOUND_BYTES, 256 * 1024);
-	assert_true(STATUS_BOUND_SERIES * ring <= STATUS_BOUND_BYTES);
+	assert_int_equal(STATUS_BOUND_BYTES, 1152 * 1024);
+	assert_true(STATUS_BOUND_SERIES * one <= STATUS_BOUND_BYTES);
 	/* One record a minute for the last hour, one per 10 minutes for 24 hours. */
 	assert_int_equal(minutes, 3600);
 	assert_int_equal(blocks, 86400);
 	assert_int_equal(sizeof(struct status_rec), 12);
-	print_message("ring: %zu bytes per probe op, %zu for %d (bound %d)\n", ring,
-		      STATUS_BOUND_SERIES * ring, STATUS_BOUND_SERIES, STATUS_BOUND_BYTES);
+	print_message("status: %zu bytes per probe op (ring %zu), %zu for %d (bound %d)\n", one,
+		      sizeof(struct status_ring), STATUS_BOUND_SERIES * one, STATUS_BOUND_SERIES,
+		      STATUS_BOUND_BYTES);
 }
 
 static void test_codes(void **state)
@@ -142,10 +144,10 @@ static void test_minute_ring_wraps(void **state)
 			tick(&f);
 	}
 	ss = series(&f);
-	assert_int_equal(ss->ring.min_n, STATUS_MINUTES);
+	assert_int_equal(ss->v.ring.min_n, STATUS_MINUTES);
 	for (unsigned back = 0; back < STATUS_MINUTES; back++) {
 		const struct status_rec *r =
-			rec(ss->ring.min, STATUS_MINUTES, ss->ring.min_head, back);
+			rec(ss->v.ring.min, STATUS_MINUTES, ss->v.ring.min_head, back);
 		uint64_t want = (70 - back) * MS;
 
 		assert_int_equal(r->count, 70 - back);
@@ -153,10 +155,10 @@ static void test_minute_ring_wraps(void **state)
 			assert_within(status_decode(r->q[q]), want, 0.03);
 	}
 	/* The last minute: minute 69 alone (the ticks after its samples). */
-	assert_int_equal(ss->minute.count, 70);
-	assert_int_equal(ss->minute.span_ns, 60 * NSEC_PER_SEC);
+	assert_int_equal(ss->v.minute.count, 70);
+	assert_int_equal(ss->v.minute.span_ns, 60 * NSEC_PER_SEC);
 	/* 7 of the 10-minute marks passed: one block record per mark after the first. */
-	assert_int_equal(ss->ring.blk_n, 7);
+	assert_int_equal(ss->v.ring.blk_n, 7);
 	fixture_free(&f);
 }
 
@@ -176,17 +178,17 @@ static void test_block_ring_wraps(void **state)
 		tick(&f);
 	}
 	ss = series(&f);
-	assert_int_equal(ss->ring.blk_n, STATUS_BLOCKS);
+	assert_int_equal(ss->v.ring.blk_n, STATUS_BLOCKS);
 	for (unsigned back = 0; back < STATUS_BLOCKS; back++) {
 		const struct status_rec *r =
-			rec(ss->ring.blk, STATUS_BLOCKS, ss->ring.blk_head, back);
+			rec(ss->v.ring.blk, STATUS_BLOCKS, ss->v.ring.blk_head, back);
 		unsigned b = steps / STATUS_BLOCK - 1 - back;
 
 		assert_int_equal(r->count, STATUS_BLOCK);
 		assert_within(status_decode(r->q[0]), (b % 50 + 1) * 100 * US, 0.03);
 	}
-	assert_int_equal(ss->hour.count, 360); /* exactly the last hour at a mark */
-	assert_int_equal(ss->hour.span_ns, 3600 * NSEC_PER_SEC);
+	assert_int_equal(ss->v.hour.count, 360); /* exactly the last hour at a mark */
+	assert_int_equal(ss->v.hour.span_ns, 3600 * NSEC_PER_SEC);
 	fixture_free(&f);
 }
 
@@ -217,10 +219,10 @@ static void test_window_quantiles(void **state)
 	}
 	tick(&f);
 	ss = series(&f);
-	assert_int_equal(ss->minute.count, 5000);
+	assert_int_equal(ss->v.minute.count, 5000);
 	for (unsigned q = 0; q < STATUS_QUANTILES; q++) {
-		assert_within(ss->minute.q_ns[q], hist_quantile_ns(ref, qs[q]), 0.03);
-		assert_within(ss->hour.q_ns[q], hist_quantile_ns(ref, qs[q]), 0.03);
+		assert_within(ss->v.minute.q_ns[q], hist_quantile_ns(ref, qs[q]), 0.03);
+		assert_within(ss->v.hour.q_ns[q], hist_quantile_ns(ref, qs[q]), 0.03);
 	}
 	/* A minute of fast samples only: the slow ones leave the minute window and
 	 * stay in the hour's. */
@@ -228,10 +230,10 @@ static void test_window_quantiles(void **state)
 		metrics_observe_ns(f.lat, 20 * US);
 		tick(&f);
 	}
-	assert_int_equal(ss->minute.count, STATUS_MINUTE);
-	assert_within(ss->minute.q_ns[3], 20 * US, 0.03);
-	assert_int_equal(ss->hour.count, 5000 + STATUS_MINUTE);
-	assert_within(ss->hour.q_ns[3], hist_quantile_ns(ref, 1.0), 0.03);
+	assert_int_equal(ss->v.minute.count, STATUS_MINUTE);
+	assert_within(ss->v.minute.q_ns[3], 20 * US, 0.03);
+	assert_int_equal(ss->v.hour.count, 5000 + STATUS_MINUTE);
+	assert_within(ss->v.hour.q_ns[3], hist_quantile_ns(ref, 1.0), 0.03);
 	hist_free(ref);
 	fixture_free(&f);
 }
@@ -251,15 +253,15 @@ static void test_series_restart(void **state)
 		metrics_observe_ns(f.lat, 5 * MS);
 	for (unsigned s = 0; s < STATUS_MINUTE; s++)
 		tick(&f);
-	assert_int_equal(series(&f)->ring.min_n, 1);
+	assert_int_equal(series(&f)->v.ring.min_n, 1);
 	metrics_series_drop(f.lat);
 	fam = metrics_family(f.m, "lat_seconds", METRIC_HISTOGRAM, "h", labels, NULL, 0);
 	f.lat = metrics_series(fam, values);
 	metrics_observe_ns(f.lat, 1 * MS);
 	tick(&f);
-	assert_int_equal(series(&f)->ring.min_n, 0);
-	assert_int_equal(series(&f)->minute.count, 1);
-	assert_within(series(&f)->minute.q_ns[3], 1 * MS, 0.03);
+	assert_int_equal(series(&f)->v.ring.min_n, 0);
+	assert_int_equal(series(&f)->v.minute.count, 1);
+	assert_within(series(&f)->v.minute.q_ns[3], 1 * MS, 0.03);
 	/* A probe no longer in the schedule is dropped at the next tick. */
 	assert_true(status_tick_due(f.st, 1 + f.k++ * STATUS_STEP_NS));
 	status_tick_end(f.st, 0);
@@ -302,6 +304,17 @@ static void test_ready(void **state)
 	status_free(st);
 }
 
+static int render_html(struct status *st, struct buf *out)
+{
+	struct status_snap snap;
+	int r = status_snapshot(st, &snap);
+
+	assert_int_equal(r, 0);
+	r = status_render_html(&snap, out);
+	status_snap_free(&snap);
+	return r;
+}
+
 static char *escaped(void (*fn)(struct buf *, const char *), const char *s)
 {
 	struct buf b;
@@ -342,7 +355,7 @@ static void test_json_string(void **state)
 	char *got;
 
 	(void)state;
-	got = escaped(status_json_string, "a\"b\\c\n\x01 \xc3\xa9 \xff");
+	got = escaped(json_string, "a\"b\\c\n\x01 \xc3\xa9 \xff");
 	assert_string_equal(got, "\"a\\\"b\\\\c\\u000a\\u0001 \xc3\xa9 \\ufffd\"");
 	free(got);
 }
@@ -358,7 +371,7 @@ static void test_page_escapes(void **state)
 	status_config(st, "/etc/<iopulse>.yaml", false, "line 3: \"bad\" & <worse>");
 	assert_int_equal(status_targets_begin(st, 1), 0);
 	set_target(st, 0, "t1", STATUS_DOWN, "/srv/<img src=x>", "<b>gone</b>");
-	assert_int_equal(status_render_html(st, &page), 0);
+	assert_int_equal(render_html(st, &page), 0);
 	buf_append(&page, "", 1);
 	assert_null(strstr(page.data, "<img"));
 	assert_null(strstr(page.data, "<b>"));
@@ -372,6 +385,169 @@ static void test_page_escapes(void **state)
 	status_free(st);
 }
 
+/* The hour window covers what it says from the first ticks on (60 to 70
+ * minutes once there is an hour). */
+static void test_hour_span(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	fixture_init(&f);
+	tick(&f);
+	for (unsigned k = 1; k <= 480; k++) {
+		metrics_observe_ns(f.lat, 1 * MS);
+		tick(&f);
+		if (k >= 7 && k <= 300)
+			assert_int_equal(series(&f)->v.hour.span_ns, k * STATUS_STEP_NS);
+		if (k >= 6)
+			assert_int_equal(series(&f)->v.minute.span_ns, 60 * NSEC_PER_SEC);
+		assert_int_equal(series(&f)->v.hour.count,
+				 series(&f)->v.hour.span_ns / STATUS_STEP_NS);
+	}
+	/* 480 steps: 6 whole blocks and none in progress, then 61 to 70 minutes. */
+	assert_int_equal(series(&f)->v.hour.span_ns, 3600 * NSEC_PER_SEC);
+	metrics_observe_ns(f.lat, 1 * MS);
+	tick(&f);
+	assert_int_equal(series(&f)->v.hour.span_ns, 3610 * NSEC_PER_SEC);
+	fixture_free(&f);
+}
+
+static void recreate(struct fixture *f)
+{
+	static const char *const labels[] = {"probe", NULL};
+	static const char *const values[] = {"p1", NULL};
+	struct metric_family *fam;
+
+	metrics_series_drop(f->lat);
+	fam = metrics_family(f->m, "lat_seconds", METRIC_HISTOGRAM, "h", labels, NULL, 0);
+	f->lat = metrics_series(fam, values);
+	assert_non_null(f->lat);
+}
+
+/* A changed probe whose new histogram passes the old total within a step: a
+ * bucket went down, so the series starts over (no counts modulo 2^32). */
+static void test_restart_past_old_total(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	fixture_init(&f);
+	tick(&f);
+	for (unsigned i = 0; i < 100; i++)
+		metrics_observe_ns(f.lat, 5 * MS);
+	for (unsigned s = 0; s < 8; s++)
+		tick(&f);
+	recreate(&f);
+	for (unsigned i = 0; i < 200; i++)
+		metrics_observe_ns(f.lat, 1 * MS);
+	tick(&f);
+	assert_int_equal(series(&f)->v.minute.count, 200);
+	assert_int_equal(series(&f)->v.hour.count, 200);
+	assert_within(series(&f)->v.minute.q_ns[0], 1 * MS, 0.03);
+	assert_within(series(&f)->v.minute.q_ns[3], 1 * MS, 0.03);
+	fixture_free(&f);
+}
+
+/* The scheduler names a changed probe: its series starts over even when no
+ * bucket went down (same latencies, more of them). */
+static void test_restart_named(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	fixture_init(&f);
+	tick(&f);
+	for (unsigned i = 0; i < 100; i++)
+		metrics_observe_ns(f.lat, 5 * MS);
+	for (unsigned s = 0; s < 8; s++)
+		tick(&f);
+	recreate(&f);
+	for (unsigned i = 0; i < 300; i++)
+		metrics_observe_ns(f.lat, 5 * MS);
+	status_probe_changed(f.st, "p1");
+	tick(&f);
+	assert_int_equal(series(&f)->v.minute.count, 300);
+	assert_int_equal(series(&f)->v.ring.min_n, 0);
+	fixture_free(&f);
+}
+
+/* A probe moved to another target (or made a burst) by a reload is listed
+ * under its new target, with its new type. */
+static void test_probe_moves(void **state)
+{
+	struct fixture f;
+	uint64_t now;
+
+	(void)state;
+	fixture_init(&f);
+	tick(&f);
+	tick(&f);
+	assert_string_equal(series(&f)->v.target, "t1");
+	now = 1 + f.k++ * STATUS_STEP_NS;
+	f.probe.kind = CFG_PROBE_BURST;
+	assert_true(status_tick_due(f.st, now));
+	status_tick_op(f.st, &f.probe, "t2", IO_READ, f.lat, now);
+	status_tick_end(f.st, now);
+	assert_string_equal(series(&f)->v.target, "t2");
+	assert_string_equal(series(&f)->v.kind, "burst");
+	fixture_free(&f);
+}
+
+/* A step with more distinct buckets than a step keeps: counts and the max stay
+ * exact, the median close. */
+static void test_coarsened_step(void **state)
+{
+	struct hist *ref = hist_new(NULL, 0);
+	struct fixture f;
+
+	(void)state;
+	fixture_init(&f);
+	tick(&f);
+	for (unsigned i = 0; i < 3200; i++) { /* 400 buckets, 2^(1/16) apart */
+		uint64_t ns = (uint64_t)(10 * US * exp2(i / 8 / 16.0));
+
+		metrics_observe_ns(f.lat, ns);
+		hist_record(ref, ns);
+	}
+	tick(&f);
+	assert_int_equal(series(&f)->v.minute.count, 3200);
+	assert_within(series(&f)->v.minute.q_ns[3], hist_quantile_ns(ref, 1.0), 0.03);
+	assert_within(series(&f)->v.minute.q_ns[0], hist_quantile_ns(ref, 0.5), 0.5);
+	hist_free(ref);
+	fixture_free(&f);
+}
+
+static char *latency_str(uint64_t ns)
+{
+	struct buf b;
+
+	buf_init(&b);
+	status_latency(&b, ns, true);
+	buf_append(&b, "", 1);
+	return b.data;
+}
+
+/* Three significant digits, carried into the next unit, never "1e+03". */
+static void test_latency_format(void **state)
+{
+	static const struct {
+		uint64_t ns;
+		const char *out;
+	} cases[] = {
+		{999, "999 ns"},    {999499, "999 \xc2\xb5s"}, {999500, "1 ms"},
+		{999999, "1 ms"},   {1000, "1 \xc2\xb5s"},     {123456, "123 \xc2\xb5s"},
+		{999600000, "1 s"}, {4560000, "4.56 ms"},      {1500000000000, "1500 s"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = latency_str(cases[i].ns);
+
+		assert_string_equal(got, cases[i].out);
+		free(got);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +557,12 @@ int main(void)
 		cmocka_unit_test(test_block_ring_wraps),
 		cmocka_unit_test(test_window_quantiles),
 		cmocka_unit_test(test_series_restart),
+		cmocka_unit_test(test_hour_span),
+		cmocka_unit_test(test_restart_past_old_total),
+		cmocka_unit_test(test_restart_named),
+		cmocka_unit_test(test_probe_moves),
+		cmocka_unit_test(test_coarsened_step),
+		cmocka_unit_test(test_latency_format),
 		cmocka_unit_test(test_ready),
 		cmocka_unit_test(test_html_escape),
 		cmocka_unit_test(test_json_string),
