@@ -8,6 +8,8 @@
 # them: each target's state, each probe's runs (counters: between the scrape
 # before and the one after) and the last burst's IOPS (one burst an hour: the
 # same in every scrape once it is in).
+# The window quantiles lie within the histogram's buckets. Six reloads (a probe
+# moved between targets and back) while the pages are read keep all of it true.
 # Then one target's directory is renamed away: /readyz turns 503 naming it,
 # the page and /status.json say it is down and why, /healthz stays 200. Last,
 # a reload of a broken file: both say it failed, with the parser's message.
@@ -146,6 +148,39 @@ for s in sections.values():
             bad.append(f"status.json: {len(jp)} entries for {probe} {op}")
         elif not lo <= jp[0]["runs"] <= hi:
             bad.append(f"status.json: {probe} {op}: {jp[0]['runs']} runs, /metrics {lo}..{hi}")
+# Window quantiles against the histogram of /metrics scraped after them: the
+# window holds no more I/Os than the histogram, and its p50, p99 and max lie
+# within the histogram's non-empty buckets (3% for the window's resolution).
+def latency_buckets(ms, probe, target, op):
+    want = {"probe": probe, "target": target, "op": op}
+    out = []
+    for (name, labels), v in ms.items():
+        d = dict(labels)
+        if name == "iopulse_probe_latency_seconds_bucket" and \
+                {k: d.get(k) for k in want} == want:
+            out.append((float(d["le"]), v))
+    return sorted(out)
+
+for t in doc["targets"]:
+    for p in t["probes"]:
+        w, where = p["last_minute"], f"status.json: {p['probe']} {p['op']} last minute"
+        b = latency_buckets(m2, p["probe"], t["name"], p["op"])
+        if not b:
+            bad.append(f"{where}: no iopulse_probe_latency_seconds buckets in /metrics")
+            continue
+        if w["count"] > b[-1][1]:
+            bad.append(f"{where}: {w['count']} I/Os, the histogram has {b[-1][1]:.0f}")
+        if not w["count"]:
+            continue
+        counts = [c - (b[i - 1][1] if i else 0) for i, (le, c) in enumerate(b)]
+        filled = [i for i, c in enumerate(counts) if c > 0]
+        lo = b[filled[0] - 1][0] if filled[0] else 0.0
+        hi = b[filled[-1]][0]
+        for q in ("p50_seconds", "p99_seconds", "max_seconds"):
+            if not lo / 1.03 <= w[q] <= hi * 1.03:
+                bad.append(f"{where}: {q} {w[q]} outside the histogram's {lo}..{hi}")
+        if not w["p50_seconds"] <= w["p99_seconds"] <= w["max_seconds"] * 1.03:
+            bad.append(f"{where}: p50 {w['p50_seconds']}, p99 {w['p99_seconds']}, max {w['max_seconds']} out of order")
 if bursts != 1:
     bad.append(f"page: {bursts} last-burst rows, want 1 (b1 read)")
 if rows != 5:
@@ -193,6 +228,52 @@ scrape /status.json >"$WORK/plain.json" || fail "GET /status.json failed"
 ! grep -qF '"ten_minutes"' "$WORK/plain.json" ||
 	fail "/status.json without ?history=1 has the ring's records"
 grep -qF '"ten_minutes"' "$WORK/up.json" || fail "/status.json?history=1 has no ring records"
+
+# ---- reloads while the pages are read -----------------------------------------
+
+# p2 moves to t1 and back, b1's engine changes, every 0.3s, while a reader
+# fetches the three pages without a pause (run under TSan by dev.sh: the HTTP
+# thread reads what lanes and reloads change).
+cp "$CFG" "$WORK/a.yaml"
+sed -e 's/{name: p2, type: ping, target: t2, op: read, interval: 100ms}/{name: p2, type: ping, target: t1, op: read, interval: 50ms}/' \
+	-e 's/engine: sync}/engine: auto}/' "$CFG" >"$WORK/b.yaml"
+! cmp -s "$WORK/a.yaml" "$WORK/b.yaml" || fail "the reload variant is the same config"
+(
+	while :; do
+		for path in / /status.json /readyz; do
+			curl -s -o /dev/null --max-time 5 "$(url "$path")"
+		done
+	done
+) &
+READER=$!
+on_exit kill "$READER"
+for i in 1 2 3 4 5 6; do
+	cp "$WORK/$([[ $((i % 2)) == 1 ]] && echo b || echo a).yaml" "$CFG"
+	kill -HUP "$DAEMON_PID"
+	sleep 0.3
+	require_alive
+done
+kill "$READER"
+wait "$READER" 2>/dev/null || true
+# Back on the first config, everything as before the reloads.
+moved_back() {
+	scrape "/status.json" >"$WORK/back.json" &&
+		"$PYTHON" -c 'import json, sys
+t = {t["name"]: [p["probe"] for p in t["probes"]] for t in json.load(open(sys.argv[1]))["targets"]}
+sys.exit(0 if "p2" in t.get("t2", []) and "p2" not in t.get("t1", []) else 1)' "$WORK/back.json"
+}
+wait_until 10 "p2 back under t2 in /status.json" moved_back
+wait_until 10 "/readyz 200 after the reloads" readyz 200
+# Windows are recomputed every 10s: wait for one with I/Os in it, so that the
+# quantile checks have something to check.
+p1_window() {
+	scrape "/status.json" >"$WORK/w.json" &&
+		"$PYTHON" -c 'import json, sys
+p = [p for t in json.load(open(sys.argv[1]))["targets"] for p in t["probes"] if p["probe"] == "p1"]
+sys.exit(0 if p and p[0]["last_minute"]["count"] > 0 else 1)' "$WORK/w.json"
+}
+wait_until 20 "a last-minute window of p1 with I/Os" p1_window
+snapshot reloaded t1=up t2=up
 
 # ---- a target goes down ---------------------------------------------------------
 
