@@ -245,7 +245,7 @@ static void histogram(struct buf *out, const struct status_view *v)
 
 	buf_printf(out,
 		   "<figure><figcaption>Latency distribution, last %.0f min (%llu I/Os; "
-		   "latency axis logarithmic)</figcaption>",
+		   "latency axis logarithmic, I/Os up)</figcaption>",
 		   v->hour.span_ns / 60e9, (unsigned long long)v->hour.count);
 	buf_printf(out, "<svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">",
 		   CHART_W, CHART_H, CHART_W, CHART_H);
@@ -271,8 +271,14 @@ static void histogram(struct buf *out, const struct status_view *v)
 		status_latency(out, hi, true);
 		buf_printf(out, ": %llu I/Os</title></rect>", (unsigned long long)b->c[i]);
 	}
-	buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%llu I/Os</text>", PLOT_L - 4,
-		   PLOT_T + 8, (unsigned long long)top);
+	/* The tallest bar's count, short enough for the margin (147474 -> 147k). */
+	buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", PLOT_L - 4, PLOT_T + 8);
+	if (top < 10000)
+		buf_printf(out, "%llu</text>", (unsigned long long)top);
+	else if (top < 10000000)
+		buf_printf(out, "%.0fk</text>", top / 1e3);
+	else
+		buf_printf(out, "%.0fM</text>", top / 1e6);
 	buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text>", PLOT_L - 4,
 		   CHART_H - PLOT_B);
 	group_range(b->first, &lo, &unused);
@@ -403,8 +409,7 @@ static const char table_head[] =
 	"<table>\n<thead><tr><th rowspan=\"2\" class=\"name\">probe</th>"
 	"<th rowspan=\"2\" class=\"name\">op</th><th rowspan=\"2\">runs</th>"
 	"<th rowspan=\"2\">errors</th><th colspan=\"4\" class=\"group\">last minute</th>"
-	"<th colspan=\"4\" class=\"group\">last hour (60\xe2\x80\x93"
-	"70 min)</th></tr>\n"
+	"<th colspan=\"4\" class=\"group\">last hour</th></tr>\n"
 	"<tr><th>I/Os</th><th>p50</th><th>p99</th><th>max</th><th>I/Os</th><th>p50</th>"
 	"<th>p99</th><th>max</th></tr></thead>\n<tbody>\n";
 
@@ -488,7 +493,8 @@ static void target_section(struct buf *out, const struct status_snap *snap,
 
 static const char footer[] =
 	"<p>The last minute is exactly 60 s; the last hour is the last 60 to 70 minutes (six "
-	"whole 10-minute blocks and the one in progress). Windows are recomputed every 10 s; "
+	"whole 10-minute blocks and the one in progress), or since the start when the daemon has "
+	"run for less. Windows are recomputed every 10 s; "
 	"quantiles within 3 %. "
 	"<a href=\"/metrics\">/metrics</a> \xc2\xb7 <a href=\"/status.json\">/status.json</a> "
 	"\xc2\xb7 <a href=\"/readyz\">/readyz</a> \xc2\xb7 <a href=\"/healthz\">/healthz</a></p>\n"
