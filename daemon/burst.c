@@ -1112,8 +1112,10 @@ int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
 
 	results_sum(b, res);
 
-	/* 'ios' not all issued, and nothing else stopped the jobs: the deadline did. */
-	if (b->cfg.ios && !res->error && !res->stopped &&
+	/* 'ios' not all issued, and nothing else stopped the jobs: the deadline did.
+	 * With a 'duration' too (iopulse probe -c N -w T), whichever came first ends
+	 * the burst as asked. */
+	if (b->cfg.ios && !b->cfg.duration_ns && !res->error && !res->stopped &&
 	    atomic_load(&b->ios_issued) < b->cfg.ios) {
 		char x[32], y[32];
 

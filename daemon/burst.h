@@ -78,7 +78,9 @@ void burst_free(struct burst *b);
  * most CFG_MAX_DURATION_NS: the configuration bounds ios / rate_iops, but
  * without a rate the length depends on the device, and a burst must neither
  * hold its target for good nor overlap itself. A burst cut short there has
- * result.error = -ETIME, and burst_why() says so.
+ * result.error = -ETIME, and burst_why() says so. With both 'ios' and a
+ * 'duration' (the configuration takes one; iopulse probe -c with -w sets both),
+ * whichever comes first ends it, without an error.
  *
  * On *stop, an I/O older than timeout_ns (result.error = -ETIMEDOUT), or a fatal
  * submit error, the jobs stop submitting, wait up to 100ms for what is in flight,

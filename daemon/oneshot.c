@@ -168,15 +168,23 @@ static void layout_progress(const struct target *t, uint64_t done, uint64_t tota
 		total ? done * 100.0 / total : 100.0);
 }
 
-/* target_open(), falling back to a probe file of our own when the daemon (or
- * another iopulse) holds the directory's: it must not be touched then. */
-static int open_dir_or_own(struct target *t)
+/* target_open(), ending the progress line it may have drawn. */
+static int open_with_progress(struct target *t)
 {
 	int r = target_open(t);
 
 	if (progress_shown)
 		fputc('\n', stderr);
 	progress_shown = false;
+	return r;
+}
+
+/* target_open(), falling back to a probe file of our own when the daemon (or
+ * another iopulse) holds the directory's: it must not be touched then. */
+static int open_dir_or_own(struct target *t)
+{
+	int r = open_with_progress(t);
+
 	if (r != -EBUSY || t->cfg->kind != CFG_TARGET_DIRECTORY || t->unnamed)
 		return r;
 	fprintf(stderr,
@@ -185,11 +193,7 @@ static int open_dir_or_own(struct target *t)
 		t->file_path);
 	t->unnamed = true;
 	t->file_name = NULL;
-	r = target_open(t);
-	if (progress_shown)
-		fputc('\n', stderr);
-	progress_shown = false;
-	return r;
+	return open_with_progress(t);
 }
 
 static bool selected(const struct oneshot_opts *o, const char *name)
@@ -207,7 +211,7 @@ static int open_target(struct target *t, const struct config *cfg, unsigned ti,
 		       const struct oneshot_opts *o)
 {
 	if (t->fd >= 0)
-		return target_check(t) == 0 ? 0 : target_open(t);
+		return target_check(t) == 0 ? 0 : open_dir_or_own(t);
 	t->want_write = false;
 	for (unsigned i = 0; i < cfg->n_probes; i++)
 		if (cfg->probes[i].target == ti && selected(o, cfg->probes[i].name) &&
@@ -238,11 +242,19 @@ static bool run_one(struct probe_sum *ps, const struct cfg_probe *p, struct targ
 	if (r == 0) {
 		target_describe(t, &ps->desc);
 		r = run_probe(ps, t, cfg, o);
+	} else if (o->adhoc) { /* t->error names the PATH; "path1" is ours */
+		snprintf(ps->message, sizeof(ps->message), "%s", t->error);
 	} else {
 		snprintf(ps->message, sizeof(ps->message), "target %s: %s", ps->target->name,
 			 t->error);
 	}
 	ps->interrupted = atomic_load(&stop_requested);
+	/* A layout abandoned for Ctrl-C is an interruption, not a failure (target.c
+	 * removed what it wrote). */
+	if (r == -ECANCELED && ps->interrupted) {
+		r = 0;
+		ps->message[0] = '\0';
+	}
 	ps->error = r;
 	for (int op = 0; op < IO_OP_COUNT; op++)
 		if (ps->out.op[op].errors || ps->out.op[op].short_ios)

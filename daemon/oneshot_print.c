@@ -59,12 +59,6 @@ static void fmt_rate(char *buf, size_t len, double v)
 
 /* ---------------------------------------------------------------- per request */
 
-/* The ping's own op: its read or write (an fdatasync follows a write). */
-static enum io_op main_op(const struct probe_sum *ps)
-{
-	return ps->cfg->op;
-}
-
 /*
  * ioping's mark: once more than 5 requests are in, a request in the lowest 5%
  * of the range [min, max] seen so far (itself included) is "(fast)", one in the
@@ -88,7 +82,7 @@ static void request_prefix(const struct probe_sum *ps)
 	char size[32];
 
 	cfg_format_bytes((double)ps->cfg->block_size, size, sizeof(size));
-	printf("%s %s %s (%s %s): ", size, main_op(ps) == IO_WRITE ? ">>>" : "<<<",
+	printf("%s %s %s (%s %s): ", size, ps->cfg->op == IO_WRITE ? ">>>" : "<<<",
 	       ps->target->path, ps->desc.fstype[0] ? ps->desc.fstype : "?",
 	       ps->desc.device[0] ? ps->desc.device : "?");
 }
@@ -96,7 +90,7 @@ static void request_prefix(const struct probe_sum *ps)
 void oneshot_print_request(struct probe_sum *ps, const struct probe_outcome *before)
 {
 	const struct probe_op_outcome *now = ps->out.op, *was = before->op;
-	enum io_op op = main_op(ps);
+	enum io_op op = ps->cfg->op;
 	uint64_t ns = now[op].io_ns - was[op].io_ns;
 	char t[32];
 
@@ -132,7 +126,7 @@ static void print_mdev_line(const char *lead, const struct lat_stats *s)
 
 void oneshot_print_period(struct probe_sum *ps)
 {
-	struct lat_stats *s = &ps->period[main_op(ps)];
+	struct lat_stats *s = &ps->period[ps->cfg->op];
 
 	printf("--- %" PRIu64 " requests (to request=%" PRIu64 "): ", s->n, ps->requests);
 	print_mdev_line("", s);
@@ -148,7 +142,10 @@ static void print_header(const struct probe_sum *ps, const struct oneshot_opts *
 
 	if (lines)
 		putchar('\n');
-	if (o->adhoc) /* ioping's: "--- PATH (FS DEVICE) ioping statistics ---" */
+	if (o->adhoc && !ps->engine) /* never opened: nothing known but the path */
+		printf("--- %s %s statistics ---\n", ps->target->path,
+		       cfg_probe_kind_name(p->kind));
+	else if (o->adhoc) /* ioping's: "--- PATH (FS DEVICE) ioping statistics ---" */
 		printf("--- %s (%s %s) %s statistics, engine %s ---\n", ps->target->path,
 		       ps->desc.fstype[0] ? ps->desc.fstype : "?",
 		       ps->desc.device[0] ? ps->desc.device : "?", cfg_probe_kind_name(p->kind),

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +20,15 @@
 #include "../config/config.h"
 #include "oneshot.h"
 #include "probe_cli.h"
+#include "target.h"
 
 #define PROBE_CLI_DEFAULT_WS (64ULL << 20)  /* as the daemon: see iopulse(8) */
 #define PROBE_CLI_SEQ_BS     (256ULL << 10) /* -L without -s, as ioping -L */
 #define PROBE_CLI_RATE_NS    3000000000ULL  /* -R without -c or -w: 3s, as ioping -R */
+
+/* What the option handlers return when nothing ends the command: any other
+ * value is its exit status. */
+#define GO_ON (-1)
 
 static const char usage[] =
 	"Usage: iopulse probe [OPTIONS] PATH...\n"
@@ -36,8 +42,9 @@ static const char usage[] =
 	"default's. Ctrl-C prints the summary so far.\n"
 	"Exits 0 when every probe ran without error, 1 otherwise (see iopulse(8)).\n"
 	"\n"
-	"  -c, --count N           stop after N requests (default: until -w or Ctrl-C;\n"
-	"                          with --config 10); a burst: N I/Os (-n is the same)\n"
+	"  -c, --count N           stop after N requests (0 or default: until -w or\n"
+	"                          Ctrl-C; with --config 10); a burst: N I/Os, or until\n"
+	"                          -w if that comes first (-n is the same)\n"
 	"  -i, --interval TIME     time between requests (default 1s; 0 back to back)\n"
 	"  -w, --deadline TIME     stop after TIME\n"
 	"  -s, --size SIZE         request size (default 4k)\n"
@@ -45,6 +52,7 @@ static const char usage[] =
 	"  -W, --write             write instead of read (directories only: our own file)\n"
 	"  -Y, --sync              fdatasync after each write, timed on its own\n"
 	"  -C, --cached            cached I/O: no O_DIRECT (the page cache may answer)\n"
+	"  -D, --direct            direct I/O (O_DIRECT): always, unless -C (for ioping)\n"
 	"  -L, --sequential        sequential requests (request size 256k unless -s)\n"
 	"  -R, --rate              rate test: back to back, summary only (-q -i 0 -w 3s)\n"
 	"  -q, --quiet             print only the summary\n"
@@ -72,10 +80,12 @@ struct cli {
 	const char *config;
 	uint64_t size, working_set, duration_ns;
 	unsigned iodepth;
-	const char *rw, *engine;
+	const char *engine;
+	enum cfg_rw rw;
+	bool rw_given; /* --rw */
 	bool write, sync, cached, sequential, rate, keep, allow_tmpfs;
 	bool burst;	       /* --rw, --duration or --iodepth given */
-	bool count_given;      /* -c given */
+	bool count_given;      /* -c given (0: no limit, as ioping's -c 0) */
 	const char *path_only; /* the first option given that --config cannot take */
 	bool configured;       /* --config, or no PATH: a configuration's probes */
 };
@@ -85,6 +95,17 @@ struct cli {
 static int bad_value(const char *opt, const char *arg, const char *want)
 {
 	fprintf(stderr, "iopulse probe: invalid %s '%s': %s\n", opt, arg, want);
+	return EX_USAGE;
+}
+
+/* @opt's value @arg out of the configuration's range [@lo, @hi] (sizes). */
+static int out_of_range(const char *opt, const char *arg, uint64_t lo, uint64_t hi)
+{
+	char a[32], b[32];
+
+	cfg_format_size(lo, a, sizeof(a));
+	cfg_format_size(hi, b, sizeof(b));
+	fprintf(stderr, "iopulse probe: %s %s: must be between %s and %s\n", opt, arg, a, b);
 	return EX_USAGE;
 }
 
@@ -105,24 +126,41 @@ static int parse_time(const char *s, uint64_t *ns)
 	return 0;
 }
 
-static int parse_count(const char *opt, const char *arg, unsigned max, unsigned *out)
+static int parse_count(const char *opt, const char *arg, unsigned min, unsigned max, unsigned *out)
 {
 	uint64_t v;
 	char want[64];
 
-	if (cfg_parse_uint(arg, &v) < 0 || v < 1 || v > max) {
-		snprintf(want, sizeof(want), "a whole number from 1 to %u", max);
+	if (cfg_parse_uint(arg, &v) < 0 || v < min || v > max) {
+		snprintf(want, sizeof(want), "a whole number from %u to %u", min, max);
 		return bad_value(opt, arg, want);
 	}
 	*out = (unsigned)v;
-	return -1;
+	return GO_ON;
 }
 
-static int parse_size_opt(const char *opt, const char *arg, uint64_t *out)
+/* A size within the configuration's limits for the key it becomes. */
+static int parse_size_opt(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	if (cfg_parse_size(arg, out) < 0 || *out == 0)
 		return bad_value(opt, arg, "a size such as 4k, 64m or 1g");
-	return -1;
+	if (*out < lo || *out > hi)
+		return out_of_range(opt, arg, lo, hi);
+	return GO_ON;
+}
+
+/* A TIME from @lo to @hi (nanoseconds), @example in the message. */
+static int parse_time_opt(const char *opt, const char *arg, uint64_t lo, uint64_t hi,
+			  const char *example, uint64_t *ns)
+{
+	char a[32], b[32], want[128];
+
+	if (parse_time(arg, ns) == 0 && *ns >= lo && *ns <= hi)
+		return GO_ON;
+	cfg_format_duration(lo, a, sizeof(a));
+	cfg_format_duration(hi, b, sizeof(b));
+	snprintf(want, sizeof(want), "a duration from %s to %s, such as %s", a, b, example);
+	return bad_value(opt, arg, want);
 }
 
 /* ---------------------------------------------------------------- options */
@@ -136,6 +174,7 @@ static const struct option long_opts[] = {
 	{"write", no_argument, NULL, 'W'},
 	{"sync", no_argument, NULL, 'Y'},
 	{"cached", no_argument, NULL, 'C'},
+	{"direct", no_argument, NULL, 'D'},
 	{"sequential", no_argument, NULL, 'L'},
 	{"rate", no_argument, NULL, 'R'},
 	{"quiet", no_argument, NULL, 'q'},
@@ -152,61 +191,67 @@ static const struct option long_opts[] = {
 	{0},
 };
 
-/* The options that take a value. Returns -1 to go on, or an exit status. */
+/* The options that take a value: GO_ON, or an exit status. */
 static int value_option(struct cli *c, int opt, const char *arg)
 {
 	uint64_t ns;
+	int r;
 
 	switch (opt) {
 	case 'c':
 	case 'n':
 		c->count_given = true;
-		return parse_count("--count", arg, ONESHOT_MAX_COUNT, &c->o.count);
+		return parse_count("-c/--count", arg, 0, ONESHOT_MAX_COUNT, &c->o.count);
 	case 'i':
-		if (parse_time(arg, &ns) < 0 || ns > CFG_MAX_INTERVAL_NS)
-			return bad_value("--interval", arg,
-					 "a duration such as 0, 10ms, 1s or 0.5");
+		r = parse_time_opt("-i/--interval", arg, 0, CFG_MAX_INTERVAL_NS, "0, 10ms or 0.5",
+				   &ns);
 		c->o.interval_ns = (int64_t)ns;
-		return -1;
+		return r;
 	case 'w':
-		if (parse_time(arg, &ns) < 0 || ns == 0 || ns > CFG_MAX_INTERVAL_NS)
-			return bad_value("--deadline", arg, "a duration such as 10s, 1m or 30");
-		c->o.deadline_ns = ns;
-		return -1;
+		return parse_time_opt("-w/--deadline", arg, CFG_MIN_INTERVAL_NS,
+				      CFG_MAX_INTERVAL_NS, "10s, 1m or 30", &c->o.deadline_ns);
 	case 's':
-		return parse_size_opt("--size", arg, &c->size);
+		r = parse_size_opt("-s/--size", arg, CFG_MIN_BLOCK_SIZE, CFG_MAX_BLOCK_SIZE,
+				   &c->size);
+		/* direct I/O: whole sectors, the smallest block size's multiples */
+		if (r == GO_ON && c->size % CFG_MIN_BLOCK_SIZE)
+			return bad_value("-s/--size", arg, "a multiple of 512 (direct I/O)");
+		return r;
 	case 'S':
-		return parse_size_opt("--working-set", arg, &c->working_set);
+		return parse_size_opt("-S/--working-set", arg, CFG_MIN_TARGET_SIZE,
+				      CFG_MAX_TARGET_SIZE, &c->working_set);
 	case 'p':
-		return parse_count("--period", arg, ONESHOT_MAX_COUNT, &c->o.period);
+		return parse_count("-p/--period", arg, 1, ONESHOT_MAX_COUNT, &c->o.period);
 	case 'Q':
 		c->burst = true;
-		return parse_count("--iodepth", arg, CFG_MAX_IODEPTH, &c->iodepth);
+		return parse_count("-Q/--iodepth", arg, 1, CFG_MAX_IODEPTH, &c->iodepth);
 	case OPT_RW:
 		c->burst = true;
-		c->rw = arg;
-		return -1;
+		c->rw_given = true;
+		for (c->rw = 0; c->rw <= CFG_RW_WRITE; c->rw++)
+			if (!strcmp(arg, cfg_rw_name(c->rw)))
+				return GO_ON;
+		return bad_value("--rw", arg, "randread, randwrite, randrw, read or write");
 	case OPT_DURATION:
 		c->burst = true;
-		if (parse_time(arg, &c->duration_ns) < 0 || c->duration_ns == 0)
-			return bad_value("--duration", arg, "a duration such as 10s or 1m");
-		return -1;
+		return parse_time_opt("--duration", arg, CFG_MIN_DURATION_NS, CFG_MAX_DURATION_NS,
+				      "10s or 1m", &c->duration_ns);
 	case OPT_ENGINE:
 		c->engine = arg;
-		return -1;
+		return GO_ON;
 	case OPT_CONFIG:
 		if (!*arg) {
 			fputs("iopulse probe: --config: empty file name\n", stderr);
 			return EX_USAGE;
 		}
 		c->config = arg;
-		return -1;
+		return GO_ON;
 	}
-	return -2;
+	return EX_USAGE;
 }
 
-/* Flags without a value; -2 when @opt is none of them. */
-static int flag_option(struct cli *c, int opt)
+/* Flags without a value; false when @opt is none of them. */
+static bool flag_option(struct cli *c, int opt)
 {
 	switch (opt) {
 	case 'W':
@@ -217,6 +262,8 @@ static int flag_option(struct cli *c, int opt)
 		break;
 	case 'C':
 		c->cached = true;
+		break;
+	case 'D': /* ioping's O_DIRECT: ours unless -C */
 		break;
 	case 'L':
 		c->sequential = true;
@@ -238,9 +285,9 @@ static int flag_option(struct cli *c, int opt)
 		c->allow_tmpfs = true;
 		break;
 	default:
-		return -2;
+		return false;
 	}
-	return -1;
+	return true;
 }
 
 /* The long name of @opt when it describes a PATH's probe (a configuration sets
@@ -248,7 +295,7 @@ static int flag_option(struct cli *c, int opt)
 static const char *path_only_name(int opt)
 {
 	if (opt == 'c' || opt == 'n' || opt == 'i' || opt == 'w' || opt == 'q' || opt == 'p' ||
-	    opt == 'J' || opt == 'j' || opt == 'R' || opt == OPT_CONFIG)
+	    opt == 'J' || opt == 'j' || opt == 'R' || opt == 'D' || opt == OPT_CONFIG)
 		return NULL;
 	for (const struct option *o = long_opts; o->name; o++)
 		if (o->val == opt)
@@ -268,38 +315,99 @@ static int unknown_option(char **argv)
 }
 
 /* Parses every option wherever it is; the operands end up from argv[optind].
- * Returns -1 to go on, or an exit status. */
+ * GO_ON, or an exit status. */
 static int parse_args(struct cli *c, int argc, char **argv)
 {
 	int opt, r;
 
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "c:n:i:w:s:S:WYCLRqp:kJjQ:h", long_opts, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "c:n:i:w:s:S:WYCDLRqp:kJjQ:h", long_opts, NULL)) !=
 	       -1) {
 		if (opt == 'h') {
 			fputs(usage, stdout);
 			return EX_OK;
 		}
-		r = value_option(c, opt, optarg);
-		if (r == -2)
-			r = flag_option(c, opt);
-		if (r == -2)
+		if (opt == '?' || opt == ':')
 			return unknown_option(argv);
-		if (r >= 0)
-			return r;
+		if (!flag_option(c, opt)) {
+			r = value_option(c, opt, optarg);
+			if (r != GO_ON)
+				return r;
+		}
 		if (!c->path_only)
 			c->path_only = path_only_name(opt);
 	}
-	return -1;
+	return GO_ON;
 }
 
 /* ---------------------------------------------------------------- checks */
 
-/* What the flags ask for, checked against each other; -1 to go on, or an exit
+/* The probe the flags describe, enough for cfg_probe_writes(). */
+static bool cli_writes(const struct cli *c)
+{
+	struct cfg_probe p = {
+		.kind = c->burst ? CFG_PROBE_BURST : CFG_PROBE_PING,
+		.op = c->write ? IO_WRITE : IO_READ,
+		.rw = c->rw,
+	};
+
+	return cfg_probe_writes(&p);
+}
+
+static int refuse(const char *why)
+{
+	fprintf(stderr, "iopulse probe: %s\n", why);
+	return EX_USAGE;
+}
+
+/* Flags that do not go together; GO_ON, or an exit status. */
+static int conflicts(const struct cli *c)
+{
+	char a[32], b[32], m[160];
+
+	if (c->sync && !c->write)
+		return refuse("--sync (-Y) syncs writes: it needs --write (-W)");
+	if (c->burst && (c->rate || c->sync || c->o.period || c->o.interval_ns >= 0)) {
+		snprintf(m, sizeof(m),
+			 "%s is for pings, not for a burst (--rw, --duration, --iodepth)",
+			 c->rate       ? "--rate (-R)"
+			 : c->sync     ? "--sync (-Y)"
+			 : c->o.period ? "--period (-p)"
+				       : "--interval (-i)");
+		return refuse(m);
+	}
+	if (c->o.period && c->o.json)
+		return refuse("--period (-p) prints summary lines: not with --json (-J)");
+	if (c->burst && c->write && c->rw_given && !cli_writes(c)) {
+		snprintf(m, sizeof(m), "--write with --rw %s, which only reads",
+			 cfg_rw_name(c->rw));
+		return refuse(m);
+	}
+	if (c->size && c->working_set && c->size > c->working_set) {
+		cfg_format_size(c->size, a, sizeof(a));
+		cfg_format_size(c->working_set, b, sizeof(b));
+		snprintf(m, sizeof(m), "-s/--size %s is larger than -S/--working-set %s", a, b);
+		return refuse(m);
+	}
+	/* -w becomes the burst's 'duration': its range then. */
+	if (c->burst && !c->duration_ns && c->o.deadline_ns &&
+	    (c->o.deadline_ns < CFG_MIN_DURATION_NS || c->o.deadline_ns > CFG_MAX_DURATION_NS)) {
+		cfg_format_duration(CFG_MIN_DURATION_NS, a, sizeof(a));
+		cfg_format_duration(CFG_MAX_DURATION_NS, b, sizeof(b));
+		snprintf(m, sizeof(m), "-w/--deadline for a burst is its duration: from %s to %s",
+			 a, b);
+		return refuse(m);
+	}
+	return GO_ON;
+}
+
+/* What the flags ask for, checked against each other; GO_ON, or an exit
  * status. Fills in ioping's defaults. */
 static int settle(struct cli *c, bool have_paths)
 {
+	int r;
+
 	/* No PATH: the configuration's probes, the embedded default's without one. */
 	c->configured = c->config || !have_paths;
 	if (c->configured && c->path_only) {
@@ -309,27 +417,13 @@ static int settle(struct cli *c, bool have_paths)
 			c->path_only);
 		return EX_USAGE;
 	}
-	if (c->sync && !c->write) {
-		fputs("iopulse probe: --sync (-Y) syncs writes: it needs --write (-W)\n", stderr);
-		return EX_USAGE;
-	}
-	if (c->burst && (c->rate || c->sync || c->o.period)) {
-		fprintf(stderr,
-			"iopulse probe: %s is for pings, not for a burst (--rw, --duration, "
-			"--iodepth)\n",
-			c->rate	  ? "--rate (-R)"
-			: c->sync ? "--sync (-Y)"
-				  : "--period (-p)");
-		return EX_USAGE;
-	}
-	if (c->burst && c->write && c->rw && !strstr(c->rw, "write") && strcmp(c->rw, "randrw")) {
-		fprintf(stderr, "iopulse probe: --write with --rw %s, which only reads\n", c->rw);
-		return EX_USAGE;
-	}
+	r = conflicts(c);
+	if (r != GO_ON)
+		return r;
 	if (c->rate) {
 		c->o.interval_ns = 0;
 		c->o.quiet = true;
-		if (!c->count_given && !c->o.deadline_ns)
+		if (!c->o.count && !c->o.deadline_ns)
 			c->o.deadline_ns = PROBE_CLI_RATE_NS;
 	}
 	if (!c->count_given)
@@ -338,64 +432,75 @@ static int settle(struct cli *c, bool have_paths)
 		c->size = c->sequential ? PROBE_CLI_SEQ_BS : CFG_DEFAULT_BLOCK_SIZE;
 	if (c->burst && c->o.deadline_ns && !c->duration_ns)
 		c->duration_ns = c->o.deadline_ns; /* -w: as long as that, fio's runtime */
-	if (c->burst && !c->rw)
-		c->rw = c->sequential ? (c->write ? "write" : "read")
-				      : (c->write ? "randwrite" : "randread");
-	return -1;
+	if (c->burst && !c->rw_given)
+		c->rw = c->sequential ? (c->write ? CFG_RW_WRITE : CFG_RW_READ)
+				      : (c->write ? CFG_RW_RANDWRITE : CFG_RW_RANDREAD);
+	return GO_ON;
 }
 
-/* Opens @path without following a symlink at its end (target.c then walks it
- * again, judging every component) and says what it is: -1 and *@kind, or an
- * exit status (the message printed). */
+/* A missing PATH that is the name of a probe of the embedded default: the
+ * command line of old ran that probe. */
+static void did_you_mean(const char *path)
+{
+	struct cfg_error err = {0};
+	struct config *cfg = NULL;
+
+	if (cfg_load_default(&cfg, &err) == 0 && cfg_probe_index(cfg, path) >= 0)
+		fprintf(stderr,
+			"iopulse probe: did you mean `iopulse probe --config FILE %s`? (a PATH "
+			"is measured; probes of a configuration need --config)\n",
+			path);
+	cfg_free(cfg);
+}
+
+/* What @path is, by target.c's own rules (target_path_info()), checked against
+ * the flags: GO_ON and *@kind, or an exit status (the message printed). */
 static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind *kind)
 {
-	bool writes = c->write || (c->rw && (strstr(c->rw, "write") || !strcmp(c->rw, "randrw")));
-	struct statfs sfs;
-	struct stat st;
-	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct target_path_info info;
+	char err[512], ws[32], sz[32];
+	int r = target_path_info(path, &info, err, sizeof(err));
 
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		fprintf(stderr, "iopulse probe: %s: %m\n", path);
-		if (fd >= 0)
-			close(fd);
-		return EX_NOINPUT;
+	if (r < 0) {
+		fprintf(stderr, "iopulse probe: %s\n", err);
+		if (r == -ENOENT)
+			did_you_mean(path);
+		return r == -ELOOP || r == -EACCES || r == -EPERM ? EX_NOPERM : EX_NOINPUT;
 	}
-	if (S_ISLNK(st.st_mode) || (!S_ISBLK(st.st_mode) && fstatfs(fd, &sfs) < 0))
-		sfs.f_type = 0;
-	close(fd);
-	if (S_ISLNK(st.st_mode)) {
-		fprintf(stderr,
-			"iopulse probe: %s is a symlink: refusing to follow it; give the path it "
-			"points to\n",
-			path);
-		return EX_NOPERM;
-	}
-	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		fprintf(stderr,
-			"iopulse probe: %s is not a directory, regular file or block "
-			"device\n",
-			path);
-		return EX_NOINPUT;
-	}
-	*kind = S_ISDIR(st.st_mode)   ? CFG_TARGET_DIRECTORY
-		: S_ISREG(st.st_mode) ? CFG_TARGET_FILE
-				      : CFG_TARGET_DEVICE;
-	if ((sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC) && !c->allow_tmpfs &&
-	    !S_ISBLK(st.st_mode)) {
+	*kind = info.kind;
+	if ((info.fs_type == TMPFS_MAGIC || info.fs_type == RAMFS_MAGIC) && !c->allow_tmpfs) {
 		fprintf(stderr,
 			"iopulse probe: %s is on tmpfs/ramfs: that measures RAM, not a disk; add "
 			"--allow-tmpfs if that is what you want\n",
 			path);
 		return EX_NOPERM;
 	}
-	if (writes && *kind != CFG_TARGET_DIRECTORY) {
+	if (*kind == CFG_TARGET_DIRECTORY)
+		return GO_ON;
+	if (c->keep) {
+		fprintf(stderr,
+			"iopulse probe: --keep (-k) keeps a probe file of our own in a directory; "
+			"%s is a %s\n",
+			path, cfg_target_kind_name(*kind));
+		return EX_USAGE;
+	}
+	if (cli_writes(c)) {
 		fprintf(stderr,
 			"iopulse probe: %s is a %s: iopulse only reads it; writes go to a probe "
 			"file of its own, so give a directory\n",
 			path, cfg_target_kind_name(*kind));
 		return EX_NOPERM;
 	}
-	return -1;
+	if (c->working_set && info.size && c->working_set > info.size) {
+		cfg_format_size(c->working_set, ws, sizeof(ws));
+		cfg_format_bytes((double)info.size, sz, sizeof(sz));
+		fprintf(stderr,
+			"iopulse probe: -S/--working-set %s is larger than %s (%s %s, %" PRIu64
+			" bytes)\n",
+			ws, path, cfg_target_kind_name(*kind), sz, info.size);
+		return EX_USAGE;
+	}
+	return GO_ON;
 }
 
 /* ---------------------------------------------------------------- YAML */
@@ -463,11 +568,11 @@ static bool emit_probe(FILE *f, const struct cli *c, unsigned i, enum cfg_target
 			fputs("    sync: fdatasync\n", f);
 		return true;
 	}
-	fputs("    type: burst\n    rw: ", f);
-	if (!yaml_string(f, c->rw))
-		return false;
+	fprintf(f, "    type: burst\n    rw: %s\n", cfg_rw_name(c->rw));
 	fprintf(f, "    iodepth: %u\n", c->iodepth ? c->iodepth : CFG_DEFAULT_IODEPTH);
-	if (c->count_given) {
+	/* -c and -w: whichever comes first, as for pings. The configuration takes one
+	 * of 'ios' and 'duration'; load() adds the other (burst.c stops at either). */
+	if (c->o.count && !c->duration_ns) {
 		fprintf(f, "    ios: %u\n", c->o.count);
 	} else {
 		cfg_format_duration(c->duration_ns ? c->duration_ns : CFG_DEFAULT_DURATION_NS, v,
@@ -494,9 +599,9 @@ static int build_config(struct cli *c, char **paths, unsigned n, struct config *
 		r = EX_OSERR;
 		goto out;
 	}
-	for (unsigned i = 0; i < n && r < 0; i++)
+	for (unsigned i = 0; i < n && r == GO_ON; i++)
 		r = path_kind(c, paths[i], &kinds[i]);
-	if (r >= 0)
+	if (r != GO_ON)
 		goto out;
 	fputs("targets:\n", f);
 	for (unsigned i = 0; i < n; i++)
@@ -537,8 +642,13 @@ static int load(struct cli *c, char **operands, unsigned n, struct config **cfg)
 		r = build_config(c, operands, n, cfg);
 		if (r != EX_OK)
 			return r;
-		for (unsigned i = 0; i < (*cfg)->n_probes; i++)
-			(*cfg)->probes[i].sequential = c->sequential;
+		for (unsigned i = 0; i < (*cfg)->n_probes; i++) {
+			struct cfg_probe *p = &(*cfg)->probes[i];
+
+			p->sequential = c->sequential;
+			if (p->kind == CFG_PROBE_BURST && c->o.count && c->duration_ns)
+				p->ios = c->o.count; /* with its 'duration', the first to come */
+		}
 		return EX_OK;
 	}
 	r = c->config ? cfg_load_file(c->config, cfg, &err) : cfg_load_default(cfg, &err);
@@ -557,10 +667,10 @@ int probe_cli_main(int argc, char **argv)
 	struct config *cfg = NULL;
 	int r = parse_args(&c, argc, argv);
 
-	if (r >= 0)
+	if (r != GO_ON)
 		return r;
 	r = settle(&c, optind < argc);
-	if (r >= 0)
+	if (r != GO_ON)
 		return r;
 	r = load(&c, argv + optind, (unsigned)(argc - optind), &cfg);
 	if (r != EX_OK)

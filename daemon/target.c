@@ -415,9 +415,9 @@ static int walk_to_dir(struct target *t, const char *path, int *out)
  * The file target's directory, walked as above (O_PATH in *out), and its last
  * component in @leaf: that one is never followed, a file target names the file.
  */
-static int walk_to_file(struct target *t, int *out, char *leaf, size_t len)
+static int walk_to_file(struct target *t, const char *full, int *out, char *leaf, size_t len)
 {
-	const char *path = t->cfg->path;
+	const char *path = full;
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	size_t n = strlen(path);
@@ -431,9 +431,98 @@ static int walk_to_file(struct target *t, int *out, char *leaf, size_t len)
 		path = slash + 1;
 	}
 	if (strlen(path) >= len)
-		return terr(t, -ENAMETOOLONG, "%s: name too long", t->cfg->path);
+		return terr(t, -ENAMETOOLONG, "%s: name too long", full);
 	snprintf(leaf, len, "%s", path);
 	return walk_to_dir(t, dir, out);
+}
+
+static int read_small(int dfd, const char *name, char *buf, size_t len);
+
+/* A file target names the file: a symlink at the end is never followed. */
+static int leaf_is_link(struct target *t, const char *path)
+{
+	return terr(t, -ELOOP, "%s is a symlink: name the file itself", path);
+}
+
+/* A device's size from sysfs, without opening the device. */
+static uint64_t device_sysfs_size(dev_t rdev)
+{
+	char path[64], buf[32];
+	int dfd;
+	uint64_t sectors = 0;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(rdev), minor(rdev));
+	dfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	if (read_small(dfd, "size", buf, sizeof(buf)) == 0)
+		sectors = strtoull(buf, NULL, 10);
+	close(dfd);
+	return sectors * 512; /* sysfs counts 512-byte sectors whatever the device's */
+}
+
+/* The leaf of a path whose walk as a directory failed (@r, t->error set): a
+ * regular file; a symlink that is not a directory's is refused as open_file()
+ * refuses it. */
+static int kind_of_leaf(struct target *t, const char *path, int r, struct target_path_info *info)
+{
+	char leaf[NAME_MAX + 1], keep[sizeof(t->error)];
+	struct stat st;
+	int pfd;
+
+	if (r != -ENOTDIR && r != -ELOOP && r != -ENOENT)
+		return r;
+	snprintf(keep, sizeof(keep), "%s", t->error);
+	if (walk_to_file(t, path, &pfd, leaf, sizeof(leaf)) < 0)
+		return terr(t, r, "%s", keep);
+	if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		close(pfd);
+		if (errno == ENOENT)
+			return terr(t, -ENOENT, "%s: no such file or directory", path);
+		return terr(t, r, "%s", keep);
+	}
+	close(pfd);
+	/* A link walk_to_dir() would not follow (another owner's) says why. */
+	if (S_ISLNK(st.st_mode) && r == -ELOOP)
+		return terr(t, r, "%s", keep);
+	if (S_ISLNK(st.st_mode))
+		return leaf_is_link(t, path);
+	if (!S_ISREG(st.st_mode))
+		return terr(t, -EINVAL, "%s is not a directory, regular file or block device",
+			    path);
+	info->kind = CFG_TARGET_FILE;
+	info->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+int target_path_info(const char *path, struct target_path_info *info, char *err, size_t len)
+{
+	struct target t = {.fd = -1};
+	struct statfs sfs;
+	struct stat st;
+	int fd, r;
+
+	*info = (struct target_path_info){0};
+	/* Devices as device_stat() takes them: through any symlink. */
+	if (stat(path, &st) == 0 && S_ISBLK(st.st_mode)) {
+		info->kind = CFG_TARGET_DEVICE;
+		info->size = device_sysfs_size(st.st_rdev);
+		return 0;
+	}
+	r = walk_to_dir(&t, path, &fd);
+	if (r == 0) {
+		if (fstatfs(fd, &sfs) == 0)
+			info->fs_type = (long)sfs.f_type;
+		close(fd);
+		info->kind = CFG_TARGET_DIRECTORY;
+		return 0;
+	}
+	r = kind_of_leaf(&t, path, r, info);
+	if (r == 0 && statfs(path, &sfs) == 0)
+		info->fs_type = (long)sfs.f_type;
+	if (r < 0)
+		snprintf(err, len, "%s", t.error);
+	return r;
 }
 
 /* ---- require_mount ------------------------------------------------------- */
@@ -1383,7 +1472,7 @@ static int open_file(struct target *t)
 	r = snprintf(t->file_path, sizeof(t->file_path), "%s", path);
 	if (r < 0 || (size_t)r >= sizeof(t->file_path))
 		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
-	r = walk_to_file(t, &pfd, leaf, sizeof(leaf));
+	r = walk_to_file(t, path, &pfd, leaf, sizeof(leaf));
 	if (r < 0)
 		return r;
 
@@ -1397,7 +1486,7 @@ static int open_file(struct target *t)
 	if (S_ISLNK(lst.st_mode) || !S_ISREG(lst.st_mode)) {
 		close(pfd);
 		if (S_ISLNK(lst.st_mode))
-			return terr(t, -ELOOP, "%s is a symlink: name the file itself", path);
+			return leaf_is_link(t, path);
 		return terr(t, -EINVAL, "%s: not a regular file", path);
 	}
 
@@ -1917,7 +2006,7 @@ int target_check(struct target *t)
 		if (r == 0)
 			r = dir_identity(t, &dst, "");
 	} else {
-		r = walk_to_file(t, &pfd, leaf, sizeof(leaf));
+		r = walk_to_file(t, t->cfg->path, &pfd, leaf, sizeof(leaf));
 		if (r == 0 && fstatat(pfd, leaf, &dst, AT_SYMLINK_NOFOLLOW) < 0)
 			r = errno == ENOENT ? terr(t, -ESTALE, "%s was deleted", t->file_path)
 					    : terr(t, -errno, "%s: %m", t->file_path);

@@ -111,6 +111,23 @@ void target_describe(const struct target *t, struct target_desc *d);
  * trimmed, every byte outside printable ASCII replaced by '_'. */
 void target_label_text(char *s);
 
+/* What a path names, judged by the rules target_open() applies. */
+struct target_path_info {
+	enum cfg_target_kind kind;
+	uint64_t size; /* file, device: bytes */
+	long fs_type;  /* directory, file: statfs f_type; device: 0 */
+};
+
+/*
+ * What kind of target @path would be: a block device (through any symlink, as
+ * device targets are named: /dev/disk/by-id/), a directory (walked one component
+ * at a time, following only root's and our own symlinks), else a file (its
+ * directory walked so, its last component never followed). 0 with *@info, or
+ * -errno with the reason in @err, target_open()'s own words (-ELOOP a symlink
+ * not followed, -ENOENT a missing component, -EINVAL none of the three kinds).
+ */
+int target_path_info(const char *path, struct target_path_info *info, char *err, size_t len);
+
 /* Close the file descriptor (idempotent). */
 void target_close(struct target *t);
 
