@@ -5,9 +5,11 @@
  * PATH... (a directory, a regular file or a block device, measured ad hoc) or
  * the probes of a configuration (--config FILE [NAME...]).
  *
- * PATH... is turned into YAML and loaded with cfg_load_string(): a flag goes
- * through exactly the checks (and messages) its configuration key does, and
- * there is one validation path, not two. Running and printing is oneshot's.
+ * Each value is checked where it is parsed, against the configuration's own
+ * limits (config.h), so the message names the flag; PATH... is then turned into
+ * YAML and loaded with cfg_load_string(), through every check its keys get in a
+ * file. What a PATH is comes from target_path_info(): target.c's rules, not a
+ * second set. Running and printing is oneshot's.
  */
 #ifndef IOPULSE_PROBE_CLI_H
 #define IOPULSE_PROBE_CLI_H

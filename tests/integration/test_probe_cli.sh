@@ -15,7 +15,7 @@
 
 PYTHON=python3
 [[ -x /usr/bin/python3 ]] && PYTHON=/usr/bin/python3
-require_cmd ioping "$PYTHON"
+require_cmd ioping strace "$PYTHON"
 require_disk "$WORK"
 SCHEMA="$SOURCE_DIR/docs/probe-output.schema.json"
 
@@ -112,11 +112,48 @@ size=$(stat -c %s "$DIR/ioping.tmp")
 ((size == 2 * 1024 * 1024)) || fail "ioping -S 2m: ioping.tmp is $size bytes"
 size=$(stat -c %s "$KEPT")
 ((size == 4096 + 2 * 1024 * 1024)) || fail "iopulse probe -S 2m: $KEPT is $size bytes, want 4096 + 2MiB"
-ino=$(stat -c %i "$KEPT")
+# A layout writes the file (a new one, then its data): the same inode, its
+# data and its change time untouched mean the second -k only read it.
+was=$(stat -c '%i %y %z' "$KEPT") # nanoseconds
+sum=$(sha256sum <"$KEPT")
 run_probe 0 "$WORK/keep2.out" -k -S 2m -c 1 -q "$DIR"
-[[ $(stat -c %i "$KEPT") == "$ino" ]] || fail "the second -k did not reuse $KEPT (new inode)"
-grep -q "Laying out" "$WORK/keep2.out.err" && fail "the second -k laid the file out again"
+[[ $(stat -c '%i %y %z' "$KEPT") == "$was" ]] || fail "the second -k laid $KEPT out again: was $was, now $(stat -c '%i %y %z' "$KEPT")"
+[[ $(sha256sum <"$KEPT") == "$sum" ]] || fail "the second -k changed the data of $KEPT"
 rm -f "$DIR/ioping.tmp" "$KEPT"
+
+# Whatever else sits at iopulse-probe.tmp is never written, followed or removed.
+VICTIM=$WORK/victim
+head -c 65536 /dev/urandom >"$VICTIM"
+vsum=$(sha256sum <"$VICTIM")
+planted() { # planted NAME: refused, and neither it nor the victim changed
+	local what=$1 before
+	before=$(stat -c '%i %F %s %Y' "$KEPT")
+	run_probe 1 "$WORK/plant-$what.out" -k -c 1 -q "$DIR"
+	grep -q "iopulse-probe.tmp" "$WORK/plant-$what.out" || fail "-k over a $what: no word of it:"$'\n'"$(cat "$WORK/plant-$what.out")"
+	[[ $(stat -c '%i %F %s %Y' "$KEPT") == "$before" ]] || fail "-k changed the planted $what"
+	[[ $(sha256sum <"$VICTIM") == "$vsum" ]] || fail "-k over a $what changed $VICTIM"
+	rm -rf "$KEPT"
+}
+ln -s "$VICTIM" "$KEPT" && planted symlink
+ln "$VICTIM" "$KEPT" && planted hardlink
+mkfifo "$KEPT" && planted fifo
+mkdir "$KEPT" && planted directory
+if [[ $EUID == 0 ]]; then
+	head -c $((4096 + 2 * 1024 * 1024)) /dev/urandom >"$KEPT"
+	chown nobody "$KEPT"
+	cp "$KEPT" "$VICTIM" && vsum=$(sha256sum <"$VICTIM")
+	ksum=$(sha256sum <"$KEPT")
+	planted_foreign() { [[ $(sha256sum <"$KEPT") == "$ksum" ]] || fail "-k wrote the foreign file"; }
+	before=$(stat -c '%i %U %s %Y' "$KEPT")
+	run_probe 1 "$WORK/plant-foreign.out" -k -c 1 -q "$DIR"
+	planted_foreign
+	[[ $(stat -c '%i %U %s %Y' "$KEPT") == "$before" ]] || fail "-k changed the foreign file"
+	rm -f "$KEPT"
+else
+	note "-k over a foreign file not tested: needs root"
+fi
+listing "$DIR"
+[[ -z $LIST ]] || fail "the planted-file runs left files behind in $DIR: $LIST"
 
 # ---- -W, -Y, -C, -L, -R ----------------------------------------------------
 
@@ -128,12 +165,66 @@ count "$WORK/sync.out" '>>> .* time=.* fdatasync='
 grep -q '^fdatasync: 2 requests completed' "$WORK/sync.out" || fail "-W -Y: no fdatasync summary"
 run_probe 0 "$WORK/cached.out" -C -c 1 -i 0 "$DIR"
 grep -q "no O_DIRECT" "$WORK/cached.out.err" || fail "-C does not say it measures without O_DIRECT"
+# The probe file's open flags while a probe waits between requests: O_DIRECT
+# (040000 on x86 and arm64) unless -C; -D is ioping's O_DIRECT, a no-op here.
+# o_direct FLAGS... : "0" or "1" in ODIRECT.
+o_direct() {
+	local pid fd flags=
+	"${SPAWN[@]}" "$IOPULSE" probe -i 1h "$@" "$DIR" >"$WORK/odirect.out" 2>&1 &
+	pid=$!
+	on_exit reap "$pid" "iopulse probe"
+	probe_fd() {
+		for fd in /proc/"$pid"/fd/*; do
+			[[ $(readlink "$fd") == "$DIR/"*' (deleted)' ]] || continue
+			flags=$(awk '/^flags:/ {print $2}' /proc/"$pid"/fdinfo/"${fd##*/}")
+			grep -q 'request=1 ' "$WORK/odirect.out" && return 0
+		done
+		return 1
+	}
+	wait_until 20 "the probe file open in iopulse probe $*" probe_fd
+	kill -INT "$pid"
+	wait "$pid" || fail "iopulse probe $* -i 1h: status $? after SIGINT"
+	ODIRECT=$(((8#$flags & 8#40000) != 0))
+}
+o_direct
+((ODIRECT == 1)) || fail "the probe file is open without O_DIRECT"
+o_direct -D
+((ODIRECT == 1)) || fail "-D: the probe file is open without O_DIRECT"
+o_direct -C
+((ODIRECT == 0)) || fail "-C: the probe file is open with O_DIRECT"
 # -L: sequential, and 256k requests unless -s, in both.
 both seq -L -c 3 -i 0 -- -L -c 3 -i 0
 same_count seq '^256(\.0)? KiB <<< ' '^256(\.0)? KiB <<< ' 3
-both rate -R -c 50 -- -R -c 50
+# ... and the offsets follow each other by the request size (random: they do not).
+offsets() { # offsets FLAGS...: the pread offsets into the probe file, in OFFS
+	strace -f -qq -e trace=pread64 -o "$WORK/strace.out" "$IOPULSE" probe --engine sync -q -c 6 -i 0 -s 8k "$@" "$DIR" >/dev/null 2>&1 ||
+		fail "iopulse probe under strace: status $?"
+	OFFS=$(grep -oE 'pread64\([0-9]+, .*, 8192, [0-9]+\) = 8192' "$WORK/strace.out" | sed -E 's/.*, ([0-9]+)\) = 8192$/\1/' | tail -6 | tr '\n' ' ')
+}
+steps() { # steps OFFSETS...: whether each is the one before plus 8k
+	local prev=-1 o
+	for o in "$@"; do
+		((prev < 0 || o == prev + 8192)) || return 1
+		prev=$o
+	done
+}
+offsets -L
+# shellcheck disable=SC2086
+set -- $OFFS
+(($# == 6)) || fail "-L under strace: $# preads of 8k, want 6:"$'\n'"$(cat "$WORK/strace.out")"
+steps "$@" || fail "-L: offsets do not follow each other by 8k: $OFFS"
+offsets
+# shellcheck disable=SC2086
+steps $OFFS && fail "without -L, 6 offsets follow each other by 8k: $OFFS"
+# -R: back to back (-i 0) and quiet: 100 requests that would take 100s at the
+# default 1s are done within both()'s timeout; without -c, its 3s deadline ends it.
+both rate -R -c 100 -- -R -c 100
 same_count rate 'request=' 'request=' 0
 same_count rate 'statistics' 'statistics' 1
+grep -q '^read: 100 requests completed' "$WORK/rate.iopulse" || fail "-R -c 100:"$'\n'"$(cat "$WORK/rate.iopulse")"
+rc=0
+timeout 15 "$IOPULSE" probe -R -J "$DIR" >"$WORK/rate2.out" 2>&1 || rc=$?
+((rc == 0)) || fail "-R without -c or -w: status $rc (no deadline?)"
 listing "$DIR"
 [[ -z $LIST ]] || fail "probes without -k left files behind in $DIR: $LIST"
 
@@ -183,10 +274,34 @@ EOF
 
 # ---- refusals and usage errors --------------------------------------------
 
+# Symlinks: exactly target.c's rules, as the daemon applies them. Our own
+# link to a directory is followed; to a file, refused (a file target names the
+# file); another user's, in a sticky directory, refused with the daemon's words.
 ln -s "$DIR" "$WORK/link"
-run_probe 77 "$WORK/link.out" -c 1 "$WORK/link"
-grep -q "symlink" "$WORK/link.out.err" || fail "a symlinked PATH: no word of the symlink"
+run_probe 0 "$WORK/link.out" -c 1 -i 0 -q "$WORK/link"
+run_probe 0 "$WORK/link2.out" -c 1 -i 0 -q "$WORK/link/"
 head -c 65536 /dev/urandom >"$WORK/file"
+ln -s "$WORK/file" "$WORK/flink"
+run_probe 77 "$WORK/flink.out" -c 1 "$WORK/flink"
+grep -q "flink is a symlink: name the file itself" "$WORK/flink.out.err" || fail "a symlinked file:"$'\n'"$(cat "$WORK/flink.out.err")"
+if [[ $EUID == 0 ]]; then
+	mkdir -m 1777 "$WORK/sticky"
+	ln -s "$DIR" "$WORK/sticky/foreign"
+	chown -h nobody "$WORK/sticky/foreign"
+	run_probe 77 "$WORK/foreign.out" -c 1 "$WORK/sticky/foreign"
+	grep -q "'foreign' is a symlink owned by uid" "$WORK/foreign.out.err" ||
+		fail "another user's symlink: no word of its owner:"$'\n'"$(cat "$WORK/foreign.out.err")"
+	# The daemon's (and --config's) open of the same path says the same.
+	FCFG=$WORK/foreign.yaml
+	target_config "$FCFG" "$WORK/sticky/foreign" 8MiB
+	ping_item "$FCFG" p read
+	run_probe 1 "$WORK/foreign-cfg.out" --config "$FCFG" -c 1
+	msg=$(sed 's/^iopulse probe: //' "$WORK/foreign.out.err")
+	grep -qF -- "$msg" "$WORK/foreign-cfg.out" ||
+		fail "iopulse probe PATH and the configuration disagree on a foreign symlink: '$msg' vs"$'\n'"$(cat "$WORK/foreign-cfg.out")"
+else
+	note "another user's symlink not tested: needs root"
+fi
 run_probe 77 "$WORK/wfile.out" -W -c 1 "$WORK/file"
 grep -q "only reads it" "$WORK/wfile.out.err" || fail "-W on a file: no clear message"
 run_probe 0 "$WORK/rfile.out" -c 2 -i 0 -q "$WORK/file"
@@ -195,6 +310,57 @@ run_probe 66 "$WORK/missing.out" -c 1 "$WORK/nope"
 run_probe 64 "$WORK/ysync.out" -Y -c 1 "$DIR"
 run_probe 64 "$WORK/cfgsize.out" --config "$CHK" -s 8k
 grep -q -- "--size" "$WORK/cfgsize.out.err" || fail "--config with -s: the message does not name --size"
+
+# Bad values name the flag and the configuration's limits, checked up front.
+# bad STATUS MESSAGE ARGS...: exits STATUS, stderr has MESSAGE (fixed string).
+bad() {
+	local want=$1 msg=$2
+	shift 2
+	run_probe "$want" "$WORK/bad.out" "$@"
+	grep -qF -- "$msg" "$WORK/bad.out.err" || fail "iopulse probe $*: want '$msg', got:"$'\n'"$(cat "$WORK/bad.out.err")"
+	[[ ! -s $WORK/bad.out ]] || fail "iopulse probe $*: ran something:"$'\n'"$(cat "$WORK/bad.out")"
+}
+bad 64 "-S/--working-set 8k: must be between 1MiB and 1TiB" -S 8k "$DIR"
+bad 64 "-s/--size '3000': a multiple of 512" -s 3000 "$DIR"
+bad 64 "-s/--size 2MiB is larger than -S/--working-set 1MiB" -s 2m -S 1m "$DIR"
+bad 64 "-w/--deadline '25h': a duration from 1ms to 24h" -w 25h "$DIR"
+bad 64 "--duration '1h': a duration from 100ms to 10m" --duration 1h "$DIR"
+bad 64 "-w/--deadline for a burst is its duration: from 100ms to 10m" --rw read -w 1h "$DIR"
+bad 64 "--rw 'sideways': randread, randwrite, randrw, read or write" --rw sideways "$DIR"
+# -S past a regular file: refused before anything runs, with the file's size.
+head -c $((8 << 20)) /dev/urandom >"$WORK/file8m"
+bad 64 "-S/--working-set 1GiB is larger than $WORK/file8m (file 8.0 MiB, 8388608 bytes)" -c 1 -S 1g "$WORK/file8m"
+# Flags that do not go together.
+bad 64 "--interval (-i) is for pings" -i 1 --rw randread "$DIR"
+bad 64 "--period (-p) prints summary lines: not with --json (-J)" -p 2 -J "$DIR"
+bad 64 "--keep (-k) keeps a probe file of our own in a directory; $WORK/file is a file" -k "$WORK/file"
+# A PATH that is not there but names a probe of the embedded default: the
+# command line of old ran that probe (see iopulse(8)).
+name=$("$IOPULSE" check | awk '/^probes:/ {p = 1} p && /- name:/ {print $3; exit}')
+[[ -n $name ]] || fail "no probe name in the embedded default"
+(cd "$WORK" && "$IOPULSE" probe "$name" >/dev/null 2>"$WORK/dym.err") && fail "probe $name ran"
+grep -qF "did you mean \`iopulse probe --config FILE $name\`?" "$WORK/dym.err" || fail "probe $name: no hint:"$'\n'"$(cat "$WORK/dym.err")"
+run_probe 66 "$WORK/nodym.out" "$WORK/nope"
+grep -q "did you mean" "$WORK/nodym.out.err" && fail "a hint for a name that is no probe"
+# A target that fails to open: its header and message name the PATH only.
+head -c 100 /dev/urandom >"$WORK/tiny"
+run_probe 1 "$WORK/tiny.out" -c 1 "$WORK/tiny"
+grep -qE 'path1|\? \?|engine auto' "$WORK/tiny.out" && fail "a failed PATH's summary names our synthetic names:"$'\n'"$(cat "$WORK/tiny.out")"
+grep -qF "error: $WORK/tiny is smaller than" "$WORK/tiny.out" || fail "a too small file:"$'\n'"$(cat "$WORK/tiny.out")"
+
+# ioping's -c 0 (no limit: -w ends it) and -D (O_DIRECT, ours anyway).
+run_probe 0 "$WORK/c0.out" -c 0 -w 1 -i 0.1 -q -D "$DIR"
+grep -qE '^read: [0-9]+ requests completed' "$WORK/c0.out" || fail "-c 0 -w 1:"$'\n'"$(cat "$WORK/c0.out")"
+
+# A burst with -c and -w: whichever comes first, as for pings. 10^7 I/Os do
+# not fit in 1s on any disk here; -w ends it, without an error.
+rc=0
+timeout 60 "$IOPULSE" probe --rw randread -Q 4 -c 10000000 -w 1 -q "$DIR" >"$WORK/cw.out" 2>&1 || rc=$?
+((rc == 0)) || fail "burst -c 10000000 -w 1: status $rc:"$'\n'"$(cat "$WORK/cw.out")"
+n=$(sed -nE 's/^read: ([0-9]+) requests completed.*/\1/p' "$WORK/cw.out")
+[[ -n $n ]] && ((n > 0 && n < 10000000)) || fail "burst -c 10000000 -w 1: $n I/Os:"$'\n'"$(cat "$WORK/cw.out")"
+run_probe 0 "$WORK/cw2.out" --rw randread -Q 4 -c 100 -w 60 -q "$DIR"
+grep -q '^read: 100 requests completed' "$WORK/cw2.out" || fail "burst -c 100 -w 60:"$'\n'"$(cat "$WORK/cw2.out")"
 
 if [[ $EUID == 0 ]] && mkdir "$WORK/tmpfs" && mount -t tmpfs -o size=16m iopulse-test "$WORK/tmpfs" 2>/dev/null; then
 	TMPFS_MOUNTS+=("$WORK/tmpfs")
@@ -219,6 +385,16 @@ if command -v losetup >/dev/null && LOOP=$(losetup --find --show "$IMG" 2>/dev/n
 	count "$WORK/dev.out" "<<< $LOOP .*request=[0-9]+ time="
 	((N == 3)) || fail "reading $LOOP: $N request lines, want 3:"$'\n'"$(cat "$WORK/dev.out")"
 	run_probe 77 "$WORK/devw.out" -W -c 1 "$LOOP"
+	# A device through a symlink (as /dev/disk/by-id/ names it; a device is
+	# under /dev/), read only.
+	DEVLINK=$(mktemp -u /dev/iopulse-test-link.XXXXXX)
+	ln -s "$LOOP" "$DEVLINK"
+	on_exit rm -f "$DEVLINK"
+	run_probe 0 "$WORK/devlink.out" -c 2 -i 0 -q "$DEVLINK"
+	grep -q '^read: 2 requests completed' "$WORK/devlink.out" || fail "a symlinked device:"$'\n'"$(cat "$WORK/devlink.out")"
+	run_probe 64 "$WORK/devbig.out" -c 1 -S 1g "$DEVLINK"
+	grep -q -- "-S/--working-set 1GiB is larger than .*(device 8.0 MiB" "$WORK/devbig.out.err" || fail "-S past a device:"$'\n'"$(cat "$WORK/devbig.out.err")"
+	run_probe 64 "$WORK/devk.out" -k -c 1 "$LOOP"
 	run_probe 77 "$WORK/devrw.out" --rw randwrite -c 10 "$LOOP"
 	[[ $(sha256sum <"$IMG") == "$sum" ]] || fail "$LOOP changed"
 else
@@ -239,6 +415,29 @@ wait "$pid" || rc=$?
 ((rc == 0)) || fail "SIGINT: status $rc, want 0:"$'\n'"$(cat "$WORK/int.err")"
 grep -q "statistics" "$WORK/int.out" || fail "SIGINT: no summary:"$'\n'"$(cat "$WORK/int.out")"
 grep -q "interrupted: results so far" "$WORK/int.out" || fail "SIGINT: the summary does not say it was interrupted"
+
+# SIGINT while the probe file is laid out (a large one, at full speed): an
+# interruption too, not an error, and nothing left behind.
+"${SPAWN[@]}" "$IOPULSE" probe -S 8g "$DIR" >"$WORK/lint.out" 2>"$WORK/lint.err" &
+pid=$!
+on_exit reap "$pid" "iopulse probe"
+laying_out() { # the unnamed probe file open, some of it written
+	local fd
+	for fd in /proc/"$pid"/fd/*; do
+		[[ $(readlink "$fd") == "$DIR/"*' (deleted)' ]] && (($(stat -L -c %s "$fd") > 0)) && return 0
+	done
+	return 1
+}
+wait_until 20 "the probe file's layout" laying_out
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+((rc == 0)) || fail "SIGINT during the layout: status $rc, want 0:"$'\n'"$(cat "$WORK/lint.err" "$WORK/lint.out")"
+grep -q "request=" "$WORK/lint.out" && fail "the 8g layout was over before SIGINT: nothing tested"
+grep -q "error" "$WORK/lint.out" "$WORK/lint.err" && fail "SIGINT during the layout is an error:"$'\n'"$(cat "$WORK/lint.err" "$WORK/lint.out")"
+grep -q "interrupted" "$WORK/lint.out" || fail "SIGINT during the layout: no word of it:"$'\n'"$(cat "$WORK/lint.out")"
+listing "$DIR"
+[[ -z $LIST ]] || fail "SIGINT during the layout left $LIST in $DIR"
 
 # ---- the daemon and probe on one directory ---------------------------------
 

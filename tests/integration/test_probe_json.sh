@@ -172,9 +172,10 @@ run_probe 64 "$WORK/nope.out" --config "$CFG" --json rd nope
 grep -q "nope" "$WORK/nope.out.err" || fail "unknown probe name: stderr does not name it:"$'\n'"$(cat "$WORK/nope.out.err")"
 [[ ! -s $WORK/nope.out ]] || fail "unknown probe name: stdout not empty:"$'\n'"$(cat "$WORK/nope.out")"
 
-run_probe 64 "$WORK/count0.out" --config "$CFG" --count 0 rd
-grep -q -- "--count" "$WORK/count0.out.err" || fail "--count 0: message does not name --count:"$'\n'"$(cat "$WORK/count0.out.err")"
-[[ ! -s $WORK/count0.out ]] || fail "--count 0: stdout not empty:"$'\n'"$(cat "$WORK/count0.out")"
+# (--count 0 is ioping's "no limit", not an error: test_probe_cli.)
+run_probe 64 "$WORK/count0.out" --config "$CFG" --count 10000001 rd
+grep -q -- "--count" "$WORK/count0.out.err" || fail "--count 10000001: message does not name --count:"$'\n'"$(cat "$WORK/count0.out.err")"
+[[ ! -s $WORK/count0.out ]] || fail "--count 10000001: stdout not empty:"$'\n'"$(cat "$WORK/count0.out")"
 
 # ---- the human summary -----------------------------------------------------
 
