@@ -332,7 +332,7 @@ head -c $((8 << 20)) /dev/urandom >"$WORK/file8m"
 bad 64 "-S/--working-set 1GiB is larger than $WORK/file8m (file 8.0 MiB, 8388608 bytes)" -c 1 -S 1g "$WORK/file8m"
 # Flags that do not go together.
 bad 64 "--interval (-i) is for pings" -i 1 --rw randread "$DIR"
-bad 64 "--period (-p) prints summary lines: not with --json (-J)" -p 2 -J "$DIR"
+bad 64 "--period (-p) prints summary lines: not with --json (-J)" -p 2 -J -c 2 -i 0 "$DIR"
 bad 64 "--keep (-k) keeps a probe file of our own in a directory; $WORK/file is a file" -k "$WORK/file"
 # A PATH that is not there but names a probe of the embedded default: the
 # command line of old ran that probe (see iopulse(8)).
