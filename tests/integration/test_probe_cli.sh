@@ -358,7 +358,7 @@ rc=0
 timeout 60 "$IOPULSE" probe --rw randread -Q 4 -c 10000000 -w 1 -q "$DIR" >"$WORK/cw.out" 2>&1 || rc=$?
 ((rc == 0)) || fail "burst -c 10000000 -w 1: status $rc:"$'\n'"$(cat "$WORK/cw.out")"
 n=$(sed -nE 's/^read: ([0-9]+) requests completed.*/\1/p' "$WORK/cw.out")
-[[ -n $n ]] && ((n > 0 && n < 10000000)) || fail "burst -c 10000000 -w 1: $n I/Os:"$'\n'"$(cat "$WORK/cw.out")"
+{ [[ -n $n ]] && ((n > 0 && n < 10000000)); } || fail "burst -c 10000000 -w 1: $n I/Os:"$'\n'"$(cat "$WORK/cw.out")"
 run_probe 0 "$WORK/cw2.out" --rw randread -Q 4 -c 100 -w 60 -q "$DIR"
 grep -q '^read: 100 requests completed' "$WORK/cw2.out" || fail "burst -c 100 -w 60:"$'\n'"$(cat "$WORK/cw2.out")"
 
