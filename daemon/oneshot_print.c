@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hist.h"
+#include "json.h"
 #include "oneshot_int.h"
 
 void stats_add(struct lat_stats *s, uint64_t ns)
@@ -221,20 +222,19 @@ void oneshot_print_human(const struct probe_sum *ps, const struct oneshot_opts *
 
 /* ---------------------------------------------------------------- JSON */
 
-static void json_string(const char *s)
+/* @s as a JSON string on stdout, escaped as /status.json escapes it (invalid
+ * UTF-8 in a path or an error message becomes U+FFFD: the output stays JSON). */
+static void print_json_string(const char *s)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	struct buf b;
 
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
+	buf_init(&b);
+	json_string(&b, s);
+	if (b.oom)
+		fputs("\"\"", stdout);
+	else
+		fwrite(b.data, 1, b.len, stdout);
+	buf_free(&b);
 }
 
 static void json_seconds(const char *key, uint64_t ns, bool comma)
@@ -287,28 +287,28 @@ static void print_json_probe(const struct probe_sum *ps)
 	const struct cfg_probe *p = ps->cfg;
 
 	printf("    {\"name\": ");
-	json_string(p->name);
+	print_json_string(p->name);
 	printf(", \"type\": \"%s\", \"target\": ", cfg_probe_kind_name(p->kind));
-	json_string(ps->target->name);
+	print_json_string(ps->target->name);
 	printf(", \"path\": ");
-	json_string(ps->target->path);
+	print_json_string(ps->target->path);
 	printf(", \"target_kind\": \"%s\", \"block_size\": %" PRIu64 ", \"engine\": ",
 	       cfg_target_kind_name(ps->target->kind), p->block_size);
-	json_string(ps->engine ? ps->engine : p->engine);
+	print_json_string(ps->engine ? ps->engine : p->engine);
 	if (ps->desc.fstype[0]) {
 		printf(", \"filesystem\": ");
-		json_string(ps->desc.fstype);
+		print_json_string(ps->desc.fstype);
 	}
 	if (ps->desc.device[0]) {
 		printf(", \"device\": ");
-		json_string(ps->desc.device);
+		print_json_string(ps->desc.device);
 	}
 	printf(", \"status\": \"%s\"", ps->error	 ? "error"
 				       : ps->interrupted ? "interrupted"
 							 : "ok");
 	if (ps->error) {
 		printf(", \"error\": ");
-		json_string(ps->message);
+		print_json_string(ps->message);
 	}
 	if (p->kind == CFG_PROBE_PING)
 		printf(", \"requests\": %" PRIu64, ps->requests);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../config/config.h"
+#include "json.h"
 #include "oneshot.h"
 #include "probe_cli.h"
 #include "target.h"
@@ -506,21 +507,22 @@ static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind
 /* ---------------------------------------------------------------- YAML */
 
 /* @s as a YAML double-quoted scalar, '$' doubled (the configuration expands
- * ${VAR} in paths); false for a control character, which no YAML scalar takes
- * back unchanged. */
+ * ${VAR} in paths); false for a control character or bytes that are not UTF-8,
+ * which no YAML scalar takes back unchanged. */
 static bool yaml_string(FILE *f, const char *s)
 {
+	size_t n;
+
 	fputc('"', f);
-	for (; *s; s++) {
+	for (; *s; s += n) {
 		unsigned char ch = (unsigned char)*s;
 
-		if (ch < 0x20 || ch == 0x7f)
+		n = utf8_seq_len(s);
+		if (ch < 0x20 || ch == 0x7f || n == 0)
 			return false;
-		if (ch == '"' || ch == '\\')
-			fputc('\\', f);
-		if (ch == '$')
-			fputc('$', f);
-		fputc(ch, f);
+		if (ch == '"' || ch == '\\' || ch == '$')
+			fputc(ch == '$' ? '$' : '\\', f);
+		fwrite(s, 1, n, f);
 	}
 	fputs("\"\n", f);
 	return true;
@@ -611,7 +613,10 @@ static int build_config(struct cli *c, char **paths, unsigned n, struct config *
 		ok = ok && emit_probe(f, c, i, kinds[i]);
 	if (fclose(f) != 0 || !ok) {
 		f = NULL;
-		fputs("iopulse probe: a PATH or option with a control character\n", stderr);
+		fputs("iopulse probe: a PATH or option with a control character or bytes that are "
+		      "not "
+		      "UTF-8: not supported\n",
+		      stderr);
 		r = EX_USAGE;
 		goto out;
 	}

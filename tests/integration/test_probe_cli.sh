@@ -307,6 +307,14 @@ grep -q "only reads it" "$WORK/wfile.out.err" || fail "-W on a file: no clear me
 run_probe 0 "$WORK/rfile.out" -c 2 -i 0 -q "$WORK/file"
 grep -q '^read: 2 requests completed' "$WORK/rfile.out" || fail "reading a file:"$'\n'"$(cat "$WORK/rfile.out")"
 run_probe 66 "$WORK/missing.out" -c 1 "$WORK/nope"
+# Any UTF-8 name, quotes and '$' included, as is; bytes that are not UTF-8
+# cannot go through the configuration: refused, saying so.
+ODD="$WORK/dé \$x\"q"
+mkdir "$ODD" "$WORK/d"$'\xff'
+run_probe 0 "$WORK/odd.out" -c 1 -S 1m "$ODD"
+grep -qF "<<< $ODD (" "$WORK/odd.out" || fail "a path with é, \$ and a quote:"$'\n'"$(cat "$WORK/odd.out")"
+run_probe 64 "$WORK/notutf8.out" -c 1 -S 1m "$WORK/d"$'\xff'
+grep -q "not UTF-8" "$WORK/notutf8.out.err" || fail "a path that is not UTF-8: no clear message"
 run_probe 64 "$WORK/ysync.out" -Y -c 1 "$DIR"
 run_probe 64 "$WORK/cfgsize.out" --config "$CHK" -s 8k
 grep -q -- "--size" "$WORK/cfgsize.out.err" || fail "--config with -s: the message does not name --size"
