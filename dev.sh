@@ -22,7 +22,7 @@ cd "$(dirname "$0")"
 PACKAGES=(gcc make cmake pkg-config git libyaml-dev libmicrohttpd-dev liburing-dev libaio-dev
 	libsystemd-dev zlib1g-dev)
 TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema
-	ioping dpkg-dev lintian chromium python3-html5lib strace)
+	ioping dpkg-dev lintian chromium python3-html5lib strace debootstrap systemd-container)
 # What bench/ compares against and measures with.
 BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter)
 # libFuzzer is in clang's runtime package, which clang only recommends.

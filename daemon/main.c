@@ -22,6 +22,7 @@
 
 #include "../config/config.h"
 #include "../engines/engine.h"
+#include "check_dirs.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -61,7 +62,8 @@ static const char check_usage[] =
 	"Usage: iopulse check [--config FILE]\n"
 	"\n"
 	"Validate a configuration and print the effective schedule, every default\n"
-	"filled in. Exits 0 when valid, 78 when not.\n"
+	"filled in. Exits 0 when valid, 78 when not, 66 when a target directory is\n"
+	"missing, 73 when one is not writable by the user running the check.\n"
 	"\n"
 	"  -c, --config FILE      YAML configuration (default: the embedded default)\n"
 	"  -h, --help             show this help\n";
@@ -191,8 +193,9 @@ static int cmd_check(int argc, char **argv)
 		return r;
 	cfg_print(cfg, stdout);
 	check_warnings(cfg);
+	r = check_dirs(cfg);
 	cfg_free(cfg);
-	return EX_OK;
+	return r;
 }
 
 /* The command line is probe_cli's: ioping's flags, PATH... or --config. */

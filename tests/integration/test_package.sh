@@ -8,12 +8,15 @@
 #   - the file list: binary, service and socket units, /etc/iopulse/iopulse.yaml,
 #     man pages, dashboards, README, copyright, changelog; owners root/root,
 #     modes 0755 (directories, the binary) and 0644 (everything else);
-#   - /etc/iopulse/iopulse.yaml is a conffile and is the shipped default;
+#   - /etc/iopulse/iopulse.yaml (the shipped default) and /etc/default/iopulse
+#     are the conffiles; the maintainer scripts are there, executable, and the
+#     Depends name what they run (adduser, init-system-helpers);
 #   - `lintian` reports no error (E:); warnings are printed, not fatal;
 #   - `dpkg -x` into $WORK (never dpkg -i: the machine is not touched): the binary
 #     is stripped, runs `version` and `check`s the shipped configuration;
 #   - `cmake --install` with DESTDIR puts the same files in place and does not
 #     overwrite an edited configuration when run again.
+# test_package_install.sh installs the package in a Debian 12 container.
 # Skipped (77) when cpack, dpkg-deb, dpkg-shlibdeps or lintian is missing.
 
 # shellcheck source=lib.sh
@@ -67,7 +70,9 @@ expect_field Priority optional
 DEPENDS=$(field Depends)
 note "Depends: $DEPENDS"
 # One package per library the binary links (Debian 12 names; t64 for later).
-for pkg in libyaml-0-2 libmicrohttpd12 liburing2 'libaio1(t64)?' libsystemd0 zlib1g libc6; do
+# adduser and init-system-helpers: what the maintainer scripts run.
+for pkg in libyaml-0-2 libmicrohttpd12 liburing2 'libaio1(t64)?' libsystemd0 zlib1g libc6 \
+	adduser init-system-helpers; do
 	[[ ", $DEPENDS," =~ [\ ,]${pkg}[\ ,] ]] || fail "Depends lacks $pkg: $DEPENDS"
 done
 
@@ -83,6 +88,8 @@ UNIT=$(awk '{print $6}' "$WORK/contents" | grep -E '^\./(usr/)?lib/systemd/syste
 [[ -n $UNIT ]] || fail "the package lacks the unit iopulse.service under lib/systemd/system"
 has "${UNIT%.service}.socket" # socket activation: the packaged default
 has ./etc/iopulse/iopulse.yaml
+has ./etc/default/iopulse
+has ./usr/share/doc/iopulse/iopulse-directory.conf.example
 has ./usr/share/man/man8/iopulse.8.gz
 has ./usr/share/man/man5/iopulse.yaml.5.gz
 for f in "$SOURCE_DIR"/dashboards/*; do
@@ -103,10 +110,21 @@ awk '$2 != "root/root" { print "owner " $2 ": " $6 }
 
 dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles >"$WORK/conffiles" 2>/dev/null ||
 	fail "the package has no conffiles"
-[[ $(cat "$WORK/conffiles") == /etc/iopulse/iopulse.yaml ]] ||
-	fail "conffiles is '$(cat "$WORK/conffiles")', expected /etc/iopulse/iopulse.yaml"
+[[ $(sort "$WORK/conffiles") == $'/etc/default/iopulse\n/etc/iopulse/iopulse.yaml' ]] ||
+	fail "conffiles is '$(cat "$WORK/conffiles")', expected /etc/default/iopulse and /etc/iopulse/iopulse.yaml"
+sort -o "$WORK/conffiles" "$WORK/conffiles"
+grep -qx 'ARGS=""' <(dpkg-deb --fsys-tarfile "$DEB" | tar -xO ./etc/default/iopulse) ||
+	fail "/etc/default/iopulse does not set ARGS=\"\""
+# The maintainer scripts: executable, shell, and doing what their names promise.
+dpkg-deb --ctrl-tarfile "$DEB" | tar -tvf - >"$WORK/control-files"
+for script in postinst prerm postrm; do
+	grep -qE "^-rwxr-xr-x root/root .* \./$script\$" "$WORK/control-files" ||
+		fail "the package has no executable $script: $(cat "$WORK/control-files")"
+done
+dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./postinst | grep -q 'deb-systemd-helper enable' ||
+	fail "the postinst does not enable the units"
 # Every file under /etc must be a conffile (lintian: file-in-etc-not-marked-as-conffile).
-awk '/^-/ && $6 ~ /^\.\/etc\// { print substr($6, 2) }' "$WORK/contents" >"$WORK/etc-files"
+awk '/^-/ && $6 ~ /^\.\/etc\// { print substr($6, 2) }' "$WORK/contents" | sort >"$WORK/etc-files"
 diff -u "$WORK/conffiles" "$WORK/etc-files" >&2 || fail "files under /etc and conffiles differ"
 
 # ---- lintian --------------------------------------------------------------------
@@ -144,13 +162,15 @@ done
 
 INST="$WORK/inst"
 DESTDIR="$INST" cmake --install "$BUILD" --prefix /usr >>"$LOG" 2>&1 || fail "cmake --install failed"
-[[ -x $INST/usr/bin/iopulse && -f $INST/etc/iopulse/iopulse.yaml &&
+[[ -x $INST/usr/bin/iopulse && -f $INST/etc/iopulse/iopulse.yaml && -f $INST/etc/default/iopulse &&
 	-f $INST/usr/share/man/man8/iopulse.8.gz ]] || fail "cmake --install left files out: $(cd "$INST" && find . | sort)"
 [[ -f $INST${UNIT#.} ]] || fail "cmake --install did not put the unit at ${UNIT#.}"
 echo "# edited by the administrator" >>"$INST/etc/iopulse/iopulse.yaml"
+echo "# edited by the administrator" >>"$INST/etc/default/iopulse"
 DESTDIR="$INST" cmake --install "$BUILD" --prefix /usr >>"$LOG" 2>&1 || fail "cmake --install (again) failed"
-grep -q "edited by the administrator" "$INST/etc/iopulse/iopulse.yaml" ||
-	fail "cmake --install overwrote an edited /etc/iopulse/iopulse.yaml"
+for f in /etc/iopulse/iopulse.yaml /etc/default/iopulse; do
+	grep -q "edited by the administrator" "$INST$f" || fail "cmake --install overwrote an edited $f"
+done
 
 note "package contents:"
 sed 's/^/#   /' "$WORK/contents"

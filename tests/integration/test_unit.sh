@@ -3,8 +3,9 @@
 #
 # The systemd units: `systemd-analyze verify` reports nothing for the service or
 # the socket, and `systemd-analyze security --offline=yes` scores the service at
-# most 1.2. The drop-in example for raw block devices verifies cleanly on top of
-# it. When strace can trace here, the daemon's own system calls during a short
+# most 1.2. The drop-in examples verify cleanly on top of it: the one for raw
+# block devices, and the one for a probe directory on another file system
+# (ReadWritePaths=), which also keeps the score at most 1.2. When strace can trace here, the daemon's own system calls during a short
 # run (given its socket as by iopulse.socket, the packaged default; io_uring,
 # libaio and sync engines, pings and bursts, a scrape, SIGTERM) all pass the
 # unit's SystemCallFilter=, and none asks for memory that MemoryDenyWriteExecute=
@@ -24,8 +25,10 @@ command -v systemd-analyze >/dev/null || skip "systemd-analyze not found"
 MAX_EXPOSURE=1.2
 UNIT="$SOURCE_DIR/systemd/iopulse.service"
 DROPIN="$SOURCE_DIR/systemd/iopulse-block-device.conf.example"
+DIR_DROPIN="$SOURCE_DIR/systemd/iopulse-directory.conf.example"
 [[ -f $UNIT ]] || fail "$UNIT is missing"
 [[ -f $DROPIN ]] || fail "$DROPIN is missing"
+[[ -f $DIR_DROPIN ]] || fail "$DIR_DROPIN is missing"
 note "$(systemd-analyze --version | head -n 1)"
 
 # ---- verify ----------------------------------------------------------------
@@ -88,6 +91,31 @@ grep '✗' "$OUT" | sed 's/^/#   /' || true
 if ((10#${SCORE/./} > 10#${MAX_EXPOSURE/./})); then
 	fail "exposure $SCORE is above $MAX_EXPOSURE"
 fi
+BASE_SCORE=$SCORE
+
+# The probe-directory drop-in: verifies cleanly, and is applied (the path shows
+# in the unit systemd-analyze reads), at the same bound.
+mkdir -p "$UNITS/iopulse.service.d"
+cp "$DIR_DROPIN" "$UNITS/iopulse.service.d/directory.conf"
+SYSTEMD_UNIT_PATH="$UNITS:" run_analyze verify-dir-dropin verify iopulse.service
+((RC == 0)) || fail "systemd-analyze verify with the directory drop-in exited $RC"
+[[ ! -s $OUT ]] || fail "systemd-analyze verify with the directory drop-in is not silent: $(cat "$OUT")"
+grep -qx 'ReadWritePaths=-/srv/data/.iopulse' "$DIR_DROPIN" ||
+	fail "$DIR_DROPIN has no ReadWritePaths=-/srv/data/.iopulse"
+# ReadWritePaths= does not show in the score: to see that systemd-analyze reads
+# a drop-in there at all, one that also weakens ProtectHome= must show.
+echo 'ProtectHome=read-only' >>"$UNITS/iopulse.service.d/directory.conf"
+SYSTEMD_UNIT_PATH="$UNITS:" run_analyze security-dir-probe security --offline=yes --no-pager iopulse.service
+grep -q '✗ ProtectHome=' "$OUT" || fail "the directory drop-in in $UNITS/iopulse.service.d was not read"
+cp "$DIR_DROPIN" "$UNITS/iopulse.service.d/directory.conf"
+SYSTEMD_UNIT_PATH="$UNITS:" run_analyze security-dir-dropin security --offline=yes --no-pager iopulse.service
+exposure
+note "exposure with the directory drop-in: $SCORE (at most $MAX_EXPOSURE)"
+if ((10#${SCORE/./} > 10#${MAX_EXPOSURE/./})); then
+	fail "exposure with the directory drop-in $SCORE is above $MAX_EXPOSURE"
+fi
+rm -r "$UNITS/iopulse.service.d"
+SCORE=$BASE_SCORE
 
 # ---- the daemon's system calls against the filter ----------------------------
 

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check_dirs — see check_dirs.h. Nothing is written: a probe file is created only
+ * by the daemon, so writability is asked of the kernel with faccessat(2) and
+ * AT_EACCESS (the effective ids, as open(2) would use), which also reports a
+ * read-only file system. It cannot see a systemd sandbox (ProtectSystem=strict
+ * without ReadWritePaths=): that is the unit's business, see iopulse(8) FILES.
+ */
+#include "check_dirs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The name of the effective user, for the message; the uid when it has none. */
+static const char *user_name(char *buf, size_t len)
+{
+	const struct passwd *pw = getpwuid(geteuid());
+
+	if (pw)
+		return pw->pw_name;
+	snprintf(buf, len, "uid %u", (unsigned)geteuid());
+	return buf;
+}
+
+/* One directory target: EX_OK, or the exit status of its problem (said on stderr). */
+static int check_dir(const struct config *cfg, const struct cfg_target *t)
+{
+	struct stat st;
+	char who[32];
+
+	if (stat(t->path, &st) < 0) {
+		fprintf(stderr, "%s:%u:%u: target '%s': directory '%s' %s\n", cfg->source,
+			t->pos.line, t->pos.col, t->name, t->path,
+			errno == ENOENT ? "does not exist (iopulse never creates it)"
+					: strerror(errno));
+		return errno == ENOENT ? CHECK_EX_MISSING : CHECK_EX_NOT_WRITABLE;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s:%u:%u: target '%s': '%s' is not a directory\n", cfg->source,
+			t->pos.line, t->pos.col, t->name, t->path);
+		return CHECK_EX_MISSING;
+	}
+	/* W_OK to create the probe file, X_OK to reach it. */
+	if (faccessat(AT_FDCWD, t->path, W_OK | X_OK, AT_EACCESS) < 0) {
+		fprintf(stderr, "%s:%u:%u: target '%s': directory '%s' is not writable by %s: %s\n",
+			cfg->source, t->pos.line, t->pos.col, t->name, t->path,
+			user_name(who, sizeof(who)), strerror(errno));
+		return CHECK_EX_NOT_WRITABLE;
+	}
+	return EX_OK;
+}
+
+int check_dirs(const struct config *cfg)
+{
+	int worst = EX_OK;
+
+	for (unsigned i = 0; i < cfg->n_targets; i++) {
+		int r;
+
+		if (cfg->targets[i].kind != CFG_TARGET_DIRECTORY)
+			continue;
+		r = check_dir(cfg, &cfg->targets[i]);
+		/* A missing directory says more than an unwritable one: it wins. */
+		if (r == CHECK_EX_MISSING || (r != EX_OK && worst == EX_OK))
+			worst = r;
+	}
+	return worst;
+}
