@@ -141,7 +141,7 @@ expect_conffiles install '^targets:' '^ARGS=""$'
 	fail "the enable link points to $(readlink "$WANTS/multi-user.target.wants/iopulse.service")"
 grep -qx -- '--quiet --system start iopulse.socket iopulse.service' <<<"$CALLS" ||
 	fail "the postinst did not start the socket and the service: $CALLS"
-must 'dpkg-query -W -f="\${Conffiles}\n" iopulse >/root/conffiles'
+must "dpkg-query -W -f='\${Conffiles}\n' iopulse >/root/conffiles"
 grep -q '^ /etc/default/iopulse ' "$ROOT/root/conffiles" || fail "/etc/default/iopulse is not a conffile"
 grep -q '^ /etc/iopulse/iopulse.yaml ' "$ROOT/root/conffiles" || fail "/etc/iopulse/iopulse.yaml is not a conffile"
 must 'getent passwd iopulse >/root/passwd'
@@ -219,7 +219,7 @@ left=$(grep -rl iopulse "$DSH" 2>/dev/null || true)
 if [[ -d $ROOT/srv/data ]]; then
 	[[ -d $ROOT/srv/data/.iopulse ]] || fail "dpkg -P removed the administrator's probe directory"
 fi
-must 'dpkg-query -W -f="\${db:Status-Abbrev}" iopulse >/root/status || true'
+must "dpkg-query -W -f='\${db:Status-Abbrev}' iopulse >/root/status || true"
 [[ $(cat "$ROOT/root/status") != ii* ]] || fail "iopulse still installed after dpkg -P"
 
 echo "PASS: $TEST_NAME"
