@@ -346,7 +346,7 @@ bad 64 "--period (-p) prints summary lines: not with --json (-J)" -p 2 -J -c 2 -
 bad 64 "--keep (-k) keeps a probe file of our own in a directory; $WORK/file is a file" -k "$WORK/file"
 # A PATH that is not there but names a probe of the embedded default: the
 # command line of old ran that probe (see iopulse(8)).
-name=$("$IOPULSE" check | awk '/^probes:/ {p = 1} p && /- name:/ {print $3; exit}')
+name=$(STATE_DIRECTORY="$WORK" "$IOPULSE" check | awk '/^probes:/ {p = 1} p && /- name:/ {print $3; exit}')
 [[ -n $name ]] || fail "no probe name in the embedded default"
 (cd "$WORK" && "$IOPULSE" probe "$name" >/dev/null 2>"$WORK/dym.err") && fail "probe $name ran"
 grep -qF "did you mean \`iopulse probe --config FILE $name\`?" "$WORK/dym.err" || fail "probe $name: no hint:"$'\n'"$(cat "$WORK/dym.err")"
