@@ -2667,7 +2667,8 @@ static int check_depth(struct parser *p, const char *text, size_t len)
  * Loads the one YAML document of @text into @doc (to be deleted by the caller
  * on success). An empty file, a syntax error and a second document are errors.
  */
-static int load_document(struct parser *p, const char *text, size_t len, yaml_document_t *doc)
+static int load_document(struct parser *p, const char *text, size_t len, yaml_document_t *doc,
+			 const char *empty)
 {
 	yaml_parser_t yp;
 	yaml_document_t extra;
@@ -2686,10 +2687,7 @@ static int load_document(struct parser *p, const char *text, size_t len, yaml_do
 	}
 	root = yaml_document_get_root_node(doc);
 	if (!root || node_is_null(root)) {
-		snprintf(p->err->msg, sizeof(p->err->msg),
-			 "%s:1:1: configuration is empty, expected a mapping with 'targets' and "
-			 "'probes'",
-			 p->name);
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s:1:1: %s", p->name, empty);
 		r = -EINVAL;
 	} else if (!yaml_parser_load(&yp, &extra)) {
 		/* A second document would be silently ignored: refuse it. */
@@ -2706,6 +2704,15 @@ static int load_document(struct parser *p, const char *text, size_t len, yaml_do
 	return r;
 }
 
+int cfg_yaml_load(const char *name, const char *text, size_t len, yaml_document_t *doc,
+		  const char *empty, struct cfg_error *err)
+{
+	struct parser p = {.name = name, .err = err};
+	int r = check_depth(&p, text, len);
+
+	return r < 0 ? r : load_document(&p, text, len, doc, empty);
+}
+
 int cfg_load_string(const char *name, const char *text, size_t len, struct config **out,
 		    struct cfg_error *err)
 {
@@ -2718,9 +2725,7 @@ int cfg_load_string(const char *name, const char *text, size_t len, struct confi
 	if (!out || !text)
 		return -EINVAL;
 	*out = NULL;
-	r = check_depth(&p, text, len);
-	if (r == 0)
-		r = load_document(&p, text, len, &doc);
+	r = cfg_yaml_load(p.name, text, len, &doc, CFG_EMPTY_MESSAGE, p.err);
 	if (r < 0)
 		return r;
 	p.doc = &doc;
@@ -2793,21 +2798,15 @@ static int read_bounded(int fd, char **buf, size_t *len)
 	}
 }
 
-int cfg_load_file(const char *path, struct config **out, struct cfg_error *err)
+int cfg_read_file(const char *path, char **text, size_t *len, struct cfg_error *err)
 {
-	struct cfg_error dummy;
 	const char *kind = NULL;
 	char *buf = NULL;
-	size_t len = 0;
 	struct stat st;
 	int fd, r;
 
-	if (!err)
-		err = &dummy;
-	err->msg[0] = '\0';
-	if (!out || !path)
-		return -EINVAL;
-	*out = NULL;
+	*text = NULL;
+	*len = 0;
 	/*
 	 * A reload must not hang on the file: O_NONBLOCK, so that opening a FIFO does
 	 * not wait for a writer (nor a file under a lease for its holder), and nothing
@@ -2832,18 +2831,18 @@ int cfg_load_file(const char *path, struct config **out, struct cfg_error *err)
 		r = -EFBIG;
 		goto fail_close;
 	}
-	r = read_bounded(fd, &buf, &len);
+	r = read_bounded(fd, &buf, len);
 	if (r < 0)
 		goto fail_close;
 	close(fd);
-	r = cfg_load_string(path, buf ? buf : "", len, out, err);
-	free(buf);
-	return r;
+	*text = buf;
+	return 0;
 
 fail_close:
 	close(fd);
 fail:
 	free(buf);
+	*len = 0;
 	if (kind)
 		snprintf(err->msg, sizeof(err->msg),
 			 "%s: cannot read: it is %s, not a regular file", path, kind);
@@ -2854,6 +2853,27 @@ fail:
 			 path);
 	else
 		snprintf(err->msg, sizeof(err->msg), "%s: cannot read: %s", path, strerror(-r));
+	return r;
+}
+
+int cfg_load_file(const char *path, struct config **out, struct cfg_error *err)
+{
+	struct cfg_error dummy;
+	char *buf;
+	size_t len;
+	int r;
+
+	if (!err)
+		err = &dummy;
+	err->msg[0] = '\0';
+	if (!out || !path)
+		return -EINVAL;
+	*out = NULL;
+	r = cfg_read_file(path, &buf, &len, err);
+	if (r < 0)
+		return r;
+	r = cfg_load_string(path, buf ? buf : "", len, out, err);
+	free(buf);
 	return r;
 }
 

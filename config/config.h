@@ -225,6 +225,24 @@ int cfg_load_file(const char *path, struct config **out, struct cfg_error *err);
 int cfg_load_string(const char *name, const char *text, size_t len, struct config **out,
 		    struct cfg_error *err);
 
+/* ---- shared with the web configuration (webconfig.h) ---- */
+
+#define CFG_EMPTY_MESSAGE "configuration is empty, expected a mapping with 'targets' and 'probes'"
+
+/* Reads the regular file @path (at most CFG_FILE_MAX bytes, never blocking on a
+ * FIFO) into a new buffer *@text of *@len bytes (caller frees; NULL when empty).
+ * 0, or -errno with @err filled ("path: cannot read: ..."). */
+int cfg_read_file(const char *path, char **text, size_t *len, struct cfg_error *err);
+
+struct yaml_document_s;
+
+/* Loads the one YAML document of @text into @doc (yaml_document_delete() it on
+ * success), refusing nesting deeper than CFG_MAX_DEPTH, a syntax error, a
+ * second document, and an empty one ("name:1:1: @empty"). 0 or -EINVAL/-ENOMEM
+ * with @err filled, positions in @name. */
+int cfg_yaml_load(const char *name, const char *text, size_t len, struct yaml_document_s *doc,
+		  const char *empty, struct cfg_error *err);
+
 /* As cfg_load_string() on cfg_default_yaml, named "<embedded default>". */
 int cfg_load_default(struct config **out, struct cfg_error *err);
 

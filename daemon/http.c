@@ -25,6 +25,9 @@
 #include "http.h"
 #include "log.h"
 #include "status.h"
+#include "webauth.h"
+#include "webtls.h"
+#include "../config/webconfig.h"
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 
@@ -62,6 +65,8 @@ struct http_server {
 	size_t last_len[3]; /* the last body's size per format: the next buffer's size */
 	_Atomic(struct status *) status; /* what /, /readyz, /status.json show; NULL: none */
 	size_t page_len, json_len;	 /* the last / and /status.json sizes: the next buffers' */
+	struct web_tls *tls;		 /* NULL: plain HTTP */
+	struct web_auth *auth;		 /* NULL: no basic auth */
 
 	/* Everything below belongs to the server's thread (see "connections"). */
 	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */
@@ -677,12 +682,13 @@ enum { WAIT_ALL, WAIT_PEER }; /* a waiting connection's lists: h->waiting, peer-
 struct conn {
 	struct {
 		struct conn *prev, *next;
-	} link[2];	   /* in each list, by WAIT_ALL, WAIT_PEER */
-	struct peer *peer; /* its address */
-	int fd;		   /* libmicrohttpd's, open until CLOSED */
-	int64_t since_ms;  /* waiting since (CLOCK_MONOTONIC) */
-	bool waiting;	   /* in the lists above */
-	bool closing;	   /* shut down; libmicrohttpd closes it */
+	} link[2];	       /* in each list, by WAIT_ALL, WAIT_PEER */
+	struct peer *peer;     /* its address */
+	int fd;		       /* libmicrohttpd's, open until CLOSED */
+	int64_t since_ms;      /* waiting since (CLOCK_MONOTONIC) */
+	bool waiting;	       /* in the lists above */
+	bool closing;	       /* shut down; libmicrohttpd closes it */
+	struct web_cert *cert; /* with TLS: the pair its handshake uses */
 };
 
 static int64_t now_ms(void)
@@ -840,6 +846,8 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
 		if (!c)
 			return;
 		wait_del(h, c);
+		if (c->cert)
+			web_tls_session_end(h->tls, c->cert);
 		if (!c->closing) {
 			c->peer->live--;
 			h->live--;
@@ -866,6 +874,14 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
 		return;
 	}
 	c->fd = fd_info->connect_fd;
+	if (h->tls) {
+		const union MHD_ConnectionInfo *ti =
+			MHD_get_connection_info(mc, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+		/* Before the handshake, which runs in a later MHD_run(). */
+		if (ti && ti->tls_session)
+			c->cert = web_tls_session_start(h->tls, ti->tls_session);
+	}
 	c->peer->live++;
 	h->live++;
 	wait_add(h, c, now_ms());
@@ -889,7 +905,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req,
 	struct http_server *h = cls;
 	struct conn *c = conn_of(mc);
 
-	(void)req;
+	free(*req); /* a struct auth_req, or NULL */
+	*req = NULL;
 	if (c && !c->closing && !c->waiting && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		wait_add(h, c, now_ms());
 }
@@ -1228,6 +1245,95 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
 	return reply_headers(h, c, hd, code, type, body, len, MHD_RESPMEM_MUST_FREE, no_store);
 }
 
+/* ---------------------------------------------------------------- basic auth */
+
+/*
+ * With basic_auth_users, every path needs credentials. A request whose
+ * credentials are cached is served at once; otherwise the connection is
+ * suspended while a worker runs bcrypt (webauth.h), and resumed with the
+ * verdict: the HTTP thread never waits for a hash. With every worker busy the
+ * answer is 429 at once.
+ */
+enum auth_state { AUTH_PENDING, AUTH_OK, AUTH_FAILED };
+
+struct auth_req {
+	struct MHD_Connection *c;
+	_Atomic int state; /* enum auth_state; set by the worker */
+};
+
+static void auth_done(void *cls, bool ok)
+{
+	struct auth_req *ar = cls;
+
+	atomic_store(&ar->state, ok ? AUTH_OK : AUTH_FAILED);
+	MHD_resume_connection(ar->c); /* thread-safe; wakes serve() */
+}
+
+static enum MHD_Result reply_unauthorized(struct http_server *h, struct MHD_Connection *c,
+					  enum handler hd)
+{
+	static const char *const hdrs[] = {MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					   "Basic realm=\"iopulse\", charset=\"UTF-8\"", NULL};
+
+	return reply_headers(h, c, hd, MHD_HTTP_UNAUTHORIZED, TEXT_PLAIN, (void *)"unauthorized\n",
+			     strlen("unauthorized\n"), MHD_RESPMEM_PERSISTENT, hdrs);
+}
+
+static void free_credentials(char *user, char *pass)
+{
+	if (pass)
+		explicit_bzero(pass, strlen(pass));
+	MHD_free(user);
+	MHD_free(pass);
+}
+
+/*
+ * Whether the request may be served: 1 yes, 0 a reply was queued or the
+ * connection suspended (*ret is what to return). *req carries the verdict from
+ * the first call (suspend) to the second (resumed).
+ */
+static int authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
+		     enum MHD_Result *ret)
+{
+	struct auth_req *ar = *req;
+	char *user, *pass = NULL;
+
+	if (!h->auth)
+		return 1;
+	if (ar) {
+		if (atomic_load(&ar->state) == AUTH_OK)
+			return 1;
+		*ret = reply_unauthorized(h, c, hd);
+		return 0;
+	}
+	user = MHD_basic_auth_get_username_password(c, &pass);
+	if (!user || !pass) {
+		free_credentials(user, pass);
+		*ret = reply_unauthorized(h, c, hd);
+		return 0;
+	}
+	if (web_auth_cached(h->auth, user, pass)) {
+		free_credentials(user, pass);
+		return 1;
+	}
+	ar = calloc(1, sizeof(*ar));
+	if (!ar || !web_auth_reserve(h->auth)) {
+		free(ar);
+		free_credentials(user, pass);
+		*ret = ar ? reply_static(h, c, hd, MHD_HTTP_TOO_MANY_REQUESTS, TEXT_PLAIN,
+					 "too many password checks at once, try again\n")
+			  : MHD_NO;
+		return 0;
+	}
+	ar->c = c;
+	*req = ar; /* freed in on_completed() */
+	MHD_suspend_connection(c);
+	web_auth_submit(h->auth, user, pass, auth_done, ar);
+	free_credentials(user, pass);
+	*ret = MHD_YES;
+	return 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **req)
@@ -1236,10 +1342,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct conn *conn = conn_of(c);
 	enum handler hd = H_OTHER;
 
+	enum MHD_Result ret;
+
 	(void)version;
 	(void)upload_data;
 	(void)upload_data_size;
-	(void)req;
 
 	/* The headers are in: no longer at risk of the header deadline. */
 	if (conn)
@@ -1259,6 +1366,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return reply_static(h, c, hd, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN,
 				    "method not allowed: only GET and HEAD\n");
+	if (!authorize(h, c, hd, req, &ret))
+		return ret;
 	switch (hd) {
 	case H_METRICS:
 		return serve_metrics(h, c);
@@ -1297,8 +1406,11 @@ static void server_free(struct http_server *h)
 			(void)log_error_errno(-errno, "Failed to stop the HTTP thread: %m");
 		pthread_join(h->thread, NULL);
 	}
+	/* Its callbacks resume the connections they suspended: before the stop. */
+	web_auth_free(h->auth);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
+	web_tls_free(h->tls);		   /* after the connections' references are back */
 	for (i = 0; i < PEER_BUCKETS; i++) /* left only if libmicrohttpd leaked one */
 		while (h->peers[i]) {
 			struct peer *p = h->peers[i];
@@ -1313,9 +1425,47 @@ static void server_free(struct http_server *h)
 	free(h);
 }
 
+/* TLS and basic auth from @web (NULL: neither). 0 or -errno, logged. */
+static int web_setup(struct http_server *h, const struct web_config *web)
+{
+	char msg[512];
+	int r;
+
+	if (!web)
+		return 0;
+	if (web->tls) {
+		if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+			log_error("%s: TLS is configured, but this libmicrohttpd was built without "
+				  "TLS support",
+				  web->source);
+			return -EOPNOTSUPP;
+		}
+		r = web_tls_new(web, &h->tls, msg, sizeof(msg));
+		if (r < 0) {
+			log_error("%s: %s", web->source, msg);
+			return r;
+		}
+	}
+	if (web->n_users) {
+		h->auth = web_auth_new(web, &r);
+		if (!h->auth)
+			return log_error_errno(r, "Failed to set up basic auth: %m");
+	}
+	return 0;
+}
+
 struct http_server *http_start(int listen_fd, const struct http_limits *lim, struct metrics *m,
 			       http_collect_fn collect, void *userdata, int *err)
 {
+	return http_start_web(listen_fd, lim, NULL, m, collect, userdata, err);
+}
+
+struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
+				   const struct web_config *web, struct metrics *m,
+				   http_collect_fn collect, void *userdata, int *err)
+{
+	struct MHD_OptionItem tls_opts[4] = {{MHD_OPTION_END, 0, NULL}};
+	unsigned flags = 0, n = 0;
 	static const char *const labels[] = {"handler", "code", NULL};
 	struct http_server *h = calloc(1, sizeof(*h));
 	const union MHD_DaemonInfo *info;
@@ -1345,6 +1495,21 @@ struct http_server *http_start(int listen_fd, const struct http_limits *lim, str
 		r = -ENOMEM;
 		goto fail;
 	}
+	r = web_setup(h, web);
+	if (r < 0)
+		goto fail;
+	if (h->tls) {
+		flags |= MHD_USE_TLS;
+		tls_opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+							(void *)web_tls_retrieve};
+		tls_opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+							(void *)web_tls_priorities(h->tls)};
+		if (web_tls_trust(h->tls))
+			tls_opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
+								(void *)web_tls_trust(h->tls)};
+	}
+	if (h->auth)
+		flags |= MHD_ALLOW_SUSPEND_RESUME;
 	/* The logger first, so that even option parsing speaks through our log. No
 	 * thread of its own and no listening socket: serve() runs it. Its limit must
 	 * never bite: ours closes connections, its would refuse new ones, a scrape
@@ -1356,12 +1521,13 @@ struct http_server *http_start(int listen_fd, const struct http_limits *lim, str
 	 * refusals and failed scrapes with + ACCEPT_BATCH - 1.) */
 	errno = 0;
 	h->mhd = MHD_start_daemon(
-		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG | flags, 0, NULL, NULL,
 		on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED,
 		on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_SECONDS,
 		MHD_OPTION_CONNECTION_LIMIT, h->lim.connections + ACCEPT_BATCH,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT, MHD_OPTION_END);
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT, MHD_OPTION_ARRAY,
+		tls_opts, MHD_OPTION_END);
 	if (!h->mhd) {
 		r = errno ? -errno : -EIO;
 		goto fail;
@@ -1386,6 +1552,12 @@ fail:
 	server_free(h);
 	*err = r;
 	return NULL;
+}
+
+void http_reload_tls(struct http_server *h)
+{
+	if (h && h->tls)
+		web_tls_reload(h->tls);
 }
 
 void http_set_status(struct http_server *h, struct status *st)

@@ -79,6 +79,18 @@ typedef void (*http_collect_fn)(void *userdata);
 struct http_server *http_start(int listen_fd, const struct http_limits *lim, struct metrics *m,
 			       http_collect_fn collect, void *userdata, int *err);
 
+struct web_config;
+
+/* As http_start(), with TLS and basic auth from @web (webconfig.h; NULL: neither;
+ * it need not outlive the call). Errors in its files are logged. */
+struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
+				   const struct web_config *web, struct metrics *m,
+				   http_collect_fn collect, void *userdata, int *err);
+
+/* SIGHUP: read the TLS certificate and key again (on a thread of their own; a
+ * bad pair keeps the old one, logged). No-op without TLS. */
+void http_reload_tls(struct http_server *h);
+
 struct status;
 
 /* Serve the status page on /, /readyz and /status.json from @st (which must

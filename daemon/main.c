@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../config/config.h"
+#include "../config/webconfig.h"
 #include "../engines/engine.h"
 #include "check_dirs.h"
 #include "http.h"
@@ -49,32 +50,38 @@ static const char main_usage[] =
 	"Run 'iopulse COMMAND --help' for a command's options.\n";
 
 static const char run_usage[] =
-	"Usage: iopulse run [--config FILE] [--listen ADDR:PORT] [--log-level LEVEL]\n"
+	"Usage: iopulse run [--config FILE] [--listen ADDR:PORT] [--web.config.file FILE]\n"
+	"                   [--log-level LEVEL]\n"
 	"\n"
 	"Run the probes of the configuration and serve metrics over HTTP.\n"
 	"\n"
 	"  -c, --config FILE      YAML configuration (default: the embedded default)\n"
 	"  -l, --listen ADDR:PORT listen address, overrides 'listen:' (port 0 picks one)\n"
+	"      --web.config.file FILE\n"
+	"                         TLS and basic auth, in exporter-toolkit's format\n"
 	"      --log-level LEVEL  error, warning, notice, info (default) or debug\n"
 	"  -h, --help             show this help\n";
 
 static const char check_usage[] =
-	"Usage: iopulse check [--config FILE]\n"
+	"Usage: iopulse check [--config FILE] [--web.config.file FILE]\n"
 	"\n"
 	"Validate a configuration and print the effective schedule, every default\n"
 	"filled in. Exits 0 when valid, 78 when not, 66 when a target directory is\n"
 	"missing, 73 when one is not writable by the user running the check.\n"
 	"\n"
 	"  -c, --config FILE      YAML configuration (default: the embedded default)\n"
+	"      --web.config.file FILE\n"
+	"                         also validate this web configuration (TLS, basic auth)\n"
 	"  -h, --help             show this help\n";
 
 static const char version_usage[] = "Usage: iopulse version\n\nPrint the version and exit.\n";
 
-enum { OPT_LOG_LEVEL = 0x100 };
+enum { OPT_LOG_LEVEL = 0x100, OPT_WEB_CONFIG };
 
 struct options {
 	const char *config;
 	const char *listen;
+	const char *web_config; /* --web.config.file */
 };
 
 /* --config @arg for command @cmd into *@config; false (said on stderr) for an
@@ -96,11 +103,13 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 		{"config", required_argument, NULL, 'c'},
 		{"listen", required_argument, NULL, 'l'},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+		{"web.config.file", required_argument, NULL, OPT_WEB_CONFIG},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
 	static const struct option check_opts[] = {
 		{"config", required_argument, NULL, 'c'},
+		{"web.config.file", required_argument, NULL, OPT_WEB_CONFIG},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -117,6 +126,14 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 			break;
 		case 'l':
 			o->listen = optarg;
+			break;
+		case OPT_WEB_CONFIG:
+			if (!*optarg) {
+				fprintf(stderr, "iopulse %s: --web.config.file: empty file name\n",
+					argv[0]);
+				return EX_USAGE;
+			}
+			o->web_config = optarg;
 			break;
 		case OPT_LOG_LEVEL:
 			level = log_parse_level(optarg);
@@ -169,6 +186,22 @@ static int load_config(const char *path, struct config **cfg, bool plain)
 	return EX_OK;
 }
 
+/* Loads --web.config.file (none: *web NULL) as load_config() does the main
+ * configuration: EX_CONFIG for a bad or unreadable file. */
+static int load_web_config(const char *path, struct web_config **web, bool plain)
+{
+	struct cfg_error err = {0};
+
+	*web = NULL;
+	if (!path || web_config_load_file(path, web, &err) == 0)
+		return EX_OK;
+	if (plain)
+		fprintf(stderr, "%s\n", err.msg);
+	else
+		log_error("%s", err.msg);
+	return EX_CONFIG;
+}
+
 /* What is valid but will not do what it says: a burst whose engine cannot
  * queue (as fio warns for iodepth > 1 on a synchronous engine). */
 static void check_warnings(const struct config *cfg)
@@ -184,6 +217,7 @@ static int cmd_check(int argc, char **argv)
 {
 	struct options o = {0};
 	struct config *cfg = NULL;
+	struct web_config *web;
 	int r = parse_options(argc, argv, check_usage, false, &o);
 
 	if (r >= 0)
@@ -191,6 +225,12 @@ static int cmd_check(int argc, char **argv)
 	r = load_config(o.config, &cfg, true);
 	if (r != EX_OK)
 		return r;
+	r = load_web_config(o.web_config, &web, true);
+	if (r != EX_OK) {
+		cfg_free(cfg);
+		return r;
+	}
+	web_config_free(web);
 	cfg_print(cfg, stdout);
 	check_warnings(cfg);
 	r = check_dirs(cfg);
@@ -404,8 +444,13 @@ static struct metrics *new_registry(const struct config *cfg, struct process_met
 }
 
 /* Probes, scheduler and HTTP server on @listen_fd (taken) until SIGTERM; the exit status. */
-static int serve(const struct config *cfg, const char *config_path, int listen_fd,
-		 const char *where)
+static void reload_tls(void *userdata)
+{
+	http_reload_tls(userdata);
+}
+
+static int serve(const struct config *cfg, const char *config_path, const struct web_config *web,
+		 int listen_fd, const char *where)
 {
 	struct process_metrics *pm = NULL;
 	struct metrics *m = new_registry(cfg, &pm);
@@ -435,17 +480,22 @@ static int serve(const struct config *cfg, const char *config_path, int listen_f
 	}
 	parts[0] = s;
 	parts[1] = pm;
-	h = http_start(listen_fd, NULL, m, collect, parts, &r);
+	h = http_start_web(listen_fd, NULL, web, m, collect, parts, &r);
 	if (!h) {
-		log_error_errno(r, "Failed to start the HTTP server: %m");
+		if (r == -EINVAL) /* a certificate or key that does not load: logged */
+			status = EX_CONFIG;
+		else
+			log_error_errno(r, "Failed to start the HTTP server: %m");
 		goto out;
 	}
+	sched_on_sighup(s, reload_tls, h);
 	http_set_status(h, sched_status(s));
 	if (sched_start(s) < 0)
 		goto out;
 	log_info("iopulse %s: %u probe(s) on %u target(s) from %s", IOPULSE_VERSION, cfg->n_probes,
 		 cfg->n_targets, cfg->source);
-	log_info("Serving metrics on http://%s/metrics", where);
+	log_info("Serving metrics on %s://%s/metrics%s", web && web->tls ? "https" : "http", where,
+		 web && web->n_users ? " (basic auth)" : "");
 	sched_notify_ready(s);
 	r = sched_run(s);
 	sd_notify(0, "STOPPING=1");
@@ -466,6 +516,7 @@ static int cmd_run(int argc, char **argv)
 {
 	struct options o = {0};
 	struct config *cfg = NULL;
+	struct web_config *web = NULL;
 	char where[80];
 	int r, listen_fd = -1;
 
@@ -474,13 +525,18 @@ static int cmd_run(int argc, char **argv)
 		return r;
 	log_setup();
 	r = load_config(o.config, &cfg, false);
-	if (r != EX_OK)
+	if (r == EX_OK)
+		r = load_web_config(o.web_config, &web, false);
+	if (r != EX_OK) {
+		cfg_free(cfg);
 		return r;
+	}
 	raise_nofile();
 	block_signals();
 	r = open_listener(o.listen, cfg, &listen_fd, where, sizeof(where));
 	if (r == EX_OK)
-		r = serve(cfg, o.config, listen_fd, where);
+		r = serve(cfg, o.config, web, listen_fd, where);
+	web_config_free(web);
 	cfg_free(cfg);
 	return r;
 }

@@ -55,9 +55,11 @@ struct sched {
 	int reload_fd;		   /* eventfd: the reload in flight has its result */
 	struct reload_job *reload; /* the reload in flight, or NULL */
 	bool reload_again;	   /* SIGHUP during it: reload once more after it */
-	char status[STATUS_LEN];   /* the STATUS= line the service manager has */
-	uint64_t status_sent_ns;   /* when it was sent */
-	struct status *st;	   /* what the status page shows */
+	void (*hup_fn)(void *);	   /* also called on SIGHUP (sched_on_sighup()) */
+	void *hup_data;
+	char status[STATUS_LEN]; /* the STATUS= line the service manager has */
+	uint64_t status_sent_ns; /* when it was sent */
+	struct status *st;	 /* what the status page shows */
 };
 
 /* ---------------------------------------------------------------- heap */
@@ -909,11 +911,19 @@ static int handle_signal(struct sched *s)
 			log_info("Received SIG%s, stopping", sigabbrev_np((int)si.ssi_signo));
 			return 1;
 		case SIGHUP:
+			if (s->hup_fn)
+				s->hup_fn(s->hup_data);
 			reload_start(s, false);
 			break;
 		}
 	}
 	return 0;
+}
+
+void sched_on_sighup(struct sched *s, void (*fn)(void *userdata), void *userdata)
+{
+	s->hup_fn = fn;
+	s->hup_data = userdata;
 }
 
 int sched_run(struct sched *s)

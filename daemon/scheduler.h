@@ -54,6 +54,10 @@ void sched_notify_ready(struct sched *s);
  */
 int sched_run(struct sched *s);
 
+/* Also call @fn(@userdata) on the scheduler's thread at each SIGHUP (before the
+ * configuration reload starts); it must not block. */
+void sched_on_sighup(struct sched *s, void (*fn)(void *userdata), void *userdata);
+
 /* Scrape time (HTTP thread): refresh per-target gauges and the status page's
  * live state. Never blocks on I/O. */
 void sched_collect(struct sched *s);
