@@ -71,6 +71,7 @@ struct http_server {
 	/* Everything below belongs to the server's thread (see "connections"). */
 	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */
 	int stop_fd;			  /* eventfd: http_stop() ends the thread */
+	int wake_fd;			  /* eventfd: a password check resumed a connection */
 	int mhd_fd;			  /* libmicrohttpd's epoll descriptor */
 	pthread_t thread;		  /* valid when started */
 	bool started;			  /* the thread runs */
@@ -1049,16 +1050,20 @@ static void *serve(void *arg)
 	for (;;) {
 		int64_t now = now_ms();
 		bool accepting = now >= h->paused_until_ms;
-		struct pollfd p[3] = {
+		struct pollfd p[4] = {
 			{.fd = h->stop_fd, .events = POLLIN},
 			{.fd = h->mhd_fd, .events = POLLIN},
 			{.fd = accepting ? h->listen_fd : -1, .events = POLLIN},
+			{.fd = h->wake_fd, .events = POLLIN},
 		};
+		uint64_t n;
 
-		if (poll(p, 3, next_wake_ms(h, now, accepting)) < 0 && !poll_failed(h, errno))
+		if (poll(p, 4, next_wake_ms(h, now, accepting)) < 0 && !poll_failed(h, errno))
 			break;
 		if (p[0].revents)
 			break;
+		if (p[3].revents && read(h->wake_fd, &n, sizeof(n)) < 0)
+			(void)0; /* EAGAIN: another turn read it */
 		now = now_ms();
 		if (p[2].revents)
 			accept_some(h, now);
@@ -1257,6 +1262,7 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
 enum auth_state { AUTH_PENDING, AUTH_OK, AUTH_FAILED };
 
 struct auth_req {
+	struct http_server *h;
 	struct MHD_Connection *c;
 	_Atomic int state; /* enum auth_state; set by the worker */
 };
@@ -1264,9 +1270,15 @@ struct auth_req {
 static void auth_done(void *cls, bool ok)
 {
 	struct auth_req *ar = cls;
+	const uint64_t one = 1;
+	int wake_fd = ar->h->wake_fd; /* @ar may be freed once resumed */
 
 	atomic_store(&ar->state, ok ? AUTH_OK : AUTH_FAILED);
-	MHD_resume_connection(ar->c); /* thread-safe; wakes serve() */
+	MHD_resume_connection(ar->c); /* thread-safe */
+	/* libmicrohttpd's own wake-up does not reach serve()'s poll() when it runs
+	 * without a listening socket of its own: ours does. */
+	if (write(wake_fd, &one, sizeof(one)) < 0)
+		(void)0; /* only a full counter, which wakes serve() as well */
 }
 
 static enum MHD_Result reply_unauthorized(struct http_server *h, struct MHD_Connection *c,
@@ -1325,6 +1337,7 @@ static int authorize(struct http_server *h, struct MHD_Connection *c, enum handl
 			  : MHD_NO;
 		return 0;
 	}
+	ar->h = h;
 	ar->c = c;
 	*req = ar; /* freed in on_completed() */
 	MHD_suspend_connection(c);
@@ -1420,6 +1433,8 @@ static void server_free(struct http_server *h)
 		}
 	if (h->stop_fd >= 0)
 		close(h->stop_fd);
+	if (h->wake_fd >= 0)
+		close(h->wake_fd);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	free(h);
@@ -1478,7 +1493,7 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 		return NULL;
 	}
 	h->listen_fd = listen_fd;
-	h->stop_fd = -1;
+	h->stop_fd = h->wake_fd = -1;
 	h->metrics = m;
 	h->collect = collect;
 	h->userdata = userdata;
@@ -1534,8 +1549,9 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 	}
 	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	h->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!info || h->stop_fd < 0) {
-		r = h->stop_fd < 0 ? -errno : -EIO;
+	h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!info || h->stop_fd < 0 || h->wake_fd < 0) {
+		r = h->stop_fd < 0 || h->wake_fd < 0 ? -errno : -EIO;
 		goto fail;
 	}
 	h->mhd_fd = info->epoll_fd;
