@@ -20,9 +20,12 @@ cd "$(dirname "$0")"
 # Build and run dependencies, then what the tests drive (promtool, curl, chattr; cpack's
 # dpkg-shlibdeps and lintian for the .deb).
 PACKAGES=(gcc make cmake pkg-config git libyaml-dev libmicrohttpd-dev liburing-dev libaio-dev
-	libsystemd-dev zlib1g-dev)
+	libsystemd-dev zlib1g-dev libgnutls28-dev nettle-dev libcrypt-dev)
+# openssl makes the web config test's certificates, htpasswd (apache2-utils) its
+# bcrypt hashes.
 TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema
-	ioping dpkg-dev lintian chromium python3-html5lib strace debootstrap systemd-container)
+	ioping dpkg-dev lintian chromium python3-html5lib strace debootstrap systemd-container
+	openssl apache2-utils)
 # What bench/ compares against and measures with.
 BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter)
 # libFuzzer is in clang's runtime package, which clang only recommends.

@@ -331,7 +331,7 @@ start_daemon() {
 # _logged_port: true once DAEMON_LOG says where the daemon serves; sets DAEMON_PORT.
 _logged_port() {
 	local out
-	out=$(sed -n 's|.*Serving metrics on http://127\.0\.0\.1:\([0-9][0-9]*\)/metrics.*|\1|p' \
+	out=$(sed -n 's|.*Serving metrics on https\{0,1\}://127\.0\.0\.1:\([0-9][0-9]*\)/metrics.*|\1|p' \
 		"$DAEMON_LOG")
 	DAEMON_PORT=${out%%$'\n'*}
 	[[ -n $DAEMON_PORT ]]
@@ -562,7 +562,8 @@ except OSError:
 # start_prometheus [FLAGS...]: a Prometheus scraping iopulse (job "iopulse") every
 # second, with its own TSDB under $WORK, on a free loopback port; waits until it
 # is ready. It scrapes the daemons at PROM_TARGETS (ports; default the current
-# daemon's) and, when PROM_RULES names a rules file, evaluates it every second.
+# daemon's), with PROM_JOB_EXTRA (YAML lines indented for the job: scheme,
+# basic_auth, tls_config) and, when PROM_RULES names a rules file, evaluates it every second.
 # Sets PROM_PID, PROM_URL. Its log is printed if the test fails.
 start_prometheus() {
 	local dir port try log deadline code path
@@ -582,6 +583,7 @@ scrape_configs:
   - job_name: iopulse
     static_configs:
       - targets: [$targets]
+${PROM_JOB_EXTRA:-}
 EOF
 	if [[ -n ${PROM_RULES:-} ]]; then
 		printf 'rule_files:\n  - %s\n' "$PROM_RULES" >>"$dir/prometheus.yml"

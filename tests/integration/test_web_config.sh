@@ -1,0 +1,232 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# --web.config.file (iopulse issue 13): /metrics over TLS with basic auth, in
+# exporter-toolkit's format, on 127.0.0.1 only. Certificates are made here with
+# openssl (a test CA, a server certificate for 127.0.0.1, one for another name,
+# an expired one, client certificates), bcrypt hashes with htpasswd.
+#
+#   - iopulse check validates the web config: exit 0 for a good one, 78 with
+#     file:line:column for an unknown key, a bad client_auth_type, a key without
+#     its certificate.
+#   - TLS + basic auth (relative cert/key paths, resolved against the web
+#     config's directory): curl with the test CA and the right password gets
+#     /metrics; a wrong password, an unknown user, no credentials get 401 with
+#     WWW-Authenticate: Basic realm="iopulse"; the right password, then a wrong
+#     one for the same user: 401 (CVE-2022-46146); plaintext HTTP to the TLS
+#     port fails and the daemon keeps serving.
+#   - Prometheus 2.42 scrapes it (scheme https, basic_auth, tls_config.ca_file):
+#     up == 1 and iopulse_build_info arrives.
+#   - SIGHUP with a renewed certificate: the client sees the new serial; with a
+#     broken key: the old certificate is still served and the log says why;
+#     meanwhile a curl loop with the right credentials never fails.
+#   - The client's verdict: an expired certificate and one for another name are
+#     refused by curl.
+#   - RequireAndVerifyClientCert: no client certificate, or one the client CA did
+#     not sign, cannot get a page; one it signed can.
+
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+require_cmd curl openssl htpasswd prometheus
+require_disk "$WORK"
+
+CFG="$WORK/iopulse.yaml"
+ping_config "$CFG" "$WORK/data" 8MiB
+WEB="$WORK/web"
+mkdir "$WEB"
+cd "$WEB"
+
+# ---- certificates and hashes -------------------------------------------------
+
+# key NAME: a P-256 key NAME.key.
+key() {
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null
+}
+# sign NAME CN DAYS SAN: NAME.crt for NAME.key, signed by the test CA.
+sign() {
+	openssl req -new -key "$1.key" -subj "/CN=$2" -out "$1.csr" 2>/dev/null
+	printf 'subjectAltName=%s\n' "$4" >"$1.ext"
+	openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days "$3" \
+		-extfile "$1.ext" -out "$1.crt" 2>/dev/null
+}
+key ca
+openssl req -x509 -new -key ca.key -subj /CN=iopulse-test-ca -days 2 -out ca.crt 2>/dev/null
+key server
+sign server localhost 2 IP:127.0.0.1,DNS:localhost
+key other
+sign other other.example 2 DNS:other.example
+cp server.key expired.key
+sign expired localhost -1 IP:127.0.0.1
+key client
+sign client client 2 DNS:client
+key stranger
+openssl req -x509 -new -key stranger.key -subj /CN=stranger -days 2 -out stranger.crt 2>/dev/null
+HASH=$(htpasswd -nbBC 10 alice secret)
+HASH=${HASH#alice:}
+
+cat >web.yml <<EOF
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+basic_auth_users:
+  alice: '$HASH'
+EOF
+
+# ---- iopulse check -------------------------------------------------------------
+
+"$IOPULSE" check --config "$CFG" --web.config.file "$WEB/web.yml" >/dev/null ||
+	fail "iopulse check refuses a good web config"
+
+# bad_web NAME WANT_MESSAGE: write NAME.yml from stdin; iopulse check must exit 78
+# with WANT_MESSAGE on stderr.
+bad_web() {
+	local rc=0
+	cat >"$1.yml"
+	"$IOPULSE" check --config "$CFG" --web.config.file "$WEB/$1.yml" >/dev/null 2>"$1.err" ||
+		rc=$?
+	((rc == 78)) || fail "iopulse check with $1.yml: exit $rc, want 78: $(cat "$1.err")"
+	grep -qF -- "$2" "$1.err" || fail "iopulse check with $1.yml said '$(cat "$1.err")', want '$2'"
+}
+bad_web unknown "$WEB/unknown.yml:3:3: unknown key 'certfile' in tls_server_config" <<EOF
+tls_server_config:
+  key_file: server.key
+  certfile: server.crt
+EOF
+bad_web auth_type "$WEB/auth_type.yml:4:21: unknown client_auth_type 'Always'" <<EOF
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+  client_auth_type: Always
+EOF
+bad_web no_cert "$WEB/no_cert.yml:2:3: tls_server_config: missing cert_file" <<EOF
+tls_server_config:
+  key_file: server.key
+EOF
+
+# ---- TLS and basic auth ----------------------------------------------------------
+
+start_daemon "$CFG" --web.config.file "$WEB/web.yml"
+URL="https://127.0.0.1:$DAEMON_PORT"
+
+# code ARGS...: the status of curl ARGS (000: no reply).
+code() {
+	curl -sS -o /dev/null --max-time 10 -w '%{http_code}' "$@" 2>/dev/null || true
+}
+
+curl -fsS --max-time 10 --cacert ca.crt -u alice:secret "$URL/metrics" >page.prom ||
+	fail "curl with the test CA and alice's password cannot get /metrics"
+grep -q '^iopulse_build_info{' page.prom || fail "no iopulse_build_info in the page"
+[[ $(code --cacert ca.crt -u alice:wrong "$URL/metrics") == 401 ]] ||
+	fail "alice's password, then a wrong one: not 401 (CVE-2022-46146)"
+[[ $(code --cacert ca.crt -u bob:secret "$URL/metrics") == 401 ]] || fail "an unknown user: not 401"
+curl -sS -D headers -o /dev/null --max-time 10 --cacert ca.crt "$URL/metrics" || true
+grep -q '^HTTP/1.1 401' headers || fail "no credentials: not 401: $(head -1 headers)"
+grep -qi '^WWW-Authenticate: Basic realm="iopulse"' headers ||
+	fail "no 'WWW-Authenticate: Basic realm=\"iopulse\"' on a 401"
+[[ $(code --cacert ca.crt -u alice:secret "$URL/healthz") == 200 ]] || fail "/healthz with alice: not 200"
+[[ $(code "http://127.0.0.1:$DAEMON_PORT/metrics") != 200 ]] || fail "plaintext HTTP to the TLS port got a page"
+[[ $(code --cacert ca.crt -u alice:secret "$URL/metrics") == 200 ]] ||
+	fail "after a plaintext request, the daemon no longer serves"
+
+# ---- Prometheus over TLS with basic auth --------------------------------------------
+
+PROM_JOB_EXTRA="    scheme: https
+    basic_auth:
+      username: alice
+      password: secret
+    tls_config:
+      ca_file: $WEB/ca.crt"
+start_prometheus
+# query EXPR: the number of series EXPR selects.
+query() {
+	curl -fsS --max-time 5 --data-urlencode "query=$1" "$PROM_URL/api/v1/query" |
+		/usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)["data"]["result"]))'
+}
+prom_has() {
+	[[ $(query "$1") -gt 0 ]]
+}
+wait_until 30 "Prometheus to scrape iopulse over TLS (up == 1)" prom_has 'up{job="iopulse"} == 1'
+wait_until 30 "iopulse_build_info in Prometheus" prom_has 'iopulse_build_info'
+stop_prometheus
+
+# ---- SIGHUP: a renewed certificate, then a broken key --------------------------------
+
+# serial: the serial of the certificate the server presents.
+serial() {
+	openssl s_client -connect "127.0.0.1:$DAEMON_PORT" -CAfile ca.crt </dev/null 2>/dev/null |
+		openssl x509 -noout -serial
+}
+# A scraper that must never fail meanwhile: its failures go to loop.failed.
+: >loop.failed
+(
+	while [[ ! -e loop.stop ]]; do
+		curl -fsS -o /dev/null --max-time 10 --cacert ca.crt -u alice:secret "$URL/metrics" ||
+			echo "scrape failed: $?" >>loop.failed
+	done
+) &
+LOOP=$!
+on_exit kill "$LOOP"
+old=$(serial)
+[[ -n $old ]] || fail "openssl s_client sees no certificate"
+sign server localhost 2 IP:127.0.0.1,DNS:localhost # the same key, a new serial
+new=$(openssl x509 -in server.crt -noout -serial)
+[[ $new != "$old" ]] || fail "the renewed certificate has the old serial"
+kill -HUP "$DAEMON_PID"
+serial_is() {
+	[[ $(serial) == "$1" ]]
+}
+wait_until 10 "the renewed certificate ($new) to be served" serial_is "$new"
+cp server.key server.key.good
+echo "not a key" >server.key
+kill -HUP "$DAEMON_PID"
+wait_until 10 "the log to say why the broken key was refused" \
+	grep -q 'TLS certificate reload failed, still serving the previous certificate: key_file' \
+	"$DAEMON_LOG"
+[[ $(serial) == "$new" ]] || fail "after a broken key, the certificate served changed"
+cp server.key.good server.key
+touch loop.stop
+wait "$LOOP" || true
+[[ ! -s loop.failed ]] || fail "scrapes failed during the reloads: $(sort loop.failed | uniq -c)"
+[[ $(code --cacert ca.crt -u alice:secret "$URL/metrics") == 200 ]] ||
+	fail "no longer serving after the reloads"
+
+# ---- the client's verdict: expired, another name ---------------------------------
+
+cp server.crt server.crt.good
+for bad in expired other; do
+	cp "$bad.crt" server.crt
+	cp "$bad.key" server.key
+	n=$(grep -c 'Reloaded the TLS certificate' "$DAEMON_LOG")
+	kill -HUP "$DAEMON_PID"
+	reloaded() {
+		(($(grep -c 'Reloaded the TLS certificate' "$DAEMON_LOG") > n))
+	}
+	wait_until 10 "the $bad certificate to be loaded" reloaded
+	rc=0
+	curl -fsS -o /dev/null --max-time 10 --cacert ca.crt -u alice:secret "$URL/metrics" \
+		2>curl.err || rc=$?
+	((rc == 60)) || fail "curl against the $bad certificate: exit $rc, want 60: $(cat curl.err)"
+done
+cp server.crt.good server.crt
+cp server.key.good server.key
+stop_daemon
+
+# ---- client certificates ---------------------------------------------------------------
+
+cat >mtls.yml <<EOF
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+  client_auth_type: RequireAndVerifyClientCert
+  client_ca_file: ca.crt
+EOF
+start_daemon "$CFG" --web.config.file "$WEB/mtls.yml"
+URL="https://127.0.0.1:$DAEMON_PORT"
+[[ $(code --cacert ca.crt "$URL/healthz") != 200 ]] || fail "no client certificate, yet a page"
+[[ $(code --cacert ca.crt --cert stranger.crt --key stranger.key "$URL/healthz") != 200 ]] ||
+	fail "a client certificate the client CA did not sign, yet a page"
+[[ $(code --cacert ca.crt --cert client.crt --key client.key "$URL/healthz") == 200 ]] ||
+	fail "a client certificate the client CA signed: no page"
+stop_daemon
+note "ok"
