@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * webconfig and webauth: every malformed web config gives one exact
+ * "file:line:col: message"; valid ones give exporter-toolkit's values, relative
+ * paths resolved against the file's directory; the credential cache admits only
+ * the exact user and password that verified (CVE-2022-46146).
+ */
+#include <crypt.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config/webconfig.h"
+#include "daemon/webauth.h"
+
+/* A bcrypt hash of "secret" at cost 4 (the cheapest: tests, not security). */
+static char hash[128];
+
+static void make_hash(void)
+{
+	char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+	struct crypt_data cd = {0};
+
+	assert_non_null(crypt_gensalt_rn("$2b$", 4, NULL, 0, salt, sizeof(salt)));
+	snprintf(hash, sizeof(hash), "%s", crypt_r("secret", salt, &cd));
+	assert_int_equal(strlen(hash), 60);
+}
+
+static int load(const char *yaml, struct web_config **w, struct cfg_error *err)
+{
+	return web_config_load_string("web.yml", "/etc/iopulse", yaml, strlen(yaml), w, err);
+}
+
+static void expect_error(const char *yaml, const char *msg)
+{
+	struct web_config *w = NULL;
+	struct cfg_error err;
+	int r = load(yaml, &w, &err);
+
+	if (r != -EINVAL || strcmp(err.msg, msg) != 0)
+		fail_msg("for:\n%s\ngot %d '%s'\nwant '%s'", yaml, r, err.msg, msg);
+	assert_null(w);
+}
+
+#define TLS "tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n"
+
+static void test_errors(void **state)
+{
+	(void)state;
+	expect_error("tls_server_config:\n  certfile: a.crt\n",
+		     "web.yml:2:3: unknown key 'certfile' in tls_server_config: expected "
+		     "cert_file, key_file, client_auth_type, client_ca_file, min_version, "
+		     "max_version, cipher_suites or prefer_server_cipher_suites");
+	expect_error("tls_config:\n  cert_file: a.crt\n",
+		     "web.yml:1:1: unknown key 'tls_config': expected tls_server_config or "
+		     "basic_auth_users (exporter-toolkit's web configuration)");
+	expect_error(TLS "  client_auth_type: Always\n",
+		     "web.yml:4:21: unknown client_auth_type 'Always': expected NoClientCert, "
+		     "RequestClientCert, RequireAnyClientCert, VerifyClientCertIfGiven or "
+		     "RequireAndVerifyClientCert");
+	expect_error("tls_server_config:\n  key_file: a.key\n",
+		     "web.yml:2:3: tls_server_config: missing cert_file");
+	expect_error("tls_server_config:\n  cert_file: a.crt\n",
+		     "web.yml:2:3: tls_server_config: missing key_file");
+	expect_error(TLS "  client_ca_file: ca.crt\n",
+		     "web.yml:2:3: tls_server_config: client_ca_file is set but client_auth_type "
+		     "is NoClientCert: set client_auth_type, e.g. RequireAndVerifyClientCert");
+	expect_error(TLS "  client_auth_type: RequireAndVerifyClientCert\n",
+		     "web.yml:2:3: tls_server_config: client_auth_type RequireAndVerifyClientCert "
+		     "needs client_ca_file");
+	expect_error(TLS "  min_version: TLS14\n",
+		     "web.yml:4:16: unknown min_version 'TLS14': expected TLS10, TLS11, TLS12 or "
+		     "TLS13");
+	expect_error(
+		TLS "  min_version: TLS13\n  max_version: TLS12\n",
+		"web.yml:2:3: tls_server_config: max_version TLS12 is below min_version TLS13");
+	expect_error(TLS "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",
+		     "web.yml:4:3: 'cipher_suites' is not supported: GnuTLS chooses cipher suites "
+		     "by priority string, which cannot express Go's list exactly; remove it (TLS "
+		     "1.3 and GnuTLS' defaults apply)");
+	expect_error(TLS "  cert: PEM\n",
+		     "web.yml:4:3: 'cert' (inline PEM) is not supported: use 'cert_file'");
+	expect_error(TLS "  cert_file: b.crt\n", "web.yml:4:3: 'cert_file' appears twice in "
+						 "'tls_server_config'");
+	expect_error("basic_auth_users:\n  alice: secret\n",
+		     "web.yml:2:10: basic_auth_users: the password of 'alice' is not a bcrypt "
+		     "hash (e.g. from htpasswd -nbBC 10 USER PASSWORD)");
+	expect_error("http_server_config:\n  http2: false\n",
+		     "web.yml:1:1: 'http_server_config' is not supported by iopulse");
+	expect_error("", "web.yml:1:1: web configuration is empty, expected tls_server_config "
+			 "or basic_auth_users");
+}
+
+static void test_valid(void **state)
+{
+	struct web_config *w = NULL;
+	struct cfg_error err;
+	char yaml[512];
+
+	(void)state;
+	snprintf(yaml, sizeof(yaml),
+		 TLS "  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: /ca.crt\n"
+		     "  min_version: TLS13\nbasic_auth_users:\n  alice: '%s'\n",
+		 hash);
+	assert_int_equal(load(yaml, &w, &err), 0);
+	assert_true(w->tls);
+	assert_string_equal(w->cert_file, "/etc/iopulse/a.crt");
+	assert_string_equal(w->key_file, "/etc/iopulse/a.key");
+	assert_string_equal(w->client_ca_file, "/ca.crt");
+	assert_int_equal(w->client_auth, WEB_VERIFY_CLIENT_CERT_IF_GIVEN);
+	assert_int_equal(w->min_version, 13);
+	assert_int_equal(w->n_users, 1);
+	assert_string_equal(w->users[0].name, "alice");
+	web_config_free(w);
+
+	/* Users alone: no TLS; TLS 1.2 the minimum by default. */
+	snprintf(yaml, sizeof(yaml), "basic_auth_users:\n  bob: '%s'\n", hash);
+	assert_int_equal(load(yaml, &w, &err), 0);
+	assert_false(w->tls);
+	assert_int_equal(w->min_version, 12);
+	web_config_free(w);
+}
+
+static void test_auth_cache(void **state)
+{
+	struct web_config *w = NULL;
+	struct web_auth *a;
+	struct cfg_error err;
+	char yaml[256];
+	int e = 0;
+
+	(void)state;
+	snprintf(yaml, sizeof(yaml), "basic_auth_users:\n  alice: '%s'\n", hash);
+	assert_int_equal(load(yaml, &w, &err), 0);
+	a = web_auth_new(w, &e);
+	assert_non_null(a);
+	assert_false(web_auth_cached(a, "alice", "secret"));
+	assert_false(web_auth_verify(a, "alice", "wrong"));
+	assert_false(web_auth_verify(a, "bob", "secret")); /* unknown: the dummy hash */
+	assert_true(web_auth_verify(a, "alice", "secret"));
+	assert_true(web_auth_cached(a, "alice", "secret"));
+	/* CVE-2022-46146: a cached success admits that password only. */
+	assert_false(web_auth_cached(a, "alice", "wrong"));
+	assert_false(web_auth_cached(a, "alice", ""));
+	assert_false(web_auth_cached(a, "alicesecret", ""));
+	assert_false(web_auth_cached(a, "bob", "secret"));
+	assert_false(web_auth_verify(a, "alice", "wrong"));
+	web_auth_free(a);
+	web_config_free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_auth_cache),
+	};
+
+	make_hash();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
