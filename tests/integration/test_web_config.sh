@@ -14,7 +14,9 @@
 #     /metrics; a wrong password, an unknown user, no credentials get 401 with
 #     WWW-Authenticate: Basic realm="iopulse"; the right password, then a wrong
 #     one for the same user: 401 (CVE-2022-46146); plaintext HTTP to the TLS
-#     port fails and the daemon keeps serving.
+#     port fails and the daemon keeps serving; 12 wrong passwords at once get
+#     401 or 429 (some 429: bcrypt runs two at a time) while a cached scraper is
+#     served.
 #   - Prometheus 2.42 scrapes it (scheme https, basic_auth, tls_config.ca_file):
 #     up == 1 and iopulse_build_info arrives.
 #   - SIGHUP with a renewed certificate: the client sees the new serial; with a
@@ -128,6 +130,22 @@ grep -qi '^WWW-Authenticate: Basic realm="iopulse"' headers ||
 [[ $(code "http://127.0.0.1:$DAEMON_PORT/metrics") != 200 ]] || fail "plaintext HTTP to the TLS port got a page"
 [[ $(code --cacert ca.crt -u alice:secret "$URL/metrics") == 200 ]] ||
 	fail "after a plaintext request, the daemon no longer serves"
+
+# A flood of wrong passwords: bcrypt runs WEB_AUTH_SLOTS at a time, the rest
+# are told 429 at once, and a cached scraper is served throughout. Twelve: under
+# the connections one address may hold (HTTP_PER_ADDRESS_LIMIT).
+FLOOD=()
+for i in $(seq 12); do
+	code --cacert ca.crt -u "alice:wrong$i" "$URL/metrics" >"flood.$i" &
+	FLOOD+=($!)
+done
+[[ $(code --cacert ca.crt -u alice:secret "$URL/metrics") == 200 ]] ||
+	fail "a cached scraper was not served during a flood of wrong passwords"
+wait "${FLOOD[@]}"
+codes=$(for f in flood.*; do cat "$f"; echo; done | sort | uniq -c | tr -s '\n ' ' ')
+grep -qx 429 flood.* || fail "12 wrong passwords at once, none told 429: $codes"
+grep -qvx -e 401 -e 429 flood.* && fail "wrong passwords got other than 401 or 429: $codes"
+note "flood of wrong passwords: $codes"
 
 # ---- Prometheus over TLS with basic auth --------------------------------------------
 
