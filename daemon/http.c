@@ -1291,13 +1291,65 @@ static enum MHD_Result reply_unauthorized(struct http_server *h, struct MHD_Conn
 			     strlen("unauthorized\n"), MHD_RESPMEM_PERSISTENT, hdrs);
 }
 
-static void free_credentials(char *user, char *pass)
+/*
+ * The request's user and password (NUL-terminated, freed by free_credentials());
+ * false when there are none. libmicrohttpd 0.9.77 replaced the call of 0.9.75
+ * (Debian 12) and deprecated it.
+ */
+#if MHD_VERSION >= 0x00097701
+static bool get_credentials(struct MHD_Connection *c, void **info, const char **user,
+			    const char **pass)
 {
-	if (pass)
-		explicit_bzero(pass, strlen(pass));
-	MHD_free(user);
-	MHD_free(pass);
+	struct MHD_BasicAuthInfo *bi = MHD_basic_auth_get_username_password3(c);
+
+	*info = bi;
+	if (!bi || !bi->password)
+		return false;
+	*user = bi->username;
+	*pass = bi->password;
+	return true;
 }
+
+static void free_credentials(void *info)
+{
+	struct MHD_BasicAuthInfo *bi = info;
+
+	if (bi && bi->password)
+		explicit_bzero(bi->password, bi->password_len);
+	MHD_free(bi);
+}
+#else
+struct credentials {
+	char *user, *pass;
+};
+
+static bool get_credentials(struct MHD_Connection *c, void **info, const char **user,
+			    const char **pass)
+{
+	struct credentials *cr = calloc(1, sizeof(*cr));
+
+	*info = cr;
+	if (!cr)
+		return false;
+	cr->user = MHD_basic_auth_get_username_password(c, &cr->pass);
+	*user = cr->user;
+	*pass = cr->pass;
+	return cr->user && cr->pass;
+}
+
+static void free_credentials(void *info)
+{
+	struct credentials *cr = info;
+
+	if (!cr)
+		return;
+	if (cr->pass)
+		explicit_bzero(cr->pass, strlen(cr->pass));
+	MHD_free(cr->user);
+	MHD_free(cr->pass);
+	free(cr);
+}
+#endif
 
 /*
  * Whether the request may be served: 1 yes, 0 a reply was queued or the
@@ -1308,7 +1360,8 @@ static int authorize(struct http_server *h, struct MHD_Connection *c, enum handl
 		     enum MHD_Result *ret)
 {
 	struct auth_req *ar = *req;
-	char *user, *pass = NULL;
+	const char *user = NULL, *pass = NULL;
+	void *info;
 
 	if (!h->auth)
 		return 1;
@@ -1318,20 +1371,19 @@ static int authorize(struct http_server *h, struct MHD_Connection *c, enum handl
 		*ret = reply_unauthorized(h, c, hd);
 		return 0;
 	}
-	user = MHD_basic_auth_get_username_password(c, &pass);
-	if (!user || !pass) {
-		free_credentials(user, pass);
+	if (!get_credentials(c, &info, &user, &pass)) {
+		free_credentials(info);
 		*ret = reply_unauthorized(h, c, hd);
 		return 0;
 	}
 	if (web_auth_cached(h->auth, user, pass)) {
-		free_credentials(user, pass);
+		free_credentials(info);
 		return 1;
 	}
 	ar = calloc(1, sizeof(*ar));
 	if (!ar || !web_auth_reserve(h->auth)) {
 		free(ar);
-		free_credentials(user, pass);
+		free_credentials(info);
 		*ret = ar ? reply_static(h, c, hd, MHD_HTTP_TOO_MANY_REQUESTS, TEXT_PLAIN,
 					 "too many password checks at once, try again\n")
 			  : MHD_NO;
@@ -1342,7 +1394,7 @@ static int authorize(struct http_server *h, struct MHD_Connection *c, enum handl
 	*req = ar; /* freed in on_completed() */
 	MHD_suspend_connection(c);
 	web_auth_submit(h->auth, user, pass, auth_done, ar);
-	free_credentials(user, pass);
+	free_credentials(info);
 	*ret = MHD_YES;
 	return 0;
 }
@@ -1469,6 +1521,29 @@ static int web_setup(struct http_server *h, const struct web_config *web)
 	return 0;
 }
 
+/* libmicrohttpd's flags and options (@opts, room for 4) for TLS and basic auth. */
+static unsigned web_options(struct http_server *h, struct MHD_OptionItem *opts)
+{
+	unsigned flags = 0, n = 0;
+
+	if (h->tls) {
+		/* No certificate of its own: GnuTLS asks web_tls_retrieve() at each
+		 * handshake, which is how SIGHUP swaps it on a running daemon. */
+		flags |= MHD_USE_TLS;
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+						    (void *)web_tls_retrieve};
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+						    (void *)web_tls_priorities(h->tls)};
+		if (web_tls_trust(h->tls))
+			opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
+							    (void *)web_tls_trust(h->tls)};
+	}
+	opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+	if (h->auth)
+		flags |= MHD_ALLOW_SUSPEND_RESUME;
+	return flags;
+}
+
 struct http_server *http_start(int listen_fd, const struct http_limits *lim, struct metrics *m,
 			       http_collect_fn collect, void *userdata, int *err)
 {
@@ -1480,7 +1555,7 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 				   http_collect_fn collect, void *userdata, int *err)
 {
 	struct MHD_OptionItem tls_opts[4] = {{MHD_OPTION_END, 0, NULL}};
-	unsigned flags = 0, n = 0;
+	unsigned flags;
 	static const char *const labels[] = {"handler", "code", NULL};
 	struct http_server *h = calloc(1, sizeof(*h));
 	const union MHD_DaemonInfo *info;
@@ -1513,18 +1588,7 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 	r = web_setup(h, web);
 	if (r < 0)
 		goto fail;
-	if (h->tls) {
-		flags |= MHD_USE_TLS;
-		tls_opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
-							(void *)web_tls_retrieve};
-		tls_opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
-							(void *)web_tls_priorities(h->tls)};
-		if (web_tls_trust(h->tls))
-			tls_opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
-								(void *)web_tls_trust(h->tls)};
-	}
-	if (h->auth)
-		flags |= MHD_ALLOW_SUSPEND_RESUME;
+	flags = web_options(h, tls_opts);
 	/* The logger first, so that even option parsing speaks through our log. No
 	 * thread of its own and no listening socket: serve() runs it. Its limit must
 	 * never bite: ours closes connections, its would refuse new ones, a scrape

@@ -105,7 +105,11 @@ static int cert_parse(const struct web_tls *t, gnutls_datum_t *cd, gnutls_datum_
 	if (r >= 0)
 		r = gnutls_privkey_import_x509_raw(c->key, kd, GNUTLS_X509_FMT_PEM, NULL, 0);
 	if (r < 0) {
-		snprintf(msg, n, "key_file %s: %s", t->key_file, gnutls_strerror(r));
+		snprintf(msg, n, "key_file %s: %s%s", t->key_file, gnutls_strerror(r),
+			 r == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE ||
+					 r == GNUTLS_E_BASE64_DECODING_ERROR
+				 ? " (no unencrypted PEM private key in it)"
+				 : "");
 		return r;
 	}
 	if (!key_matches(&c->pcerts[0], c->key)) {

@@ -24,6 +24,7 @@
 #     meanwhile a curl loop with the right credentials never fails.
 #   - The client's verdict: an expired certificate and one for another name are
 #     refused by curl.
+#   - Socket activation: TLS and basic auth on the socket passed.
 #   - RequireAndVerifyClientCert: no client certificate, or one the client CA did
 #     not sign, cannot get a page; one it signed can.
 
@@ -228,6 +229,22 @@ for bad in expired other; do
 done
 cp server.crt.good server.crt
 cp server.key.good server.key
+stop_daemon
+
+# ---- socket activation: TLS on the socket systemd passes ------------------------------
+
+PORT_FILE="$WEB/activated.port"
+REAL=$IOPULSE
+printf '#!/bin/sh\nexec /usr/bin/python3 %q %q 1 tcp %q "$@"\n' \
+	"$SOURCE_DIR/tests/integration/listen_fds.py" "$PORT_FILE" "$REAL" >activated.sh
+chmod +x activated.sh
+IOPULSE="$WEB/activated.sh"
+start_daemon "$CFG" --web.config.file "$WEB/web.yml"
+IOPULSE=$REAL
+read -r port <"$PORT_FILE"
+((port == DAEMON_PORT)) || fail "serving on $DAEMON_PORT, not the passed socket's $port"
+[[ $(code --cacert ca.crt -u alice:secret "https://127.0.0.1:$port/metrics") == 200 ]] ||
+	fail "no TLS on the socket passed by socket activation"
 stop_daemon
 
 # ---- client certificates ---------------------------------------------------------------
