@@ -145,11 +145,6 @@ static int unsupported(struct wparser *p, const yaml_node_t *k, const yaml_node_
 	if (is_null(v) || (v->type == YAML_SEQUENCE_NODE &&
 			   v->data.sequence.items.top == v->data.sequence.items.start))
 		return 0;
-	if (strcmp(key, "cipher_suites") == 0)
-		return wfail(p, k,
-			     "'cipher_suites' is not supported: GnuTLS chooses cipher suites by "
-			     "priority string, which cannot express Go's list exactly; remove it "
-			     "(TLS 1.3 and GnuTLS' defaults apply)");
 	if (strcmp(key, "curve_preferences") == 0)
 		return wfail(p, k, "'curve_preferences' is not supported; remove it");
 	if (strcmp(key, "client_allowed_sans") == 0)
@@ -157,12 +152,160 @@ static int unsupported(struct wparser *p, const yaml_node_t *k, const yaml_node_
 	return wfail(p, k, "'%s' (inline PEM) is not supported: use '%s_file'", key, key);
 }
 
+/* ---- cipher_suites --------------------------------------------------------- */
+
+/*
+ * Go takes a list of TLS 1.2 suites; a GnuTLS priority string takes key
+ * exchanges, ciphers and MACs separately and allows every suite they combine
+ * into. So a list is accepted only when it is that whole product: for the
+ * suites below, a key exchange times a cipher (the cipher fixes the MAC).
+ */
+#define N_KX	  2
+#define N_CIPHERS 5
+static const char *const kx_names[N_KX] = {"ECDHE-RSA", "ECDHE-ECDSA"};
+static const struct {
+	const char *name, *mac; /* GnuTLS' */
+} cipher_names[N_CIPHERS] = {
+	{"AES-128-GCM", "AEAD"}, {"AES-256-GCM", "AEAD"}, {"CHACHA20-POLY1305", "AEAD"},
+	{"AES-128-CBC", "SHA1"}, {"AES-256-CBC", "SHA1"},
+};
+
+/* Go's names (crypto/tls CipherSuiteName) of [key exchange][cipher]. */
+static const char *const go_suites[N_KX][N_CIPHERS] = {
+	{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+	 "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+	 "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA"},
+	{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+	 "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+	 "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA"},
+};
+
+#define INSECURE "Go lists it among its insecure cipher suites"
+#define NO_PFS	 "its RSA key exchange has no forward secrecy (Go no longer offers it by default)"
+#define TLS13	 "it is a TLS 1.3 suite, and TLS 1.3 suites are not configurable (as in Go)"
+
+/* The other names Go knows, and why iopulse refuses each. */
+static const struct {
+	const char *name, *why;
+} refused_suites[] = {
+	{"TLS_RSA_WITH_RC4_128_SHA", INSECURE},
+	{"TLS_RSA_WITH_3DES_EDE_CBC_SHA", INSECURE},
+	{"TLS_RSA_WITH_AES_128_CBC_SHA256", INSECURE},
+	{"TLS_ECDHE_ECDSA_WITH_RC4_128_SHA", INSECURE},
+	{"TLS_ECDHE_RSA_WITH_RC4_128_SHA", INSECURE},
+	{"TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA", INSECURE},
+	{"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", INSECURE},
+	{"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", INSECURE},
+	{"TLS_RSA_WITH_AES_128_CBC_SHA", NO_PFS},
+	{"TLS_RSA_WITH_AES_256_CBC_SHA", NO_PFS},
+	{"TLS_RSA_WITH_AES_128_GCM_SHA256", NO_PFS},
+	{"TLS_RSA_WITH_AES_256_GCM_SHA384", NO_PFS},
+	{"TLS_AES_128_GCM_SHA256", TLS13},
+	{"TLS_AES_256_GCM_SHA384", TLS13},
+	{"TLS_CHACHA20_POLY1305_SHA256", TLS13},
+};
+
+/* One entry of cipher_suites: its key exchange and cipher, or an error. */
+static int suite_value(struct wparser *p, const yaml_node_t *n, unsigned *kx, unsigned *c)
+{
+	int r = want_scalar(p, n, "cipher_suites entry");
+
+	if (r < 0)
+		return r;
+	for (*kx = 0; *kx < N_KX; (*kx)++)
+		for (*c = 0; *c < N_CIPHERS; (*c)++)
+			if (strcmp(sval(n), go_suites[*kx][*c]) == 0)
+				return 0;
+	for (unsigned i = 0; i < sizeof(refused_suites) / sizeof(refused_suites[0]); i++)
+		if (strcmp(sval(n), refused_suites[i].name) == 0)
+			return wfail(p, n, "cipher suite '%s' is refused: %s", sval(n),
+				     refused_suites[i].why);
+	return wfail(p, n,
+		     "unknown cipher suite '%s': expected a name from Go's crypto/tls, "
+		     "e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (iopulse(8) lists those accepted)",
+		     sval(n));
+}
+
+/* appendf(buf, size, fmt, ...): append to a NUL-terminated @buf, truncating. */
+__attribute__((format(printf, 3, 4))) static void appendf(char *buf, size_t size, const char *fmt,
+							  ...)
+{
+	size_t at = strlen(buf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf + at, size - at, fmt, ap);
+	va_end(ap);
+}
+
+/* The priority fragment for the key exchanges and ciphers marked, in the
+ * order first listed (the server's preference). */
+static char *suite_priority(const unsigned *kx, unsigned n_kx, const unsigned *c, unsigned n_c)
+{
+	char buf[256] = "-KX-ALL";
+	bool aead = false, sha1 = false;
+
+	for (unsigned i = 0; i < n_kx; i++)
+		appendf(buf, sizeof(buf), ":+%s", kx_names[kx[i]]);
+	appendf(buf, sizeof(buf), ":-CIPHER-ALL");
+	for (unsigned i = 0; i < n_c; i++) {
+		appendf(buf, sizeof(buf), ":+%s", cipher_names[c[i]].name);
+		aead |= strcmp(cipher_names[c[i]].mac, "AEAD") == 0;
+		sha1 |= strcmp(cipher_names[c[i]].mac, "SHA1") == 0;
+	}
+	appendf(buf, sizeof(buf), ":-MAC-ALL%s%s", aead ? ":+AEAD" : "", sha1 ? ":+SHA1" : "");
+	return strdup(buf);
+}
+
+/* cipher_suites: a list that is the product of its key exchanges and ciphers,
+ * as w->tls12_ciphers; an empty one leaves GnuTLS' defaults. */
+static int cipher_suites_value(struct wparser *p, const yaml_node_t *v)
+{
+	bool listed[N_KX][N_CIPHERS] = {{false}}, kx_seen[N_KX] = {false},
+	     c_seen[N_CIPHERS] = {false};
+	unsigned kx_order[N_KX], c_order[N_CIPHERS], n_kx = 0, n_c = 0, kx, c;
+	char missing[512] = "";
+	int r;
+
+	if (is_null(v))
+		return 0;
+	if (v->type != YAML_SEQUENCE_NODE)
+		return wfail(p, v, "'cipher_suites' must be a list of cipher suite names");
+	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
+	     i++) {
+		r = suite_value(p, yaml_document_get_node(p->doc, *i), &kx, &c);
+		if (r < 0)
+			return r;
+		listed[kx][c] = true;
+		if (!kx_seen[kx])
+			kx_order[n_kx++] = kx;
+		if (!c_seen[c])
+			c_order[n_c++] = c;
+		kx_seen[kx] = c_seen[c] = true;
+	}
+	if (!n_kx)
+		return 0;
+	for (kx = 0; kx < N_KX; kx++)
+		for (c = 0; c < N_CIPHERS; c++)
+			if (kx_seen[kx] && c_seen[c] && !listed[kx][c])
+				appendf(missing, sizeof(missing), "%s%s", *missing ? ", " : "",
+					go_suites[kx][c]);
+	if (*missing)
+		return wfail(p, v,
+			     "cipher_suites: GnuTLS cannot select exactly this list: it takes key "
+			     "exchanges and ciphers separately, so this list would also allow %s; "
+			     "add them, or list fewer key exchanges or ciphers",
+			     missing);
+	free(p->w->tls12_ciphers);
+	p->w->tls12_ciphers = suite_priority(kx_order, n_kx, c_order, n_c);
+	return p->w->tls12_ciphers ? 0 : -ENOMEM;
+}
+
 /* One key of tls_server_config. */
 static int tls_key(struct wparser *p, const yaml_node_t *k, const yaml_node_t *v)
 {
-	static const char *const skipped[] = {
-		"cipher_suites", "curve_preferences", "client_allowed_sans", "cert",
-		"key",		 "client_ca"};
+	static const char *const skipped[] = {"curve_preferences", "client_allowed_sans", "cert",
+					      "key", "client_ca"};
 	struct web_config *w = p->w;
 	const char *key = sval(k);
 
@@ -180,6 +323,8 @@ static int tls_key(struct wparser *p, const yaml_node_t *k, const yaml_node_t *v
 		return version_value(p, v, key, &w->max_version);
 	if (strcmp(key, "prefer_server_cipher_suites") == 0)
 		return bool_value(p, v, key, &w->server_cipher_order);
+	if (strcmp(key, "cipher_suites") == 0)
+		return cipher_suites_value(p, v);
 	for (unsigned i = 0; i < sizeof(skipped) / sizeof(skipped[0]); i++)
 		if (strcmp(key, skipped[i]) == 0)
 			return unsupported(p, k, v);
@@ -387,6 +532,7 @@ void web_config_free(struct web_config *w)
 	free(w->cert_file);
 	free(w->key_file);
 	free(w->client_ca_file);
+	free(w->tls12_ciphers);
 	free(w->source);
 	free(w);
 }

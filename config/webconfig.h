@@ -41,6 +41,9 @@ struct web_config {
 	unsigned min_version;	  /* 10..13 for TLS10..TLS13; default TLS12 */
 	unsigned max_version;	  /* 0: the highest GnuTLS offers */
 	bool server_cipher_order; /* prefer_server_cipher_suites (default true) */
+	char *tls12_ciphers;	  /* cipher_suites as a GnuTLS priority fragment
+				   * ("-KX-ALL:+ECDHE-RSA:-CIPHER-ALL:..."), for
+				   * TLS 1.2 and below only; NULL: GnuTLS' own */
 	struct web_user *users;	  /* basic_auth_users, in file order */
 	unsigned n_users;
 };

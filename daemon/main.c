@@ -31,6 +31,7 @@
 #include "probe_cli.h"
 #include "process.h"
 #include "scheduler.h"
+#include "webtls.h"
 
 #include "revision.h" /* IOPULSE_REVISION, generated at build time */
 
@@ -213,6 +214,26 @@ static void check_warnings(const struct config *cfg)
 	}
 }
 
+/* The files --web.config.file names, read as run reads them: EX_CONFIG for
+ * one that does not load (run would not start either); a certificate out of
+ * its validity period is only a warning, since run serves it. */
+static int check_web_files(const struct web_config *web)
+{
+	char msg[512];
+	int r;
+
+	if (!web || !web->tls)
+		return EX_OK;
+	r = web_tls_check(web, msg, sizeof(msg));
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", web->source, msg);
+		return EX_CONFIG;
+	}
+	if (r > 0)
+		fprintf(stderr, "warning: %s: %s\n", web->source, msg);
+	return EX_OK;
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	struct options o = {0};
@@ -226,11 +247,13 @@ static int cmd_check(int argc, char **argv)
 	if (r != EX_OK)
 		return r;
 	r = load_web_config(o.web_config, &web, true);
+	if (r == EX_OK)
+		r = check_web_files(web);
+	web_config_free(web);
 	if (r != EX_OK) {
 		cfg_free(cfg);
 		return r;
 	}
-	web_config_free(web);
 	cfg_print(cfg, stdout);
 	check_warnings(cfg);
 	r = check_dirs(cfg);

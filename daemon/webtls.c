@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <gnutls/x509.h>
 
 #include "../config/webconfig.h"
 #include "log.h"
@@ -18,6 +21,7 @@ struct web_cert {
 	gnutls_pcert_st pcerts[CHAIN_MAX];
 	unsigned n_pcerts;
 	gnutls_privkey_t key;
+	gnutls_priority_t tls12; /* web_tls.tls12, for restrict_tls12() */
 };
 
 struct web_tls {
@@ -25,6 +29,7 @@ struct web_tls {
 	enum web_client_auth client_auth;
 	char *trust; /* client CA PEM, or NULL */
 	char priorities[160];
+	gnutls_priority_t tls12; /* with cipher_suites: for TLS 1.2 and below; or NULL */
 
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t cond;
@@ -66,6 +71,27 @@ static int read_datum(const char *path, const char *what, gnutls_datum_t *d, cha
 	d->data = (unsigned char *)z;
 	d->size = (unsigned)len;
 	return 0;
+}
+
+/* The client CA: read, and checked to hold certificates, since
+ * libmicrohttpd would only say it cannot start. 0 or -errno with @msg. */
+static int ca_load(const char *path, gnutls_datum_t *d, char *msg, size_t n)
+{
+	gnutls_x509_crt_t *crts = NULL;
+	unsigned n_crts = 0;
+	int r = read_datum(path, "client_ca_file", d, msg, n);
+
+	if (r < 0)
+		return r;
+	r = gnutls_x509_crt_list_import2(&crts, &n_crts, d, GNUTLS_X509_FMT_PEM, 0);
+	for (unsigned i = 0; r >= 0 && i < n_crts; i++)
+		gnutls_x509_crt_deinit(crts[i]);
+	gnutls_free(crts);
+	if (r >= 0 && n_crts)
+		return 0;
+	snprintf(msg, n, "client_ca_file %s: %s", path,
+		 r < 0 ? gnutls_strerror(r) : "no certificate");
+	return -EINVAL;
 }
 
 /* Whether the key is the certificate's: the same public key ID. */
@@ -146,7 +172,39 @@ static struct web_cert *cert_load(const struct web_tls *t, char *msg, size_t n)
 		return NULL;
 	}
 	c->refs = 1;
+	c->tls12 = t->tls12;
 	return c;
+}
+
+/* The leaf's validity period against now: 0, or 1 with @msg saying that
+ * clients will refuse it (GnuTLS serves it all the same). */
+static int cert_dates(const struct web_tls *t, const struct web_cert *c, char *msg, size_t n)
+{
+	gnutls_x509_crt_t crt;
+	time_t now = time(NULL), from, until;
+	char when[32];
+	int r = 0;
+
+	if (gnutls_x509_crt_init(&crt) < 0)
+		return 0;
+	if (gnutls_x509_crt_import(crt, &c->pcerts[0].cert, GNUTLS_X509_FMT_DER) >= 0) {
+		from = gnutls_x509_crt_get_activation_time(crt);
+		until = gnutls_x509_crt_get_expiration_time(crt);
+		if (until != (time_t)-1 && until < now) {
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime(&until));
+			snprintf(msg, n, "cert_file %s expired on %s: clients will refuse it",
+				 t->cert_file, when);
+			r = 1;
+		} else if (from != (time_t)-1 && from > now) {
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime(&from));
+			snprintf(msg, n,
+				 "cert_file %s is not valid before %s: clients will refuse it",
+				 t->cert_file, when);
+			r = 1;
+		}
+	}
+	gnutls_x509_crt_deinit(crt);
+	return r;
 }
 
 static void *reload_thread(void *arg)
@@ -171,6 +229,8 @@ static void *reload_thread(void *arg)
 				  msg);
 			continue;
 		}
+		if (cert_dates(t, c, msg, sizeof(msg)))
+			log_warning("%s", msg);
 		old = t->current;
 		t->current = c;
 		cert_put_locked(old);
@@ -195,36 +255,95 @@ static void build_priorities(struct web_tls *t, const struct web_config *w)
 		snprintf(t->priorities + at, n - (size_t)at, ":%%SERVER_PRECEDENCE");
 }
 
-int web_tls_new(const struct web_config *w, struct web_tls **out, char *msg, size_t n)
+/* cipher_suites, as priorities of their own that restrict_tls12() gives a
+ * session once it has negotiated TLS 1.2 or below: GnuTLS' ciphers are shared
+ * with TLS 1.3, which Go's cipher_suites leaves alone. 0 or -EINVAL with @msg. */
+static int tls12_priorities(struct web_tls *t, const struct web_config *w, char *msg, size_t n)
+{
+	const char *where = NULL;
+	char *s;
+	int r;
+
+	if (!w->tls12_ciphers)
+		return 0;
+	if (asprintf(&s, "%s:%s", t->priorities, w->tls12_ciphers) < 0) {
+		snprintf(msg, n, "out of memory");
+		return -ENOMEM;
+	}
+	r = gnutls_priority_init(&t->tls12, s, &where);
+	if (r < 0)
+		snprintf(msg, n, "cipher_suites: GnuTLS refuses the priorities '%s' at '%s': %s", s,
+			 where ? where : "", gnutls_strerror(r));
+	free(s);
+	return r < 0 ? -EINVAL : 0;
+}
+
+/* Read and check everything @w names: priorities, client CA, certificate
+ * and key. 0 or -errno with @msg. */
+static int tls_load(struct web_tls *t, const struct web_config *w, char *msg, size_t n)
+{
+	gnutls_datum_t ca = {0};
+	int r;
+
+	if (!(t->cert_file = strdup(w->cert_file)) || !(t->key_file = strdup(w->key_file))) {
+		snprintf(msg, n, "out of memory");
+		return -ENOMEM;
+	}
+	t->client_auth = w->client_auth;
+	build_priorities(t, w);
+	r = tls12_priorities(t, w, msg, n);
+	if (r < 0)
+		return r;
+	if (w->client_ca_file) {
+		r = ca_load(w->client_ca_file, &ca, msg, n);
+		t->trust = (char *)ca.data;
+		if (r < 0)
+			return r;
+	}
+	t->current = cert_load(t, msg, n);
+	return t->current ? 0 : -EINVAL;
+}
+
+static struct web_tls *tls_alloc(void)
 {
 	struct web_tls *t = calloc(1, sizeof(*t));
-	gnutls_datum_t ca = {0};
-	int r = -ENOMEM;
+
+	if (t) {
+		pthread_mutex_init(&t->mu, NULL);
+		pthread_cond_init(&t->cond, NULL);
+	}
+	return t;
+}
+
+int web_tls_check(const struct web_config *w, char *msg, size_t n)
+{
+	struct web_tls *t = tls_alloc();
+	int r = t ? tls_load(t, w, msg, n) : -ENOMEM;
+
+	if (!t)
+		snprintf(msg, n, "out of memory");
+	else if (r == 0)
+		r = cert_dates(t, t->current, msg, n);
+	web_tls_free(t);
+	return r;
+}
+
+int web_tls_new(const struct web_config *w, struct web_tls **out, char *msg, size_t n)
+{
+	struct web_tls *t = tls_alloc();
+	char warning[512];
+	int r;
 
 	*out = NULL;
 	if (!t) {
 		snprintf(msg, n, "out of memory");
-		return r;
+		return -ENOMEM;
 	}
-	pthread_mutex_init(&t->mu, NULL);
-	pthread_cond_init(&t->cond, NULL);
-	if (!(t->cert_file = strdup(w->cert_file)) || !(t->key_file = strdup(w->key_file))) {
-		snprintf(msg, n, "out of memory");
+	r = tls_load(t, w, msg, n);
+	if (r < 0)
 		goto fail;
-	}
-	t->client_auth = w->client_auth;
-	build_priorities(t, w);
-	if (w->client_ca_file) {
-		r = read_datum(w->client_ca_file, "client_ca_file", &ca, msg, n);
-		if (r < 0)
-			goto fail;
-		t->trust = (char *)ca.data;
-	}
-	t->current = cert_load(t, msg, n);
-	if (!t->current) {
-		r = -EINVAL;
-		goto fail;
-	}
+	if (cert_dates(t, t->current, warning, sizeof(warning)))
+		log_warning("%s: %s", w->source, warning);
 	r = -pthread_create(&t->thread, NULL, reload_thread, t);
 	if (r < 0) {
 		snprintf(msg, n, "cannot start the certificate reload thread: %s", strerror(-r));
@@ -266,6 +385,17 @@ int web_tls_retrieve(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, int nr
 	return 0;
 }
 
+/* After the ClientHello, the version negotiated: cipher_suites restricts TLS
+ * 1.2 and below only, as in Go. */
+static int restrict_tls12(gnutls_session_t s)
+{
+	struct web_cert *c = gnutls_session_get_ptr(s);
+
+	if (c && c->tls12 && gnutls_protocol_get_version(s) != GNUTLS_TLS1_3)
+		return gnutls_priority_set(s, c->tls12);
+	return 0;
+}
+
 struct web_cert *web_tls_session_start(struct web_tls *t, gnutls_session_t s)
 {
 	struct web_cert *c;
@@ -275,6 +405,8 @@ struct web_cert *web_tls_session_start(struct web_tls *t, gnutls_session_t s)
 	c->refs++;
 	pthread_mutex_unlock(&t->mu);
 	gnutls_session_set_ptr(s, c);
+	if (t->tls12)
+		gnutls_handshake_set_post_client_hello_function(s, restrict_tls12);
 	switch (t->client_auth) {
 	case WEB_NO_CLIENT_CERT:
 		gnutls_certificate_server_set_request(s, GNUTLS_CERT_IGNORE);
@@ -330,6 +462,8 @@ void web_tls_free(struct web_tls *t)
 	pthread_mutex_unlock(&t->mu);
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->mu);
+	if (t->tls12)
+		gnutls_priority_deinit(t->tls12);
 	free(t->trust);
 	free(t->cert_file);
 	free(t->key_file);

@@ -26,6 +26,12 @@ struct web_cert;
  * saying which file and why. */
 int web_tls_new(const struct web_config *w, struct web_tls **out, char *msg, size_t n);
 
+/* For iopulse check: read and check what web_tls_new() would (client CA,
+ * certificate, key, cipher_suites), and the certificate's validity period.
+ * 0; 1 with @msg a warning (expired or not yet valid: served, but clients will
+ * refuse it); -errno with @msg saying which file and why. */
+int web_tls_check(const struct web_config *w, char *msg, size_t n);
+
 /* The GnuTLS priority string for MHD_OPTION_HTTPS_PRIORITIES. */
 const char *web_tls_priorities(const struct web_tls *t);
 

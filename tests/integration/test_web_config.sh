@@ -8,7 +8,10 @@
 #
 #   - iopulse check validates the web config: exit 0 for a good one, 78 with
 #     file:line:column for an unknown key, a bad client_auth_type, a key without
-#     its certificate.
+#     its certificate, a cipher_suites list that is not the product of its key
+#     exchanges and ciphers, an unknown or an insecure cipher suite. It reads the
+#     files as run does: 78 for a missing certificate (as run) and a key that is
+#     not the certificate's; exit 0 with a warning for an expired certificate.
 #   - TLS + basic auth (relative cert/key paths, resolved against the web
 #     config's directory): curl with the test CA and the right password gets
 #     /metrics; a wrong password, an unknown user, no credentials get 401 with
@@ -27,11 +30,16 @@
 #   - Socket activation: TLS and basic auth on the socket passed.
 #   - RequireAndVerifyClientCert: no client certificate, or one the client CA did
 #     not sign, cannot get a page; one it signed can.
+#   - cipher_suites: over TLS 1.2 curl gets a page with a listed suite, none with
+#     one left out; TLS 1.3 is not restricted (as in Go).
+#   - Versions, with gnutls-cli (curl's OpenSSL may refuse old versions itself):
+#     by default TLS 1.0 and 1.1 are refused, TLS 1.3 alone is served; with
+#     min_version: TLS11, TLS 1.1 is served and TLS 1.0 still refused.
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-require_cmd curl openssl htpasswd prometheus
+require_cmd curl openssl htpasswd prometheus gnutls-cli
 require_disk "$WORK"
 
 CFG="$WORK/iopulse.yaml"
@@ -106,6 +114,58 @@ bad_web no_cert "$WEB/no_cert.yml:2:3: tls_server_config: missing cert_file" <<E
 tls_server_config:
   key_file: server.key
 EOF
+
+bad_web suites_product "$WEB/suites_product.yml:5:5: cipher_suites: GnuTLS cannot select \
+exactly this list: it takes key exchanges and ciphers separately, so this list would also allow \
+TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384;" <<EOF
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+  cipher_suites:
+    - TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+    - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+    - TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+EOF
+bad_web suites_unknown \
+	"$WEB/suites_unknown.yml:4:19: unknown cipher suite 'ECDHE-ECDSA-AES128-GCM-SHA256'" <<EOF
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+  cipher_suites: [ECDHE-ECDSA-AES128-GCM-SHA256]
+EOF
+bad_web suites_insecure "$WEB/suites_insecure.yml:4:19: cipher suite \
+'TLS_ECDHE_RSA_WITH_RC4_128_SHA' is refused: Go lists it among its insecure" <<EOF
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+  cipher_suites: [TLS_ECDHE_RSA_WITH_RC4_128_SHA]
+EOF
+
+# The files themselves, read as run reads them.
+bad_web missing_cert "missing_cert.yml: cert_file: $WEB/missing.crt: cannot read" <<EOF
+tls_server_config:
+  cert_file: missing.crt
+  key_file: server.key
+EOF
+rc=0
+"$IOPULSE" run --config "$CFG" --listen 127.0.0.1:0 --web.config.file "$WEB/missing_cert.yml" \
+	>run.err 2>&1 || rc=$?
+((rc == 78)) || fail "iopulse run with a missing cert_file: exit $rc, want 78 as check: $(cat run.err)"
+bad_web wrong_key "wrong_key.yml: key_file $WEB/other.key is not the key of cert_file \
+$WEB/server.crt" <<EOF
+tls_server_config:
+  cert_file: server.crt
+  key_file: other.key
+EOF
+cat >expired.yml <<EOF
+tls_server_config:
+  cert_file: expired.crt
+  key_file: expired.key
+EOF
+"$IOPULSE" check --config "$CFG" --web.config.file "$WEB/expired.yml" >/dev/null 2>expired.err ||
+	fail "iopulse check refuses an expired certificate (run serves it): $(cat expired.err)"
+grep -qF "warning: $WEB/expired.yml: cert_file $WEB/expired.crt expired on " expired.err ||
+	fail "iopulse check does not warn of the expired certificate: '$(cat expired.err)'"
 
 # ---- TLS and basic auth ----------------------------------------------------------
 
@@ -263,5 +323,47 @@ URL="https://127.0.0.1:$DAEMON_PORT"
 	fail "a client certificate the client CA did not sign, yet a page"
 [[ $(code --cacert ca.crt --cert client.crt --key client.key "$URL/healthz") == 200 ]] ||
 	fail "a client certificate the client CA signed: no page"
+stop_daemon
+
+# ---- cipher_suites: TLS 1.2 only --------------------------------------------------------
+
+cat >suites.yml <<EOF
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+  cipher_suites:
+    - TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+    - TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+EOF
+start_daemon "$CFG" --web.config.file "$WEB/suites.yml"
+URL="https://127.0.0.1:$DAEMON_PORT"
+# tls12 SUITE: the status of /healthz over TLS 1.2 with OpenSSL's SUITE only.
+tls12() {
+	code --cacert ca.crt --tls-max 1.2 --ciphers "$1" "$URL/healthz"
+}
+[[ $(tls12 ECDHE-ECDSA-AES128-GCM-SHA256) == 200 ]] || fail "TLS 1.2 with a listed suite: no page"
+[[ $(tls12 ECDHE-ECDSA-AES256-GCM-SHA384) != 200 ]] || fail "TLS 1.2 with a suite not listed: a page"
+[[ $(code --cacert ca.crt --tlsv1.3 --tls13-ciphers TLS_AES_256_GCM_SHA384 "$URL/healthz") == 200 ]] ||
+	fail "TLS 1.3 with TLS_AES_256_GCM_SHA384: no page (cipher_suites must not restrict TLS 1.3)"
+stop_daemon
+
+# ---- versions: TLS 1.0 and 1.1 only when min_version says so -----------------------------
+
+# handshake VERSION: whether gnutls-cli completes a handshake offering only TLS VERSION.
+handshake() {
+	timeout 10 gnutls-cli --x509cafile ca.crt --priority "NORMAL:-VERS-ALL:+VERS-TLS$1" \
+		-p "$DAEMON_PORT" 127.0.0.1 </dev/null >"handshake.$1.out" 2>&1
+	grep -q '^- Handshake was completed' "handshake.$1.out"
+}
+start_daemon "$CFG" --web.config.file "$WEB/web.yml"
+handshake 1.0 && fail "TLS 1.0 served by default"
+handshake 1.1 && fail "TLS 1.1 served by default"
+handshake 1.3 || fail "a TLS 1.3-only client refused by default: $(tail -3 handshake.1.3.out)"
+stop_daemon
+sed 's/^  key_file: .*/&\n  min_version: TLS11/' web.yml >tls11.yml
+grep -q '^  min_version: TLS11$' tls11.yml || fail "tls11.yml has no min_version"
+start_daemon "$CFG" --web.config.file "$WEB/tls11.yml"
+handshake 1.1 || fail "TLS 1.1 refused with min_version: TLS11: $(tail -3 handshake.1.1.out)"
+handshake 1.0 && fail "TLS 1.0 served with min_version: TLS11"
 stop_daemon
 note "ok"

@@ -82,9 +82,25 @@ static void test_errors(void **state)
 		TLS "  min_version: TLS13\n  max_version: TLS12\n",
 		"web.yml:2:3: tls_server_config: max_version TLS12 is below min_version TLS13");
 	expect_error(TLS "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",
-		     "web.yml:4:3: 'cipher_suites' is not supported: GnuTLS chooses cipher suites "
-		     "by priority string, which cannot express Go's list exactly; remove it (TLS "
-		     "1.3 and GnuTLS' defaults apply)");
+		     "web.yml:4:19: cipher suite 'TLS_AES_128_GCM_SHA256' is refused: it is a TLS "
+		     "1.3 suite, and TLS 1.3 suites are not configurable (as in Go)");
+	expect_error(TLS "  cipher_suites: [TLS_RSA_WITH_AES_128_GCM_SHA256]\n",
+		     "web.yml:4:19: cipher suite 'TLS_RSA_WITH_AES_128_GCM_SHA256' is refused: its "
+		     "RSA key exchange has no forward secrecy (Go no longer offers it by default)");
+	expect_error(
+		TLS "  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM]\n",
+		"web.yml:4:19: unknown cipher suite 'TLS_ECDHE_RSA_WITH_AES_128_GCM': expected a "
+		"name from Go's crypto/tls, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 "
+		"(iopulse(8) lists those accepted)");
+	expect_error(TLS "  cipher_suites: TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n",
+		     "web.yml:4:18: 'cipher_suites' must be a list of cipher suite names");
+	/* Two key exchanges, two ciphers: all four or GnuTLS would allow more. */
+	expect_error(TLS "  cipher_suites:\n  - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
+			 "  - TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA\n",
+		     "web.yml:5:3: cipher_suites: GnuTLS cannot select exactly this list: it takes "
+		     "key exchanges and ciphers separately, so this list would also allow "
+		     "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA, TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256; "
+		     "add them, or list fewer key exchanges or ciphers");
 	expect_error(TLS "  cert: PEM\n",
 		     "web.yml:4:3: 'cert' (inline PEM) is not supported: use 'cert_file'");
 	expect_error(TLS "  cert_file: b.crt\n", "web.yml:4:3: 'cert_file' appears twice in "
@@ -118,6 +134,22 @@ static void test_valid(void **state)
 	assert_int_equal(w->min_version, 13);
 	assert_int_equal(w->n_users, 1);
 	assert_string_equal(w->users[0].name, "alice");
+	web_config_free(w);
+
+	/* cipher_suites: a whole product, as GnuTLS priorities in the order listed. */
+	snprintf(yaml, sizeof(yaml),
+		 TLS "  cipher_suites:\n"
+		     "  - TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256\n"
+		     "  - TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256\n"
+		     "  - TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA\n"
+		     "  - TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA\n");
+	assert_int_equal(load(yaml, &w, &err), 0);
+	assert_string_equal(w->tls12_ciphers,
+			    "-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-CIPHER-ALL:"
+			    "+CHACHA20-POLY1305:+AES-128-CBC:-MAC-ALL:+AEAD:+SHA1");
+	web_config_free(w);
+	assert_int_equal(load(TLS "  cipher_suites: []\n", &w, &err), 0);
+	assert_null(w->tls12_ciphers);
 	web_config_free(w);
 
 	/* Users alone: no TLS; TLS 1.2 the minimum by default. */
