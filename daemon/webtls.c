@@ -396,6 +396,27 @@ static int restrict_tls12(gnutls_session_t s)
 	return 0;
 }
 
+/* A verified client certificate must allow client authentication (when it
+ * names its purposes at all), as Go's ExtKeyUsageClientAuth. GnuTLS keeps the
+ * pointer: static. */
+static gnutls_typed_vdata_st client_purpose[] = {
+	{.type = GNUTLS_DT_KEY_PURPOSE_OID, .data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT},
+};
+
+/* VerifyClientCertIfGiven, once the client's certificate message is in: none
+ * is fine; one sent must verify against the client CA, for client
+ * authentication. Non-zero fails the handshake. */
+static int verify_if_given(gnutls_session_t s)
+{
+	unsigned n = 0, status = 0;
+
+	if (!gnutls_certificate_get_peers(s, &n) || n == 0)
+		return 0;
+	if (gnutls_certificate_verify_peers(s, client_purpose, 1, &status) < 0 || status)
+		return -1;
+	return 0;
+}
+
 struct web_cert *web_tls_session_start(struct web_tls *t, gnutls_session_t s)
 {
 	struct web_cert *c;
@@ -418,14 +439,14 @@ struct web_cert *web_tls_session_start(struct web_tls *t, gnutls_session_t s)
 		gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUIRE);
 		break;
 	case WEB_VERIFY_CLIENT_CERT_IF_GIVEN:
-		/* GnuTLS verifies a certificate sent against the client CA during the
-		 * handshake, and fails it when it does not verify. */
+		/* Not gnutls_session_set_verify_cert(): it fails the handshake of a
+		 * client that sends no certificate. */
 		gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUEST);
-		gnutls_session_set_verify_cert(s, NULL, 0);
+		gnutls_session_set_verify_function(s, verify_if_given);
 		break;
 	case WEB_REQUIRE_AND_VERIFY_CLIENT_CERT:
 		gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUIRE);
-		gnutls_session_set_verify_cert(s, NULL, 0);
+		gnutls_session_set_verify_cert2(s, client_purpose, 1, 0);
 		break;
 	}
 	return c;

@@ -28,8 +28,9 @@
 #   - The client's verdict: an expired certificate and one for another name are
 #     refused by curl.
 #   - Socket activation: TLS and basic auth on the socket passed.
-#   - RequireAndVerifyClientCert: no client certificate, or one the client CA did
-#     not sign, cannot get a page; one it signed can.
+#   - Each client_auth_type against no client certificate, a self-signed one, one
+#     the client CA signed for client authentication and one it signed for
+#     servers only: served or refused as Go would.
 #   - cipher_suites: over TLS 1.2 curl gets a page with a listed suite, none with
 #     one left out; TLS 1.3 is not restricted (as in Go).
 #   - Versions, with gnutls-cli (curl's OpenSSL may refuse old versions itself):
@@ -54,10 +55,12 @@ cd "$WEB"
 key() {
 	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null
 }
-# sign NAME CN DAYS SAN: NAME.crt for NAME.key, signed by the test CA.
+# sign NAME CN DAYS SAN [EKU]: NAME.crt for NAME.key, signed by the test CA, with
+# the extended key usage EKU if given.
 sign() {
 	openssl req -new -key "$1.key" -subj "/CN=$2" -out "$1.csr" 2>/dev/null
 	printf 'subjectAltName=%s\n' "$4" >"$1.ext"
+	[[ -z ${5:-} ]] || printf 'extendedKeyUsage=%s\n' "$5" >>"$1.ext"
 	openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days "$3" \
 		-extfile "$1.ext" -out "$1.crt" 2>/dev/null
 }
@@ -70,7 +73,9 @@ sign other other.example 2 DNS:other.example
 cp server.key expired.key
 sign expired localhost -1 IP:127.0.0.1
 key client
-sign client client 2 DNS:client
+sign client client 2 DNS:client clientAuth
+key serveronly
+sign serveronly serveronly 2 DNS:serveronly serverAuth
 key stranger
 openssl req -x509 -new -key stranger.key -subj /CN=stranger -days 2 -out stranger.crt 2>/dev/null
 HASH=$(htpasswd -nbBC 10 alice secret)
@@ -309,21 +314,35 @@ stop_daemon
 
 # ---- client certificates ---------------------------------------------------------------
 
-cat >mtls.yml <<EOF
+# Each client_auth_type against: no certificate, a self-signed stranger, one the
+# client CA signed for client authentication, and one it signed for servers only.
+# WANT: a string of 4 (y: served, n: refused) in that order.
+mtls() {
+	local got="" c
+	cat >mtls.yml <<EOF
 tls_server_config:
   cert_file: server.crt
   key_file: server.key
-  client_auth_type: RequireAndVerifyClientCert
+  client_auth_type: $1
   client_ca_file: ca.crt
 EOF
-start_daemon "$CFG" --web.config.file "$WEB/mtls.yml"
-URL="https://127.0.0.1:$DAEMON_PORT"
-[[ $(code --cacert ca.crt "$URL/healthz") != 200 ]] || fail "no client certificate, yet a page"
-[[ $(code --cacert ca.crt --cert stranger.crt --key stranger.key "$URL/healthz") != 200 ]] ||
-	fail "a client certificate the client CA did not sign, yet a page"
-[[ $(code --cacert ca.crt --cert client.crt --key client.key "$URL/healthz") == 200 ]] ||
-	fail "a client certificate the client CA signed: no page"
-stop_daemon
+	start_daemon "$CFG" --web.config.file "$WEB/mtls.yml"
+	URL="https://127.0.0.1:$DAEMON_PORT"
+	for c in "" stranger client serveronly; do
+		if [[ $(code --cacert ca.crt ${c:+--cert $c.crt --key $c.key} "$URL/healthz") == 200 ]]; then
+			got+=y
+		else
+			got+=n
+		fi
+	done
+	stop_daemon
+	[[ $got == "$2" ]] ||
+		fail "$1 served (none, stranger, client, serverAuth only): $got, want $2"
+}
+mtls RequestClientCert yyyy
+mtls RequireAnyClientCert nyyy
+mtls VerifyClientCertIfGiven ynyn
+mtls RequireAndVerifyClientCert nnyn
 
 # ---- cipher_suites: TLS 1.2 only --------------------------------------------------------
 
