@@ -675,6 +675,7 @@ struct peer {
 	unsigned char key[PEER_KEY_LEN]; /* see peer_key() */
 	unsigned live;			 /* its connections not being closed */
 	unsigned refs;			 /* its records, closing ones too */
+	bool verifying;			 /* a bcrypt check of its is in flight */
 	struct conn_list waiting;	 /* its waiting connections */
 };
 
@@ -898,6 +899,9 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
 	}
 }
 
+struct auth_req;
+static void auth_release(struct auth_req *ar);
+
 /* MHD_OPTION_NOTIFY_COMPLETED: a reply is done; kept open, the connection waits
  * for the next request (closing, the CLOSED notification follows). */
 static void on_completed(void *cls, struct MHD_Connection *mc, void **req,
@@ -906,7 +910,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req,
 	struct http_server *h = cls;
 	struct conn *c = conn_of(mc);
 
-	free(*req); /* a struct auth_req, or NULL */
+	auth_release(*req); /* a struct auth_req, or NULL */
+	free(*req);
 	*req = NULL;
 	if (c && !c->closing && !c->waiting && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		wait_add(h, c, now_ms());
@@ -1256,14 +1261,17 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
  * With basic_auth_users, every path needs credentials. A request whose
  * credentials are cached is served at once; otherwise the connection is
  * suspended while a worker runs bcrypt (webauth.h), and resumed with the
- * verdict: the HTTP thread never waits for a hash. With every worker busy the
- * answer is 429 at once.
+ * verdict: the HTTP thread never waits for a hash. With every worker busy, or
+ * one already checking for the same address, the answer is 429 at once: one
+ * address flooding wrong passwords holds at most one worker, so the other
+ * stays free for everybody else.
  */
 enum auth_state { AUTH_PENDING, AUTH_OK, AUTH_FAILED };
 
 struct auth_req {
 	struct http_server *h;
 	struct MHD_Connection *c;
+	struct peer *peer; /* its verifying flag is ours until auth_release() */
 	_Atomic int state; /* enum auth_state; set by the worker */
 };
 
@@ -1279,6 +1287,56 @@ static void auth_done(void *cls, bool ok)
 	 * without a listening socket of its own: ours does. */
 	if (write(wake_fd, &one, sizeof(one)) < 0)
 		(void)0; /* only a full counter, which wakes serve() as well */
+}
+
+/* On the HTTP thread, once the verdict is in or the request is gone: the
+ * address may start another check. */
+static void auth_release(struct auth_req *ar)
+{
+	if (ar && ar->peer) {
+		ar->peer->verifying = false;
+		ar->peer = NULL;
+	}
+}
+
+static enum MHD_Result reply_busy(struct http_server *h, struct MHD_Connection *c, enum handler hd)
+{
+	static const char *const hdrs[] = {MHD_HTTP_HEADER_RETRY_AFTER, "1", NULL};
+
+	return reply_headers(h, c, hd, MHD_HTTP_TOO_MANY_REQUESTS, TEXT_PLAIN,
+			     (void *)"too many password checks at once, try again\n",
+			     strlen("too many password checks at once, try again\n"),
+			     MHD_RESPMEM_PERSISTENT, hdrs);
+}
+
+/* Suspend @c while a worker checks @user / @pass: 0 with *ret, as authorize(). */
+static int auth_start(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
+		      const char *user, const char *pass, enum MHD_Result *ret)
+{
+	struct conn *conn = conn_of(c);
+	struct peer *peer = conn ? conn->peer : NULL;
+	struct auth_req *ar;
+
+	if (peer && peer->verifying) {
+		*ret = reply_busy(h, c, hd);
+		return 0;
+	}
+	ar = calloc(1, sizeof(*ar));
+	if (!ar || !web_auth_reserve(h->auth)) {
+		*ret = ar ? reply_busy(h, c, hd) : MHD_NO;
+		free(ar);
+		return 0;
+	}
+	ar->h = h;
+	ar->c = c;
+	ar->peer = peer;
+	if (peer)
+		peer->verifying = true;
+	*req = ar; /* freed in on_completed() */
+	MHD_suspend_connection(c);
+	web_auth_submit(h->auth, user, pass, auth_done, ar);
+	*ret = MHD_YES;
+	return 0;
 }
 
 static enum MHD_Result reply_unauthorized(struct http_server *h, struct MHD_Connection *c,
@@ -1366,6 +1424,7 @@ static int authorize(struct http_server *h, struct MHD_Connection *c, enum handl
 	if (!h->auth)
 		return 1;
 	if (ar) {
+		auth_release(ar);
 		if (atomic_load(&ar->state) == AUTH_OK)
 			return 1;
 		*ret = reply_unauthorized(h, c, hd);
@@ -1380,22 +1439,8 @@ static int authorize(struct http_server *h, struct MHD_Connection *c, enum handl
 		free_credentials(info);
 		return 1;
 	}
-	ar = calloc(1, sizeof(*ar));
-	if (!ar || !web_auth_reserve(h->auth)) {
-		free(ar);
-		free_credentials(info);
-		*ret = ar ? reply_static(h, c, hd, MHD_HTTP_TOO_MANY_REQUESTS, TEXT_PLAIN,
-					 "too many password checks at once, try again\n")
-			  : MHD_NO;
-		return 0;
-	}
-	ar->h = h;
-	ar->c = c;
-	*req = ar; /* freed in on_completed() */
-	MHD_suspend_connection(c);
-	web_auth_submit(h->auth, user, pass, auth_done, ar);
+	auth_start(h, c, hd, req, user, pass, ret);
 	free_credentials(info);
-	*ret = MHD_YES;
 	return 0;
 }
 

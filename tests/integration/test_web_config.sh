@@ -19,7 +19,8 @@
 #     one for the same user: 401 (CVE-2022-46146); plaintext HTTP to the TLS
 #     port fails and the daemon keeps serving; 12 wrong passwords at once get
 #     401 or 429 (some 429: bcrypt runs two at a time) while a cached scraper is
-#     served.
+#     served; during a flood from 127.0.0.2 (told 429 with Retry-After: 1), a
+#     user not cached yet gets in from 127.0.0.1 within 10 tries.
 #   - Prometheus 2.42 scrapes it (scheme https, basic_auth, tls_config.ca_file):
 #     up == 1 and iopulse_build_info arrives.
 #   - SIGHUP with a renewed certificate: the client sees the new serial; with a
@@ -80,6 +81,10 @@ key stranger
 openssl req -x509 -new -key stranger.key -subj /CN=stranger -days 2 -out stranger.crt 2>/dev/null
 HASH=$(htpasswd -nbBC 10 alice secret)
 HASH=${HASH#alice:}
+CAROL=$(htpasswd -nbBC 10 carol pass)
+CAROL=${CAROL#carol:}
+DAVE=$(htpasswd -nbBC 12 dave pass) # dearer: the flood below holds a worker longer
+DAVE=${DAVE#dave:}
 
 cat >web.yml <<EOF
 tls_server_config:
@@ -87,6 +92,8 @@ tls_server_config:
   key_file: server.key
 basic_auth_users:
   alice: '$HASH'
+  carol: '$CAROL'
+  dave: '$DAVE'
 EOF
 
 # ---- iopulse check -------------------------------------------------------------
@@ -212,6 +219,35 @@ codes=$(for f in flood.*; do cat "$f"; echo; done | sort | uniq -c | tr -s '\n '
 grep -qx 429 flood.* || fail "12 wrong passwords at once, none told 429: $codes"
 grep -qvx -e 401 -e 429 flood.* && fail "wrong passwords got other than 401 or 429: $codes"
 note "flood of wrong passwords: $codes"
+
+# A flood of wrong passwords from 127.0.0.2 holds at most one worker (429 with
+# Retry-After: 1 beyond that), so carol, not cached yet, gets in from 127.0.0.1
+# within a few tries; with both workers first-come, the flood would hold both.
+flood_loop() {
+	while [[ ! -e flood.stop ]]; do
+		code --interface 127.0.0.2 --cacert ca.crt -u dave:wrong "$URL/metrics" >/dev/null
+	done
+}
+FLOOD=()
+for i in $(seq 6); do
+	flood_loop &
+	FLOOD+=($!)
+done
+for i in $(seq 10); do
+	curl -sS -D flood.headers -o /dev/null --max-time 10 --interface 127.0.0.2 --cacert ca.crt \
+		-u dave:wrong "$URL/metrics" || true
+	grep -q '^HTTP/1.1 429' flood.headers && break
+done
+carol=""
+for i in $(seq 10); do
+	carol+=" $(code --cacert ca.crt -u carol:pass "$URL/metrics")"
+	[[ $carol == *200 ]] && break
+done
+touch flood.stop
+wait "${FLOOD[@]}"
+[[ $carol == *200 ]] || fail "carol, during a flood from another address, got:$carol"
+grep -q '^HTTP/1.1 429' flood.headers || fail "a flooder was not told 429: $(head -1 flood.headers)"
+grep -qix 'Retry-After: 1.' flood.headers || fail "no 'Retry-After: 1' on a 429: $(cat flood.headers)"
 
 # ---- Prometheus over TLS with basic auth --------------------------------------------
 
