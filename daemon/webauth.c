@@ -23,7 +23,7 @@ struct auth_job {
 struct web_auth {
 	struct web_user *users; /* copies of the file's */
 	unsigned n_users;
-	char dummy[64]; /* a bcrypt hash of the users' cost, for unknown users */
+	char dummy[64]; /* bcrypt at the users' highest cost, for unknown users */
 	uint8_t secret[32];
 
 	pthread_mutex_t mu; /* guards everything below */
@@ -177,17 +177,28 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* The dummy hash: bcrypt of nothing, at the first user's cost (or 10). */
+/* A bcrypt hash's cost: "$2b$NN$...". */
+static unsigned long hash_cost(const char *hash)
+{
+	return strtoul(hash + 4, NULL, 10);
+}
+
+/* The dummy hash: bcrypt of nothing, at the highest of the users' costs (or
+ * 10): at a lower one, an unknown user would answer sooner than a known one
+ * with a dearer hash. */
 static int make_dummy(struct web_auth *a)
 {
 	char salt[CRYPT_GENSALT_OUTPUT_SIZE];
 	struct crypt_data *cd = calloc(1, sizeof(*cd));
-	unsigned long cost = a->n_users ? strtoul(a->users[0].hash + 4, NULL, 10) : 10;
+	unsigned long cost = a->n_users ? 0 : 10;
 	const char *out;
 	int r = -EINVAL;
 
 	if (!cd)
 		return -ENOMEM;
+	for (unsigned i = 0; i < a->n_users; i++)
+		if (hash_cost(a->users[i].hash) > cost)
+			cost = hash_cost(a->users[i].hash);
 	if (crypt_gensalt_rn("$2b$", cost, NULL, 0, salt, sizeof(salt))) {
 		out = crypt_r("", salt, cd);
 		if (out && out[0] == '$' && strlen(out) < sizeof(a->dummy)) {
@@ -261,4 +272,9 @@ void web_auth_free(struct web_auth *a)
 	pthread_mutex_destroy(&a->mu);
 	explicit_bzero(a, sizeof(*a));
 	free(a);
+}
+
+unsigned web_auth_dummy_cost(const struct web_auth *a)
+{
+	return (unsigned)hash_cost(a->dummy);
 }

@@ -10,8 +10,8 @@
  * are cached, keyed by an HMAC (a secret key of this process) of the user AND
  * the password, compared in constant time: a cached success for one password
  * can never admit another (exporter-toolkit's CVE-2022-46146). An unknown user
- * is checked against a dummy hash of the same cost, so it costs as much as a
- * wrong password.
+ * is checked against a dummy hash at the users' highest cost, so it costs at
+ * least as much as a wrong password.
  */
 #ifndef IOPULSE_WEBAUTH_H
 #define IOPULSE_WEBAUTH_H
@@ -47,6 +47,9 @@ bool web_auth_reserve(struct web_auth *a);
  * @done(@cls, verdict). Too long a user or password is a failure. */
 void web_auth_submit(struct web_auth *a, const char *user, const char *pass, web_auth_done_fn done,
 		     void *cls);
+
+/* The cost of the dummy hash unknown users are checked against (for tests). */
+unsigned web_auth_dummy_cost(const struct web_auth *a);
 
 /* Finish the queued verifications (their callbacks run), stop the workers, free.
  * NULL is a no-op. */

@@ -20,17 +20,17 @@
 #include "config/webconfig.h"
 #include "daemon/webauth.h"
 
-/* A bcrypt hash of "secret" at cost 4 (the cheapest: tests, not security). */
-static char hash[128];
+/* Bcrypt hashes of "secret" at cost 4 (the cheapest: tests, not security) and 5. */
+static char hash[128], hash5[128];
 
-static void make_hash(void)
+static void make_hash(char *out, size_t n, unsigned long cost)
 {
 	char salt[CRYPT_GENSALT_OUTPUT_SIZE];
 	struct crypt_data cd = {0};
 
-	assert_non_null(crypt_gensalt_rn("$2b$", 4, NULL, 0, salt, sizeof(salt)));
-	snprintf(hash, sizeof(hash), "%s", crypt_r("secret", salt, &cd));
-	assert_int_equal(strlen(hash), 60);
+	assert_non_null(crypt_gensalt_rn("$2b$", cost, NULL, 0, salt, sizeof(salt)));
+	snprintf(out, n, "%s", crypt_r("secret", salt, &cd));
+	assert_int_equal(strlen(out), 60);
 }
 
 static int load(const char *yaml, struct web_config **w, struct cfg_error *err)
@@ -188,14 +188,37 @@ static void test_auth_cache(void **state)
 	web_config_free(w);
 }
 
+/* An unknown user costs what the dearest user does, whichever comes first:
+ * otherwise its quicker answer tells it apart. */
+static void test_dummy_cost(void **state)
+{
+	struct web_config *w = NULL;
+	struct web_auth *a;
+	struct cfg_error err;
+	char yaml[512];
+	int e = 0;
+
+	(void)state;
+	snprintf(yaml, sizeof(yaml), "basic_auth_users:\n  alice: '%s'\n  bob: '%s'\n", hash,
+		 hash5);
+	assert_int_equal(load(yaml, &w, &err), 0);
+	a = web_auth_new(w, &e);
+	assert_non_null(a);
+	assert_int_equal(web_auth_dummy_cost(a), 5);
+	web_auth_free(a);
+	web_config_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_auth_cache),
+		cmocka_unit_test(test_dummy_cost),
 	};
 
-	make_hash();
+	make_hash(hash, sizeof(hash), 4);
+	make_hash(hash5, sizeof(hash5), 5);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
