@@ -396,8 +396,17 @@ static int each_pair(struct wparser *p, const yaml_node_t *map, const char *what
 static bool is_bcrypt(const char *s)
 {
 	return strlen(s) == 60 && s[0] == '$' && s[1] == '2' && strchr("aby", s[2]) &&
-	       s[2] != '\0' && s[3] == '$' && s[4] >= '0' && s[4] <= '3' && s[5] >= '0' &&
+	       s[2] != '\0' && s[3] == '$' && s[4] >= '0' && s[4] <= '9' && s[5] >= '0' &&
 	       s[5] <= '9' && s[6] == '$';
+}
+
+/* The costs crypt(3) computes (bcrypt's own range): any other fails every
+ * password, so it is refused rather than locking the user out. */
+static bool bcrypt_cost_ok(const char *s)
+{
+	int cost = (s[4] - '0') * 10 + (s[5] - '0');
+
+	return cost >= 4 && cost <= 31;
 }
 
 static int user_pair(struct wparser *p, const yaml_node_t *k, const yaml_node_t *v)
@@ -414,6 +423,10 @@ static int user_pair(struct wparser *p, const yaml_node_t *k, const yaml_node_t 
 			     "basic_auth_users: the password of '%s' is not a bcrypt hash "
 			     "(e.g. from htpasswd -nbBC 10 USER PASSWORD)",
 			     sval(k));
+	if (!bcrypt_cost_ok(sval(v)))
+		return wfail(p, v,
+			     "basic_auth_users: the bcrypt cost of '%s' is %.2s: expected 04 to 31",
+			     sval(k), sval(v) + 4);
 	if (w->n_users == WEB_MAX_USERS)
 		return wfail(p, k, "basic_auth_users: more than %u users", WEB_MAX_USERS);
 	u = &w->users[w->n_users];

@@ -51,6 +51,9 @@ static void expect_error(const char *yaml, const char *msg)
 
 #define TLS "tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n"
 
+/* A bcrypt hash after its cost: 22 characters of salt, 31 of hash. */
+#define BCRYPT_TAIL "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0"
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -108,6 +111,16 @@ static void test_errors(void **state)
 	expect_error("basic_auth_users:\n  alice: secret\n",
 		     "web.yml:2:10: basic_auth_users: the password of 'alice' is not a bcrypt "
 		     "hash (e.g. from htpasswd -nbBC 10 USER PASSWORD)");
+	/* Costs crypt(3) does not compute: every password would fail. */
+	expect_error("basic_auth_users:\n  alice: '$2y$03$" BCRYPT_TAIL "'\n",
+		     "web.yml:2:10: basic_auth_users: the bcrypt cost of 'alice' is 03: expected "
+		     "04 to 31");
+	expect_error("basic_auth_users:\n  alice: '$2y$32$" BCRYPT_TAIL "'\n",
+		     "web.yml:2:10: basic_auth_users: the bcrypt cost of 'alice' is 32: expected "
+		     "04 to 31");
+	expect_error("basic_auth_users:\n  alice: '$2y$39$" BCRYPT_TAIL "'\n",
+		     "web.yml:2:10: basic_auth_users: the bcrypt cost of 'alice' is 39: expected "
+		     "04 to 31");
 	expect_error("http_server_config:\n  http2: false\n",
 		     "web.yml:1:1: 'http_server_config' is not supported by iopulse");
 	expect_error("", "web.yml:1:1: web configuration is empty, expected tls_server_config "
