@@ -55,25 +55,33 @@ struct parser {
 	struct probe_refs *refs;
 };
 
-__attribute__((format(printf, 3, 4))) static int fail_at(struct parser *p, const yaml_node_t *n,
-							 const char *fmt, ...)
+int cfg_fail_at_v(struct cfg_error *err, const char *name, const yaml_node_t *n, const char *fmt,
+		  va_list ap)
 {
-	char *msg = p->err->msg;
-	size_t size = sizeof(p->err->msg);
-	va_list ap;
+	char *msg = err->msg;
+	size_t size = sizeof(err->msg);
 	int w;
 
 	if (n)
-		w = snprintf(msg, size, "%s:%zu:%zu: ", p->name, n->start_mark.line + 1,
+		w = snprintf(msg, size, "%s:%zu:%zu: ", name, n->start_mark.line + 1,
 			     n->start_mark.column + 1);
 	else
-		w = snprintf(msg, size, "%s: ", p->name);
-	if (w < 0 || (size_t)w >= size)
-		return -EINVAL;
-	va_start(ap, fmt);
-	vsnprintf(msg + w, size - (size_t)w, fmt, ap);
-	va_end(ap);
+		w = snprintf(msg, size, "%s: ", name);
+	if (w >= 0 && (size_t)w < size)
+		vsnprintf(msg + w, size - (size_t)w, fmt, ap);
 	return -EINVAL;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail_at(struct parser *p, const yaml_node_t *n,
+							 const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = cfg_fail_at_v(p->err, p->name, n, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 static yaml_node_t *node_get(struct parser *p, int index)

@@ -25,6 +25,7 @@
 #define IOPULSE_CONFIG_H
 
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -242,6 +243,14 @@ struct yaml_document_s;
  * with @err filled, positions in @name. */
 int cfg_yaml_load(const char *name, const char *text, size_t len, struct yaml_document_s *doc,
 		  const char *empty, struct cfg_error *err);
+
+struct yaml_node_s;
+
+/* Fills @err with "name:line:col: " (the position of @n; "name: " when NULL) and
+ * the message @fmt; returns -EINVAL, for `return cfg_fail_at(...)`. */
+__attribute__((format(printf, 4, 0))) int cfg_fail_at_v(struct cfg_error *err, const char *name,
+							const struct yaml_node_s *n,
+							const char *fmt, va_list ap);
 
 /* As cfg_load_string() on cfg_default_yaml, named "<embedded default>". */
 int cfg_load_default(struct config **out, struct cfg_error *err);

@@ -19,22 +19,13 @@ struct wparser {
 __attribute__((format(printf, 3, 4))) static int wfail(struct wparser *p, const yaml_node_t *n,
 						       const char *fmt, ...)
 {
-	char *msg = p->err->msg;
-	size_t size = sizeof(p->err->msg);
 	va_list ap;
-	int w;
+	int r;
 
-	if (n)
-		w = snprintf(msg, size, "%s:%zu:%zu: ", p->name, n->start_mark.line + 1,
-			     n->start_mark.column + 1);
-	else
-		w = snprintf(msg, size, "%s: ", p->name);
-	if (w < 0 || (size_t)w >= size)
-		return -EINVAL;
 	va_start(ap, fmt);
-	vsnprintf(msg + w, size - (size_t)w, fmt, ap);
+	r = cfg_fail_at_v(p->err, p->name, n, fmt, ap);
 	va_end(ap);
-	return -EINVAL;
+	return r;
 }
 
 static const char *sval(const yaml_node_t *n)

@@ -1595,6 +1595,20 @@ struct http_server *http_start(int listen_fd, const struct http_limits *lim, str
 	return http_start_web(listen_fd, lim, NULL, m, collect, userdata, err);
 }
 
+/* @lim's limits, each 0 (or @lim NULL) for the default; the connection limit's
+ * default follows RLIMIT_NOFILE. */
+static void set_limits(struct http_server *h, const struct http_limits *lim)
+{
+	struct rlimit rl = {.rlim_cur = 1024};
+
+	(void)getrlimit(RLIMIT_NOFILE, &rl);
+	h->nofile = rl.rlim_cur;
+	h->lim.connections =
+		lim && lim->connections ? lim->connections : http_connection_limit(rl.rlim_cur);
+	h->lim.per_address = lim && lim->per_address ? lim->per_address : HTTP_PER_ADDRESS_LIMIT;
+	h->lim.header_ms = lim && lim->header_ms ? lim->header_ms : HTTP_HEADER_DEADLINE_MS;
+}
+
 struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 				   const struct web_config *web, struct metrics *m,
 				   http_collect_fn collect, void *userdata, int *err)
@@ -1604,7 +1618,6 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 	static const char *const labels[] = {"handler", "code", NULL};
 	struct http_server *h = calloc(1, sizeof(*h));
 	const union MHD_DaemonInfo *info;
-	struct rlimit rl = {.rlim_cur = 1024};
 	int r;
 
 	if (!h) {
@@ -1617,12 +1630,7 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 	h->metrics = m;
 	h->collect = collect;
 	h->userdata = userdata;
-	(void)getrlimit(RLIMIT_NOFILE, &rl);
-	h->nofile = rl.rlim_cur;
-	h->lim.connections =
-		lim && lim->connections ? lim->connections : http_connection_limit(rl.rlim_cur);
-	h->lim.per_address = lim && lim->per_address ? lim->per_address : HTTP_PER_ADDRESS_LIMIT;
-	h->lim.header_ms = lim && lim->header_ms ? lim->header_ms : HTTP_HEADER_DEADLINE_MS;
+	set_limits(h, lim);
 	h->requests = metrics_family(m, "iopulse_http_requests_total", METRIC_COUNTER,
 				     "HTTP requests answered, by handler and status code.", labels,
 				     NULL, 0);
@@ -1671,7 +1679,7 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 	pthread_setname_np(h->thread, "iopulse-http");
 	if (h->lim.connections < HTTP_CONNECTIONS_MAX && !(lim && lim->connections))
 		log_notice("RLIMIT_NOFILE is %llu: serving at most %u HTTP connections at once",
-			   (unsigned long long)rl.rlim_cur, h->lim.connections);
+			   (unsigned long long)h->nofile, h->lim.connections);
 	return h;
 fail:
 	server_free(h);
