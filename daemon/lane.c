@@ -562,20 +562,17 @@ void lane_collect(struct lane *l, uint64_t now_ns)
 	struct lane_probe *lp = inflight_probe(l, &since);
 	bool stuck = lp && age(now_ns, since) >= lp->cfg->timeout_ns;
 
-	uint64_t total = atomic_load(&l->target.layout_total);
-	uint64_t done = atomic_load(&l->target.layout_done);
-
 	probe_metrics_target_set(&l->series, atomic_load(&l->up) && !stuck,
 				 age(now_ns, since) / 1e9,
-				 total ? (double)(done < total ? done : total) / total : 1);
+				 target_layout_progress(&l->target, NULL, NULL));
 }
 
 /* Why the target is not up, for the status page; @lp/@a: the I/O in flight. */
 static void status_reason(struct lane *l, struct status_target *t, const struct lane_probe *lp,
 			  uint64_t a)
 {
-	uint64_t total = atomic_load(&l->target.layout_total);
-	uint64_t done = atomic_load(&l->target.layout_done);
+	uint64_t total;
+	double share = target_layout_progress(&l->target, NULL, &total);
 
 	if (t->state == STATUS_STUCK) {
 		snprintf(t->reason, sizeof(t->reason),
@@ -592,7 +589,7 @@ static void status_reason(struct lane *l, struct status_target *t, const struct 
 		return;
 	if (total)
 		snprintf(t->reason, sizeof(t->reason), "laying out the probe file, %.0f%% done",
-			 100.0 * (done < total ? done : total) / total);
+			 100.0 * share);
 	else
 		snprintf(t->reason, sizeof(t->reason), "not checked yet");
 }
@@ -663,8 +660,8 @@ void lane_status_tick(struct lane *l, struct status *st, uint64_t now_ns)
 
 void lane_log_layout(struct lane *l, uint64_t now_ns)
 {
-	uint64_t total = atomic_load(&l->target.layout_total);
-	uint64_t done = atomic_load(&l->target.layout_done);
+	uint64_t done, total;
+	double share = target_layout_progress(&l->target, &done, &total);
 
 	if (!total) {
 		l->layout_logged_ns = 0;
@@ -678,7 +675,7 @@ void lane_log_layout(struct lane *l, uint64_t now_ns)
 		return;
 	l->layout_logged_ns = now_ns;
 	log_info("Target %s: laying out the probe file, %.0f%% (%" PRIu64 " of %" PRIu64 " MiB)",
-		 l->cfg->name, 100.0 * done / total, done >> 20, total >> 20);
+		 l->cfg->name, 100.0 * share, done >> 20, total >> 20);
 }
 
 void lane_drop_probe_series(struct lane_probe *lp)

@@ -1001,6 +1001,19 @@ out:
 	return r;
 }
 
+double target_layout_progress(const struct target *t, uint64_t *done, uint64_t *total)
+{
+	uint64_t n = atomic_load(&t->layout_total);
+	uint64_t d = atomic_load(&t->layout_done);
+
+	d = d < n ? d : n; /* the last layout's done next to a new total: not past it */
+	if (done)
+		*done = d;
+	if (total)
+		*total = n;
+	return n ? (double)d / n : 1;
+}
+
 /* ---- directory targets -------------------------------------------------- */
 
 /* The probe file's name in the directory: the caller's, or the daemon's. */

@@ -73,6 +73,11 @@ struct target {
 	_Atomic uint64_t layout_total;
 };
 
+/* The layout in progress, from any thread: its share done, 0 to 1 (1 when none
+ * is), and, where not NULL, its bytes done (capped at the total) and total (0:
+ * none in progress). */
+double target_layout_progress(const struct target *t, uint64_t *done, uint64_t *total);
+
 /* Initialise (closed) for @cfg; @cfg must outlive @t. */
 void target_init(struct target *t, const struct cfg_target *cfg);
 

@@ -424,6 +424,19 @@ static void recreate(struct fixture *f)
 	assert_non_null(f->lat);
 }
 
+/* A fixture whose probe ran 100 I/Os at 5ms over 8 steps, then was changed by a
+ * reload: its histogram series recreated, empty. */
+static void old_probe_recreated(struct fixture *f)
+{
+	fixture_init(f);
+	tick(f);
+	for (unsigned i = 0; i < 100; i++)
+		metrics_observe_ns(f->lat, 5 * MS);
+	for (unsigned s = 0; s < 8; s++)
+		tick(f);
+	recreate(f);
+}
+
 /* A changed probe whose new histogram passes the old total within a step: a
  * bucket went down, so the series starts over (no counts modulo 2^32). */
 static void test_restart_past_old_total(void **state)
@@ -431,13 +444,7 @@ static void test_restart_past_old_total(void **state)
 	struct fixture f;
 
 	(void)state;
-	fixture_init(&f);
-	tick(&f);
-	for (unsigned i = 0; i < 100; i++)
-		metrics_observe_ns(f.lat, 5 * MS);
-	for (unsigned s = 0; s < 8; s++)
-		tick(&f);
-	recreate(&f);
+	old_probe_recreated(&f);
 	for (unsigned i = 0; i < 200; i++)
 		metrics_observe_ns(f.lat, 1 * MS);
 	tick(&f);
@@ -455,13 +462,7 @@ static void test_restart_named(void **state)
 	struct fixture f;
 
 	(void)state;
-	fixture_init(&f);
-	tick(&f);
-	for (unsigned i = 0; i < 100; i++)
-		metrics_observe_ns(f.lat, 5 * MS);
-	for (unsigned s = 0; s < 8; s++)
-		tick(&f);
-	recreate(&f);
+	old_probe_recreated(&f);
 	for (unsigned i = 0; i < 300; i++)
 		metrics_observe_ns(f.lat, 5 * MS);
 	status_probe_changed(f.st, "p1");
