@@ -1857,6 +1857,8 @@ static const struct key schema[] = {
 	{"native_histogram_zero_threshold", W_TOP, &type_duration, TOP(native_zero_threshold_ns),
 	 .def = "0s", .min = 0, .max = CFG_MAX_NATIVE_ZERO_NS,
 	 .help = "latencies up to it count in the native histogram's zero bucket"},
+	{"splay", W_TOP, &type_bool, TOP(splay), .def = "true",
+	 .help = "start each probe at a phase of its own on each host"},
 	{"targets", W_TOP, &type_targets, TOP(targets), .required = true,
 	 .help = "what to measure"},
 	{"probes", W_TOP, &type_probes, TOP(probes), .required = true,

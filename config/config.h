@@ -202,6 +202,7 @@ struct config {
 	unsigned n_buckets;
 	int native_schema;		   /* native histograms: schema, -4..7 */
 	uint64_t native_zero_threshold_ns; /* their zero bucket; 0 = 2^-128 s, as client_golang */
+	bool splay; /* probes start at a per-host phase (daemon/splay.h), default true */
 	struct cfg_target *targets;
 	unsigned n_targets;
 	struct cfg_probe *probes;

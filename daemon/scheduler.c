@@ -18,6 +18,7 @@
 #include "lane.h"
 #include "log.h"
 #include "scheduler.h"
+#include "splay.h"
 #include "target.h"
 
 #define HOUSEKEEPING_NS 250000000ULL /* timeout checks: 4 per second */
@@ -57,9 +58,10 @@ struct sched {
 	bool reload_again;	   /* SIGHUP during it: reload once more after it */
 	void (*hup_fn)(void *);	   /* also called on SIGHUP (sched_on_sighup()) */
 	void *hup_data;
-	char status[STATUS_LEN]; /* the STATUS= line the service manager has */
-	uint64_t status_sent_ns; /* when it was sent */
-	struct status *st;	 /* what the status page shows */
+	char status[STATUS_LEN];	 /* the STATUS= line the service manager has */
+	uint64_t status_sent_ns;	 /* when it was sent */
+	struct status *st;		 /* what the status page shows */
+	char host_id[SPLAY_HOST_ID_MAX]; /* what the probes' phases derive from (splay.h) */
 };
 
 /* ---------------------------------------------------------------- heap */
@@ -232,6 +234,24 @@ static int reload_series(struct sched *s)
 	return 0;
 }
 
+/* The host id for splay. Without a machine id the host name serves (a fleet
+ * cloned without one may share it, hence the note); without either, one fixed
+ * phase per probe name, as if every host were the same. */
+static void read_host_id(struct sched *s)
+{
+	bool from_hostname;
+	int r = splay_host_id(s->host_id, sizeof(s->host_id), &from_hostname);
+
+	if (r < 0) {
+		log_warning_errno(r, "Cannot read the machine id or the host name for splay, "
+				     "using a fixed phase: %m");
+		s->host_id[0] = '\0';
+	} else if (from_hostname) {
+		log_debug("No machine id (/etc/machine-id), splay derives from the host name %s",
+			  s->host_id);
+	}
+}
+
 struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 {
 	struct sched *s = calloc(1, sizeof(*s));
@@ -265,6 +285,7 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 	r = build_lanes(cfg, m, &s->lanes, &s->n_lanes);
 	if (r < 0)
 		goto fail;
+	read_host_id(s);
 	return s;
 fail:
 	sched_free(s);
@@ -354,33 +375,45 @@ int sched_start(struct sched *s)
 	return start_lanes(s);
 }
 
-/* Start every lane and put its probes on the heap (which has room for them all). */
+/* Put every probe on the heap (which has room for them all) at its first due
+ * time (splay.h). 0 or -ENOMEM. */
+static int schedule_first_runs(struct sched *s)
+{
+	uint64_t *due = calloc(s->cfg->n_probes ? s->cfg->n_probes : 1, sizeof(*due));
+	struct timespec real;
+
+	if (!due)
+		return log_error_errno(-ENOMEM, "Failed to schedule the probes: %m");
+	if (clock_gettime(CLOCK_REALTIME, &real) < 0)
+		real = (struct timespec){0}; /* cannot fail with a valid clock id */
+	splay_first_due(s->cfg, s->host_id, eng_now_ns(),
+			(uint64_t)real.tv_sec * NSEC_PER_SEC + (uint64_t)real.tv_nsec, due);
+	s->n_heap = 0;
+	for (unsigned li = 0; li < s->n_lanes; li++) {
+		const struct lane *l = &s->lanes[li];
+
+		for (unsigned pi = 0; pi < l->n_probes; pi++)
+			heap_push(s,
+				  (struct slot){.due_ns = due[l->probes[pi].cfg - s->cfg->probes],
+						.lane = li,
+						.probe = pi});
+	}
+	free(due);
+	return 0;
+}
+
+/* Start every lane, then schedule their probes. */
 static int start_lanes(struct sched *s)
 {
-	uint64_t now = eng_now_ns();
 	int r;
 
-	s->n_heap = 0;
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		r = lane_start(&s->lanes[li]);
 		if (r < 0)
 			return log_error_errno(r, "Failed to start the lane of target %s: %m",
 					       s->lanes[li].cfg->name);
-		struct lane *l = &s->lanes[li];
-		uint64_t spread = NSEC_PER_SEC; /* first runs within a second of start */
-
-		/* Splay: a lane's probes start evenly spread over the shortest interval
-		 * (at most a second), so that probes with multiple intervals do not fall
-		 * due together forever and defer each other. */
-		for (unsigned pi = 0; pi < l->n_probes; pi++)
-			if (l->probes[pi].cfg->interval_ns < spread)
-				spread = l->probes[pi].cfg->interval_ns;
-		for (unsigned pi = 0; pi < l->n_probes; pi++)
-			heap_push(s, (struct slot){.due_ns = now + spread * pi / l->n_probes,
-						   .lane = li,
-						   .probe = pi});
 	}
-	return 0;
+	return schedule_first_runs(s);
 }
 
 /* ---------------------------------------------------------------- status */

@@ -218,12 +218,14 @@ yaml_str() {
 # target_config FILE DIR SIZE [SETTING...]: write to FILE the start of a schedule:
 # one directory target t1 at DIR (not created) of SIZE, each SETTING ("key:
 # value") added to it, then "probes:", for the caller to append probe items to
-# (ping_item, or a here-document).
+# (ping_item, or a here-document). 'splay: false': every probe runs within a
+# second of start, as the tests wait for (a splayed burst could wait its 'every').
 target_config() {
 	local file=$1 dir=$2 size=$3
 	shift 3
 	{
 		cat <<-EOF
+			splay: false
 			targets:
 			  - name: t1
 			    directory: $(yaml_str "$dir")

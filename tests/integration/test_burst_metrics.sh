@@ -34,6 +34,7 @@ require_disk "$WORK"
 mkdir "$WORK/t1" "$WORK/t2" "$WORK/t3"
 CFG="$WORK/iopulse.yaml"
 cat >"$CFG" <<EOF
+splay: false # the bursts run at start, not at a splayed phase
 targets:
   - name: t1
     directory: $(yaml_str "$WORK/t1")

@@ -28,6 +28,7 @@ RUN=${RUN:-40} # seconds the daemons run under Prometheus before the check
 rewrite() {
 	local dst=$2
 	awk -v base="$WORK/data.$(basename "$1" .yaml)" -v file="$WORK/pg.file" '
+		NR == 1 { print "splay: false" } # the bursts run at start
 		/^listen:/ { next }
 		/^ *(size|layout_rate):/ { next }
 		/^ *directory:/ {

@@ -32,6 +32,7 @@ D2="$WORK/d2"
 mkdir "$D1" "$D2"
 CFG="$WORK/iopulse.yaml"
 cat >"$CFG" <<EOF
+splay: false # the bursts run at start, not at a splayed phase
 targets:
   - name: t1
     directory: $(yaml_str "$D1")

@@ -25,6 +25,7 @@ bursting() {
 for engine in sync io_uring; do
 	CFG="$WORK/iopulse-$engine.yaml"
 	cat >"$CFG" <<EOF
+splay: false # the bursts run at start, not at a splayed phase
 targets:
   - name: t1
     directory: $(yaml_str "$DIR")

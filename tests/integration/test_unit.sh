@@ -174,6 +174,7 @@ if $trace_ok; then
 	mkdir "$DIR"
 	CFG="$WORK/iopulse.yaml"
 	cat >"$CFG" <<EOF
+splay: false # the bursts run at start, not at a splayed phase
 targets:
   - name: state
     directory: $(yaml_str "$DIR")

@@ -65,7 +65,7 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:1:1: unknown key 'tragets' at top level, did you mean 'targets'?"},
 	{"unknown_top_key_list", T P "metrics: yes\n",
 	 "t.yaml:8:1: unknown key 'metrics' at top level (valid keys: listen, buckets, "
-	 "native_histogram_schema, native_histogram_zero_threshold, targets, probes)"},
+	 "native_histogram_schema, native_histogram_zero_threshold, splay, targets, probes)"},
 	/* native histograms */
 	{"native_schema_too_fine", "native_histogram_schema: 8\n" T P,
 	 "t.yaml:1:26: 'native_histogram_schema' must be between -4 and 7, got 8"},
@@ -1175,6 +1175,7 @@ static void test_print_burst(void **state)
 				   "buckets: [1ms]\n"
 				   "native_histogram_schema: 3\n"
 				   "native_histogram_zero_threshold: 0s\n"
+				   "splay: true\n"
 				   "targets:\n"
 				   "  - name: disk\n"
 				   "    directory: /srv/x\n"
@@ -1725,6 +1726,7 @@ static void test_print_default(void **state)
 		"50ms, 100ms, 250ms, 500ms, 1s, 2s500ms, 5s, 10s]\n"
 		"native_histogram_schema: 3\n"
 		"native_histogram_zero_threshold: 0s\n"
+		"splay: true\n"
 		"targets:\n"
 		"  - name: state\n"
 		"    directory: ./iopulse-data\n"
