@@ -79,16 +79,21 @@ static void unsplayed_first_due(const struct config *cfg, unsigned ti, uint64_t 
 void splay_first_due(const struct config *cfg, const char *host_id, uint64_t mono_now,
 		     uint64_t real_now, uint64_t *due)
 {
-	if (!cfg->splay) {
-		for (unsigned ti = 0; ti < cfg->n_targets; ti++)
-			unsplayed_first_due(cfg, ti, mono_now, due);
+	for (unsigned ti = 0; ti < cfg->n_targets; ti++)
+		unsplayed_first_due(cfg, ti, mono_now, due);
+	if (!cfg->splay)
 		return;
-	}
+	/* Bursts only: pings are small and frequent, a fleet's pings in step load
+	 * nothing, and pings at random phases on one lane would collide for ever,
+	 * counting a "busy" deferral at every run. Their even spread stays. */
 	for (unsigned i = 0; i < cfg->n_probes; i++) {
 		const struct cfg_probe *p = &cfg->probes[i];
-		uint64_t phase = splay_offset(host_id, p->name, p->interval_ns);
-		uint64_t into = real_now % p->interval_ns; /* where the wall clock is */
+		uint64_t phase, into;
 
+		if (p->kind != CFG_PROBE_BURST)
+			continue;
+		phase = splay_offset(host_id, p->name, p->interval_ns);
+		into = real_now % p->interval_ns; /* where the wall clock is */
 		due[i] = mono_now + (phase + p->interval_ns - into) % p->interval_ns;
 	}
 }

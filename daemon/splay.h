@@ -3,13 +3,14 @@
 #define IOPULSE_SPLAY_H
 
 /*
- * Splay: when each probe first runs. With 'splay: true' a probe's runs fall at
- * wall-clock times whose remainder modulo its interval is an offset hashed from
+ * Splay: when each probe first runs. With 'splay: true' a burst's runs fall at
+ * wall-clock times whose remainder modulo its 'every' is an offset hashed from
  * the host's id and the probe's name, so one configuration deployed on a fleet
  * spreads its bursts over the interval, host by host, and a restart or reload
- * keeps each host's phase. With 'splay: false' every probe runs within a second
- * of start, as before splay existed. Nothing here logs or reads a clock: the
- * caller passes the host id and the times (the unit tests inject them).
+ * keeps each host's phase. Pings, and every probe with 'splay: false', run
+ * within a second of start, a target's spread evenly. Nothing here logs or
+ * reads a clock: the caller passes the host id and the times (the unit tests
+ * inject them).
  */
 
 #include <stdbool.h>
@@ -33,7 +34,7 @@ uint64_t splay_offset(const char *host_id, const char *name, uint64_t interval_n
  * -errno when neither can be read. */
 int splay_host_id(char *buf, size_t n, bool *from_hostname);
 
-/* The first due time of every probe of @cfg into @due (cfg->n_probes entries, in
+/* The first due time of every probe of @cfg (see above) into @due (cfg->n_probes entries, in
  * the configuration's order), on the clock of @mono_now; @real_now is the wall
  * clock at the same moment (CLOCK_REALTIME, ns), which the phases refer to. */
 void splay_first_due(const struct config *cfg, const char *host_id, uint64_t mono_now,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* splay: FNV-1a known answers; first due times from an injected host id and
- * clock: per-host phases within the interval, stable across restarts, and the
- * old start-within-a-second with 'splay: false'. */
+ * clock: per-host burst phases within 'every', stable across restarts, pings
+ * unmoved, and the old start-within-a-second with 'splay: false'. */
 #include <setjmp.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -54,14 +54,16 @@ static void test_fnv1a_known_answers(void **state)
 			     splay_offset("a", "bc", UINT64_MAX));
 }
 
-/* Each first run is within one interval of start, and falls on the probe's phase
- * of the wall clock. */
+/* Each burst's first run is within one 'every' of start, and falls on its phase
+ * of the wall clock; pings keep their place of 'splay: false'. */
 static void check_phases(const struct config *c, const char *host, uint64_t mono, uint64_t real)
 {
 	uint64_t due[4];
 
 	splay_first_due(c, host, mono, real, due);
-	for (unsigned i = 0; i < c->n_probes; i++) {
+	assert_int_equal(due[0], mono);			   /* a: first of t1 */
+	assert_int_equal(due[3], mono + 250000000ULL / 2); /* d: second of t2 */
+	for (unsigned i = 1; i < 3; i++) {
 		uint64_t iv = c->probes[i].interval_ns;
 
 		assert_true(due[i] >= mono);
@@ -106,7 +108,7 @@ static void test_stable_across_restarts(void **state)
 	(void)state;
 	splay_first_due(c, host, 5 * NSEC_PER_SEC, real0, first);
 	splay_first_due(c, host, 77, real1, again);
-	for (unsigned i = 0; i < c->n_probes; i++) {
+	for (unsigned i = 1; i < 3; i++) {
 		uint64_t iv = c->probes[i].interval_ns;
 
 		assert_int_equal((real0 + first[i] - 5 * NSEC_PER_SEC) % iv,
