@@ -30,6 +30,7 @@
 
 #include "config/config.h"
 #include "config/default_buckets.h"
+#include "engines/ioprio.h"
 
 #define CFG_FILE_MAX	   (1U << 20) /* largest configuration file we read */
 #define CFG_FILE_MAX_NAME  "1 MiB"    /* CFG_FILE_MAX, for messages */
@@ -1502,6 +1503,40 @@ static int parse_engine(struct parser *p, const struct key *k, const yaml_node_t
 
 static const struct key_type type_engine = {NULL, parse_engine, print_chars, same_chars, NULL};
 
+/* 'io_priority': none, idle, best-effort:N or realtime:N, kept as ioprio_set(2)'s value. */
+static int parse_io_priority(struct parser *p, const struct key *k, const yaml_node_t *v,
+			     struct item *it)
+{
+	const char *s = NULL;
+	int r = get_scalar(p, v, k->name, "none, idle, best-effort:N or realtime:N", &s);
+
+	if (r < 0)
+		return r;
+	r = ioprio_parse(s, field(k, it->base));
+	if (r == -ERANGE)
+		return fail_at(p, v, "'%s': the level of '%s' must be 0 (highest) to 7", k->name,
+			       s);
+	if (r < 0)
+		return fail_at(p, v,
+			       "'%s' must be none, idle, best-effort:N or realtime:N (N 0 to 7), "
+			       "got '%s'",
+			       k->name, s);
+	return 0;
+}
+
+static void print_io_priority(FILE *f, const struct key *k, const void *base,
+			      const struct config *c)
+{
+	char buf[IOPRIO_TEXT_MAX];
+
+	(void)c;
+	fprintf(f, " %s\n", ioprio_format(*(const int *)cfield(k, base), buf, sizeof(buf)));
+}
+
+static const struct key_type type_io_priority = {"none, idle, best-effort:N or realtime:N",
+						 parse_io_priority, print_io_priority, same_bytes,
+						 NULL};
+
 /* ---- types of one key each ---- */
 
 static void print_block_size(FILE *f, const struct key *k, const void *base, const struct config *c)
@@ -1918,6 +1953,8 @@ static const struct key schema[] = {
 	 .help = "an I/O in flight longer than this aborts the burst"},
 	{"engine", W_PROBE, &type_engine, PRB(engine), .names = engine_names, .def = "auto",
 	 .print_group = 2, .help = "the I/O engine"},
+	{"io_priority", W_PROBE, &type_io_priority, PRB(io_priority), .def = "none",
+	 .print_group = 2, .help = "the I/O scheduling class and level of its I/O"},
 	{"rw", W_BURST, &type_enum, PRB(rw), .names = rw_names, .def = "randread",
 	 .elsewhere = "ping probes use 'op'", .help = "the access pattern, as fio's rw="},
 	{"rwmix_read", W_BURST, &type_percent, PRB(rwmix_read), .def = "50%",

@@ -20,6 +20,7 @@
 #include "testutil.h"
 
 #include "config/config.h"
+#include "engines/ioprio.h"
 
 #define MIB (1ULL << 20)
 #define S   1000000000ULL
@@ -217,7 +218,7 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:5:13: label 'zone' in 'labels' must not contain control characters"},
 	{"labels_in_probe", T P "    labels: {a: b}\n",
 	 "t.yaml:8:5: unknown key 'labels' in probe (valid keys: name, type, target, op, sync, "
-	 "interval, block_size, working_set, timeout, engine)"},
+	 "interval, block_size, working_set, timeout, engine, io_priority)"},
 	{"target_unknown_key_suggest", "targets:\n  - name: disk\n    directroy: /srv/x\n" P,
 	 "t.yaml:3:5: unknown key 'directroy' in target, did you mean 'directory'?"},
 	{"target_both_kinds", "targets:\n  - name: disk\n    directory: /srv/x\n    file: /f\n" P,
@@ -278,7 +279,7 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:8:5: unknown key 'blcok_size' in probe, did you mean 'block_size'?"},
 	{"probe_unknown_key_far", T P "    qd: 4\n",
 	 "t.yaml:8:5: unknown key 'qd' in probe (valid keys: name, type, target, op, sync, "
-	 "interval, block_size, working_set, timeout, engine)"},
+	 "interval, block_size, working_set, timeout, engine, io_priority)"},
 	{"probe_duplicate_key", T P "    op: read\n    op: write\n",
 	 "t.yaml:9:5: duplicate key 'op' in probe (first defined at line 8)"},
 	{"probe_bad_name", T "probes:\n  - name: p/1\n    type: ping\n    target: disk\n",
@@ -471,6 +472,24 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:8:13: 'engine' must not contain a NUL byte (\\0)"},
 	{"nul_engine", T P "    engine: \"sync\\0\"\n",
 	 "t.yaml:8:13: 'engine' must not contain a NUL byte (\\0)"},
+	{"io_priority_class", T P "    io_priority: high\n",
+	 "t.yaml:8:18: 'io_priority' must be none, idle, best-effort:N or realtime:N (N 0 to 7), "
+	 "got 'high'"},
+	{"io_priority_no_level", T P "    io_priority: best-effort\n",
+	 "t.yaml:8:18: 'io_priority' must be none, idle, best-effort:N or realtime:N (N 0 to 7), "
+	 "got 'best-effort'"},
+	{"io_priority_idle_level", T P "    io_priority: idle:3\n",
+	 "t.yaml:8:18: 'io_priority' must be none, idle, best-effort:N or realtime:N (N 0 to 7), "
+	 "got 'idle:3'"},
+	{"io_priority_be_8", T P "    io_priority: best-effort:8\n",
+	 "t.yaml:8:18: 'io_priority': the level of 'best-effort:8' must be 0 (highest) to 7"},
+	{"io_priority_rt_10", T P "    io_priority: realtime:10\n",
+	 "t.yaml:8:18: 'io_priority': the level of 'realtime:10' must be 0 (highest) to 7"},
+	{"io_priority_negative", T P "    io_priority: best-effort:-1\n",
+	 "t.yaml:8:18: 'io_priority' must be none, idle, best-effort:N or realtime:N (N 0 to 7), "
+	 "got 'best-effort:-1'"},
+	{"io_priority_list", T P "    io_priority: [idle]\n",
+	 "t.yaml:8:18: 'io_priority' must be none, idle, best-effort:N or realtime:N, got a list"},
 	{"nul_op", T P "    op: \"write\\0\"\n",
 	 "t.yaml:8:9: 'op' must not contain a NUL byte (\\0)"},
 	{"nul_listen", "listen: \"127.0.0.1:1\\0\"\n" T P,
@@ -587,14 +606,16 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:8:5: unknown key 'iodepht' in probe, did you mean 'iodepth'?"},
 	{"burst_unknown_key_list", T B "    qd: 4\n",
 	 "t.yaml:8:5: unknown key 'qd' in probe (valid keys: name, type, target, block_size, "
-	 "working_set, timeout, engine, rw, rwmix_read, iodepth, jobs, duration, ios, rate_iops, "
+	 "working_set, timeout, engine, io_priority, rw, rwmix_read, iodepth, jobs, duration, ios, "
+	 "rate_iops, "
 	 "ramp, every)"},
 	{"ping_unknown_key_near_burst_key", T P "    iodepht: 4\n",
 	 "t.yaml:8:5: unknown key 'iodepht' in probe (valid keys: name, type, target, op, sync, "
-	 "interval, block_size, working_set, timeout, engine)"},
+	 "interval, block_size, working_set, timeout, engine, io_priority)"},
 	{"untyped_unknown_key_list", T "probes:\n  - name: p1\n    qd: 4\n",
 	 "t.yaml:6:5: unknown key 'qd' in probe (valid keys: name, type, target, op, sync, "
-	 "interval, block_size, working_set, timeout, engine, rw, rwmix_read, iodepth, jobs, "
+	 "interval, block_size, working_set, timeout, engine, io_priority, rw, rwmix_read, "
+	 "iodepth, jobs, "
 	 "duration, ios, rate_iops, ramp, every)"},
 	/* A bad 'type' is reported where it is, after the errors before it. */
 	{"bad_type_after_burst_key",
@@ -1206,6 +1227,7 @@ static void test_print_burst(void **state)
 				   "    working_set: 0\n"
 				   "    timeout: 10s\n"
 				   "    engine: auto\n"
+				   "    io_priority: none\n"
 				   "  - name: rd\n"
 				   "    type: burst\n"
 				   "    target: dev\n"
@@ -1220,6 +1242,7 @@ static void test_print_burst(void **state)
 				   "    working_set: 0\n"
 				   "    timeout: 10s\n"
 				   "    engine: auto\n"
+				   "    io_priority: none\n"
 				   "  - name: p\n"
 				   "    type: ping\n"
 				   "    target: dev\n"
@@ -1229,7 +1252,8 @@ static void test_print_burst(void **state)
 				   "    block_size: 4KiB\n"
 				   "    working_set: 0\n"
 				   "    timeout: 10s\n"
-				   "    engine: auto\n";
+				   "    engine: auto\n"
+				   "    io_priority: none\n";
 	struct config *c;
 	char *text;
 
@@ -1504,6 +1528,41 @@ static void test_engines(void **state)
 	}
 }
 
+/* Each class as written, its kernel value (ioprio_set(2): class << 13 | level), and back. */
+static void test_io_priorities(void **state)
+{
+	static const struct {
+		const char *yaml;
+		int value;
+	} cases[] = {
+		{"none", 0},
+		{"idle", 3 << 13},
+		{"best-effort:0", 2 << 13},
+		{"best-effort:7", (2 << 13) | 7},
+		{"realtime:0", 1 << 13},
+		{"realtime:7", (1 << 13) | 7},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config *c =
+			load_okf(T P "    io_priority: %s\n  - name: b1\n    type: burst\n"
+				     "    target: disk\n    io_priority: %s\n",
+				 cases[i].yaml, cases[i].yaml);
+		char buf[IOPRIO_TEXT_MAX];
+
+		assert_int_equal(c->probes[0].io_priority, cases[i].value);
+		assert_int_equal(c->probes[1].io_priority, cases[i].value);
+		assert_string_equal(ioprio_format(cases[i].value, buf, sizeof(buf)), cases[i].yaml);
+		assert_print_reloads(c);
+		cfg_free(c);
+	}
+	/* Not written: none, the kernel's default. */
+	struct config *c = load_okf(T P);
+	assert_int_equal(c->probes[0].io_priority, 0);
+	cfg_free(c);
+}
+
 static void test_listen_forms(void **state)
 {
 	static const struct {
@@ -1747,6 +1806,7 @@ static void test_print_default(void **state)
 		"    working_set: 0\n"
 		"    timeout: 10s\n"
 		"    engine: auto\n"
+		"    io_priority: none\n"
 		"  - name: write-ping\n"
 		"    type: ping\n"
 		"    target: state\n"
@@ -1756,7 +1816,8 @@ static void test_print_default(void **state)
 		"    block_size: 4KiB\n"
 		"    working_set: 0\n"
 		"    timeout: 10s\n"
-		"    engine: auto\n";
+		"    engine: auto\n"
+		"    io_priority: none\n";
 	struct config *c = NULL;
 	struct cfg_error err;
 	char *text;
@@ -2031,6 +2092,7 @@ static void test_probe_same(void **state)
 		"  - name: p1\n    type: ping\n    target: disk\n    working_set: 1MiB\n",
 		"  - name: p1\n    type: ping\n    target: disk\n    timeout: 5s\n",
 		"  - name: p1\n    type: ping\n    target: disk\n    engine: sync\n",
+		"  - name: p1\n    type: ping\n    target: disk\n    io_priority: idle\n",
 		"  - name: p1\n    type: burst\n    target: disk\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    rw: randrw\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    rw: randrw\n    rwmix_read: "
@@ -2300,6 +2362,7 @@ int main(void)
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_device_target),
 		cmocka_unit_test(test_engines),
+		cmocka_unit_test(test_io_priorities),
 		cmocka_unit_test(test_listen_forms),
 		cmocka_unit_test(test_parse_listen),
 		cmocka_unit_test(test_env_expansion),
