@@ -53,6 +53,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "../engines/ioprio.h"
 #include "burst.h"
 #include "probe.h"
 #include "rng.h"
@@ -833,10 +834,25 @@ static void gate_shrink(struct burst *b, unsigned started, int error)
 	pthread_mutex_unlock(&b->gate_mu);
 }
 
+/*
+ * The probe's 'io_priority' on a job thread of its own: job 0 runs on the
+ * caller's thread, whose priority probe_run() sets and puts back, and the others
+ * end with the run, so nothing needs putting back. 0 or -errno.
+ */
+static int job_priority(const struct burst_job *j)
+{
+	if (j->idx == 0 || !j->b->cfg.io_priority)
+		return 0;
+	return ioprio_thread_set(j->b->cfg.io_priority);
+}
+
 static void job_main(struct burst_job *j)
 {
 	struct burst *b = j->b;
-	int r = eng_init(&j->eng, b->ops, b->t->fd, b->depth);
+	int r = job_priority(j);
+
+	if (r == 0)
+		r = eng_init(&j->eng, b->ops, b->t->fd, b->depth);
 
 	/* Best effort: the job's buffers never change, so the kernel may keep them
 	 * pinned for the whole run instead of pinning them per I/O. */

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "../engines/engine.h"
+#include "../engines/ioprio.h"
 #include "lane.h"
 #include "log.h"
 
@@ -25,6 +26,10 @@ static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct
 		log_error("Probe %s: engine '%s' is %s; the probe will not run", lp->cfg->name,
 			  lp->cfg->engine,
 			  r == -ENOENT ? "not built in" : "not available on this system");
+	else if (r == -EPERM && ioprio_is_realtime(lp->cfg->io_priority))
+		log_error("Probe %s: 'io_priority: %s' needs CAP_SYS_ADMIN (or CAP_SYS_NICE), "
+			  "which iopulse lacks; the probe will not run",
+			  lp->cfg->name, ioprio_format(lp->cfg->io_priority, why, sizeof(why)));
 	else if (r < 0)
 		log_error_errno(r, "Probe %s: cannot be set up: %m", lp->cfg->name);
 	else
@@ -382,7 +387,7 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 		return;
 	}
 	probe_outcome_clear(o);
-	r = lp->probe.ops->run(&lp->probe, &l->stopping, o);
+	r = probe_run(&lp->probe, &l->stopping, o);
 	if (o->discard)
 		return;
 	if (r < 0) {

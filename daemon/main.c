@@ -23,6 +23,7 @@
 #include "../config/config.h"
 #include "../config/webconfig.h"
 #include "../engines/engine.h"
+#include "../engines/ioprio.h"
 #include "check_dirs.h"
 #include "http.h"
 #include "log.h"
@@ -203,6 +204,21 @@ static int load_web_config(const char *path, struct web_config **web, bool plain
 	return EX_CONFIG;
 }
 
+/* A realtime 'io_priority' this process may not set: run as the same user would
+ * refuse the probe. A warning, not an error: the daemon may run with more
+ * capabilities than the check. */
+static void warn_io_priority(const struct cfg_probe *p)
+{
+	char buf[IOPRIO_TEXT_MAX];
+
+	if (!ioprio_is_realtime(p->io_priority) || ioprio_check_allowed(p->io_priority) == 0)
+		return;
+	fprintf(stderr,
+		"warning: probe %s: 'io_priority: %s' needs CAP_SYS_ADMIN (or CAP_SYS_NICE), "
+		"which this process lacks; the probe would not run\n",
+		p->name, ioprio_format(p->io_priority, buf, sizeof(buf)));
+}
+
 /* What is valid but will not do what it says: a burst whose engine cannot
  * queue (as fio warns for iodepth > 1 on a synchronous engine). */
 static void check_warnings(const struct config *cfg)
@@ -211,6 +227,7 @@ static void check_warnings(const struct config *cfg)
 		const struct engine_ops *e = eng_resolve(cfg->probes[i].engine, &(int){0});
 
 		oneshot_warn_depth(&cfg->probes[i], e ? e->name : cfg->probes[i].engine);
+		warn_io_priority(&cfg->probes[i]);
 	}
 }
 

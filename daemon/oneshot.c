@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../engines/engine.h"
+#include "../engines/ioprio.h"
 #include "oneshot.h"
 #include "oneshot_int.h"
 #include "probe.h"
@@ -42,10 +43,15 @@ static void sleep_until(uint64_t when_ns)
 static void setup_failed(struct probe_sum *ps, const struct probe *probe, int r)
 {
 	const struct cfg_probe *p = ps->cfg;
+	char buf[IOPRIO_TEXT_MAX];
 
 	if (!probe->engine)
 		snprintf(ps->message, sizeof(ps->message), "engine '%s' %s", p->engine,
 			 r == -EOPNOTSUPP ? "is not available on this system" : "is not built in");
+	else if (r == -EPERM && ioprio_is_realtime(p->io_priority))
+		snprintf(ps->message, sizeof(ps->message),
+			 "'io_priority: %s' needs CAP_SYS_ADMIN (or CAP_SYS_NICE)",
+			 ioprio_format(p->io_priority, buf, sizeof(buf)));
 	else
 		snprintf(ps->message, sizeof(ps->message), "cannot set up the %s: %s",
 			 cfg_probe_kind_name(p->kind), strerror(-r));
@@ -109,7 +115,7 @@ static int run_runs(struct probe_sum *ps, struct probe *probe, const struct ones
 		if (atomic_load(&stop_requested) || (ping && !more(o, i, start)))
 			break;
 		before = ps->out;
-		r = probe->ops->run(probe, &stop_requested, &ps->out);
+		r = probe_run(probe, &stop_requested, &ps->out);
 		if (ping)
 			ping_done(ps, &before, o);
 		if (r < 0) {

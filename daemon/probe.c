@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../engines/ioprio.h"
 #include "burst.h"
 #include "ping.h"
 #include "probe.h"
@@ -42,6 +43,12 @@ int probe_init(struct probe *p, const struct cfg_probe *cfg, struct target *t,
 	p->engine = eng_resolve(cfg->engine, &r); /* "auto": the best engine here */
 	if (!p->engine)
 		return r;
+	/* Realtime needs a capability: refused now, not at every run. */
+	if (ioprio_is_realtime(cfg->io_priority)) {
+		r = ioprio_check_allowed(cfg->io_priority);
+		if (r < 0)
+			return r;
+	}
 	r = p->ops->init(p);
 	if (r < 0)
 		p->state = NULL;
@@ -53,6 +60,27 @@ void probe_free(struct probe *p)
 	if (p->state)
 		p->ops->free(p);
 	p->state = NULL;
+}
+
+int probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
+{
+	const int prio = p->cfg->io_priority;
+	int old = 0, r;
+
+	/* The engines take the submitting thread's priority (ioprio.h says why this
+	 * way); with none asked for, the thread's is left alone: no system calls. */
+	if (prio) {
+		old = ioprio_thread_get();
+		r = old < 0 ? old : ioprio_thread_set(prio);
+		if (r < 0) {
+			out->why = "cannot set its io_priority";
+			return r;
+		}
+	}
+	r = p->ops->run(p, stop, out);
+	if (prio)
+		(void)ioprio_thread_set(old); /* the thread had it: allowed back */
+	return r;
 }
 
 uint64_t probe_inflight_since(const struct probe *p)

@@ -95,11 +95,19 @@ extern const struct probe_ops ping_probe_ops, burst_probe_ops;
 const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind);
 
 /* Sets up @p for @cfg on @t. 0 or -errno (-ENOENT: engine not built in,
- * -EOPNOTSUPP: not available here). p->ops is set either way; probe_free() is
+ * -EOPNOTSUPP: not available here, -EPERM: its 'io_priority' is realtime and
+ * this process may not set that). p->ops is set either way; probe_free() is
  * safe after a failure. */
 int probe_init(struct probe *p, const struct cfg_probe *cfg, struct target *t,
 	       const uint64_t *bounds_ns, unsigned n_bounds);
 void probe_free(struct probe *p);
+/*
+ * One run of @p (its ops->run) with the probe's 'io_priority' set on the calling
+ * thread for the run and the thread's own put back after: a lane thread runs
+ * several probes. 0 or -errno as ops->run; a priority the kernel refuses fails
+ * the run (out->why says so) rather than measuring at another one.
+ */
+int probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out);
 /* Submit time of the oldest I/O in flight, 0 when none (or not set up). */
 uint64_t probe_inflight_since(const struct probe *p);
 

@@ -22,6 +22,8 @@
 #include "testutil.h"
 
 #include "daemon/ping.h"
+#include "daemon/probe.h"
+#include "engines/ioprio.h"
 
 #define MIB (1ULL << 20)
 
@@ -439,6 +441,65 @@ static void test_null_engine(void **state)
 	target_close(&f.t);
 }
 
+/* The null engine, noting the submitting thread's I/O priority at each submit. */
+static int spy_prio[4];
+static unsigned spy_submits;
+
+static int spy_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	if (spy_submits < sizeof(spy_prio) / sizeof(spy_prio[0]))
+		spy_prio[spy_submits] = ioprio_thread_get();
+	spy_submits++;
+	return eng_null_ops.submit(e, reqs, n);
+}
+
+static const struct engine_ops spy_ops = {
+	.name = "spy",
+	.flags = ENGINE_F_SYNC,
+	.init = stuck_init,
+	.submit = spy_submit,
+	.reap = eng_sync_reap,
+	.cancel = eng_sync_cancel,
+	.cleanup = eng_sync_cleanup,
+};
+
+/* 'io_priority' is the thread's while the ping's I/O (and its fdatasync) is
+ * submitted, and the thread has its own back after; none leaves it alone. */
+static void test_io_priority_applied(void **state)
+{
+	static const char *const prios[] = {"idle", "best-effort:7", "best-effort:0", "none"};
+	const int before = ioprio_thread_get();
+	struct tu_dir_target f;
+
+	(void)state;
+	assert_true(before >= 0);
+	tu_open_dir_target(&f, MIB);
+	for (size_t i = 0; i < sizeof(prios) / sizeof(prios[0]); i++) {
+		struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
+		struct probe_outcome out;
+		struct probe p;
+		int want;
+
+		cfg.sync = CFG_SYNC_FDATASYNC;
+		assert_int_equal(ioprio_parse(prios[i], &cfg.io_priority), 0);
+		want = cfg.io_priority ? cfg.io_priority : before;
+		assert_int_equal(probe_init(&p, &cfg, &f.t, NULL, 0), 0);
+		/* struct ping comes first in the ping probe's state: its engine ops. */
+		((struct ping *)p.state)->ops = &spy_ops;
+		assert_int_equal(probe_outcome_init(&out, (const uint64_t[]){1000}, 1), 0);
+		spy_submits = 0;
+		assert_int_equal(probe_run(&p, NULL, &out), 0);
+		assert_int_equal(spy_submits, 2); /* the write and its fdatasync */
+		assert_int_equal(spy_prio[0], want);
+		assert_int_equal(spy_prio[1], want);
+		assert_int_equal(out.op[IO_WRITE].ios, 1);
+		assert_int_equal(ioprio_thread_get(), before);
+		probe_outcome_free(&out);
+		probe_free(&p);
+	}
+	target_close(&f.t);
+}
+
 int main(void)
 {
 	if (!getenv("TEST_TMPDIR")) {
@@ -454,6 +515,7 @@ int main(void)
 		cmocka_unit_test(test_stop_abandons_stuck_write),
 		cmocka_unit_test(test_reinit_on_new_fd),
 		cmocka_unit_test(test_null_engine),
+		cmocka_unit_test(test_io_priority_applied),
 	};
 
 	return cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
