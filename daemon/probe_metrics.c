@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../engines/ioprio.h"
 #include "probe_metrics.h"
 
 static const char *const error_names[PROBE_ERR_COUNT] = {
@@ -52,18 +53,25 @@ static int op_series(struct probe_series *s, const struct config *cfg, unsigned 
 	return 0;
 }
 
-/* What the probe is (type, op, engine) and how often it runs. */
+/* What the probe is (type, op, engine, io_priority) and how often it runs. */
 static int info_series(struct probe_series *s, const char *engine)
 {
-	static const char *const ptoe[] = {"probe", "target", "type", "op", "engine", NULL};
+	static const char *const ptoe[] = {"probe",  "target",	    "type", "op",
+					   "engine", "io_priority", NULL};
 	const struct probe_ops *ops = probe_ops_of(s->cfg->kind);
-	const char *v[] = {s->cfg->name,	 s->target, cfg_probe_kind_name(s->cfg->kind),
-			   ops->op_name(s->cfg), engine,    NULL};
+	char prio[IOPRIO_TEXT_MAX];
+	const char *v[] = {s->cfg->name,
+			   s->target,
+			   cfg_probe_kind_name(s->cfg->kind),
+			   ops->op_name(s->cfg),
+			   engine,
+			   ioprio_format(s->cfg->io_priority, prio, sizeof(prio)),
+			   NULL};
 	struct metric_family *info, *interval;
 
 	info = metrics_family(s->m, "iopulse_probe_info", METRIC_GAUGE,
 			      "Always 1: what the probe is (type ping or burst, its op or rw, the "
-			      "engine in use).",
+			      "engine in use, its io_priority).",
 			      ptoe, NULL, 0);
 	interval = metrics_family(s->m, "iopulse_probe_interval_seconds", METRIC_GAUGE,
 				  "Time between two runs of the probe: a ping's interval, a "

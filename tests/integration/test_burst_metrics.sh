@@ -59,6 +59,7 @@ probes:
     duration: 1s
     ramp: 200ms
     every: 2s
+    io_priority: idle
   - name: rd
     type: ping
     target: t1
@@ -299,10 +300,10 @@ done
 # ---- what each probe and target is -------------------------------------------
 
 # "auto" resolved: the same engine for both, and a real one.
-ENGINE=$(sed -n 's/^iopulse_probe_info{probe="rd",.*engine="\([^"]*\)"} 1$/\1/p' "$PAGE")
+ENGINE=$(sed -n 's/^iopulse_probe_info{probe="rd",.*engine="\([^"]*\)",.*} 1$/\1/p' "$PAGE")
 [[ $ENGINE =~ ^(io_uring|libaio|sync)$ ]] || fail "rd's engine is '$ENGINE'"
-for s in "iopulse_probe_info{$MIX,type=\"burst\",op=\"randrw\",engine=\"$ENGINE\"} 1" \
-	"iopulse_probe_info{$RD,type=\"ping\",op=\"read\",engine=\"$ENGINE\"} 1" \
+for s in "iopulse_probe_info{$MIX,type=\"burst\",op=\"randrw\",engine=\"$ENGINE\",io_priority=\"idle\"} 1" \
+	"iopulse_probe_info{$RD,type=\"ping\",op=\"read\",engine=\"$ENGINE\",io_priority=\"none\"} 1" \
 	"iopulse_probe_interval_seconds{$MIX} 2" "iopulse_probe_interval_seconds{$RD} 0.1" \
 	"iopulse_probe_interval_seconds{probe=\"A\",target=\"t2\"} 2.5"; do
 	grep -qxF "$s" "$PAGE" || fail "no line '$s' in:"$'\n'"$(grep '^iopulse_probe_in' "$PAGE")"
