@@ -28,6 +28,7 @@
 #include "testutil.h"
 
 #include "daemon/burst.h"
+#include "engines/ioprio.h"
 
 #define MIB  (1ULL << 20)
 #define MSEC 1000000ULL
@@ -1326,6 +1327,70 @@ static void test_null_rate_report(void **state)
 	}
 }
 
+/* The null engine, counting submits by the I/O priority of the thread that made
+ * them, apart for the test's own thread (job 0's) and the job threads. */
+static pthread_mutex_t prio_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t prio_main;
+static unsigned prio_main_want, prio_main_other, prio_jobs_want, prio_jobs_other;
+static int prio_main_is, prio_jobs_is;
+
+static int prio_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	const int now = ioprio_thread_get();
+	const bool main_thread = pthread_equal(pthread_self(), prio_main);
+
+	unsigned *count;
+
+	if (main_thread)
+		count = now == prio_main_is ? &prio_main_want : &prio_main_other;
+	else
+		count = now == prio_jobs_is ? &prio_jobs_want : &prio_jobs_other;
+	pthread_mutex_lock(&prio_mu);
+	(*count)++;
+	pthread_mutex_unlock(&prio_mu);
+	return eng_null_ops.submit(e, reqs, n);
+}
+
+static int prio_init(struct engine *e, int fd, unsigned depth)
+{
+	(void)e;
+	(void)fd;
+	(void)depth;
+	return 0;
+}
+
+/* A burst's job threads take its 'io_priority' themselves: not inherited from
+ * the caller's thread, which probe_run() sets for job 0 (not burst_run()). */
+static void test_io_priority_jobs(void **state)
+{
+	static const struct engine_ops prio_ops = {
+		.name = "prio",
+		.flags = ENGINE_F_SYNC,
+		.init = prio_init,
+		.submit = prio_submit,
+		.reap = eng_sync_reap,
+		.cancel = eng_sync_cancel,
+		.cleanup = eng_sync_cleanup,
+	};
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 3);
+	struct run r;
+
+	(void)state;
+	cfg.duration_ns = 100 * MSEC; /* by time: 'ios' could all go to the job threads */
+	assert_int_equal(ioprio_parse("idle", &cfg.io_priority), 0);
+	prio_main = pthread_self();
+	prio_main_is = ioprio_thread_get();
+	prio_jobs_is = cfg.io_priority;
+	assert_true(prio_main_is >= 0 && prio_main_is != prio_jobs_is);
+	r = run_once(&cfg, &prio_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_true(prio_main_want > 0);
+	assert_true(prio_jobs_want > 0);
+	assert_int_equal(prio_main_other, 0);
+	assert_int_equal(prio_jobs_other, 0);
+	assert_int_equal(ioprio_thread_get(), prio_main_is);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1353,6 +1418,7 @@ int main(void)
 		cmocka_unit_test(test_timeout_wedged),
 		cmocka_unit_test(test_inflight_since),
 		cmocka_unit_test(test_null_rate_report),
+		cmocka_unit_test(test_io_priority_jobs),
 	};
 	int r = cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
 
