@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -500,6 +503,52 @@ static void test_io_priority_applied(void **state)
 	target_close(&f.t);
 }
 
+/* Drops CAP_SYS_ADMIN and CAP_SYS_NICE from the calling thread's effective set
+ * (a no-op when not root): what realtime priorities need. */
+static void drop_rt_caps(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+
+	assert_int_equal(syscall(SYS_capget, &h, d), 0);
+	d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+	d[CAP_SYS_NICE / 32].effective &= ~(1u << (CAP_SYS_NICE % 32));
+	assert_int_equal(syscall(SYS_capset, &h, d), 0);
+}
+
+/* Without the capability a realtime probe is refused at set-up (-EPERM), not run
+ * at the default priority; the other classes still set up. In a child: the
+ * capabilities are gone for good there. */
+static void test_io_priority_realtime_refused(void **state)
+{
+	struct tu_dir_target f;
+	pid_t pid;
+	int status;
+
+	(void)state;
+	tu_open_dir_target(&f, MIB);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
+		struct probe p;
+		int rt, be;
+
+		drop_rt_caps();
+		(void)ioprio_parse("realtime:4", &cfg.io_priority);
+		rt = probe_init(&p, &cfg, &f.t, NULL, 0);
+		probe_free(&p);
+		(void)ioprio_parse("best-effort:4", &cfg.io_priority);
+		be = probe_init(&p, &cfg, &f.t, NULL, 0);
+		probe_free(&p);
+		_exit(rt == -EPERM && be == 0 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	target_close(&f.t);
+}
+
 int main(void)
 {
 	if (!getenv("TEST_TMPDIR")) {
@@ -516,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_reinit_on_new_fd),
 		cmocka_unit_test(test_null_engine),
 		cmocka_unit_test(test_io_priority_applied),
+		cmocka_unit_test(test_io_priority_realtime_refused),
 	};
 
 	return cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
