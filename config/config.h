@@ -181,7 +181,7 @@ struct cfg_probe {
 	uint64_t working_set;	 /* bytes; 0 = the whole target */
 	uint64_t timeout_ns;	 /* per I/O */
 	char engine[16];	 /* "auto", "io_uring", "libaio", "sync" or "null" */
-	int io_priority; /* ioprio_set(2)'s value (engines/ioprio.h); 0 = none, the default */
+	int io_priority;	 /* ioprio_set(2)'s value (ioprio.h); 0 = none */
 	enum cfg_rw rw;		 /* burst */
 	double rwmix_read;	 /* burst, randrw: fraction of reads, 0..1 */
 	unsigned iodepth;	 /* burst: I/Os in flight per job */
