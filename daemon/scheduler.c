@@ -375,19 +375,46 @@ int sched_start(struct sched *s)
 	return start_lanes(s);
 }
 
+/* One line per splayed burst: a host's first burst may come up to an 'every'
+ * after start, and whoever waits for it should not have to guess when. The
+ * phase is in ms, the hash's own figure rounded, so a test can recompute it. */
+static void log_splay(const struct sched *s, const uint64_t *due, uint64_t now)
+{
+	char phase[48], every[48], in[48];
+
+	if (!s->cfg->splay)
+		return;
+	for (unsigned i = 0; i < s->cfg->n_probes; i++) {
+		const struct cfg_probe *p = &s->cfg->probes[i];
+		uint64_t ms = NSEC_PER_SEC / 1000;
+
+		if (p->kind != CFG_PROBE_BURST)
+			continue;
+		cfg_format_duration(splay_offset(s->host_id, p->name, p->interval_ns) / ms * ms,
+				    phase, sizeof(phase));
+		cfg_format_duration(p->interval_ns, every, sizeof(every));
+		cfg_format_duration((due[i] - now) / NSEC_PER_SEC * NSEC_PER_SEC, in, sizeof(in));
+		log_info("Burst %s runs at %s past each %s of the wall clock (splay), first in %s",
+			 p->name, phase, every, in);
+	}
+}
+
 /* Put every probe on the heap (which has room for them all) at its first due
  * time (splay.h). 0 or -ENOMEM. */
 static int schedule_first_runs(struct sched *s)
 {
 	uint64_t *due = calloc(s->cfg->n_probes ? s->cfg->n_probes : 1, sizeof(*due));
 	struct timespec real;
+	uint64_t now;
 
 	if (!due)
 		return log_error_errno(-ENOMEM, "Failed to schedule the probes: %m");
 	if (clock_gettime(CLOCK_REALTIME, &real) < 0)
 		real = (struct timespec){0}; /* cannot fail with a valid clock id */
-	splay_first_due(s->cfg, s->host_id, eng_now_ns(),
+	now = eng_now_ns();
+	splay_first_due(s->cfg, s->host_id, now,
 			(uint64_t)real.tv_sec * NSEC_PER_SEC + (uint64_t)real.tv_nsec, due);
+	log_splay(s, due, now);
 	s->n_heap = 0;
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		const struct lane *l = &s->lanes[li];

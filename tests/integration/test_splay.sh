@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Splay end to end, on the real clocks and this host's own id: each burst's
+# logged phase is FNV-1a 64 of the machine id (as libsystemd reads it, else the
+# host name), a NUL and the probe's name, modulo its 'every', recomputed here
+# independently; a restart keeps every phase; the first run starts at that
+# phase of the wall clock; 'splay: false' runs the burst at start instead.
+# (tests/unit/test_splay.c covers other machine ids with an injected clock.)
+
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+require_cmd curl python3
+DIR="$WORK/data"
+mkdir "$DIR"
+require_disk "$DIR"
+
+# write_config FILE SPLAY: a 20s burst that the test waits for, and two whose
+# phases only the log shows.
+write_config() {
+	cat >"$1" <<-EOF
+		splay: $2
+		targets:
+		  - name: t1
+		    directory: $(yaml_str "$DIR")
+		    size: 1MiB
+		probes:
+		  - {name: ping, type: ping, target: t1, interval: 1s}
+		  - {name: b-20s, type: burst, target: t1, every: 20s, duration: 100ms}
+		  - {name: b-7m, type: burst, target: t1, every: 7m, duration: 100ms}
+		  - {name: b.day_1, type: burst, target: t1, every: 24h, duration: 100ms}
+	EOF
+}
+
+# expected_ms NAME EVERY_S: the phase of NAME in ms, computed from first principles.
+expected_ms() {
+	python3 - "$1" "$2" <<-'EOF'
+		import re, socket, sys
+		try:
+		    mid = open("/etc/machine-id").read().strip()
+		except OSError:
+		    mid = ""
+		if not re.fullmatch(r"[0-9a-f]{32}", mid) or set(mid) == {"0"}:
+		    mid = socket.gethostname()
+		h = 0xcbf29ce484222325
+		for b in mid.encode() + b"\0" + sys.argv[1].encode():
+		    h = ((h ^ b) * 0x100000001b3) % 2**64
+		print(h % (int(sys.argv[2]) * 10**9) // 10**6)
+	EOF
+}
+
+# logged_ms NAME: the phase the daemon logged for NAME, in ms ("7s927ms" -> 7927).
+logged_ms() {
+	local d
+	d=$(sed -n "s/.*Burst $1 runs at \([0-9a-z]*\) past each .*/\1/p" "$DAEMON_LOG" | tail -1)
+	[[ -n $d ]] || fail "no splay line for $1 in $DAEMON_LOG"
+	python3 - "$d" <<-'EOF'
+		import re, sys
+		ms = {"h": 3600000, "m": 60000, "s": 1000, "ms": 1}
+		print(sum(int(n) * ms[u] for n, u in re.findall(r"(\d+)(ms|h|m|s)", sys.argv[1])))
+	EOF
+}
+
+check_phases() {
+	local name every got want
+	for name in b-20s:20 b-7m:420 b.day_1:86400; do
+		every=${name#*:}
+		name=${name%:*}
+		got=$(logged_ms "$name")
+		want=$(expected_ms "$name" "$every")
+		[[ $got == "$want" ]] || fail "$name: logged phase ${got}ms, want ${want}ms"
+		note "$name: phase ${got}ms of ${every}s, as computed"
+	done
+}
+
+CFG="$WORK/splay.yaml"
+write_config "$CFG" true
+start_daemon "$CFG"
+check_phases
+first=$(logged_ms b-20s)
+stop_daemon
+
+start_daemon "$CFG"
+check_phases
+[[ $(logged_ms b-20s) == "$first" ]] || fail "the phase of b-20s moved across a restart"
+
+# The first run falls at the phase: the scheduler's own lateness is milliseconds;
+# 3s is slack for a loaded machine, against 20s of possible phases.
+wait_until 30 "b-20s to run" scraped 'iopulse_probe_runs_total{probe="b-20s",target="t1"}' '>=' 1
+scrape_metrics
+sample_into started "$PAGE" 'iopulse_probe_last_run_timestamp_seconds{probe="b-20s",target="t1"}'
+late=$(python3 -c "print(int((float('$started') * 1000 - $first) % 20000))")
+((late < 3000)) || fail "b-20s started ${late}ms after its phase"
+note "b-20s started ${late}ms after its phase"
+stop_daemon
+
+write_config "$CFG" false
+start_daemon "$CFG"
+wait_until 10 "b-20s to run at start without splay" \
+	scraped 'iopulse_probe_runs_total{probe="b-20s",target="t1"}' '>=' 1
+if grep -q "(splay)" "$DAEMON_LOG"; then
+	fail "splay: false still logged splay phases"
+fi
+stop_daemon
