@@ -1981,6 +1981,15 @@ static const struct key schema[] = {
 	{"every", W_BURST, &type_duration, PRB(interval_ns), .def = "15m", .min = CFG_MIN_EVERY_NS,
 	 .max = CFG_MAX_EVERY_NS, .elsewhere = "ping probes use 'interval'", .print_group = 1,
 	 .help = "time between the starts of two bursts"},
+	{"busy_backoff", W_BURST, &type_bool, PRB(busy_backoff), .def = "true",
+	 .elsewhere = "pings are never held back for a busy disk", .print_group = 2,
+	 .help = "skip the burst while the target's disk is busy"},
+	{"busy_utilization", W_BURST, &type_percent, PRB(busy_utilization), .def = "50%",
+	 .elsewhere = "pings are never held back for a busy disk", .print_group = 2,
+	 .help = "busy above this share of time with I/O in flight"},
+	{"busy_queue_depth", W_BURST, &type_count, PRB(busy_depth), .def = "4", .min = 1,
+	 .max = CFG_MAX_BUSY_QUEUE_DEPTH, .elsewhere = "pings are never held back for a busy disk",
+	 .print_group = 2, .help = "busy above this many requests in flight on average"},
 };
 
 #define SCHEMA_END (schema + sizeof(schema) / sizeof(schema[0]))

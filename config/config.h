@@ -96,6 +96,10 @@
 #define CFG_DEFAULT_EVERY_NS	900000000000ULL /* 15m */
 #define CFG_DEFAULT_RWMIX_READ	0.5
 #define CFG_DEFAULT_LAYOUT_RATE (32ULL << 20) /* bytes per second */
+/* A burst's busy check (iopulse.yaml(5) BURST PROBES, busy_*). */
+#define CFG_DEFAULT_BUSY_UTILIZATION 0.5
+#define CFG_DEFAULT_BUSY_QUEUE_DEPTH 4
+#define CFG_MAX_BUSY_QUEUE_DEPTH     100000
 
 /* Native histograms (protobuf scrapes). */
 #define CFG_MIN_NATIVE_SCHEMA	  (-4)		/* Prometheus' coarsest schema */
@@ -190,6 +194,9 @@ struct cfg_probe {
 	uint64_t ios;		 /* burst: measured I/Os (after ramp), all jobs; 0 = by duration */
 	uint64_t rate_iops;	 /* burst: cap over all jobs; 0 = unlimited */
 	uint64_t ramp_ns;	 /* burst: warm-up excluded from results */
+	bool busy_backoff;	 /* burst: held back while the target's disk is busy */
+	double busy_utilization; /* burst: busy above this share of time (0..1) */
+	unsigned busy_depth;	 /* burst: or above this average queue depth */
 	bool sequential;	 /* ping: the working set in order, not at random;
 				  * not a key: `iopulse probe -L` sets it */
 	struct cfg_pos pos;	 /* of the list item */

@@ -608,7 +608,7 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:8:5: unknown key 'qd' in probe (valid keys: name, type, target, block_size, "
 	 "working_set, timeout, engine, io_priority, rw, rwmix_read, iodepth, jobs, duration, ios, "
 	 "rate_iops, "
-	 "ramp, every)"},
+	 "ramp, every, busy_backoff, busy_utilization, busy_queue_depth)"},
 	{"ping_unknown_key_near_burst_key", T P "    iodepht: 4\n",
 	 "t.yaml:8:5: unknown key 'iodepht' in probe (valid keys: name, type, target, op, sync, "
 	 "interval, block_size, working_set, timeout, engine, io_priority)"},
@@ -616,7 +616,15 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:6:5: unknown key 'qd' in probe (valid keys: name, type, target, op, sync, "
 	 "interval, block_size, working_set, timeout, engine, io_priority, rw, rwmix_read, "
 	 "iodepth, jobs, "
-	 "duration, ios, rate_iops, ramp, every)"},
+	 "duration, ios, rate_iops, ramp, every, busy_backoff, busy_utilization, "
+	 "busy_queue_depth)"},
+	{"ping_busy_backoff", T P "    busy_backoff: false\n",
+	 "t.yaml:8:5: 'busy_backoff' is a burst key; pings are never held back for a busy disk"},
+	{"burst_busy_utilization_over_100", T B "    busy_utilization: 150%\n",
+	 "t.yaml:8:23: invalid percentage '150%' for 'busy_utilization': must be between 0% and "
+	 "100%"},
+	{"burst_busy_queue_depth_zero", T B "    busy_queue_depth: 0\n",
+	 "t.yaml:8:23: 'busy_queue_depth' must be between 1 and 100000, got 0"},
 	/* A bad 'type' is reported where it is, after the errors before it. */
 	{"bad_type_after_burst_key",
 	 T "probes:\n  - name: p1\n    iodepth: 4\n    type: fio\n    target: disk\n",
@@ -1053,6 +1061,9 @@ static void test_burst_defaults(void **state)
 	assert_int_equal(p->op, IO_READ);
 	assert_int_equal(p->sync, CFG_SYNC_NONE);
 	assert_false(cfg_probe_writes(p));
+	assert_true(p->busy_backoff);
+	assert_true(p->busy_utilization == CFG_DEFAULT_BUSY_UTILIZATION);
+	assert_int_equal(p->busy_depth, CFG_DEFAULT_BUSY_QUEUE_DEPTH);
 	p = &c->probes[1];
 	assert_int_equal(p->rw, CFG_RW_RANDRW);
 	assert_true(p->rwmix_read == CFG_DEFAULT_RWMIX_READ);
@@ -1228,6 +1239,9 @@ static void test_print_burst(void **state)
 				   "    timeout: 10s\n"
 				   "    engine: auto\n"
 				   "    io_priority: none\n"
+				   "    busy_backoff: true\n"
+				   "    busy_utilization: 50%\n"
+				   "    busy_queue_depth: 4\n"
 				   "  - name: rd\n"
 				   "    type: burst\n"
 				   "    target: dev\n"
@@ -1243,6 +1257,9 @@ static void test_print_burst(void **state)
 				   "    timeout: 10s\n"
 				   "    engine: auto\n"
 				   "    io_priority: none\n"
+				   "    busy_backoff: true\n"
+				   "    busy_utilization: 50%\n"
+				   "    busy_queue_depth: 4\n"
 				   "  - name: p\n"
 				   "    type: ping\n"
 				   "    target: dev\n"
@@ -2106,6 +2123,9 @@ static void test_probe_same(void **state)
 		"  - name: p1\n    type: burst\n    target: disk\n    ramp: 1s\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    every: 30m\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    timeout: 5s\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    busy_backoff: false\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    busy_utilization: 80%\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    busy_queue_depth: 8\n",
 	};
 	enum { N = sizeof(variants) / sizeof(variants[0]) };
 	struct cfg_key_doc d;
