@@ -21,11 +21,12 @@ cd "$(dirname "$0")"
 # dpkg-shlibdeps and lintian for the .deb).
 PACKAGES=(gcc make cmake pkg-config git libyaml-dev libmicrohttpd-dev liburing-dev libaio-dev
 	libsystemd-dev zlib1g-dev libgnutls28-dev nettle-dev libcrypt-dev)
-# openssl makes the web config test's certificates, htpasswd (apache2-utils) its
+# fio loads a loop device for the busy-disk test. openssl makes the web config
+# test's certificates, htpasswd (apache2-utils) its
 # bcrypt hashes, gnutls-cli (gnutls-bin) offers TLS 1.0/1.1 where curl's OpenSSL won't.
 TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema
 	ioping dpkg-dev lintian chromium python3-html5lib strace debootstrap systemd-container
-	openssl apache2-utils gnutls-bin)
+	openssl apache2-utils gnutls-bin fio)
 # What bench/ compares against and measures with.
 BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter)
 # libFuzzer is in clang's runtime package, which clang only recommends.

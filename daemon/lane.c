@@ -48,6 +48,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 
 	memset(l, 0, sizeof(*l));
 	l->cfg = tc;
+	devbusy_init(&l->devbusy);
 	atomic_init(&l->inflight_ns, 0);
 	atomic_init(&l->running, -1);
 	atomic_init(&l->up, false);
@@ -283,8 +284,10 @@ static int lane_prepare_target(struct lane *l)
 	/* Up as soon as a layout is over (a scrape in between would see a target
 	 * neither laid out nor up); describing it reads /proc and /sys. */
 	target_is_up(l);
-	if (opening)
+	if (opening) {
 		lane_describe_target(l);
+		l->devbusy_found = false; /* the disks are looked up again before a burst */
+	}
 	return 0;
 }
 
@@ -364,7 +367,156 @@ static void run_state(struct lane *l, struct lane_probe *lp, const struct probe_
 	}
 }
 
-static void lane_run_probe(struct lane *l, struct lane_probe *lp)
+/* ------------------------------------------------------------- busy disks */
+
+/* What the log last said about the target's disks: one line per change. */
+enum { DEVBUSY_LOGGED_NOTHING, DEVBUSY_LOGGED_NONE, DEVBUSY_LOGGED_IDLE, DEVBUSY_LOGGED_BUSY };
+
+/* CLOCK_MONOTONIC itself, not eng_now_ns(): the sampling window is real time even
+ * in a test binary with a clock of its own. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return eng_ns(&ts);
+}
+
+/* The disks behind the target, looked up once after each open (sysfs only);
+ * false when there are none to check. */
+static bool lane_find_disks(struct lane *l)
+{
+	const char *sys = hostload_sys_root();
+	char names[DEVBUSY_MAX_DEVS * (DEVBUSY_NAME_MAX + 1)] = "";
+	int r;
+
+	if (l->devbusy_found)
+		return l->devbusy.n > 0;
+	l->devbusy_found = true;
+	r = devbusy_open(&l->devbusy, sys, l->target.dev);
+	if (l->devbusy.n == 0) {
+		if (l->devbusy_logged != DEVBUSY_LOGGED_NONE && r < 0)
+			log_warning_errno(r,
+					  "Target %s: cannot find its disks in %s: %m; bursts "
+					  "run without checking whether they are busy, ignoring",
+					  l->cfg->name, sys);
+		else if (l->devbusy_logged != DEVBUSY_LOGGED_NONE)
+			log_info("Target %s: no block device behind it (tmpfs, nfs, fuse...); "
+				 "bursts run without checking whether it is busy",
+				 l->cfg->name);
+		l->devbusy_logged = DEVBUSY_LOGGED_NONE;
+		return false;
+	}
+	for (unsigned i = 0; i < l->devbusy.n; i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 i ? ", " : "", l->devbusy.name[i]);
+	log_debug("Target %s: bursts wait while its disks are busy: %s", l->cfg->name, names);
+	return true;
+}
+
+/* Sleeps one sampling window; false when a stop came first. */
+static bool lane_sample_window(struct lane *l)
+{
+	struct timespec ts = eng_timespec(mono_ns() + DEVBUSY_WINDOW_NS);
+	bool stop;
+
+	pthread_mutex_lock(&l->mu);
+	while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) != ETIMEDOUT)
+		; /* woken by a probe falling due: it waits its turn */
+	stop = l->stop;
+	pthread_mutex_unlock(&l->mu);
+	return !stop;
+}
+
+/* Measures the target's disks over a window and exports it. false when they
+ * cannot be measured (the burst then runs). */
+static bool lane_measure_disks(struct lane *l, struct devbusy_load *load)
+{
+	struct devbusy_sample a, b;
+	int r;
+
+	r = devbusy_sample(&l->devbusy, mono_ns(), &a);
+	if (r == 0 && !lane_sample_window(l))
+		return false;
+	if (r == 0)
+		r = devbusy_sample(&l->devbusy, mono_ns(), &b);
+	if (r < 0) {
+		log_debug("Target %s: cannot read the statistics of %s: %s; looking again",
+			  l->cfg->name, l->devbusy.name[0], strerror(-r));
+		l->devbusy_found = false; /* a disk went away: look them up again next time */
+		return false;
+	}
+	devbusy_load(l->devbusy.n, &a, &b, load);
+	pthread_mutex_lock(&l->mu); /* apart from a reload dropping the series */
+	if (!l->info_dropped &&
+	    probe_metrics_target_device(&l->series, load->utilization, load->queue_depth) < 0)
+		log_warning("Target %s: out of memory for the device gauges, ignoring",
+			    l->cfg->name);
+	pthread_mutex_unlock(&l->mu);
+	return true;
+}
+
+/* One log line when the disks turn busy or idle; @retry_at 0: no retry. */
+static void log_disk_state(struct lane *l, struct lane_probe *lp, const struct devbusy_load *d,
+			   bool busy, uint64_t retry_at)
+{
+	char key[LOG_KEY_MAX], when[48] = "at its next run";
+	const char *disk = l->devbusy.name[d->dev];
+
+	if (busy && l->devbusy_logged != DEVBUSY_LOGGED_BUSY) {
+		if (retry_at) {
+			memcpy(when, "in ", 4);
+			cfg_format_duration(lp->busy_delay_ns, when + 3, sizeof(when) - 3);
+		}
+		log_state_notice(target_key(l, key),
+				 "Target %s: %s is busy (%.0f%% utilised, queue depth %.1f): burst "
+				 "%s held back, trying again %s",
+				 l->cfg->name, disk, 100 * d->utilization, d->queue_depth,
+				 lp->cfg->name, when);
+	} else if (!busy && l->devbusy_logged == DEVBUSY_LOGGED_BUSY) {
+		log_state_notice(target_key(l, key),
+				 "Target %s: %s is no longer busy (%.0f%% utilised, queue depth "
+				 "%.1f): bursts run again",
+				 l->cfg->name, disk, 100 * d->utilization, d->queue_depth);
+	}
+	l->devbusy_logged = busy ? DEVBUSY_LOGGED_BUSY : DEVBUSY_LOGGED_IDLE;
+}
+
+/*
+ * Before a burst: whether other work keeps the target's disks busy, so that the
+ * burst is held back (counted as skipped, "device_busy") and tried again later
+ * (devbusy_retry_at()); @retry: this run is such a retry. Pings are never held
+ * back: they are the canary, one I/O each.
+ */
+static bool lane_disk_busy(struct lane *l, struct lane_probe *lp, bool retry)
+{
+	struct devbusy_load d;
+	uint64_t at = 0;
+	bool busy;
+
+	if (lp->cfg->kind != CFG_PROBE_BURST || !lp->cfg->busy_backoff || !lp->ready)
+		return false;
+	if (!retry) {
+		lp->busy_due_ns = eng_now_ns();
+		lp->busy_delay_ns = 0;
+	}
+	if (!lane_find_disks(l) || !lane_measure_disks(l, &d))
+		return false;
+	busy = devbusy_is_busy(&d, lp->cfg->busy_utilization, lp->cfg->busy_depth);
+	if (busy) {
+		probe_metrics_skipped(&lp->series, PROBE_WAIT_DEVICE_BUSY);
+		at = devbusy_retry_at(eng_now_ns(), lp->busy_due_ns, lp->cfg->interval_ns,
+				      &lp->busy_delay_ns);
+		pthread_mutex_lock(&l->mu);
+		lp->busy_retry_ns = at;
+		pthread_mutex_unlock(&l->mu);
+	}
+	log_disk_state(l, lp, &d, busy, at);
+	return busy;
+}
+
+/* One run of @lp; @retry: a burst held back earlier, tried again (lane_disk_busy()). */
+static void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 {
 	char what[sizeof(lp->state_what)];
 	struct probe_outcome *o = &l->outcome;
@@ -372,11 +524,12 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 	int r;
 
 	clock_gettime(CLOCK_REALTIME, &wall);
-	probe_metrics_run(&lp->series, (double)wall.tv_sec + wall.tv_nsec / 1e9);
-
 	r = lane_prepare_target(l);
 	if (r == -ECANCELED && atomic_load(&l->stopping))
 		return;
+	if (r == 0 && lane_disk_busy(l, lp, retry))
+		return; /* not a run: counted as skipped */
+	probe_metrics_run(&lp->series, (double)wall.tv_sec + wall.tv_nsec / 1e9);
 	if (r < 0) {
 		probe_metrics_error(&lp->series, PROBE_ERR_TARGET_DOWN);
 		return;
@@ -400,6 +553,35 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp)
 	run_state(l, lp, o);
 }
 
+/*
+ * Under the lane mutex, with nothing queued: waits for work. Returns the index
+ * of a held-back burst whose retry is due (its retry cleared), or -1 after a
+ * wake-up (a probe queued, a stop, a retry's time come: the caller looks again).
+ */
+static int lane_wait_work(struct lane *l)
+{
+	uint64_t at = 0;
+	int pi = -1;
+
+	for (unsigned i = 0; i < l->n_probes; i++)
+		if (l->probes[i].busy_retry_ns && (!at || l->probes[i].busy_retry_ns < at)) {
+			at = l->probes[i].busy_retry_ns;
+			pi = (int)i;
+		}
+	if (pi >= 0 && eng_now_ns() >= at) {
+		l->probes[pi].busy_retry_ns = 0;
+		return pi;
+	}
+	if (pi < 0) {
+		pthread_cond_wait(&l->cv, &l->mu);
+	} else {
+		struct timespec ts = eng_timespec(at);
+
+		pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+	}
+	return -1;
+}
+
 static void *lane_main(void *arg)
 {
 	struct lane *l = arg;
@@ -407,22 +589,30 @@ static void *lane_main(void *arg)
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
 		struct lane_probe *lp;
+		int retry = -1;
 		unsigned pi;
 
-		while (!l->stop && l->q_len == 0)
-			pthread_cond_wait(&l->cv, &l->mu);
+		while (!l->stop && l->q_len == 0 && retry < 0)
+			retry = lane_wait_work(l);
 		if (l->stop)
 			break;
-		pi = l->queue[l->q_head];
-		l->q_head = (l->q_head + 1) % l->n_probes;
-		l->q_len--;
+		if (l->q_len) { /* queued work first; a due retry waits behind it */
+			pi = l->queue[l->q_head];
+			l->q_head = (l->q_head + 1) % l->n_probes;
+			l->q_len--;
+			l->probes[pi].queued = false;
+			if (retry >= 0) /* keep it due */
+				l->probes[retry].busy_retry_ns = eng_now_ns();
+			retry = -1;
+		} else {
+			pi = (unsigned)retry;
+		}
 		lp = &l->probes[pi];
-		lp->queued = false;
 		l->busy = true;
 		atomic_store(&l->running, (int)pi);
 		pthread_mutex_unlock(&l->mu);
 
-		lane_run_probe(l, lp);
+		lane_run_probe(l, lp, retry >= 0);
 		/* The I/O the scheduler reported stuck has come back: say so once. */
 		if (atomic_exchange(&l->stuck_logged, false)) {
 			char key[LOG_KEY_MAX];
@@ -497,6 +687,7 @@ void lane_enqueue(struct lane *l, unsigned pi)
 		l->queue[(l->q_head + l->q_len) % l->n_probes] = pi;
 		l->q_len++;
 		lp->queued = true;
+		lp->busy_retry_ns = 0; /* its regular run comes first and checks again */
 		pthread_cond_signal(&l->cv);
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -720,6 +911,7 @@ void lane_destroy(struct lane *l)
 	for (unsigned i = 0; l->probes && i < l->n_probes; i++)
 		probe_free(&l->probes[i].probe);
 	probe_outcome_free(&l->outcome);
+	devbusy_close(&l->devbusy);
 	target_close(&l->target);
 	free(l->probes);
 	free(l->queue);

@@ -8,7 +8,9 @@
  * deferred); one that falls due again before its previous turn came is
  * coalesced (counted as skipped). Both by reason: "burst" when a burst holds the
  * target (expected: it owns the disk for its run), "busy" for anything else (the
- * storage is slow for the schedule). A lane stuck in the kernel
+ * storage is slow for the schedule). A burst whose target's disk is busy with
+ * other work when it falls due is held back (skipped, "device_busy") and tried
+ * again after a backoff (hostload.h); pings always run. A lane stuck in the kernel
  * blocks only itself: the scheduler and the HTTP thread read its state from
  * atomics.
  */
@@ -21,6 +23,7 @@
 #include <stdint.h>
 
 #include "../config/config.h"
+#include "hostload.h"
 #include "metrics.h"
 #include "probe.h"
 #include "probe_metrics.h"
@@ -40,6 +43,10 @@ struct lane_probe {
 	int state_error;
 	char state_what[384]; /* "" while it runs without errors */
 	struct probe_series series;
+	/* A burst held back while the target's disk is busy (lane.c): */
+	uint64_t busy_due_ns;	/* lane thread: start of its last regular (not retried) run */
+	uint64_t busy_delay_ns; /* lane thread: the last retry delay since then, 0: none */
+	uint64_t busy_retry_ns; /* (lane mutex) eng_now_ns() to try again at; 0: none */
 };
 
 struct lane {
@@ -70,6 +77,12 @@ struct lane {
 	uint64_t layout_backoff_ns; /* wait after the last failure; 0: none failed since success */
 	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
 	int layout_error;	    /* -errno of the last failed layout */
+
+	/* Lane thread: the disks behind the target (found again after each open)
+	 * and what the log last said about them (lane.c). */
+	struct devbusy devbusy;
+	bool devbusy_found;
+	int devbusy_logged;
 
 	struct probe_outcome outcome; /* lane thread: the run being published */
 	struct target_series series;

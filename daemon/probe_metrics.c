@@ -21,6 +21,7 @@ static const char *const wait_names[PROBE_WAIT_COUNT] = {
 	[PROBE_WAIT_BUSY] = "busy",
 	[PROBE_WAIT_BURST] = "burst",
 	[PROBE_WAIT_LAYOUT] = "layout",
+	[PROBE_WAIT_DEVICE_BUSY] = "device_busy",
 };
 
 /* ---------------------------------------------------------------- probes */
@@ -107,15 +108,17 @@ static int wait_series(struct probe_series *s)
 			       "behind a burst, as expected; layout: behind the probe file's "
 			       "layout, as expected; busy: it waited behind other probes, or a "
 			       "burst's previous run was still going: the storage is slow for the "
-			       "schedule).",
+			       "schedule; device_busy: a burst held back while other work kept "
+			       "the target's disk busy).",
 			       ptr, NULL, 0);
 	if (!deferred || !skipped)
 		return -ENOMEM;
 	for (int w = 0; w < PROBE_WAIT_COUNT; w++) {
 		v[2] = wait_names[w];
 		s->skipped[w] = metrics_series(skipped, v);
-		s->deferred[w] = metrics_series(deferred, v);
-		if (!s->skipped[w] || !s->deferred[w])
+		if (w != PROBE_WAIT_DEVICE_BUSY)
+			s->deferred[w] = metrics_series(deferred, v);
+		if (!s->skipped[w] || (w != PROBE_WAIT_DEVICE_BUSY && !s->deferred[w]))
 			return -ENOMEM;
 	}
 	return 0;
@@ -379,6 +382,7 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 		return -ENOMEM;
 	s->m = m;
 	s->cfg = t;
+	s->dev_util = s->dev_queue = NULL;
 	memset(&s->desc, 0, sizeof(s->desc));
 	return target_info_series(s);
 }
@@ -411,9 +415,39 @@ void probe_metrics_target_info_drop(struct target_series *s)
 	drop(&s->info);
 }
 
+int probe_metrics_target_device(struct target_series *s, double utilization, double queue_depth)
+{
+	static const char *const t_labels[] = {"target", NULL};
+	const char *tv[] = {s->cfg->name, NULL};
+	struct metric_family *util, *queue;
+
+	if (!s->dev_util) {
+		util = metrics_family(s->m, "iopulse_target_device_utilization_ratio", METRIC_GAUGE,
+				      "Share of time the target's disk had I/O in flight, as "
+				      "last measured before a burst (the busiest disk under it).",
+				      t_labels, NULL, 0);
+		queue = metrics_family(s->m, "iopulse_target_device_queue_depth", METRIC_GAUGE,
+				       "Average number of requests in flight on the target's "
+				       "disk, as last measured before a burst (the busiest disk "
+				       "under it).",
+				       t_labels, NULL, 0);
+		if (!util || !queue)
+			return -ENOMEM;
+		s->dev_util = metrics_series(util, tv);
+		s->dev_queue = metrics_series(queue, tv);
+		if (!s->dev_util || !s->dev_queue)
+			return -ENOMEM;
+	}
+	metrics_set(s->dev_util, utilization);
+	metrics_set(s->dev_queue, queue_depth);
+	return 0;
+}
+
 void probe_metrics_target_drop(struct target_series *s)
 {
 	drop(&s->info);
+	drop(&s->dev_util);
+	drop(&s->dev_queue);
 	drop(&s->up);
 	drop(&s->inflight);
 	drop(&s->layout);

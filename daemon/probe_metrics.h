@@ -19,6 +19,9 @@ enum probe_wait {
 	PROBE_WAIT_BUSY,   /* other probes: the storage is slow for the schedule */
 	PROBE_WAIT_BURST,  /* a burst, which owns the target for its duration by design */
 	PROBE_WAIT_LAYOUT, /* the probe file being laid out (first start, a new file) */
+	/* Skipped only, never deferred: other work kept the target's disk busy (a
+	 * burst's check before it starts, see lane.h). */
+	PROBE_WAIT_DEVICE_BUSY,
 	PROBE_WAIT_COUNT,
 };
 
@@ -34,7 +37,8 @@ struct probe_series {
 	struct metric_series *bytes[IO_OP_COUNT];
 	struct metric_series *errors[PROBE_ERR_COUNT];
 	struct metric_series *runs, *last_run;
-	/* By enum probe_wait; every reason exists for every probe from the start. */
+	/* By enum probe_wait; every reason exists for every probe from the start
+	 * (deferred: all but device_busy, which never defers a run). */
 	struct metric_series *deferred[PROBE_WAIT_COUNT], *skipped[PROBE_WAIT_COUNT];
 	struct metric_series *info, *interval;
 	/* Last finished burst, created at its first publication (no zeros before). */
@@ -51,6 +55,9 @@ struct target_series {
 	const struct cfg_target *cfg;
 	struct metric_series *up, *inflight, *layout, *layout_failures;
 	struct metric_series *info; /* iopulse_target_info, saying desc */
+	/* The target's disk as last measured before a burst; made at the first
+	 * measurement (none on a target without a block device). */
+	struct metric_series *dev_util, *dev_queue;
 	struct target_desc desc;
 };
 
@@ -83,6 +90,9 @@ void probe_metrics_target_info_drop(struct target_series *s);
 void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
 			      double layout_ratio);
 void probe_metrics_layout_failed(struct target_series *s);
+/* The target's disk before a burst: utilisation (0 to 1) and average queue depth.
+ * 0 or -ENOMEM. The caller serialises calls with the drops. */
+int probe_metrics_target_device(struct target_series *s, double utilization, double queue_depth);
 void probe_metrics_target_drop(struct target_series *s);
 
 #endif

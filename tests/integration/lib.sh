@@ -39,6 +39,13 @@ PAGE=		  # file of the most recent scrape_metrics
 SCRAPE_N=0
 HELD_PORT=	  # the port of the most recent hold_port
 
+# Bursts check first whether their target's disk is busy (iopulse.yaml(5)
+# busy_backoff). The tests' targets sit on the build machine's disk, busy with
+# other builds and tests at any moment: the daemons here find no disk under a
+# sysfs that does not exist (the IOPULSE_SYSFS test hook), so their bursts run.
+# test_device_busy.sh, which tests the check, puts the real one back.
+export IOPULSE_SYSFS=/nonexistent/iopulse-test-sysfs
+
 # A non-interactive bash starts background commands with SIGINT ignored, and a
 # program that finds SIGINT ignored at start-up rightly keeps ignoring it. Start
 # daemons the way a terminal or systemd would: SIGINT at its default.
@@ -390,6 +397,34 @@ _unmount_tmpfs() {
 	done
 }
 on_exit _unmount_tmpfs
+
+# attach_loop IMG: attach a loop device over IMG (a file of the test's own),
+# detached at exit (after the hooks registered before this call); sets LOOP.
+# Skips when losetup cannot.
+attach_loop() {
+	LOOP=$(losetup --find --show "$1" 2>"$WORK/losetup.err") || LOOP=
+	[[ -n $LOOP ]] || skip "losetup --find --show failed: $(cat "$WORK/losetup.err")"
+	on_exit _detach_loop "$LOOP"
+	# The device must be ours: backed by our file.
+	[[ $(losetup -n -O BACK-FILE "$LOOP" | sed 's/[[:space:]]*$//') == "$1" ]] ||
+		fail "$LOOP is not backed by $1: $(losetup -l "$LOOP")"
+	note "loop device $LOOP over $1"
+}
+
+_detach_loop() {
+	losetup -d "$1" || echo "# cannot detach $1" >&2
+}
+
+# idle_sysfs DIR: the daemons started from now on find an idle disk ("idle0",
+# whose counters never move) behind DIR's filesystem, in a fake sysfs under
+# $WORK: their bursts run, and the device gauges exist (at 0).
+idle_sysfs() {
+	local sys="$WORK/sysfs"
+	mkdir -p "$sys/dev/block" "$sys/block/idle0"
+	echo "1 0 8 1 0 0 0 0 0 1 1 0 0 0 0 0 0" >"$sys/block/idle0/stat"
+	ln -sfn ../../block/idle0 "$sys/dev/block/$(stat -c '%Hd:%Ld' "$1")"
+	export IOPULSE_SYSFS=$sys
+}
 
 # ---- iopulse probe ---------------------------------------------------------
 

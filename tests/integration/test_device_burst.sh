@@ -22,23 +22,14 @@ MNT="$WORK/mnt"
 mkdir "$MNT"
 head -c $((64 << 20)) /dev/urandom >"$IMG"
 
-LOOP=
 MOUNTED=
-cleanup_dev() {
+unmount_dev() { # before attach_loop's detach
 	if [[ -n $MOUNTED ]] && mountpoint -q "$MNT"; then
 		umount "$MNT" || echo "# cannot unmount $MNT" >&2
 	fi
-	if [[ -n $LOOP ]]; then
-		losetup -d "$LOOP" || echo "# cannot detach $LOOP" >&2
-	fi
 }
-on_exit cleanup_dev
-LOOP=$(losetup --find --show "$IMG" 2>"$WORK/losetup.err") || LOOP=
-[[ -n $LOOP ]] || skip "losetup --find --show failed: $(cat "$WORK/losetup.err")"
-# The device must be ours: backed by our file.
-[[ $(losetup -n -O BACK-FILE "$LOOP" | sed 's/[[:space:]]*$//') == "$IMG" ]] ||
-	fail "$LOOP is not backed by $IMG: $(losetup -l "$LOOP")"
-note "loop device $LOOP over $IMG"
+on_exit unmount_dev
+attach_loop "$IMG"
 
 img_sha() {
 	sha256sum <"$IMG" | cut -d' ' -f1

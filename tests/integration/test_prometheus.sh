@@ -98,6 +98,7 @@ cat >>"$CFG" <<EOF
     every: 5s
 EOF
 
+idle_sysfs "$WORK" # the target's disk is idle: the device gauges exist, bursts run
 start_daemon "$CFG"
 
 # probe:op of every latency histogram, and their series on the text page.

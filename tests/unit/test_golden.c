@@ -29,7 +29,10 @@
  *     counts random. With one direction and a fixed block size the rng only
  *     chooses offsets, which no metric shows;
  *   - the one wall-clock value, iopulse_probe_last_run_timestamp_seconds (the
- *     lane reads CLOCK_REALTIME), is set to a fixed time after the run.
+ *     lane reads CLOCK_REALTIME), is set to a fixed time after the run;
+ *   - the lane reads sysfs from a fake tree (hostload_roots): a disk behind
+ *     the target whose counters never move (idle: the burst runs, the device
+ *     gauges read 0).
  * The process-wide families the daemon adds in main.c (build info, engines
  * available on this kernel, process_*, HTTP requests) depend on the machine and
  * are left out: the pages hold exactly what the lane of one target publishes.
@@ -56,7 +59,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -64,6 +69,7 @@
 
 #include "config/config.h"
 #include "daemon/expose.h"
+#include "daemon/hostload.h"
 #include "daemon/lane.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -113,6 +119,41 @@ static void pages_free(struct pages *p)
 	buf_free(&p->text);
 	buf_free(&p->om);
 	buf_free(&p->pb);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The fake sysfs of the scenario, under tu_scratch: the disk "golden0" behind
+ * directory @dir, idle. */
+static void fake_host(const char *dir)
+{
+	static char sys[PATH_MAX + 8];
+	char path[PATH_MAX + 64];
+	struct stat st;
+
+	assert_int_equal(stat(dir, &st), 0);
+	snprintf(sys, sizeof(sys), "%s/sys", tu_scratch);
+	hostload_roots.sys = sys;
+	if (mkdir(sys, 0755) < 0) {
+		assert_int_equal(errno, EEXIST);
+		return; /* made by the first scenario */
+	}
+	for (const char *d = "sys/dev\0sys/dev/block\0sys/block\0sys/block/golden0\0"; *d;
+	     d += strlen(d) + 1) {
+		snprintf(path, sizeof(path), "%s/%s", tu_scratch, d);
+		assert_int_equal(mkdir(path, 0755), 0);
+	}
+	snprintf(path, sizeof(path), "%s/block/golden0/stat", sys);
+	write_text(path, "1 0 8 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n");
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u", sys, major(st.st_dev), minor(st.st_dev));
+	assert_int_equal(symlink("../../block/golden0", path), 0);
 }
 
 /* One fresh run in its own directory @n, rendered in every format. */
@@ -179,6 +220,7 @@ static void run_scenario(unsigned n, struct pages *out)
 		assert_int_equal(target_open(&t), 0);
 		target_close(&t);
 	}
+	fake_host(dir);
 	clock_reset();
 	assert_int_equal(lane_init(&lane, cfg, 0, m), 0);
 	assert_int_equal(lane.n_probes, 1);
