@@ -268,6 +268,11 @@ void cpusteal_close(struct cpusteal *c)
 	c->fd = -1;
 }
 
+double cpusteal_seconds(const struct cpusteal *c, uint64_t before, uint64_t after)
+{
+	return after > before ? (double)(after - before) * c->tick_s : 0;
+}
+
 int cpusteal_parse(const char *text, uint64_t *ticks)
 {
 	/* "cpu  user nice system idle iowait irq softirq steal guest guest_nice" */

@@ -124,6 +124,8 @@ int cpusteal_open(struct cpusteal *c, const char *proc);
 void cpusteal_close(struct cpusteal *c);
 /* Steal ticks summed over all CPUs so far (one pread). 0 or -errno. */
 int cpusteal_read(const struct cpusteal *c, uint64_t *ticks);
+/* Seconds stolen per CPU between two reads (0 when the counter went back). */
+double cpusteal_seconds(const struct cpusteal *c, uint64_t before, uint64_t after);
 /* Parses the aggregate "cpu" line, the first of /proc/stat: its 8th value. 0 or -EINVAL. */
 int cpusteal_parse(const char *text, uint64_t *ticks);
 

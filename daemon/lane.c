@@ -49,6 +49,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	memset(l, 0, sizeof(*l));
 	l->cfg = tc;
 	devbusy_init(&l->devbusy);
+	l->steal.fd = -1;
 	atomic_init(&l->inflight_ns, 0);
 	atomic_init(&l->running, -1);
 	atomic_init(&l->up, false);
@@ -102,6 +103,13 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	}
 	l->target.stop = &l->stopping;
 	l->target.inflight_ns = &l->inflight_ns;
+	/* Read before and after each run: a failure costs only the steal counter. */
+	r = cpusteal_open(&l->steal, hostload_proc_root());
+	if (r < 0)
+		log_warning_errno(r,
+				  "Target %s: cannot open %s/stat: %m; CPU steal is not counted, "
+				  "ignoring",
+				  tc->name, hostload_proc_root());
 	return 0;
 }
 
@@ -367,7 +375,7 @@ static void run_state(struct lane *l, struct lane_probe *lp, const struct probe_
 	}
 }
 
-/* ------------------------------------------------------------- busy disks */
+/* ------------------------------------------------- busy disks and CPU steal */
 
 /* What the log last said about the target's disks: one line per change. */
 enum { DEVBUSY_LOGGED_NOTHING, DEVBUSY_LOGGED_NONE, DEVBUSY_LOGGED_IDLE, DEVBUSY_LOGGED_BUSY };
@@ -515,6 +523,26 @@ static bool lane_disk_busy(struct lane *l, struct lane_probe *lp, bool retry)
 	return busy;
 }
 
+/* Runs @lp (its target open) and publishes what it measured, with the CPU time
+ * stolen meanwhile: /proc/stat read before and after, outside any timed I/O. */
+static int lane_measure_run(struct lane *l, struct lane_probe *lp, struct probe_outcome *o)
+{
+	uint64_t steal0 = 0, steal1 = 0, t0, t1;
+	bool steal = cpusteal_read(&l->steal, &steal0) == 0;
+	int r;
+
+	t0 = eng_now_ns();
+	r = probe_run(&lp->probe, &l->stopping, o);
+	t1 = eng_now_ns();
+	steal = steal && cpusteal_read(&l->steal, &steal1) == 0;
+	if (r == 0 && !o->discard) {
+		probe_metrics_publish(&lp->series, o);
+		probe_metrics_window(&lp->series, t1 > t0 ? (t1 - t0) / 1e9 : 0,
+				     steal ? cpusteal_seconds(&l->steal, steal0, steal1) : 0);
+	}
+	return r;
+}
+
 /* One run of @lp; @retry: a burst held back earlier, tried again (lane_disk_busy()). */
 static void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 {
@@ -540,7 +568,7 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 		return;
 	}
 	probe_outcome_clear(o);
-	r = probe_run(&lp->probe, &l->stopping, o);
+	r = lane_measure_run(l, lp, o);
 	if (o->discard)
 		return;
 	if (r < 0) {
@@ -549,7 +577,6 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 			    with_why("cannot run on this target", o->why, what, sizeof(what)));
 		return;
 	}
-	probe_metrics_publish(&lp->series, o);
 	run_state(l, lp, o);
 }
 
@@ -912,6 +939,7 @@ void lane_destroy(struct lane *l)
 		probe_free(&l->probes[i].probe);
 	probe_outcome_free(&l->outcome);
 	devbusy_close(&l->devbusy);
+	cpusteal_close(&l->steal);
 	target_close(&l->target);
 	free(l->probes);
 	free(l->queue);

@@ -78,11 +78,12 @@ struct lane {
 	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
 	int layout_error;	    /* -errno of the last failed layout */
 
-	/* Lane thread: the disks behind the target (found again after each open)
-	 * and what the log last said about them (lane.c). */
+	/* Lane thread: the disks behind the target (found again after each open),
+	 * what the log last said about them (lane.c), and /proc/stat. */
 	struct devbusy devbusy;
 	bool devbusy_found;
 	int devbusy_logged;
+	struct cpusteal steal;
 
 	struct probe_outcome outcome; /* lane thread: the run being published */
 	struct target_series series;

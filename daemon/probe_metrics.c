@@ -124,6 +124,28 @@ static int wait_series(struct probe_series *s)
 	return 0;
 }
 
+/* The run windows and the CPU steal in them: steal inflates latency on a VM. */
+static int window_series(struct probe_series *s)
+{
+	const char *v[] = {s->cfg->name, s->target, NULL};
+	struct metric_family *run, *steal;
+
+	run = metrics_family(s->m, "iopulse_probe_run_seconds_total", METRIC_COUNTER,
+			     "Wall time of the probe's runs, from before its first I/O to after "
+			     "its last.",
+			     pt, NULL, 0);
+	steal = metrics_family(s->m, "iopulse_probe_cpu_steal_seconds_total", METRIC_COUNTER,
+			       "CPU time the hypervisor stole during the probe's runs, per CPU "
+			       "(/proc/stat); divided by iopulse_probe_run_seconds_total, the "
+			       "share of its run time.",
+			       pt, NULL, 0);
+	if (!run || !steal)
+		return -ENOMEM;
+	s->run_seconds = metrics_series(run, v);
+	s->steal_seconds = metrics_series(steal, v);
+	return s->run_seconds && s->steal_seconds ? 0 : -ENOMEM;
+}
+
 int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct config *cfg,
 		       const struct cfg_probe *p, const char *target, const char *engine)
 {
@@ -159,7 +181,7 @@ int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct c
 	s->last_run = metrics_series(last, v);
 	if (!s->runs || !s->last_run)
 		return -ENOMEM;
-	return 0;
+	return window_series(s);
 }
 
 /* The last-burst gauges, made when a burst first has something to show. */
@@ -236,6 +258,14 @@ void probe_metrics_skipped(struct probe_series *s, enum probe_wait reason)
 	metrics_add(s->skipped[reason], 1);
 }
 
+void probe_metrics_window(struct probe_series *s, double run_s, double steal_s)
+{
+	metrics_lock(s->m);
+	metrics_add_locked(s->run_seconds, run_s);
+	metrics_add_locked(s->steal_seconds, steal_s);
+	metrics_unlock(s->m);
+}
+
 /* Under the registry lock: the last-burst gauges of op @op. */
 static void burst_gauges_locked(struct probe_series *s, int op, const struct probe_op_outcome *o,
 				double secs)
@@ -308,6 +338,8 @@ void probe_metrics_drop(struct probe_series *s)
 	}
 	drop(&s->info);
 	drop(&s->interval);
+	drop(&s->run_seconds);
+	drop(&s->steal_seconds);
 	metrics_series_drop(atomic_exchange(&s->burst_seconds, NULL));
 }
 

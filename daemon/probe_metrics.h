@@ -40,6 +40,8 @@ struct probe_series {
 	/* By enum probe_wait; every reason exists for every probe from the start
 	 * (deferred: all but device_busy, which never defers a run). */
 	struct metric_series *deferred[PROBE_WAIT_COUNT], *skipped[PROBE_WAIT_COUNT];
+	/* Wall time of its runs, and the CPU time stolen from this guest meanwhile. */
+	struct metric_series *run_seconds, *steal_seconds;
 	struct metric_series *info, *interval;
 	/* Last finished burst, created at its first publication (no zeros before). */
 	struct metric_series *burst_iops[IO_OP_COUNT], *burst_bw[IO_OP_COUNT];
@@ -71,6 +73,8 @@ void probe_metrics_run(struct probe_series *s, double wall_s);
 void probe_metrics_error(struct probe_series *s, enum probe_err reason);
 void probe_metrics_deferred(struct probe_series *s, enum probe_wait reason);
 void probe_metrics_skipped(struct probe_series *s, enum probe_wait reason);
+/* A run that took @run_s seconds (wall) while @steal_s seconds of CPU were stolen. */
+void probe_metrics_window(struct probe_series *s, double run_s, double steal_s);
 /* One run's outcome: histograms, counters and burst gauges move together. */
 void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o);
 /* Removes the series from the registry (a removed or changed probe). */

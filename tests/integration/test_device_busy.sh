@@ -9,7 +9,9 @@
 #     what was measured, and the ping on the same target keeps running;
 #   - once fio stops, a retry (its next run is 10m away) runs the burst
 #     (runs_total 1, its I/Os counted), and the log says the disk is no longer
-#     busy.
+#     busy;
+#   - the steal counters exist from the start for both probes, and the ping's
+#     run time adds up.
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -98,6 +100,12 @@ grep -q "Target dev: $DEV is busy (.*): burst b held back, trying again in 10s" 
 	fail "the log does not say $DEV is busy"
 sample_into runs "$PAGE" "$S_BRUNS"
 num "$runs" == 0 || fail "the burst ran ($runs) while $LOOP was busy"
+has_series "$PAGE" 'iopulse_probe_cpu_steal_seconds_total{probe="p",target="dev"}' ||
+	fail "no steal counter for the ping"
+has_series "$PAGE" 'iopulse_probe_cpu_steal_seconds_total{probe="b",target="dev"}' ||
+	fail "no steal counter for the burst"
+sample_into run_s "$PAGE" 'iopulse_probe_run_seconds_total{probe="p",target="dev"}'
+num "$run_s" '>' 0 || fail "the ping ran, yet its run seconds are $run_s"
 note "burst held back while fio loads $LOOP (utilisation $util, queue depth $queue); ping runs on"
 
 # The load stops: a retry runs the burst.

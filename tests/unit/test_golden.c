@@ -30,9 +30,9 @@
  *     chooses offsets, which no metric shows;
  *   - the one wall-clock value, iopulse_probe_last_run_timestamp_seconds (the
  *     lane reads CLOCK_REALTIME), is set to a fixed time after the run;
- *   - the lane reads sysfs from a fake tree (hostload_roots): a disk behind
- *     the target whose counters never move (idle: the burst runs, the device
- *     gauges read 0).
+ *   - the lane reads sysfs and /proc/stat from fake trees (hostload_roots): a
+ *     disk behind the target whose counters never move (idle: the burst runs,
+ *     the device gauges read 0) and a CPU nothing is stolen from.
  * The process-wide families the daemon adds in main.c (build info, engines
  * available on this kernel, process_*, HTTP requests) depend on the machine and
  * are left out: the pages hold exactly what the lane of one target publishes.
@@ -130,22 +130,26 @@ static void write_text(const char *path, const char *text)
 	assert_int_equal(fclose(f), 0);
 }
 
-/* The fake sysfs of the scenario, under tu_scratch: the disk "golden0" behind
- * directory @dir, idle. */
+/* The fake sysfs and procfs of the scenario, under tu_scratch: the disk
+ * "golden0" behind directory @dir, idle, and a CPU nothing is stolen from. */
 static void fake_host(const char *dir)
 {
-	static char sys[PATH_MAX + 8];
+	static char sys[PATH_MAX + 8], proc[PATH_MAX + 8];
 	char path[PATH_MAX + 64];
 	struct stat st;
 
 	assert_int_equal(stat(dir, &st), 0);
 	snprintf(sys, sizeof(sys), "%s/sys", tu_scratch);
+	snprintf(proc, sizeof(proc), "%s/proc", tu_scratch);
 	hostload_roots.sys = sys;
-	if (mkdir(sys, 0755) < 0) {
+	hostload_roots.proc = proc;
+	if (mkdir(proc, 0755) < 0) {
 		assert_int_equal(errno, EEXIST);
 		return; /* made by the first scenario */
 	}
-	for (const char *d = "sys/dev\0sys/dev/block\0sys/block\0sys/block/golden0\0"; *d;
+	snprintf(path, sizeof(path), "%s/stat", proc);
+	write_text(path, "cpu  100 0 50 1000 10 0 5 7 0 0\ncpu0 100 0 50 1000 10 0 5 7 0 0\n");
+	for (const char *d = "sys\0sys/dev\0sys/dev/block\0sys/block\0sys/block/golden0\0"; *d;
 	     d += strlen(d) + 1) {
 		snprintf(path, sizeof(path), "%s/%s", tu_scratch, d);
 		assert_int_equal(mkdir(path, 0755), 0);

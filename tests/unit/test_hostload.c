@@ -369,6 +369,10 @@ static void test_steal_read(void **state)
 	assert_int_equal(fclose(f), 0);
 	assert_int_equal(cpusteal_read(&c, &t), 0);
 	assert_int_equal(t, 19);
+	/* 12 ticks over all CPUs, per CPU in seconds; a counter that went back
+	 * (never, but a reset must not count as a huge steal) is none. */
+	assert_float_equal(cpusteal_seconds(&c, 7, 19), 12.0 / ((double)hz * (double)cpus), 1e-12);
+	assert_true(cpusteal_seconds(&c, 19, 7) == 0);
 	cpusteal_close(&c);
 	assert_int_equal(cpusteal_read(&c, &t), -EBADF);
 
