@@ -100,6 +100,13 @@
 #define CFG_DEFAULT_BUSY_UTILIZATION 0.5
 #define CFG_DEFAULT_BUSY_QUEUE_DEPTH 4
 #define CFG_MAX_BUSY_QUEUE_DEPTH     100000
+/* A target's budget (config/budget.c; iopulse.yaml(5) says why these). */
+#define CFG_DEFAULT_MAX_DUTY_CYCLE    0.01	    /* 'max_duty_cycle: 1%' */
+#define CFG_DEFAULT_MAX_WRITE_PER_DAY (1ULL << 30)  /* 1GiB */
+#define CFG_DEFAULT_EXPECTED_LATENCY  2000000ULL    /* 2ms */
+#define CFG_MIN_EXPECTED_LATENCY_NS   1000ULL	    /* 1us */
+#define CFG_MAX_EXPECTED_LATENCY_NS   1000000000ULL /* 1s */
+#define CFG_MAX_WRITE_PER_DAY	      (1ULL << 50)  /* 1PiB */
 
 /* Native histograms (protobuf scrapes). */
 #define CFG_MIN_NATIVE_SCHEMA	  (-4)		/* Prometheus' coarsest schema */
@@ -170,7 +177,10 @@ struct cfg_target {
 	double keep_free_fraction;
 	struct cfg_label labels[CFG_MAX_LABELS]; /* 'labels', in the order written */
 	unsigned n_labels;
-	struct cfg_pos pos; /* of the list item */
+	double max_duty_cycle;	    /* budget: share of the time probes may keep it busy; 1: any */
+	uint64_t max_write_per_day; /* budget: probe bytes written a day; 0 = no limit */
+	uint64_t expected_latency_ns; /* budget: one I/O's time, for the projection */
+	struct cfg_pos pos;	      /* of the list item */
 };
 
 struct cfg_probe {
@@ -304,6 +314,26 @@ bool cfg_probe_writes(const struct cfg_probe *p);
 /* The memory a burst's I/O buffers take while it runs (see CFG_MAX_BURST_BUFFER):
  * jobs x iodepth x block_size_max, each buffer rounded up to CFG_BURST_BUF_ALIGN. */
 uint64_t cfg_burst_buffer_bytes(const struct cfg_probe *p);
+
+/*
+ * The budget (config/budget.c): what a schedule costs each target, projected
+ * from the configuration alone (the model is iopulse.yaml(5)'s, NOTES, Budget).
+ */
+struct cfg_cost {
+	double busy_s_per_hour;	    /* seconds an hour with the probes' I/O in flight */
+	double write_bytes_per_day; /* bytes the probes write a day (no layout) */
+};
+
+/* The projected cost of probe @p of @c. */
+void cfg_probe_cost(const struct config *c, const struct cfg_probe *p, struct cfg_cost *out);
+/* The projected cost of all probes of target @ti of @c. */
+void cfg_target_cost(const struct config *c, unsigned ti, struct cfg_cost *out);
+/* 0 when every target's projection is within its 'max_duty_cycle' and
+ * 'max_write_per_day'; otherwise -EDQUOT with @err "file:line:col: target ...",
+ * at the first target over budget, naming its most costly probes. */
+int cfg_check_budget(const struct config *c, struct cfg_error *err);
+/* Each target's projection as YAML comment lines, for `iopulse check`. */
+void cfg_print_budget(const struct config *c, FILE *f);
 
 /* One key of the configuration, as iopulse.yaml(5) documents it. */
 struct cfg_key_doc {

@@ -68,8 +68,9 @@ static const char check_usage[] =
 	"Usage: iopulse check [--config FILE] [--web.config.file FILE]\n"
 	"\n"
 	"Validate a configuration and print the effective schedule, every default\n"
-	"filled in. Exits 0 when valid, 78 when not, 66 when a target directory is\n"
-	"missing, 73 when one is not writable by the user running the check.\n"
+	"filled in, and what it costs each target. Exits 0 when valid, 78 when not,\n"
+	"65 when over a target's budget, 66 when a target directory is missing, 73\n"
+	"when one is not writable by the user running the check.\n"
 	"\n"
 	"  -c, --config FILE      YAML configuration (default: the embedded default)\n"
 	"      --web.config.file FILE\n"
@@ -188,6 +189,21 @@ static int load_config(const char *path, struct config **cfg, bool plain)
 	return EX_OK;
 }
 
+/* A schedule over a target's budget: the message, and EX_DATAERR (a valid file
+ * whose figures are refused, as opposed to EX_CONFIG's invalid one). */
+static int check_budget(const struct config *cfg, bool plain)
+{
+	struct cfg_error err = {0};
+
+	if (cfg_check_budget(cfg, &err) == 0)
+		return EX_OK;
+	if (plain)
+		fprintf(stderr, "%s\n", err.msg);
+	else
+		log_error("%s", err.msg);
+	return EX_DATAERR;
+}
+
 /* Loads --web.config.file (none: *web NULL) as load_config() does the main
  * configuration: EX_CONFIG for a bad or unreadable file. */
 static int load_web_config(const char *path, struct web_config **web, bool plain)
@@ -256,7 +272,7 @@ static int cmd_check(int argc, char **argv)
 	struct options o = {0};
 	struct config *cfg = NULL;
 	struct web_config *web;
-	int r = parse_options(argc, argv, check_usage, false, &o);
+	int budget, r = parse_options(argc, argv, check_usage, false, &o);
 
 	if (r >= 0)
 		return r;
@@ -272,10 +288,12 @@ static int cmd_check(int argc, char **argv)
 		return r;
 	}
 	cfg_print(cfg, stdout);
+	cfg_print_budget(cfg, stdout);
+	budget = check_budget(cfg, true);
 	check_warnings(cfg);
 	r = check_dirs(cfg);
 	cfg_free(cfg);
-	return r;
+	return budget != EX_OK ? budget : r;
 }
 
 /* The command line is probe_cli's: ioping's flags, PATH... or --config. */
@@ -565,6 +583,8 @@ static int cmd_run(int argc, char **argv)
 		return r;
 	log_setup();
 	r = load_config(o.config, &cfg, false);
+	if (r == EX_OK)
+		r = check_budget(cfg, false);
 	if (r == EX_OK)
 		r = load_web_config(o.web_config, &web, false);
 	if (r != EX_OK) {

@@ -613,12 +613,13 @@ static void *reload_thread(void *arg)
 	int r;
 
 	r = j->path[0] ? cfg_load_file(j->path, &nc, &err) : cfg_load_default(&nc, &err);
-	if (r == 0) {
+	if (r == 0) /* over budget: refused as a bad file is, the message in err */
+		r = cfg_check_budget(nc, &err);
+	if (r == 0)
 		r = check_distinct_targets(nc); /* logs what it refuses */
-		if (r < 0) {
-			cfg_free(nc);
-			nc = NULL;
-		}
+	if (r < 0) {
+		cfg_free(nc);
+		nc = NULL;
 	}
 	pthread_mutex_lock(&j->mu);
 	j->r = r;

@@ -126,12 +126,16 @@ hung_config() {
 			targets:
 			  - name: hung
 			    directory: $(yaml_str "$MNT")
+			    max_duty_cycle: 100%
+			    max_write_per_day: 0
 			    size: 1MiB
 			    direct: true
 		EOF
 		[[ -z ${3:-} ]] || cat <<-EOF
 			  - name: ok
 			    directory: $(yaml_str "$3")
+			    max_duty_cycle: 100%
+			    max_write_per_day: 0
 			    size: 1MiB
 		EOF
 		cat <<-EOF

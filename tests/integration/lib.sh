@@ -227,6 +227,8 @@ yaml_str() {
 # value") added to it, then "probes:", for the caller to append probe items to
 # (ping_item, or a here-document). 'splay: false': every probe runs within a
 # second of start, as the tests wait for (a splayed burst could wait its 'every').
+# No budget: tests probe far more often than a production target may
+# (tests/unit/test_budget.c and test_check.sh test the budget).
 target_config() {
 	local file=$1 dir=$2 size=$3
 	shift 3
@@ -237,6 +239,8 @@ target_config() {
 			  - name: t1
 			    directory: $(yaml_str "$dir")
 			    size: $size
+			    max_duty_cycle: 100%
+			    max_write_per_day: 0
 		EOF
 		_settings "$@"
 		echo "probes:"

@@ -38,15 +38,21 @@ splay: false # the bursts run at start, not at a splayed phase
 targets:
   - name: t1
     directory: $(yaml_str "$WORK/t1")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 16MiB
     layout_rate: 0
     labels: {zone: eu-1, volume_type: gp3}
   - name: t2
     directory: $(yaml_str "$WORK/t2")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 16MiB
     layout_rate: 0
   - name: t3
     directory: $(yaml_str "$WORK/t3")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 12MiB
     layout_rate: 4MiB/s
 probes:

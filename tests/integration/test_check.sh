@@ -5,8 +5,9 @@
 # examples of README.md and iopulse.yaml(5)) and prints an
 # effective configuration that is itself valid (and stable when checked again);
 # it rejects every file in tests/configs/bad/ with status 78 and a
-# `file:line:column: message` on stderr; usage errors exit 64; `version` and
-# every `--help` exit 0.
+# `file:line:column: message` on stderr, and a schedule over a target's budget
+# with 65 (`run` too), naming the costliest probes; usage errors exit 64;
+# `version` and every `--help` exit 0.
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -131,6 +132,42 @@ for key in listen targets probes; do
 	grep -q "^$key:" "$OUT" || fail "iopulse check (embedded default) prints no top-level '$key:'"
 done
 check_round_trip default
+# ...with what the schedule costs its target, as comments after it.
+grep -qxF "#   state: busy 8.6s an hour (0.24%, max_duty_cycle 1%), writes 33.8 MiB a day (max_write_per_day 1GiB)" "$OUT" ||
+	fail "iopulse check (embedded default) prints no projected cost of target 'state'"
+
+# ---- a schedule over its budget: 65, naming the target and the costliest probes ----
+
+cat >"$WORK/busy.yaml" <<EOF
+targets:
+  - name: d
+    directory: $(yaml_str "$STATE_DIRECTORY")
+probes:
+  - {name: ping, type: ping, target: d}
+  - {name: qd32, type: burst, target: d, duration: 10s, every: 15m}
+EOF
+run_cli busy check --config "$WORK/busy.yaml"
+((RC == 65)) || fail "iopulse check, schedule over max_duty_cycle: status $RC, want 65"
+grep -qxF "$WORK/busy.yaml:2:5: target 'd': the schedule keeps it busy 47.2s an hour (1.31%), over 'max_duty_cycle' (1%, 36.0s an hour); most costly: qd32 40.0s (85%), ping 7.2s (15%); probe less often or for less time, or raise 'max_duty_cycle'" "$ERR" ||
+	fail "iopulse check, schedule over max_duty_cycle: no positioned message naming the probes"
+grep -q '^#   d: busy 47.2s an hour' "$OUT" || fail "iopulse check, over budget: no projection printed"
+cat >"$WORK/writes.yaml" <<EOF
+targets:
+  - name: d
+    directory: $(yaml_str "$STATE_DIRECTORY")
+    max_duty_cycle: 10%
+probes:
+  - {name: wal, type: ping, target: d, op: write, interval: 100ms}
+EOF
+run_cli writes check --config "$WORK/writes.yaml"
+((RC == 65)) || fail "iopulse check, schedule over max_write_per_day: status $RC, want 65"
+grep -qxF "$WORK/writes.yaml:2:5: target 'd': the schedule writes 3.3 GiB a day, over 'max_write_per_day' (1GiB); most costly: wal 3.3 GiB (100%); write less often or less, or raise 'max_write_per_day'" "$ERR" ||
+	fail "iopulse check, schedule over max_write_per_day: no positioned message"
+# run refuses it the same way, before it listens.
+run_cli writes-run run --config "$WORK/writes.yaml" --listen 127.0.0.1:0
+((RC == 65)) || fail "iopulse run, schedule over max_write_per_day: status $RC, want 65"
+grep -qF "$WORK/writes.yaml:2:5: target 'd': the schedule writes 3.3 GiB a day" "$ERR" ||
+	fail "iopulse run, schedule over max_write_per_day: no message"
 
 # ---- directory targets: missing (66) or not writable (73) on this machine ----
 

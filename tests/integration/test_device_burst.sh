@@ -41,6 +41,8 @@ write_config() {
 targets:
   - name: dev
     device: $(yaml_str "$LOOP")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     allow_device_writes: $2
 probes:
   - name: rr

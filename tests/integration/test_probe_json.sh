@@ -201,9 +201,13 @@ cat >"$CFG2" <<EOF
 targets:
   - name: t1
     directory: $(yaml_str "$DIR")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 8MiB
   - name: gone
     directory: $(yaml_str "$GONE")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 8MiB
 probes:
   - name: lost

@@ -36,9 +36,13 @@ install_config() {
 	echo "targets:"
 	echo "  - name: t1"
 	echo "    directory: $(yaml_str "$WORK/t1")"
+	echo "    max_duty_cycle: 100%"
+	echo "    max_write_per_day: 0"
 	echo "    size: 1MiB"
 	echo "  - name: t2"
 	echo "    directory: $(yaml_str "$WORK/t2")"
+	echo "    max_duty_cycle: 100%"
+	echo "    max_write_per_day: 0"
 	echo "    size: 1MiB"
 	echo "probes:"
 	ping A t1
@@ -52,6 +56,8 @@ write_second() {
 		echo "targets:"
 		echo "  - name: t1"
 		echo "    directory: $(yaml_str "$WORK/t1")"
+		echo "    max_duty_cycle: 100%"
+		echo "    max_write_per_day: 0"
 		echo "    size: 1MiB"
 		echo "probes:"
 		ping A t1

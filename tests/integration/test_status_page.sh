@@ -36,9 +36,13 @@ splay: false # the bursts run at start, not at a splayed phase
 targets:
   - name: t1
     directory: $(yaml_str "$D1")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 4MiB
   - name: t2
     directory: $(yaml_str "$D2")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 1MiB
 probes:
   - {name: p1, type: ping, target: t1, op: read, interval: 100ms}

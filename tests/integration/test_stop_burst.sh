@@ -29,6 +29,8 @@ splay: false # the bursts run at start, not at a splayed phase
 targets:
   - name: t1
     directory: $(yaml_str "$DIR")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 4MiB
 probes:
   - name: b1

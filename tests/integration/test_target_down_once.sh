@@ -29,10 +29,14 @@ cat >"$CFG" <<EOF
 targets:
   - name: t1
     directory: $(yaml_str "$MNT")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 1MiB
     allow_memory_backed: true
   - name: t2
     directory: $(yaml_str "$DIR")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 1MiB
 probes:
   - name: p1

@@ -178,6 +178,8 @@ splay: false # the bursts run at start, not at a splayed phase
 targets:
   - name: state
     directory: $(yaml_str "$DIR")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
     size: 8MiB
 probes:
   - name: r-uring

@@ -41,6 +41,8 @@ cat >"$BAD" <<EOF
 targets:
   - name: f1
     file: $(yaml_str "$USER_FILE")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
 probes:
   - name: w1
     type: ping
@@ -79,6 +81,8 @@ cat >"$CFG" <<EOF
 targets:
   - name: f1
     file: $(yaml_str "$USER_FILE")
+    max_duty_cycle: 100%
+    max_write_per_day: 0
 probes:
   - name: r1
     type: ping

@@ -158,7 +158,7 @@ static const struct bad_case bad_cases[] = {
 	{"target_unknown_key", "targets:\n  - name: disk\n    dir: /srv/x\n" P,
 	 "t.yaml:3:5: unknown key 'dir' in target (valid keys: name, directory, file, device, "
 	 "size, layout_rate, keep_free, require_mount, direct, allow_memory_backed, "
-	 "allow_device_writes, labels)"},
+	 "allow_device_writes, max_duty_cycle, max_write_per_day, expected_latency, labels)"},
 	/* labels: a mapping of bounded, valid label names and values */
 	{"labels_list", T "    labels: [a, b]\n" P,
 	 "t.yaml:4:13: 'labels' must be a mapping of label names to strings, got a list"},
@@ -958,6 +958,9 @@ static void test_defaults_filled(void **state)
 	assert_int_equal(t->keep_free_bytes, 0);
 	assert_true(t->keep_free_fraction == 0.05);
 	assert_true(t->keep_free_fraction == CFG_DEFAULT_KEEP_FREE_FRACTION);
+	assert_true(t->max_duty_cycle == CFG_DEFAULT_MAX_DUTY_CYCLE);
+	assert_int_equal(t->max_write_per_day, CFG_DEFAULT_MAX_WRITE_PER_DAY);
+	assert_int_equal(t->expected_latency_ns, CFG_DEFAULT_EXPECTED_LATENCY);
 	assert_int_equal(t->pos.line, 2);
 	assert_int_equal(t->pos.col, 5);
 	assert_int_equal(c->n_probes, 1);
@@ -1217,11 +1220,17 @@ static void test_print_burst(void **state)
 				   "    require_mount: auto\n"
 				   "    direct: true\n"
 				   "    allow_memory_backed: false\n"
+				   "    max_duty_cycle: 1%\n"
+				   "    max_write_per_day: 1GiB\n"
+				   "    expected_latency: 2ms\n"
 				   "  - name: dev\n"
 				   "    device: /dev/vdb\n"
 				   "    direct: true\n"
 				   "    allow_memory_backed: false\n"
 				   "    allow_device_writes: false\n"
+				   "    max_duty_cycle: 1%\n"
+				   "    max_write_per_day: 1GiB\n"
+				   "    expected_latency: 2ms\n"
 				   "probes:\n"
 				   "  - name: mix\n"
 				   "    type: burst\n"
@@ -1812,6 +1821,9 @@ static void test_print_default(void **state)
 		"    require_mount: auto\n"
 		"    direct: true\n"
 		"    allow_memory_backed: false\n"
+		"    max_duty_cycle: 1%\n"
+		"    max_write_per_day: 1GiB\n"
+		"    expected_latency: 2ms\n"
 		"probes:\n"
 		"  - name: read-ping\n"
 		"    type: ping\n"

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * budget: what a schedule costs a target, projected from the configuration
+ * (config/budget.c), and the refusal of one over budget:
+ *   - exact figures for pings (read, write, write + fdatasync), bursts by
+ *     duration and by 'ios' (throttled, unthrottled, capped), write shares of
+ *     randrw and ranges of block sizes, and a target's own expected_latency;
+ *   - a schedule at its budget passes, one over it is refused with a message
+ *     naming the file, the target's line and the most costly probes, largest
+ *     first, with their shares;
+ *   - max_write_per_day 0 is no limit.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config/config.h"
+
+#define MiB (1024.0 * 1024)
+
+static struct config *load(const char *yaml)
+{
+	struct cfg_error err = {0};
+	struct config *c = NULL;
+
+	if (cfg_load_string("b.yaml", yaml, strlen(yaml), &c, &err) < 0)
+		fail_msg("%s", err.msg);
+	return c;
+}
+
+/* @got equals @want up to the rounding of a few double operations. */
+static void assert_near(double got, double want)
+{
+	if (fabs(got - want) > 1e-9 * (fabs(want) > 1 ? fabs(want) : 1))
+		fail_msg("got %.12g, want %.12g", got, want);
+}
+
+#define TARGET(extra) "targets:\n  - name: d\n    directory: /srv/x\n" extra "probes:\n"
+
+static void probe_cost(const char *yaml, unsigned pi, double busy_s, double bytes)
+{
+	struct config *c = load(yaml);
+	struct cfg_cost cost;
+
+	cfg_probe_cost(c, &c->probes[pi], &cost);
+	assert_near(cost.busy_s_per_hour, busy_s);
+	assert_near(cost.write_bytes_per_day, bytes);
+	cfg_free(c);
+}
+
+static void test_ping_costs(void **state)
+{
+	(void)state;
+	/* 3600 runs x 2ms */
+	probe_cost(TARGET("") "  - {name: r, type: ping, target: d}\n", 0, 7.2, 0);
+	/* 360 runs x 2 I/Os x 2ms; 8640 runs a day x 4KiB */
+	probe_cost(TARGET("") "  - {name: w, type: ping, target: d, op: write, sync: fdatasync, "
+			      "interval: 10s}\n",
+		   0, 1.44, 8640.0 * 4096);
+	/* without fdatasync, one I/O a run; 8KiB blocks */
+	probe_cost(TARGET("") "  - {name: w, type: ping, target: d, op: write, interval: 10s, "
+			      "block_size: 8k}\n",
+		   0, 0.72, 8640.0 * 8192);
+	/* a rotating disk: 10ms an I/O, 7200 runs an hour */
+	probe_cost(TARGET("    expected_latency: 10ms\n") "  - {name: r, type: ping, target: d, "
+							  "interval: 500ms}\n",
+		   0, 72, 0);
+}
+
+static void test_burst_costs(void **state)
+{
+	(void)state;
+	/* 10s every 15m: 4 x 10s, reads only */
+	probe_cost(TARGET("") "  - {name: b, type: burst, target: d}\n", 0, 40, 0);
+	/* ramp counts: 2 x (5s + 30s); randrw 70% reads at 2000 IOPS (below 16 x
+	 * 500 a queue), sizes 4k..64k: mean 34KiB. 48 runs a day x 70000 I/Os x
+	 * 30% x 34KiB. */
+	probe_cost(TARGET("") "  - {name: b, type: burst, target: d, rw: randrw, rwmix_read: 70%, "
+			      "block_size: 4k-64k, iodepth: 8, jobs: 2, rate_iops: 2000, ramp: 5s, "
+			      "duration: 30s, every: 30m}\n",
+		   0, 70, 48.0 * 70000 * (1 - 0.7) * 34 * 1024);
+	/* 'ios' at 'rate_iops': 1000 at 100/s is 10s, + 2s ramp, 60 runs an hour */
+	probe_cost(TARGET("") "  - {name: b, type: burst, target: d, ios: 1000, rate_iops: 100, "
+			      "ramp: 2s, every: 1m}\n",
+		   0, 720, 0);
+	/* 'ios' unthrottled: 32 in flight x 2ms = 16000/s, 3200 take 0.2s; all
+	 * written, 24 a day x 3200 x 4KiB */
+	probe_cost(TARGET("") "  - {name: b, type: burst, target: d, rw: randwrite, ios: 3200, "
+			      "every: 1h}\n",
+		   0, 0.2, 24.0 * 3200 * 4096);
+	/* ...capped as the burst caps it: 'every' less 'ramp' (1s here) */
+	probe_cost(TARGET("    expected_latency: 1s\n") "  - {name: b, type: burst, target: d, "
+							"iodepth: 1, ios: 5, every: 2s, ramp: "
+							"1s}\n",
+		   0, 1800.0 * 2, 0);
+	/* a sequential write by duration, unthrottled: 16000/s x 1s x 1MiB, once an hour */
+	probe_cost(TARGET("") "  - {name: b, type: burst, target: d, rw: write, block_size: 1m, "
+			      "duration: 1s, every: 1h}\n",
+		   0, 1, 24.0 * 16000 * MiB);
+}
+
+/* A target's cost is the sum of its probes', and only of its own. */
+static void test_target_sum(void **state)
+{
+	struct config *c =
+		load("targets:\n  - {name: a, directory: /a}\n  - {name: b, directory: /b}\n"
+		     "probes:\n"
+		     "  - {name: r, type: ping, target: a}\n"
+		     "  - {name: w, type: ping, target: a, op: write, sync: fdatasync, "
+		     "interval: 10s}\n"
+		     "  - {name: x, type: burst, target: b, every: 1h, duration: 5s}\n");
+	struct cfg_cost cost;
+
+	(void)state;
+	cfg_target_cost(c, 0, &cost);
+	assert_near(cost.busy_s_per_hour, 7.2 + 1.44);
+	assert_near(cost.write_bytes_per_day, 8640.0 * 4096);
+	cfg_target_cost(c, 1, &cost);
+	assert_near(cost.busy_s_per_hour, 5);
+	assert_near(cost.write_bytes_per_day, 0);
+	cfg_free(c);
+}
+
+static void assert_budget(const char *yaml, int want, const char *msg)
+{
+	struct config *c = load(yaml);
+	struct cfg_error err = {0};
+
+	assert_int_equal(cfg_check_budget(c, &err), want);
+	if (msg)
+		assert_string_equal(err.msg, msg);
+	cfg_free(c);
+}
+
+static void test_within_and_over(void **state)
+{
+	(void)state;
+	/* 36s an hour is 1% exactly: within */
+	assert_budget(TARGET("    expected_latency: 10ms\n") "  - {name: r, type: ping, "
+							     "target: d}\n",
+		      0, NULL);
+	/* the default burst (40s an hour) is over the default 1% */
+	assert_budget(TARGET("") "  - {name: b, type: burst, target: d}\n", -EDQUOT,
+		      "b.yaml:2:5: target 'd': the schedule keeps it busy 40.0s an hour (1.11%), "
+		      "over 'max_duty_cycle' (1%, 36.0s an hour); most costly: b 40.0s (100%); "
+		      "probe less often or for less time, or raise 'max_duty_cycle'");
+	/* ...and within 2% */
+	assert_budget(TARGET("    max_duty_cycle: 2%\n") "  - {name: b, type: burst, target: d}\n",
+		      0, NULL);
+	/* 100% is no limit, even for two bursts that each take half the time */
+	assert_budget(TARGET("    max_duty_cycle: 100%\n") "  - {name: b, type: burst, target: d, "
+							   "duration: 1s, every: 2s}\n"
+							   "  - {name: c, type: burst, target: d, "
+							   "duration: 1s, every: 2s}\n"
+							   "  - {name: p, type: ping, target: d}\n",
+		      0, NULL);
+}
+
+/* The three most costly probes, largest first with their shares, then how many
+ * more; probes of other targets and probes that cost nothing are not named. */
+static void test_costliest_named(void **state)
+{
+	(void)state;
+	assert_budget("targets:\n  - {name: o, directory: /o}\n"
+		      "  - name: d\n    directory: /srv/x\n"
+		      "probes:\n"
+		      "  - {name: other, type: burst, target: o, every: 1h, duration: 1s}\n"
+		      "  - {name: small, type: ping, target: d, interval: 10s}\n"
+		      "  - {name: big, type: burst, target: d, every: 1h, duration: 20s}\n"
+		      "  - {name: ping, type: ping, target: d}\n"
+		      "  - {name: mid, type: burst, target: d, every: 1h, duration: 10s}\n",
+		      -EDQUOT,
+		      "b.yaml:3:5: target 'd': the schedule keeps it busy 37.9s an hour (1.05%), "
+		      "over 'max_duty_cycle' (1%, 36.0s an hour); most costly: big 20.0s (53%), "
+		      "mid 10.0s (26%), ping 7.2s (19%), and 1 more; probe less often or for less "
+		      "time, or raise 'max_duty_cycle'");
+	/* writes, with time to spare: a write ping every 100ms writes 3.3GiB a day */
+	assert_budget(TARGET("    max_duty_cycle: 100%\n") "  - {name: r, type: ping, target: d}\n"
+							   "  - {name: w, type: ping, target: d, "
+							   "op: write, interval: 100ms}\n"
+							   "  - {name: w2, type: ping, target: d, "
+							   "op: write, interval: 1s}\n",
+		      -EDQUOT,
+		      "b.yaml:2:5: target 'd': the schedule writes 3.6 GiB a day, over "
+		      "'max_write_per_day' (1GiB); most costly: w 3.3 GiB (91%), w2 337.5 MiB "
+		      "(9%); write less often or less, or raise 'max_write_per_day'");
+}
+
+static void test_write_budget_off(void **state)
+{
+	(void)state;
+	assert_budget(
+		TARGET("    max_duty_cycle: 100%\n    max_write_per_day: 0\n") "  - {name: w, "
+									       "type: ping, "
+									       "target: d, "
+									       "op: write, "
+									       "interval: 100ms}\n",
+		0, NULL);
+	assert_budget(
+		TARGET("    max_duty_cycle: 100%\n    max_write_per_day: 4GiB\n") "  - {name: w, "
+										  "type: ping, "
+										  "target: d, op: "
+										  "write, "
+										  "interval: "
+										  "100ms}\n",
+		0, NULL);
+}
+
+/* The embedded default stays well within its budget. */
+static void test_default_within(void **state)
+{
+	struct config *c = NULL;
+	struct cfg_error err = {0};
+	struct cfg_cost cost;
+
+	(void)state;
+	assert_int_equal(cfg_load_default(&c, &err), 0);
+	assert_int_equal(cfg_check_budget(c, &err), 0);
+	cfg_target_cost(c, 0, &cost);
+	assert_near(cost.busy_s_per_hour, 8.64);
+	assert_near(cost.write_bytes_per_day, 8640.0 * 4096);
+	cfg_free(c);
+}
+
+int main(void)
+{
+	static const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ping_costs),	cmocka_unit_test(test_burst_costs),
+		cmocka_unit_test(test_target_sum),	cmocka_unit_test(test_within_and_over),
+		cmocka_unit_test(test_costliest_named), cmocka_unit_test(test_write_budget_off),
+		cmocka_unit_test(test_default_within),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
