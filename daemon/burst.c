@@ -881,6 +881,7 @@ static void result_reset(struct burst *b)
 		res->dir[d] = (struct burst_dir_result){.hist = b->hist[d]};
 	}
 	res->elapsed_ns = 0;
+	res->busy_ns = 0;
 	res->timeouts = 0;
 	res->error = 0;
 	res->stopped = false;
@@ -1075,6 +1076,7 @@ static void results_sum(struct burst *b, struct burst_result *res)
 			last = j->last_done_ns;
 	}
 	res->elapsed_ns = last > b->measure_start ? last - b->measure_start : 0;
+	res->busy_ns = last > b->t0 ? last - b->t0 : 0;
 }
 
 int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
@@ -1210,6 +1212,7 @@ static void add_result(struct probe_outcome *out, const struct burst *b,
 	out->incomplete |= res->stopped;
 	out->burst = true;
 	out->elapsed_ns += res->elapsed_ns;
+	out->busy_ns += res->busy_ns;
 }
 
 static int burst_probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)

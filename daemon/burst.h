@@ -37,6 +37,7 @@ struct burst_dir_result {
 struct burst_result {
 	struct burst_dir_result dir[IO_DIR_COUNT];
 	uint64_t elapsed_ns; /* measured phase: from the end of the ramp to the last completion */
+	uint64_t busy_ns;    /* the whole run: from the common start to the last completion */
 	uint64_t timeouts;   /* I/Os in flight longer than the probe's timeout (burst aborted) */
 	int error;	     /* first -errno that stopped the burst early, 0 when it ran out */
 	bool stopped;	     /* cut short by *stop */

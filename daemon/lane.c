@@ -56,6 +56,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	atomic_init(&l->timeout_claimed, 0);
 	atomic_init(&l->stuck_logged, false);
 	atomic_init(&l->stopping, false);
+	atomic_init(&l->busy_ns, 0);
 	target_init(&l->target, tc);
 	r = pthread_mutex_init(&l->mu, NULL);
 	if (r)
@@ -375,6 +376,59 @@ static void run_state(struct lane *l, struct lane_probe *lp, const struct probe_
 	}
 }
 
+/* ---------------------------------------------------------------- budget */
+
+#define BUDGET_DAY_NS (86400 * NSEC_PER_SEC)
+
+/*
+ * Whether the target's write budget lets write probe @lp run. A day is 24h of
+ * the monotonic clock (eng_now_ns()), so that a wall-clock step neither grants
+ * nor takes budget; the clock is read only for a write probe on a target with a
+ * budget. One line when the budget is spent and one when a new day opens it
+ * again; the skipped runs are counted.
+ */
+static bool lane_budget_allows(struct lane *l, struct lane_probe *lp)
+{
+	uint64_t max = l->cfg->max_write_per_day, day;
+	char key[LOG_KEY_MAX], size[32];
+
+	if (!max || !cfg_probe_writes(lp->cfg))
+		return true;
+	day = eng_now_ns() / BUDGET_DAY_NS;
+	if (day != l->budget_day) {
+		l->budget_day = day;
+		l->written_today = 0;
+		probe_metrics_target_spent(&l->series, 0, 0, 0);
+		if (l->budget_spent)
+			log_state_notice(target_key(l, key),
+					 "Target %s: a new day, write probes run again",
+					 l->cfg->name);
+		l->budget_spent = false;
+	}
+	if (l->written_today < max)
+		return true;
+	if (!l->budget_spent) {
+		cfg_format_size(max, size, sizeof(size));
+		log_state_warning(target_key(l, key),
+				  "Target %s: the probes wrote its max_write_per_day (%s) today: "
+				  "write probes are skipped until the day is over, reads go on",
+				  l->cfg->name, size);
+		l->budget_spent = true;
+	}
+	probe_metrics_skipped(&lp->series, PROBE_WAIT_BUDGET);
+	return false;
+}
+
+/* What run @o cost the target: time busy and bytes written. */
+static void lane_account(struct lane *l, const struct probe_outcome *o)
+{
+	uint64_t written = o->op[IO_WRITE].bytes;
+
+	l->written_today += written;
+	atomic_fetch_add(&l->busy_ns, o->busy_ns);
+	probe_metrics_target_spent(&l->series, o->busy_ns / 1e9, written, l->written_today);
+}
+
 /* ------------------------------------------------- busy disks and CPU steal */
 
 /* What the log last said about the target's disks: one line per change. */
@@ -551,6 +605,8 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 	struct timespec wall;
 	int r;
 
+	if (!lane_budget_allows(l, lp))
+		return;
 	clock_gettime(CLOCK_REALTIME, &wall);
 	r = lane_prepare_target(l);
 	if (r == -ECANCELED && atomic_load(&l->stopping))
@@ -569,6 +625,7 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 	}
 	probe_outcome_clear(o);
 	r = lane_measure_run(l, lp, o);
+	lane_account(l, o); /* the I/O happened, whatever becomes of the results */
 	if (o->discard)
 		return;
 	if (r < 0) {
@@ -779,6 +836,35 @@ void lane_check_timeout(struct lane *l, uint64_t now_ns)
 			lp->cfg->name, l->cfg->name, lp->cfg->timeout_ns / 1e9);
 }
 
+#define DUTY_MINUTE_NS (60 * NSEC_PER_SEC)
+#define DUTY_WINDOW_NS (3600 * NSEC_PER_SEC)
+
+/*
+ * The share of the time the probes kept the target busy over the last hour
+ * (or since the first scrape, when that is more recent): from the lane's busy
+ * time at the first scrape of each minute, kept for an hour, to now. Between
+ * scrapes, so without a clock read on the lane thread. 0 at the first scrape.
+ */
+static double lane_duty(struct lane *l, uint64_t now_ns)
+{
+	struct lane_duty_sample *s = &l->duty[now_ns / DUTY_MINUTE_NS % LANE_DUTY_SLOTS];
+	uint64_t busy = atomic_load(&l->busy_ns);
+	const struct lane_duty_sample *oldest = NULL;
+
+	if (!s->t_ns || s->t_ns / DUTY_MINUTE_NS != now_ns / DUTY_MINUTE_NS)
+		*s = (struct lane_duty_sample){.t_ns = now_ns, .busy_ns = busy};
+	for (unsigned i = 0; i < LANE_DUTY_SLOTS; i++) {
+		const struct lane_duty_sample *d = &l->duty[i];
+
+		if (d->t_ns && d->t_ns <= now_ns && now_ns - d->t_ns <= DUTY_WINDOW_NS &&
+		    (!oldest || d->t_ns < oldest->t_ns))
+			oldest = d;
+	}
+	if (!oldest || oldest->t_ns == now_ns || busy < oldest->busy_ns)
+		return 0;
+	return (double)(busy - oldest->busy_ns) / (double)(now_ns - oldest->t_ns);
+}
+
 void lane_collect(struct lane *l, uint64_t now_ns)
 {
 	uint64_t since;
@@ -788,6 +874,7 @@ void lane_collect(struct lane *l, uint64_t now_ns)
 	probe_metrics_target_set(&l->series, atomic_load(&l->up) && !stuck,
 				 age(now_ns, since) / 1e9,
 				 target_layout_progress(&l->target, NULL, NULL));
+	probe_metrics_target_duty(&l->series, lane_duty(l, now_ns));
 }
 
 /* Why the target is not up, for the status page; @lp/@a: the I/O in flight. */

@@ -10,7 +10,9 @@
  * target (expected: it owns the disk for its run), "busy" for anything else (the
  * storage is slow for the schedule). A burst whose target's disk is busy with
  * other work when it falls due is held back (skipped, "device_busy") and tried
- * again after a backoff (hostload.h); pings always run. A lane stuck in the kernel
+ * again after a backoff (hostload.h); pings always run. Once the target's
+ * 'max_write_per_day' is written, write probes are skipped ("budget") until the
+ * day is over. A lane stuck in the kernel
  * blocks only itself: the scheduler and the HTTP thread read its state from
  * atomics.
  */
@@ -29,6 +31,14 @@
 #include "probe_metrics.h"
 #include "status.h"
 #include "target.h"
+
+/* Scrape time: the lane's busy time when a minute's first scrape came
+ * (iopulse_target_duty_cycle_ratio, lane.c). */
+#define LANE_DUTY_SLOTS 61 /* an hour of minutes, and the one leaving it */
+struct lane_duty_sample {
+	uint64_t t_ns;	  /* eng_now_ns() of the scrape; 0: none */
+	uint64_t busy_ns; /* lane busy_ns then */
+};
 
 struct lane_probe {
 	const struct cfg_probe *cfg;
@@ -77,6 +87,13 @@ struct lane {
 	uint64_t layout_backoff_ns; /* wait after the last failure; 0: none failed since success */
 	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
 	int layout_error;	    /* -errno of the last failed layout */
+	/* Lane thread: the daily write budget ('max_write_per_day', lane.c). */
+	uint64_t budget_day;	  /* eng_now_ns() / 24h of the day being counted */
+	uint64_t written_today;	  /* bytes the probes wrote in it */
+	bool budget_spent;	  /* write probes skipped until the next day (logged) */
+	_Atomic uint64_t busy_ns; /* time the probes kept the target busy, in all */
+	/* Scrape time (under the scheduler's lanes mutex): samples of busy_ns. */
+	struct lane_duty_sample duty[LANE_DUTY_SLOTS];
 
 	/* Lane thread: the disks behind the target (found again after each open),
 	 * what the log last said about them (lane.c), and /proc/stat. */

@@ -271,6 +271,8 @@ static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op,
 	if (io->lat_ns >= p->cfg->timeout_ns &&
 	    (!p->timeout_claimed || probe_claim_timeout(p->timeout_claimed, io->submit_ns)))
 		out->timeouts++;
+	if (io->result != -ETIME)
+		out->busy_ns += io->lat_ns; /* a failed I/O kept the target busy too */
 	if (io->result == -ETIME) {
 		out->incomplete = true;
 	} else if (io->result < 0) {

@@ -51,6 +51,9 @@ struct probe_outcome {
 	bool discard;	     /* shutdown overtook a ping: the daemon keeps none of it */
 	bool burst;	     /* the last-burst figures below apply */
 	uint64_t elapsed_ns; /* burst: its measured phase */
+	/* Time the run kept the target busy (iopulse_target_io_seconds_total): a
+	 * ping's I/Os' latencies, a burst's whole run, ramp included. */
+	uint64_t busy_ns;
 };
 
 struct probe;

@@ -22,6 +22,7 @@ static const char *const wait_names[PROBE_WAIT_COUNT] = {
 	[PROBE_WAIT_BURST] = "burst",
 	[PROBE_WAIT_LAYOUT] = "layout",
 	[PROBE_WAIT_DEVICE_BUSY] = "device_busy",
+	[PROBE_WAIT_BUDGET] = "budget",
 };
 
 /* ---------------------------------------------------------------- probes */
@@ -109,11 +110,12 @@ static int wait_series(struct probe_series *s)
 			       "layout, as expected; busy: it waited behind other probes, or a "
 			       "burst's previous run was still going: the storage is slow for the "
 			       "schedule; device_busy: a burst held back while other work kept "
-			       "the target's disk busy).",
+			       "the target's disk busy; budget: a write probe, once the target's "
+			       "max_write_per_day is written).",
 			       ptr, NULL, 0);
 	if (!deferred || !skipped)
 		return -ENOMEM;
-	for (int w = 0; w < PROBE_WAIT_COUNT; w++) {
+	for (int w = 0; w < PROBE_WAIT_BUDGET; w++) {
 		v[2] = wait_names[w];
 		s->skipped[w] = metrics_series(skipped, v);
 		if (w != PROBE_WAIT_DEVICE_BUSY)
@@ -121,7 +123,12 @@ static int wait_series(struct probe_series *s)
 		if (!s->skipped[w] || (w != PROBE_WAIT_DEVICE_BUSY && !s->deferred[w]))
 			return -ENOMEM;
 	}
-	return 0;
+	/* Nothing waits for the budget, and only writes are skipped for it. */
+	if (!cfg_probe_writes(s->cfg))
+		return 0;
+	v[2] = wait_names[PROBE_WAIT_BUDGET];
+	s->skipped[PROBE_WAIT_BUDGET] = metrics_series(skipped, v);
+	return s->skipped[PROBE_WAIT_BUDGET] ? 0 : -ENOMEM;
 }
 
 /* The run windows and the CPU steal in them: steal inflates latency on a VM. */
@@ -381,6 +388,38 @@ static int target_info_series(struct target_series *s)
 	return 0;
 }
 
+/* What the probes cost the target: time busy, bytes written, ever and today. */
+static int cost_series(struct target_series *s, struct metrics *m, const char *const *tv)
+{
+	static const char *const t_labels[] = {"target", NULL};
+	struct metric_family *io, *written, *today, *duty;
+
+	io = metrics_family(m, "iopulse_target_io_seconds_total", METRIC_COUNTER,
+			    "Time the probes kept the target busy: pings' I/O latencies, bursts' "
+			    "whole runs; rate() is the measured duty cycle.",
+			    t_labels, NULL, 0);
+	written = metrics_family(m, "iopulse_target_written_bytes_total", METRIC_COUNTER,
+				 "Bytes the probes wrote to the target (the probe file's layout "
+				 "not included).",
+				 t_labels, NULL, 0);
+	today = metrics_family(m, "iopulse_target_written_today_bytes", METRIC_GAUGE,
+			       "Bytes the probes wrote to the target in the current day (24h of "
+			       "the monotonic clock), against its max_write_per_day.",
+			       t_labels, NULL, 0);
+	duty = metrics_family(m, "iopulse_target_duty_cycle_ratio", METRIC_GAUGE,
+			      "Share of the time the probes kept the target busy over the last "
+			      "hour (or since the first scrape, when more recent), against its "
+			      "max_duty_cycle.",
+			      t_labels, NULL, 0);
+	if (!io || !written || !today || !duty)
+		return -ENOMEM;
+	s->io_seconds = metrics_series(io, tv);
+	s->written = metrics_series(written, tv);
+	s->written_today = metrics_series(today, tv);
+	s->duty = metrics_series(duty, tv);
+	return s->io_seconds && s->written && s->written_today && s->duty ? 0 : -ENOMEM;
+}
+
 int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 			      const struct cfg_target *t)
 {
@@ -412,6 +451,8 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 	s->layout_failures = metrics_series(layout_failures, tv);
 	if (!s->up || !s->inflight || !s->layout || !s->layout_failures)
 		return -ENOMEM;
+	if (cost_series(s, m, tv) < 0)
+		return -ENOMEM;
 	s->m = m;
 	s->cfg = t;
 	s->dev_util = s->dev_queue = NULL;
@@ -430,6 +471,21 @@ void probe_metrics_target_set(struct target_series *s, bool up, double inflight_
 void probe_metrics_layout_failed(struct target_series *s)
 {
 	metrics_add(s->layout_failures, 1);
+}
+
+void probe_metrics_target_duty(struct target_series *s, double ratio)
+{
+	metrics_set(s->duty, ratio);
+}
+
+void probe_metrics_target_spent(struct target_series *s, double busy_s, uint64_t written,
+				uint64_t written_today)
+{
+	metrics_lock(s->m);
+	metrics_add_locked(s->io_seconds, busy_s);
+	metrics_add_locked(s->written, (double)written);
+	metrics_set_locked(s->written_today, (double)written_today);
+	metrics_unlock(s->m);
 }
 
 int probe_metrics_target_info(struct target_series *s, const struct target_desc *d)
@@ -484,4 +540,8 @@ void probe_metrics_target_drop(struct target_series *s)
 	drop(&s->inflight);
 	drop(&s->layout);
 	drop(&s->layout_failures);
+	drop(&s->io_seconds);
+	drop(&s->written);
+	drop(&s->written_today);
+	drop(&s->duty);
 }

@@ -22,6 +22,7 @@ enum probe_wait {
 	/* Skipped only, never deferred: other work kept the target's disk busy (a
 	 * burst's check before it starts, see lane.h). */
 	PROBE_WAIT_DEVICE_BUSY,
+	PROBE_WAIT_BUDGET, /* skipped only, write probes only: the day's write budget is spent */
 	PROBE_WAIT_COUNT,
 };
 
@@ -38,7 +39,8 @@ struct probe_series {
 	struct metric_series *errors[PROBE_ERR_COUNT];
 	struct metric_series *runs, *last_run;
 	/* By enum probe_wait; every reason exists for every probe from the start
-	 * (deferred: all but device_busy, which never defers a run). */
+	 * (deferred: all but device_busy, which never defers a run; budget: a
+	 * skipped series for write probes only). */
 	struct metric_series *deferred[PROBE_WAIT_COUNT], *skipped[PROBE_WAIT_COUNT];
 	/* Wall time of its runs, and the CPU time stolen from this guest meanwhile. */
 	struct metric_series *run_seconds, *steal_seconds;
@@ -56,6 +58,8 @@ struct target_series {
 	struct metrics *m;
 	const struct cfg_target *cfg;
 	struct metric_series *up, *inflight, *layout, *layout_failures;
+	struct metric_series *io_seconds, *written, *written_today; /* what the probes cost */
+	struct metric_series *duty;
 	struct metric_series *info; /* iopulse_target_info, saying desc */
 	/* The target's disk as last measured before a burst; made at the first
 	 * measurement (none on a target without a block device). */
@@ -97,6 +101,12 @@ void probe_metrics_layout_failed(struct target_series *s);
 /* The target's disk before a burst: utilisation (0 to 1) and average queue depth.
  * 0 or -ENOMEM. The caller serialises calls with the drops. */
 int probe_metrics_target_device(struct target_series *s, double utilization, double queue_depth);
+/* A run on the target kept it busy @busy_s and wrote @written bytes; the
+ * day's writes are @written_today. */
+void probe_metrics_target_spent(struct target_series *s, double busy_s, uint64_t written,
+				uint64_t written_today);
+/* Scrape time: the measured duty cycle (0 to 1). */
+void probe_metrics_target_duty(struct target_series *s, double ratio);
 void probe_metrics_target_drop(struct target_series *s);
 
 #endif

@@ -8,9 +8,17 @@
  *   - a schedule at its budget passes, one over it is refused with a message
  *     naming the file, the target's line and the most costly probes, largest
  *     first, with their shares;
- *   - max_write_per_day 0 is no limit.
+ *   - max_write_per_day 0 is no limit;
+ *   - at run time, a lane (the daemon's: YAML, lane_init(), its thread, the
+ *     null engine) counts what its probes cost, skips write probes once the
+ *     day's budget is written (counted, one log line) while reads go on, and
+ *     writes again the next day; the measured duty cycle is the busy time
+ *     over the last hour of scrapes. This file defines eng_now_ns(), the clock of
+ *     lanes (as tests/unit/test_lane.c does), so the day rolls over without
+ *     waiting for one.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,10 +27,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "config/config.h"
+#include "daemon/lane.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "engines/clock.h"
+
+#define SEC 1000000000ULL
+#define DAY (86400 * SEC)
+
+static _Atomic uint64_t fake_now = 1000 * SEC; /* 0 means "none" to in-flight stamps */
+
+uint64_t eng_now_ns(void)
+{
+	return atomic_load(&fake_now);
+}
 
 #define MiB (1024.0 * 1024)
 
@@ -230,14 +255,157 @@ static void test_default_within(void **state)
 	cfg_free(c);
 }
 
+/* ---- run time: the daily write budget ---- */
+
+/* The value of the series of family @name whose labels include @value (the
+ * first such); -1 when there is none. */
+static double series_value(struct metrics *m, const char *name, const char *value,
+			   const char *value2)
+{
+	struct metrics_snapshot *s = metrics_snapshot(m);
+	const struct snap_family *fam;
+	double v = -1;
+
+	assert_non_null(s);
+	fam = tu_find_family(s, name);
+	for (unsigned i = 0; fam && i < fam->n_series && v < 0; i++) {
+		bool a = false, b = !value2;
+
+		for (unsigned j = 0; j < fam->n_labels; j++) {
+			a |= !strcmp(fam->series[i].values[j], value);
+			b |= value2 && !strcmp(fam->series[i].values[j], value2);
+		}
+		if (a && b)
+			v = fam->series[i].value;
+	}
+	metrics_snapshot_free(s);
+	return v;
+}
+
+static void run(struct lane *l, unsigned pi)
+{
+	lane_enqueue(l, pi);
+	tu_lane_idle_wait(l);
+}
+
+static void test_write_budget_at_run_time(void **state)
+{
+	char dir[PATH_MAX], yaml[PATH_MAX + 512];
+	struct cfg_error err = {0};
+	struct config *c = NULL;
+	struct metrics *m = metrics_new();
+	struct lane l;
+	struct timespec now;
+	char *log;
+	int len;
+
+	(void)state;
+	assert_non_null(m);
+	tu_new_dir(dir, sizeof(dir));
+	/* 8KiB a day: two 4KiB write pings */
+	len = snprintf(yaml, sizeof(yaml),
+		       "targets:\n"
+		       "  - {name: t1, directory: %s, size: 1MiB, direct: false,\n"
+		       "     allow_memory_backed: true, max_write_per_day: 8KiB}\n"
+		       "probes:\n"
+		       "  - {name: w, type: ping, target: t1, op: write, engine: null}\n"
+		       "  - {name: r, type: ping, target: t1, engine: null}\n",
+		       dir);
+	assert_true(len > 0 && (size_t)len < sizeof(yaml));
+	if (cfg_load_string("<test_budget>", yaml, (size_t)len, &c, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(lane_init(&l, c, 0, m), 0);
+	assert_int_equal(lane_start(&l), 0);
+	log_set_ratelimit(100, 30 * SEC);
+
+	tu_capture_begin();
+	run(&l, 0);
+	run(&l, 0); /* 8KiB written: the budget is spent */
+	run(&l, 0);
+	run(&l, 1); /* reads go on */
+	run(&l, 0);
+	log = tu_capture_end();
+	assert_true(series_value(m, "iopulse_probe_runs_total", "w", NULL) == 2);
+	assert_true(series_value(m, "iopulse_probe_runs_total", "r", NULL) == 1);
+	assert_true(series_value(m, "iopulse_probe_skipped_total", "w", "budget") == 2);
+	assert_true(series_value(m, "iopulse_probe_skipped_total", "r", "budget") == -1);
+	assert_true(series_value(m, "iopulse_target_written_bytes_total", "t1", NULL) == 8192);
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == 8192);
+	assert_int_equal(tu_count(log, "wrote its max_write_per_day (8KiB) today"), 1);
+	free(log);
+
+	/* A day later, by the monotonic clock: writes again, one line says so. */
+	atomic_fetch_add(&fake_now, DAY);
+	tu_capture_begin();
+	run(&l, 0);
+	run(&l, 0);
+	run(&l, 0);
+	log = tu_capture_end();
+	assert_true(series_value(m, "iopulse_probe_runs_total", "w", NULL) == 4);
+	assert_true(series_value(m, "iopulse_probe_skipped_total", "w", "budget") == 3);
+	assert_true(series_value(m, "iopulse_target_written_bytes_total", "t1", NULL) == 16384);
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == 8192);
+	assert_int_equal(tu_count(log, "a new day, write probes run again"), 1);
+	assert_int_equal(tu_count(log, "wrote its max_write_per_day"), 1);
+	free(log);
+
+	/* The null engine keeps nothing busy for long, but busy it was. */
+	assert_true(series_value(m, "iopulse_target_io_seconds_total", "t1", NULL) >= 0);
+
+	lane_request_stop(&l);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	assert_true(lane_wait(&l, ((uint64_t)now.tv_sec + 60) * SEC + (uint64_t)now.tv_nsec));
+	lane_destroy(&l);
+	metrics_free(m);
+	cfg_free(c);
+}
+
+static double duty_at(struct lane *l, struct metrics *m, uint64_t now_ns, double busy_s)
+{
+	atomic_store(&l->busy_ns, (uint64_t)(busy_s * SEC));
+	lane_collect(l, now_ns);
+	return series_value(m, "iopulse_target_duty_cycle_ratio", "t1", NULL);
+}
+
+/* The gauge, scrape by scrape: since the first scrape, then over the last hour. */
+static void test_duty_gauge(void **state)
+{
+	static const char yaml[] = "targets:\n  - {name: t1, directory: /nonexistent}\n"
+				   "probes:\n  - {name: r, type: ping, target: t1, engine: null}\n";
+	struct cfg_error err = {0};
+	struct config *c = NULL;
+	struct metrics *m = metrics_new();
+	const uint64_t t0 = 6000 * 60 * SEC; /* on a minute */
+	struct lane l;
+
+	(void)state;
+	assert_non_null(m);
+	if (cfg_load_string("<test_budget>", yaml, sizeof(yaml) - 1, &c, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(lane_init(&l, c, 0, m), 0);
+	assert_true(duty_at(&l, m, t0, 0) == 0);		       /* nothing to compare yet */
+	assert_near(duty_at(&l, m, t0 + 1800 * SEC, 36), 36.0 / 1800); /* since the first */
+	assert_near(duty_at(&l, m, t0 + 1830 * SEC, 36.6), 36.6 / 1830); /* same minute */
+	/* 90 minutes in: from the scrape an hour ago (the first left the window) */
+	assert_near(duty_at(&l, m, t0 + 5400 * SEC, 72), (72 - 36.0) / 3600);
+	lane_destroy(&l);
+	metrics_free(m);
+	cfg_free(c);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ping_costs),	cmocka_unit_test(test_burst_costs),
-		cmocka_unit_test(test_target_sum),	cmocka_unit_test(test_within_and_over),
-		cmocka_unit_test(test_costliest_named), cmocka_unit_test(test_write_budget_off),
+		cmocka_unit_test(test_ping_costs),
+		cmocka_unit_test(test_burst_costs),
+		cmocka_unit_test(test_target_sum),
+		cmocka_unit_test(test_within_and_over),
+		cmocka_unit_test(test_costliest_named),
+		cmocka_unit_test(test_write_budget_off),
 		cmocka_unit_test(test_default_within),
+		cmocka_unit_test(test_write_budget_at_run_time),
+		cmocka_unit_test(test_duty_gauge),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
 }
