@@ -11,7 +11,8 @@
 #   - iopulse_config_last_reload_successful is 1, its timestamp advanced.
 # A broken file (a YAML error) then changes nothing: the error is logged with
 # file:line:column, the gauge goes to 0, and the schedule keeps running (A grows,
-# D stays). The fixed file sets the gauge back to 1.
+# D stays); so does a valid file over its target's budget. The fixed file sets
+# the gauge back to 1.
 
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
 . "$(dirname "$0")/lib.sh"
@@ -158,6 +159,20 @@ num "$when2" '==' "$when1" || fail "$WHEN changed on a failed reload: $when1 -> 
 wait_until 10 "A keeps growing after the refused reload" at_least "$A" $((${a_prev%.*} + 5))
 has_series "$PAGE" "$D" || fail "D's series vanished after a refused reload"
 ! has_series "$PAGE" "$C" || fail "C came back after a refused reload"
+
+# ---- a valid file over its target's budget: refused the same way ---------------
+
+# The good file without its targets' budget lines: 100ms pings take 2% of t1's time.
+grep -v 'max_duty_cycle\|max_write_per_day' "$WORK/good.yaml" >"$CFG.new"
+install_config
+sample_into a_prev "$PAGE" "$A"
+kill -HUP "$DAEMON_PID"
+wait_until 10 "the over-budget reload to be logged" grep -q "over 'max_duty_cycle'" "$DAEMON_LOG"
+grep -qE "$(printf '%s' "$CFG" | sed 's/[][\.*^$]/\\&/g'):[0-9]+:[0-9]+: target 't1': the schedule keeps it busy .* most costly: " "$DAEMON_LOG" ||
+	fail "the over-budget reload was not logged as $CFG:line:column naming the probes"
+scraped "$OK" == 0 -1 || fail "$OK is not 0 after an over-budget reload"
+wait_until 10 "A keeps growing after the over-budget reload" at_least "$A" $((${a_prev%.*} + 5))
+has_series "$PAGE" "$D" || fail "D's series vanished after an over-budget reload"
 
 # ---- fixed --------------------------------------------------------------------
 
