@@ -11,7 +11,7 @@
 # at 64MiB/s takes a minute) while Prometheus watches, and burst schedules shortened (every 15m -> 5s, 1h ->
 # 20s: the same ratio, so schedules collide as they would; durations to 500ms)
 # so that bursts collide with pings and with each other as they do in
-# production, only more often. One Prometheus 2.42 scrapes them all every second
+# production, only more often (and so with no budget). One Prometheus 2.42 scrapes them all every second
 # and evaluates dashboards/iopulse.rules.yml every second; no alert may fire at
 # any evaluation of the RUN seconds, and none but those on measured latency and
 # IOPS may even be pending.
@@ -30,17 +30,22 @@ rewrite() {
 	awk -v base="$WORK/data.$(basename "$1" .yaml)" -v file="$WORK/pg.file" '
 		NR == 1 { print "splay: false" } # the bursts run at start
 		/^listen:/ { next }
-		/^ *(size|layout_rate):/ { next }
-		/^ *directory:/ {
+		/^ *(size|layout_rate|max_duty_cycle|max_write_per_day):/ { next }
+		/^ *(directory|file|device):/ { # the shortened schedule is over any budget
 			indent = $0
 			sub(/[^ ].*/, "", indent)
+			budget = indent "max_duty_cycle: 100%\n" indent "max_write_per_day: 0"
+		}
+		/^ *directory:/ {
 			sub(/directory:.*/, "directory: " base "." ++n)
 			print
 			print indent "size: 16MiB"
 			print indent "layout_rate: 1MiB/s"
+			print budget
 			next
 		}
-		/^ *file:/ { sub(/file:.*/, "file: " file) }
+		/^ *file:/ { sub(/file:.*/, "file: " file); print; print budget; next }
+		/^ *device:/ { print; print budget; next }
 		/^ *working_set:/ { sub(/working_set:.*/, "working_set: 8MiB") }
 		/^ *every: *15m/ { sub(/15m/, "5s") }
 		/^ *every: *1h/ { sub(/1h/, "20s") }
