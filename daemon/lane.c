@@ -381,30 +381,40 @@ static void run_state(struct lane *l, struct lane_probe *lp, const struct probe_
 #define BUDGET_DAY_NS (86400 * NSEC_PER_SEC)
 
 /*
- * Whether the target's write budget lets write probe @lp run. A day is 24h of
- * the monotonic clock (eng_now_ns()), so that a wall-clock step neither grants
- * nor takes budget; the clock is read only for a write probe on a target with a
- * budget. One line when the budget is spent and one when a new day opens it
- * again; the skipped runs are counted.
+ * Starts the day's count of written bytes afresh when a new day began. A day is
+ * 24h of the monotonic clock (eng_now_ns()), so that a wall-clock step neither
+ * grants nor takes budget. Called only around writes: a lane of read probes
+ * reads no clock for it.
+ */
+static void lane_budget_day(struct lane *l)
+{
+	uint64_t day = eng_now_ns() / BUDGET_DAY_NS;
+	char key[LOG_KEY_MAX];
+
+	if (day == l->budget_day)
+		return;
+	l->budget_day = day;
+	l->written_today = 0;
+	probe_metrics_target_spent(&l->series, 0, 0, 0);
+	if (l->budget_spent)
+		log_state_notice(target_key(l, key), "Target %s: a new day, write probes run again",
+				 l->cfg->name);
+	l->budget_spent = false;
+}
+
+/*
+ * Whether the target's write budget lets write probe @lp run. One line when
+ * the budget is spent (and one when a new day opens it again); the skipped
+ * runs are counted.
  */
 static bool lane_budget_allows(struct lane *l, struct lane_probe *lp)
 {
-	uint64_t max = l->cfg->max_write_per_day, day;
+	uint64_t max = l->cfg->max_write_per_day;
 	char key[LOG_KEY_MAX], size[32];
 
 	if (!max || !cfg_probe_writes(lp->cfg))
 		return true;
-	day = eng_now_ns() / BUDGET_DAY_NS;
-	if (day != l->budget_day) {
-		l->budget_day = day;
-		l->written_today = 0;
-		probe_metrics_target_spent(&l->series, 0, 0, 0);
-		if (l->budget_spent)
-			log_state_notice(target_key(l, key),
-					 "Target %s: a new day, write probes run again",
-					 l->cfg->name);
-		l->budget_spent = false;
-	}
+	lane_budget_day(l);
 	if (l->written_today < max)
 		return true;
 	if (!l->budget_spent) {
@@ -419,11 +429,14 @@ static bool lane_budget_allows(struct lane *l, struct lane_probe *lp)
 	return false;
 }
 
-/* What run @o cost the target: time busy and bytes written. */
+/* What run @o cost the target: time busy and bytes written (today's too, on
+ * a target without a budget as well). */
 static void lane_account(struct lane *l, const struct probe_outcome *o)
 {
 	uint64_t written = o->op[IO_WRITE].bytes;
 
+	if (written)
+		lane_budget_day(l);
 	l->written_today += written;
 	atomic_fetch_add(&l->busy_ns, o->busy_ns);
 	probe_metrics_target_spent(&l->series, o->busy_ns / 1e9, written, l->written_today);

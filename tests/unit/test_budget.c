@@ -288,34 +288,52 @@ static void run(struct lane *l, unsigned pi)
 	tu_lane_idle_wait(l);
 }
 
-static void test_write_budget_at_run_time(void **state)
+/* A running lane on a fresh directory target t1 with @budget (a max_write_per_day)
+ * and two null-engine pings: w (write, index 0) and r (read, index 1). */
+static void start_lane(const char *budget, struct config **c, struct lane *l, struct metrics *m)
 {
 	char dir[PATH_MAX], yaml[PATH_MAX + 512];
 	struct cfg_error err = {0};
-	struct config *c = NULL;
-	struct metrics *m = metrics_new();
-	struct lane l;
-	struct timespec now;
-	char *log;
 	int len;
 
-	(void)state;
-	assert_non_null(m);
 	tu_new_dir(dir, sizeof(dir));
-	/* 8KiB a day: two 4KiB write pings */
 	len = snprintf(yaml, sizeof(yaml),
 		       "targets:\n"
 		       "  - {name: t1, directory: %s, size: 1MiB, direct: false,\n"
-		       "     allow_memory_backed: true, max_write_per_day: 8KiB}\n"
+		       "     allow_memory_backed: true, max_write_per_day: %s}\n"
 		       "probes:\n"
 		       "  - {name: w, type: ping, target: t1, op: write, engine: null}\n"
 		       "  - {name: r, type: ping, target: t1, engine: null}\n",
-		       dir);
+		       dir, budget);
 	assert_true(len > 0 && (size_t)len < sizeof(yaml));
-	if (cfg_load_string("<test_budget>", yaml, (size_t)len, &c, &err) < 0)
+	if (cfg_load_string("<test_budget>", yaml, (size_t)len, c, &err) < 0)
 		fail_msg("%s", err.msg);
-	assert_int_equal(lane_init(&l, c, 0, m), 0);
-	assert_int_equal(lane_start(&l), 0);
+	assert_int_equal(lane_init(l, *c, 0, m), 0);
+	assert_int_equal(lane_start(l), 0);
+}
+
+static void stop_lane(struct config *c, struct lane *l, struct metrics *m)
+{
+	struct timespec now;
+
+	lane_request_stop(l);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	assert_true(lane_wait(l, ((uint64_t)now.tv_sec + 60) * SEC + (uint64_t)now.tv_nsec));
+	lane_destroy(l);
+	metrics_free(m);
+	cfg_free(c);
+}
+
+static void test_write_budget_at_run_time(void **state)
+{
+	struct config *c = NULL;
+	struct metrics *m = metrics_new();
+	struct lane l;
+	char *log;
+
+	(void)state;
+	assert_non_null(m);
+	start_lane("8KiB", &c, &l, m); /* two 4KiB write pings a day */
 	log_set_ratelimit(100, 30 * SEC);
 
 	tu_capture_begin();
@@ -348,16 +366,30 @@ static void test_write_budget_at_run_time(void **state)
 	assert_int_equal(tu_count(log, "a new day, write probes run again"), 1);
 	assert_int_equal(tu_count(log, "wrote its max_write_per_day"), 1);
 	free(log);
+	stop_lane(c, &l, m);
+}
 
-	/* The null engine keeps nothing busy for long, but busy it was. */
-	assert_true(series_value(m, "iopulse_target_io_seconds_total", "t1", NULL) >= 0);
+/* Without a budget nothing is skipped, and today's count still starts afresh
+ * each day. */
+static void test_written_today_without_budget(void **state)
+{
+	struct config *c = NULL;
+	struct metrics *m = metrics_new();
+	struct lane l;
 
-	lane_request_stop(&l);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	assert_true(lane_wait(&l, ((uint64_t)now.tv_sec + 60) * SEC + (uint64_t)now.tv_nsec));
-	lane_destroy(&l);
-	metrics_free(m);
-	cfg_free(c);
+	(void)state;
+	assert_non_null(m);
+	start_lane("0", &c, &l, m);
+	for (int i = 0; i < 3; i++)
+		run(&l, 0);
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == 12288);
+	atomic_fetch_add(&fake_now, DAY);
+	run(&l, 0);
+	assert_true(series_value(m, "iopulse_probe_runs_total", "w", NULL) == 4);
+	assert_true(series_value(m, "iopulse_probe_skipped_total", "w", "budget") == 0);
+	assert_true(series_value(m, "iopulse_target_written_bytes_total", "t1", NULL) == 16384);
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == 4096);
+	stop_lane(c, &l, m);
 }
 
 static double duty_at(struct lane *l, struct metrics *m, uint64_t now_ns, double busy_s)
@@ -404,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_write_budget_off),
 		cmocka_unit_test(test_default_within),
 		cmocka_unit_test(test_write_budget_at_run_time),
+		cmocka_unit_test(test_written_today_without_budget),
 		cmocka_unit_test(test_duty_gauge),
 	};
 
