@@ -1986,7 +1986,7 @@ static const struct key schema[] = {
 	{"ramp", W_BURST, &type_duration, PRB(ramp_ns), .def = "0s", .min = 0,
 	 .max = CFG_MAX_DURATION_NS, .elsewhere = "ping probes have no warm-up", .print_group = 1,
 	 .help = "warm-up, excluded from the results"},
-	{"every", W_BURST, &type_duration, PRB(interval_ns), .def = "15m", .min = CFG_MIN_EVERY_NS,
+	{"every", W_BURST, &type_duration, PRB(interval_ns), .def = "30m", .min = CFG_MIN_EVERY_NS,
 	 .max = CFG_MAX_EVERY_NS, .elsewhere = "ping probes use 'interval'", .print_group = 1,
 	 .help = "time between the starts of two bursts"},
 	{"busy_backoff", W_BURST, &type_bool, PRB(busy_backoff), .def = "true",

@@ -93,7 +93,7 @@
 #define CFG_DEFAULT_BLOCK_SIZE	4096ULL
 #define CFG_DEFAULT_IODEPTH	32
 #define CFG_DEFAULT_DURATION_NS 10000000000ULL	/* 10s */
-#define CFG_DEFAULT_EVERY_NS	900000000000ULL /* 15m */
+#define CFG_DEFAULT_EVERY_NS	1800000000000ULL /* 30m: see iopulse.yaml(5) every */
 #define CFG_DEFAULT_RWMIX_READ	0.5
 #define CFG_DEFAULT_LAYOUT_RATE (32ULL << 20) /* bytes per second */
 /* A burst's busy check (iopulse.yaml(5) BURST PROBES, busy_*). */

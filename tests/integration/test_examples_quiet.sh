@@ -29,7 +29,7 @@ rewrite() {
 	local dst=$2
 	awk -v base="$WORK/data.$(basename "$1" .yaml)" -v file="$WORK/pg.file" '
 		NR == 1 { print "splay: false" } # the bursts run at start
-		/^listen:/ { next }
+		/^(listen|splay):/ { next }
 		/^ *(size|layout_rate|max_duty_cycle|max_write_per_day):/ { next }
 		/^ *(directory|file|device):/ { # the shortened schedule is over any budget
 			indent = $0
@@ -47,7 +47,7 @@ rewrite() {
 		/^ *file:/ { sub(/file:.*/, "file: " file); print; print budget; next }
 		/^ *device:/ { print; print budget; next }
 		/^ *working_set:/ { sub(/working_set:.*/, "working_set: 8MiB") }
-		/^ *every: *15m/ { sub(/15m/, "5s") }
+		/^ *every: *(15m|30m)/ { sub(/(15m|30m)/, "5s") }
 		/^ *every: *1h/ { sub(/1h/, "20s") }
 		/^ *duration:/ { sub(/duration:.*/, "duration: 500ms") }
 		/^ *ramp:/ { sub(/ramp:.*/, "ramp: 100ms") }

@@ -103,8 +103,10 @@ static void test_ping_costs(void **state)
 static void test_burst_costs(void **state)
 {
 	(void)state;
-	/* 10s every 15m: 4 x 10s, reads only */
-	probe_cost(TARGET("") "  - {name: b, type: burst, target: d}\n", 0, 40, 0);
+	/* the defaults, 10s every 30m: 2 x 10s, reads only */
+	probe_cost(TARGET("") "  - {name: b, type: burst, target: d}\n", 0, 20, 0);
+	/* 10s every 15m: 4 x 10s */
+	probe_cost(TARGET("") "  - {name: b, type: burst, target: d, every: 15m}\n", 0, 40, 0);
 	/* ramp counts: 2 x (5s + 30s); randrw 70% reads at 2000 IOPS (below 16 x
 	 * 500 a queue), sizes 4k..64k: mean 34KiB. 48 runs a day x 70000 I/Os x
 	 * 30% x 34KiB. */
@@ -172,13 +174,18 @@ static void test_within_and_over(void **state)
 	assert_budget(TARGET("    expected_latency: 10ms\n") "  - {name: r, type: ping, "
 							     "target: d}\n",
 		      0, NULL);
-	/* the default burst (40s an hour) is over the default 1% */
-	assert_budget(TARGET("") "  - {name: b, type: burst, target: d}\n", -EDQUOT,
+	/* the default burst and a 1s ping (20s + 7.2s an hour) are within 1% */
+	assert_budget(TARGET("") "  - {name: b, type: burst, target: d}\n"
+				 "  - {name: p, type: ping, target: d}\n",
+		      0, NULL);
+	/* a default burst every 15m (40s an hour) is over the default 1% */
+	assert_budget(TARGET("") "  - {name: b, type: burst, target: d, every: 15m}\n", -EDQUOT,
 		      "b.yaml:2:5: target 'd': the schedule keeps it busy 40.0s an hour (1.11%), "
 		      "over 'max_duty_cycle' (1%, 36.0s an hour); most costly: b 40.0s (100%); "
 		      "probe less often or for less time, or raise 'max_duty_cycle'");
 	/* ...and within 2% */
-	assert_budget(TARGET("    max_duty_cycle: 2%\n") "  - {name: b, type: burst, target: d}\n",
+	assert_budget(TARGET("    max_duty_cycle: 2%\n") "  - {name: b, type: burst, target: d, "
+							 "every: 15m}\n",
 		      0, NULL);
 	/* 100% is no limit, even for two bursts that each take half the time */
 	assert_budget(TARGET("    max_duty_cycle: 100%\n") "  - {name: b, type: burst, target: d, "

@@ -692,10 +692,6 @@ static const struct bad_case bad_cases[] = {
 	{"burst_every_overlap", T B "    duration: 30s\n    ramp: 5s\n    every: 35s\n",
 	 "t.yaml:10:12: probe 'b1': 'every' (35s) must be longer than 'ramp' + 'duration' (5s + "
 	 "30s), or the burst would overlap itself"},
-	/* The default 'every' (15m) is too short: point at what made it so. */
-	{"burst_default_every_overlap", T B "    duration: 10m\n    ramp: 5m\n",
-	 "t.yaml:8:15: probe 'b1': 'every' (15m) must be longer than 'ramp' + 'duration' (5m + "
-	 "10m), or the burst would overlap itself"},
 	{"burst_every_ramp_ios", T B "    ios: 1000\n    ramp: 2m\n    every: 1m\n",
 	 "t.yaml:10:12: probe 'b1': 'every' (1m) must be longer than 'ramp' (2m), or the burst "
 	 "would overlap itself"},
@@ -706,10 +702,6 @@ static const struct bad_case bad_cases[] = {
 	{"burst_ios_rate_over_every", T B "    ios: 6000\n    rate_iops: 100\n    every: 1m\n",
 	 "t.yaml:10:12: probe 'b1': 'every' (1m) must be longer than 'ramp' + 'ios' / "
 	 "'rate_iops' (0s + 1m), or the burst would overlap itself"},
-	{"burst_ios_rate_over_default_every",
-	 T B "    rate_iops: 100\n    ramp: 6m\n    ios: 60000\n",
-	 "t.yaml:10:10: probe 'b1': 'every' (15m) must be longer than 'ramp' + 'ios' / "
-	 "'rate_iops' (6m + 10m), or the burst would overlap itself"},
 
 	/* buffer memory: jobs x iodepth x the largest block, each rounded up to 4KiB */
 	{"burst_buffers_too_big", T B "    jobs: 64\n    iodepth: 256\n    block_size: 16m\n",
@@ -1243,7 +1235,7 @@ static void test_print_burst(void **state)
 				   "    duration: 1m30s\n"
 				   "    rate_iops: 0\n"
 				   "    ramp: 500ms\n"
-				   "    every: 15m\n"
+				   "    every: 30m\n"
 				   "    working_set: 0\n"
 				   "    timeout: 10s\n"
 				   "    engine: auto\n"
@@ -2133,7 +2125,7 @@ static void test_probe_same(void **state)
 		"  - name: p1\n    type: burst\n    target: disk\n    ios: 1000\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    rate_iops: 1000\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    ramp: 1s\n",
-		"  - name: p1\n    type: burst\n    target: disk\n    every: 30m\n",
+		"  - name: p1\n    type: burst\n    target: disk\n    every: 15m\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    timeout: 5s\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    busy_backoff: false\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    busy_utilization: 80%\n",
