@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/ping.sh — ping accuracy: back-to-back QD1 4k O_DIRECT random reads of one
 # 256 MiB random-filled file on the build directory's disk (not tmpfs), by
-#   iopulse   `iopulse probe --count N --interval 0 --json`, a ping, engine sync
+#   iopulse   `iopulse probe --count N --interval 0 --json`, a ping on the engine a
+#             ping gets by default ('auto'), or ENGINE when set (sync, io_uring, libaio)
 #   bareloop  bench/bareloop.c: pread between two clock_gettime, nothing else
 #   fio       --ioengine=psync --direct=1 --rw=randread --bs=4k --iodepth=1 (clat)
 #   ioping    -D -i 0 -c N -s 4k -S 256m (per-request times from -J)
@@ -17,6 +18,7 @@ need cc ioping
 
 ROUNDS=${ROUNDS:-9}
 COUNT=${COUNT:-10000}
+ENGINE=${ENGINE:-auto}
 FILE=$WORK/data
 RES=$WORK/results.tsv
 : >"$RES"
@@ -33,20 +35,21 @@ probes:
   - name: read-ping
     type: ping
     target: disk
-    engine: sync
+    engine: $ENGINE
     op: read
     block_size: 4KiB
 YAML
 
-# Each prints "p50_ns p99_ns".
+# Each prints "p50_ns p99_ns"; iopulse also keeps the engine it ran on ('auto' resolved).
 run_iopulse() {
 	"$IOPULSE" probe --config "$WORK/ping.yaml" --count "$COUNT" --interval 0 --json |
 		python3 -c '
 import json, sys
 p = json.load(sys.stdin)["probes"][0]
 assert p["status"] == "ok", p
+open(sys.argv[1], "w").write(p["engine"])
 l = p["ops"][0]["latency_seconds"]
-print(round(l["p50"] * 1e9), round(l["p99"] * 1e9))'
+print(round(l["p50"] * 1e9), round(l["p99"] * 1e9))' "$WORK/engine"
 }
 run_bareloop() {
 	"$WORK/bareloop" "$FILE" "$COUNT" 4096 | cut -d' ' -f1,2
@@ -77,7 +80,7 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
-python3 - "$RES" "$COUNT" <<'PY'
+python3 - "$RES" "$COUNT" "$ENGINE -> $(cat "$WORK/engine")" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
 rounds = sorted({int(r[1]) for r in rows})
@@ -86,8 +89,8 @@ med = lambda tool, c: st.median(val[tool, k][c] for k in rounds)
 # Paired: each round's ratio to the bare loop of the same round, then the median.
 pair = lambda tool, c: st.median(val[tool, k][c] / val["bareloop", k][c] for k in rounds)
 print()
-print("QD1 4k O_DIRECT random reads, 256 MiB file on disk, %s per run, %d rounds"
-      % (sys.argv[2], len(rounds)))
+print("QD1 4k O_DIRECT random reads, 256 MiB file on disk, %s per run, %d rounds, "
+      "iopulse engine %s" % (sys.argv[2], len(rounds), sys.argv[3]))
 print()
 print("%-9s %8s %8s %10s %10s %12s %12s" % ("tool", "p50 us", "p99 us", "p50/bare",
       "p99/bare", "p50/bare", "p99/bare"))
