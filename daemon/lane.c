@@ -32,6 +32,9 @@ static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct
 			  lp->cfg->name, ioprio_format(lp->cfg->io_priority, why, sizeof(why)));
 	else if (r < 0)
 		log_error_errno(r, "Probe %s: cannot be set up: %m", lp->cfg->name);
+	else if (strcmp(lp->cfg->engine, "auto") == 0) /* which engine, and why that one */
+		log_info("Probe %s: engine auto -> %s (%s)", lp->cfg->name, lp->engine,
+			 probe_engine_why(lp->cfg));
 	else
 		log_debug("Probe %s: %s on target %s, engine %s", lp->cfg->name,
 			  cfg_probe_kind_name(lp->cfg->kind), l->cfg->name, lp->engine);

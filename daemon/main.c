@@ -29,6 +29,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "oneshot.h"
+#include "probe.h"
 #include "probe_cli.h"
 #include "process.h"
 #include "scheduler.h"
@@ -240,7 +241,7 @@ static void warn_io_priority(const struct cfg_probe *p)
 static void check_warnings(const struct config *cfg)
 {
 	for (unsigned i = 0; i < cfg->n_probes; i++) {
-		const struct engine_ops *e = eng_resolve(cfg->probes[i].engine, &(int){0});
+		const struct engine_ops *e = probe_engine_of(&cfg->probes[i], &(int){0});
 
 		oneshot_warn_depth(&cfg->probes[i], e ? e->name : cfg->probes[i].engine);
 		warn_io_priority(&cfg->probes[i]);
@@ -357,7 +358,8 @@ static int set_engines(struct metrics *m)
 	}
 	best = eng_resolve("auto", &r);
 	if (best)
-		log_info("Engine 'auto' is %s on this system", best->name);
+		log_info("Engine 'auto' is %s for bursts and sync for pings on this system",
+			 best->name);
 	return 0;
 }
 

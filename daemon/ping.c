@@ -31,7 +31,7 @@ int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
 
 	if (cfg->block_size == 0 || cfg->block_size > CFG_MAX_BLOCK_SIZE)
 		return -EINVAL;
-	p->ops = eng_resolve(cfg->engine, &r); /* "auto": the best engine here */
+	p->ops = eng_resolve_qd1(cfg->engine, &r); /* as probe_engine_of() for a ping */
 	if (!p->ops)
 		return r;
 	if (posix_memalign(&p->buf, PROBE_BUF_ALIGN, cfg->block_size) != 0) {
@@ -326,6 +326,7 @@ static void ping_probe_free(struct probe *p)
 
 const struct probe_ops ping_probe_ops = {
 	.kind = CFG_PROBE_PING,
+	.flags = PROBE_F_QD1,
 	.io_ops = ping_io_ops,
 	.op_name = ping_op_name,
 	.init = ping_probe_init,

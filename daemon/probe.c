@@ -26,6 +26,25 @@ const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind)
 	return NULL;
 }
 
+const struct engine_ops *probe_engine_of(const struct cfg_probe *c, int *err)
+{
+	const struct probe_ops *ops = probe_ops_of(c->kind);
+
+	if (ops && (ops->flags & PROBE_F_QD1))
+		return eng_resolve_qd1(c->engine, err);
+	return eng_resolve(c->engine, err);
+}
+
+const char *probe_engine_why(const struct cfg_probe *c)
+{
+	const struct probe_ops *ops = probe_ops_of(c->kind);
+
+	if (ops && (ops->flags & PROBE_F_QD1))
+		return "QD1: no queue to fill; io_uring/libaio add submission overhead, see "
+		       "iopulse.yaml(5)";
+	return "a queue to keep full: the first of io_uring, libaio, sync that works here";
+}
+
 int probe_init(struct probe *p, const struct cfg_probe *cfg, struct target *t,
 	       const uint64_t *bounds_ns, unsigned n_bounds)
 {
@@ -40,7 +59,7 @@ int probe_init(struct probe *p, const struct cfg_probe *cfg, struct target *t,
 	};
 	if (!p->ops)
 		return -EINVAL;
-	p->engine = eng_resolve(cfg->engine, &r); /* "auto": the best engine here */
+	p->engine = probe_engine_of(cfg, &r);
 	if (!p->engine)
 		return r;
 	/* Realtime needs a capability: refused now, not at every run. */

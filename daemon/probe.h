@@ -64,6 +64,9 @@ struct probe;
 /* Holds the target for a long run by design (a burst): a probe waiting behind it
  * is expected, not a sign of slow storage (reason "burst", not "busy"). */
 #define PROBE_F_EXCLUSIVE (1u << 2)
+/* One I/O at a time (a ping): 'engine: auto' is the engine that adds least to
+ * each I/O, eng_resolve_qd1(), not the best at keeping a queue full. */
+#define PROBE_F_QD1 (1u << 3)
 
 struct probe_ops {
 	enum cfg_probe_kind kind;
@@ -82,7 +85,7 @@ struct probe_ops {
 struct probe {
 	const struct probe_ops *ops;
 	const struct cfg_probe *cfg;
-	const struct engine_ops *engine; /* cfg->engine resolved ("auto": the best here) */
+	const struct engine_ops *engine; /* cfg->engine resolved (probe_engine_of()) */
 	struct target *target;		 /* the caller's; open before each run */
 	const uint64_t *bounds_ns;	 /* classic histogram bounds */
 	unsigned n_bounds;
@@ -96,6 +99,13 @@ extern const struct probe_ops ping_probe_ops, burst_probe_ops;
 
 /* The row of @kind; never NULL for a kind the configuration accepts. */
 const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind);
+
+/* The engine @c runs on: its 'engine' resolved for its kind ("auto": sync for a
+ * kind with PROBE_F_QD1, else the first available of io_uring, libaio, sync).
+ * NULL with *err as eng_resolve(). */
+const struct engine_ops *probe_engine_of(const struct cfg_probe *c, int *err);
+/* Why "auto" means what probe_engine_of() says for @c, in a few words. */
+const char *probe_engine_why(const struct cfg_probe *c);
 
 /* Sets up @p for @cfg on @t. 0 or -errno (-ENOENT: engine not built in,
  * -EOPNOTSUPP: not available here, -EPERM: its 'io_priority' is realtime and

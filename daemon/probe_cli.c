@@ -63,7 +63,8 @@ static const char usage[] =
 	"      --rw MODE           burst: randread, randwrite, randrw, read or write\n"
 	"      --duration TIME     burst: how long (default 10s)\n"
 	"  -Q, --iodepth N         burst: I/Os in flight (default 32)\n"
-	"      --engine ENGINE     auto, io_uring, libaio, sync or null (default auto)\n"
+	"      --engine ENGINE     auto, io_uring, libaio, sync or null (default auto:\n"
+	"                          sync for a ping, io_uring/libaio/sync for a burst)\n"
 	"      --allow-tmpfs       measure tmpfs/ramfs anyway (that is RAM, not a disk)\n"
 	"      --config FILE       run the probes of this YAML configuration\n"
 	"  -h, --help              show this help\n";

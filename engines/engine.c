@@ -104,6 +104,16 @@ const struct engine_ops *eng_resolve(const char *name, int *err)
 	return ops;
 }
 
+const struct engine_ops *eng_resolve_qd1(const char *name, int *err)
+{
+	if (name && strcmp(name, "auto") == 0) {
+		if (err)
+			*err = 0;
+		return &eng_sync_ops; /* always there: it needs only pread/pwrite */
+	}
+	return eng_resolve(name, err);
+}
+
 int eng_init(struct engine *e, const struct engine_ops *ops, int fd, unsigned depth)
 {
 	int r;

@@ -94,6 +94,15 @@ bool eng_available(const struct engine_ops *ops);
  */
 const struct engine_ops *eng_resolve(const char *name, int *err);
 
+/*
+ * As eng_resolve(), for one request at a time (queue depth 1, a ping): "auto" is
+ * sync there. With no queue to keep full, an engine that queues only adds its
+ * submission and completion path to each request's latency; io_uring also punts a
+ * request the filesystem cannot start inline to a kernel worker (io-wq), which
+ * inflates the tail (iopulse.yaml(5), 'engine', has the figures).
+ */
+const struct engine_ops *eng_resolve_qd1(const char *name, int *err);
+
 /* init/cleanup wrappers that fill in e->ops/fd/depth. 0 or -errno (-EINVAL for depth
  * 0 or above ENGINE_MAX_DEPTH). */
 int eng_init(struct engine *e, const struct engine_ops *ops, int fd, unsigned depth);

@@ -15,7 +15,8 @@
 #                     create too, like a dead NFS server
 #   hangfs_said N T   hangfs has logged "hangfs: T" N times
 #   wait_hangfs S N T wait up to S seconds for that
-#   hung_config F E [D]  write a schedule pinging $MNT with engine E to file F
+#   hung_config F E [D]  write a schedule pinging $MNT with engine E ("": the
+#                        default) to file F
 #                     (and a healthy target in directory D)
 # At exit it thaws before the daemons are stopped, then unmounts.
 
@@ -118,8 +119,9 @@ hangfs_mount() {
 }
 
 # hung_config FILE ENGINE [DIR]: a schedule with one target, "hung", on $MNT
-# (O_DIRECT), read-pinged every 100ms with a 1s timeout by probe "ping" on ENGINE;
-# with DIR, a second target "ok" there (created), pinged by probe "ok".
+# (O_DIRECT), read-pinged every 100ms with a 1s timeout by probe "ping" on ENGINE
+# ("": no 'engine' key, the default); with DIR, a second target "ok" there
+# (created), pinged by probe "ok".
 hung_config() {
 	{
 		cat <<-EOF
@@ -146,8 +148,8 @@ hung_config() {
 			    op: read
 			    interval: 100ms
 			    timeout: 1s
-			    engine: $2
 		EOF
+		[[ -z $2 ]] || printf '    engine: %s\n' "$2"
 		[[ -z ${3:-} ]] || cat <<-EOF
 			  - name: ok
 			    type: ping

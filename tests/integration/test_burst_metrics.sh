@@ -305,11 +305,19 @@ done
 
 # ---- what each probe and target is -------------------------------------------
 
-# "auto" resolved: the same engine for both, and a real one.
-ENGINE=$(sed -n 's/^iopulse_probe_info{probe="rd",.*engine="\([^"]*\)",.*} 1$/\1/p' "$PAGE")
-[[ $ENGINE =~ ^(io_uring|libaio|sync)$ ]] || fail "rd's engine is '$ENGINE'"
+# "auto" resolved: for the burst the best queueing engine here, the one the
+# daemon says 'auto' is; for the ping sync (QD1: least added to each I/O). Each
+# says so in the log, with its reason.
+ENGINE=$(sed -n 's/^iopulse_probe_info{probe="mix",.*engine="\([^"]*\)",.*} 1$/\1/p' "$PAGE")
+[[ $ENGINE =~ ^(io_uring|libaio|sync)$ ]] || fail "mix's engine is '$ENGINE'"
+grep -qF "Engine 'auto' is $ENGINE for bursts and sync for pings" "$DAEMON_LOG" ||
+	fail "the daemon does not say 'auto' is $ENGINE for bursts:"$'\n'"$(cat "$DAEMON_LOG")"
+grep -qF "Probe mix: engine auto -> $ENGINE (a queue to keep full:" "$DAEMON_LOG" ||
+	fail "no log line saying why mix runs on $ENGINE"
+grep -qF "Probe rd: engine auto -> sync (QD1: no queue to fill;" "$DAEMON_LOG" ||
+	fail "no log line saying why rd runs on sync"
 for s in "iopulse_probe_info{$MIX,type=\"burst\",op=\"randrw\",engine=\"$ENGINE\",io_priority=\"idle\"} 1" \
-	"iopulse_probe_info{$RD,type=\"ping\",op=\"read\",engine=\"$ENGINE\",io_priority=\"none\"} 1" \
+	"iopulse_probe_info{$RD,type=\"ping\",op=\"read\",engine=\"sync\",io_priority=\"none\"} 1" \
 	"iopulse_probe_interval_seconds{$MIX} 2" "iopulse_probe_interval_seconds{$RD} 0.1" \
 	"iopulse_probe_interval_seconds{probe=\"A\",target=\"t2\"} 2.5"; do
 	grep -qxF "$s" "$PAGE" || fail "no line '$s' in:"$'\n'"$(grep '^iopulse_probe_in' "$PAGE")"

@@ -23,7 +23,7 @@ require_disk "$WORK"
 HANGFS_FREEZE_METADATA=1 hangfs_mount
 hangfs_said 1 'freezing metadata too' || fail "hangfs does not say it freezes metadata"
 
-hung_config "$WORK/c.yaml" sync "$WORK/ok"
+hung_config "$WORK/c.yaml" "" "$WORK/ok"
 "$IOPULSE" check --config "$WORK/c.yaml" >/dev/null || fail "the test's configuration is invalid"
 
 UP_HUNG='iopulse_target_up{target="hung"}'

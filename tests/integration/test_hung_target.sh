@@ -31,12 +31,10 @@ hangfs_mount
 # direct: true works: FUSE files have a direct_IO method, so fcntl(F_SETFL,
 # O_DIRECT) is accepted; hangfs opens every file with direct_io anyway, so no
 # read is answered from the page cache in front of the freeze.
-# The engine under test: sync (a lane stuck in pread) unless the caller says
-# otherwise (test_hung_target_uring.sh runs the same scenario on io_uring).
-ENGINE=${HUNG_ENGINE:-sync}
-note "engine $ENGINE"
-
-hung_config "$WORK/hung.yaml" "$ENGINE"
+# The engine under test: a ping's default, which is sync (a lane stuck in
+# pread), unless the caller names one (test_hung_target_uring.sh runs the same
+# scenario on io_uring). ENGINE is the one the probe runs on, from its info series.
+hung_config "$WORK/hung.yaml" "${HUNG_ENGINE:-}"
 
 UP='iopulse_target_up{target="hung"}'
 INFLIGHT='iopulse_target_inflight_seconds{target="hung"}'
@@ -72,6 +70,10 @@ num "$v" '==' 0 || fail "$v timeouts counted before any freeze"
 [[ -f $BACKING/.iopulse-probe ]] || fail "no probe file in the backing directory $BACKING"
 grep -q 'read blocked' "$HANGFS_LOG" && fail "hangfs blocked a read before the freeze"
 sample_into IOS0 "$PAGE" "$IOS"
+ENGINE=$(sed -n 's/^iopulse_probe_info{probe="ping",.*engine="\([^"]*\)",.*} 1$/\1/p' "$PAGE")
+[[ $ENGINE == "${HUNG_ENGINE:-sync}" ]] ||
+	fail "the ping runs on '$ENGINE', want ${HUNG_ENGINE:-sync} ('engine: ${HUNG_ENGINE:-auto}')"
+note "engine $ENGINE ('engine: ${HUNG_ENGINE:-auto}')"
 
 # The daemon's descriptor of the probe file really has O_DIRECT (fdinfo flags are
 # octal; O_DIRECT's value depends on the architecture).

@@ -21,9 +21,19 @@ pinging() {
 	num "$v" '>' 0
 }
 
+# The pings run on their default engine, sync: a stop must not wait for it either.
+on_sync() {
+	local p
+	for p in p1 w1; do
+		grep -q "^iopulse_probe_info{probe=\"$p\",.*engine=\"sync\"" "$PAGE" ||
+			fail "ping $p does not run on sync:"$'\n'"$(grep '^iopulse_probe_info' "$PAGE")"
+	done
+}
+
 for sig in TERM INT; do
 	start_daemon "$CFG"
 	wait_until 10 "write pings running before SIG$sig" pinging
+	on_sync
 	stop_daemon "$sig" 2
 done
 note "pass"

@@ -858,6 +858,28 @@ static void test_resolve(void **state)
 #endif
 }
 
+/* One request at a time: "auto" is sync, whatever queues here; a name is a name. */
+static void test_resolve_qd1(void **state)
+{
+	int err = 12345;
+
+	(void)state;
+	assert_ptr_equal(eng_resolve_qd1("auto", &err), &eng_sync_ops);
+	assert_int_equal(err, 0);
+	assert_ptr_equal(eng_resolve_qd1("auto", NULL), &eng_sync_ops);
+	for (const struct engine_ops *const *o = eng_table; *o; o++) {
+		int want = 12345;
+
+		err = 12345;
+		assert_ptr_equal(eng_resolve_qd1((*o)->name, &err), eng_resolve((*o)->name, &want));
+		assert_int_equal(err, want);
+	}
+	assert_null(eng_resolve_qd1("nope", &err));
+	assert_int_equal(err, -ENOENT);
+	assert_null(eng_resolve_qd1(NULL, &err));
+	assert_int_equal(err, -ENOENT);
+}
+
 /* The availability probe: fd -1, depth 1, creates the kernel context and nothing else. */
 static void test_probe_without_fd(void **state)
 {
@@ -970,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_reap_timeout_and_cancel),
 		cmocka_unit_test(test_libaio_fdatasync_fallback),
 		cmocka_unit_test(test_resolve),
+		cmocka_unit_test(test_resolve_qd1),
 		cmocka_unit_test(test_probe_without_fd),
 #ifdef WITH_IO_URING
 		cmocka_unit_test(test_io_uring_thread),

@@ -503,6 +503,41 @@ static void test_io_priority_applied(void **state)
 	target_close(&f.t);
 }
 
+/* 'engine: auto' is sync for a ping (QD1: the least added to each I/O) and the
+ * best queueing engine here for a burst; a named engine is that engine, both
+ * for the probe (iopulse_probe_info's label) and for the ping that runs. */
+static void test_auto_engine(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
+	struct tu_dir_target f;
+	struct probe p;
+	int err;
+
+	(void)state;
+	tu_open_dir_target(&f, MIB);
+	strcpy(cfg.engine, "auto");
+	assert_ptr_equal(probe_engine_of(&cfg, &err), &eng_sync_ops);
+	assert_int_equal(err, 0);
+	assert_int_equal(probe_init(&p, &cfg, &f.t, NULL, 0), 0);
+	assert_ptr_equal(p.engine, &eng_sync_ops);
+	assert_ptr_equal(((struct ping *)p.state)->ops, &eng_sync_ops);
+	assert_non_null(strstr(probe_engine_why(&cfg), "QD1"));
+	probe_free(&p);
+
+	strcpy(cfg.engine, "null");
+	assert_int_equal(probe_init(&p, &cfg, &f.t, NULL, 0), 0);
+	assert_ptr_equal(p.engine, &eng_null_ops);
+	assert_ptr_equal(((struct ping *)p.state)->ops, &eng_null_ops);
+	probe_free(&p);
+
+	cfg.kind = CFG_PROBE_BURST;
+	strcpy(cfg.engine, "auto");
+	assert_ptr_equal(probe_engine_of(&cfg, &err), eng_resolve("auto", NULL));
+	assert_int_equal(err, 0);
+	assert_null(strstr(probe_engine_why(&cfg), "QD1"));
+	target_close(&f.t);
+}
+
 /* Drops CAP_SYS_ADMIN and CAP_SYS_NICE from the calling thread's effective set
  * (a no-op when not root): what realtime priorities need. */
 static void drop_rt_caps(void)
@@ -565,6 +600,7 @@ int main(void)
 		cmocka_unit_test(test_reinit_on_new_fd),
 		cmocka_unit_test(test_null_engine),
 		cmocka_unit_test(test_io_priority_applied),
+		cmocka_unit_test(test_auto_engine),
 		cmocka_unit_test(test_io_priority_realtime_refused),
 	};
 
