@@ -194,6 +194,8 @@ struct cfg_probe {
 	uint64_t block_size_max; /* bytes; == block_size unless a burst range "2k-16k" */
 	uint64_t working_set;	 /* bytes; 0 = the whole target */
 	uint64_t timeout_ns;	 /* per I/O */
+	uint64_t warmup_idle_ns; /* ping 'warmup_after': the target idle longer than
+				  * this, a warm-up I/O goes first; 0 = never */
 	char engine[16];	 /* "auto", "io_uring", "libaio", "sync" or "null" */
 	int io_priority;	 /* ioprio_set(2)'s value (ioprio.h); 0 = none */
 	enum cfg_rw rw;		 /* burst */

@@ -150,16 +150,15 @@ static int timed(struct ping *p, struct io_req *req, struct ping_io *io)
 	return 0;
 }
 
-int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
+/* Checks that @p can run on @t and sets its engine up for t->fd; the working set
+ * in *@ws. 0 or -errno as probe_ping_run(). */
+static int ping_setup(struct ping *p, const struct target *t, uint64_t *ws)
 {
 	const struct cfg_probe *cfg = p->cfg;
 	const uint64_t bs = cfg->block_size;
-	const bool write = cfg->op == IO_WRITE;
-	uint64_t avail, ws, slots;
-	struct io_req req;
+	uint64_t avail;
 	int ret;
 
-	memset(r, 0, sizeof(*r));
 	if (!p->ops)
 		return -EINVAL;
 	if (!p->buf && posix_memalign(&p->buf, PROBE_BUF_ALIGN, bs) != 0) {
@@ -168,7 +167,7 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 	}
 	if (t->fd < 0)
 		return -EBADF;
-	if (write && !t->writable)
+	if (cfg->op == IO_WRITE && !t->writable)
 		return -EBADF; /* config rejects this already; never write to a file we did
 				* not create */
 	if (t->mem_align == 0 || t->mem_align > PROBE_BUF_ALIGN || t->offset_align == 0 ||
@@ -176,8 +175,8 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 	    t->data_end < t->data_start)
 		return -EINVAL;
 	avail = t->data_end - t->data_start;
-	ws = cfg->working_set ? cfg->working_set : avail;
-	if (ws < bs || ws > avail)
+	*ws = cfg->working_set ? cfg->working_set : avail;
+	if (*ws < bs || *ws > avail)
 		return -EINVAL;
 
 	if (p->eng_fd != t->fd) {
@@ -189,6 +188,64 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 			return ret;
 		p->eng_fd = t->fd;
 	}
+	return 0;
+}
+
+/* The ping's I/O at @offset (fresh data for a write), then its fdatasync if it
+ * has one: into @io and @sync. 0, or -errno as run_one(). */
+static int ping_ios(struct ping *p, uint64_t offset, struct ping_io *io, struct ping_io *sync)
+{
+	const struct cfg_probe *cfg = p->cfg;
+	const bool write = cfg->op == IO_WRITE;
+	struct io_req req;
+	int ret;
+
+	if (write)
+		rng_fill(&p->rng, p->buf, cfg->block_size); /* fresh data, before the clock */
+
+	req = (struct io_req){
+		.buf = p->buf,
+		.offset = offset,
+		.len = (uint32_t)cfg->block_size,
+		.op = write ? IO_WRITE : IO_READ,
+	};
+	ret = timed(p, &req, io);
+	if (ret < 0)
+		return ret;
+
+	if (write && cfg->sync == CFG_SYNC_FDATASYNC) {
+		if (p->eng_fd < 0) { /* the write was abandoned (shutdown): no engine */
+			sync->result = -ETIME;
+			return 0;
+		}
+		/* Even after a failed write: fdatasync reports writeback errors. */
+		req = (struct io_req){.op = IO_FDATASYNC};
+		return timed(p, &req, sync);
+	}
+	return 0;
+}
+
+/* Whether the next ping warms the target up first: 'warmup_after' is set and no
+ * I/O of ours (any probe's) ended on the target for longer than that, or none
+ * did yet since start: the device may have gone to sleep. */
+static bool warmup_due(const struct ping *p, const struct target *t)
+{
+	const uint64_t idle = p->cfg->warmup_idle_ns;
+
+	return idle && (t->last_io_ns == 0 || eng_now_ns() - t->last_io_ns > idle);
+}
+
+int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
+{
+	const struct cfg_probe *cfg = p->cfg;
+	const uint64_t bs = cfg->block_size;
+	uint64_t ws, slots, slot, other;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	ret = ping_setup(p, t, &ws);
+	if (ret < 0)
+		return ret;
 
 	/* Offsets are aligned to the block size, as fio's blockalign=bs and ioping do:
 	 * a 4k write at a 512-aligned offset straddles two 4k physical sectors and
@@ -196,33 +253,30 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 	 * 4KiB aligned, so blocks are physically aligned too. */
 	slots = (ws - bs) / bs + 1;
 	if (cfg->sequential) /* iopulse probe -L: as ioping -L, wrapping at the end */
-		r->offset = t->data_start + (p->next_slot++ % slots) * bs;
+		slot = p->next_slot++ % slots;
 	else
-		r->offset = t->data_start + rng_below(&p->rng, slots) * bs;
+		slot = rng_below(&p->rng, slots);
+	r->offset = t->data_start + slot * bs;
 
-	if (write)
-		rng_fill(&p->rng, p->buf, bs); /* fresh data, before the clock starts */
-
-	req = (struct io_req){
-		.buf = p->buf,
-		.offset = r->offset,
-		.len = (uint32_t)bs,
-		.op = write ? IO_WRITE : IO_READ,
-	};
-	ret = timed(p, &req, &r->io);
-	if (ret < 0)
-		return ret;
-
-	if (write && cfg->sync == CFG_SYNC_FDATASYNC) {
-		if (p->eng_fd < 0) { /* the write was abandoned (shutdown): no engine */
-			r->sync.result = -ETIME;
+	if (warmup_due(p, t)) {
+		/* Same op and size, to another block: one the device just read would
+		 * answer the measured read from its cache. A write ping's goes to the
+		 * probe file like any of its writes, with its fdatasync, so that the
+		 * measured fdatasync flushes only the measured write. */
+		other = slots > 1 ? rng_below(&p->rng, slots - 1) : 0;
+		if (slots > 1 && other >= slot)
+			other++;
+		r->warmed = true;
+		ret = ping_ios(p, t->data_start + other * bs, &r->warm_io, &r->warm_sync);
+		if (ret < 0)
+			return ret;
+		if (p->eng_fd < 0 || (p->stop && atomic_load(p->stop))) {
+			/* Abandoned (shutdown, an engine error): nothing measured. */
+			r->io.result = r->sync.result = -ETIME;
 			return 0;
 		}
-		/* Even after a failed write: fdatasync reports writeback errors. */
-		req = (struct io_req){.op = IO_FDATASYNC};
-		return timed(p, &req, &r->sync);
 	}
-	return 0;
+	return ping_ios(p, r->offset, &r->io, &r->sync);
 }
 
 /* ---------------------------------------------------------------- probe ops */
@@ -261,10 +315,11 @@ static int ping_probe_init(struct probe *p)
 	return 0;
 }
 
-/* One I/O of the ping into @out. A wait given up (-ETIME: shutdown, or no engine
- * left after an abandoned write) measured nothing. */
-static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op,
-		   const struct ping_io *io, uint64_t want)
+/* The timeout and failure of one I/O of the ping into @out; whether it completed
+ * in full. A wait given up (-ETIME: shutdown, or no engine left after an
+ * abandoned write) measured nothing. */
+static bool io_done(struct probe *p, struct probe_outcome *out, enum io_op op,
+		    const struct ping_io *io, uint64_t want)
 {
 	struct probe_op_outcome *o = &out->op[op];
 
@@ -282,11 +337,32 @@ static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op,
 		o->short_ios++;
 		probe_outcome_io_error(out, -EIO, "short transfer");
 	} else {
-		o->ios++;
-		o->bytes += (uint64_t)io->result;
-		o->io_ns += io->lat_ns;
-		hist_record(o->hist, io->lat_ns);
+		return true;
 	}
+	return false;
+}
+
+/* One measured I/O of the ping into @out. */
+static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op,
+		   const struct ping_io *io, uint64_t want)
+{
+	struct probe_op_outcome *o = &out->op[op];
+
+	if (!io_done(p, out, op, io, want))
+		return;
+	o->ios++;
+	o->bytes += (uint64_t)io->result;
+	o->io_ns += io->lat_ns;
+	hist_record(o->hist, io->lat_ns);
+}
+
+/* A warm-up I/O: its failures and timeouts count as any I/O's (the device
+ * failed), its latency is the device waking up, not the disk's: counted apart. */
+static void add_warmup(struct probe *p, struct probe_outcome *out, enum io_op op,
+		       const struct ping_io *io, uint64_t want)
+{
+	if (io_done(p, out, op, io, want))
+		out->op[op].warmup_ios++;
 }
 
 static int ping_probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
@@ -302,6 +378,11 @@ static int ping_probe_run(struct probe *p, const _Atomic bool *stop, struct prob
 	out->discard = stop && atomic_load(stop);
 	if (r < 0)
 		return r;
+	if (res.warmed) {
+		add_warmup(p, out, c->op, &res.warm_io, c->block_size);
+		if (c->sync == CFG_SYNC_FDATASYNC)
+			add_warmup(p, out, IO_FDATASYNC, &res.warm_sync, 0);
+	}
 	add_io(p, out, c->op, &res.io, c->block_size);
 	/* Even after a failed write: fdatasync is where writeback errors show. */
 	if (c->sync == CFG_SYNC_FDATASYNC)

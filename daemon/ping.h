@@ -8,6 +8,7 @@
 #define IOPULSE_PING_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -39,6 +40,10 @@ struct ping_result {
 	uint64_t offset;     /* where the I/O went */
 	struct ping_io io;   /* the read or write */
 	struct ping_io sync; /* the fdatasync when cfg->sync == CFG_SYNC_FDATASYNC, else 0 */
+	/* 'warmup_after': the target was idle, so an unmeasured I/O (and fdatasync) of
+	 * the same kind went first, to another block; else all 0. */
+	bool warmed;
+	struct ping_io warm_io, warm_sync;
 };
 
 /* Prepare a ping for @cfg (buffers sized for its block size at max alignment).
@@ -49,7 +54,9 @@ void probe_ping_cleanup(struct ping *p);
 /*
  * One ping against an open target: a random offset aligned to the target's
  * offset alignment inside [data_start, data_start + working_set), one QD1 I/O
- * (fresh random bytes for a write), then fdatasync if configured. Returns 0 when
+ * (fresh random bytes for a write), then fdatasync if configured; first the
+ * same, unmeasured, elsewhere when 'warmup_after' says the target was idle
+ * (t->last_io_ns, which probe_run() keeps when probe_init() set t->idle_tracked). Returns 0 when
  * the I/O was issued (results in @r, which may hold errors), or -errno when it
  * could not be (-EINVAL: block size not a multiple of the alignment, working
  * set larger than the target; -EBADF: target not writable for a write ping).

@@ -62,6 +62,8 @@ int probe_init(struct probe *p, const struct cfg_probe *cfg, struct target *t,
 	p->engine = probe_engine_of(cfg, &r);
 	if (!p->engine)
 		return r;
+	if (cfg->warmup_idle_ns) /* before any run: every probe is set up first */
+		t->idle_tracked = true;
 	/* Realtime needs a capability: refused now, not at every run. */
 	if (ioprio_is_realtime(cfg->io_priority)) {
 		r = ioprio_check_allowed(cfg->io_priority);
@@ -97,6 +99,9 @@ int probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *o
 		}
 	}
 	r = p->ops->run(p, stop, out);
+	/* It did I/O on the target (a burst too): not idle, for 'warmup_after'. */
+	if (r == 0 && p->target->idle_tracked)
+		p->target->last_io_ns = eng_now_ns();
 	if (prio)
 		(void)ioprio_thread_set(old); /* the thread had it: allowed back */
 	return r;

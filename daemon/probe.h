@@ -36,6 +36,7 @@ struct probe_op_outcome {
 	uint64_t errors;     /* completed with -errno */
 	uint64_t short_ios;  /* completed with fewer bytes than asked */
 	uint64_t io_ns;	     /* time measured: pings the sum of latencies, bursts their phase */
+	uint64_t warmup_ios; /* ping: unmeasured warm-up I/Os completed ('warmup_after') */
 };
 
 /* Runs add to it; the consumer clears it when it wants one run's worth. */

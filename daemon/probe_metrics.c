@@ -55,6 +55,33 @@ static int op_series(struct probe_series *s, const struct config *cfg, unsigned 
 	return 0;
 }
 
+/* Warm-up I/Os of each op, for a ping that may make them ('warmup_after'): a
+ * series that could only ever say 0 is left out. */
+static int warmup_series(struct probe_series *s, unsigned io_ops)
+{
+	const char *v[4] = {s->cfg->name, s->target, NULL, NULL};
+	struct metric_family *f;
+
+	if (s->cfg->kind != CFG_PROBE_PING || !s->cfg->warmup_idle_ns)
+		return 0;
+	f = metrics_family(s->m, "iopulse_probe_warmup_ios_total", METRIC_COUNTER,
+			   "Unmeasured warm-up I/Os completed without error, by operation: "
+			   "made before a ping whose target had been idle longer than its "
+			   "warmup_after, and kept out of the latency histogram.",
+			   pto, NULL, 0);
+	if (!f)
+		return -ENOMEM;
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		if (!(io_ops & 1u << op))
+			continue;
+		v[2] = io_op_name(op);
+		s->warmup[op] = metrics_series(f, v);
+		if (!s->warmup[op])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* What the probe is (type, op, engine, io_priority) and how often it runs. */
 static int info_series(struct probe_series *s, const char *engine)
 {
@@ -163,6 +190,8 @@ int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct c
 
 	*s = (struct probe_series){.m = m, .cfg = p, .target = target};
 	r = op_series(s, cfg, ops->io_ops(p));
+	if (r == 0)
+		r = warmup_series(s, ops->io_ops(p));
 	if (r == 0)
 		r = info_series(s, engine);
 	if (r == 0)
@@ -305,6 +334,8 @@ void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o
 			(void)metrics_merge_hist_locked(s->latency[op], oo->hist);
 		metrics_add_locked(s->ios[op], (double)oo->ios);
 		metrics_add_locked(s->bytes[op], (double)oo->bytes);
+		if (s->warmup[op])
+			metrics_add_locked(s->warmup[op], (double)oo->warmup_ios);
 		if (gauges)
 			burst_gauges_locked(s, op, oo, secs);
 	}
@@ -329,6 +360,7 @@ void probe_metrics_drop(struct probe_series *s)
 		drop(&s->latency[op]);
 		drop(&s->ios[op]);
 		drop(&s->bytes[op]);
+		drop(&s->warmup[op]);
 		drop(&s->burst_iops[op]);
 		drop(&s->burst_bw[op]);
 		drop(&s->burst_max[op]);

@@ -36,6 +36,7 @@ struct probe_series {
 	struct metric_series *latency[IO_OP_COUNT];
 	struct metric_series *ios[IO_OP_COUNT];
 	struct metric_series *bytes[IO_OP_COUNT];
+	struct metric_series *warmup[IO_OP_COUNT]; /* pings with 'warmup_after' only */
 	struct metric_series *errors[PROBE_ERR_COUNT];
 	struct metric_series *runs, *last_run;
 	/* By enum probe_wait; every reason exists for every probe from the start

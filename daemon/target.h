@@ -61,6 +61,10 @@ struct target {
 	bool layout_failed;	  /* the last target_open() failed laying out a probe file
 				   * (no room, a write error): what it wrote is freed, and
 				   * retrying at once would write it all again; back off */
+	uint64_t last_io_ns;	  /* eng_now_ns() at the end of the last probe run on it
+				   * (probe_run()), 0 before any: a ping's 'warmup_after' */
+	bool idle_tracked;	  /* some probe on it has 'warmup_after' (probe_init()):
+				   * only then is last_io_ns kept, at a clock read a run */
 
 	/*
 	 * Probe-file layout progress, for a gauge and progress logs; written by the

@@ -88,7 +88,9 @@ diff_series() {
 DIR="$WORK/target"
 CFG="$WORK/iopulse.yaml"
 ping_config "$CFG" "$DIR" 8MiB write "layout_rate: 0"
+# w1 (the last item) with 'warmup_after', for iopulse_probe_warmup_ios_total.
 cat >>"$CFG" <<EOF
+    warmup_after: 1h
   - name: b1
     type: burst
     target: t1

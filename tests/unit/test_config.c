@@ -218,7 +218,7 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:5:13: label 'zone' in 'labels' must not contain control characters"},
 	{"labels_in_probe", T P "    labels: {a: b}\n",
 	 "t.yaml:8:5: unknown key 'labels' in probe (valid keys: name, type, target, op, sync, "
-	 "interval, block_size, working_set, timeout, engine, io_priority)"},
+	 "interval, block_size, working_set, timeout, warmup_after, engine, io_priority)"},
 	{"target_unknown_key_suggest", "targets:\n  - name: disk\n    directroy: /srv/x\n" P,
 	 "t.yaml:3:5: unknown key 'directroy' in target, did you mean 'directory'?"},
 	{"target_both_kinds", "targets:\n  - name: disk\n    directory: /srv/x\n    file: /f\n" P,
@@ -279,7 +279,7 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:8:5: unknown key 'blcok_size' in probe, did you mean 'block_size'?"},
 	{"probe_unknown_key_far", T P "    qd: 4\n",
 	 "t.yaml:8:5: unknown key 'qd' in probe (valid keys: name, type, target, op, sync, "
-	 "interval, block_size, working_set, timeout, engine, io_priority)"},
+	 "interval, block_size, working_set, timeout, warmup_after, engine, io_priority)"},
 	{"probe_duplicate_key", T P "    op: read\n    op: write\n",
 	 "t.yaml:9:5: duplicate key 'op' in probe (first defined at line 8)"},
 	{"probe_bad_name", T "probes:\n  - name: p/1\n    type: ping\n    target: disk\n",
@@ -601,6 +601,10 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:8:5: 'interval' is a ping key; burst probes use 'every'"},
 	{"burst_sync", T B "    sync: fdatasync\n",
 	 "t.yaml:8:5: 'sync' is a ping key; burst probes do not fdatasync"},
+	{"burst_warmup_after", T B "    warmup_after: 1m\n",
+	 "t.yaml:8:5: 'warmup_after' is a ping key; burst probes use 'ramp'"},
+	{"warmup_after_too_long", T P "    warmup_after: 25h\n",
+	 "t.yaml:8:19: 'warmup_after' must be between 0s and 24h, got 25h"},
 	/* Suggestions and lists come from the keys of the probe's kind. */
 	{"burst_unknown_key_suggest", T B "    iodepht: 4\n",
 	 "t.yaml:8:5: unknown key 'iodepht' in probe, did you mean 'iodepth'?"},
@@ -611,10 +615,11 @@ static const struct bad_case bad_cases[] = {
 	 "ramp, every, busy_backoff, busy_utilization, busy_queue_depth)"},
 	{"ping_unknown_key_near_burst_key", T P "    iodepht: 4\n",
 	 "t.yaml:8:5: unknown key 'iodepht' in probe (valid keys: name, type, target, op, sync, "
-	 "interval, block_size, working_set, timeout, engine, io_priority)"},
+	 "interval, block_size, working_set, timeout, warmup_after, engine, io_priority)"},
 	{"untyped_unknown_key_list", T "probes:\n  - name: p1\n    qd: 4\n",
 	 "t.yaml:6:5: unknown key 'qd' in probe (valid keys: name, type, target, op, sync, "
-	 "interval, block_size, working_set, timeout, engine, io_priority, rw, rwmix_read, "
+	 "interval, block_size, working_set, timeout, warmup_after, engine, io_priority, rw, "
+	 "rwmix_read, "
 	 "iodepth, jobs, "
 	 "duration, ios, rate_iops, ramp, every, busy_backoff, busy_utilization, "
 	 "busy_queue_depth)"},
@@ -1001,6 +1006,7 @@ static void test_every_key(void **state)
 		    "  - name: w\n    type: ping\n    target: a\n    op: write\n"
 		    "    sync: fdatasync\n    interval: 1m30s\n    block_size: 8KiB\n"
 		    "    working_set: 1GiB\n    timeout: 2.5s\n    engine: sync\n"
+		    "    warmup_after: 5m\n"
 		    "  - name: r\n    type: ping\n    target: b.2_x-y\n    working_set: 512GiB\n");
 	assert_string_equal(c->listen_host, "::1");
 	assert_int_equal(c->listen_port, 0);
@@ -1021,7 +1027,9 @@ static void test_every_key(void **state)
 	assert_int_equal(p->block_size, 8192);
 	assert_int_equal(p->working_set, 1ULL << 30);
 	assert_int_equal(p->timeout_ns, 2500000000ULL);
+	assert_int_equal(p->warmup_idle_ns, 300 * S);
 	p = &c->probes[1];
+	assert_int_equal(p->warmup_idle_ns, 0); /* off unless asked for */
 	assert_int_equal(p->target, 1);
 	assert_int_equal(p->working_set, 512ULL << 30); /* a file's size is not checked here */
 	assert_print_reloads(c);
@@ -1270,6 +1278,7 @@ static void test_print_burst(void **state)
 				   "    block_size: 4KiB\n"
 				   "    working_set: 0\n"
 				   "    timeout: 10s\n"
+				   "    warmup_after: 0s\n"
 				   "    engine: auto\n"
 				   "    io_priority: none\n";
 	struct config *c;
@@ -1826,6 +1835,7 @@ static void test_print_default(void **state)
 		"    block_size: 4KiB\n"
 		"    working_set: 0\n"
 		"    timeout: 10s\n"
+		"    warmup_after: 0s\n"
 		"    engine: auto\n"
 		"    io_priority: none\n"
 		"  - name: write-ping\n"
@@ -1837,6 +1847,7 @@ static void test_print_default(void **state)
 		"    block_size: 4KiB\n"
 		"    working_set: 0\n"
 		"    timeout: 10s\n"
+		"    warmup_after: 0s\n"
 		"    engine: auto\n"
 		"    io_priority: none\n";
 	struct config *c = NULL;
@@ -2112,6 +2123,7 @@ static void test_probe_same(void **state)
 		"  - name: p1\n    type: ping\n    target: disk\n    block_size: 8KiB\n",
 		"  - name: p1\n    type: ping\n    target: disk\n    working_set: 1MiB\n",
 		"  - name: p1\n    type: ping\n    target: disk\n    timeout: 5s\n",
+		"  - name: p1\n    type: ping\n    target: disk\n    warmup_after: 5m\n",
 		"  - name: p1\n    type: ping\n    target: disk\n    engine: sync\n",
 		"  - name: p1\n    type: ping\n    target: disk\n    io_priority: idle\n",
 		"  - name: p1\n    type: burst\n    target: disk\n",

@@ -29,6 +29,22 @@
 #include "engines/ioprio.h"
 
 #define MIB (1ULL << 20)
+#define SEC 1000000000ULL
+
+/* Replaces engines/clock.c in this binary (a static library's object is only
+ * pulled in when nothing else defines it): the real clock unless a test sets
+ * fake_now_ns, as the warm-up tests do to step over idle periods. */
+static uint64_t fake_now_ns;
+
+uint64_t eng_now_ns(void)
+{
+	struct timespec ts;
+
+	if (fake_now_ns)
+		return fake_now_ns;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return eng_ns(&ts);
+}
 
 static struct cfg_probe ping_cfg(enum io_op op, uint64_t bs)
 {
@@ -444,15 +460,21 @@ static void test_null_engine(void **state)
 	target_close(&f.t);
 }
 
-/* The null engine, noting the submitting thread's I/O priority at each submit. */
+/* The null engine, noting the submitting thread's I/O priority at each submit,
+ * and each request (its op and offset) in seen[0..n_seen). */
 static int spy_prio[4];
 static unsigned spy_submits;
+static struct io_req seen[8];
+static unsigned n_seen;
 
 static int spy_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
 {
 	if (spy_submits < sizeof(spy_prio) / sizeof(spy_prio[0]))
 		spy_prio[spy_submits] = ioprio_thread_get();
 	spy_submits++;
+	for (unsigned i = 0; i < n; i++)
+		if (n_seen < sizeof(seen) / sizeof(seen[0]))
+			seen[n_seen++] = *reqs[i];
 	return eng_null_ops.submit(e, reqs, n);
 }
 
@@ -538,6 +560,154 @@ static void test_auto_engine(void **state)
 	target_close(&f.t);
 }
 
+/* A probe for @cfg on @t whose ping notes its requests (spy_ops), and an outcome. */
+static void note_probe(struct probe *p, struct probe_outcome *out, const struct cfg_probe *cfg,
+		       struct target *t)
+{
+	assert_int_equal(probe_init(p, cfg, t, NULL, 0), 0);
+	((struct ping *)p->state)->ops = &spy_ops; /* struct ping comes first */
+	assert_int_equal(probe_outcome_init(out, (const uint64_t[]){1000}, 1), 0);
+}
+
+/* Frees what note_probe() made, and puts the real clock back. */
+static void note_done(struct probe *p, struct probe_outcome *out)
+{
+	probe_outcome_free(out);
+	probe_free(p);
+	fake_now_ns = 0;
+}
+
+/* @op's measured I/Os (all in the histogram, nothing else) and warm-ups in @out. */
+static void expect_counts(const struct probe_outcome *out, enum io_op op, uint64_t ios,
+			  uint64_t warm)
+{
+	assert_int_equal(out->op[op].ios, ios);
+	assert_int_equal(hist_count(out->op[op].hist), ios);
+	assert_int_equal(out->op[op].warmup_ios, warm);
+}
+
+/* One run at @now_ns: the requests it made, in seen[0..return). */
+static unsigned run_at(struct probe *p, struct probe_outcome *out, uint64_t now_ns)
+{
+	fake_now_ns = now_ns;
+	n_seen = 0;
+	assert_int_equal(probe_run(p, NULL, out), 0);
+	return n_seen;
+}
+
+/*
+ * 'warmup_after: 60s' on a read ping: a warm-up read goes first only when the
+ * target saw no I/O of ours for more than 60s (or none yet), to another block;
+ * it is counted apart and never reaches the histogram. A burst or another probe
+ * on the target (its last_io_ns) counts as activity.
+ */
+static void test_warmup_after_idle(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
+	const uint64_t t0 = 1000 * SEC;
+	struct probe_outcome out;
+	struct tu_dir_target f;
+	struct probe p;
+
+	(void)state;
+	tu_open_dir_target(&f, MIB);
+	cfg.warmup_idle_ns = 60 * SEC;
+	cfg.working_set = 2 * 4096; /* two blocks: the warm-up must take the other */
+	note_probe(&p, &out, &cfg, &f.t);
+	/* Nothing since start: warm up. Two reads, different blocks, one measured. */
+	assert_int_equal(run_at(&p, &out, t0), 2);
+	assert_int_equal(seen[0].op, IO_READ);
+	assert_int_equal(seen[1].op, IO_READ);
+	assert_int_equal(seen[0].len, 4096);
+	assert_int_not_equal(seen[0].offset, seen[1].offset);
+	expect_counts(&out, IO_READ, 1, 1);
+	assert_int_equal(f.t.last_io_ns, t0);
+
+	/* 30s, then exactly 60s idle: not longer than warmup_after, no warm-up. */
+	assert_int_equal(run_at(&p, &out, t0 + 30 * SEC), 1);
+	assert_int_equal(run_at(&p, &out, t0 + 90 * SEC), 1);
+	expect_counts(&out, IO_READ, 3, 1);
+
+	/* 61s idle: warm up again; many times, always to the other block. */
+	for (unsigned i = 1; i <= 8; i++) {
+		assert_int_equal(run_at(&p, &out, t0 + 90 * SEC + i * 61 * SEC), 2);
+		assert_int_not_equal(seen[0].offset, seen[1].offset);
+	}
+	expect_counts(&out, IO_READ, 11, 9);
+
+	/* Long after, but a burst just ended on the target: it is awake. */
+	fake_now_ns = t0 + 3600 * SEC;
+	f.t.last_io_ns = fake_now_ns - SEC;
+	assert_int_equal(run_at(&p, &out, fake_now_ns), 1);
+	note_done(&p, &out);
+
+	/* Off (the default): never, not even at the first ping; and on a target
+	 * where no probe warms up, no clock is read to keep its last I/O time. */
+	target_close(&f.t);
+	tu_open_dir_target(&f, MIB);
+	cfg.warmup_idle_ns = 0;
+	note_probe(&p, &out, &cfg, &f.t);
+	assert_int_equal(run_at(&p, &out, t0), 1);
+	assert_int_equal(run_at(&p, &out, t0 + 3600 * SEC), 1);
+	expect_counts(&out, IO_READ, 2, 0);
+	assert_false(f.t.idle_tracked);
+	assert_int_equal(f.t.last_io_ns, 0);
+	note_done(&p, &out);
+	target_close(&f.t);
+}
+
+/* A write ping with fdatasync warms up with a write and its fdatasync (so that
+ * the measured fdatasync flushes the measured write only), both counted apart. */
+static void test_warmup_write_sync(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
+	struct probe_outcome out;
+	struct tu_dir_target f;
+	struct probe p;
+
+	(void)state;
+	tu_open_dir_target(&f, MIB);
+	cfg.sync = CFG_SYNC_FDATASYNC;
+	cfg.warmup_idle_ns = SEC;
+	note_probe(&p, &out, &cfg, &f.t);
+	assert_int_equal(run_at(&p, &out, 5 * SEC), 4);
+	assert_int_equal(seen[0].op, IO_WRITE);
+	assert_int_equal(seen[1].op, IO_FDATASYNC);
+	assert_int_equal(seen[2].op, IO_WRITE);
+	assert_int_equal(seen[3].op, IO_FDATASYNC);
+	assert_int_not_equal(seen[0].offset, seen[2].offset);
+	expect_counts(&out, IO_WRITE, 1, 1);
+	expect_counts(&out, IO_FDATASYNC, 1, 1);
+	note_done(&p, &out);
+	target_close(&f.t);
+}
+
+/* Shutdown while the warm-up is stuck: it is abandoned and nothing else is
+ * submitted; the run measured nothing. */
+static void test_warmup_stuck_stop(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
+	_Atomic bool stop = true;
+	struct ping_result r;
+	struct tu_dir_target f;
+	struct ping p;
+
+	(void)state;
+	tu_open_dir_target(&f, MIB);
+	cfg.warmup_idle_ns = SEC;
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	p.ops = &stuck_ops;
+	p.stop = &stop;
+	stuck_submits = 0;
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	assert_int_equal(stuck_submits, 1);
+	assert_true(r.warmed);
+	assert_int_equal(r.warm_io.result, -ETIME);
+	assert_int_equal(r.io.result, -ETIME);
+	probe_ping_cleanup(&p);
+	target_close(&f.t);
+}
+
 /* Drops CAP_SYS_ADMIN and CAP_SYS_NICE from the calling thread's effective set
  * (a no-op when not root): what realtime priorities need. */
 static void drop_rt_caps(void)
@@ -601,6 +771,9 @@ int main(void)
 		cmocka_unit_test(test_null_engine),
 		cmocka_unit_test(test_io_priority_applied),
 		cmocka_unit_test(test_auto_engine),
+		cmocka_unit_test(test_warmup_after_idle),
+		cmocka_unit_test(test_warmup_write_sync),
+		cmocka_unit_test(test_warmup_stuck_stop),
 		cmocka_unit_test(test_io_priority_realtime_refused),
 	};
 
