@@ -87,14 +87,18 @@ void cfg_probe_cost(const struct config *c, const struct cfg_probe *p, struct cf
 	const struct cfg_target *t = &c->targets[p->target];
 	double runs_per_hour = NS_PER_HOUR / (double)p->interval_ns;
 	unsigned ios = p->op == IO_WRITE && p->sync == CFG_SYNC_FDATASYNC ? 2 : 1;
+	/* 'warmup_after' shorter than the interval: the ping's own last I/O is older
+	 * than that at every run, so each run may warm up first with the same I/O
+	 * (the worst case, when no other probe keeps the target awake). */
+	unsigned warm = p->warmup_idle_ns && p->warmup_idle_ns < p->interval_ns ? 2 : 1;
 
 	if (p->kind == CFG_PROBE_BURST) {
 		burst_cost(p, t, runs_per_hour, out);
 		return;
 	}
-	out->busy_s_per_hour = runs_per_hour * ios * (double)t->expected_latency_ns / 1e9;
+	out->busy_s_per_hour = runs_per_hour * ios * warm * (double)t->expected_latency_ns / 1e9;
 	out->write_bytes_per_day =
-		p->op == IO_WRITE ? 24 * runs_per_hour * (double)p->block_size : 0;
+		p->op == IO_WRITE ? 24 * runs_per_hour * warm * (double)p->block_size : 0;
 }
 
 void cfg_target_cost(const struct config *c, unsigned ti, struct cfg_cost *out)

@@ -98,6 +98,14 @@ static void test_ping_costs(void **state)
 	probe_cost(TARGET("    expected_latency: 10ms\n") "  - {name: r, type: ping, target: d, "
 							  "interval: 500ms}\n",
 		   0, 72, 0);
+	/* a warm-up before every run: 'warmup_after' shorter than the interval */
+	probe_cost(TARGET("") "  - {name: w, type: ping, target: d, op: write, sync: fdatasync, "
+			      "interval: 5m, warmup_after: 1m}\n",
+		   0, 12 * 2 * 2 * 0.002, 24.0 * 12 * 2 * 4096);
+	/* ...but not when the ping itself keeps the target awake */
+	probe_cost(TARGET("") "  - {name: r, type: ping, target: d, interval: 1m, "
+			      "warmup_after: 5m}\n",
+		   0, 60 * 0.002, 0);
 }
 
 static void test_burst_costs(void **state)
