@@ -433,10 +433,11 @@ static bool lane_budget_allows(struct lane *l, struct lane_probe *lp)
 }
 
 /* What run @o cost the target: time busy and bytes written (today's too, on
- * a target without a budget as well). */
+ * a target without a budget as well), warm-up writes included: the device
+ * wears the same. */
 static void lane_account(struct lane *l, const struct probe_outcome *o)
 {
-	uint64_t written = o->op[IO_WRITE].bytes;
+	uint64_t written = o->op[IO_WRITE].bytes + o->op[IO_WRITE].warmup_bytes;
 
 	if (written)
 		lane_budget_day(l);

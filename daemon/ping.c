@@ -361,8 +361,10 @@ static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op,
 static void add_warmup(struct probe *p, struct probe_outcome *out, enum io_op op,
 		       const struct ping_io *io, uint64_t want)
 {
-	if (io_done(p, out, op, io, want))
+	if (io_done(p, out, op, io, want)) {
 		out->op[op].warmup_ios++;
+		out->op[op].warmup_bytes += want;
+	}
 }
 
 static int ping_probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)

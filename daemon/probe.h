@@ -31,12 +31,13 @@ enum probe_err {
 };
 
 struct probe_op_outcome {
-	struct hist *hist;   /* latencies of the I/Os counted in ios */
-	uint64_t ios, bytes; /* completed (bursts: short ones too) */
-	uint64_t errors;     /* completed with -errno */
-	uint64_t short_ios;  /* completed with fewer bytes than asked */
-	uint64_t io_ns;	     /* time measured: pings the sum of latencies, bursts their phase */
-	uint64_t warmup_ios; /* ping: unmeasured warm-up I/Os completed ('warmup_after') */
+	struct hist *hist;     /* latencies of the I/Os counted in ios */
+	uint64_t ios, bytes;   /* completed (bursts: short ones too) */
+	uint64_t errors;       /* completed with -errno */
+	uint64_t short_ios;    /* completed with fewer bytes than asked */
+	uint64_t io_ns;	       /* time measured: pings the sum of latencies, bursts their phase */
+	uint64_t warmup_ios;   /* ping: unmeasured warm-up I/Os completed ('warmup_after') */
+	uint64_t warmup_bytes; /* ...and their bytes: written to the device all the same */
 };
 
 /* Runs add to it; the consumer clears it when it wants one run's worth. */

@@ -577,13 +577,15 @@ static void note_done(struct probe *p, struct probe_outcome *out)
 	fake_now_ns = 0;
 }
 
-/* @op's measured I/Os (all in the histogram, nothing else) and warm-ups in @out. */
+/* @op's measured I/Os (all in the histogram, nothing else) and warm-ups in @out,
+ * with the warm-ups' bytes (every ping here moves 4KiB; an fdatasync none). */
 static void expect_counts(const struct probe_outcome *out, enum io_op op, uint64_t ios,
 			  uint64_t warm)
 {
 	assert_int_equal(out->op[op].ios, ios);
 	assert_int_equal(hist_count(out->op[op].hist), ios);
 	assert_int_equal(out->op[op].warmup_ios, warm);
+	assert_int_equal(out->op[op].warmup_bytes, op == IO_FDATASYNC ? 0 : warm * 4096);
 }
 
 /* One run at @now_ns: the requests it made, in seen[0..return). */
