@@ -64,6 +64,7 @@ splay: false
 targets:
   - name: dev
     device: $(yaml_str "$LOOP")
+    max_duty_cycle: 100% # a 200ms ping is 1% alone
 probes:
   - name: p
     type: ping
