@@ -219,10 +219,11 @@ static bool is_close(const char *s, const char *cand)
 #define W_TARGET	 (W_DIRECTORY | W_FILE | W_DEVICE)
 #define W_PING		 W_PROBE_KIND(CFG_PROBE_PING)
 #define W_BURST		 W_PROBE_KIND(CFG_PROBE_BURST)
-#define W_PROBE		 (W_PING | W_BURST)
-#define W_TOP		 (1U << 5)
+#define W_VERIFY	 W_PROBE_KIND(CFG_PROBE_VERIFY)
+#define W_PROBE		 (W_PING | W_BURST | W_VERIFY)
+#define W_TOP		 (1U << 6)
 
-#define SCHEMA_MAX   48 /* rows; struct item has a slot for each */
+#define SCHEMA_MAX   64 /* rows; struct item has a slot for each */
 #define PRINT_GROUPS 3	/* values of struct key.print_group */
 
 struct key;
@@ -1002,11 +1003,11 @@ static int parse_block_size(struct parser *p, const struct key *k, const yaml_no
 		pr->block_size_max = pr->block_size;
 		return check_block_size(p, n, pr->block_size);
 	}
-	if (it->kind == CFG_PROBE_PING)
+	if (it->kind != CFG_PROBE_BURST)
 		return fail_at(p, n,
-			       "'block_size' of a ping probe must be one size, got '%s': ranges "
+			       "'block_size' of a %s probe must be one size, got '%s': ranges "
 			       "are for burst probes",
-			       s);
+			       cfg_probe_kind_name((enum cfg_probe_kind)it->kind), s);
 	snprintf(what, sizeof(what), "'block_size' range '%s'", s);
 	lo_s = strndup(s, (size_t)(dash - s));
 	if (!lo_s)
@@ -1849,7 +1850,7 @@ static const struct key_type type_probes = {"list of probes", parse_probes, prin
 
 static const char *const op_names[] = {"read", "write", NULL};
 static const char *const sync_names[] = {"none", "fdatasync", NULL};
-static const char *const probe_kind_names[] = {"ping", "burst", NULL};
+static const char *const probe_kind_names[] = {"ping", "burst", "verify", NULL};
 static const char *const engine_names[] = {"auto", "io_uring", "libaio", "sync", "null", NULL};
 static const char *const rw_names[] = {"randread", "randwrite", "randrw", "read", "write", NULL};
 
@@ -1937,7 +1938,7 @@ static const struct key schema[] = {
 	/* probes */
 	{"name", W_PROBE, &type_name, PRB(name), .required = true, .help = "the probe label"},
 	{"type", W_PROBE, &type_enum, PRB(kind), .names = probe_kind_names, .required = true,
-	 .help = "a ping or a burst"},
+	 .help = "a ping, a burst or a verify probe"},
 	{"target", W_PROBE, &type_target_ref, PRB(target), .required = true,
 	 .help = "the name of the target it measures"},
 	{"op", W_PING, &type_enum, PRB(op), .names = op_names, .def = "read",
@@ -1951,7 +1952,7 @@ static const struct key schema[] = {
 	 .help = "bytes per I/O"},
 	{"block_size", W_BURST, &type_block_range, PRB(block_size), .def = "4KiB", .print_group = 1,
 	 .help = "bytes per I/O, or a range of them"},
-	{"working_set", W_PROBE, &type_size, PRB(working_set), .def = "0", .min = 0,
+	{"working_set", W_PING | W_BURST, &type_size, PRB(working_set), .def = "0", .min = 0,
 	 .max = CFG_MAX_TARGET_SIZE, .print_group = 2, .help = "offsets stay within it"},
 	{"timeout", W_PING, &type_duration, PRB(timeout_ns), .def = "10s",
 	 .min = CFG_MIN_TIMEOUT_NS, .max = CFG_MAX_TIMEOUT_NS, .print_group = 2,
@@ -1962,8 +1963,8 @@ static const struct key schema[] = {
 	{"timeout", W_BURST, &type_duration, PRB(timeout_ns), .def = "10s",
 	 .min = CFG_MIN_TIMEOUT_NS, .max = CFG_MAX_TIMEOUT_NS, .print_group = 2,
 	 .help = "an I/O in flight longer than this aborts the burst"},
-	{"engine", W_PROBE, &type_engine, PRB(engine), .names = engine_names, .def = "auto",
-	 .print_group = 2, .help = "the I/O engine"},
+	{"engine", W_PING | W_BURST, &type_engine, PRB(engine), .names = engine_names,
+	 .def = "auto", .print_group = 2, .help = "the I/O engine"},
 	{"io_priority", W_PROBE, &type_io_priority, PRB(io_priority), .def = "none",
 	 .print_group = 2, .help = "the I/O scheduling class and level of its I/O"},
 	{"rw", W_BURST, &type_enum, PRB(rw), .names = rw_names, .def = "randread",
@@ -2001,6 +2002,19 @@ static const struct key schema[] = {
 	{"busy_queue_depth", W_BURST, &type_count, PRB(busy_depth), .def = "4", .min = 1,
 	 .max = CFG_MAX_BUSY_QUEUE_DEPTH, .elsewhere = "pings are never held back for a busy disk",
 	 .print_group = 2, .help = "busy above this many requests in flight on average"},
+	{"interval", W_VERIFY, &type_duration, PRB(interval_ns), .def = "1m",
+	 .min = CFG_MIN_EVERY_NS, .max = CFG_MAX_INTERVAL_NS, .help = "time between two runs"},
+	{"block_size", W_VERIFY, &type_block_size, PRB(block_size), .def = "4KiB",
+	 .help = "bytes per block, its header included"},
+	{"blocks", W_VERIFY, &type_count, PRB(verify_blocks), .def = "64", .min = 2,
+	 .max = CFG_MAX_VERIFY_BLOCKS, .elsewhere = "only verify probes keep blocks of their own",
+	 .help = "blocks in the probe's file"},
+	{"blocks_per_run", W_VERIFY, &type_count, PRB(verify_per_run), .def = "4", .min = 1,
+	 .max = CFG_MAX_VERIFY_BLOCKS, .elsewhere = "only verify probes keep blocks of their own",
+	 .help = "blocks each run writes anew"},
+	{"timeout", W_VERIFY, &type_duration, PRB(timeout_ns), .def = "10s",
+	 .min = CFG_MIN_TIMEOUT_NS, .max = CFG_MAX_TIMEOUT_NS,
+	 .help = "an I/O slower than this counts as a timeout"},
 };
 
 #define SCHEMA_END (schema + sizeof(schema) / sizeof(schema[0]))
@@ -2310,7 +2324,11 @@ static int probe_kind_early(struct parser *p, const yaml_node_t *m)
 static int probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
 			   const yaml_node_t *knode)
 {
-	(void)it;
+	if (it->kind == CFG_PROBE_VERIFY && !(k->where & W_VERIFY))
+		return fail_at(p, knode,
+			       "'%s' is not a verify probe key: a verify probe reads and writes "
+			       "blocks of its own in a file of its own, one at a time",
+			       k->name);
 	return fail_at(p, knode, "'%s' is a %s key; %s", k->name,
 		       cfg_probe_kind_name((enum cfg_probe_kind)(__builtin_ctz(k->where) - 3)),
 		       k->elsewhere);
@@ -2465,11 +2483,33 @@ static int check_ping(struct parser *p, const struct item *it)
 	return 0;
 }
 
+/* Checks between the keys of a verify probe; fills in what it is as a ping. */
+static int check_verify(struct parser *p, const struct item *it)
+{
+	struct cfg_probe *pr = it->base;
+
+	if (pr->verify_per_run > pr->verify_blocks)
+		return fail_at(p, item_value(it, "blocks_per_run"),
+			       "probe '%s': 'blocks_per_run' (%u) must be at most 'blocks' (%u)",
+			       pr->name, pr->verify_per_run, pr->verify_blocks);
+	/* Plain pread/pwrite, one block at a time: the sync engine's way. */
+	snprintf(pr->engine, sizeof(pr->engine), "sync");
+	pr->op = IO_WRITE;
+	pr->sync = CFG_SYNC_FDATASYNC;
+	pr->rw = CFG_RW_RANDRW;
+	pr->rwmix_read = 0.5;
+	pr->iodepth = 1;
+	pr->jobs = 1;
+	return 0;
+}
+
 /* Checks of a probe that need the whole probe, and of its name against the others. */
 static int check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, unsigned idx)
 {
 	const struct cfg_probe *pr = it->base;
-	int r = pr->kind == CFG_PROBE_PING ? check_ping(p, it) : check_burst(p, it);
+	int r = pr->kind == CFG_PROBE_PING    ? check_ping(p, it)
+		: pr->kind == CFG_PROBE_BURST ? check_burst(p, it)
+					      : check_verify(p, it);
 
 	if (r < 0)
 		return r;
@@ -2515,7 +2555,9 @@ static int parse_probe(struct parser *p, const yaml_node_t *m, unsigned idx)
 	if (r < 0)
 		return r;
 	ref->target = item_value(&it, "target");
-	ref->writes = item_value(&it, pr->kind == CFG_PROBE_PING ? "op" : "rw");
+	ref->writes = item_value(&it, pr->kind == CFG_PROBE_PING    ? "op"
+				      : pr->kind == CFG_PROBE_BURST ? "rw"
+								    : "type");
 	ref->ws = item_value(&it, "working_set");
 	ref->bs = item_value(&it, "block_size");
 	ref->item = m;
@@ -2581,6 +2623,29 @@ static int check_working_set(struct parser *p, const struct cfg_probe *pr,
 		       pr->name, cfg_rw_name(pr->rw), pr->jobs, a, c, largest_if_range(pr), b);
 }
 
+/*
+ * A verify probe writes blocks of its own into a file of its own, which only a
+ * directory target has (a device's blocks are its users' data), and checks
+ * them with O_DIRECT reads: through the page cache it would read back its own
+ * writes from memory and never see what the storage lost.
+ */
+static int check_verify_target(struct parser *p, const struct cfg_probe *pr,
+			       const struct probe_refs *ref, const struct cfg_target *t)
+{
+	if (t->kind != CFG_TARGET_DIRECTORY)
+		return fail_at(p, ref->target,
+			       "probe '%s' is a verify probe on %s target '%s': verify probes "
+			       "write blocks of their own, only in a 'directory' target",
+			       pr->name, cfg_target_kind_name(t->kind), t->name);
+	if (!t->direct)
+		return fail_at(p, ref->target,
+			       "probe '%s' is a verify probe on target '%s', which has 'direct: "
+			       "false': verify probes read with O_DIRECT, or the page cache "
+			       "would answer instead of the storage",
+			       pr->name, t->name);
+	return 0;
+}
+
 /* Cross-references, once every target and probe is read. */
 static int resolve_probes(struct parser *p)
 {
@@ -2606,6 +2671,13 @@ static int resolve_probes(struct parser *p)
 		}
 		pr->target = (unsigned)ti;
 		t = &c->targets[ti];
+		if (pr->kind == CFG_PROBE_VERIFY) {
+			int r = check_verify_target(p, pr, ref, t);
+
+			if (r < 0)
+				return r;
+			continue;
+		}
 		/* A writing probe set its 'op' or 'rw': ref->writes is not NULL. */
 		if (cfg_probe_writes(pr) && t->kind == CFG_TARGET_FILE)
 			return fail_at(p, ref->writes,
@@ -3068,8 +3140,10 @@ int cfg_key_doc(unsigned i, struct cfg_key_doc *d)
 		d->section = "TARGETS";
 	else if (k->where & W_PING)
 		d->section = "PING PROBES";
-	else
+	else if (k->where & W_BURST)
 		d->section = "BURST PROBES";
+	else
+		d->section = "VERIFY PROBES";
 	d->name = k->name;
 	if (k->type->word)
 		snprintf(d->type, sizeof(d->type), "%s", k->type->word);
@@ -3087,6 +3161,8 @@ bool cfg_probe_writes(const struct cfg_probe *p)
 		return false;
 	if (p->kind == CFG_PROBE_PING)
 		return p->op == IO_WRITE;
+	if (p->kind == CFG_PROBE_VERIFY)
+		return true;
 	return p->rw == CFG_RW_RANDWRITE || p->rw == CFG_RW_RANDRW || p->rw == CFG_RW_WRITE;
 }
 
@@ -3113,7 +3189,7 @@ const char *cfg_target_kind_name(enum cfg_target_kind k)
 
 const char *cfg_probe_kind_name(enum cfg_probe_kind k)
 {
-	return (unsigned)k <= CFG_PROBE_BURST ? probe_kind_names[k] : "unknown";
+	return (unsigned)k <= CFG_PROBE_VERIFY ? probe_kind_names[k] : "unknown";
 }
 
 const char *cfg_rw_name(enum cfg_rw rw)

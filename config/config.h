@@ -70,6 +70,9 @@
  */
 #define CFG_MAX_BURST_BUFFER (256ULL << 20)
 #define CFG_BURST_BUF_ALIGN  ((uint64_t)IO_MAX_ALIGN) /* buffer alignment and rounding */
+
+/* A verify probe's 'blocks': each run reads them all back. */
+#define CFG_MAX_VERIFY_BLOCKS 65536
 /*
  * The slowest throttled layout, bytes per second (0 is unthrottled). Slower
  * buys nothing: no disk notices 1MiB/s, while the default 64MiB file would
@@ -121,8 +124,9 @@ enum cfg_target_kind {
 };
 
 enum cfg_probe_kind {
-	CFG_PROBE_PING,	 /* QD1, one I/O per interval */
-	CFG_PROBE_BURST, /* fio-style: iodepth x jobs for a duration or a number of I/Os */
+	CFG_PROBE_PING,	  /* QD1, one I/O per interval */
+	CFG_PROBE_BURST,  /* fio-style: iodepth x jobs for a duration or a number of I/Os */
+	CFG_PROBE_VERIFY, /* directory only: writes checksummed blocks, checks them later */
 };
 
 /* Burst access pattern, as fio's rw=. */
@@ -209,6 +213,8 @@ struct cfg_probe {
 	bool busy_backoff;	 /* burst: held back while the target's disk is busy */
 	double busy_utilization; /* burst: busy above this share of time (0..1) */
 	unsigned busy_depth;	 /* burst: or above this average queue depth */
+	unsigned verify_blocks;	 /* verify: blocks in its file ('blocks') */
+	unsigned verify_per_run; /* verify: blocks each run writes ('blocks_per_run') */
 	bool sequential;	 /* ping: the working set in order, not at random;
 				  * not a key: `iopulse probe -L` sets it */
 	struct cfg_pos pos;	 /* of the list item */
@@ -310,7 +316,8 @@ bool cfg_target_same(const struct cfg_target *a, const struct cfg_target *b);
 bool cfg_probe_same(const struct config *ac, const struct cfg_probe *a, const struct config *bc,
 		    const struct cfg_probe *b);
 
-/* Whether the probe writes (a write ping, or a burst with randwrite/randrw/write). */
+/* Whether the probe writes (a write ping, a burst with randwrite/randrw/write, a
+ * verify probe). */
 bool cfg_probe_writes(const struct cfg_probe *p);
 
 /* The memory a burst's I/O buffers take while it runs (see CFG_MAX_BURST_BUFFER):

@@ -16,6 +16,7 @@
 static const struct probe_ops *const kinds[] = {
 	&ping_probe_ops,
 	&burst_probe_ops,
+	&verify_probe_ops,
 };
 
 const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind)

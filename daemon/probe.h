@@ -30,6 +30,15 @@ enum probe_err {
 	PROBE_ERR_COUNT,
 };
 
+/* What a verify probe found wrong with a block it read back, as
+ * iopulse_verify_mismatches_total{kind} says it. */
+enum probe_mismatch {
+	PROBE_MISMATCH_WRONG_DATA,   /* checksum fails: the data changed */
+	PROBE_MISMATCH_WRONG_OFFSET, /* a block written for another offset: misdirected */
+	PROBE_MISMATCH_STALE,	     /* an older generation than the last synced: lost write */
+	PROBE_MISMATCH_COUNT,
+};
+
 struct probe_op_outcome {
 	struct hist *hist;     /* latencies of the I/Os counted in ios */
 	uint64_t ios, bytes;   /* completed (bursts: short ones too) */
@@ -56,6 +65,10 @@ struct probe_outcome {
 	/* Time the run kept the target busy (iopulse_target_io_seconds_total): a
 	 * ping's I/Os' latencies, a burst's whole run, ramp included. */
 	uint64_t busy_ns;
+
+	/* A verify probe: blocks it read back and checked, and those found wrong. */
+	uint64_t blocks_checked;
+	uint64_t mismatches[PROBE_MISMATCH_COUNT];
 };
 
 struct probe;
@@ -69,6 +82,8 @@ struct probe;
 /* One I/O at a time (a ping): 'engine: auto' is the engine that adds least to
  * each I/O, eng_resolve_qd1(), not the best at keeping a queue full. */
 #define PROBE_F_QD1 (1u << 3)
+/* Checks data it wrote: the outcome's blocks_checked and mismatches apply. */
+#define PROBE_F_VERIFIES (1u << 4)
 
 struct probe_ops {
 	enum cfg_probe_kind kind;
@@ -97,7 +112,7 @@ struct probe {
 	void *_Atomic state;
 };
 
-extern const struct probe_ops ping_probe_ops, burst_probe_ops;
+extern const struct probe_ops ping_probe_ops, burst_probe_ops, verify_probe_ops;
 
 /* The row of @kind; never NULL for a kind the configuration accepts. */
 const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind);

@@ -32,6 +32,8 @@
 #define B  "probes:\n  - name: b1\n    type: burst\n    target: disk\n"
 #define TD "targets:\n  - name: dev\n    device: /dev/vdb\n"
 #define PD "probes:\n  - name: p1\n    type: ping\n    target: dev\n"
+/* A verify probe on the directory target (4 lines). */
+#define V "probes:\n  - name: v1\n    type: verify\n    target: disk\n"
 
 struct bad_case {
 	const char *name;
@@ -287,7 +289,38 @@ static const struct bad_case bad_cases[] = {
 	{"probe_duplicate_name", T P "  - name: p1\n    type: ping\n    target: disk\n",
 	 "t.yaml:8:5: duplicate probe name 'p1' (first defined at line 5)"},
 	{"probe_type_bad", T "probes:\n  - name: p1\n    type: fio\n    target: disk\n",
-	 "t.yaml:6:11: invalid value 'fio' for 'type': expected ping or burst"},
+	 "t.yaml:6:11: invalid value 'fio' for 'type': expected ping, burst or verify"},
+	/* verify probes */
+	{"verify_on_file", "targets:\n  - name: disk\n    file: /srv/x/f\n" V,
+	 "t.yaml:7:13: probe 'v1' is a verify probe on file target 'disk': verify probes write "
+	 "blocks of their own, only in a 'directory' target"},
+	{"verify_on_device", TD "probes:\n  - name: v1\n    type: verify\n    target: dev\n",
+	 "t.yaml:7:13: probe 'v1' is a verify probe on device target 'dev': verify probes write "
+	 "blocks of their own, only in a 'directory' target"},
+	{"verify_on_writable_device",
+	 TD "    allow_device_writes: true\nprobes:\n  - name: v1\n    type: verify\n    target: "
+	    "dev\n",
+	 "t.yaml:8:13: probe 'v1' is a verify probe on device target 'dev': verify probes write "
+	 "blocks of their own, only in a 'directory' target"},
+	{"verify_not_direct", T "    direct: false\n" V,
+	 "t.yaml:8:13: probe 'v1' is a verify probe on target 'disk', which has 'direct: false': "
+	 "verify probes read with O_DIRECT, or the page cache would answer instead of the "
+	 "storage"},
+	{"verify_per_run_over_blocks", T V "    blocks: 8\n    blocks_per_run: 9\n",
+	 "t.yaml:9:21: probe 'v1': 'blocks_per_run' (9) must be at most 'blocks' (8)"},
+	{"verify_one_block", T V "    blocks: 1\n",
+	 "t.yaml:8:13: 'blocks' must be between 2 and 65536, got 1"},
+	{"verify_block_range", T V "    block_size: 4KiB-8KiB\n",
+	 "t.yaml:8:17: 'block_size' of a verify probe must be one size, got '4KiB-8KiB': ranges "
+	 "are for burst probes"},
+	{"verify_engine", T V "    engine: io_uring\n",
+	 "t.yaml:8:5: 'engine' is not a verify probe key: a verify probe reads and writes blocks "
+	 "of its own in a file of its own, one at a time"},
+	{"verify_every", T V "    every: 1m\n",
+	 "t.yaml:8:5: 'every' is not a verify probe key: a verify probe reads and writes blocks "
+	 "of its own in a file of its own, one at a time"},
+	{"blocks_on_ping", T P "    blocks: 8\n",
+	 "t.yaml:8:5: 'blocks' is a verify key; only verify probes keep blocks of their own"},
 	{"probe_op_bad", T P "    op: randread\n",
 	 "t.yaml:8:9: invalid value 'randread' for 'op': expected read or write"},
 	{"probe_sync_bad", T P "    op: write\n    sync: fsync\n",
@@ -622,7 +655,7 @@ static const struct bad_case bad_cases[] = {
 	 "rwmix_read, "
 	 "iodepth, jobs, "
 	 "duration, ios, rate_iops, ramp, every, busy_backoff, busy_utilization, "
-	 "busy_queue_depth)"},
+	 "busy_queue_depth, blocks, blocks_per_run)"},
 	{"ping_busy_backoff", T P "    busy_backoff: false\n",
 	 "t.yaml:8:5: 'busy_backoff' is a burst key; pings are never held back for a busy disk"},
 	{"burst_busy_utilization_over_100", T B "    busy_utilization: 150%\n",
@@ -633,7 +666,7 @@ static const struct bad_case bad_cases[] = {
 	/* A bad 'type' is reported where it is, after the errors before it. */
 	{"bad_type_after_burst_key",
 	 T "probes:\n  - name: p1\n    iodepth: 4\n    type: fio\n    target: disk\n",
-	 "t.yaml:7:11: invalid value 'fio' for 'type': expected ping or burst"},
+	 "t.yaml:7:11: invalid value 'fio' for 'type': expected ping, burst or verify"},
 
 	/* burst values */
 	{"burst_rw_bad", T B "    rw: randomread\n",
@@ -1032,6 +1065,33 @@ static void test_every_key(void **state)
 	assert_int_equal(p->warmup_idle_ns, 0); /* off unless asked for */
 	assert_int_equal(p->target, 1);
 	assert_int_equal(p->working_set, 512ULL << 30); /* a file's size is not checked here */
+	assert_print_reloads(c);
+	cfg_free(c);
+}
+
+/* A verify probe's defaults, and what it is as a ping. */
+static void test_verify_defaults(void **state)
+{
+	struct config *c;
+	const struct cfg_probe *p;
+
+	(void)state;
+	c = load_ok(T V "  - name: v2\n    type: verify\n    target: disk\n    interval: 10s\n"
+			"    block_size: 8KiB\n    blocks: 16\n    blocks_per_run: 16\n");
+	p = &c->probes[0];
+	assert_int_equal(p->kind, CFG_PROBE_VERIFY);
+	assert_int_equal(p->interval_ns, 60 * S);
+	assert_int_equal(p->block_size, 4096);
+	assert_int_equal(p->verify_blocks, 64);
+	assert_int_equal(p->verify_per_run, 4);
+	assert_int_equal(p->timeout_ns, CFG_DEFAULT_TIMEOUT_NS);
+	assert_string_equal(p->engine, "sync");
+	assert_true(cfg_probe_writes(p));
+	p = &c->probes[1];
+	assert_int_equal(p->interval_ns, 10 * S);
+	assert_int_equal(p->block_size, 8192);
+	assert_int_equal(p->verify_blocks, 16);
+	assert_int_equal(p->verify_per_run, 16);
 	assert_print_reloads(c);
 	cfg_free(c);
 }
@@ -2105,6 +2165,8 @@ static void test_misc(void **state)
 		&(struct cfg_probe){.kind = CFG_PROBE_BURST, .rw = CFG_RW_RANDRW}));
 	assert_true(
 		cfg_probe_writes(&(struct cfg_probe){.kind = CFG_PROBE_BURST, .rw = CFG_RW_WRITE}));
+	assert_true(cfg_probe_writes(&(struct cfg_probe){.kind = CFG_PROBE_VERIFY}));
+	assert_string_equal(cfg_probe_kind_name(CFG_PROBE_VERIFY), "verify");
 }
 
 /* ---- the schema ---- */
@@ -2142,6 +2204,12 @@ static void test_probe_same(void **state)
 		"  - name: p1\n    type: burst\n    target: disk\n    busy_backoff: false\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    busy_utilization: 80%\n",
 		"  - name: p1\n    type: burst\n    target: disk\n    busy_queue_depth: 8\n",
+		"  - name: p1\n    type: verify\n    target: disk\n",
+		"  - name: p1\n    type: verify\n    target: disk\n    interval: 2m\n",
+		"  - name: p1\n    type: verify\n    target: disk\n    block_size: 8KiB\n",
+		"  - name: p1\n    type: verify\n    target: disk\n    blocks: 16\n",
+		"  - name: p1\n    type: verify\n    target: disk\n    blocks_per_run: 2\n",
+		"  - name: p1\n    type: verify\n    target: disk\n    timeout: 5s\n",
 	};
 	enum { N = sizeof(variants) / sizeof(variants[0]) };
 	struct cfg_key_doc d;
@@ -2193,6 +2261,8 @@ static void test_schema_defaults(void **state)
 			prb = PD;
 		} else if (!strcmp(d.section, "BURST PROBES")) {
 			prb = !strcmp(d.name, "rwmix_read") ? B "    rw: randrw\n" : B;
+		} else if (!strcmp(d.section, "VERIFY PROBES")) {
+			prb = V;
 		}
 		snprintf(line, sizeof(line), "%s%s: %s\n",
 			 strcmp(d.section, "TOP LEVEL") ? "    " : "", d.name, d.def);
@@ -2282,7 +2352,7 @@ static void man_append(const char *line, char *out, size_t len)
 static size_t man_entries(struct man_entry *e, size_t max)
 {
 	static const char *const sections[] = {"TOP LEVEL", "TARGETS", "PING PROBES",
-					       "BURST PROBES"};
+					       "BURST PROBES", "VERIFY PROBES"};
 	char line[1024], section[32] = "";
 	FILE *f = fopen(MAN_PATH, "r");
 	struct man_entry *cur = NULL;
@@ -2389,6 +2459,7 @@ int main(void)
 		cmocka_unit_test(test_defaults_filled),
 		cmocka_unit_test(test_every_key),
 		cmocka_unit_test(test_burst_defaults),
+		cmocka_unit_test(test_verify_defaults),
 		cmocka_unit_test(test_burst_every_key),
 		cmocka_unit_test(test_native_histogram_keys),
 		cmocka_unit_test(test_print_burst),

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verify: the block format and its check, and the verify probe over a real
+ * directory target in a mkdtemp directory of our own under $TEST_TMPDIR, its
+ * file corrupted behind its back the three ways it tells apart.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include "daemon/probe.h"
+#include "daemon/verify.h"
+
+#define MIB (1ULL << 20)
+#define BS  4096u
+
+/* ---------------------------------------------------------------- format */
+
+static void test_block_check(void **state)
+{
+	static unsigned char b[BS], zero[BS];
+	const uint64_t off = 5 * BS;
+	struct rng rng;
+	uint64_t found;
+
+	(void)state;
+	rng_seed_with(&rng, 42);
+	verify_block_fill(b, BS, off, 7, &rng);
+	/* Random payload: nothing a compressing backend could drop. */
+	assert_memory_not_equal(b + VERIFY_HEADER_SIZE, zero, BS - VERIFY_HEADER_SIZE);
+	assert_int_equal(verify_block_check(b, BS, off, 7, &found), VERIFY_OK);
+	assert_int_equal(found, 7);
+	/* Not known (after a restart): taken as it is. */
+	assert_int_equal(verify_block_check(b, BS, off, 0, &found), VERIFY_OK);
+	/* A newer generation was synced there: this one is a lost write. */
+	assert_int_equal(verify_block_check(b, BS, off, 8, &found), VERIFY_STALE);
+	assert_int_equal(found, 7);
+	/* A generation never synced there is not a lost write. */
+	assert_int_equal(verify_block_check(b, BS, off, 6, &found), VERIFY_WRONG_DATA);
+	/* Read at another offset: a misdirected write. */
+	assert_int_equal(verify_block_check(b, BS, off + BS, 7, &found), VERIFY_WRONG_OFFSET);
+	assert_int_equal(verify_block_check(b, BS, off + BS, 0, &found), VERIFY_WRONG_OFFSET);
+	/* Another block size is another block. */
+	assert_int_equal(verify_block_check(b, BS / 2, off, 7, &found), VERIFY_WRONG_DATA);
+	/* One bit of payload, or of the header, changed. */
+	b[BS - 1] ^= 1;
+	assert_int_equal(verify_block_check(b, BS, off, 7, &found), VERIFY_WRONG_DATA);
+	assert_int_equal(verify_block_check(b, BS, off, 0, &found), VERIFY_WRONG_DATA);
+	b[BS - 1] ^= 1;
+	b[24] ^= 1; /* the generation */
+	assert_int_equal(verify_block_check(b, BS, off, 7, &found), VERIFY_WRONG_DATA);
+	b[24] ^= 1;
+	/* No block of ours: nothing written yet, or a block lost whole. */
+	assert_int_equal(verify_block_check(zero, BS, off, 0, &found), VERIFY_UNWRITTEN);
+	assert_int_equal(found, 0);
+	assert_int_equal(verify_block_check(zero, BS, off, 7, &found), VERIFY_WRONG_DATA);
+}
+
+/* ---------------------------------------------------------------- probe */
+
+struct fixture {
+	struct tu_dir_target f;
+	struct cfg_probe cfg;
+	struct probe p;
+	struct probe_outcome out;
+	char file[PATH_MAX + 64]; /* the probe's own file */
+};
+
+static void fixture_open(struct fixture *x, unsigned blocks, unsigned per_run)
+{
+	tu_open_dir_target(&x->f, MIB);
+	x->cfg = (struct cfg_probe){
+		.name = "v",
+		.kind = CFG_PROBE_VERIFY,
+		.interval_ns = 60000000000ULL,
+		.block_size = BS,
+		.timeout_ns = CFG_DEFAULT_TIMEOUT_NS,
+		.engine = "sync",
+		.verify_blocks = blocks,
+		.verify_per_run = per_run,
+	};
+	snprintf(x->file, sizeof(x->file), "%s/" VERIFY_FILE_PREFIX "v", x->f.dir);
+	assert_int_equal(probe_init(&x->p, &x->cfg, &x->f.t, NULL, 0), 0);
+	assert_int_equal(probe_outcome_init(&x->out, (const uint64_t[]){1000}, 1), 0);
+}
+
+static void fixture_close(struct fixture *x)
+{
+	probe_outcome_free(&x->out);
+	probe_free(&x->p);
+	target_close(&x->f.t);
+}
+
+/* One run; its outcome in x->out. */
+static void run(struct fixture *x)
+{
+	probe_outcome_clear(&x->out);
+	if (probe_run(&x->p, NULL, &x->out) != 0)
+		fail_msg("run: %s", x->out.why ? x->out.why : "?");
+	assert_int_equal(x->out.io_error, 0);
+}
+
+static uint64_t block_at(unsigned i)
+{
+	return TARGET_HEADER_SIZE + (uint64_t)i * BS;
+}
+
+/* Reads or writes block @i of the probe's file behind the probe's back. */
+static void file_io(struct fixture *x, bool write, unsigned i, unsigned char *buf)
+{
+	int fd = open(x->file, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	if (write)
+		assert_int_equal(pwrite(fd, buf, BS, (off_t)block_at(i)), BS);
+	else
+		assert_int_equal(pread(fd, buf, BS, (off_t)block_at(i)), BS);
+	assert_int_equal(fsync(fd), 0);
+	close(fd);
+}
+
+static uint64_t mismatches(const struct fixture *x)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < PROBE_MISMATCH_COUNT; k++)
+		n += x->out.mismatches[k];
+	return n;
+}
+
+/* A fresh file has no blocks to check; once every block was written, each run
+ * checks them all, writes blocks_per_run of them, and finds nothing wrong. */
+static void test_runs_clean(void **state)
+{
+	struct fixture x;
+
+	(void)state;
+	fixture_open(&x, 8, 2);
+	assert_int_equal(verify_probe_ops.flags & PROBE_F_VERIFIES, PROBE_F_VERIFIES);
+	run(&x);
+	assert_int_equal(x.out.blocks_checked, 0);
+	assert_int_equal(x.out.op[IO_WRITE].ios, 2);
+	assert_int_equal(x.out.op[IO_FDATASYNC].ios, 1);
+	assert_int_equal(x.out.op[IO_READ].ios, 8);
+	for (int i = 0; i < 4; i++)
+		run(&x);
+	assert_int_equal(x.out.blocks_checked, 8);
+	assert_int_equal(mismatches(&x), 0);
+	assert_int_equal(access(x.file, F_OK), 0);
+	fixture_close(&x);
+}
+
+/* Each kind of corruption is counted once, as its kind. */
+static void test_corruption_kinds(void **state)
+{
+	static unsigned char a[BS], b[BS], old[BS];
+	struct fixture x;
+
+	(void)state;
+	fixture_open(&x, 4, 1);
+	for (int i = 0; i < 4; i++) /* every block written once */
+		run(&x);
+	file_io(&x, false, 0, old); /* block 0, to be brought back once rewritten */
+
+	/* The payload of block 1 changed. */
+	file_io(&x, false, 1, a);
+	a[BS / 2] ^= 0xff;
+	file_io(&x, true, 1, a);
+	/* Block 2 holds block 3's contents: a misdirected write. */
+	file_io(&x, false, 3, b);
+	file_io(&x, true, 2, b);
+	run(&x); /* checks all four, then rewrites block 0 */
+	assert_int_equal(x.out.blocks_checked, 4);
+	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_WRONG_DATA], 1);
+	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_WRONG_OFFSET], 1);
+	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_STALE], 0);
+
+	/* Block 0's newer generation is lost: the old one is back. */
+	file_io(&x, true, 0, old);
+	run(&x);
+	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_STALE], 1);
+	/* Found wrong once is counted once: blocks 0 and 2 are not checked again
+	 * until rewritten (block 1 was, by the last run). */
+	assert_int_equal(x.out.blocks_checked, 2);
+	run(&x);
+	assert_int_equal(mismatches(&x), 0);
+	for (int i = 0; i < 4; i++)
+		run(&x);
+	assert_int_equal(x.out.blocks_checked, 4); /* all rewritten, all good again */
+	assert_int_equal(mismatches(&x), 0);
+	fixture_close(&x);
+}
+
+/* A new probe (a restart) takes what it finds as its baseline: an old block
+ * put back before it is not seen, one put back after is. */
+static void test_restart_baseline(void **state)
+{
+	static unsigned char old[BS];
+	struct fixture x;
+
+	(void)state;
+	fixture_open(&x, 2, 1);
+	run(&x);
+	run(&x);
+	file_io(&x, false, 0, old);
+	run(&x); /* rewrites block 0 */
+	file_io(&x, true, 0, old);
+	probe_free(&x.p);
+	assert_int_equal(probe_init(&x.p, &x.cfg, &x.f.t, NULL, 0), 0);
+	run(&x);
+	assert_int_equal(x.out.blocks_checked, 2);
+	assert_int_equal(mismatches(&x), 0);
+	/* Generations go on past what was found: the block rewritten now is newer. */
+	file_io(&x, false, 1, old);
+	run(&x); /* rewrites block 1 */
+	file_io(&x, true, 1, old);
+	run(&x);
+	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_STALE], 1);
+	fixture_close(&x);
+}
+
+/* Only a directory target has a file of the probe's own to hold the blocks. */
+static void test_file_target_refused(void **state)
+{
+	struct fixture x;
+	struct cfg_target fcfg;
+	struct target t;
+
+	(void)state;
+	fixture_open(&x, 2, 1);
+	fcfg = x.f.tcfg;
+	fcfg.kind = CFG_TARGET_FILE;
+	target_init(&t, &fcfg);
+	probe_free(&x.p);
+	assert_int_equal(probe_init(&x.p, &x.cfg, &t, NULL, 0), -EINVAL);
+	probe_free(&x.p);
+	fixture_close(&x);
+}
+
+/* A file of that name that iopulse did not make is never written to. */
+static void test_foreign_file_refused(void **state)
+{
+	static const char text[] = "somebody else's\n";
+	char buf[64] = "";
+	struct fixture x;
+	int fd;
+
+	(void)state;
+	fixture_open(&x, 2, 1);
+	fd = open(x.file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, sizeof(text) - 1), sizeof(text) - 1);
+	close(fd);
+	probe_outcome_clear(&x.out);
+	assert_int_equal(probe_run(&x.p, NULL, &x.out), -EEXIST);
+	assert_non_null(strstr(x.out.why, "not an iopulse probe file"));
+	fd = open(x.file, O_RDONLY | O_CLOEXEC);
+	assert_int_equal(read(fd, buf, sizeof(buf)), sizeof(text) - 1);
+	close(fd);
+	assert_string_equal(buf, text);
+	fixture_close(&x);
+}
+
+int main(void)
+{
+	static const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_block_check),
+		cmocka_unit_test(test_runs_clean),
+		cmocka_unit_test(test_corruption_kinds),
+		cmocka_unit_test(test_restart_baseline),
+		cmocka_unit_test(test_file_target_refused),
+		cmocka_unit_test(test_foreign_file_refused),
+	};
+
+	return cmocka_run_group_tests_name("verify", tests, tu_scratch_setup, tu_scratch_teardown);
+}
