@@ -25,6 +25,12 @@ static const char *const wait_names[PROBE_WAIT_COUNT] = {
 	[PROBE_WAIT_BUDGET] = "budget",
 };
 
+static const char *const mismatch_names[PROBE_MISMATCH_COUNT] = {
+	[PROBE_MISMATCH_WRONG_DATA] = "wrong_data",
+	[PROBE_MISMATCH_WRONG_OFFSET] = "wrong_offset",
+	[PROBE_MISMATCH_STALE] = "stale",
+};
+
 /* ---------------------------------------------------------------- probes */
 
 /* Latency, I/Os and bytes of each op the probe issues. */
@@ -98,10 +104,11 @@ static int info_series(struct probe_series *s, const char *engine)
 			   NULL};
 	struct metric_family *info, *interval;
 
-	info = metrics_family(s->m, "iopulse_probe_info", METRIC_GAUGE,
-			      "Always 1: what the probe is (type ping or burst, its op or rw, the "
-			      "engine in use, its io_priority).",
-			      ptoe, NULL, 0);
+	info = metrics_family(
+		s->m, "iopulse_probe_info", METRIC_GAUGE,
+		"Always 1: what the probe is (type ping, burst or verify, its op or rw, the "
+		"engine in use, its io_priority).",
+		ptoe, NULL, 0);
 	interval = metrics_family(s->m, "iopulse_probe_interval_seconds", METRIC_GAUGE,
 				  "Time between two runs of the probe: a ping's interval, a "
 				  "burst's every.",
@@ -180,6 +187,37 @@ static int window_series(struct probe_series *s)
 	return s->run_seconds && s->steal_seconds ? 0 : -ENOMEM;
 }
 
+/* Blocks a verifying probe checked and the mismatches it found, by kind. */
+static int verify_series(struct probe_series *s)
+{
+	static const char *const ptk[] = {"probe", "target", "kind", NULL};
+	const char *v[] = {s->cfg->name, s->target, NULL, NULL};
+	struct metric_family *checked, *bad;
+
+	checked = metrics_family(s->m, "iopulse_verify_blocks_checked_total", METRIC_COUNTER,
+				 "Blocks a verify probe read back and checked (blocks of its own "
+				 "found in place, whether right or wrong).",
+				 pt, NULL, 0);
+	bad = metrics_family(s->m, "iopulse_verify_mismatches_total", METRIC_COUNTER,
+			     "Blocks a verify probe found wrong, by kind (wrong_data: the checksum "
+			     "fails; wrong_offset: a block written for another offset, a "
+			     "misdirected write; stale: an older generation than the last one "
+			     "synced, a lost write).",
+			     ptk, NULL, 0);
+	if (!checked || !bad)
+		return -ENOMEM;
+	s->verify_checked = metrics_series(checked, v);
+	if (!s->verify_checked)
+		return -ENOMEM;
+	for (int k = 0; k < PROBE_MISMATCH_COUNT; k++) {
+		v[2] = mismatch_names[k];
+		s->verify_mismatches[k] = metrics_series(bad, v);
+		if (!s->verify_mismatches[k])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct config *cfg,
 		       const struct cfg_probe *p, const char *target, const char *engine)
 {
@@ -196,6 +234,8 @@ int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct c
 		r = info_series(s, engine);
 	if (r == 0)
 		r = wait_series(s);
+	if (r == 0 && (ops->flags & PROBE_F_VERIFIES))
+		r = verify_series(s);
 	if (r < 0)
 		return r;
 	errs = metrics_family(m, "iopulse_probe_errors_total", METRIC_COUNTER,
@@ -345,6 +385,11 @@ void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o
 	metrics_add_locked(s->errors[PROBE_ERR_IO], (double)errors);
 	metrics_add_locked(s->errors[PROBE_ERR_SHORT], (double)shorts);
 	metrics_add_locked(s->errors[PROBE_ERR_TIMEOUT], (double)o->timeouts);
+	if (s->verify_checked) {
+		metrics_add_locked(s->verify_checked, (double)o->blocks_checked);
+		for (int k = 0; k < PROBE_MISMATCH_COUNT; k++)
+			metrics_add_locked(s->verify_mismatches[k], (double)o->mismatches[k]);
+	}
 	metrics_unlock(s->m);
 }
 
@@ -379,6 +424,9 @@ void probe_metrics_drop(struct probe_series *s)
 	drop(&s->interval);
 	drop(&s->run_seconds);
 	drop(&s->steal_seconds);
+	drop(&s->verify_checked);
+	for (int k = 0; k < PROBE_MISMATCH_COUNT; k++)
+		drop(&s->verify_mismatches[k]);
 	metrics_series_drop(atomic_exchange(&s->burst_seconds, NULL));
 }
 

@@ -46,6 +46,8 @@ struct probe_series {
 	/* Wall time of its runs, and the CPU time stolen from this guest meanwhile. */
 	struct metric_series *run_seconds, *steal_seconds;
 	struct metric_series *info, *interval;
+	/* Probes that verify data (PROBE_F_VERIFIES) only; every kind from the start. */
+	struct metric_series *verify_checked, *verify_mismatches[PROBE_MISMATCH_COUNT];
 	/* Last finished burst, created at its first publication (no zeros before). */
 	struct metric_series *burst_iops[IO_OP_COUNT], *burst_bw[IO_OP_COUNT];
 	struct metric_series *burst_q[IO_OP_COUNT][PROBE_BURST_QUANTILES];

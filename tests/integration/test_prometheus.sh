@@ -98,6 +98,12 @@ cat >>"$CFG" <<EOF
     iodepth: 4
     duration: 500ms
     every: 5s
+  - name: v1
+    type: verify
+    target: t1
+    interval: 1s
+    blocks: 8
+    blocks_per_run: 2
 EOF
 
 idle_sysfs "$WORK" # the target's disk is idle: the device gauges exist, bursts run
