@@ -32,11 +32,20 @@
  *               goes on
  *   SIGRTMIN+4  fast again
  *
+ * A disk that loses writes (a cache that drops them, a broken replica), data
+ * path only:
+ *
+ *   SIGRTMIN+5  every write succeeds and stores nothing: the byte count comes
+ *               back as if written, the backing file is not touched; fsync and
+ *               fdatasync succeed
+ *   SIGRTMIN+6  writes are stored again
+ *
  * Each change is acknowledged on stderr once it is in effect, so a test can wait
  * for it instead of sleeping:
  *   "hangfs: eio writes" / "hangfs: eio flapping" / "hangfs: eio off"
  *   "hangfs: frozen" / "hangfs: thawed"
  *   "hangfs: slow (N us)" / "hangfs: fast"
+ *   "hangfs: dropping writes" / "hangfs: keeping writes"
  *   "hangfs: read blocked (offset O, size N)"   a request started waiting
  *   "hangfs: read released"                     ... and went on after a thaw
  *   "hangfs: read interrupted"                  ... or was abandoned, see below
@@ -92,6 +101,7 @@ static _Atomic unsigned eio_writes, eio_syncs; /* requests seen since the mode w
 #define DELAY_US_DEFAULT 2000
 static long delay_us = DELAY_US_DEFAULT; /* HANGFS_DELAY_US: how slow "slow" is */
 static _Atomic bool slow;		 /* set by the control thread */
+static _Atomic bool drop_writes;	 /* set by the control thread: writes store nothing */
 
 /* ---------------------------------------------------------------- freezing */
 
@@ -178,7 +188,7 @@ static bool eio_fails(bool sync)
 	return n % 2 == 0;
 }
 
-/* SIGUSR1/SIGUSR2 and SIGRTMIN..SIGRTMIN+4 are blocked in every thread; this one
+/* SIGUSR1/SIGUSR2 and SIGRTMIN..SIGRTMIN+6 are blocked in every thread; this one
  * takes them. */
 static void *control_main(void *arg)
 {
@@ -207,6 +217,11 @@ static void *control_main(void *arg)
 				say("slow (%ld us)", delay_us);
 			else
 				say("fast");
+			continue;
+		}
+		if (sig == SIGRTMIN + 5 || sig == SIGRTMIN + 6) {
+			atomic_store(&drop_writes, sig == SIGRTMIN + 5);
+			say("%s writes", sig == SIGRTMIN + 5 ? "dropping" : "keeping");
 			continue;
 		}
 		pthread_mutex_lock(&freeze_mu);
@@ -426,6 +441,8 @@ static int hang_write(const char *path, const char *buf, size_t size, off_t off,
 	slow_gate();
 	if (eio_fails(false))
 		return -EIO;
+	if (atomic_load(&drop_writes)) /* lost, and nobody is told */
+		return (int)size;
 	n = pwrite((int)fi->fh, buf, size, off);
 	return n < 0 ? -errno : (int)n;
 }
@@ -540,7 +557,7 @@ int main(int argc, char **argv)
 	sigemptyset(&control);
 	sigaddset(&control, SIGUSR1);
 	sigaddset(&control, SIGUSR2);
-	for (int i = 0; i <= 4; i++)
+	for (int i = 0; i <= 6; i++)
 		sigaddset(&control, SIGRTMIN + i);
 	r = pthread_sigmask(SIG_BLOCK, &control, NULL);
 	if (r == 0)
