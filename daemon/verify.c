@@ -160,6 +160,12 @@ static int verify_probe_init(struct probe *p)
 	vp->file_cfg.size = (uint64_t)c->verify_blocks * c->block_size;
 	if (vp->file_cfg.size < CFG_MIN_TARGET_SIZE)
 		vp->file_cfg.size = CFG_MIN_TARGET_SIZE;
+	/* The layout runs inside the probe's first run, holding the lane: paced at
+	 * a slow layout_rate, 1MiB would keep a 1s ping waiting past its next run.
+	 * The smallest file goes at once, one write like a burst's; larger ones
+	 * keep the target's pace. */
+	if (vp->file_cfg.size == CFG_MIN_TARGET_SIZE)
+		vp->file_cfg.layout_rate = 0;
 	snprintf(vp->file_name, sizeof(vp->file_name), VERIFY_FILE_PREFIX "%s", c->name);
 	target_init(&vp->file, &vp->file_cfg);
 	vp->file.file_name = vp->file_name;
