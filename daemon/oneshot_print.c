@@ -211,6 +211,12 @@ void oneshot_print_human(const struct probe_sum *ps, const struct oneshot_opts *
 		if (s->ios)
 			print_latency(ps, op);
 	}
+	if (probe_ops_of(p->kind)->flags & PROBE_F_VERIFIES)
+		printf("  verify: %" PRIu64 " block(s) checked, %" PRIu64 " wrong data, %" PRIu64
+		       " wrong offset, %" PRIu64 " stale\n",
+		       ps->out.blocks_checked, ps->out.mismatches[PROBE_MISMATCH_WRONG_DATA],
+		       ps->out.mismatches[PROBE_MISMATCH_WRONG_OFFSET],
+		       ps->out.mismatches[PROBE_MISMATCH_STALE]);
 	if (ps->out.timeouts)
 		printf("  %" PRIu64 " I/O(s) exceeded the %.3gs timeout\n", ps->out.timeouts,
 		       p->timeout_ns / 1e9);
@@ -312,6 +318,12 @@ static void print_json_probe(const struct probe_sum *ps)
 	}
 	if (p->kind == CFG_PROBE_PING)
 		printf(", \"requests\": %" PRIu64, ps->requests);
+	if (probe_ops_of(p->kind)->flags & PROBE_F_VERIFIES)
+		printf(", \"verify\": {\"blocks_checked\": %" PRIu64 ", \"wrong_data\": %" PRIu64
+		       ", \"wrong_offset\": %" PRIu64 ", \"stale\": %" PRIu64 "}",
+		       ps->out.blocks_checked, ps->out.mismatches[PROBE_MISMATCH_WRONG_DATA],
+		       ps->out.mismatches[PROBE_MISMATCH_WRONG_OFFSET],
+		       ps->out.mismatches[PROBE_MISMATCH_STALE]);
 	printf(", \"timeouts\": %" PRIu64 ", ", ps->out.timeouts);
 	json_seconds("wall_seconds", ps->wall_ns, true);
 	print_json_ops(ps);

@@ -241,4 +241,37 @@ if not p or p["status"] != "ok" or [(o["op"], o["ios"]) for o in p["ops"]] != [(
     bad.append(f"rd next to the failing probes: {p}")
 EOF
 
+# ---- a verify probe ----------------------------------------------------------
+# A fresh file has nothing to check; the next process takes the blocks it finds
+# (4 written by the first run) as they are; a block changed behind its back is
+# then found wrong.
+
+CFG3="$WORK/verify.yaml"
+target_config "$CFG3" "$DIR" 8MiB
+cat >>"$CFG3" <<EOF
+  - name: v
+    type: verify
+    target: t1
+    blocks: 4
+    blocks_per_run: 4
+EOF
+# verify_run N CHECKED DATA: one run; its verify counts must be these.
+verify_run() {
+	run_probe 0 "$WORK/verify$1.json" --config "$CFG3" --json
+	check_json "$WORK/verify$1.json" "$2" "$3" <<'EOF'
+p = probes.get("v")
+want = {"blocks_checked": int(args[0]), "wrong_data": int(args[1]), "wrong_offset": 0, "stale": 0}
+if not p or p["type"] != "verify" or p.get("verify") != want:
+    bad.append(f"v: {p and p.get('verify')}, want {want}")
+elif [(o["op"], o["ios"]) for o in p["ops"]] != [("read", 4), ("write", 4), ("fdatasync", 1)]:
+    bad.append(f"v: ops {p['ops']}")
+EOF
+}
+verify_run 1 0 0
+verify_run 2 4 0
+printf 'not a block' | dd of="$DIR/.iopulse-verify.v" bs=1 seek=$((4096 + 2048)) conv=notrunc,fsync status=none
+verify_run 3 4 1
+grep -q "verify: 4 block(s) checked, 0 wrong data, 0 wrong offset, 0 stale" \
+	< <("$IOPULSE" probe --config "$CFG3") || fail "no verify line in the human summary"
+
 note "pass"
