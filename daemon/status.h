@@ -115,7 +115,7 @@ struct status_burst {
 struct status_view {
 	char probe[CFG_NAME_MAX];
 	char target[CFG_NAME_MAX];
-	char kind[8]; /* "ping", "burst" */
+	char kind[8]; /* "ping", "burst", "verify" */
 	enum io_op op;
 	struct status_fig minute, hour;
 	struct status_bars hour_bars;
