@@ -14,7 +14,7 @@
  *
  * Expected generations live in memory: after a restart the first run takes the
  * blocks it finds as they are (a write lost across a restart is not seen), and
- * a file laid out anew (another inode) starts over the same way.
+ * so does the first run after the file was opened again.
  *
  * Block header, little-endian: magic[8], crc32 of bytes 12..size[4], size[4],
  * offset[8], generation[8], nonce[8]; random payload after it.
@@ -110,7 +110,6 @@ struct verify_probe {
 	struct cfg_target file_cfg; /* the target's, sized for the blocks */
 	struct target file;	    /* the probe's own file in the target's directory */
 	char file_name[NAME_MAX + 1];
-	ino_t file_ino;	    /* the file the expectations are about; 0 none yet */
 	void *buf;	    /* one block, aligned for O_DIRECT */
 	uint64_t *expected; /* by block: generation last synced; 0 not known */
 	uint64_t next_gen;  /* the generation the next write carries */
@@ -182,18 +181,21 @@ static int verify_probe_init(struct probe *p)
 	return r;
 }
 
-/* The probe's file open and still the one at its name; a new file (laid out
- * anew) starts the expectations over. 0, or -errno with out->why set. */
+/*
+ * The probe's file open and still the one at its name. One that changed under
+ * us (removed, replaced) fails this run, which says so, and is opened again by
+ * the next. Every open starts the expectations over, as after a restart: the
+ * file may be another one (a new file can even get the old one's inode
+ * number) or laid out anew in place. 0, or -errno with out->why set.
+ */
 static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
 {
 	struct verify_probe *vp = p->state;
-	int r = 0;
+	const bool opened = vp->file.fd < 0;
+	int r;
 
 	vp->file.stop = stop;
-	if (vp->file.fd >= 0)
-		r = target_check(&vp->file);
-	if (vp->file.fd < 0)
-		r = target_open(&vp->file);
+	r = opened ? target_open(&vp->file) : target_check(&vp->file);
 	if (r < 0) {
 		out->why = vp->file.error;
 		return r;
@@ -202,9 +204,8 @@ static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct p
 		out->why = "'block_size' is not a multiple of the directory's O_DIRECT alignment";
 		return -EINVAL;
 	}
-	if (vp->file.ino != vp->file_ino) {
+	if (opened) {
 		memset(vp->expected, 0, p->cfg->verify_blocks * sizeof(*vp->expected));
-		vp->file_ino = vp->file.ino;
 		vp->next_gen = 0;
 	}
 	return 0;

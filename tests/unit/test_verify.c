@@ -231,6 +231,33 @@ static void test_restart_baseline(void **state)
 	fixture_close(&x);
 }
 
+/* A file removed under the probe fails the run that finds it gone, saying so;
+ * the next makes a new one and starts over, expecting nothing of it. */
+static void test_file_removed(void **state)
+{
+	struct fixture x;
+	int r;
+
+	(void)state;
+	fixture_open(&x, 2, 2);
+	run(&x);
+	run(&x);
+	assert_int_equal(x.out.blocks_checked, 2);
+	assert_int_equal(unlink(x.file), 0);
+	probe_outcome_clear(&x.out);
+	r = probe_run(&x.p, NULL, &x.out);
+	assert_true(r < 0);
+	assert_non_null(x.out.why);
+	assert_non_null(strstr(x.out.why, VERIFY_FILE_PREFIX "v"));
+	run(&x);
+	assert_int_equal(x.out.blocks_checked, 0);
+	assert_int_equal(mismatches(&x), 0);
+	run(&x);
+	assert_int_equal(x.out.blocks_checked, 2);
+	assert_int_equal(mismatches(&x), 0);
+	fixture_close(&x);
+}
+
 /* Only a directory target has a file of the probe's own to hold the blocks. */
 static void test_file_target_refused(void **state)
 {
@@ -280,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_runs_clean),
 		cmocka_unit_test(test_corruption_kinds),
 		cmocka_unit_test(test_restart_baseline),
+		cmocka_unit_test(test_file_removed),
 		cmocka_unit_test(test_file_target_refused),
 		cmocka_unit_test(test_foreign_file_refused),
 	};
