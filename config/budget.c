@@ -12,8 +12,11 @@
  *     'ios', the time those take at 'rate_iops' or at iodepth x jobs I/Os each
  *     'expected_latency' long, whichever is slower, capped as the burst caps it
  *     (10m, and 'every' less 'ramp');
- *   - bytes written are the write pings' blocks, and the write share of each
- *     write burst's I/Os at the rate above, of the mean block size of its range.
+ *   - a verify probe, like a ping, for 'expected_latency' per I/O: every block
+ *     read back, 'blocks_per_run' written, one fdatasync;
+ *   - bytes written are the write pings' blocks, the verify probes' rewritten
+ *     blocks, and the write share of each write burst's I/Os at the rate
+ *     above, of the mean block size of its range.
  * The probe file's layout is a one-off and counts against neither.
  */
 #include <errno.h>
@@ -94,6 +97,13 @@ void cfg_probe_cost(const struct config *c, const struct cfg_probe *p, struct cf
 
 	if (p->kind == CFG_PROBE_BURST) {
 		burst_cost(p, t, runs_per_hour, out);
+		return;
+	}
+	if (p->kind == CFG_PROBE_VERIFY) {
+		ios = p->verify_blocks + p->verify_per_run + 1;
+		out->busy_s_per_hour = runs_per_hour * ios * (double)t->expected_latency_ns / 1e9;
+		out->write_bytes_per_day =
+			24 * runs_per_hour * p->verify_per_run * (double)p->block_size;
 		return;
 	}
 	out->busy_s_per_hour = runs_per_hour * ios * warm * (double)t->expected_latency_ns / 1e9;

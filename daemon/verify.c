@@ -231,6 +231,7 @@ static ssize_t timed_io(struct probe *p, enum io_op op, uint64_t off, struct pro
 		n = -errno;
 	lat = eng_now_ns() - start;
 	atomic_store(&vp->inflight, 0);
+	out->busy_ns += lat; /* a failed I/O kept the target busy too */
 	if (lat >= p->cfg->timeout_ns &&
 	    (!p->timeout_claimed || probe_claim_timeout(p->timeout_claimed, start)))
 		out->timeouts++;

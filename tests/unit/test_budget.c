@@ -2,7 +2,8 @@
 /*
  * budget: what a schedule costs a target, projected from the configuration
  * (config/budget.c), and the refusal of one over budget:
- *   - exact figures for pings (read, write, write + fdatasync), bursts by
+ *   - exact figures for pings (read, write, write + fdatasync), verify probes,
+ *     bursts by
  *     duration and by 'ios' (throttled, unthrottled, capped), write shares of
  *     randrw and ranges of block sizes, and a target's own expected_latency;
  *   - a schedule at its budget passes, one over it is refused with a message
@@ -106,6 +107,19 @@ static void test_ping_costs(void **state)
 	probe_cost(TARGET("") "  - {name: r, type: ping, target: d, interval: 1m, "
 			      "warmup_after: 5m}\n",
 		   0, 60 * 0.002, 0);
+}
+
+static void test_verify_costs(void **state)
+{
+	(void)state;
+	/* 60 runs an hour x (64 reads + 4 writes + 1 fdatasync) x 2ms; 1440 runs a
+	 * day x 4 x 4KiB */
+	probe_cost(TARGET("") "  - {name: v, type: verify, target: d}\n", 0, 60 * 69 * 0.002,
+		   1440.0 * 4 * 4096);
+	/* every 10s, 8 blocks of 8KiB all rewritten: 360 x 17 x 2ms; 8640 x 8 x 8KiB */
+	probe_cost(TARGET("") "  - {name: v, type: verify, target: d, interval: 10s, blocks: 8, "
+			      "blocks_per_run: 8, block_size: 8k}\n",
+		   0, 360 * 17 * 0.002, 8640.0 * 8 * 8192);
 }
 
 static void test_burst_costs(void **state)
@@ -444,6 +458,7 @@ int main(void)
 {
 	static const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ping_costs),
+		cmocka_unit_test(test_verify_costs),
 		cmocka_unit_test(test_burst_costs),
 		cmocka_unit_test(test_target_sum),
 		cmocka_unit_test(test_within_and_over),
