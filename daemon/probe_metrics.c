@@ -18,10 +18,8 @@ static const char *const pto[] = {"probe", "target", "op", NULL};
 static const char *const ptr[] = {"probe", "target", "reason", NULL};
 static const char *const pt[] = {"probe", "target", NULL};
 static const char *const wait_names[PROBE_WAIT_COUNT] = {
-	[PROBE_WAIT_BUSY] = "busy",
-	[PROBE_WAIT_BURST] = "burst",
-	[PROBE_WAIT_LAYOUT] = "layout",
-	[PROBE_WAIT_DEVICE_BUSY] = "device_busy",
+	[PROBE_WAIT_BUSY] = "busy",	[PROBE_WAIT_BURST] = "burst",
+	[PROBE_WAIT_LAYOUT] = "layout", [PROBE_WAIT_DEVICE_BUSY] = "device_busy",
 	[PROBE_WAIT_BUDGET] = "budget",
 };
 
