@@ -38,12 +38,20 @@ static char sys[PATH_MAX + 8];
 
 /* ---- the fake sysfs ---- */
 
+/* @dir/@rel into @buf: a path too long for it fails the test, never truncates. */
+static void path_in(char *buf, size_t n, const char *dir, const char *rel)
+{
+	int w = snprintf(buf, n, "%s/%s", dir, rel);
+
+	assert_true(w > 0 && (size_t)w < n);
+}
+
 static void put(const char *rel, const char *text)
 {
 	char path[PATH_MAX + 64];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", sys, rel);
+	path_in(path, sizeof(path), sys, rel);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs(text, f);
@@ -54,7 +62,7 @@ static void dir(const char *rel)
 {
 	char path[PATH_MAX + 64];
 
-	snprintf(path, sizeof(path), "%s/%s", sys, rel);
+	path_in(path, sizeof(path), sys, rel);
 	assert_int_equal(mkdir(path, 0755), 0);
 }
 
@@ -62,7 +70,7 @@ static void link_to(const char *target, const char *rel)
 {
 	char path[PATH_MAX + 64];
 
-	snprintf(path, sizeof(path), "%s/%s", sys, rel);
+	path_in(path, sizeof(path), sys, rel);
 	assert_int_equal(symlink(target, path), 0);
 }
 
@@ -351,7 +359,7 @@ static void test_steal_read(void **state)
 
 	(void)state;
 	tu_new_dir(proc, sizeof(proc));
-	snprintf(path, sizeof(path), "%s/stat", proc);
+	path_in(path, sizeof(path), proc, "stat");
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs("cpu  10 0 10 100 0 0 0 7 0 0\ncpu0 10 0 10 100 0 0 0 7 0 0\n", f);
@@ -376,7 +384,7 @@ static void test_steal_read(void **state)
 	cpusteal_close(&c);
 	assert_int_equal(cpusteal_read(&c, &t), -EBADF);
 
-	snprintf(path, sizeof(path), "%s/none", proc);
+	path_in(path, sizeof(path), proc, "none");
 	assert_int_equal(cpusteal_open(&c, path), -ENOENT);
 	assert_int_equal(cpusteal_read(&c, &t), -EBADF);
 }
