@@ -189,6 +189,25 @@ static void target_is_up(struct lane *l)
 }
 
 /*
+ * The lane thread writes the target's series under the lane mutex, and only
+ * while the lane still owns them: a reload takes them from every old lane (it
+ * frees them with a removed target, leaves them to the new lane otherwise), and
+ * an old lane abandoned in the kernel whose I/O returns later must not write a
+ * freed series. Returns with the mutex held, true when the series may be
+ * written; series_end() unlocks.
+ */
+static bool series_begin(struct lane *l)
+{
+	pthread_mutex_lock(&l->mu);
+	return !l->series_gone;
+}
+
+static void series_end(struct lane *l)
+{
+	pthread_mutex_unlock(&l->mu);
+}
+
+/*
  * A failed probe-file layout (no room, a write error) wrote up to the whole file
  * for nothing, and what it wrote is freed again: retried on every ping, it would
  * keep the disk busy writing it over and over. So the next target_open() waits
@@ -215,7 +234,9 @@ static void layout_failed(struct lane *l, int r)
 	/* From the end of the attempt: a slow layout does not eat into the wait. */
 	l->layout_retry_ns = eng_now_ns() + l->layout_backoff_ns;
 	l->layout_error = r;
-	probe_metrics_layout_failed(&l->series);
+	if (series_begin(l))
+		probe_metrics_layout_failed(&l->series);
+	series_end(l);
 	atomic_store(&l->up, false);
 	cfg_format_duration(l->layout_backoff_ns, when, sizeof(when));
 	set_down_reason(l, l->target.error);
@@ -227,19 +248,17 @@ static void layout_failed(struct lane *l, int r)
 /*
  * iopulse_target_info after each open: what the target is on may be known for
  * the first time, or have changed (a directory re-created on another disk). It
- * reads sysfs, never the target's filesystem, so it cannot hang; the lane mutex
- * keeps it apart from a reload dropping the series.
+ * reads sysfs, never the target's filesystem, so it cannot hang.
  */
 static void lane_describe_target(struct lane *l)
 {
 	struct target_desc d;
 
 	target_describe(&l->target, &d);
-	pthread_mutex_lock(&l->mu);
-	if (!l->info_dropped && probe_metrics_target_info(&l->series, &d) < 0)
+	if (series_begin(l) && probe_metrics_target_info(&l->series, &d) < 0)
 		log_warning("Target %s: out of memory for iopulse_target_info, ignoring",
 			    l->cfg->name);
-	pthread_mutex_unlock(&l->mu);
+	series_end(l);
 }
 
 /*
@@ -398,7 +417,9 @@ static void lane_budget_day(struct lane *l)
 		return;
 	l->budget_day = day;
 	l->written_today = 0;
-	probe_metrics_target_spent(&l->series, 0, 0, 0);
+	if (series_begin(l))
+		probe_metrics_target_spent(&l->series, 0, 0, 0);
+	series_end(l);
 	if (l->budget_spent)
 		log_state_notice(target_key(l, key), "Target %s: a new day, write probes run again",
 				 l->cfg->name);
@@ -443,7 +464,9 @@ static void lane_account(struct lane *l, const struct probe_outcome *o)
 		lane_budget_day(l);
 	l->written_today += written;
 	atomic_fetch_add(&l->busy_ns, o->busy_ns);
-	probe_metrics_target_spent(&l->series, o->busy_ns / 1e9, written, l->written_today);
+	if (series_begin(l))
+		probe_metrics_target_spent(&l->series, o->busy_ns / 1e9, written, l->written_today);
+	series_end(l);
 }
 
 /* ------------------------------------------------- busy disks and CPU steal */
@@ -526,12 +549,11 @@ static bool lane_measure_disks(struct lane *l, struct devbusy_load *load)
 		return false;
 	}
 	devbusy_load(l->devbusy.n, &a, &b, load);
-	pthread_mutex_lock(&l->mu); /* apart from a reload dropping the series */
-	if (!l->info_dropped &&
+	if (series_begin(l) &&
 	    probe_metrics_target_device(&l->series, load->utilization, load->queue_depth) < 0)
 		log_warning("Target %s: out of memory for the device gauges, ignoring",
 			    l->cfg->name);
-	pthread_mutex_unlock(&l->mu);
+	series_end(l);
 	return true;
 }
 
@@ -1013,7 +1035,7 @@ void lane_drop_probe_series(struct lane_probe *lp)
 void lane_drop_target_series(struct lane *l)
 {
 	pthread_mutex_lock(&l->mu);
-	l->info_dropped = true;
+	l->series_gone = true;
 	probe_metrics_target_drop(&l->series);
 	pthread_mutex_unlock(&l->mu);
 }
@@ -1021,7 +1043,7 @@ void lane_drop_target_series(struct lane *l)
 void lane_drop_target_info(struct lane *l)
 {
 	pthread_mutex_lock(&l->mu);
-	l->info_dropped = true;
+	l->series_gone = true;
 	probe_metrics_target_info_drop(&l->series);
 	pthread_mutex_unlock(&l->mu);
 }
@@ -1029,7 +1051,7 @@ void lane_drop_target_info(struct lane *l)
 void lane_adopt_target_info(struct lane *l, const struct lane *old)
 {
 	pthread_mutex_lock(&l->mu);
-	if (!l->info_dropped && probe_metrics_target_info(&l->series, &old->series.desc) < 0)
+	if (!l->series_gone && probe_metrics_target_info(&l->series, &old->series.desc) < 0)
 		log_warning("Target %s: out of memory for iopulse_target_info, ignoring",
 			    l->cfg->name);
 	pthread_mutex_unlock(&l->mu);

@@ -70,7 +70,7 @@ struct lane {
 	unsigned *queue; /* ring of probe indices, capacity n_probes */
 	unsigned q_head, q_len;
 	bool busy, stop, exited;
-	bool info_dropped; /* (mutex) a reload removed iopulse_target_info: leave it */
+	bool series_gone; /* (mutex) a reload took the target's series from this lane */
 	pthread_t thread;
 	bool initialised; /* mutex and condition variable exist */
 	bool started;
