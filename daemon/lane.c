@@ -1048,8 +1048,17 @@ void lane_drop_target_info(struct lane *l)
 	pthread_mutex_unlock(&l->mu);
 }
 
-void lane_adopt_target_info(struct lane *l, const struct lane *old)
+void lane_take_over(struct lane *l, struct lane *old)
 {
+	atomic_store(&l->up, atomic_load(&old->up));
+	/* The same day's count: a reload is no reason to write more than the budget
+	 * (nor to log that it is spent again). */
+	l->budget_day = old->budget_day;
+	l->written_today = old->written_today;
+	l->budget_spent = old->budget_spent;
+	/* The duty cycle's window goes on from the same busy time. */
+	atomic_store(&l->busy_ns, atomic_load(&old->busy_ns));
+	memcpy(l->duty, old->duty, sizeof(l->duty));
 	pthread_mutex_lock(&l->mu);
 	if (!l->series_gone && probe_metrics_target_info(&l->series, &old->series.desc) < 0)
 		log_warning("Target %s: out of memory for iopulse_target_info, ignoring",

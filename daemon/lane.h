@@ -145,9 +145,10 @@ void lane_drop_target_series(struct lane *l);
 /* Reload: remove the target's iopulse_target_info (every old lane's: each new
  * lane has its own). A lane abandoned in the kernel no longer touches it. */
 void lane_drop_target_info(struct lane *l);
-/* Reload: new lane @l of an unchanged target says what @old (its lane before the
- * reload, exited) found the target is on, until its own first open. */
-void lane_adopt_target_info(struct lane *l, const struct lane *old);
+/* Reload: new lane @l (not started) of an unchanged target goes on from @old, its
+ * lane before the reload (exited): the target's health, what it is on (until
+ * its own first open), the day's write count and the duty cycle's window. */
+void lane_take_over(struct lane *l, struct lane *old);
 /* Free what lane_init() allocated; the thread must have exited (or never started). */
 void lane_destroy(struct lane *l);
 

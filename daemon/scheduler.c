@@ -805,8 +805,8 @@ static int build_new_lanes(struct sched *s, struct config **ncp, struct lane **l
 	return 0;
 }
 
-/* Destroy the old lanes that exited, handing their target's health to the new
- * lane of the same target. */
+/* Destroy the old lanes that exited, handing what they know of their target to
+ * the new lane of the same target (lane_take_over()). */
 static void retire_old_lanes(struct lane *old, unsigned n_old, const bool *gone, struct lane *lanes,
 			     unsigned n)
 {
@@ -814,12 +814,10 @@ static void retire_old_lanes(struct lane *old, unsigned n_old, const bool *gone,
 		if (gone[li])
 			continue;
 		/* An unchanged target stays up (target_up, STATUS=) until its next run
-		 * says otherwise. */
+		 * says otherwise, and keeps its day's write budget. */
 		for (unsigned i = 0; i < n; i++)
-			if (cfg_target_same(old[li].cfg, lanes[i].cfg)) {
-				atomic_store(&lanes[i].up, atomic_load(&old[li].up));
-				lane_adopt_target_info(&lanes[i], &old[li]);
-			}
+			if (cfg_target_same(old[li].cfg, lanes[i].cfg))
+				lane_take_over(&lanes[i], &old[li]);
 		/* Closes the target (and its probe-file lock) for the new lane. */
 		lane_destroy(&old[li]);
 	}

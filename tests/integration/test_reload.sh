@@ -12,7 +12,8 @@
 # A broken file (a YAML error) then changes nothing: the error is logged with
 # file:line:column, the gauge goes to 0, and the schedule keeps running (A grows,
 # D stays); so does a valid file over its target's budget. The fixed file sets
-# the gauge back to 1.
+# the gauge back to 1. Last, a target's spent write budget stays spent across a
+# reload of the same file, and its cost counters go on.
 
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
 . "$(dirname "$0")/lib.sh"
@@ -185,6 +186,99 @@ sample_into a "$PAGE" "$A"
 num "$a" '>=' "$a_prev" || fail "A dropped on a reload of an unchanged file: $a_prev -> $a"
 sample_into when3 "$PAGE" "$WHEN"
 num "$when3" '>' "$when1" || fail "$WHEN did not advance on the fixed file: $when1 -> $when3"
+
+# ---- a spent write budget stays spent across a reload -------------------------
+
+# Target t3's budget is 256KiB a day; with 'expected_latency: 1s' the schedule
+# projects one 4KiB write for each run of burst X, which on the null engine
+# writes far more in its first run: the budget is spent at once. A reload of
+# the same file changes nothing about t3: X and the write ping W stay skipped
+# for the budget, and t3's cost counters go on (none goes back).
+mkdir "$WORK/t3"
+{
+	echo "splay: false"
+	echo "targets:"
+	echo "  - name: t1"
+	echo "    directory: $(yaml_str "$WORK/t1")"
+	echo "    max_duty_cycle: 100%"
+	echo "    max_write_per_day: 0"
+	echo "    size: 1MiB"
+	echo "  - name: t3"
+	echo "    directory: $(yaml_str "$WORK/t3")"
+	echo "    size: 1MiB"
+	echo "    expected_latency: 1s"
+	echo "    max_write_per_day: 256KiB"
+	echo "probes:"
+	ping A t1
+	echo "  - {name: W, type: ping, target: t3, op: write, engine: null, interval: 1h}"
+	echo "  - {name: X, type: burst, target: t3, rw: randwrite, engine: null, iodepth: 1,"
+	echo "     duration: 100ms, every: 1h}"
+} >"$CFG.new"
+install_config
+
+reload_count() { grep -c 'Configuration reloaded' "$DAEMON_LOG"; }
+reloaded_since() { (($(reload_count) > $1)); }
+# The series compared across the reload: runs and budget skips of X and W,
+# then t3's cost counters and today's count.
+SERIES=(
+	'iopulse_probe_runs_total{probe="X",target="t3"}'
+	'iopulse_probe_runs_total{probe="W",target="t3"}'
+	'iopulse_probe_skipped_total{probe="X",target="t3",reason="budget"}'
+	'iopulse_probe_skipped_total{probe="W",target="t3",reason="budget"}'
+	'iopulse_target_io_seconds_total{target="t3"}'
+	'iopulse_target_written_bytes_total{target="t3"}'
+	'iopulse_target_written_today_bytes{target="t3"}'
+)
+# values: the SERIES in a fresh scrape, into VALUES (absent ones as 0).
+values() {
+	local i
+	scrape_metrics
+	for i in "${!SERIES[@]}"; do
+		sample_or "VALUES[$i]" 0 "$PAGE" "${SERIES[$i]}"
+	done
+}
+# spent: X ran and spent the budget, and W fell due too (ran or was skipped).
+spent() {
+	values
+	num "${VALUES[0]}" '==' 1 && num "${VALUES[6]}" '>=' 262144 &&
+		num "$(awk -v a="${VALUES[1]}" -v b="${VALUES[3]}" 'BEGIN { print a + b }')" '>=' 1
+}
+# due_again: X and W fell due since BEFORE (ran or were skipped).
+due_again() {
+	local i
+	values
+	for i in 0 1; do
+		num "$(awk -v a="${VALUES[i]}" -v b="${VALUES[i + 2]}" \
+			-v c="${BEFORE[i]}" -v d="${BEFORE[i + 2]}" 'BEGIN { print a + b - c - d }')" '>' 0 ||
+			return 1
+	done
+}
+
+n=$(reload_count)
+kill -HUP "$DAEMON_PID"
+wait_until 10 "the reload adding t3" reloaded_since "$n"
+wait_until 10 "X to spend t3's budget, and W to fall due" spent
+BEFORE=("${VALUES[@]}")
+note "budget spent: today ${BEFORE[6]} bytes, W ran ${BEFORE[1]} time(s)"
+
+n=$(reload_count)
+kill -HUP "$DAEMON_PID" # the same file
+wait_until 10 "the reload of the same file" reloaded_since "$n"
+wait_until 10 "X and W to fall due after the reload" due_again
+for i in 0 1; do
+	num "${VALUES[i]}" '==' "${BEFORE[i]}" ||
+		fail "the reload granted t3's spent budget again: ${SERIES[i]} ${BEFORE[i]} -> ${VALUES[i]}"
+done
+for i in 2 3; do
+	num "${VALUES[i]}" '>' "${BEFORE[i]}" ||
+		fail "${SERIES[i]} did not grow after the reload: ${BEFORE[i]} -> ${VALUES[i]}"
+done
+for i in 4 5 6; do
+	num "${VALUES[i]}" '==' "${BEFORE[i]}" ||
+		fail "${SERIES[i]} changed across the reload: ${BEFORE[i]} -> ${VALUES[i]}"
+done
+c=$(grep -c "Target t3: the probes wrote its max_write_per_day" "$DAEMON_LOG")
+((c == 1)) || fail "the spent budget was logged $c times, want once"
 
 stop_daemon TERM 5
 note "pass"

@@ -317,15 +317,13 @@ static void run(struct lane *l, unsigned pi)
 	tu_lane_idle_wait(l);
 }
 
-/* A running lane on a fresh directory target t1 with @budget (a max_write_per_day)
- * and two null-engine pings: w (write, index 0) and r (read, index 1). */
-static void start_lane(const char *budget, struct config **c, struct lane *l, struct metrics *m)
+/* The schedule of start_lane() on directory @dir, in *@c. */
+static void lane_config(const char *dir, const char *budget, struct config **c)
 {
-	char dir[PATH_MAX], yaml[PATH_MAX + 512];
+	char yaml[PATH_MAX + 512];
 	struct cfg_error err = {0};
 	int len;
 
-	tu_new_dir(dir, sizeof(dir));
 	len = snprintf(yaml, sizeof(yaml),
 		       "targets:\n"
 		       "  - {name: t1, directory: %s, size: 1MiB, direct: false,\n"
@@ -337,17 +335,33 @@ static void start_lane(const char *budget, struct config **c, struct lane *l, st
 	assert_true(len > 0 && (size_t)len < sizeof(yaml));
 	if (cfg_load_string("<test_budget>", yaml, (size_t)len, c, &err) < 0)
 		fail_msg("%s", err.msg);
+}
+
+/* A running lane on a fresh directory target t1 with @budget (a max_write_per_day)
+ * and two null-engine pings: w (write, index 0) and r (read, index 1). */
+static void start_lane(const char *budget, struct config **c, struct lane *l, struct metrics *m)
+{
+	char dir[PATH_MAX];
+
+	tu_new_dir(dir, sizeof(dir));
+	lane_config(dir, budget, c);
 	assert_int_equal(lane_init(l, *c, 0, m), 0);
 	assert_int_equal(lane_start(l), 0);
 }
 
-static void stop_lane(struct config *c, struct lane *l, struct metrics *m)
+/* Waits for lane @l's thread to exit. */
+static void join_lane(struct lane *l)
 {
 	struct timespec now;
 
 	lane_request_stop(l);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	assert_true(lane_wait(l, ((uint64_t)now.tv_sec + 60) * SEC + (uint64_t)now.tv_nsec));
+}
+
+static void stop_lane(struct config *c, struct lane *l, struct metrics *m)
+{
+	join_lane(l);
 	lane_destroy(l);
 	metrics_free(m);
 	cfg_free(c);
@@ -421,6 +435,61 @@ static void test_written_today_without_budget(void **state)
 	stop_lane(c, &l, m);
 }
 
+static double duty_at(struct lane *l, struct metrics *m, uint64_t now_ns, double busy_s);
+
+/*
+ * A reload that keeps the target (the same file read again) hands the day's
+ * count to its new lane, as the scheduler does (drop the old lane's info, make
+ * the new lane, lane_take_over(), destroy the old one): a spent budget stays
+ * spent, logged once; the counters and today's count go on; the duty cycle's
+ * window too.
+ */
+static void test_budget_across_reload(void **state)
+{
+	struct config *c = NULL, *c2 = NULL;
+	struct metrics *m = metrics_new();
+	const uint64_t t0 = 7000 * 60 * SEC; /* on a minute */
+	struct lane l, l2;
+	char *log;
+
+	(void)state;
+	assert_non_null(m);
+	start_lane("8KiB", &c, &l, m);
+	log_set_ratelimit(100, 30 * SEC);
+	tu_capture_begin();
+	run(&l, 0);
+	run(&l, 0); /* 8KiB written: spent */
+	run(&l, 0);
+	assert_true(duty_at(&l, m, t0, 100) == 0); /* the window's first sample */
+	join_lane(&l);
+
+	lane_config(l.cfg->path, "8KiB", &c2);
+	assert_true(cfg_target_same(l.cfg, &c2->targets[0]));
+	lane_drop_target_info(&l);
+	assert_int_equal(lane_init(&l2, c2, 0, m), 0);
+	lane_take_over(&l2, &l);
+	lane_destroy(&l);
+	cfg_free(c);
+	assert_int_equal(lane_start(&l2), 0);
+	run(&l2, 0);
+	run(&l2, 1);
+	log = tu_capture_end();
+	assert_true(series_value(m, "iopulse_probe_runs_total", "w", NULL) == 2);
+	assert_true(series_value(m, "iopulse_probe_skipped_total", "w", "budget") == 2);
+	assert_true(series_value(m, "iopulse_probe_runs_total", "r", NULL) == 1);
+	assert_true(series_value(m, "iopulse_target_written_bytes_total", "t1", NULL) == 8192);
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == 8192);
+	assert_int_equal(tu_count(log, "wrote its max_write_per_day (8KiB) today"), 1);
+	free(log);
+	/* 36s busy in the half hour since the old lane's first sample */
+	assert_near(duty_at(&l2, m, t0 + 1800 * SEC, 136), 36.0 / 1800);
+	/* and the next day's budget as usual */
+	atomic_fetch_add(&fake_now, DAY);
+	run(&l2, 0);
+	assert_true(series_value(m, "iopulse_probe_runs_total", "w", NULL) == 3);
+	stop_lane(c2, &l2, m);
+}
+
 static double duty_at(struct lane *l, struct metrics *m, uint64_t now_ns, double busy_s)
 {
 	atomic_store(&l->busy_ns, (uint64_t)(busy_s * SEC));
@@ -467,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_default_within),
 		cmocka_unit_test(test_write_budget_at_run_time),
 		cmocka_unit_test(test_written_today_without_budget),
+		cmocka_unit_test(test_budget_across_reload),
 		cmocka_unit_test(test_duty_gauge),
 	};
 
