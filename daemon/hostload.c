@@ -12,6 +12,7 @@
 #include "hostload.h"
 
 struct hostload_roots hostload_roots;
+uint64_t devbusy_window_ns = DEVBUSY_WINDOW_NS;
 
 static const char *root(const char *set, const char *env, const char *def)
 {

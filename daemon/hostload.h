@@ -46,6 +46,9 @@ const char *hostload_proc_root(void);
  * would start, and that pings falling due meanwhile wait only a quarter second.
  */
 #define DEVBUSY_WINDOW_NS 250000000ULL
+/* The window lanes sample over: DEVBUSY_WINDOW_NS; a unit test may lengthen it
+ * before any lane starts. */
+extern uint64_t devbusy_window_ns;
 /*
  * The retries of a skipped burst: the first after DEVBUSY_RETRY_FIRST_NS, each
  * next one twice as late, at most 'every' / DEVBUSY_RETRY_CAP_DIV apart, and

@@ -519,7 +519,7 @@ static bool lane_find_disks(struct lane *l)
 /* Sleeps one sampling window; false when a stop came first. */
 static bool lane_sample_window(struct lane *l)
 {
-	struct timespec ts = eng_timespec(mono_ns() + DEVBUSY_WINDOW_NS);
+	struct timespec ts = eng_timespec(mono_ns() + devbusy_window_ns);
 	bool stop;
 
 	pthread_mutex_lock(&l->mu);
@@ -530,23 +530,28 @@ static bool lane_sample_window(struct lane *l)
 	return !stop;
 }
 
-/* Measures the target's disks over a window and exports it. false when they
- * cannot be measured (the burst then runs). */
-static bool lane_measure_disks(struct lane *l, struct devbusy_load *load)
+enum disks_measured {
+	DISKS_MEASURED,
+	DISKS_UNKNOWN, /* they cannot be measured: the burst runs unchecked */
+	DISKS_STOPPED, /* a stop came during the window: nothing runs */
+};
+
+/* Measures the target's disks over a window into @load and exports it. */
+static enum disks_measured lane_measure_disks(struct lane *l, struct devbusy_load *load)
 {
 	struct devbusy_sample a, b;
 	int r;
 
 	r = devbusy_sample(&l->devbusy, mono_ns(), &a);
 	if (r == 0 && !lane_sample_window(l))
-		return false;
+		return DISKS_STOPPED;
 	if (r == 0)
 		r = devbusy_sample(&l->devbusy, mono_ns(), &b);
 	if (r < 0) {
 		log_debug("Target %s: cannot read the statistics of %s: %s; looking again",
 			  l->cfg->name, l->devbusy.name[0], strerror(-r));
 		l->devbusy_found = false; /* a disk went away: look them up again next time */
-		return false;
+		return DISKS_UNKNOWN;
 	}
 	devbusy_load(l->devbusy.n, &a, &b, load);
 	if (series_begin(l) &&
@@ -554,7 +559,7 @@ static bool lane_measure_disks(struct lane *l, struct devbusy_load *load)
 		log_warning("Target %s: out of memory for the device gauges, ignoring",
 			    l->cfg->name);
 	series_end(l);
-	return true;
+	return DISKS_MEASURED;
 }
 
 /* One log line when the disks turn busy or idle; @retry_at 0: no retry. */
@@ -587,10 +592,13 @@ static void log_disk_state(struct lane *l, struct lane_probe *lp, const struct d
  * Before a burst: whether other work keeps the target's disks busy, so that the
  * burst is held back (counted as skipped, "device_busy") and tried again later
  * (devbusy_retry_at()); @retry: this run is such a retry. Pings are never held
- * back: they are the canary, one I/O each.
+ * back: they are the canary, one I/O each. Also true, not counted, when a stop
+ * came while the disks were measured: a burst starting at shutdown would only
+ * be aborted.
  */
 static bool lane_disk_busy(struct lane *l, struct lane_probe *lp, bool retry)
 {
+	enum disks_measured m;
 	struct devbusy_load d;
 	uint64_t at = 0;
 	bool busy;
@@ -601,8 +609,11 @@ static bool lane_disk_busy(struct lane *l, struct lane_probe *lp, bool retry)
 		lp->busy_due_ns = eng_now_ns();
 		lp->busy_delay_ns = 0;
 	}
-	if (!lane_find_disks(l) || !lane_measure_disks(l, &d))
+	if (!lane_find_disks(l))
 		return false;
+	m = lane_measure_disks(l, &d);
+	if (m != DISKS_MEASURED)
+		return m == DISKS_STOPPED;
 	busy = devbusy_is_busy(&d, lp->cfg->busy_utilization, lp->cfg->busy_depth);
 	if (busy) {
 		probe_metrics_skipped(&lp->series, PROBE_WAIT_DEVICE_BUSY);
@@ -651,7 +662,7 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 	if (r == -ECANCELED && atomic_load(&l->stopping))
 		return;
 	if (r == 0 && lane_disk_busy(l, lp, retry))
-		return; /* not a run: counted as skipped */
+		return; /* not a run: held back (counted as skipped), or stopping */
 	probe_metrics_run(&lp->series, (double)wall.tv_sec + wall.tv_nsec / 1e9);
 	if (r < 0) {
 		probe_metrics_error(&lp->series, PROBE_ERR_TARGET_DOWN);

@@ -8,7 +8,8 @@
  *     count as target_down and touch nothing; each failure is counted in
  *     iopulse_target_layout_failures_total and logged once with its retry time;
  *   - a target that goes away logs one "is down" line for the event, however
- *     the attempts to open it again fail afterwards, and one "is up again".
+ *     the attempts to open it again fail afterwards, and one "is up again";
+ *   - a stop while the disks are measured before a burst starts no burst.
  *
  * This file defines eng_now_ns(), the clock of engines, probes and lanes, as
  * tests/unit/test_golden.c does (the real one is alone in engines/clock.c, which
@@ -603,6 +604,66 @@ static void test_wait_reasons_running_burst(void **state)
 	assert_true(value_of(f, "iopulse_probe_runs_total", "b1") == 1);
 }
 
+/* ---- a burst held back while the disk is busy ---- */
+
+#define RUNS(f, p) value_of(f, "iopulse_probe_runs_total", p)
+
+/* A fake sysfs in which the target's directory is on disk "sdz", idle. */
+static void fake_disk(struct fixture *f, char *sys, size_t len)
+{
+	char path[PATH_MAX + 64], link[64];
+	struct stat st;
+	FILE *fp;
+
+	assert_int_equal(stat(f->dir, &st), 0);
+	tu_new_dir(sys, len);
+	snprintf(path, sizeof(path), "%s/block", sys);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/block/sdz", sys);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/block/sdz/stat", sys);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("1 0 8 1 1 0 8 1 0 100 200\n", fp);
+	assert_int_equal(fclose(fp), 0);
+	snprintf(path, sizeof(path), "%s/dev", sys);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/dev/block", sys);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/dev/block/%u:%u", sys, major(st.st_dev), minor(st.st_dev));
+	snprintf(link, sizeof(link), "../../block/sdz");
+	assert_int_equal(symlink(link, path), 0);
+}
+
+static int measure_teardown(void **state)
+{
+	hostload_roots.sys = "/nonexistent/iopulse-test-sysfs";
+	devbusy_window_ns = DEVBUSY_WINDOW_NS;
+	return fixture_teardown(state);
+}
+
+/*
+ * A stop while the disks are measured before a burst: the burst does not start
+ * (nor count a run) as it would on disks that cannot be measured. The window
+ * is an hour long here, so that the stop always comes during it.
+ */
+static void test_stop_while_measuring(void **state)
+{
+	struct fixture *f = *state;
+	static char sys[PATH_MAX];
+
+	fake_disk(f, sys, sizeof(sys));
+	hostload_roots.sys = sys;
+	devbusy_window_ns = 3600 * SEC;
+	run_ping(f); /* opens the target */
+	lane_enqueue(&f->lane, 2);
+	wait_running(&f->lane, 2);
+	lane_request_stop(&f->lane);
+	wait_running(&f->lane, -1);
+	assert_true(RUNS(f, "b1") == 0);
+	assert_true(SKIPPED(f, "b1", "device_busy") == 0);
+}
+
 /* iopulse_probe_info and iopulse_probe_interval_seconds, one series per probe. */
 static void test_probe_info(void **state)
 {
@@ -729,6 +790,8 @@ int main(void)
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_probe_info, waits_fixture, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_target_info, waits_fixture, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_stop_while_measuring, waits_fixture,
+						measure_teardown),
 	};
 
 	/* No disks to find (test_hostload tests the busy check): the bursts here run
