@@ -9,6 +9,9 @@
  *     iopulse_target_layout_failures_total and logged once with its retry time;
  *   - a target that goes away logs one "is down" line for the event, however
  *     the attempts to open it again fail afterwards, and one "is up again";
+ *   - a burst held back while its disk is busy is tried again when its retry
+ *     time comes (after work already queued), once; its regular run falling
+ *     due replaces a pending retry;
  *   - a stop while the disks are measured before a burst starts no burst.
  *
  * This file defines eng_now_ns(), the clock of engines, probes and lanes, as
@@ -606,7 +609,119 @@ static void test_wait_reasons_running_burst(void **state)
 
 /* ---- a burst held back while the disk is busy ---- */
 
+/* Lets burst b1, running on the fake clock, reach the end of its duration. */
+static void finish_burst(struct fixture *f)
+{
+	const struct timespec tick = {.tv_nsec = 1000000};
+
+	for (unsigned i = 0; i < 60000 && !lane_idle(&f->lane); i++) {
+		atomic_fetch_add(&fake_now, 10 * SEC);
+		nanosleep(&tick, NULL);
+	}
+	tu_lane_idle_wait(&f->lane);
+}
+
+/* Sets probe @pi's retry time (0: none), as a held-back burst does, and wakes
+ * the lane to look at it. */
+static void set_retry(struct lane *l, unsigned pi, uint64_t at)
+{
+	pthread_mutex_lock(&l->mu);
+	l->probes[pi].busy_retry_ns = at;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static uint64_t retry_of(struct lane *l, unsigned pi)
+{
+	uint64_t at;
+
+	pthread_mutex_lock(&l->mu);
+	at = l->probes[pi].busy_retry_ns;
+	pthread_mutex_unlock(&l->mu);
+	return at;
+}
+
+/* Moves the fake clock on by @ns and wakes the lane, as the real clock would. */
+static void advance(struct lane *l, uint64_t ns)
+{
+	atomic_fetch_add(&fake_now, ns);
+	set_retry(l, 0, 0); /* p1 never has one: only the wake-up */
+}
+
+/* The fake clock at the real one at least: the lane's timed waits for a retry
+ * then wait (a deadline in the past would have the lane spin). */
+static uint64_t clock_at_real(void)
+{
+	struct timespec ts;
+	uint64_t real;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	real = eng_ns(&ts);
+	if (atomic_load(&fake_now) < real)
+		atomic_store(&fake_now, real);
+	return atomic_load(&fake_now);
+}
+
 #define RUNS(f, p) value_of(f, "iopulse_probe_runs_total", p)
+
+/*
+ * When a held-back burst (b1, index 2) is tried again, driven by its retry time
+ * on the fake clock (this test's machine has no busy disks to hold it back: the
+ * runs go ahead unchecked). A burst's run lasts until the test moves the clock.
+ */
+static void test_busy_retry(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	const uint64_t mark = 42; /* busy_due_ns: only a regular run restarts it */
+	uint64_t now;
+
+	assert_non_null(f);
+	*state = f;
+	waits_setup(f, false);
+	now = clock_at_real();
+	/* A retry due while a ping is queued: the ping first, then the retry. */
+	f->lane.probes[2].busy_retry_ns = now;
+	f->lane.probes[2].busy_due_ns = mark;
+	lane_enqueue(&f->lane, 0);
+	assert_int_equal(lane_start(&f->lane), 0);
+	wait_running(&f->lane, 2);
+	assert_true(RUNS(f, "p1") == 1);
+	assert_true(retry_of(&f->lane, 2) == 0); /* taken: cleared */
+	finish_burst(f);
+	assert_true(RUNS(f, "b1") == 1);
+	assert_true(f->lane.probes[2].busy_due_ns == mark); /* a retry, not a regular run */
+
+	/* Not due yet: nothing runs (a ping meanwhile runs as usual)... */
+	now = clock_at_real();
+	set_retry(&f->lane, 2, now + 10 * SEC);
+	run_ping(f);
+	assert_true(RUNS(f, "b1") == 1);
+	assert_true(retry_of(&f->lane, 2) == now + 10 * SEC);
+	/* ...then due: it runs, once. */
+	advance(&f->lane, 10 * SEC);
+	wait_running(&f->lane, 2);
+	finish_burst(f);
+	assert_true(RUNS(f, "b1") == 2);
+	assert_true(retry_of(&f->lane, 2) == 0);
+	advance(&f->lane, 3600 * SEC);
+	run_ping(f);
+	assert_true(RUNS(f, "b1") == 2);
+	assert_true(f->lane.probes[2].busy_due_ns == mark);
+
+	/* Its regular run falling due replaces a pending retry: one run, a regular
+	 * one, and no retry after it. */
+	now = clock_at_real();
+	set_retry(&f->lane, 2, now + 10 * SEC);
+	lane_enqueue(&f->lane, 2);
+	assert_true(retry_of(&f->lane, 2) == 0);
+	wait_running(&f->lane, 2);
+	finish_burst(f);
+	assert_true(RUNS(f, "b1") == 3);
+	assert_true(f->lane.probes[2].busy_due_ns >= now);
+	advance(&f->lane, 3600 * SEC);
+	run_ping(f);
+	assert_true(RUNS(f, "b1") == 3);
+}
 
 /* A fake sysfs in which the target's directory is on disk "sdz", idle. */
 static void fake_disk(struct fixture *f, char *sys, size_t len)
@@ -790,6 +905,7 @@ int main(void)
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_probe_info, waits_fixture, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_target_info, waits_fixture, fixture_teardown),
+		cmocka_unit_test_teardown(test_busy_retry, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_stop_while_measuring, waits_fixture,
 						measure_teardown),
 	};
