@@ -730,14 +730,13 @@ static void *lane_main(void *arg)
 			retry = lane_wait_work(l);
 		if (l->stop)
 			break;
-		if (l->q_len) { /* queued work first; a due retry waits behind it */
+		/* lane_wait_work() returns a retry only while nothing is queued (under
+		 * this mutex): queued work always goes first. */
+		if (l->q_len) {
 			pi = l->queue[l->q_head];
 			l->q_head = (l->q_head + 1) % l->n_probes;
 			l->q_len--;
 			l->probes[pi].queued = false;
-			if (retry >= 0) /* keep it due */
-				l->probes[retry].busy_retry_ns = eng_now_ns();
-			retry = -1;
 		} else {
 			pi = (unsigned)retry;
 		}
