@@ -332,28 +332,44 @@ static bool is_op_name(const char *what)
 
 /*
  * The probe's state after a run: @err 0 (it ran without errors) or the -errno of
- * its first failure, @what failed (an io_op_name() or a literal). Logs a line
- * when it changed: a write that keeps failing while the fdatasync after it
- * succeeds is one state, one line.
+ * its first failure, @what failed (an io_op_name() or a literal), followed in
+ * the log by what errno says unless @what says it already. Logs a line when it
+ * changed: a write that keeps failing while the fdatasync after it succeeds is
+ * one state, one line.
  */
-static void probe_state(struct lane_probe *lp, int err, const char *what)
+static void probe_state_log(struct lane_probe *lp, int err, const char *what, bool add_errno)
 {
 	char key[LOG_KEY_MAX], was[sizeof(lp->state_what)];
 
-	if (err == lp->state_error && (!err || strcmp(what, lp->state_what) == 0))
+	/* As stored: a long @what is kept cut short, and is still the same state. */
+	if (err == lp->state_error &&
+	    (!err || strncmp(what, lp->state_what, sizeof(lp->state_what) - 1) == 0))
 		return;
 	memcpy(was, lp->state_what, sizeof(was));
 	lp->state_error = err;
 	snprintf(lp->state_what, sizeof(lp->state_what), "%s", err ? what : "");
-	if (err)
+	if (err && add_errno)
 		log_state_error_errno(probe_key(lp, key), err, "Probe %s: %s: %m", lp->cfg->name,
 				      what);
+	else if (err)
+		log_state_error(probe_key(lp, key), "Probe %s: %s", lp->cfg->name, what);
 	else if (is_op_name(was))
 		log_state_notice(probe_key(lp, key), "Probe %s: %s succeeds again", lp->cfg->name,
 				 was);
 	else
 		log_state_notice(probe_key(lp, key), "Probe %s: runs without errors again",
 				 lp->cfg->name);
+}
+
+static void probe_state(struct lane_probe *lp, int err, const char *what)
+{
+	probe_state_log(lp, err, what, true);
+}
+
+/* probe_state() for a @why that says the error whole. */
+static void probe_state_said(struct lane_probe *lp, int err, const char *why)
+{
+	probe_state_log(lp, err, why, false);
 }
 
 static uint64_t age(uint64_t now_ns, uint64_t since_ns)
@@ -678,6 +694,11 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 	lane_account(l, o); /* the I/O happened, whatever becomes of the results */
 	if (o->discard)
 		return;
+	if (r < 0 && o->target_down) {
+		probe_metrics_error(&lp->series, PROBE_ERR_TARGET_DOWN);
+		probe_state_said(lp, r, o->why);
+		return;
+	}
 	if (r < 0) {
 		probe_metrics_error(&lp->series, PROBE_ERR_SETUP);
 		probe_state(lp, r,

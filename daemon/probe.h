@@ -60,6 +60,10 @@ struct probe_outcome {
 	bool timed_out;	     /* a timeout ended the run (and is logged each time) */
 	bool incomplete;     /* stopped or a wait given up: no news about the state */
 	bool discard;	     /* shutdown overtook a ping: the daemon keeps none of it */
+	/* A run that failed because a file of the probe's own (a verify probe's)
+	 * could not be opened or changed under it: reason target_down, not setup,
+	 * and why says it whole (errno included, not to be added again). */
+	bool target_down;
 	bool burst;	     /* the last-burst figures below apply */
 	uint64_t elapsed_ns; /* burst: its measured phase */
 	/* Time the run kept the target busy (iopulse_target_io_seconds_total): a

@@ -110,10 +110,11 @@ struct verify_probe {
 	struct cfg_target file_cfg; /* the target's, sized for the blocks */
 	struct target file;	    /* the probe's own file in the target's directory */
 	char file_name[NAME_MAX + 1];
-	void *buf;	    /* one block, aligned for O_DIRECT */
-	uint64_t *expected; /* by block: generation last synced; 0 not known */
-	uint64_t next_gen;  /* the generation the next write carries */
-	unsigned cursor;    /* the next block to write */
+	char why[PATH_MAX + 64]; /* a run's failure, in words (a path and a few) */
+	void *buf;		 /* one block, aligned for O_DIRECT */
+	uint64_t *expected;	 /* by block: generation last synced; 0 not known */
+	uint64_t next_gen;	 /* the generation the next write carries */
+	unsigned cursor;	 /* the next block to write */
 	struct rng rng;
 	_Atomic uint64_t inflight; /* submit time of the I/O in flight, 0 idle */
 };
@@ -186,7 +187,8 @@ static int verify_probe_init(struct probe *p)
  * us (removed, replaced) fails this run, which says so, and is opened again by
  * the next. Every open starts the expectations over, as after a restart: the
  * file may be another one (a new file can even get the old one's inode
- * number) or laid out anew in place. 0, or -errno with out->why set.
+ * number) or laid out anew in place. 0, or -errno with out->why set (and
+ * out->target_down when the file is the trouble).
  */
 static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
 {
@@ -197,7 +199,14 @@ static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct p
 	vp->file.stop = stop;
 	r = opened ? target_open(&vp->file) : target_check(&vp->file);
 	if (r < 0) {
-		out->why = vp->file.error;
+		if (!opened && r == -ESTALE) /* whichever check found it: one clear line */
+			snprintf(vp->why, sizeof(vp->why),
+				 "%s was replaced or removed; starting over with a new one",
+				 vp->file.file_path);
+		else
+			snprintf(vp->why, sizeof(vp->why), "%s", vp->file.error);
+		out->why = vp->why;
+		out->target_down = true;
 		return r;
 	}
 	if (vp->file.offset_align == 0 || p->cfg->block_size % vp->file.offset_align != 0) {

@@ -12,12 +12,14 @@
 #   wrong_offset  block 3's contents copied onto block 2  (offset 12288)
 #   stale         block 0 put back as it was before its last rewrite (offset 4096)
 # A change can land while the daemon rewrites that very block, which writes it
-# over unseen; each is therefore tried up to three times.
+# over unseen; each is therefore tried up to three times. Last, the file is
+# replaced by a copy of itself: one run fails, counted as target_down (not
+# setup) and logged once in plain words, and the next starts over.
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-require_cmd curl dd od head
+require_cmd curl dd od head cp
 require_disk "$WORK"
 
 DIR="$WORK/target"
@@ -124,5 +126,22 @@ lose_write() {
 	write_block 0 "$WORK/b0.bin"
 }
 expect stale 4096 "stale" lose_write
+
+# The file replaced under the probe (by a copy of itself: another inode): one
+# run fails, counted as target_down and logged once in plain words; the next
+# starts over on it.
+DOWN='iopulse_probe_errors_total{probe="v1",target="t1",reason="target_down"}'
+SETUP='iopulse_probe_errors_total{probe="v1",target="t1",reason="setup"}'
+cp -p "$VF" "$VF.copy"
+mv -T "$VF.copy" "$VF"
+wait_until 5 "$DOWN counted for the replaced file" scraped "$DOWN" '>' 0
+line=$(grep -F "Probe v1: $VF" "$DAEMON_LOG" | grep -v "block at offset" || true)
+[[ $line == *"Probe v1: $VF was replaced or removed; starting over with a new one" ]] ||
+	fail "the log says of the replaced file: '$line'"
+sample_into v "$PAGE" "$SETUP"
+num "$v" == 0 || fail "$SETUP is $v: a replaced file is not a setup error"
+sample_into before "$PAGE" "$CHECKED"
+wait_until 10 "blocks checked again" scraped "$CHECKED" '>' "$before"
+note "replaced: target_down once, said once, started over"
 
 stop_daemon
