@@ -1058,8 +1058,9 @@ static int open_same(int dfd, const char *name, int flags, const struct stat *ls
 	return -ESTALE;
 }
 
-/* Whether what lstat() found at the probe file's name may be ours: -EEXIST
- * (t->error set) for a symlink, anything but a regular file, another owner. */
+/* Whether what lstat() (or fstat() once open) found at the probe file's name
+ * may be ours: -EEXIST (t->error set) for a symlink, anything but a regular
+ * file, another owner, a file with other names. */
 static int may_be_ours(struct target *t, const struct stat *lst)
 {
 	const char *path = t->file_path;
@@ -1078,6 +1079,14 @@ static int may_be_ours(struct target *t, const struct stat *lst)
 		return terr(t, -EEXIST,
 			    "%s is owned by uid %u, not by us (uid %u): refusing to touch it", path,
 			    (unsigned)lst->st_uid, (unsigned)geteuid());
+	/* iopulse gives its files one name only: another name is somebody's file
+	 * linked here, which writing ours would overwrite. */
+	if (lst->st_nlink != 1)
+		return terr(t, -EEXIST,
+			    "%s has %ju hard links, and an iopulse probe file has exactly one: "
+			    "another file linked here, not ours; refusing to touch it; remove "
+			    "it or choose another directory",
+			    path, (uintmax_t)lst->st_nlink);
 	return 0;
 }
 
@@ -1133,7 +1142,10 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 			    path);
 	if (fd < 0)
 		return terr(t, fd, "%s: cannot open for writing: %m", path);
-	r = prepare_fd(t, fd, path, false);
+	/* Again on what is open: a link or chown between lstat() and open(). */
+	r = may_be_ours(t, &st);
+	if (r == 0)
+		r = prepare_fd(t, fd, path, false);
 	if (r == 0)
 		r = read_our_header(t, fd, &version, &size);
 	if (r == 0)

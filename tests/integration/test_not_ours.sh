@@ -14,12 +14,19 @@
 #      never filled, and the failure is retried with a backoff, not on every ping;
 #   D. iopulse is SIGKILLed in the middle of a layout on a filesystem without
 #      O_TMPFILE (hangfs): the next start removes the partial temporary it left,
-#      and leaves a user's file named like one alone.
+#      and leaves a user's file named like one alone;
+#   E. another directory's probe file (genuinely iopulse's: our user, our
+#      header) hard-linked at .iopulse-probe and at a verify probe's
+#      .iopulse-verify.NAME: both refused (the target down, then the verify
+#      probe with reason target_down), the victim's bytes unchanged; so are a
+#      symlink, a FIFO and another user's file put at .iopulse-verify.NAME.
+#      Once the name is free iopulse makes its own file, and reuses both of
+#      its files across a restart.
 
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
 . "$(dirname "$0")/lib.sh"
 
-require_cmd curl stat mount umount df
+require_cmd curl stat mount umount df sha256sum mkfifo cmp
 require_disk "$WORK"
 
 UP='iopulse_target_up{target="t1"}'
@@ -136,6 +143,93 @@ tries=$(grep -c "keep_free" "$DAEMON_LOG" || true)
 grep -q "keep_free" "$DAEMON_LOG" || fail "the log does not say why the layout was refused"
 stop_daemon TERM 5
 note "no room: nothing written (free ${BEFORE}KiB, lowest ${min}KiB), $tries attempt(s) in 3s"
+# ---- E. hard links, and what else may be planted at a verify file's name ------
+
+VICTIM_DIR="$WORK/other"
+VICTIM="$VICTIM_DIR/.iopulse-probe"
+ping_config "$WORK/e0.yaml" "$VICTIM_DIR" 1MiB write
+start_daemon "$WORK/e0.yaml"
+require_comes_up "start on $VICTIM_DIR"
+stop_daemon TERM 5
+victim_print() {
+	sha256sum <"$VICTIM"
+	stat -c 'size=%s mtime=%y inode=%i' "$VICTIM"
+}
+VICTIM_BEFORE=$(victim_print)
+# victim_unchanged WHEN: the other directory's probe file is exactly as it was.
+victim_unchanged() {
+	[[ $(victim_print) == "$VICTIM_BEFORE" ]] ||
+		fail "$1: $VICTIM changed: was '$VICTIM_BEFORE', now '$(victim_print)'"
+}
+
+EDIR="$WORK/e"
+VF="$EDIR/.iopulse-verify.v"
+ping_config "$WORK/e.yaml" "$EDIR" 1MiB
+cat >>"$WORK/e.yaml" <<EOF
+  - name: v
+    type: verify
+    target: t1
+    interval: 1s
+    blocks: 2
+    blocks_per_run: 1
+EOF
+ln "$VICTIM" "$EDIR/.iopulse-probe"
+ln "$VICTIM" "$VF"
+start_daemon "$WORK/e.yaml"
+wait_until 5 "the log to refuse the hard-linked .iopulse-probe" \
+	grep -q "$EDIR/.iopulse-probe has 3 hard links" "$DAEMON_LOG"
+scrape_metrics
+sample_into v "$PAGE" "$UP"
+num "$v" == 0 || fail "$UP is $v with a hard link at .iopulse-probe"
+victim_unchanged "a hard link at .iopulse-probe"
+note "a hard link at .iopulse-probe: refused, target down"
+
+VDOWN='iopulse_probe_errors_total{probe="v",target="t1",reason="target_down"}'
+VCHECKED='iopulse_verify_blocks_checked_total{probe="v",target="t1"}'
+rm "$EDIR/.iopulse-probe" # the target comes up on a file of its own
+require_comes_up "the hard link at .iopulse-probe removed"
+wait_until 5 "the log to refuse the hard-linked verify file" \
+	grep -q "Probe v: $VF has 2 hard links" "$DAEMON_LOG"
+wait_until 5 "$VDOWN counted" scraped "$VDOWN" '>' 0
+victim_unchanged "a hard link at $VF"
+note "a hard link at $VF: refused"
+
+# Each put in place of the last at once (rename), so the name is never free.
+ln -s "$VICTIM" "$VF.new"
+mv -T "$VF.new" "$VF"
+wait_until 5 "the log to refuse the symlink" grep -q "Probe v: $VF is a symlink" "$DAEMON_LOG"
+mkfifo "$VF.new"
+mv -T "$VF.new" "$VF"
+wait_until 5 "the log to refuse the FIFO" \
+	grep -q "Probe v: $VF exists and is not a regular file" "$DAEMON_LOG"
+cp "$VICTIM" "$VF.new"
+chown 65534 "$VF.new"
+mv -T "$VF.new" "$VF"
+wait_until 5 "the log to refuse another user's file" \
+	grep -q "Probe v: $VF is owned by uid 65534" "$DAEMON_LOG"
+cmp -s "$VICTIM" "$VF" || fail "another user's file at $VF changed"
+victim_unchanged "a symlink, a FIFO, another user's file at $VF"
+scrape_metrics
+sample_or checked 0 "$PAGE" "$VCHECKED"
+num "$checked" == 0 || fail "$VCHECKED is $checked while nothing of ours was at $VF"
+note "a symlink, a FIFO, another user's file at $VF: refused"
+
+# The name free: a file of its own, made once and kept across a restart.
+rm "$VF"
+wait_until 10 "blocks checked in a verify file of our own" scraped "$VCHECKED" '>' 0
+stop_daemon TERM 5
+OWN=$(stat -c %i "$EDIR/.iopulse-probe" "$VF")
+start_daemon "$WORK/e.yaml"
+require_comes_up "restart"
+wait_until 10 "blocks checked after the restart" scraped "$VCHECKED" '>' 0
+sample_or v 0 "$PAGE" "$VDOWN"
+num "$v" == 0 || fail "$VDOWN is $v after a restart with the verify file of our own"
+[[ $(stat -c %i "$EDIR/.iopulse-probe" "$VF") == "$OWN" ]] ||
+	fail "iopulse did not reuse its own files across a restart"
+stop_daemon TERM 5
+victim_unchanged "the end"
+note "own files reused across a restart; $VICTIM untouched throughout"
+
 # ---- D. SIGKILL during a layout without O_TMPFILE ----------------------------
 
 # hangfs has no O_TMPFILE, so iopulse lays out under a temporary name there.

@@ -344,6 +344,52 @@ static void test_not_owned_refused(void **state)
 	assert_untouched(&a, &b);
 }
 
+/* Another target's genuine probe file (ours in every other way: our user, our
+ * header) hard-linked at this directory's probe-file name is not this target's
+ * to lay out and write: its other name is somebody else's file. Refused
+ * whether or not its size fits, every byte of it kept. */
+static void test_hardlink_refused(void **state)
+{
+	char path[PATH_MAX + 32], victim[PATH_MAX + 32];
+	struct tu_dir_target o, n;
+	struct stat a, b;
+	size_t len, len2;
+	char *before, *after;
+
+	(void)state;
+	tu_open_dir_target(&o, MIB); /* the other target's probe file... */
+	target_close(&o.t);
+	join(victim, sizeof(victim), o.dir, TARGET_PROBE_FILE);
+	before = slurp(victim, &len);
+	assert_int_equal(stat(victim, &a), 0);
+
+	tu_new_dir(n.dir, sizeof(n.dir));
+	join(path, sizeof(path), n.dir, TARGET_PROBE_FILE);
+	assert_int_equal(link(victim, path), 0); /* ...linked here */
+	for (int i = 0; i < 2; i++) {
+		n.tcfg = dir_cfg(n.dir, i ? MIB : 2 * MIB); /* its size, then another */
+		target_init(&n.t, &n.tcfg);
+		assert_int_equal(target_open(&n.t), -EEXIST);
+		assert_int_equal(n.t.fd, -1);
+		assert_non_null(strstr(n.t.error, "2 hard links"));
+	}
+	assert_int_equal(stat(victim, &b), 0);
+	assert_untouched(&a, &b);
+	assert_int_equal(b.st_size, a.st_size);
+	after = slurp(victim, &len2);
+	assert_int_equal(len2, len);
+	assert_memory_equal(after, before, len);
+	free(after);
+	free(before);
+	assert_int_equal(count_entries(n.dir), 1);
+
+	/* Its other name gone, the file is this directory's alone: ours again. */
+	assert_int_equal(unlink(victim), 0);
+	assert_int_equal(target_open(&n.t), 0);
+	assert_int_equal(n.t.ino, a.st_ino);
+	target_close(&n.t);
+}
+
 static void test_symlink_refused(void **state)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 32], victim[PATH_MAX + 32];
@@ -1364,6 +1410,7 @@ int main(void)
 		cmocka_unit_test(test_hole_relays),
 		cmocka_unit_test(test_foreign_file_refused),
 		cmocka_unit_test(test_not_owned_refused),
+		cmocka_unit_test(test_hardlink_refused),
 		cmocka_unit_test(test_symlink_refused),
 		cmocka_unit_test(test_missing_directory),
 		cmocka_unit_test(test_unwritable_directory),

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -305,6 +306,121 @@ static void test_foreign_file_refused(void **state)
 	fixture_close(&x);
 }
 
+static void write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* A victim's bytes and identity, to compare before and after. */
+struct victim {
+	char path[PATH_MAX + 64];
+	struct stat st;
+	char *data;
+	size_t len;
+};
+
+static void victim_take(struct victim *v, const char *path)
+{
+	snprintf(v->path, sizeof(v->path), "%s", path);
+	assert_int_equal(stat(path, &v->st), 0);
+	v->data = tu_read_all(path, &v->len);
+	assert_non_null(v->data);
+}
+
+static void victim_unchanged(struct victim *v)
+{
+	struct stat st;
+	size_t len;
+	char *now = tu_read_all(v->path, &len);
+
+	assert_non_null(now);
+	assert_int_equal(stat(v->path, &st), 0);
+	assert_int_equal(st.st_ino, v->st.st_ino);
+	assert_int_equal(st.st_size, v->st.st_size);
+	assert_int_equal(st.st_mtim.tv_sec, v->st.st_mtim.tv_sec);
+	assert_int_equal(st.st_mtim.tv_nsec, v->st.st_mtim.tv_nsec);
+	assert_int_equal(len, v->len);
+	assert_memory_equal(now, v->data, len);
+	free(now);
+	free(v->data);
+}
+
+/* One run, refused with -EEXIST and counted as the target's trouble, saying
+ * @words. */
+static void run_refused(struct fixture *x, const char *words)
+{
+	probe_outcome_clear(&x->out);
+	assert_int_equal(probe_run(&x->p, NULL, &x->out), -EEXIST);
+	assert_true(x->out.target_down);
+	assert_non_null(x->out.why);
+	if (!strstr(x->out.why, words))
+		fail_msg("'%s' does not say '%s'", x->out.why, words);
+	assert_int_equal(x->out.op[IO_WRITE].ios + x->out.op[IO_READ].ios, 0);
+}
+
+/* What is planted at the verify file's name is never opened for writing: the
+ * target's own probe file hard-linked there (ours in all else, and laid out for
+ * another size), a symlink to somebody's file, a FIFO, another user's verify
+ * file. Each is refused, and what it leads to is left exactly as it was. */
+static void test_planted_refused(void **state)
+{
+	char probe_file[PATH_MAX + 64], victim[PATH_MAX + 64];
+	struct victim v;
+	struct fixture x;
+	struct stat st;
+
+	(void)state;
+	fixture_open(&x, 2, 1);
+	snprintf(probe_file, sizeof(probe_file), "%s/" TARGET_PROBE_FILE, x.f.dir);
+	victim_take(&v, probe_file);
+	assert_int_equal(link(probe_file, x.file), 0);
+	run_refused(&x, "hard links");
+	victim_unchanged(&v);
+	assert_int_equal(unlink(x.file), 0);
+
+	snprintf(victim, sizeof(victim), "%s/victim", x.f.dir);
+	write_text(victim, "somebody's precious data\n");
+	victim_take(&v, victim);
+	assert_int_equal(symlink(victim, x.file), 0);
+	run_refused(&x, "symlink");
+	victim_unchanged(&v);
+	assert_int_equal(unlink(x.file), 0);
+
+	assert_int_equal(mkfifo(x.file, 0600), 0);
+	run_refused(&x, "not a regular file");
+	assert_int_equal(lstat(x.file, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(unlink(x.file), 0);
+
+	/* A genuine verify file (the probe's own, laid out), then another user's:
+	 * only root can hand it over. */
+	run(&x);
+	probe_free(&x.p);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(x.file, 12345, 12345), 0);
+		victim_take(&v, x.file);
+		assert_int_equal(probe_init(&x.p, &x.cfg, &x.f.t, NULL, 0), 0);
+		run_refused(&x, "owned by uid 12345");
+		victim_unchanged(&v);
+		probe_free(&x.p);
+		assert_int_equal(chown(x.file, geteuid(), getegid()), 0);
+	}
+	/* Ours again: reused as it is, its blocks read back. */
+	assert_int_equal(stat(x.file, &st), 0);
+	assert_int_equal(probe_init(&x.p, &x.cfg, &x.f.t, NULL, 0), 0);
+	run(&x);
+	assert_int_equal(x.out.blocks_checked, 1);
+	assert_int_equal(access(x.file, F_OK), 0);
+	victim_take(&v, x.file);
+	assert_int_equal(v.st.st_ino, st.st_ino);
+	free(v.data);
+	fixture_close(&x);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
@@ -315,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_file_removed),
 		cmocka_unit_test(test_file_target_refused),
 		cmocka_unit_test(test_foreign_file_refused),
+		cmocka_unit_test(test_planted_refused),
 	};
 
 	return cmocka_run_group_tests_name("verify", tests, tu_scratch_setup, tu_scratch_teardown);
