@@ -1412,6 +1412,16 @@ fail:
 	return r;
 }
 
+void target_pin_like(struct target *t, const struct target *from)
+{
+	if (!from->pinned || t->pinned)
+		return;
+	t->dev = from->dev;
+	t->dir_ino = from->dir_ino;
+	t->fs_type = from->fs_type;
+	t->pinned = true;
+}
+
 static int open_directory(struct target *t)
 {
 	const char *dir = t->cfg->path;

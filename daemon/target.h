@@ -98,6 +98,15 @@ void target_init(struct target *t, const struct cfg_target *cfg);
  */
 int target_open(struct target *t);
 
+/*
+ * Directory targets: makes @t, before its first open, take the identity @from
+ * pinned (device, directory inode, filesystem type) as its own. A second file
+ * of ours in the same directory (a verify probe's) then lives in the directory
+ * iopulse first opened for the target: one put in its place since is refused
+ * (-EXDEV) for both files, never followed. Nothing when @from is not pinned.
+ */
+void target_pin_like(struct target *t, const struct target *from);
+
 /* Before each run: 0 when the open file is still the one at the pinned path on
  * the pinned filesystem; otherwise closes it and returns -errno (t->error set).
  * Device targets: -EXDEV when the path now names another device, -ESTALE when

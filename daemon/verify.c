@@ -7,8 +7,9 @@
  *
  * Where the blocks live: a file of the probe's own in the target's directory
  * (VERIFY_FILE_PREFIX + probe name), opened by a struct target of its own
- * pointed at that name. So it is created, marked, locked, re-checked and never
- * written unless ours exactly as the probe file is (target.c), and no ping or
+ * pointed at that name and pinned to the directory the lane's target pinned.
+ * So it is created, marked, locked, re-checked and never written unless ours
+ * exactly as the probe file is (target.c), and no ping or
  * burst can overwrite a block, whatever their working sets: reserving a region
  * of the shared probe file would have changed every other probe's geometry.
  *
@@ -197,6 +198,8 @@ static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct p
 	int r;
 
 	vp->file.stop = stop;
+	/* Only in the directory the lane pinned, never one swapped in since. */
+	target_pin_like(&vp->file, p->target);
 	r = opened ? target_open(&vp->file) : target_check(&vp->file);
 	if (r < 0) {
 		if (!opened && r == -ESTALE) /* whichever check found it: one clear line */

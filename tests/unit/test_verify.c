@@ -421,6 +421,30 @@ static void test_planted_refused(void **state)
 	fixture_close(&x);
 }
 
+/* The verify file lives in the directory the target pinned: a directory put in
+ * its place before the probe's first run is refused, nothing made in it. */
+static void test_replaced_directory(void **state)
+{
+	char moved[PATH_MAX + 16];
+	struct fixture x;
+
+	(void)state;
+	fixture_open(&x, 2, 1);
+	snprintf(moved, sizeof(moved), "%s.moved", x.f.dir);
+	assert_int_equal(rename(x.f.dir, moved), 0);
+	assert_int_equal(mkdir(x.f.dir, 0700), 0);
+	probe_outcome_clear(&x.out);
+	assert_int_equal(probe_run(&x.p, NULL, &x.out), -EXDEV);
+	assert_true(x.out.target_down);
+	assert_non_null(strstr(x.out.why, "it was replaced"));
+	assert_int_equal(access(x.file, F_OK), -1);
+	assert_int_equal(rmdir(x.f.dir), 0);
+	assert_int_equal(rename(moved, x.f.dir), 0);
+	run(&x);
+	assert_int_equal(access(x.file, F_OK), 0);
+	fixture_close(&x);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
@@ -432,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_file_target_refused),
 		cmocka_unit_test(test_foreign_file_refused),
 		cmocka_unit_test(test_planted_refused),
+		cmocka_unit_test(test_replaced_directory),
 	};
 
 	return cmocka_run_group_tests_name("verify", tests, tu_scratch_setup, tu_scratch_teardown);
