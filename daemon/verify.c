@@ -200,7 +200,12 @@ static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct p
 	vp->file.stop = stop;
 	/* Only in the directory the lane pinned, never one swapped in since. */
 	target_pin_like(&vp->file, p->target);
+	/* Opening and checking walk the path and read the header: on a hung disk
+	 * they hang as I/O does, and must show as in flight, as the lane's do. A
+	 * layout publishes each of its writes here in turn. */
+	atomic_store(&vp->inflight, eng_now_ns());
 	r = opened ? target_open(&vp->file) : target_check(&vp->file);
+	atomic_store(&vp->inflight, 0);
 	if (r < 0) {
 		if (!opened && r == -ESTALE) /* whichever check found it: one clear line */
 			snprintf(vp->why, sizeof(vp->why),

@@ -9,15 +9,25 @@
 # wrote and synced still at their older generation, count them as stale (lost
 # writes) and log them; no write or fdatasync error may be reported, since
 # none was. Writes kept again (SIGRTMIN+6), the blocks are rewritten and found
-# right: the count of lost writes stops, and no other kind was ever counted. Skipped without hangfs, /dev/fuse, or a kernel
-# or container that lets us mount FUSE.
+# right: the count of lost writes stops, and no other kind was ever counted.
+#
+# Then a verify probe hung opening its own file must be seen as stuck. Its file
+# is replaced by a copy (ours all the same: our header, one name), so that the
+# run after the one that notices opens it afresh, reading its header at offset
+# 0; with reads frozen that read hangs. The open counts as I/O in flight, as
+# the lane's own opening of the target does: iopulse_target_inflight_seconds
+# grows, the target is reported stuck past the probe's timeout (logged, up 0),
+# and thawed, the probe runs again.
+#
+# Skipped without hangfs, /dev/fuse, or a kernel or container that lets us
+# mount FUSE.
 
-# shellcheck source=lib.sh
+# shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
 . "$(dirname "$0")/lib.sh"
 
 # shellcheck source=hangfs.sh
 . "$(dirname "$0")/hangfs.sh"
-require_cmd curl
+require_cmd curl cp
 require_disk "$WORK"
 hangfs_mount
 
@@ -38,6 +48,7 @@ probes:
     interval: 1s
     blocks: 4
     blocks_per_run: 4
+    timeout: 1s
 CFGEOF
 
 start_daemon "$CFG"
@@ -82,4 +93,41 @@ num "$v" == "$lost" || fail "$STALE went on from $lost to $v with writes kept"
 num "$d" == 0 || fail "$DATA is $d: dropped writes are stale, not wrong data"
 num "$o" == 0 || fail "$OFFSET is $o"
 
+# ---- hung opening its file ------------------------------------------------------
+
+UP='iopulse_target_up{target="fuse"}'
+INFLIGHT='iopulse_target_inflight_seconds{target="fuse"}'
+VF="$MNT/.iopulse-verify.v1"
+HEADER_READ='read blocked (offset 0, size 4096)'
+
+# A block read caught by the freeze (a run was in flight) hangs with the file
+# open, not in its opening: thaw and try again until the freeze catches the
+# header read of the new file, which only an open does.
+for ((try = 1; ; try++)); do
+	cp -p "$VF" "$VF.copy"
+	mv -T "$VF.copy" "$VF"
+	kill -USR1 "$HANGFS_PID"
+	wait_hangfs 5 "$try" "frozen"
+	wait_hangfs 10 "$try" "read blocked"
+	[[ $(grep -F "hangfs: read blocked" "$HANGFS_LOG" | tail -n 1) == *"$HEADER_READ"* ]] && break
+	((try < 3)) || fail "three freezes caught a block read, never the header read of an open"
+	note "try $try caught a block read; again"
+	kill -USR2 "$HANGFS_PID"
+	wait_hangfs 5 "$try" "thawed"
+done
+note "the verify file's header read is frozen (try $try)"
+
+wait_until 10 "$INFLIGHT to pass the 1s timeout" scraped "$INFLIGHT" '>' 1
+sample_into v "$PAGE" "$UP"
+num "$v" == 0 || fail "$UP is $v while the verify probe's open hangs past its timeout"
+wait_until 5 "the log to say the target is stuck" \
+	grep -q "Probe v1: I/O on target fuse in flight for over 1s (timeout), target is stuck" \
+	"$DAEMON_LOG"
+note "stuck opening its file: in flight, up 0, logged"
+
+kill -USR2 "$HANGFS_PID"
+wait_hangfs 5 "$try" "thawed"
+sample_into before "$PAGE" "$CHECKED"
+wait_until 20 "blocks checked again after the thaw" scraped "$CHECKED" '>' "$before"
+wait_until 5 "$UP 1 after the thaw" scraped "$UP" == 1
 stop_daemon
