@@ -230,9 +230,11 @@ void devbusy_load(unsigned n, const struct devbusy_sample *a, const struct devbu
 	}
 }
 
-bool devbusy_is_busy(const struct devbusy_load *l, double max_util, double max_queue)
+bool devbusy_is_busy(const struct devbusy_load *l, double max_util, double max_queue, bool held)
 {
-	return l->utilization > max_util || l->queue_depth > max_queue;
+	const double k = held ? 0.5 : 1;
+
+	return (max_util < 1 && l->utilization > max_util * k) || l->queue_depth > max_queue * k;
 }
 
 uint64_t devbusy_retry_at(uint64_t now_ns, uint64_t due_ns, uint64_t every_ns, uint64_t *delay_ns)

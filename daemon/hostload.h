@@ -102,8 +102,13 @@ int devbusy_parse_stat(const char *text, uint64_t *io_ticks_ms, uint64_t *queue_
 void devbusy_load(unsigned n, const struct devbusy_sample *a, const struct devbusy_sample *b,
 		  struct devbusy_load *out);
 
-/* Whether @l is over either threshold (@max_util a fraction, @max_queue requests). */
-bool devbusy_is_busy(const struct devbusy_load *l, double max_util, double max_queue);
+/*
+ * Whether @l is over either threshold (@max_util a fraction, 1 or more: never
+ * counts; @max_queue requests). @held: the burst was held back as busy, and is
+ * released only below half of each threshold (hysteresis: a quarter second of a
+ * busy disk's lull must not let a burst in on top of it).
+ */
+bool devbusy_is_busy(const struct devbusy_load *l, double max_util, double max_queue, bool held);
 
 /*
  * A burst that fell due at @due_ns was skipped as busy at @now_ns: when to try

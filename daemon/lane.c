@@ -630,7 +630,7 @@ static bool lane_disk_busy(struct lane *l, struct lane_probe *lp, bool retry)
 	m = lane_measure_disks(l, &d);
 	if (m != DISKS_MEASURED)
 		return m == DISKS_STOPPED;
-	busy = devbusy_is_busy(&d, lp->cfg->busy_utilization, lp->cfg->busy_depth);
+	busy = devbusy_is_busy(&d, lp->cfg->busy_utilization, lp->cfg->busy_depth, retry);
 	if (busy) {
 		probe_metrics_skipped(&lp->series, PROBE_WAIT_DEVICE_BUSY);
 		at = devbusy_retry_at(eng_now_ns(), lp->busy_due_ns, lp->cfg->interval_ns,

@@ -269,14 +269,28 @@ static void test_busy_decision(void **state)
 	devbusy_load(d.n, &a, &b, &l);
 	assert_float_equal(l.utilization, 0.8, 1e-9);
 	assert_float_equal(l.queue_depth, 1.2, 1e-9);
-	assert_true(devbusy_is_busy(&l, 0.5, 4));  /* the defaults: busy */
-	assert_false(devbusy_is_busy(&l, 0.8, 4)); /* at a threshold is not over it */
-	assert_false(devbusy_is_busy(&l, 1.0, 4)); /* 100%: utilisation never counts */
-	assert_true(devbusy_is_busy(&l, 1.0, 1));  /* ... the queue still does */
+	assert_true(devbusy_is_busy(&l, 0.5, 4, false));  /* the defaults: busy */
+	assert_false(devbusy_is_busy(&l, 0.8, 4, false)); /* at a threshold is not over it */
+	assert_false(devbusy_is_busy(&l, 1.0, 4, false)); /* 100%: utilisation never counts */
+	assert_true(devbusy_is_busy(&l, 1.0, 1, false));  /* ... the queue still does */
+	/* Held back: released only below half of each threshold. A lull of 45%
+	 * and queue depth 1.5 (seen while a QD4 job still ran) keeps it held;
+	 * 20% and 1.5 releases it; 100% still never counts utilisation. */
+	l.utilization = 0.45;
+	l.queue_depth = 1.5;
+	assert_false(devbusy_is_busy(&l, 0.5, 4, false));
+	assert_true(devbusy_is_busy(&l, 0.5, 4, true));
+	l.utilization = 0.2;
+	assert_false(devbusy_is_busy(&l, 0.5, 4, true));
+	l.queue_depth = 2.5;
+	assert_true(devbusy_is_busy(&l, 0.5, 4, true));
+	l.utilization = 1;
+	l.queue_depth = 0;
+	assert_false(devbusy_is_busy(&l, 1.0, 4, true));
 	/* Unchanged counters: idle. */
 	devbusy_load(d.n, &b, &b, &l);
 	assert_true(l.utilization == 0 && l.queue_depth == 0);
-	assert_false(devbusy_is_busy(&l, 0.5, 4));
+	assert_false(devbusy_is_busy(&l, 0.5, 4, false));
 	/* io_ticks moves in whole ticks: a window read over full stays at 1. */
 	b.io_ticks_ms[0] = a.io_ticks_ms[0] + 260;
 	devbusy_load(d.n, &a, &b, &l);
@@ -302,8 +316,8 @@ static void test_busy_decision(void **state)
 	assert_float_equal(l.utilization, 0.4, 1e-9);
 	assert_float_equal(l.queue_depth, 8.0, 1e-9);
 	assert_int_equal(l.dev, disk_index(&d, "sdc"));
-	assert_true(devbusy_is_busy(&l, 0.5, 4));
-	assert_false(devbusy_is_busy(&l, 0.5, 8));
+	assert_true(devbusy_is_busy(&l, 0.5, 4, false));
+	assert_false(devbusy_is_busy(&l, 0.5, 8, false));
 	devbusy_close(&d);
 }
 
