@@ -13,10 +13,11 @@
  *     'expected_latency' long, whichever is slower, capped as the burst caps it
  *     (10m, and 'every' less 'ramp');
  *   - a verify probe, like a ping, for 'expected_latency' per I/O: every block
- *     read back, 'blocks_per_run' written, one fdatasync;
+ *     read back, 'blocks_per_run' written and one fdatasync, then its state
+ *     block written and one more fdatasync;
  *   - bytes written are the write pings' blocks, the verify probes' rewritten
- *     blocks, and the write share of each write burst's I/Os at the rate
- *     above, of the mean block size of its range.
+ *     blocks and state blocks, and the write share of each write burst's I/Os
+ *     at the rate above, of the mean block size of its range.
  * The probe file's layout is a one-off and counts against neither.
  */
 #include <errno.h>
@@ -100,10 +101,12 @@ void cfg_probe_cost(const struct config *c, const struct cfg_probe *p, struct cf
 		return;
 	}
 	if (p->kind == CFG_PROBE_VERIFY) {
-		ios = p->verify_blocks + p->verify_per_run + 1;
+		/* the state's write and sync after the blocks' (daemon/verify.c) */
+		ios = p->verify_blocks + p->verify_per_run + 1 + 2;
 		out->busy_s_per_hour = runs_per_hour * ios * (double)t->expected_latency_ns / 1e9;
 		out->write_bytes_per_day =
-			24 * runs_per_hour * p->verify_per_run * (double)p->block_size;
+			24 * runs_per_hour *
+			((double)p->verify_per_run * (double)p->block_size + CFG_VERIFY_STATE_SIZE);
 		return;
 	}
 	out->busy_s_per_hour = runs_per_hour * ios * warm * (double)t->expected_latency_ns / 1e9;

@@ -73,6 +73,11 @@
 
 /* A verify probe's 'blocks': each run reads them all back. */
 #define CFG_MAX_VERIFY_BLOCKS 65536
+/* A verify probe's saved state: one block of this size between its file's
+ * header and its blocks, rewritten and synced once a run (daemon/verify.c; the
+ * budget counts it). The largest O_DIRECT alignment accepted, so the blocks
+ * after it stay aligned whatever the directory's. */
+#define CFG_VERIFY_STATE_SIZE IO_MAX_ALIGN
 /*
  * The slowest throttled layout, bytes per second (0 is unthrottled). Slower
  * buys nothing: no disk notices 1MiB/s, while the default 64MiB file would

@@ -13,14 +13,33 @@
  * burst can overwrite a block, whatever their working sets: reserving a region
  * of the shared probe file would have changed every other probe's geometry.
  *
- * Expected generations live in memory: after a restart the first run takes the
- * blocks it finds as they are (a write lost across a restart is not seen), and
- * so does the first run after the file was opened again.
+ * What survives a restart, in the file itself: generation g always goes to
+ * block (g - 1) mod blocks, so the generation each block last received follows
+ * from the next generation to write alone. A state block between the file's
+ * header and the blocks saves that and a base, the oldest generation it
+ * vouches for; it is written and synced only after the blocks' own fdatasync
+ * returned, so it never claims more than is durable. Per-block generations
+ * would have been up to 512KiB to rewrite each run; these two numbers fit the
+ * one 4KiB write and sync a run can afford.
  *
- * Block header, little-endian: magic[8], crc32 of bytes 12..size[4], size[4],
- * offset[8], generation[8], nonce[8]; random payload after it.
+ * Blocks are written only while the saved state names them as the next ones
+ * (it is saved first when not), so the only blocks a crash can leave torn are
+ * the next blocks_per_run after the saved state's. The first check after an
+ * open forgives a torn block there, and a block newer than the state says
+ * anywhere (the state's own write was lost or cut short: the writes go on from
+ * the state, giving such blocks the same generations again); an older one is a
+ * lost write. A write that failed or was cut short moves the base past it:
+ * what its blocks hold is not known. No state (a new file, one of an older
+ * iopulse whose blocks carry another magic, a state block damaged or saved for
+ * other blocks): the first run takes the blocks it finds as they are, as every
+ * first run did before states were saved.
+ *
+ * The file, little-endian, after target.c's header: the state block
+ * (CFG_VERIFY_STATE_SIZE): magic[8], crc32 of bytes 12..end[4], block_size[4],
+ * blocks[4], blocks_per_run[4], next generation[8], base generation[8], zeros.
+ * Then the blocks: magic[8], crc32 of bytes 12..size[4], size[4], offset[8],
+ * generation[8], nonce[8]; random payload after it.
  */
-#include <endian.h>
 #include <inttypes.h>
 #include <errno.h>
 #include <limits.h>
@@ -34,7 +53,9 @@
 #include "probe.h"
 #include "verify.h"
 
-static const char verify_magic[8] = {'I', 'O', 'P', 'V', 'R', 'F', 'Y', '1'};
+/* '2': the blocks moved one state block along; an older file's are not ours. */
+static const char verify_magic[8] = {'I', 'O', 'P', 'V', 'R', 'F', 'Y', '2'};
+static const char state_magic[8] = {'I', 'O', 'P', 'V', 'S', 'T', 'A', '1'};
 
 #define CRC_AT	  8
 #define SIZE_AT	  12
@@ -42,23 +63,36 @@ static const char verify_magic[8] = {'I', 'O', 'P', 'V', 'R', 'F', 'Y', '1'};
 #define GEN_AT	  24
 #define NONCE_AT  32
 
+#define STATE_BLOCKS_AT	 16
+#define STATE_PER_RUN_AT 20
+#define STATE_NEXT_AT	 24
+#define STATE_BASE_AT	 32
+
 /* Expected generation of a block found wrong: not checked again until rewritten,
  * so that one bad block is one mismatch, not one per run. */
 #define GEN_FLAGGED UINT64_MAX
 
-static void put64(unsigned char *p, uint64_t v)
+/* @v as @n little-endian bytes at @p (the fields are 4 or 8 bytes). */
+static void put_le(unsigned char *p, uint64_t v, unsigned n)
 {
-	v = htole64(v);
-	memcpy(p, &v, sizeof(v));
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static uint64_t get64(const unsigned char *p)
+/* The @n little-endian bytes at @p. */
+static uint64_t get_le(const unsigned char *p, unsigned n)
 {
-	uint64_t v;
+	uint64_t v = 0;
 
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
+	while (n--)
+		v = v << 8 | p[n];
+	return v;
 }
+
+#define put32(p, v) put_le((p), (v), 4)
+#define put64(p, v) put_le((p), (v), 8)
+#define get32(p)    ((uint32_t)get_le((p), 4))
+#define get64(p)    get_le((p), 8)
 
 static uint32_t block_crc(const unsigned char *b, size_t size)
 {
@@ -70,39 +104,48 @@ static uint32_t block_crc(const unsigned char *b, size_t size)
 void verify_block_fill(void *buf, size_t size, uint64_t offset, uint64_t gen, struct rng *rng)
 {
 	unsigned char *b = buf;
-	uint32_t v;
 
 	rng_fill(rng, b, size);
 	memcpy(b, verify_magic, sizeof(verify_magic));
-	v = htole32((uint32_t)size);
-	memcpy(b + SIZE_AT, &v, sizeof(v));
+	put32(b + SIZE_AT, (uint32_t)size);
 	put64(b + OFFSET_AT, offset);
 	put64(b + GEN_AT, gen);
-	v = htole32(block_crc(b, size));
-	memcpy(b + CRC_AT, &v, sizeof(v));
+	put32(b + CRC_AT, block_crc(b, size));
 }
 
 enum verify_result verify_block_check(const void *buf, size_t size, uint64_t offset,
 				      uint64_t expected, uint64_t *found)
 {
 	const unsigned char *b = buf;
-	uint32_t crc, bsize;
 
 	*found = 0;
 	if (memcmp(b, verify_magic, sizeof(verify_magic)) != 0)
 		return expected ? VERIFY_WRONG_DATA : VERIFY_UNWRITTEN;
 	*found = get64(b + GEN_AT);
-	memcpy(&crc, b + CRC_AT, sizeof(crc));
-	memcpy(&bsize, b + SIZE_AT, sizeof(bsize));
-	if (le32toh(bsize) != size || le32toh(crc) != block_crc(b, size))
+	if (get32(b + SIZE_AT) != size || get32(b + CRC_AT) != block_crc(b, size))
 		return VERIFY_WRONG_DATA;
 	if (get64(b + OFFSET_AT) != offset)
 		return VERIFY_WRONG_OFFSET;
 	if (expected && *found < expected)
 		return VERIFY_STALE;
-	if (expected && *found > expected) /* never written there: not a lost write */
-		return VERIFY_WRONG_DATA;
+	if (expected && *found > expected)
+		return VERIFY_NEWER;
 	return VERIFY_OK;
+}
+
+/*
+ * Whether @buf, a block that failed its check at @offset, is what a write of
+ * generation @gen cut short leaves there: our header intact at its own offset
+ * (the new one, or an older one of ours: a sector lands whole or not at all),
+ * over a payload the checksum rejects.
+ */
+static bool block_torn(const void *buf, size_t size, uint64_t offset, uint64_t gen)
+{
+	const unsigned char *b = buf;
+
+	return memcmp(b, verify_magic, sizeof(verify_magic)) == 0 && get32(b + SIZE_AT) == size &&
+	       get64(b + OFFSET_AT) == offset && get64(b + GEN_AT) <= gen &&
+	       get32(b + CRC_AT) != block_crc(b, size);
 }
 
 /* ---------------------------------------------------------------- the probe */
@@ -113,9 +156,18 @@ struct verify_probe {
 	char file_name[NAME_MAX + 1];
 	char why[PATH_MAX + 64]; /* a run's failure, in words (a path and a few) */
 	void *buf;		 /* one block, aligned for O_DIRECT */
+	void *state_buf;	 /* the state block, aligned for O_DIRECT */
 	uint64_t *expected;	 /* by block: generation last synced; 0 not known */
-	uint64_t next_gen;	 /* the generation the next write carries */
-	unsigned cursor;	 /* the next block to write */
+	uint64_t next_gen;	 /* the generation the next write carries (block_of()) */
+	uint64_t base_gen;	 /* the oldest generation the saved state vouches for */
+	uint64_t saved_gen;	 /* next_gen in the state on disk; 0: not known */
+	unsigned saved_per_run;	 /* blocks_per_run in the state on disk */
+	bool need_state;	 /* opened: its state not read yet */
+	bool laid_out;		 /* and laid out anew by that open: no state to miss */
+	bool baseline;		 /* no usable state: blocks taken as found, once */
+	bool first_check;	 /* no check done since the state was read */
+	uint64_t window_gen;	 /* first check: the state's next_gen, and the */
+	unsigned window_n;	 /* blocks after it a crash may have left torn */
 	struct rng rng;
 	_Atomic uint64_t inflight; /* submit time of the I/O in flight, 0 idle */
 };
@@ -138,6 +190,7 @@ static void verify_probe_free(struct probe *p)
 
 	target_close(&vp->file);
 	free(vp->buf);
+	free(vp->state_buf);
 	free(vp->expected);
 	free(vp);
 }
@@ -158,7 +211,7 @@ static int verify_probe_init(struct probe *p)
 	vp->file_cfg = *p->target->cfg;
 	/* target_open() lays out no file under CFG_MIN_TARGET_SIZE (1MiB): a
 	 * few blocks then sit at the start of a larger file, laid out once. */
-	vp->file_cfg.size = (uint64_t)c->verify_blocks * c->block_size;
+	vp->file_cfg.size = (uint64_t)c->verify_blocks * c->block_size + CFG_VERIFY_STATE_SIZE;
 	if (vp->file_cfg.size < CFG_MIN_TARGET_SIZE)
 		vp->file_cfg.size = CFG_MIN_TARGET_SIZE;
 	/* The layout runs inside the probe's first run, holding the lane: paced at
@@ -172,8 +225,8 @@ static int verify_probe_init(struct probe *p)
 	vp->file.file_name = vp->file_name;
 	vp->file.inflight_ns = &vp->inflight;
 	vp->expected = calloc(c->verify_blocks, sizeof(*vp->expected));
-	if (!vp->expected || posix_memalign(&vp->buf, PROBE_BUF_ALIGN, c->block_size) != 0) {
-		vp->buf = NULL;
+	if (!vp->expected || posix_memalign(&vp->buf, PROBE_BUF_ALIGN, c->block_size) != 0 ||
+	    posix_memalign(&vp->state_buf, PROBE_BUF_ALIGN, CFG_VERIFY_STATE_SIZE) != 0) {
 		verify_probe_free(p);
 		return -ENOMEM;
 	}
@@ -186,10 +239,10 @@ static int verify_probe_init(struct probe *p)
 /*
  * The probe's file open and still the one at its name. One that changed under
  * us (removed, replaced) fails this run, which says so, and is opened again by
- * the next. Every open starts the expectations over, as after a restart: the
- * file may be another one (a new file can even get the old one's inode
- * number) or laid out anew in place. 0, or -errno with out->why set (and
- * out->target_down when the file is the trouble).
+ * the next. Every open reads the expectations again from the file's own state,
+ * as after a restart: the file may be another one (a new file can even get the
+ * old one's inode number) or laid out anew in place. 0, or -errno with
+ * out->why set (and out->target_down when the file is the trouble).
  */
 static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
 {
@@ -204,6 +257,8 @@ static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct p
 	 * they hang as I/O does, and must show as in flight, as the lane's do. A
 	 * layout publishes each of its writes here in turn. */
 	atomic_store(&vp->inflight, eng_now_ns());
+	/* Our own target's: a layout by this open is what makes it non-zero. */
+	atomic_store(&vp->file.layout_done, 0);
 	r = opened ? target_open(&vp->file) : target_check(&vp->file);
 	atomic_store(&vp->inflight, 0);
 	if (r < 0) {
@@ -222,26 +277,27 @@ static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct p
 		return -EINVAL;
 	}
 	if (opened) {
-		memset(vp->expected, 0, p->cfg->verify_blocks * sizeof(*vp->expected));
-		vp->next_gen = 0;
+		vp->need_state = true;
+		vp->laid_out = atomic_load(&vp->file.layout_done) > 0;
 	}
 	return 0;
 }
 
-/* One pread/pwrite/fdatasync, timed into out->op[@op]; bytes, or -errno. */
-static ssize_t timed_io(struct probe *p, enum io_op op, uint64_t off, struct probe_outcome *out)
+/* One pread/pwrite of @len bytes at @buf, or an fdatasync, timed into
+ * out->op[@op]; bytes, or -errno. */
+static ssize_t timed_io(struct probe *p, enum io_op op, uint64_t off, void *buf, size_t len,
+			struct probe_outcome *out)
 {
 	struct verify_probe *vp = p->state;
-	const size_t bs = p->cfg->block_size;
 	struct probe_op_outcome *o = &out->op[op];
 	uint64_t start = eng_now_ns(), lat;
 	ssize_t n;
 
 	atomic_store(&vp->inflight, start);
 	if (op == IO_READ)
-		n = pread(vp->file.fd, vp->buf, bs, (off_t)off);
+		n = pread(vp->file.fd, buf, len, (off_t)off);
 	else if (op == IO_WRITE)
-		n = pwrite(vp->file.fd, vp->buf, bs, (off_t)off);
+		n = pwrite(vp->file.fd, buf, len, (off_t)off);
 	else
 		n = fdatasync(vp->file.fd);
 	if (n < 0)
@@ -255,7 +311,7 @@ static ssize_t timed_io(struct probe *p, enum io_op op, uint64_t off, struct pro
 	if (n < 0) {
 		o->errors++;
 		probe_outcome_io_error(out, (int)n, io_op_name(op));
-	} else if (op != IO_FDATASYNC && (size_t)n < bs) {
+	} else if (op != IO_FDATASYNC && (size_t)n < len) {
 		o->short_ios++;
 		probe_outcome_io_error(out, -EIO, "short transfer");
 		n = -EIO;
@@ -294,6 +350,7 @@ static void report(const struct probe *p, enum verify_result res, uint64_t off, 
 		[VERIFY_WRONG_OFFSET] = "wrong offset (a block written for another offset: a "
 					"misdirected write)",
 		[VERIFY_STALE] = "stale (an older generation: a lost write)",
+		[VERIFY_NEWER] = "wrong data (a generation never written there)",
 	};
 	const struct verify_probe *vp = p->state;
 	char key[CFG_NAME_MAX + 16];
@@ -305,10 +362,163 @@ static void report(const struct probe *p, enum verify_result res, uint64_t off, 
 			p->cfg->name, off, vp->file.file_path, what[res], expected, found);
 }
 
-/* Byte offset of block @i in the probe's file. */
+/* Byte offset of block @i in the probe's file: after the header and the state. */
 static uint64_t block_offset(const struct probe *p, unsigned i)
 {
-	return TARGET_HEADER_SIZE + (uint64_t)i * p->cfg->block_size;
+	return TARGET_HEADER_SIZE + CFG_VERIFY_STATE_SIZE + (uint64_t)i * p->cfg->block_size;
+}
+
+/* The block generation @gen goes to, of @n. */
+static unsigned block_of(uint64_t gen, unsigned n)
+{
+	return (unsigned)((gen - 1) % n);
+}
+
+/* The newest generation before @next_gen that block @i of @n received; 0: none. */
+static uint64_t gen_of_block(uint64_t next_gen, unsigned n, unsigned i)
+{
+	uint64_t last, back;
+
+	if (next_gen < 2)
+		return 0;
+	last = next_gen - 2; /* (generation - 1) of the newest one written */
+	back = (last % n + n - i) % n;
+	return back > last ? 0 : last - back + 1;
+}
+
+/* ---------------------------------------------------------------- saved state */
+
+/*
+ * Writes the state (next_gen, base_gen; the geometry it holds for) and
+ * fdatasyncs it. Whether it is durable; if not, nothing is known of what the
+ * file holds there, and the next run saves it again before writing blocks.
+ */
+static bool save_state(struct probe *p, struct probe_outcome *out)
+{
+	struct verify_probe *vp = p->state;
+	unsigned char *s = vp->state_buf;
+
+	memset(s, 0, CFG_VERIFY_STATE_SIZE);
+	memcpy(s, state_magic, sizeof(state_magic));
+	put32(s + SIZE_AT, (uint32_t)p->cfg->block_size);
+	put32(s + STATE_BLOCKS_AT, p->cfg->verify_blocks);
+	put32(s + STATE_PER_RUN_AT, p->cfg->verify_per_run);
+	put64(s + STATE_NEXT_AT, vp->next_gen);
+	put64(s + STATE_BASE_AT, vp->base_gen);
+	put32(s + CRC_AT, block_crc(s, CFG_VERIFY_STATE_SIZE));
+	vp->saved_gen = 0;
+	if (timed_io(p, IO_WRITE, TARGET_HEADER_SIZE, s, CFG_VERIFY_STATE_SIZE, out) < 0 ||
+	    timed_io(p, IO_FDATASYNC, 0, NULL, 0, out) < 0)
+		return false;
+	vp->saved_gen = vp->next_gen;
+	vp->saved_per_run = p->cfg->verify_per_run;
+	return true;
+}
+
+/*
+ * Why the state block in vp->state_buf cannot be used, in words, with the
+ * level to say it at; NULL when it can.
+ */
+static const char *state_unusable(const struct probe *p, char *why, size_t len, int *level)
+{
+	const struct verify_probe *vp = p->state;
+	const unsigned char *s = vp->state_buf;
+	const unsigned n = get32(s + STATE_BLOCKS_AT), k = get32(s + STATE_PER_RUN_AT);
+	const uint64_t next = get64(s + STATE_NEXT_AT), base = get64(s + STATE_BASE_AT);
+
+	*level = LOG_LVL_WARNING; /* iopulse wrote it whole and synced: damage */
+	if (memcmp(s, state_magic, sizeof(state_magic)) != 0) {
+		*level = LOG_LVL_NOTICE;
+		return "there is none: a new file, or one an older iopulse wrote";
+	}
+	if (get32(s + CRC_AT) != block_crc(s, CFG_VERIFY_STATE_SIZE))
+		return "it is damaged: its checksum fails";
+	if (n != p->cfg->verify_blocks || get32(s + SIZE_AT) != p->cfg->block_size) {
+		*level = LOG_LVL_NOTICE;
+		snprintf(why, len, "it was saved for %u blocks of %" PRIu32 " bytes", n,
+			 get32(s + SIZE_AT));
+		return why;
+	}
+	if (k < 1 || k > n || base < 1 || base > next)
+		return "it is damaged: its generations do not add up";
+	return NULL;
+}
+
+/*
+ * Reads the saved state and the expectations from it: each block's generation
+ * follows from next_gen, from base_gen on; the first check forgives a torn
+ * block among the blocks_per_run after it. No usable state (said once): the
+ * first check takes the blocks as found. 0, or -errno when the read failed
+ * (counted; the next run reads it again).
+ */
+static int load_state(struct probe *p, struct probe_outcome *out)
+{
+	struct verify_probe *vp = p->state;
+	const unsigned n = p->cfg->verify_blocks;
+	const unsigned char *s = vp->state_buf;
+	char buf[96];
+	const char *why;
+	ssize_t r;
+	int level;
+
+	r = timed_io(p, IO_READ, TARGET_HEADER_SIZE, vp->state_buf, CFG_VERIFY_STATE_SIZE, out);
+	if (r < 0)
+		return (int)r;
+	vp->need_state = false;
+	vp->first_check = true;
+	why = state_unusable(p, buf, sizeof(buf), &level);
+	vp->baseline = why != NULL;
+	vp->next_gen = why ? 1 : get64(s + STATE_NEXT_AT);
+	vp->base_gen = why ? 1 : get64(s + STATE_BASE_AT);
+	vp->saved_gen = why ? 0 : vp->next_gen;
+	vp->saved_per_run = why ? 0 : get32(s + STATE_PER_RUN_AT);
+	vp->window_gen = vp->next_gen;
+	vp->window_n = vp->saved_per_run;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t g = gen_of_block(vp->next_gen, n, i);
+
+		vp->expected[i] = g >= vp->base_gen ? g : 0;
+	}
+	/* Said at every open without one (but of a file just laid out): opens are
+	 * rare, and until the blocks are rewritten a write lost before goes unseen. */
+	if (why && !(vp->laid_out && level == LOG_LVL_NOTICE))
+		(void)log_full_errno(level, 0,
+				     "Probe %s: no saved state in %s (%s): its blocks are taken as "
+				     "they are, a write lost before now goes unseen, ignoring",
+				     p->cfg->name, vp->file.file_path, why);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- runs */
+
+/*
+ * Whether the first check after an open lets block @i, found @res carrying
+ * @found, pass (its expectation then set): a block newer than the saved state
+ * says (the state's own write lost or cut short), or one torn among those the
+ * state said the next run writes (a crash in that run). Anything else counts.
+ */
+static bool forgiven(struct probe *p, unsigned i, enum verify_result res, uint64_t found)
+{
+	struct verify_probe *vp = p->state;
+	const unsigned n = p->cfg->verify_blocks;
+	const unsigned j = (unsigned)((i + n - block_of(vp->window_gen, n)) % n);
+	const uint64_t off = block_offset(p, i);
+
+	if (!vp->first_check)
+		return false;
+	if (res == VERIFY_NEWER) {
+		vp->expected[i] = found;
+		return true;
+	}
+	if (res != VERIFY_WRONG_DATA || j >= vp->window_n ||
+	    !block_torn(vp->buf, p->cfg->block_size, off, vp->window_gen + j))
+		return false;
+	log_notice("Probe %s: block at offset %" PRIu64 " of %s is torn (its checksum fails), "
+		   "where the last run before the file was opened may have been writing it when "
+		   "stopped: not counted, rewritten now",
+		   p->cfg->name, off, vp->file.file_path);
+	vp->expected[i] = GEN_FLAGGED;
+	return true;
 }
 
 /* Reads every block not already found wrong and checks it. */
@@ -324,60 +534,77 @@ static void check_blocks(struct probe *p, const _Atomic bool *stop, struct probe
 			out->incomplete = true;
 			return;
 		}
-		if (*exp == GEN_FLAGGED || timed_io(p, IO_READ, off, out) < 0)
+		if (*exp == GEN_FLAGGED ||
+		    timed_io(p, IO_READ, off, vp->buf, p->cfg->block_size, out) < 0)
 			continue;
 		res = verify_block_check(vp->buf, p->cfg->block_size, off, *exp, &found);
 		if (res == VERIFY_UNWRITTEN)
 			continue;
 		out->blocks_checked++;
-		/* Generations go on from the newest intact block found. */
-		if (res != VERIFY_WRONG_DATA && found >= vp->next_gen)
+		/* No saved state: generations go on from the newest intact block found. */
+		if (vp->baseline && res != VERIFY_WRONG_DATA && found >= vp->next_gen)
 			vp->next_gen = found + 1;
 		if (res == VERIFY_OK) {
-			*exp = found; /* after a restart: the baseline */
+			*exp = found; /* with no saved state: the baseline */
 			continue;
 		}
+		if (forgiven(p, i, res, found))
+			continue;
 		out->mismatches[mismatch_of(res)]++;
 		report(p, res, off, *exp, found);
 		*exp = GEN_FLAGGED;
 	}
+	vp->first_check = false;
+	if (vp->baseline) /* what was found is known only here, in memory */
+		vp->base_gen = vp->next_gen;
+	vp->baseline = false;
 }
 
 /*
  * Writes a new generation of the next blocks_per_run blocks and fdatasyncs
- * them. A block's expected generation is set only once the sync said it is
- * durable; while unknown (a write or the sync failed, or a stop came first) it
- * is 0, and the next run takes what it finds.
+ * them, then saves the state. A block's expected generation is set only once
+ * the sync said it is durable; while unknown (a write or the sync failed, or a
+ * stop came first) it is 0, the next run takes what it finds, and the saved
+ * state vouches for nothing older (base_gen). The blocks are written only
+ * while the state on disk names them as the next ones: a crash can then leave
+ * no other block torn.
  */
 static void write_blocks(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
 {
 	struct verify_probe *vp = p->state;
 	const unsigned n = p->cfg->verify_blocks, k = p->cfg->verify_per_run;
-	uint64_t gen = vp->next_gen ? vp->next_gen : 1;
+	const uint64_t gen = vp->next_gen;
 	bool synced = false;
 	unsigned done = 0;
 
+	if ((vp->saved_gen != gen || vp->saved_per_run < k) && !save_state(p, out))
+		return;
 	for (; done < k && !(stop && atomic_load(stop)); done++) {
-		unsigned b = (vp->cursor + done) % n;
+		unsigned b = block_of(gen + done, n);
 
 		vp->expected[b] = 0;
 		verify_block_fill(vp->buf, p->cfg->block_size, block_offset(p, b), gen + done,
 				  &vp->rng);
-		if (timed_io(p, IO_WRITE, block_offset(p, b), out) < 0)
+		if (timed_io(p, IO_WRITE, block_offset(p, b), vp->buf, p->cfg->block_size, out) < 0)
 			break;
 	}
 	vp->next_gen = gen + k;
 	if (done == k)
-		synced = timed_io(p, IO_FDATASYNC, 0, out) == 0;
+		synced = timed_io(p, IO_FDATASYNC, 0, NULL, 0, out) == 0;
 	else if (stop && atomic_load(stop))
 		out->incomplete = true;
-	for (unsigned j = 0; synced && j < k; j++)
-		vp->expected[(vp->cursor + j) % n] = gen + j;
-	vp->cursor = (vp->cursor + k) % n;
+	if (!synced) {
+		vp->base_gen = vp->next_gen;
+		return;
+	}
+	for (unsigned j = 0; j < k; j++)
+		vp->expected[block_of(gen + j, n)] = gen + j;
+	save_state(p, out);
 }
 
 static int verify_probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
 {
+	struct verify_probe *vp = p->state;
 	int r = verify_file_ready(p, stop, out);
 
 	if (r == -ECANCELED && stop && atomic_load(stop)) {
@@ -386,6 +613,8 @@ static int verify_probe_run(struct probe *p, const _Atomic bool *stop, struct pr
 	}
 	if (r < 0)
 		return r;
+	if (vp->need_state && load_state(p, out) < 0)
+		return 0; /* the read error is counted; the next run reads it again */
 	check_blocks(p, stop, out);
 	if (!out->incomplete)
 		write_blocks(p, stop, out);

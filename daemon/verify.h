@@ -14,7 +14,9 @@
 
 #include "rng.h"
 
-/* The probe's file in its directory target: VERIFY_FILE_PREFIX + probe name. */
+/* The probe's file in its directory target: VERIFY_FILE_PREFIX + probe name.
+ * After target.c's header, a state block of CFG_VERIFY_STATE_SIZE bytes, then
+ * the blocks. */
 #define VERIFY_FILE_PREFIX ".iopulse-verify."
 
 /* Bytes at the start of each block that say what it is (the rest is random). */
@@ -27,6 +29,7 @@ enum verify_result {
 	VERIFY_WRONG_DATA,   /* checksum fails, or a block was expected and none is there */
 	VERIFY_WRONG_OFFSET, /* intact, but written for another offset (misdirected) */
 	VERIFY_STALE,	     /* intact, but an older generation than the last one synced */
+	VERIFY_NEWER,	     /* intact, but a newer generation than was ever synced there */
 };
 
 /* Fills the block @buf of @size bytes at file offset @offset as generation @gen:
@@ -35,7 +38,7 @@ void verify_block_fill(void *buf, size_t size, uint64_t offset, uint64_t gen, st
 
 /*
  * Checks the block @buf of @size bytes read at @offset against @expected, the
- * generation last written there and synced (0: not known, as after a restart:
+ * generation last written there and synced (0: not known, as with no saved state:
  * any intact block of ours is taken as it is). *@found is the generation the
  * block carries (0 when it carries none).
  */

@@ -242,11 +242,15 @@ if not p or p["status"] != "ok" or [(o["op"], o["ios"]) for o in p["ops"]] != [(
 EOF
 
 # ---- a verify probe ----------------------------------------------------------
-# A fresh file has nothing to check; the next process takes the blocks it finds
-# (4 written by the first run) as they are; a block changed behind its back is
-# then found wrong.
+# A fresh file has nothing to check; each later process reads the generations
+# from the state the last one saved in the file: a block changed behind its
+# back is found wrong, a block put back as it was before its last rewrite is
+# found stale. (Every block is rewritten each run, so each is one a crash in
+# the last run could have torn: the header is what is changed, not the
+# payload, which a tear could explain.)
 
 CFG3="$WORK/verify.yaml"
+VF="$DIR/.iopulse-verify.v"
 target_config "$CFG3" "$DIR" 8MiB
 cat >>"$CFG3" <<EOF
   - name: v
@@ -255,22 +259,35 @@ cat >>"$CFG3" <<EOF
     blocks: 4
     blocks_per_run: 4
 EOF
-# verify_run N CHECKED DATA: one run; its verify counts must be these.
+# verify_run N CHECKED DATA STALE WRITES SYNCS: one run; its verify counts and
+# its writes and syncs (the blocks' and the state's) must be these.
 verify_run() {
 	run_probe 0 "$WORK/verify$1.json" --config "$CFG3" --json
-	check_json "$WORK/verify$1.json" "$2" "$3" <<'EOF'
+	check_json "$WORK/verify$1.json" "${@:2}" <<'EOF'
 p = probes.get("v")
-want = {"blocks_checked": int(args[0]), "wrong_data": int(args[1]), "wrong_offset": 0, "stale": 0}
+want = {"blocks_checked": int(args[0]), "wrong_data": int(args[1]), "wrong_offset": 0,
+        "stale": int(args[2])}
+ops = [("read", 5), ("write", int(args[3])), ("fdatasync", int(args[4]))]
 if not p or p["type"] != "verify" or p.get("verify") != want:
     bad.append(f"v: {p and p.get('verify')}, want {want}")
-elif [(o["op"], o["ios"]) for o in p["ops"]] != [("read", 4), ("write", 4), ("fdatasync", 1)]:
-    bad.append(f"v: ops {p['ops']}")
+elif [(o["op"], o["ios"]) for o in p["ops"]] != ops:
+    bad.append(f"v: ops {p['ops']}, want {ops}")
 EOF
 }
-verify_run 1 0 0
-verify_run 2 4 0
-printf 'not a block' | dd of="$DIR/.iopulse-verify.v" bs=1 seek=$((4096 + 2048)) conv=notrunc,fsync status=none
-verify_run 3 4 1
+# vblock I: the 4KiB unit block I of the verify file starts at, after its
+# header and its state block.
+vblock() {
+	echo $((2 + $1))
+}
+verify_run 1 0 0 0 6 3 # the state saved before the blocks are written, and after
+verify_run 2 4 0 0 5 2
+printf 'not a block' |
+	dd of="$VF" bs=1 seek=$(($(vblock 0) * 4096 + 16)) conv=notrunc,fsync status=none
+verify_run 3 4 1 0 5 2
+dd if="$VF" of="$WORK/b1.bin" bs=4096 skip="$(vblock 1)" count=1 status=none
+verify_run 4 4 0 0 5 2
+dd if="$WORK/b1.bin" of="$VF" bs=4096 seek="$(vblock 1)" count=1 conv=notrunc,fsync status=none
+verify_run 5 4 0 1 5 2
 grep -q "verify: 4 block(s) checked, 0 wrong data, 0 wrong offset, 0 stale" \
 	< <("$IOPULSE" probe --config "$CFG3") || fail "no verify line in the human summary"
 

@@ -8,13 +8,17 @@
 # as 0 from the start), the test changes the probe's file behind iopulse's back,
 # one way at a time, and each time the counter of that kind must move and the
 # log name the block's offset:
-#   wrong_data    block 1's payload overwritten           (offset 8192)
-#   wrong_offset  block 3's contents copied onto block 2  (offset 12288)
-#   stale         block 0 put back as it was before its last rewrite (offset 4096)
+#   wrong_data    block 1's payload overwritten           (offset 12288)
+#   wrong_offset  block 3's contents copied onto block 2  (offset 16384)
+#   stale         block 0 put back as it was before its last rewrite (offset 8192)
+# (the blocks follow the file's 4096-byte header and its 4096-byte state).
 # A change can land while the daemon rewrites that very block, which writes it
-# over unseen; each is therefore tried up to three times. Last, the file is
+# over unseen; each is therefore tried up to three times. Then the file is
 # replaced by a copy of itself: one run fails, counted as target_down (not
-# setup) and logged once in plain words, and the next starts over.
+# setup) and logged once in plain words, and the next starts over. Last, a
+# write lost while the daemon was down: block 0 saved, rewritten, the daemon
+# stopped, the saved copy put back; the restarted daemon, which has only the
+# file's saved state to go by, counts it stale.
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -58,12 +62,12 @@ done
 [[ -f $DIR/.iopulse-probe ]] || fail "no probe file beside the verify file"
 
 # read_block I FILE / write_block I FILE: block I of the verify file (after its
-# 4096-byte header), with O_DIRECT, as the daemon reads it.
+# header and its state, 4096 bytes each), with O_DIRECT, as the daemon reads it.
 read_block() {
-	dd if="$VF" of="$2" bs=$BS skip=$((1 + $1)) count=1 iflag=direct status=none
+	dd if="$VF" of="$2" bs=$BS skip=$((2 + $1)) count=1 iflag=direct status=none
 }
 write_block() {
-	dd if="$2" of="$VF" bs=$BS seek=$((1 + $1)) count=1 oflag=direct conv=notrunc,fsync status=none
+	dd if="$2" of="$VF" bs=$BS seek=$((2 + $1)) count=1 oflag=direct conv=notrunc,fsync status=none
 }
 # gen_into VAR I: the generation block I carries (header bytes 24..31).
 gen_into() {
@@ -102,17 +106,17 @@ corrupt_payload() {
 	head -c 64 /dev/urandom | dd of="$WORK/b1.bin" bs=1 seek=2048 conv=notrunc status=none
 	write_block 1 "$WORK/b1.bin"
 }
-expect wrong_data 8192 "wrong data" corrupt_payload
+expect wrong_data 12288 "wrong data" corrupt_payload
 
 misdirect() {
 	read_block 3 "$WORK/b3.bin"
 	write_block 2 "$WORK/b3.bin"
 }
-expect wrong_offset 12288 "wrong offset" misdirect
+expect wrong_offset 16384 "wrong offset" misdirect
 
-# Saves block 0, waits until the daemon has written a newer generation of it,
-# then puts the saved one back: the newer write is lost.
-lose_write() {
+# Saves block 0 in b0.bin and waits until the daemon has written a newer
+# generation of it.
+save_until_rewritten() {
 	local g0 g
 	read_block 0 "$WORK/b0.bin"
 	gen_into g0 0
@@ -123,9 +127,13 @@ lose_write() {
 		sleep 0.1
 		gen_into g 0
 	done
+}
+# ...then puts the saved one back: the newer write is lost.
+lose_write() {
+	save_until_rewritten
 	write_block 0 "$WORK/b0.bin"
 }
-expect stale 4096 "stale" lose_write
+expect stale 8192 "stale" lose_write
 
 # The file replaced under the probe (by a copy of itself: another inode): one
 # run fails, counted as target_down and logged once in plain words; the next
@@ -143,5 +151,24 @@ num "$v" == 0 || fail "$SETUP is $v: a replaced file is not a setup error"
 sample_into before "$PAGE" "$CHECKED"
 wait_until 10 "blocks checked again" scraped "$CHECKED" '>' "$before"
 note "replaced: target_down once, said once, started over"
+
+# ---- a write lost across a restart --------------------------------------------
+# Block 0 rewritten, and two more runs published after (so the run that
+# rewrote it has saved the state); then the rewrite is lost while the daemon is
+# down.
+save_until_rewritten
+sample_into before "$PAGE" "$CHECKED"
+wait_until 10 "two more runs" scraped "$CHECKED" '>=' $((before + 8))
+stop_daemon
+write_block 0 "$WORK/b0.bin"
+start_daemon "$CFG"
+wait_until 10 "stale counted after the restart" counted stale 1
+wait_until 5 "the log to name offset 8192" \
+	grep -q "block at offset 8192 of $VF: stale" "$DAEMON_LOG"
+for k in wrong_data wrong_offset; do
+	sample_into v "$PAGE" "$(series "$k")"
+	num "$v" == 0 || fail "$k is $v after the restart"
+done
+note "a write lost across a restart: stale"
 
 stop_daemon

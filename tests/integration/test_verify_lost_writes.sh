@@ -70,7 +70,7 @@ wait_hangfs 5 1 "dropping writes"
 # The run after the first one whose writes were dropped sees all four stale.
 wait_until 10 "4 lost writes counted" scraped "$STALE" '>=' 4
 wait_until 5 "the log to name a lost write" \
-	grep -q "Probe v1: block at offset 4096 of $MNT/.iopulse-verify.v1: stale" "$DAEMON_LOG"
+	grep -q "Probe v1: block at offset 8192 of $MNT/.iopulse-verify.v1: stale" "$DAEMON_LOG"
 sample_into v "$PAGE" "$ERRORS"
 num "$v" == 0 || fail "$v I/O errors reported for writes that 'succeeded'"
 

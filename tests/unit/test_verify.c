@@ -21,6 +21,7 @@
 
 #include "testutil.h"
 
+#include "daemon/log.h"
 #include "daemon/probe.h"
 #include "daemon/verify.h"
 
@@ -49,7 +50,7 @@ static void test_block_check(void **state)
 	assert_int_equal(verify_block_check(b, BS, off, 8, &found), VERIFY_STALE);
 	assert_int_equal(found, 7);
 	/* A generation never synced there is not a lost write. */
-	assert_int_equal(verify_block_check(b, BS, off, 6, &found), VERIFY_WRONG_DATA);
+	assert_int_equal(verify_block_check(b, BS, off, 6, &found), VERIFY_NEWER);
 	/* Read at another offset: a misdirected write. */
 	assert_int_equal(verify_block_check(b, BS, off + BS, 7, &found), VERIFY_WRONG_OFFSET);
 	assert_int_equal(verify_block_check(b, BS, off + BS, 0, &found), VERIFY_WRONG_OFFSET);
@@ -113,13 +114,15 @@ static void run(struct fixture *x)
 	assert_int_equal(x->out.io_error, 0);
 }
 
-static uint64_t block_at(unsigned i)
+/* Block @i of the probe's file, after its header and its state block; -1:
+ * the state block. */
+static uint64_t block_at(int i)
 {
-	return TARGET_HEADER_SIZE + (uint64_t)i * BS;
+	return TARGET_HEADER_SIZE + CFG_VERIFY_STATE_SIZE + (int64_t)i * BS;
 }
 
 /* Reads or writes block @i of the probe's file behind the probe's back. */
-static void file_io(struct fixture *x, bool write, unsigned i, unsigned char *buf)
+static void file_io(struct fixture *x, bool write, int i, unsigned char *buf)
 {
 	int fd = open(x->file, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
 
@@ -141,8 +144,20 @@ static uint64_t mismatches(const struct fixture *x)
 	return n;
 }
 
+/* @runs more runs, the last finding all @blocks blocks right: what was found
+ * wrong has been rewritten since. */
+static void right_again(struct fixture *x, int runs, unsigned blocks)
+{
+	for (int i = 0; i < runs; i++)
+		run(x);
+	assert_int_equal(x->out.blocks_checked, blocks);
+	assert_int_equal(mismatches(x), 0);
+}
+
 /* A fresh file has no blocks to check; once every block was written, each run
- * checks them all, writes blocks_per_run of them, and finds nothing wrong. */
+ * checks them all, writes blocks_per_run of them, and finds nothing wrong. The
+ * state is read once (at the open), saved before the first blocks are written
+ * and after every run's blocks were synced, with a sync of its own. */
 static void test_runs_clean(void **state)
 {
 	struct fixture x;
@@ -152,9 +167,9 @@ static void test_runs_clean(void **state)
 	assert_int_equal(verify_probe_ops.flags & PROBE_F_VERIFIES, PROBE_F_VERIFIES);
 	run(&x);
 	assert_int_equal(x.out.blocks_checked, 0);
-	assert_int_equal(x.out.op[IO_WRITE].ios, 2);
-	assert_int_equal(x.out.op[IO_FDATASYNC].ios, 1);
-	assert_int_equal(x.out.op[IO_READ].ios, 8);
+	assert_int_equal(x.out.op[IO_WRITE].ios, 1 + 2 + 1);
+	assert_int_equal(x.out.op[IO_FDATASYNC].ios, 3);
+	assert_int_equal(x.out.op[IO_READ].ios, 1 + 8);
 	/* Its I/O kept the target busy: the budget's duty cycle counts it. */
 	assert_true(x.out.busy_ns > 0);
 	assert_true(x.out.busy_ns >= x.out.op[IO_READ].io_ns + x.out.op[IO_WRITE].io_ns);
@@ -162,6 +177,10 @@ static void test_runs_clean(void **state)
 		run(&x);
 	assert_int_equal(x.out.blocks_checked, 8);
 	assert_int_equal(mismatches(&x), 0);
+	/* As the budget counts a run: blocks + blocks_per_run + 1 writes, 2 syncs. */
+	assert_int_equal(x.out.op[IO_READ].ios, 8);
+	assert_int_equal(x.out.op[IO_WRITE].ios, 2 + 1);
+	assert_int_equal(x.out.op[IO_FDATASYNC].ios, 2);
 	assert_int_equal(access(x.file, F_OK), 0);
 	fixture_close(&x);
 }
@@ -207,31 +226,192 @@ static void test_corruption_kinds(void **state)
 	fixture_close(&x);
 }
 
-/* A new probe (a restart) takes what it finds as its baseline: an old block
- * put back before it is not seen, one put back after is. */
-static void test_restart_baseline(void **state)
+/* The probe freed and made again on the same file: a restart. */
+static void restart(struct fixture *x)
+{
+	probe_free(&x->p);
+	assert_int_equal(probe_init(&x->p, &x->cfg, &x->f.t, NULL, 0), 0);
+}
+
+/* One run after a restart, its log captured; the caller frees it. */
+static char *run_logged(struct fixture *x)
+{
+	char *log;
+
+	tu_capture_begin();
+	probe_outcome_clear(&x->out);
+	if (probe_run(&x->p, NULL, &x->out) != 0) {
+		free(tu_capture_end());
+		fail_msg("run: %s", x->out.why ? x->out.why : "?");
+	}
+	log = tu_capture_end();
+	assert_int_equal(x->out.io_error, 0);
+	return log;
+}
+
+/* A write lost across a restart is stale: the generations a new probe expects
+ * come from the state saved in the file, not from what it finds. */
+static void test_restart_stale(void **state)
 {
 	static unsigned char old[BS];
 	struct fixture x;
 
 	(void)state;
-	fixture_open(&x, 2, 1);
-	run(&x);
-	run(&x);
+	fixture_open(&x, 4, 1);
+	for (int i = 0; i < 4; i++) /* generations 1..4 in blocks 0..3 */
+		run(&x);
 	file_io(&x, false, 0, old);
-	run(&x); /* rewrites block 0 */
+	run(&x); /* generation 5 in block 0, then the state saved */
 	file_io(&x, true, 0, old);
-	probe_free(&x.p);
-	assert_int_equal(probe_init(&x.p, &x.cfg, &x.f.t, NULL, 0), 0);
+	restart(&x);
 	run(&x);
-	assert_int_equal(x.out.blocks_checked, 2);
+	assert_int_equal(x.out.blocks_checked, 4);
+	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_STALE], 1);
+	assert_int_equal(mismatches(&x), 1);
+	/* Counted once; rewritten in turn, it is right again. */
+	right_again(&x, 4, 4);
+	fixture_close(&x);
+}
+
+/* The state's own write lost (or a crash between the blocks' sync and it):
+ * blocks newer than it says are fine, after the restart and ever after. */
+static void test_restart_state_behind(void **state)
+{
+	static unsigned char st[BS];
+	struct fixture x;
+
+	(void)state;
+	fixture_open(&x, 4, 2);
+	for (int i = 0; i < 3; i++)
+		run(&x);
+	file_io(&x, false, -1, st);
+	run(&x);
+	run(&x);
+	file_io(&x, true, -1, st); /* two runs' states lost */
+	restart(&x);
+	for (int i = 0; i < 4; i++) {
+		run(&x);
+		assert_int_equal(x.out.blocks_checked, 4);
+		assert_int_equal(mismatches(&x), 0);
+	}
+	restart(&x);
+	run(&x);
 	assert_int_equal(mismatches(&x), 0);
-	/* Generations go on past what was found: the block rewritten now is newer. */
-	file_io(&x, false, 1, old);
-	run(&x); /* rewrites block 1 */
-	file_io(&x, true, 1, old);
+	fixture_close(&x);
+}
+
+/* Block @i torn as a crash leaves it: its first half from @head, the rest as
+ * it is. */
+static void tear(struct fixture *x, int i, const unsigned char *head)
+{
+	static unsigned char b[BS];
+
+	file_io(x, false, i, b);
+	memcpy(b, head, BS / 2);
+	file_io(x, true, i, b);
+}
+
+/* A crash while a run wrote its blocks can tear only the blocks the saved
+ * state names as the next ones: torn there, a block is no mismatch after the
+ * restart; torn anywhere else, it is wrong data. */
+static void test_restart_torn(void **state)
+{
+	static unsigned char head[BS];
+	struct fixture x;
+	struct rng rng;
+	char *log;
+
+	(void)state;
+	fixture_open(&x, 4, 1);
+	for (int i = 0; i < 5; i++) /* generation 5 in block 0, block 1 next */
+		run(&x);
+	/* Generation 6 reached block 1's first sectors, not the rest. */
+	rng_seed_with(&rng, 1);
+	verify_block_fill(head, BS, block_at(1), 6, &rng);
+	tear(&x, 1, head);
+	/* Block 2 torn the same way by some write never made. */
+	verify_block_fill(head, BS, block_at(2), 7, &rng);
+	tear(&x, 2, head);
+	restart(&x);
+	log = run_logged(&x);
+	assert_int_equal(x.out.blocks_checked, 4);
+	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_WRONG_DATA], 1);
+	assert_int_equal(mismatches(&x), 1);
+	if (tu_count(log, "torn") != 1 || !strstr(log, "offset 12288 of") ||
+	    !strstr(log, "block at offset 16384 of") || !strstr(log, "wrong data"))
+		fail_msg("the log says: %s", log);
+	free(log);
+	/* Block 1 rewritten by that run, block 2 by the next: all right again. */
+	right_again(&x, 2, 4);
+	fixture_close(&x);
+}
+
+/* A damaged state is no state: said, the blocks taken as found (a write lost
+ * before goes unseen, never a false mismatch), and a new state saved. */
+static void test_state_damaged(void **state)
+{
+	static unsigned char old[BS], st[BS];
+	struct fixture x;
+	char *log;
+
+	(void)state;
+	fixture_open(&x, 4, 1);
+	for (int i = 0; i < 4; i++)
+		run(&x);
+	file_io(&x, false, 0, old);
+	run(&x);
+	file_io(&x, true, 0, old);
+	file_io(&x, false, -1, st);
+	st[100] ^= 1;
+	file_io(&x, true, -1, st);
+	restart(&x);
+	log = run_logged(&x);
+	assert_int_equal(x.out.blocks_checked, 4);
+	assert_int_equal(mismatches(&x), 0);
+	if (tu_count(log, "warning: Probe v: no saved state in ") != 1 ||
+	    !strstr(log, "(it is damaged: its checksum fails): its blocks are taken as they are"))
+		fail_msg("the log says: %s", log);
+	free(log);
+	/* The state saved again: a write lost across the next restart is seen. */
+	file_io(&x, false, 2, old);
+	run(&x);
+	run(&x); /* block 2 rewritten */
+	file_io(&x, true, 2, old);
+	restart(&x);
 	run(&x);
 	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_STALE], 1);
+	assert_int_equal(mismatches(&x), 1);
+	fixture_close(&x);
+}
+
+/* A file of the format before states were saved (its blocks one place
+ * earlier, their magic's last byte '1'): no state, and none of its blocks
+ * taken for ours, so nothing is counted; they are rewritten in turn. */
+static void test_old_format(void **state)
+{
+	static unsigned char b[BS];
+	struct fixture x;
+	struct rng rng;
+	char *log;
+
+	(void)state;
+	fixture_open(&x, 4, 1);
+	run(&x);
+	rng_seed_with(&rng, 2);
+	for (int i = 0; i < 4; i++) {
+		verify_block_fill(b, BS, TARGET_HEADER_SIZE + (uint64_t)i * BS, 10 + i, &rng);
+		b[7] = '1';
+		file_io(&x, true, i - 1, b);
+	}
+	restart(&x);
+	log = run_logged(&x);
+	assert_int_equal(x.out.blocks_checked, 0);
+	assert_int_equal(mismatches(&x), 0);
+	if (!strstr(log, "notice: Probe v: no saved state in ") ||
+	    !strstr(log, "(there is none: a new file, or one an older iopulse wrote)"))
+		fail_msg("the log says: %s", log);
+	free(log);
+	right_again(&x, 4, 4);
 	fixture_close(&x);
 }
 
@@ -451,7 +631,11 @@ int main(void)
 		cmocka_unit_test(test_block_check),
 		cmocka_unit_test(test_runs_clean),
 		cmocka_unit_test(test_corruption_kinds),
-		cmocka_unit_test(test_restart_baseline),
+		cmocka_unit_test(test_restart_stale),
+		cmocka_unit_test(test_restart_state_behind),
+		cmocka_unit_test(test_restart_torn),
+		cmocka_unit_test(test_state_damaged),
+		cmocka_unit_test(test_old_format),
 		cmocka_unit_test(test_file_removed),
 		cmocka_unit_test(test_file_target_refused),
 		cmocka_unit_test(test_foreign_file_refused),
@@ -459,5 +643,8 @@ int main(void)
 		cmocka_unit_test(test_replaced_directory),
 	};
 
+	/* Tests read the mismatches logged, and every test's probe is "v": no
+	 * limit on its lines carried from one test to the next. */
+	log_set_ratelimit(0, 0);
 	return cmocka_run_group_tests_name("verify", tests, tu_scratch_setup, tu_scratch_teardown);
 }
