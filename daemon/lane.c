@@ -297,6 +297,12 @@ static int lane_prepare_target(struct lane *l)
 			   l->cfg->name, l->target.stale_removed);
 		l->target.stale_removed = 0;
 	}
+	if (l->target.link_removed[0]) {
+		log_notice("Target %s: removed %s, a second name of %s left by an iopulse killed "
+			   "while naming it",
+			   l->cfg->name, l->target.link_removed, l->target.file_path);
+		l->target.link_removed[0] = '\0';
+	}
 
 	if (r == -ECANCELED && atomic_load(&l->stopping))
 		return r; /* abandoned at shutdown: nothing is wrong with the target */

@@ -1058,6 +1058,111 @@ static int open_same(int dfd, const char *name, int flags, const struct stat *ls
 	return -ESTALE;
 }
 
+/* A temporary name of ours: TMP_PREFIX + 16 random hex digits (create_tmp()). */
+#define TMP_PREFIX TARGET_PROBE_FILE ".tmp."
+
+/* Whether @name is exactly what create_tmp() makes: TMP_PREFIX + 16 hex digits. */
+static bool tmp_name(const char *name)
+{
+	size_t n = strlen(TMP_PREFIX);
+
+	if (strncmp(name, TMP_PREFIX, n) != 0 || strlen(name + n) != 16)
+		return false;
+	return strspn(name + n, "0123456789abcdef") == 16;
+}
+
+/* The entries of the directory @dfd (O_PATH will do), for readdir(); NULL on
+ * failure. closedir() closes it. */
+static DIR *dir_stream(int dfd)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
+/* lstat() of the probe file's name: 0, -ENOENT (no message), or -errno with
+ * t->error set. */
+static int stat_probe_file(struct target *t, int dfd, struct stat *lst)
+{
+	if (fstatat(dfd, probe_name(t), lst, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	return errno == ENOENT ? -ENOENT : terr(t, -errno, "%s: %m", t->file_path);
+}
+
+/* Whether @dfd holds a temporary name of ours (tmp_name()) for the file @st: its
+ * name in @name (NAME_MAX + 1 bytes). */
+static bool find_tmp_link(int dfd, const struct stat *st, char *name)
+{
+	DIR *d = dir_stream(dfd);
+	struct dirent *de;
+	struct stat tst;
+	bool found = false;
+
+	while (d && !found && (de = readdir(d))) {
+		found = tmp_name(de->d_name) &&
+			fstatat(dfd, de->d_name, &tst, AT_SYMLINK_NOFOLLOW) == 0 &&
+			S_ISREG(tst.st_mode) && same_inode(&tst, st);
+		if (found)
+			snprintf(name, NAME_MAX + 1, "%s", de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * On a filesystem with neither O_TMPFILE nor RENAME_NOREPLACE, publish_tmp()
+ * names a probe file with link() then unlink() of its temporary name: an
+ * iopulse killed in between leaves its file with two names, which
+ * may_be_ours() would refuse for ever. When the file at the probe file's name
+ * (@lst, two links) also has a temporary name of ours in this directory, and is
+ * ours in all else (a regular file of our user with our header, that no live
+ * iopulse holds locked), that name is removed: no data is lost, the file keeps
+ * its final name. 1 when it was (t->link_removed), 0 when nothing was done
+ * (may_be_ours() then refuses the file), -errno with t->error set (-EBUSY: held
+ * by another iopulse, which may be naming it right now).
+ */
+static int drop_tmp_link(struct target *t, int dfd, const struct stat *lst)
+{
+	char tmp[NAME_MAX + 1];
+	unsigned version;
+	uint64_t size;
+	struct stat st;
+	bool ours = false;
+	void *hdr;
+	int fd, lk = -1, r;
+
+	if (!S_ISREG(lst->st_mode) || lst->st_uid != geteuid())
+		return 0;
+	fd = open_same(dfd, probe_name(t), O_RDONLY, lst, &st);
+	if (fd < 0) /* gone or changed: what is there now is looked at as usual */
+		return 0;
+	if (st.st_nlink != 2 || !find_tmp_link(dfd, &st, tmp)) {
+		close(fd);
+		return 0;
+	}
+	hdr = malloc(TARGET_HEADER_SIZE);
+	r = hdr ? header_read(t, fd, hdr, &ours, &version, &size) : -ENOMEM;
+	free(hdr);
+	if (r == 0 && ours)
+		r = lock_probe_file(t, fd, t->file_path, &lk);
+	/* Identity again right before the unlink: the final name, which must outlive
+	 * the temporary one, and the temporary one itself (unlink_ours()). */
+	if (lk >= 0 && name_is(dfd, probe_name(t), fd) && unlink_ours(dfd, tmp, fd)) {
+		snprintf(t->link_removed, sizeof(t->link_removed), "%s", tmp);
+		r = 1;
+	} else if (r != -EBUSY) {
+		r = 0; /* not ours, unreadable, or changed: open_existing() says why */
+	}
+	if (lk >= 0)
+		close(lk);
+	close(fd);
+	return r;
+}
+
 /* Whether what lstat() (or fstat() once open) found at the probe file's name
  * may be ours: -EEXIST (t->error set) for a symlink, anything but a regular
  * file, another owner, a file with other names. */
@@ -1129,9 +1234,14 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 	int fd, r, lk = -1;
 
 	*relay = false;
-	if (fstatat(dfd, probe_name(t), &lst, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? -ENOENT : terr(t, -errno, "%s: %m", path);
-	r = may_be_ours(t, &lst);
+	r = stat_probe_file(t, dfd, &lst);
+	if (r == 0 && lst.st_nlink == 2) {
+		r = drop_tmp_link(t, dfd, &lst);
+		if (r > 0) /* one name less: looked at afresh */
+			r = stat_probe_file(t, dfd, &lst);
+	}
+	if (r == 0)
+		r = may_be_ours(t, &lst);
 	if (r < 0)
 		return r;
 	fd = open_same(dfd, probe_name(t), O_RDWR, &lst, &st);
@@ -1179,8 +1289,6 @@ static int link_anon(int fd, int dfd, const char *name)
 		return 0;
 	return -errno;
 }
-
-#define TMP_PREFIX TARGET_PROBE_FILE ".tmp."
 
 /*
  * Creates a file of our own under a fresh random name (TMP_PREFIX + 16 hex
@@ -1288,16 +1396,6 @@ fail:
 	return r;
 }
 
-/* Whether @name is exactly what create_tmp() makes: TMP_PREFIX + 16 hex digits. */
-static bool tmp_name(const char *name)
-{
-	size_t n = strlen(TMP_PREFIX);
-
-	if (strncmp(name, TMP_PREFIX, n) != 0 || strlen(name + n) != 16)
-		return false;
-	return strspn(name + n, "0123456789abcdef") == 16;
-}
-
 /*
  * Whether the file @name in @dfd is a temporary that an iopulse killed in the
  * middle of a layout left behind: named as create_tmp() names them, a regular
@@ -1331,11 +1429,8 @@ static void sweep_stale_tmps(struct target *t, int dfd)
 {
 	struct dirent *de;
 	void *hdr = malloc(TARGET_HEADER_SIZE);
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = dir_stream(dfd);
 
-	if (!d && fd >= 0)
-		close(fd);
 	if (!d || !hdr)
 		goto out;
 	t->swept = true;

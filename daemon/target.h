@@ -65,6 +65,10 @@ struct target {
 				   * (probe_run()), 0 before any: a ping's 'warmup_after' */
 	bool idle_tracked;	  /* some probe on it has 'warmup_after' (probe_init()):
 				   * only then is last_io_ns kept, at a clock read a run */
+	/* directory: the temporary name of ours the probe file also had (an iopulse
+	 * killed between link() and unlink() naming it), removed by the last open;
+	 * "" none (the caller logs, then clears it) */
+	char link_removed[NAME_MAX + 1];
 
 	/*
 	 * Probe-file layout progress, for a gauge and progress logs; written by the
@@ -87,10 +91,12 @@ void target_init(struct target *t, const struct cfg_target *cfg);
 
 /*
  * Open the target, laying out the probe file of a directory target if it is
- * missing or wrong. Pins the identity on first success; refuses (-EXDEV) when the
- * path now lives on another device or filesystem type than pinned (a device
- * target: names another device). Returns 0 or -errno with t->error set. May take
- * a while (layout): call from a lane only. Device targets:
+ * missing or wrong. A probe file with a second name that is a temporary one
+ * of ours (an iopulse killed while naming it) loses that name
+ * (t->link_removed). Pins the identity on first success;
+ * refuses (-EXDEV) when the path now lives on another device or filesystem type
+ * than pinned (a device target: names another device). Returns 0 or -errno with
+ * t->error set. May take a while (layout): call from a lane only. Device targets:
  *   -ENOTBLK     the path is not a block device
  *   -EPERM       want_write without allow_device_writes (nothing opened)
  *   -EBUSY       want_write, and the device is mounted, swap, held, or claimed

@@ -261,6 +261,12 @@ static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct p
 	atomic_store(&vp->file.layout_done, 0);
 	r = opened ? target_open(&vp->file) : target_check(&vp->file);
 	atomic_store(&vp->inflight, 0);
+	if (vp->file.link_removed[0]) { /* removed, whatever came next: say so */
+		log_notice("Probe %s: removed %s, a second name of %s left by an iopulse killed "
+			   "while naming it",
+			   p->cfg->name, vp->file.link_removed, vp->file.file_path);
+		vp->file.link_removed[0] = '\0';
+	}
 	if (r < 0) {
 		if (!opened && r == -ESTALE) /* whichever check found it: one clear line */
 			snprintf(vp->why, sizeof(vp->why),

@@ -357,6 +357,38 @@ static void test_target_down_one_line(void **state)
 	assert_true(layout_failures(f) == 0);
 }
 
+/* An iopulse killed between link() and unlink() naming the probe file left it
+ * with its temporary name too: the lane removes that name, says so once, and
+ * the target is up on the same file. */
+static void test_crash_link_logged(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 64], *text;
+	struct target t;
+	struct stat a, b;
+
+	target_init(&t, &f->cfg->targets[0]); /* the killed iopulse's */
+	assert_int_equal(target_open(&t), 0);
+	target_close(&t);
+	snprintf(path, sizeof(path), "%s/%s", own_dir(f), TARGET_PROBE_FILE);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.00000000deadbeef", path);
+	assert_int_equal(link(path, tmp), 0);
+	assert_int_equal(stat(path, &a), 0);
+
+	tu_capture_begin();
+	run_ping(f);
+	run_ping(f);
+	text = tu_capture_end();
+	assert_true(atomic_load(&f->lane.up));
+	if (tu_count(text, "Target t1: removed " TARGET_PROBE_FILE ".tmp.00000000deadbeef, a "
+			   "second name of ") != 1)
+		fail_msg("want one line saying the temporary name was removed, got:\n%s", text);
+	free(text);
+	assert_int_equal(stat(path, &b), 0);
+	assert_true(a.st_ino == b.st_ino && b.st_nlink == 1);
+	assert_int_equal(stat(tmp, &b), -1);
+}
+
 /* ---- what holds the target, and the info series ---- */
 
 /* Two pings and a burst (indices 0, 1, 2 in the lane) on a target with labels. */
@@ -899,6 +931,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layout_backoff, fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_target_down_one_line, fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_crash_link_logged, fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_teardown(test_wait_reasons_queued, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_wait_reasons_running_burst, waits_fixture,

@@ -837,6 +837,160 @@ static void test_stale_tmp_swept(void **state)
 	close(held);
 }
 
+/* ---- a crash between link() and unlink() (no O_TMPFILE, no RENAME_NOREPLACE) */
+
+#define CRASH_TMP TARGET_PROBE_FILE ".tmp.0123456789abcdef"
+
+/* What stays of @path across an open: inode, mtime, size, contents. */
+struct kept {
+	struct stat st;
+	char *data;
+	size_t len;
+};
+
+static void kept_take(struct kept *k, const char *path)
+{
+	assert_int_equal(stat(path, &k->st), 0);
+	k->data = slurp(path, &k->len);
+}
+
+/* @path is still what kept_take() saw (but for its link count); frees @k. */
+static void kept_same(struct kept *k, const char *path)
+{
+	struct stat st;
+	size_t len;
+	char *data = slurp(path, &len);
+
+	assert_int_equal(stat(path, &st), 0);
+	assert_untouched(&k->st, &st);
+	assert_int_equal(st.st_size, k->st.st_size);
+	assert_int_equal(len, k->len);
+	assert_memory_equal(data, k->data, len);
+	free(data);
+	free(k->data);
+}
+
+/* Our probe file (@name in @dir; NULL: the daemon's), laid out and closed. */
+static void laid_out(const char *dir, const char *name, struct cfg_target *cfg)
+{
+	struct target t;
+
+	*cfg = dir_cfg(dir, MIB);
+	target_init(&t, cfg);
+	t.file_name = name;
+	assert_int_equal(target_open(&t), 0);
+	target_close(&t);
+}
+
+/* An iopulse killed between link() and unlink() left its probe file (or a
+ * verify probe's file) with its temporary name too: the next open removes that
+ * name, says so, and goes on with the same file, contents untouched. */
+static void test_crash_link_recovered(void **state)
+{
+	static const char *const names[] = {NULL, ".iopulse-verify.v"};
+	char dir[PATH_MAX], path[PATH_MAX + 80], tmp[PATH_MAX + 80];
+	struct cfg_target cfg;
+	struct target t;
+	struct kept k;
+	struct stat st;
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++) {
+		tu_new_dir(dir, sizeof(dir));
+		laid_out(dir, names[i], &cfg);
+		join(path, sizeof(path), dir, names[i] ? names[i] : TARGET_PROBE_FILE);
+		join(tmp, sizeof(tmp), dir, CRASH_TMP);
+		assert_int_equal(link(path, tmp), 0);
+		kept_take(&k, path);
+
+		target_init(&t, &cfg);
+		t.file_name = names[i];
+		assert_int_equal(target_open(&t), 0);
+		assert_string_equal(t.link_removed, CRASH_TMP);
+		assert_false(exists(dir, CRASH_TMP));
+		assert_int_equal(t.ino, k.st.st_ino);
+		assert_int_equal(atomic_load(&t.layout_done), 0); /* reused, not laid out */
+		assert_int_equal(stat(path, &st), 0);
+		assert_int_equal(st.st_nlink, 1);
+		assert_int_equal(target_check(&t), 0);
+		target_close(&t);
+		kept_same(&k, path);
+		assert_int_equal(count_entries(dir), 1);
+	}
+}
+
+/* open() must refuse @dir's probe file as "2 hard links" or @why, leaving
+ * @tmp (a name of the temporary pattern) and the probe file as they were. */
+static void assert_refused_kept(const char *dir, const char *tmp, int err, const char *why)
+{
+	char path[PATH_MAX + 80], tpath[PATH_MAX + 80];
+	struct cfg_target cfg = dir_cfg(dir, MIB);
+	struct kept k, kt;
+	struct target t;
+
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	join(tpath, sizeof(tpath), dir, tmp);
+	kept_take(&k, path);
+	kept_take(&kt, tpath);
+	target_init(&t, &cfg);
+	assert_int_equal(target_open(&t), err);
+	assert_int_equal(t.fd, -1);
+	if (!strstr(t.error, why))
+		fail_msg("'%s' does not say '%s'", t.error, why);
+	assert_string_equal(t.link_removed, "");
+	kept_same(&k, path);
+	kept_same(&kt, tpath);
+}
+
+/* Only a temporary name of ours on our own file is removed: an extra name
+ * under a foreign name, a temporary name on another file, one on a file that
+ * is not ours, or one on a file another iopulse holds are all left alone. */
+static void test_crash_link_refused(void **state)
+{
+	const char *other = TARGET_PROBE_FILE ".tmp.00000000000000aa";
+	char dir[PATH_MAX], path[PATH_MAX + 80], a[PATH_MAX + 80];
+	struct cfg_target cfg;
+	int held;
+
+	(void)state;
+	/* A foreign second name, and a temporary name on somebody else's file. */
+	tu_new_dir(dir, sizeof(dir));
+	laid_out(dir, NULL, &cfg);
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	join(a, sizeof(a), dir, "backup");
+	assert_int_equal(link(path, a), 0);
+	join(a, sizeof(a), dir, other);
+	write_file(a, "someone else's\n", 15);
+	assert_refused_kept(dir, other, -EEXIST, "2 hard links");
+	assert_true(exists(dir, "backup"));
+
+	/* Our temporary name, and a foreign one as well: three names. */
+	join(a, sizeof(a), dir, CRASH_TMP);
+	assert_int_equal(link(path, a), 0);
+	assert_refused_kept(dir, CRASH_TMP, -EEXIST, "3 hard links");
+	assert_true(exists(dir, "backup"));
+
+	/* Our temporary name on a file that is not ours (no header). */
+	tu_new_dir(dir, sizeof(dir));
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	write_file(path, "a user's file\n", 14);
+	join(a, sizeof(a), dir, CRASH_TMP);
+	assert_int_equal(link(path, a), 0);
+	assert_refused_kept(dir, CRASH_TMP, -EEXIST, "2 hard links");
+
+	/* Ours, but held by a live iopulse (naming it, perhaps): busy, untouched. */
+	tu_new_dir(dir, sizeof(dir));
+	laid_out(dir, NULL, &cfg);
+	join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+	join(a, sizeof(a), dir, CRASH_TMP);
+	assert_int_equal(link(path, a), 0);
+	held = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(held >= 0);
+	assert_int_equal(flock(held, LOCK_EX), 0);
+	assert_refused_kept(dir, CRASH_TMP, -EBUSY, "in use by another iopulse");
+	close(held);
+}
+
 /* A file that is not ours is refused as such even while somebody holds a lock
  * on it: the header is read before our lock is tried. */
 static void test_locked_foreign_file(void **state)
@@ -1426,6 +1580,8 @@ int main(void)
 		cmocka_unit_test(test_relay_keeps_user_file),
 		cmocka_unit_test(test_foreign_tmp_names_kept),
 		cmocka_unit_test(test_stale_tmp_swept),
+		cmocka_unit_test(test_crash_link_recovered),
+		cmocka_unit_test(test_crash_link_refused),
 		cmocka_unit_test(test_locked_foreign_file),
 		cmocka_unit_test(test_symlink_in_path),
 		cmocka_unit_test(test_require_mount),
