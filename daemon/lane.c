@@ -90,11 +90,15 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	if (r < 0)
 		return r;
 
+	/* No probe file where no probe would use it: verify probes keep their own. */
+	l->target.dir_only = tc->kind == CFG_TARGET_DIRECTORY;
 	for (unsigned i = 0; i < cfg->n_probes; i++) {
 		struct lane_probe *lp;
 
 		if (cfg->probes[i].target != ti)
 			continue;
+		if (probe_uses_probe_file(&cfg->probes[i]))
+			l->target.dir_only = false;
 		lp = &l->probes[l->n_probes++];
 		lp->cfg = &cfg->probes[i];
 		lane_probe_setup(l, lp, cfg);

@@ -219,10 +219,15 @@ static int open_target(struct target *t, const struct config *cfg, unsigned ti,
 	if (t->fd >= 0)
 		return target_check(t) == 0 ? 0 : open_dir_or_own(t);
 	t->want_write = false;
-	for (unsigned i = 0; i < cfg->n_probes; i++)
-		if (cfg->probes[i].target == ti && selected(o, cfg->probes[i].name) &&
-		    cfg_probe_writes(&cfg->probes[i]))
-			t->want_write = true;
+	t->dir_only = t->cfg->kind == CFG_TARGET_DIRECTORY; /* as the daemon's lane */
+	for (unsigned i = 0; i < cfg->n_probes; i++) {
+		const struct cfg_probe *p = &cfg->probes[i];
+
+		if (p->target != ti || !selected(o, p->name))
+			continue;
+		t->want_write = t->want_write || cfg_probe_writes(p);
+		t->dir_only = t->dir_only && !probe_uses_probe_file(p);
+	}
 	t->stop = &stop_requested;
 	t->unnamed = o->unnamed;
 	t->file_name = o->file_name;

@@ -27,6 +27,13 @@ const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind)
 	return NULL;
 }
 
+bool probe_uses_probe_file(const struct cfg_probe *c)
+{
+	const struct probe_ops *ops = probe_ops_of(c->kind);
+
+	return !ops || !(ops->flags & PROBE_F_OWN_FILE);
+}
+
 const struct engine_ops *probe_engine_of(const struct cfg_probe *c, int *err)
 {
 	const struct probe_ops *ops = probe_ops_of(c->kind);

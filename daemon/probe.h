@@ -88,6 +88,10 @@ struct probe;
 #define PROBE_F_QD1 (1u << 3)
 /* Checks data it wrote: the outcome's blocks_checked and mismatches apply. */
 #define PROBE_F_VERIFIES (1u << 4)
+/* Does its I/O on a file of its own beside the target's probe file (a verify
+ * probe's), never on the probe file: a target whose probes all have this needs
+ * no probe file (target dir_only). */
+#define PROBE_F_OWN_FILE (1u << 5)
 
 struct probe_ops {
 	enum cfg_probe_kind kind;
@@ -120,6 +124,9 @@ extern const struct probe_ops ping_probe_ops, burst_probe_ops, verify_probe_ops;
 
 /* The row of @kind; never NULL for a kind the configuration accepts. */
 const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind);
+
+/* Whether probe @c does I/O on its target's probe file (not PROBE_F_OWN_FILE). */
+bool probe_uses_probe_file(const struct cfg_probe *c);
 
 /* The engine @c runs on: its 'engine' resolved for its kind ("auto": sync for a
  * kind with PROBE_F_QD1, else the first available of io_uring, libaio, sync).

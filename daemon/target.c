@@ -1517,6 +1517,22 @@ void target_pin_like(struct target *t, const struct target *from)
 	t->pinned = true;
 }
 
+/*
+ * A dir_only target is open: the directory @dfd (open_target_dir()'s, pinned)
+ * is held as t->fd, so that target_check() and the lane see it as any open
+ * target; no byte of it is for probes.
+ */
+static void dir_only_opened(struct target *t, int dfd)
+{
+	t->fd = dfd;
+	t->lock_fd = -1;
+	t->ino = t->dir_ino;
+	t->writable = false;
+	t->data_start = 0;
+	t->data_end = 0;
+	t->error[0] = '\0';
+}
+
 static int open_directory(struct target *t)
 {
 	const char *dir = t->cfg->path;
@@ -1524,7 +1540,9 @@ static int open_directory(struct target *t)
 	bool relay = false;
 	int dfd = -1, fd = -1, lk = -1, r;
 
-	if (t->unnamed)
+	if (t->dir_only)
+		r = snprintf(t->file_path, sizeof(t->file_path), "%s", dir);
+	else if (t->unnamed)
 		r = snprintf(t->file_path, sizeof(t->file_path), "%s/(unnamed probe file)", dir);
 	else
 		r = snprintf(t->file_path, sizeof(t->file_path), "%s/%s", dir, probe_name(t));
@@ -1535,6 +1553,10 @@ static int open_directory(struct target *t)
 		return r;
 	if (!t->swept)
 		sweep_stale_tmps(t, dfd);
+	if (t->dir_only) { /* pinned and checked: held open as the target itself */
+		dir_only_opened(t, dfd);
+		return 0;
+	}
 
 	r = t->unnamed ? -ENOENT : open_existing(t, dfd, &fd, &lk, &relay);
 	if (r == -ENOENT) {
@@ -2145,7 +2167,9 @@ int target_check(struct target *t)
 	}
 	if (r < 0)
 		goto fail;
-	if (is_dir && t->unnamed) /* no name to look at: only we can reach it */
+	/* unnamed: no name to look at, only we can reach it; dir_only: the
+	 * directory, just found to be the pinned one, is all there is. */
+	if (is_dir && (t->unnamed || t->dir_only))
 		pst = fst;
 	else if (fstatat(pfd, leaf, &pst, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)

@@ -36,11 +36,16 @@ struct target {
 	/* directory: a probe file for this process only, never given a name (O_TMPFILE,
 	 * or a temporary name removed at once): nothing is left behind (iopulse probe) */
 	bool unnamed;
+	/* directory: no probe file at all, for a lane whose probes each keep a file of
+	 * their own (verify): the directory alone is walked, pinned, checked and held
+	 * open at fd; nothing is created, laid out or opened in it (a probe file an
+	 * older run left there is left alone) */
+	bool dir_only;
 	/* layout: called after each chunk written (done of total bytes), on the
 	 * thread in target_open(); NULL = none */
 	void (*layout_progress)(const struct target *t, uint64_t done, uint64_t total);
 
-	int fd;			  /* -1 while closed */
+	int fd;			  /* -1 while closed; dir_only: the directory */
 	int lock_fd;		  /* directory: holds the probe file's flock; -1 otherwise */
 	bool writable;		  /* directory; device: want_write && allow_device_writes */
 	uint64_t data_start;	  /* first byte probes may use (after the header) */
@@ -91,9 +96,9 @@ void target_init(struct target *t, const struct cfg_target *cfg);
 
 /*
  * Open the target, laying out the probe file of a directory target if it is
- * missing or wrong. A probe file with a second name that is a temporary one
- * of ours (an iopulse killed while naming it) loses that name
- * (t->link_removed). Pins the identity on first success;
+ * missing or wrong (dir_only: the directory alone). A probe file with a second
+ * name that is a temporary one of ours (an iopulse killed while naming it)
+ * loses that name (t->link_removed). Pins the identity on first success;
  * refuses (-EXDEV) when the path now lives on another device or filesystem type
  * than pinned (a device target: names another device). Returns 0 or -errno with
  * t->error set. May take a while (layout): call from a lane only. Device targets:

@@ -636,7 +636,7 @@ static uint64_t verify_probe_inflight_since(const struct probe *p)
 
 const struct probe_ops verify_probe_ops = {
 	.kind = CFG_PROBE_VERIFY,
-	.flags = PROBE_F_SKIP_IF_RUNNING | PROBE_F_VERIFIES,
+	.flags = PROBE_F_SKIP_IF_RUNNING | PROBE_F_VERIFIES | PROBE_F_OWN_FILE,
 	.io_ops = verify_io_ops,
 	.op_name = verify_op_name,
 	.init = verify_probe_init,

@@ -84,10 +84,11 @@ static void fixture_lane(struct fixture *f, const char *yaml, int len, bool star
 		assert_int_equal(lane_start(&f->lane), 0);
 }
 
-/* cmocka setup: a lane on a fresh directory target, its thread started. On the
+/* cmocka setup: a lane on a fresh directory target t1 with @target_keys (YAML
+ * lines) and the one probe @probe (a flow mapping), its thread started. On the
  * heap, and stopped by fixture_teardown() even when a test fails: a lane thread
  * left running on a dead test's stack would scribble over the next test's. */
-static int fixture_setup(void **state)
+static int fixture_with(void **state, const char *target_keys, const char *probe)
 {
 	char yaml[PATH_MAX + 512];
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -100,21 +101,25 @@ static int fixture_setup(void **state)
 		       "targets:\n"
 		       "  - name: t1\n"
 		       "    directory: %s\n"
-		       "    size: 1MiB\n"
-		       "    direct: false\n"
-		       "    allow_memory_backed: true\n"
+		       "%s"
 		       "probes:\n"
-		       "  - name: p1\n"
-		       "    type: ping\n"
-		       "    target: t1\n"
-		       "    op: read\n"
-		       "    engine: null\n"
-		       "    interval: 100ms\n",
-		       f->dir);
+		       "  - %s\n",
+		       f->dir, target_keys, probe);
 	assert_true(len > 0 && (size_t)len < sizeof(yaml));
 	fixture_lane(f, yaml, len, true);
 	assert_true(f->lane.probes[0].ready);
 	return 0;
+}
+
+/* A read ping p1 (the null engine: no disk I/O) on a 1MiB probe file. */
+static int fixture_setup(void **state)
+{
+	return fixture_with(state,
+			    "    size: 1MiB\n"
+			    "    direct: false\n"
+			    "    allow_memory_backed: true\n",
+			    "{name: p1, type: ping, target: t1, op: read, engine: null, "
+			    "interval: 100ms}");
 }
 
 static int fixture_teardown(void **state)
@@ -387,6 +392,83 @@ static void test_crash_link_logged(void **state)
 	assert_int_equal(stat(path, &b), 0);
 	assert_true(a.st_ino == b.st_ino && b.st_nlink == 1);
 	assert_int_equal(stat(tmp, &b), -1);
+}
+
+/* ---- a target whose probes all keep files of their own ---- */
+
+/* Verify probe v1 alone on t1: 2 blocks, one rewritten a run. */
+static int verify_only_fixture(void **state)
+{
+	return fixture_with(state, "",
+			    "{name: v1, type: verify, target: t1, interval: 1s, blocks: 2, "
+			    "blocks_per_run: 1}");
+}
+
+/* Whether @name exists in f->dir. */
+static bool in_dir(struct fixture *f, const char *name)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	return lstat(path, &st) == 0;
+}
+
+/* A target with only verify probes gets no probe file (an older run's is left
+ * alone), is up, and its probe runs; a directory put in its place takes it
+ * down, once, and nothing is created there. */
+static void test_verify_only(void **state)
+{
+	struct fixture *f = *state;
+	char old[PATH_MAX + 32], *text;
+	struct stat a, b;
+	FILE *fp;
+
+	log_set_ratelimit(100, 30 * SEC);
+	for (int i = 0; i < 3; i++) /* the blocks written, then checked */
+		run_ping(f);
+	assert_true(atomic_load(&f->lane.up));
+	assert_false(in_dir(f, TARGET_PROBE_FILE));
+	assert_true(in_dir(f, ".iopulse-verify.v1"));
+	assert_true(value_of(f, "iopulse_verify_blocks_checked_total", "v1") >= 2);
+	assert_true(target_down_errors(f) == 0);
+	assert_true(layout_failures(f) == 0);
+
+	/* An older run's probe file: not opened, not re-laid, not removed. */
+	snprintf(old, sizeof(old), "%s/%s", own_dir(f), TARGET_PROBE_FILE);
+	fp = fopen(old, "w");
+	assert_non_null(fp);
+	fputs("IOPULSE-PROBE-FILE\nincomplete: being laid out\n", fp);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(stat(old, &a), 0);
+	run_ping(f);
+	assert_true(atomic_load(&f->lane.up));
+	assert_int_equal(stat(old, &b), 0);
+	assert_true(a.st_ino == b.st_ino && a.st_size == b.st_size &&
+		    a.st_mtim.tv_nsec == b.st_mtim.tv_nsec && a.st_mtim.tv_sec == b.st_mtim.tv_sec);
+	assert_int_equal(unlink(old), 0);
+
+	/* Replaced: moved away, an empty one made in its place. */
+	snprintf(away, sizeof(away), "%s.away", own_dir(f));
+	assert_int_equal(rename(f->dir, away), 0);
+	assert_int_equal(mkdir(f->dir, 0700), 0);
+	tu_capture_begin();
+	run_ping(f);
+	run_ping(f);
+	text = tu_capture_end();
+	assert_false(atomic_load(&f->lane.up));
+	assert_true(target_down_errors(f) == 2);
+	if (tu_count(text, "Target t1 is down: ") != 1 || tu_count(text, "it was replaced") != 1)
+		fail_msg("want one 'is down' line saying the directory was replaced, got:\n%s",
+			 text);
+	free(text);
+	assert_false(in_dir(f, TARGET_PROBE_FILE));
+	assert_false(in_dir(f, ".iopulse-verify.v1"));
+	assert_int_equal(rmdir(f->dir), 0);
+	move_back(f);
+	run_ping(f);
+	assert_true(atomic_load(&f->lane.up));
+	assert_false(in_dir(f, TARGET_PROBE_FILE));
 }
 
 /* ---- what holds the target, and the info series ---- */
@@ -931,6 +1013,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layout_backoff, fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_target_down_one_line, fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_only, verify_only_fixture,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_crash_link_logged, fixture_setup,
 						fixture_teardown),

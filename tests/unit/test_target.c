@@ -991,6 +991,56 @@ static void test_crash_link_refused(void **state)
 	close(held);
 }
 
+/* ---- a directory target without a probe file (dir_only) */
+
+/* A target whose probes keep files of their own: the directory is pinned and
+ * checked, nothing is created in it, and a probe file an older run left there
+ * is not touched; a directory put in its place is refused, and left empty. */
+static void test_dir_only(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 80], away[PATH_MAX + 8];
+	struct cfg_target cfg;
+	struct target t;
+	struct kept k;
+
+	(void)state;
+	tu_new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, MIB);
+	for (int i = 0; i < 2; i++) { /* empty, then with an older run's probe file */
+		target_init(&t, &cfg);
+		t.dir_only = true;
+		if (i) {
+			write_ours(dir, TARGET_PROBE_FILE); /* one a normal open would re-lay */
+			join(path, sizeof(path), dir, TARGET_PROBE_FILE);
+			kept_take(&k, path);
+		}
+		assert_int_equal(target_open(&t), 0);
+		assert_true(t.fd >= 0);
+		assert_int_equal(atomic_load(&t.layout_total), 0);
+		assert_int_equal(target_check(&t), 0);
+		assert_int_equal(count_entries(dir), (unsigned)i);
+		assert_string_equal(t.file_path, dir);
+		if (i)
+			kept_same(&k, path);
+		else
+			target_close(&t);
+	}
+
+	/* Replaced (moved away, another made in its place): down, as ever. */
+	snprintf(away, sizeof(away), "%s.old", dir);
+	assert_int_equal(rename(dir, away), 0);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(target_check(&t), -EXDEV);
+	assert_non_null(strstr(t.error, "it was replaced"));
+	assert_int_equal(t.fd, -1);
+	assert_int_equal(target_open(&t), -EXDEV);
+	assert_int_equal(count_entries(dir), 0);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(rename(away, dir), 0);
+	assert_int_equal(target_open(&t), 0); /* back: up again */
+	target_close(&t);
+}
+
 /* A file that is not ours is refused as such even while somebody holds a lock
  * on it: the header is read before our lock is tried. */
 static void test_locked_foreign_file(void **state)
@@ -1582,6 +1632,7 @@ int main(void)
 		cmocka_unit_test(test_stale_tmp_swept),
 		cmocka_unit_test(test_crash_link_recovered),
 		cmocka_unit_test(test_crash_link_refused),
+		cmocka_unit_test(test_dir_only),
 		cmocka_unit_test(test_locked_foreign_file),
 		cmocka_unit_test(test_symlink_in_path),
 		cmocka_unit_test(test_require_mount),
