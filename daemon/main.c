@@ -619,10 +619,29 @@ static int cmd_version(int argc, char **argv)
 	return EX_USAGE;
 }
 
+/* IOPULSE_CLOCK: auto (the TSC where trusted) or monotonic; engines/clock.c. */
+static int clock_from_env(void)
+{
+	const char *v = getenv("IOPULSE_CLOCK");
+
+	if (!v || !*v || strcmp(v, "auto") == 0)
+		eng_clock_init(ENG_CLOCK_AUTO);
+	else if (strcmp(v, "monotonic") == 0)
+		eng_clock_init(ENG_CLOCK_MONOTONIC);
+	else {
+		fprintf(stderr, "iopulse: IOPULSE_CLOCK='%s': expected auto or monotonic\n", v);
+		return EX_USAGE;
+	}
+	return EX_OK;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
+	int r = clock_from_env();
 
+	if (r != EX_OK)
+		return r;
 	if (!cmd) {
 		fputs(main_usage, stderr);
 		return EX_USAGE;

@@ -12,8 +12,29 @@
 
 #define NSEC_PER_SEC 1000000000ULL
 
-/* CLOCK_MONOTONIC in nanoseconds (engines/clock.c; a test may define its own). */
+/* CLOCK_MONOTONIC in nanoseconds, or the TSC scaled to it once eng_clock_init()
+ * has found it trustworthy (engines/clock.c; a test may define its own). */
 uint64_t eng_now_ns(void);
+
+enum eng_clock {
+	ENG_CLOCK_AUTO,	     /* the TSC where trusted, else CLOCK_MONOTONIC */
+	ENG_CLOCK_MONOTONIC, /* clock_gettime(CLOCK_MONOTONIC) */
+	ENG_CLOCK_TSC,	     /* the TSC, scaled to and anchored on CLOCK_MONOTONIC */
+};
+
+/*
+ * Chooses eng_now_ns()'s source, once at start-up before any thread reads it:
+ * ENG_CLOCK_MONOTONIC, or ENG_CLOCK_AUTO for the TSC where the CPU calls it
+ * invariant and the kernel's clocksource is "tsc" (x86-64 only). Returns
+ * ENG_CLOCK_TSC when the TSC will take over (after ~20ms of calibration, on the
+ * first read past it), else ENG_CLOCK_MONOTONIC.
+ */
+int eng_clock_init(enum eng_clock want);
+/* Tests: makes the TSC clock's current rate wrong by @ppm, as a bad calibration
+ * or a TSC that changed speed would; no-op on CLOCK_MONOTONIC. */
+void eng_clock_test_skew(int64_t ppm);
+/* What eng_now_ns() reads right now: ENG_CLOCK_MONOTONIC or ENG_CLOCK_TSC. */
+enum eng_clock eng_clock_mode(void);
 
 static inline struct timespec eng_timespec(uint64_t ns)
 {

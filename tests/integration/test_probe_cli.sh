@@ -331,6 +331,11 @@ bad() {
 	[[ ! -s $WORK/bad.out ]] || fail "iopulse probe $*: ran something:"$'\n'"$(cat "$WORK/bad.out")"
 }
 bad 64 "-S/--working-set 8k: must be between 1MiB and 1TiB" -S 8k "$DIR"
+# IOPULSE_CLOCK: monotonic forces the clock_gettime path (engines/clock.c), which
+# must measure as well; anything else is refused before anything runs.
+IOPULSE_CLOCK=monotonic run_probe 0 "$WORK/mono.out" --rw randread -Q 4 -c 200 "$DIR"
+grep -q '^read: 200 requests completed' "$WORK/mono.out" || fail "IOPULSE_CLOCK=monotonic burst:"$'\n'"$(cat "$WORK/mono.out")"
+IOPULSE_CLOCK=rdtsc bad 64 "IOPULSE_CLOCK='rdtsc': expected auto or monotonic" -c 1 "$DIR"
 bad 64 "-s/--size '3000': a multiple of 512" -s 3000 "$DIR"
 bad 64 "-s/--size 2MiB is larger than -S/--working-set 1MiB" -s 2m -S 1m "$DIR"
 bad 64 "-w/--deadline '25h': a duration from 1ms to 24h" -w 25h "$DIR"
