@@ -16,20 +16,22 @@
  * CLOCK_PROCESS_CPUTIME_ID (one thread: the process is the renderer). Printed:
  * the median over rounds of CPU us per scrape, for the snapshot alone, the
  * render alone (of one snapshot) and both, and the page size. Also the
- * scrape-time collector (process_* from /proc), gzip of the text page (the
- * HTTP layer's, when it has one), and the share of the text render that goes
+ * scrape-time collector (process_* from /proc), gzip of the whole text page from
+ * scratch (with gzpage), and the share of the text render that goes
  * to formatting the numbers (le labels and _sum) alone.
  *
  * With HAVE_HTTP_RENDER_CACHE (http.h declares http_render_metrics()), also what
  * the daemon's /metrics handler does per scrape: http_render_metrics() through
  * the registry's render cache, with K latency series (and their ios counters)
  * updated before each scrape, plus iopulse_http_requests_total as every scrape
- * bumps it — K = 0, 1, 10 and all. Under bench/scrape.sh's load (pings every
+ * bumps it — K = 0, 1, 10 and all; with HAVE_GZPAGE (daemon/gzpage.h exists)
+ * each format also gzipped as /metrics gzips it (a gzpage kept across scrapes,
+ * compressing only the families that changed). Under bench/scrape.sh's load (pings every
  * 50 ms, thousands of scrapes per second) a scrape sees ~0-2 changed series.
  *
  * bench/scrape.sh builds it against the Release libiopulse_core.a and defines
- * HAVE_EXPOSE_OPENMETRICS / HAVE_EXPOSE_PROTOBUF / HAVE_HTTP_GZIP from what
- * daemon/expose.h and daemon/http.h declare:
+ * HAVE_EXPOSE_OPENMETRICS / HAVE_EXPOSE_PROTOBUF / HAVE_HTTP_RENDER_CACHE /
+ * HAVE_GZPAGE from what daemon/expose.h, daemon/http.h and daemon/ declare:
  *
  *   ./render_bench [PAIRS [ROUNDS]]        (default 50 pairs, 7 rounds)
  */
@@ -46,8 +48,12 @@
 #include "daemon/metrics.h"
 #include "daemon/process.h"
 #include "tests/samples.h"
-#ifdef HAVE_HTTP_GZIP
+#ifdef HAVE_HTTP_RENDER_CACHE
+#include "daemon/buf.h"
 #include "daemon/http.h"
+#endif
+#ifdef HAVE_GZPAGE
+#include "daemon/gzpage.h"
 #endif
 
 #define SAMPLES_PER_SERIES 10000
@@ -306,20 +312,31 @@ static void run_numbers(void *arg)
 	}
 }
 
-#ifdef HAVE_HTTP_GZIP
+#ifdef HAVE_GZPAGE
 struct gz {
 	const char *page;
 	size_t len, zlen;
 };
 
+/* The whole page as one piece through a new gzpage: gzip from scratch. */
 static void run_gzip(void *arg)
 {
 	struct gz *g = arg;
-	void *z;
+	struct gzpage *gz = gzpage_new();
+	struct buf page, z;
+	size_t end = g->len;
 
-	if (http_gzip(g->page, g->len, &z, &g->zlen) < 0)
-		die("http_gzip");
-	free(z);
+	if (!gz)
+		die("gzpage_new");
+	buf_init(&page);
+	buf_init(&z);
+	buf_append(&page, g->page, g->len);
+	if (gzpage_compress(gz, &page, &end, 1, &z) < 0)
+		die("gzpage_compress");
+	g->zlen = z.len;
+	buf_free(&page);
+	buf_free(&z);
+	gzpage_free(gz);
 }
 #endif
 
@@ -350,6 +367,10 @@ struct cached {
 	unsigned next;	  /* round robin over them */
 	uint64_t rng;
 	size_t bytes;
+#ifdef HAVE_GZPAGE
+	struct gzpage *gz; /* non-NULL: gzip the page as /metrics does */
+	struct http_family_ends ends;
+#endif
 };
 
 static void run_cached(void *arg)
@@ -357,18 +378,34 @@ static void run_cached(void *arg)
 	struct cached *c = arg;
 	struct buf out;
 	unsigned i;
+	struct http_family_ends *ends = NULL;
 
 	for (i = 0; i < c->changed; i++) {
 		unsigned k = c->next++ % n_lat_series;
 
-		metrics_observe_ns(lat_series[k], lognormal_ns(&c->rng, 100e3, 1.0));
+		metrics_observe_ns(lat_series[k], sample_lognormal_ns(&c->rng, 100e3, 1.0));
 		metrics_add(ios_series[k], 1);
 	}
 	metrics_add(http_series, 1);
 	buf_init(&out);
-	if (http_render_metrics(c->m, c->fmt, &out) < 0)
+#ifdef HAVE_GZPAGE
+	if (c->gz)
+		ends = &c->ends;
+#endif
+	if (http_render_metrics(c->m, c->fmt, &out, ends) < 0)
 		die("http_render_metrics");
 	c->bytes = out.len;
+#ifdef HAVE_GZPAGE
+	if (c->gz) {
+		struct buf z;
+
+		buf_init(&z);
+		if (gzpage_compress(c->gz, &out, c->ends.end, c->ends.n, &z) < 0)
+			die("gzpage_compress");
+		c->bytes = z.len;
+		buf_free(&z);
+	}
+#endif
 	buf_free(&out);
 }
 
@@ -381,7 +418,7 @@ static void bench_cached(struct metrics *m, unsigned rounds)
 
 	printf("cached scrapes (http_render_metrics: snapshot + render through the render "
 	       "cache), CPU us per scrape\n");
-	printf("%-12s", "format");
+	printf("%-16s", "format");
 	for (k = 0; k < sizeof(changed) / sizeof(changed[0]); k++) {
 		char col[32];
 
@@ -390,15 +427,33 @@ static void bench_cached(struct metrics *m, unsigned rounds)
 	}
 	printf(" %10s\n", "bytes");
 	for (f = HTTP_FORMAT_TEXT; f <= HTTP_FORMAT_PROTOBUF; f++) {
-		struct cached c = {m, f, 0, 0, 0x2545f4914f6cdd1dULL, 0};
+		unsigned gz, n_gz = 1;
 
-		printf("%-12s", names[f]);
-		run_cached(&c); /* fill the cache */
-		for (k = 0; k < sizeof(changed) / sizeof(changed[0]); k++) {
-			c.changed = changed[k];
-			printf(" %12.1f", time_us(run_cached, &c, rounds));
+#ifdef HAVE_GZPAGE
+		n_gz = 2; /* and with gzip, through a gzpage kept across scrapes */
+#endif
+		for (gz = 0; gz < n_gz; gz++) {
+			struct cached c = {.m = m, .fmt = f, .rng = 0x2545f4914f6cdd1dULL};
+			char name[32];
+
+			snprintf(name, sizeof(name), "%s%s", names[f], gz ? "+gzip" : "");
+#ifdef HAVE_GZPAGE
+			c.gz = gz ? gzpage_new() : NULL;
+			if (gz && !c.gz)
+				die("gzpage_new");
+#endif
+			printf("%-16s", name);
+			run_cached(&c); /* fill the caches */
+			for (k = 0; k < sizeof(changed) / sizeof(changed[0]); k++) {
+				c.changed = changed[k];
+				printf(" %12.1f", time_us(run_cached, &c, rounds));
+			}
+			printf(" %10zu\n", c.bytes);
+#ifdef HAVE_GZPAGE
+			gzpage_free(c.gz);
+			free(c.ends.end);
+#endif
 		}
-		printf(" %10zu\n", c.bytes);
 	}
 }
 #endif
@@ -448,7 +503,7 @@ int main(int argc, char **argv)
 	nums.snap = snap;
 	us = time_us(run_numbers, &nums, rounds);
 	printf("text: formatting le labels + _sum alone (expose_format_*): %.1f us\n", us);
-#ifdef HAVE_HTTP_GZIP
+#ifdef HAVE_GZPAGE
 	buf_init(&page);
 	if (expose_text(snap, &page) < 0)
 		die("expose_text");
@@ -456,8 +511,9 @@ int main(int argc, char **argv)
 		struct gz g = {page.data, page.len, 0};
 
 		us = time_us(run_gzip, &g, rounds);
-		printf("text: gzip of the page (http_gzip): %.1f us, %zu -> %zu bytes\n", us, g.len,
-		       g.zlen);
+		printf("text: gzip of the whole page from scratch (gzpage, one piece): %.1f us, "
+		       "%zu -> %zu bytes\n",
+		       us, g.len, g.zlen);
 	}
 	buf_free(&page);
 #else

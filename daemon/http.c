@@ -19,9 +19,9 @@
 #include <strings.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "expose.h"
+#include "gzpage.h"
 #include "http.h"
 #include "log.h"
 #include "status.h"
@@ -63,6 +63,11 @@ struct http_server {
 	http_collect_fn collect;
 	void *userdata;
 	size_t last_len[3]; /* the last body's size per format: the next buffer's size */
+	/* /metrics with gzip, per format (HTTP thread only): the last page and its
+	 * compressed families (gzpage.h), and where the families end. */
+	struct gzpage *gz[3];
+	size_t last_zlen[3];
+	struct http_family_ends ends;
 	_Atomic(struct status *) status; /* what /, /readyz, /status.json show; NULL: none */
 	size_t page_len, json_len;	 /* the last / and /status.json sizes: the next buffers' */
 	struct web_tls *tls;		 /* NULL: plain HTTP */
@@ -529,42 +534,6 @@ bool http_accepts_gzip(const char *accept_encoding)
 	return gzip >= 0 ? gzip > 0 : star > 0;
 }
 
-int http_gzip(const void *in, size_t len, void **out, size_t *out_len)
-{
-	z_stream zs = {0};
-	uLong bound;
-	void *o;
-	int r;
-
-	if (len > UINT_MAX)
-		return -EFBIG;
-	/* windowBits 15 + 16: a gzip header and trailer instead of zlib's. The
-	 * fastest level: a scrape is served on the HTTP thread, and metric pages are
-	 * so repetitive that level 1 already shrinks them several times. */
-	r = deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-	if (r != Z_OK)
-		return r == Z_MEM_ERROR ? -ENOMEM : -EIO;
-	bound = deflateBound(&zs, (uLong)len);
-	o = malloc(bound);
-	if (!o) {
-		deflateEnd(&zs);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)len;
-	zs.next_out = o;
-	zs.avail_out = (uInt)bound;
-	r = deflate(&zs, Z_FINISH); /* one call: the output has room for the bound */
-	*out_len = zs.total_out;
-	deflateEnd(&zs);
-	if (r != Z_STREAM_END) {
-		free(o);
-		return -EIO;
-	}
-	*out = o;
-	return 0;
-}
-
 /* ---------------------------------------------------------------- rendering */
 
 /*
@@ -575,13 +544,25 @@ int http_gzip(const void *in, size_t len, void **out, size_t *out_len)
  */
 _Static_assert(HTTP_FORMAT_PROTOBUF < METRICS_CACHE_SLOTS, "a cache slot per format");
 
-int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out)
+/* Family @ends: one more ends at @at. */
+static void family_ends_push(struct http_family_ends *ends, size_t at, struct buf *out)
+{
+	if (mem_grow(&ends->end, &ends->cap, ends->n + 1, sizeof(*ends->end)) < 0)
+		out->oom = 1; /* as a failed append: the caller sees -ENOMEM */
+	else
+		ends->end[ends->n++] = at;
+}
+
+int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out,
+			struct http_family_ends *ends)
 {
 	bool native = f == HTTP_FORMAT_PROTOBUF;
 	struct metrics_snapshot *snap;
 	unsigned i, j;
 	int r = 0;
 
+	if (ends)
+		ends->n = 0;
 	/* Only protobuf carries native histograms: only then pay for them. */
 	snap = metrics_snapshot_cached(m, native ? METRICS_SNAP_NATIVE : 0, (unsigned)f);
 	if (!snap)
@@ -617,9 +598,15 @@ int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out)
 		}
 		if (f == HTTP_FORMAT_PROTOBUF)
 			expose_protobuf_tail(out, head);
+		if (ends)
+			family_ends_push(ends, out->len, out);
 	}
 	if (f == HTTP_FORMAT_OPENMETRICS)
 		expose_openmetrics_tail(out);
+	if (ends && ends->n)
+		ends->end[ends->n - 1] = out->len;
+	else if (ends && out->len)
+		family_ends_push(ends, out->len, out);
 	metrics_snapshot_free(snap);
 	if (r < 0)
 		return r;
@@ -1132,6 +1119,42 @@ static enum MHD_Result reply_static(struct http_server *h, struct MHD_Connection
 }
 
 /*
+ * /metrics gzipped: the page @out in format @fmt through that format's gzpage,
+ * which compresses only the families that changed since its last page. 0 with
+ * the reply queued (its MHD_Result in *@ret; @out freed), or -errno, logged,
+ * with @out intact to be sent uncompressed.
+ */
+static int serve_gzip(struct http_server *h, struct MHD_Connection *c, enum http_format fmt,
+		      struct buf *out, int *ret)
+{
+	const char *gzip_hdrs[] = {MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding",
+				   MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip", NULL};
+	struct buf z;
+	char *body;
+	size_t len;
+	int r;
+
+	if (!h->gz[fmt])
+		h->gz[fmt] = gzpage_new();
+	if (!h->gz[fmt])
+		return log_warning_errno(-ENOMEM,
+					 "Failed to gzip /metrics: %m, sending it uncompressed");
+	buf_init(&z);
+	buf_prealloc(&z, h->last_zlen[fmt] + 1024);
+	r = gzpage_compress(h->gz[fmt], out, h->ends.end, h->ends.n, &z);
+	if (r < 0) {
+		buf_free(&z);
+		return log_warning_errno(r, "Failed to gzip /metrics: %m, sending it uncompressed");
+	}
+	buf_free(out); /* the previous page, handed back by gzpage */
+	h->last_zlen[fmt] = z.len;
+	body = buf_steal(&z, &len);
+	*ret = reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body, len,
+			     MHD_RESPMEM_MUST_FREE, gzip_hdrs);
+	return 0;
+}
+
+/*
  * /metrics: negotiate the format (Accept) and compression (Accept-Encoding),
  * snapshot, render, maybe gzip. Everything happens in memory on this thread.
  */
@@ -1143,9 +1166,6 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
 	/* The reply depends on both request headers: caches must key on them. */
 	const char *plain_hdrs[] = {MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding", NULL};
-	const char *gzip_hdrs[] = {MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding",
-				   MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip", NULL};
-	void *zbody = NULL;
 	struct buf out;
 	char *body;
 	size_t len;
@@ -1156,27 +1176,17 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 	buf_init(&out);
 	/* One allocation for the whole body: it is about as long as the last one. */
 	buf_prealloc(&out, h->last_len[fmt] + h->last_len[fmt] / 8 + 4096);
-	r = http_render_metrics(h->metrics, fmt, &out);
+	r = http_render_metrics(h->metrics, fmt, &out, gzip ? &h->ends : NULL);
 	if (r < 0) {
 		buf_free(&out);
 		log_error_errno(r, "Failed to render /metrics: %m");
 		return reply_static(h, c, H_METRICS, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
 				    "cannot render metrics\n");
 	}
+	h->last_len[fmt] = out.len;
+	if (gzip && serve_gzip(h, c, fmt, &out, &r) == 0)
+		return (enum MHD_Result)r;
 	body = buf_steal(&out, &len);
-	h->last_len[fmt] = len;
-	if (gzip) {
-		size_t zlen;
-
-		r = http_gzip(body, len, &zbody, &zlen);
-		if (r == 0) {
-			free(body);
-			return reply_headers(h, c, H_METRICS, MHD_HTTP_OK,
-					     http_format_content_type(fmt), zbody, zlen,
-					     MHD_RESPMEM_MUST_FREE, gzip_hdrs);
-		}
-		(void)log_warning_errno(r, "Failed to gzip /metrics: %m, sending it uncompressed");
-	}
 	return reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body, len,
 			     MHD_RESPMEM_MUST_FREE, plain_hdrs);
 }
@@ -1520,7 +1530,10 @@ static void server_free(struct http_server *h)
 	web_auth_free(h->auth);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
-	web_tls_free(h->tls);		   /* after the connections' references are back */
+	web_tls_free(h->tls); /* after the connections' references are back */
+	for (i = 0; i < sizeof(h->gz) / sizeof(h->gz[0]); i++)
+		gzpage_free(h->gz[i]);
+	free(h->ends.end);
 	for (i = 0; i < PEER_BUCKETS; i++) /* left only if libmicrohttpd leaked one */
 		while (h->peers[i]) {
 			struct peer *p = h->peers[i];

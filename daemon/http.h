@@ -131,18 +131,24 @@ bool http_accepts_gzip(const char *accept_encoding);
 
 struct buf;
 
-/*
- * The /metrics body in @f, appended to @out: the same bytes as expose_text(),
- * expose_openmetrics() or expose_protobuf() (with the native view) of a snapshot
- * of @m, but through the registry's render cache (metrics_snapshot_cached(),
- * slot @f): series unchanged since an earlier call are not copied nor rendered
- * again, their kept pieces are; fresh pieces are kept for the next call.
- * 0, -ENOMEM or -ERANGE (see expose_protobuf()).
- */
-int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out);
+/* Where each metric family of a rendered page ends: offsets into the body, in
+ * order (the last is the body's end). Reused from call to call. */
+struct http_family_ends {
+	size_t *end;
+	size_t n, cap;
+};
 
-/* @in[0..len) as one gzip member (zlib, fastest level) in a new malloc()ed
- * buffer: 0 with *out / *out_len set, or -ENOMEM, -EFBIG (over 4 GiB), -EIO. */
-int http_gzip(const void *in, size_t len, void **out, size_t *out_len);
+/*
+ * The /metrics body in @f, appended to the empty @out: the same bytes as
+ * expose_text(), expose_openmetrics() or expose_protobuf() (with the native view)
+ * of a snapshot of @m, but through the registry's render cache
+ * (metrics_snapshot_cached(), slot @f): series unchanged since an earlier call
+ * are not copied nor rendered again, their kept pieces are; fresh pieces are
+ * kept for the next call. With @ends (NULL: not wanted), also where each family
+ * ends (OpenMetrics' "# EOF" belongs to the last one). 0, -ENOMEM or -ERANGE (see
+ * expose_protobuf()).
+ */
+int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out,
+			struct http_family_ends *ends);
 
 #endif

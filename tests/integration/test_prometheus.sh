@@ -14,7 +14,8 @@
 # never protobuf; and its Accept header with native histograms gets the
 # protobuf delimited format, whose native histograms are well formed, count
 # what iopulse_probe_ios_total counts in the same body and carry the text
-# page's classic series.
+# page's classic series; and with Prometheus' Accept-Encoding (gzip), 20 scrapes
+# in a row of each kind are valid gzip members (CRC and length) of such pages.
 #
 # Then Prometheus runs twice on a free loopback port, each with its own TSDB in
 # $WORK and a 1s scrape interval:
@@ -37,7 +38,7 @@
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-require_cmd curl promtool prometheus
+require_cmd curl promtool prometheus gzip
 require_disk "$WORK"
 
 PY=python3
@@ -201,6 +202,36 @@ check_pb() {
 	soft_fail "protobuf body $pb:"$'\n'"$out"
 }
 check_pb
+
+# Prometheus' own requests, gzip included: 20 in a row of each kind (close
+# together, so /metrics keeps most families' compressed bytes and compresses only
+# what changed) must each be a gzip member (CRC and length checked) holding a
+# page as good as the uncompressed one.
+check_gzip() {
+	local kind accept gz="$WORK/page.gz" page="$WORK/page.unz" text="$WORK/page.gz.prom" i out enc
+	for kind in om pb; do
+		accept=$ACCEPT_PLAIN
+		[[ $kind == pb ]] && accept=$ACCEPT_NATIVE
+		for i in $(seq 20); do
+			enc=$(curl -fsS --max-time 5 -H "Accept: $accept" -H 'Accept-Encoding: gzip' \
+				-o "$gz" -D - "$(url /metrics)" | tr -d '\r' | sed -n 's/^[Cc]ontent-[Ee]ncoding: //p') ||
+				fail "GET /metrics with Prometheus' $kind headers failed"
+			[[ $enc == gzip ]] || { soft_fail "gzip $kind: Content-Encoding '$enc', want gzip"; return; }
+			gzip -dc <"$gz" >"$page" 2>"$WORK/gzip.err" ||
+				{ soft_fail "gzip $kind scrape $i: not a valid gzip member: $(cat "$WORK/gzip.err")"; return; }
+		done
+		fetch "$ACCEPT_TEXT" "$text"
+		if [[ $kind == om ]]; then
+			[[ $(tail -c 6 "$page") == '# EOF' || $(tail -c 5 "$page") == '# EOF' ]] ||
+				soft_fail "gzip om: the page does not end with '# EOF'"
+			out=$("${PC[@]}" series "$page" --om 2>&1) || soft_fail "gzip om: $out"
+		else
+			out=$("${PC[@]}" pb "$page" "$text" 2>&1) || soft_fail "gzip pb: $out"
+		fi
+	done
+	note "gzip: 20 OpenMetrics and 20 protobuf scrapes with Prometheus' headers inflate to valid pages"
+}
+check_gzip
 
 # ---- Prometheus ------------------------------------------------------------
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -209,4 +210,32 @@ void tu_lane_idle_wait(struct lane *l)
 		nanosleep(&tick, NULL);
 	}
 	fail_msg("the lane did not finish its queue within a minute");
+}
+
+char *tu_gunzip(const void *in, size_t len, size_t *out_len)
+{
+	z_stream zs = {0};
+	size_t cap = 1 << 16;
+	char *out = malloc(cap);
+	int r;
+
+	assert_non_null(out);
+	assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK); /* gzip only */
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)len;
+	do {
+		if (zs.total_out == cap) {
+			cap *= 2;
+			out = realloc(out, cap);
+			assert_non_null(out);
+		}
+		zs.next_out = (Bytef *)out + zs.total_out;
+		zs.avail_out = (uInt)(cap - zs.total_out);
+		r = inflate(&zs, Z_NO_FLUSH);
+		assert_true(r == Z_OK || r == Z_STREAM_END);
+	} while (r != Z_STREAM_END);
+	assert_int_equal(zs.avail_in, 0); /* nothing after the member */
+	*out_len = zs.total_out;
+	inflateEnd(&zs);
+	return out;
 }

@@ -79,4 +79,8 @@ bool tu_capturing(void);
 /* The family called @name in @s; NULL if there is none. */
 const struct snap_family *tu_find_family(const struct metrics_snapshot *s, const char *name);
 
+/* Inflate one gzip member @in[0..len) (header, CRC and length checked; nothing may
+ * follow it); a malloc()ed buffer of *out_len bytes. Fails the test otherwise. */
+char *tu_gunzip(const void *in, size_t len, size_t *out_len);
+
 #endif
