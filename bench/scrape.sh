@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
-# bench/scrape.sh — what a /metrics scrape costs (issue 4, "Scrape cost").
+# bench/scrape.sh — what a /metrics scrape costs, as Prometheus makes it (issues 4
+# and 15, "Scrape cost").
 #
-# iopulse with PAIRS write pings (sync: fdatasync) and PAIRS read pings, engine
-# null, every INTERVAL (50ms; 1s is the realistic setting), on one directory
-# target: 3 * PAIRS latency histogram series
-# (write, fdatasync, read) with observations, ~390 KB of text at the default 50.
-# A probe has at most two ops (write+fdatasync, or a burst's read+write), so
-# "50 probes x 3 ops" is 100 probes here. The null engine's latencies are a few
-# microseconds: the observations stay in the lowest classic buckets. The text
-# page is the same size whatever the counts are (every bucket is written);
-# bench/render_bench.c fills the histograms over many buckets instead.
+# Two iopulse configurations, one after the other, each beside the same Debian
+# prometheus-node-exporter (default collectors) on loopback:
+#   default  the embedded default config (a read ping every second, a write +
+#            fdatasync ping every 10 s; STATE_DIRECTORY in a scratch directory on
+#            the build directory's disk);
+#   p20      20 probes on 5 directory targets, engine null: per target a read
+#            ping every 1 s, a read ping on a 64 KiB working set every 5 s, a
+#            write + fdatasync ping every 10 s and a plain write ping every 10 s.
+# Each is scraped with wrk (-t1 -c4, DURATION per run) three ways:
+#   text      no Accept, no Accept-Encoding (text 0.0.4, uncompressed);
+#   om+gzip   Prometheus 2.42's own headers (captured from a real scrape; 2.42
+#             predates scrape_protocols): its Accept preferring OpenMetrics
+#             1.0.0, and Accept-Encoding: gzip;
+#   pb+gzip   the same with --enable-feature=native-histograms: its Accept
+#             preferring protobuf (delimited), and Accept-Encoding: gzip.
+# Per round, iopulse and node_exporter take turns on each kind (who goes first
+# alternates by round). Per run: requests/s and each server's CPU per request
+# (utime+stime from /proc over the run / requests; iopulse's includes its
+# pings); CPU per sample divides that by the samples on the server's page. The
+# ratios iopulse / node_exporter (requests/s; node's CPU per sample over
+# iopulse's) are taken per round and shown as min / median / max; the target is
+# >= 50x for both, on the median. Also body bytes per kind, and iopulse's VmRSS
+# idle and peak under load (sampled every 0.1 s). Then render_bench (built here
+# against the same libiopulse_core.a): the renderer's CPU per scrape without
+# HTTP, per format, with and without gzip.
 #
-# In the same run, on loopback: Debian's prometheus-node-exporter with its
-# default collectors. wrk (-t1 -c4, DURATION each) on each /metrics,
-# interleaved iopulse / node_exporter, ROUNDS rounds with wrk's default headers
-# (no Accept: the text format from both), then one round each with
-# Accept-Encoding: gzip. Reported: requests/s (median over rounds) and the ratio
-# iopulse / node_exporter, body bytes per response (curl), each server's CPU per
-# request (utime+stime from /proc over the wrk run), and iopulse's VmRSS: idle
-# (after warm-up and one scrape per kind, as a Prometheus would already have
-# scraped it; before any scrape is shown too) and the peak sampled every 0.1s
-# during the wrk runs. Then render_bench (built here against the same
-# libiopulse_core.a): the renderer's CPU per scrape without HTTP, per format.
-#
-# Targets: iopulse >= 50x node_exporter's requests/s; RSS peak - idle <= 1024 KiB.
 # A measurement, not a test: exits 0 whenever it ran, whatever the figures.
 #
 #   bench/scrape.sh
@@ -31,22 +35,19 @@
 # Environment:
 #   BUILD     build directory (default: build-bench-scrape; Release, configured here)
 #   IOPULSE   iopulse binary to measure (default: $BUILD/iopulse, built here)
-#   ROUNDS    interleaved plain rounds (2)     DURATION  per wrk run (10s)
-#   PAIRS     write+fdatasync / read ping pairs (50)
-#   INTERVAL  ping interval (50ms: the worst case for the render cache, every
-#             series changes 20 times a second; 1s is iopulse's usual setting)
-#   WARMUP    seconds before measuring (3)     NODE_EXPORTER (/usr/bin/prometheus-node-exporter)
+#   ROUNDS    interleaved rounds (3)          DURATION  per wrk run (5s)
+#   CONFIGS   which configurations ("default p20")
+#   WARMUP    seconds before measuring (3)    NODE_EXPORTER (/usr/bin/prometheus-node-exporter)
 # As root, installs wrk, prometheus-node-exporter and curl when missing.
 # Only ever talks to 127.0.0.1.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$REPO/build-bench-scrape}
-ROUNDS=${ROUNDS:-2}
-DURATION=${DURATION:-10s}
-PAIRS=${PAIRS:-50}
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-5s}
+CONFIGS=${CONFIGS:-default p20}
 WARMUP=${WARMUP:-3}
-INTERVAL=${INTERVAL:-50ms}
 NODE_EXPORTER=${NODE_EXPORTER:-/usr/bin/prometheus-node-exporter}
 
 say() { printf 'scrape.sh: %s\n' "$*" >&2; }
@@ -90,11 +91,11 @@ fi
 defs=()
 if grep -q 'expose_openmetrics *(' "$REPO/daemon/expose.h"; then defs+=(-DHAVE_EXPOSE_OPENMETRICS); fi
 if grep -q 'expose_protobuf *(' "$REPO/daemon/expose.h"; then defs+=(-DHAVE_EXPOSE_PROTOBUF); fi
-if grep -q 'http_gzip *(' "$REPO/daemon/http.h"; then defs+=(-DHAVE_HTTP_GZIP); fi
+if [ -f "$REPO/daemon/gzpage.h" ]; then defs+=(-DHAVE_GZPAGE); fi
 if grep -q 'http_render_metrics *(' "$REPO/daemon/http.h"; then defs+=(-DHAVE_HTTP_RENDER_CACHE); fi
 # The libraries libiopulse_core.a was built against (CMakeLists.txt).
 libs=()
-for pc in yaml-0.1 libmicrohttpd libsystemd zlib liburing; do
+for pc in yaml-0.1 libmicrohttpd libsystemd zlib liburing gnutls nettle libxcrypt; do
 	if pkg-config --exists "$pc"; then
 		read -ra l <<<"$(pkg-config --libs "$pc")"
 		libs+=("${l[@]}")
@@ -121,23 +122,45 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir "$WORK/data"
-{
-	cat <<-YAML
-		listen: 127.0.0.1:0
-		targets:
-		  - name: bench
-		    directory: $WORK/data
-		    size: 1MiB
-		    layout_rate: 0
-		    direct: false
-		probes:
-	YAML
-	for i in $(seq -f %02g 1 "$PAIRS"); do
-		echo "  - {name: w$i, type: ping, target: bench, op: write, sync: fdatasync, engine: \"null\", interval: $INTERVAL}"
-		echo "  - {name: r$i, type: ping, target: bench, op: read, engine: \"null\", interval: $INTERVAL}"
+# The exact headers Prometheus 2.42 sends (captured from a real scrape): without
+# and with --enable-feature=native-histograms.
+ACCEPT_OM='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
+ACCEPT_PB='application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
+KINDS="text om+gzip pb+gzip"
+# kind_headers KIND: wrk/curl -H options for a kind, one per line.
+kind_headers() {
+	case $1 in
+	text) ;;
+	om+gzip) printf '%s\n' "Accept: $ACCEPT_OM" "Accept-Encoding: gzip" ;;
+	pb+gzip) printf '%s\n' "Accept: $ACCEPT_PB" "Accept-Encoding: gzip" ;;
+	esac
+}
+hdr_args() {
+	local h
+	HDRS=()
+	while IFS= read -r h; do
+		[ -n "$h" ] && HDRS+=(-H "$h")
+	done < <(kind_headers "$1")
+	return 0
+}
+
+# The 20-probe configuration (see the top of this file).
+p20_config() {
+	local t
+	echo "listen: 127.0.0.1:0"
+	echo "targets:"
+	for t in 1 2 3 4 5; do
+		mkdir -p "$WORK/p20/d$t"
+		echo "  - {name: t$t, directory: $WORK/p20/d$t, size: 1MiB, layout_rate: 0, direct: false}"
 	done
-} >"$WORK/iopulse.yaml"
+	echo "probes:"
+	for t in 1 2 3 4 5; do
+		echo "  - {name: t$t-read, type: ping, target: t$t, op: read, engine: \"null\", interval: 1s}"
+		echo "  - {name: t$t-read-hot, type: ping, target: t$t, op: read, engine: \"null\", interval: 5s, working_set: 64KiB}"
+		echo "  - {name: t$t-wal, type: ping, target: t$t, op: write, sync: fdatasync, engine: \"null\", interval: 10s}"
+		echo "  - {name: t$t-write, type: ping, target: t$t, op: write, engine: \"null\", interval: 10s}"
+	done
+}
 
 # A loopback port nothing listens on (bash's /dev/tcp: connect fails).
 free_port() {
@@ -150,8 +173,7 @@ free_port() {
 
 # wait_http PID PORT: until /metrics answers (10s), or the process is gone.
 wait_http() {
-	local i
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		kill -0 "$1" 2>/dev/null || return 1
 		curl -fsS -o /dev/null "http://127.0.0.1:$2/metrics" 2>/dev/null && return 0
 		sleep 0.1
@@ -159,18 +181,12 @@ wait_http() {
 	return 1
 }
 
-"$IOPULSE" run --config "$WORK/iopulse.yaml" >"$WORK/iopulse.log" 2>&1 &
-IOP_PID=$!
-PIDS+=("$IOP_PID")
-IOP_PORT=
-for i in $(seq 100); do
-	IOP_PORT=$(sed -n 's|.*Serving metrics on http://127\.0\.0\.1:\([0-9][0-9]*\)/metrics.*|\1|p' \
-		"$WORK/iopulse.log" | head -1)
-	[ -n "$IOP_PORT" ] && break
-	kill -0 "$IOP_PID" 2>/dev/null || break
-	sleep 0.1
-done
-[ -n "$IOP_PORT" ] || { cat "$WORK/iopulse.log" >&2; say "iopulse did not start"; exit 1; }
+rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# utime + stime of a process, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TICK=$(getconf CLK_TCK)
+# samples URL: the number of samples on a text page.
+samples() { curl -fsS "$1" | grep -vc '^#' || true; }
 
 for _ in 1 2 3; do
 	NE_PORT=$(free_port)
@@ -181,145 +197,149 @@ for _ in 1 2 3; do
 	NE_PID=
 done
 [ -n "$NE_PID" ] || { cat "$WORK/node_exporter.log" >&2; say "node_exporter did not start"; exit 1; }
-
-sleep "$WARMUP"
-
-# The ceiling: the same HTTP library serving a constant page of iopulse's size,
-# with no work per request (bench/static_page.c).
-CEIL_BYTES=$(curl -fsS -o /dev/null -w '%{size_download}' "http://127.0.0.1:$IOP_PORT/metrics")
-read -ra mhd <<<"$(pkg-config --cflags --libs libmicrohttpd)"
-cc -O2 -o "$WORK/static_page" "$REPO/bench/static_page.c" "${mhd[@]}"
-CEIL_PORT=$(free_port)
-"$WORK/static_page" "$CEIL_PORT" "$CEIL_BYTES" &
-CEIL_PID=$!
-PIDS+=("$CEIL_PID")
-wait_http "$CEIL_PID" "$CEIL_PORT" || { say "static_page did not start"; exit 1; }
-
-rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-# utime + stime of a process, in clock ticks.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-TICK=$(getconf CLK_TCK)
-
-RSS_COLD=$(rss "$IOP_PID")
-IOP_URL="http://127.0.0.1:$IOP_PORT/metrics"
 NE_URL="http://127.0.0.1:$NE_PORT/metrics"
-body_bytes() { curl -fsS -o /dev/null -w '%{size_download}' "$@"; }
-IOP_BYTES=$(body_bytes "$IOP_URL")
-IOP_GZ_BYTES=$(body_bytes -H 'Accept-Encoding: gzip' "$IOP_URL")
-NE_BYTES=$(body_bytes "$NE_URL")
-NE_GZ_BYTES=$(body_bytes -H 'Accept-Encoding: gzip' "$NE_URL")
-curl -fsS "$IOP_URL" >"$WORK/page.prom"
-HIST_SERIES=$(grep -c '^iopulse_probe_latency_seconds_count' "$WORK/page.prom" || true)
-EMPTY_HIST=$(grep -c '^iopulse_probe_latency_seconds_count.* 0$' "$WORK/page.prom" || true)
-RSS_IDLE=$(rss "$IOP_PID")
-# iopulse's own background CPU (the 100 pings): part of the CPU per request below.
-c0=$(cpu_ticks "$IOP_PID")
-sleep 2
-IDLE_PCT=$(awk -v d="$(($(cpu_ticks "$IOP_PID") - c0))" -v t="$TICK" \
-	'BEGIN { printf "%.1f", d / t / 2 * 100 }')
 
-# Peak VmRSS of iopulse, sampled every 0.1s into $WORK/rss.max while it runs.
-(
-	max=0
-	while kill -0 "$IOP_PID" 2>/dev/null; do
-		r=$(rss "$IOP_PID" 2>/dev/null) || break
-		[ "${r:-0}" -gt "$max" ] && max=$r && echo "$max" >"$WORK/rss.max"
-		sleep 0.1
-	done
-) &
-SAMPLER=$!
-PIDS+=("$SAMPLER")
-
-RES=$WORK/results.tsv # kind server req/s cpu_us_per_req errors
+RES=$WORK/results.tsv # config kind server round req/s cpu_us_per_req errors
 : >"$RES"
-# run_wrk KIND SERVER PID URL [wrk options]
+INFO=$WORK/info.tsv # config key value
+: >"$INFO"
+# run_wrk CONFIG KIND SERVER ROUND PID URL
 run_wrk() {
-	local kind=$1 server=$2 pid=$3 url=$4 out=$WORK/wrk.out c0 c1 rps n err
-	shift 4
+	local cfg=$1 kind=$2 server=$3 round=$4 pid=$5 url=$6 out=$WORK/wrk.out c0 c1 rps n err
+	hdr_args "$kind"
 	c0=$(cpu_ticks "$pid")
-	wrk -t1 -c4 -d"$DURATION" "$@" "$url" >"$out"
+	wrk -t1 -c4 -d"$DURATION" "${HDRS[@]}" "$url" >"$out"
 	c1=$(cpu_ticks "$pid")
 	rps=$(awk '/^Requests\/sec:/ { print $2 }' "$out")
 	n=$(awk '/requests in/ { print $1 }' "$out")
 	err=$(awk '/Non-2xx|Socket errors/ { printf "%s ", $0 }' "$out")
-	printf '%s\t%s\t%s\t%s\t%s\n' "$kind" "$server" "$rps" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$cfg" "$kind" "$server" "$round" "$rps" \
 		"$(awk -v d="$((c1 - c0))" -v n="$n" -v t="$TICK" \
-			'BEGIN { printf "%.0f", n ? d / t * 1e6 / n : 0 }')" "${err:--}" >>"$RES"
-	say "$(printf '%-6s %-14s %10s req/s' "$kind" "$server" "$rps")${err:+  ($err)}"
+			'BEGIN { printf "%.1f", n ? d / t * 1e6 / n : 0 }')" "${err:--}" >>"$RES"
+	say "$(printf '%-8s %-8s %-14s round %s %10s req/s' "$cfg" "$kind" "$server" "$round" "$rps")${err:+  ($err)}"
 }
 
-for r in $(seq "$ROUNDS"); do
-	run_wrk plain iopulse "$IOP_PID" "$IOP_URL"
-	run_wrk plain node_exporter "$NE_PID" "$NE_URL"
-	run_wrk plain ceiling "$CEIL_PID" "http://127.0.0.1:$CEIL_PORT/metrics"
-done
-run_wrk gzip iopulse "$IOP_PID" "$IOP_URL" -H 'Accept-Encoding: gzip'
-run_wrk gzip node_exporter "$NE_PID" "$NE_URL" -H 'Accept-Encoding: gzip'
-sleep 0.3 # a last RSS sample after the load
-RSS_MAX=$(cat "$WORK/rss.max" 2>/dev/null || echo "$RSS_IDLE")
-[ "$RSS_MAX" -ge "$RSS_IDLE" ] || RSS_MAX=$RSS_IDLE
-IOP_ALIVE=yes
-kill -0 "$IOP_PID" 2>/dev/null || IOP_ALIVE=no
-
-# Stop both before render_bench, so it has the CPU to itself.
-cleanup_servers() {
-	local p
-	for p in "$IOP_PID" "$NE_PID" "$CEIL_PID" "$SAMPLER"; do
-		kill "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
+# measure CONFIG: start iopulse with it, run the rounds, stop it.
+measure() {
+	local cfg=$1 log=$WORK/iopulse-$1.log port='' r kind order first sampler
+	case $cfg in
+	default)
+		mkdir -p "$WORK/state"
+		STATE_DIRECTORY=$WORK/state "$IOPULSE" run --listen 127.0.0.1:0 >"$log" 2>&1 &
+		;;
+	p20)
+		p20_config >"$WORK/p20.yaml"
+		"$IOPULSE" run --config "$WORK/p20.yaml" >"$log" 2>&1 &
+		;;
+	*) say "unknown configuration '$cfg' in CONFIGS"; exit 64 ;;
+	esac
+	IOP_PID=$!
+	PIDS+=("$IOP_PID")
+	for _ in $(seq 300); do
+		port=$(sed -n 's|.*Serving metrics on http://127\.0\.0\.1:\([0-9][0-9]*\)/metrics.*|\1|p' "$log" | head -1)
+		[ -n "$port" ] && break
+		kill -0 "$IOP_PID" 2>/dev/null || break
+		sleep 0.1
 	done
-	PIDS=()
+	[ -n "$port" ] || { cat "$log" >&2; say "iopulse ($cfg) did not start"; exit 1; }
+	IOP_URL="http://127.0.0.1:$port/metrics"
+	sleep "$WARMUP"
+	for kind in $KINDS; do # body bytes, and a first scrape of each kind
+		hdr_args "$kind"
+		printf '%s\tbytes %s iopulse\t%s\n' "$cfg" "$kind" \
+			"$(curl -fsS -o /dev/null -w '%{size_download}' "${HDRS[@]}" "$IOP_URL")" >>"$INFO"
+		printf '%s\tbytes %s node_exporter\t%s\n' "$cfg" "$kind" \
+			"$(curl -fsS -o /dev/null -w '%{size_download}' "${HDRS[@]}" "$NE_URL")" >>"$INFO"
+	done
+	{
+		printf '%s\tsamples iopulse\t%s\n' "$cfg" "$(samples "$IOP_URL")"
+		printf '%s\tsamples node_exporter\t%s\n' "$cfg" "$(samples "$NE_URL")"
+		printf '%s\trss idle\t%s\n' "$cfg" "$(rss "$IOP_PID")"
+	} >>"$INFO"
+	(
+		max=0
+		while kill -0 "$IOP_PID" 2>/dev/null; do
+			r=$(rss "$IOP_PID" 2>/dev/null) || break
+			[ "${r:-0}" -gt "$max" ] && max=$r && echo "$max" >"$WORK/rss.max"
+			sleep 0.1
+		done
+	) &
+	sampler=$!
+	for r in $(seq "$ROUNDS"); do
+		for kind in $KINDS; do
+			if [ $((r % 2)) -eq 1 ]; then order="iopulse node_exporter"; else order="node_exporter iopulse"; fi
+			for first in $order; do
+				if [ "$first" = iopulse ]; then
+					run_wrk "$cfg" "$kind" iopulse "$r" "$IOP_PID" "$IOP_URL"
+				else
+					run_wrk "$cfg" "$kind" node_exporter "$r" "$NE_PID" "$NE_URL"
+				fi
+			done
+		done
+	done
+	sleep 0.3
+	printf '%s\trss peak\t%s\n' "$cfg" "$(cat "$WORK/rss.max" 2>/dev/null || echo 0)" >>"$INFO"
+	kill -0 "$IOP_PID" 2>/dev/null || printf '%s\tdied\tyes\n' "$cfg" >>"$INFO"
+	kill "$IOP_PID" "$sampler" 2>/dev/null || true
+	wait "$IOP_PID" "$sampler" 2>/dev/null || true
+	rm -f "$WORK/rss.max"
 }
-cleanup_servers
+
+for cfg in $CONFIGS; do
+	measure "$cfg"
+done
+kill "$NE_PID" 2>/dev/null || true
+wait "$NE_PID" 2>/dev/null || true
+PIDS=()
 
 # ---------------------------------------------------------------- summary
 
-# med KIND SERVER COLUMN [DECIMALS]: median over the rounds.
-med() {
-	awk -F'\t' -v k="$1" -v s="$2" -v c="$3" -v d="${4:-0}" '$1 == k && $2 == s { v[n++] = $c }
-		END { if (!n) { print 0; exit }
-		      for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-		      printf "%.*f\n", d, (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }' "$RES"
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+info() { awk -F'\t' -v c="$1" -v k="$2" '$1 == c && $2 == k { print $3; exit }' "$INFO"; }
 
-P_IOP=$(med plain iopulse 3 1)
-P_NE=$(med plain node_exporter 3 1)
-G_IOP=$(med gzip iopulse 3 1)
-G_NE=$(med gzip node_exporter 3 1)
-P_CEIL=$(med plain ceiling 3 1)
-C_RATIO=$(ratio "$P_CEIL" "$P_NE")
-P_RATIO=$(ratio "$P_IOP" "$P_NE")
-G_RATIO=$(ratio "$G_IOP" "$G_NE")
-RSS_DELTA=$((RSS_MAX - RSS_IDLE))
-verdict() { awk -v x="$1" -v op="$2" -v t="$3" \
-	'BEGIN { ok = op == ">=" ? x >= t : x <= t; print ok ? "met" : "NOT met" }'; }
-
-cat <<EOF
-
-== scrape cost: iopulse vs node_exporter, same machine, same run ==
-cpu:        $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)
-iopulse:    $IOPULSE, $((2 * PAIRS)) null-engine pings every $INTERVAL, $HIST_SERIES latency histogram series ($EMPTY_HIST empty), ${IDLE_PCT}% of a CPU when not scraped$( [ "$IOP_ALIVE" = yes ] || echo ', DIED during the run')
-node:       $NODE_EXPORTER ($("$NODE_EXPORTER" --version 2>&1 | head -1 | awk '{ print $3 }'), default collectors)
-wrk:        -t1 -c4 -d$DURATION; plain: $ROUNDS rounds interleaved (median); gzip: 1 round
-
-| scrape | iopulse req/s | node_exporter req/s | ratio | iopulse CPU/req | node CPU/req | iopulse bytes | node bytes |
-|---|---|---|---|---|---|---|---|
-| text | $P_IOP | $P_NE | ${P_RATIO}x | $(med plain iopulse 4) us | $(med plain node_exporter 4) us | $IOP_BYTES | $NE_BYTES |
-| text + gzip | $G_IOP | $G_NE | ${G_RATIO}x | $(med gzip iopulse 4) us | $(med gzip node_exporter 4) us | $IOP_GZ_BYTES | $NE_GZ_BYTES |
-
-ceiling: a constant ${CEIL_BYTES}-byte page through the same HTTP library, no work per
-request (bench/static_page.c): $P_CEIL req/s = ${C_RATIO}x node_exporter; iopulse reaches
-$(ratio "$P_IOP" "$P_CEIL")x of it
-
-iopulse VmRSS: before any scrape ${RSS_COLD} KiB, idle ${RSS_IDLE} KiB, peak under load ${RSS_MAX} KiB: +${RSS_DELTA} KiB over idle, +$((RSS_MAX - RSS_COLD)) KiB over before any scrape
-
-target: text req/s ratio >= 50x: ${P_RATIO}x, $(verdict "$P_RATIO" ">=" 50); gzip ${G_RATIO}x, $(verdict "$G_RATIO" ">=" 50)
-target: RSS under load - idle <= 1024 KiB: +${RSS_DELTA} KiB, $(verdict "$RSS_DELTA" "<=" 1024)
-EOF
-errs=$(awk -F'\t' '$5 != "-" { print $1 " " $2 ": " $5 }' "$RES")
+echo
+echo "== scrape cost: iopulse vs node_exporter, same machine, same run =="
+echo "cpu:   $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "node:  $NODE_EXPORTER ($("$NODE_EXPORTER" --version 2>&1 | head -1 | awk '{ print $3 }'), default collectors)"
+echo "wrk:   -t1 -c4 -d$DURATION, $ROUNDS interleaved rounds; ratios per round, min / median / max"
+echo "kinds: text = no Accept/Accept-Encoding; om+gzip, pb+gzip = Prometheus 2.42's Accept"
+echo "       (without / with native histograms) and Accept-Encoding: gzip"
+echo
+echo "| config | scrape | iopulse req/s | node req/s | req/s ratio (min / med / max) | iopulse CPU/req | node CPU/req | iopulse CPU/sample | node CPU/sample | CPU/sample ratio (min / med / max) | bytes iopulse / node | >= 50x |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+for cfg in $CONFIGS; do
+	si=$(info "$cfg" "samples iopulse")
+	sn=$(info "$cfg" "samples node_exporter")
+	for kind in $KINDS; do
+		awk -F'\t' -v c="$cfg" -v k="$kind" -v si="$si" -v sn="$sn" \
+			-v bi="$(info "$cfg" "bytes $kind iopulse")" -v bn="$(info "$cfg" "bytes $kind node_exporter")" '
+			function sort(a, n,   i, j, t) { for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t } }
+			function med(a, n) { sort(a, n); return n % 2 ? a[int(n / 2)] : (a[n / 2 - 1] + a[n / 2]) / 2 }
+			$1 == c && $2 == k { if ($3 == "iopulse") { ir[$4] = $5; ic[$4] = $6 } else { nr[$4] = $5; nc[$4] = $6 } rounds[$4] = 1 }
+			END {
+				n = 0
+				for (r in rounds) if ((r in ir) && (r in nr)) {
+					a[n] = ir[r]; b[n] = nr[r]; x[n] = ic[r]; y[n] = nc[r]
+					rr[n] = nr[r] > 0 ? ir[r] / nr[r] : 0
+					cr[n] = (ic[r] > 0 && si > 0 && sn > 0) ? (nc[r] / sn) / (ic[r] / si) : 0
+					n++
+				}
+				if (!n) exit
+				mrr = med(rr, n); mcr = med(cr, n)
+				printf "| %s | %s | %.0f | %.1f | %.1f / %.1f / %.1fx | %.0f us | %.0f us | %.3f us | %.2f us | %.1f / %.1f / %.1fx | %s / %s | %s |\n",
+					c, k, med(a, n), med(b, n), rr[0], mrr, rr[n - 1], med(x, n), med(y, n),
+					med(x, n) / si, med(y, n) / sn, cr[0], mcr, cr[n - 1], bi, bn,
+					(mrr >= 50 ? "req/s met" : "req/s NOT met") ", " (mcr >= 50 ? "CPU/sample met" : "CPU/sample NOT met")
+			}' "$RES"
+	done
+done
+echo
+for cfg in $CONFIGS; do
+	echo "$cfg: iopulse $(info "$cfg" "samples iopulse") samples, node_exporter $(info "$cfg" "samples node_exporter");" \
+		"iopulse VmRSS idle $(info "$cfg" "rss idle") KiB, peak under load $(info "$cfg" "rss peak") KiB$( [ -z "$(info "$cfg" died)" ] || echo ', iopulse DIED during the run')"
+done
+errs=$(awk -F'\t' '$7 != "-" { print $1 " " $2 " " $3 ": " $7 }' "$RES")
 [ -z "$errs" ] || printf 'wrk errors:\n%s\n' "$errs"
 
 echo
-echo "== renderer CPU per scrape (bench/render_bench.c, ${defs[*]:-text only}) =="
-"$BUILD/render_bench" "$PAIRS"
+echo "== renderer CPU per scrape (bench/render_bench.c, ${defs[*]:-text only}; 7+7 pings: ~p20's page) =="
+"$BUILD/render_bench" 7
