@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "hist.h"
 
@@ -43,8 +44,20 @@ struct hist {
 	uint64_t bounds[HIST_MAX_BOUNDS];      /* classic bounds, strictly ascending */
 	uint64_t classic[HIST_MAX_BOUNDS + 1]; /* samples in (bounds[i-1], bounds[i]]; the
 						* last used slot counts those above all */
+	unsigned added_lo, added_hi;	       /* fine buckets hist_add_fine() wrote (lo > hi:
+						* none), where min..max may not reach */
+	const struct slots *slots;	       /* shared by every histogram with these bounds */
 	uint64_t fine[N_FINE];		       /* [0]: zeros; [f]: native bucket, see above */
-	uint8_t slot[N_FINE];		       /* bounds below the lowest integer of fine[f] */
+};
+
+/* slot[f]: the classic bounds below the lowest integer of fine[f]. It depends on
+ * the bounds alone, and every probe-op of a config has the same ones, so
+ * histograms share one table (5 KiB) per set of bounds, counted by reference. */
+struct slots {
+	struct slots *next;
+	unsigned refs, n_bounds;
+	uint64_t bounds[HIST_MAX_BOUNDS];
+	uint8_t slot[N_FINE];
 };
 
 /* ---- bucket tables ---------------------------------------------------------- */
@@ -52,6 +65,8 @@ struct hist {
 static uint64_t sub_bound[SUB];		  /* floor(M_n * 2^63), ascending */
 static uint8_t cell_sub[1u << CELL_BITS]; /* #{ M_n < low end of the cell } */
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct slots *slots_list; /* under slots_lock */
 
 static void tables_init(void)
 {
@@ -128,10 +143,77 @@ void hist_fine_range(unsigned idx, uint64_t *lo, uint64_t *hi)
 
 /* ---- lifetime --------------------------------------------------------------- */
 
+/* The struct is ~43 KiB, and a latency distribution fills a few octaves of its
+ * 5236 fine buckets: a ping's sit in one or two of the eleven pages of fine[].
+ * Fresh anonymous pages stay off RSS until written (reads see the shared zero
+ * page), and nothing below writes a count that is zero (merge, clear and
+ * add_fine touch only the range that holds samples), so a histogram costs the
+ * pages its samples reach, not all 43 KiB. malloc could not give that: heap memory
+ * is reused, calloc() clears it, and every page would stay resident. */
+static struct hist *hist_alloc(void)
+{
+	void *p = mmap(NULL, sizeof(struct hist), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The shared slot table for these bounds, with a reference taken; NULL when out
+ * of memory. */
+static const struct slots *slots_get(const uint64_t *bounds_ns, unsigned n)
+{
+	struct slots *t;
+	unsigned i, f;
+
+	pthread_mutex_lock(&slots_lock);
+	for (t = slots_list; t; t = t->next)
+		if (t->n_bounds == n &&
+		    (n == 0 || memcmp(t->bounds, bounds_ns, n * sizeof(*bounds_ns)) == 0))
+			break;
+	if (!t && (t = calloc(1, sizeof(*t)))) {
+		t->n_bounds = n;
+		if (n)
+			memcpy(t->bounds, bounds_ns, n * sizeof(*bounds_ns));
+		for (f = 0, i = 0; f < N_FINE; f++) {
+			uint64_t lo, hi;
+
+			hist_fine_range(f, &lo, &hi);
+			while (i < n && bounds_ns[i] < lo)
+				i++;
+			t->slot[f] = (uint8_t)i;
+		}
+		t->next = slots_list;
+		slots_list = t;
+	}
+	if (t)
+		t->refs++;
+	pthread_mutex_unlock(&slots_lock);
+	return t;
+}
+
+static void slots_put(const struct slots *s)
+{
+	struct slots **p;
+
+	pthread_mutex_lock(&slots_lock);
+	for (p = &slots_list; *p; p = &(*p)->next) {
+		if (*p != s)
+			continue;
+		if (--(*p)->refs == 0) {
+			struct slots *dead = *p;
+
+			*p = dead->next;
+			free(dead);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&slots_lock);
+}
+
 struct hist *hist_new(const uint64_t *bounds_ns, unsigned n)
 {
 	struct hist *h;
-	unsigned i, f;
+	unsigned i;
 
 	if (n > HIST_MAX_BOUNDS || (n > 0 && !bounds_ns))
 		return NULL;
@@ -140,27 +222,28 @@ struct hist *hist_new(const uint64_t *bounds_ns, unsigned n)
 			return NULL;
 
 	tables_ready();
-	h = calloc(1, sizeof(*h));
+	h = hist_alloc(); /* zero-filled */
 	if (!h)
 		return NULL;
+	h->slots = slots_get(bounds_ns, n);
+	if (!h->slots) {
+		(void)munmap(h, sizeof(*h));
+		return NULL;
+	}
 	h->n_bounds = n;
 	if (n)
 		memcpy(h->bounds, bounds_ns, n * sizeof(*bounds_ns));
-	for (f = 0, i = 0; f < N_FINE; f++) {
-		uint64_t lo, hi;
-
-		hist_fine_range(f, &lo, &hi);
-		while (i < n && bounds_ns[i] < lo)
-			i++;
-		h->slot[f] = (uint8_t)i;
-	}
 	h->min_ns = UINT64_MAX;
+	h->added_lo = N_FINE;
 	return h;
 }
 
 void hist_free(struct hist *h)
 {
-	free(h);
+	if (!h)
+		return;
+	slots_put(h->slots);
+	(void)munmap(h, sizeof(*h));
 }
 
 /* ---- recording -------------------------------------------------------------- */
@@ -174,7 +257,7 @@ void hist_free(struct hist *h)
  * mispredicting on a latency stream centred between two bounds. */
 static inline unsigned classic_index(const struct hist *h, unsigned f, uint64_t v)
 {
-	unsigned c = h->slot[f];
+	unsigned c = h->slots->slot[f];
 
 	while (c < h->n_bounds && h->bounds[c] < v)
 		c++;
@@ -204,9 +287,23 @@ void hist_record(struct hist *h, uint64_t ns)
 	h->max_ns = ns > h->max_ns ? ns : h->max_ns;
 }
 
+/* The fine buckets that can hold samples, [*lo, *hi] (count > 0): those between
+ * min and max (the overflow bucket is max's), and those hist_add_fine() wrote
+ * (a bucket with no integer in it widens min and max to a neighbour). Nothing
+ * outside is ever written, so those pages stay untouched, off RSS. */
+static void used_range(const struct hist *h, unsigned *lo, unsigned *hi)
+{
+	*lo = hist_fine_index(h->min_ns);
+	*hi = hist_fine_index(h->max_ns);
+	if (h->added_lo <= h->added_hi) {
+		*lo = h->added_lo < *lo ? h->added_lo : *lo;
+		*hi = h->added_hi > *hi ? h->added_hi : *hi;
+	}
+}
+
 int hist_merge(struct hist *dst, const struct hist *src)
 {
-	unsigned i;
+	unsigned lo, hi, i;
 
 	if (dst->n_bounds != src->n_bounds ||
 	    memcmp(dst->bounds, src->bounds, src->n_bounds * sizeof(src->bounds[0])) != 0)
@@ -214,8 +311,13 @@ int hist_merge(struct hist *dst, const struct hist *src)
 	if (!src->count)
 		return 0;
 
-	for (i = 0; i < N_FINE; i++)
+	used_range(src, &lo, &hi);
+	for (i = lo; i <= hi; i++)
 		dst->fine[i] += src->fine[i];
+	if (src->added_lo <= src->added_hi) {
+		dst->added_lo = src->added_lo < dst->added_lo ? src->added_lo : dst->added_lo;
+		dst->added_hi = src->added_hi > dst->added_hi ? src->added_hi : dst->added_hi;
+	}
 	for (i = 0; i <= src->n_bounds; i++)
 		dst->classic[i] += src->classic[i];
 	dst->count += src->count;
@@ -240,6 +342,8 @@ void hist_add_fine(struct hist *h, unsigned idx, uint64_t n)
 		lo = hi;
 	mid = lo + (hi - lo) / 2;
 	h->fine[idx] += n;
+	h->added_lo = idx < h->added_lo ? idx : h->added_lo;
+	h->added_hi = idx > h->added_hi ? idx : h->added_hi;
 	h->classic[classic_index(h, idx, mid)] += n;
 	h->count += n;
 	if (__builtin_mul_overflow(mid, n, &mid) ||
@@ -251,7 +355,14 @@ void hist_add_fine(struct hist *h, unsigned idx, uint64_t n)
 
 void hist_clear(struct hist *h)
 {
-	memset(h->fine, 0, sizeof(h->fine));
+	unsigned lo, hi;
+
+	if (h->count) { /* only where samples can be (used_range) */
+		used_range(h, &lo, &hi);
+		memset(&h->fine[lo], 0, (hi - lo + 1) * sizeof(h->fine[0]));
+	}
+	h->added_lo = N_FINE;
+	h->added_hi = 0;
 	memset(h->classic, 0, sizeof(h->classic));
 	h->count = 0;
 	h->sum_ns = 0;

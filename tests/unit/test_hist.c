@@ -432,6 +432,68 @@ static void test_merge_equals_recording_both(void **state)
 	hist_free(empty);
 }
 
+/* merge and clear write only the buckets that can hold samples (hist.c keeps
+ * the rest of its pages untouched): buckets that hist_add_fine() fills outside
+ * min..max (those holding no integer widen min and max to a neighbour) must
+ * still travel in a merge and go in a clear. */
+static void test_merge_clear_added_buckets(void **state)
+{
+	static const uint64_t other[] = {1 * US, 2 * MS, 1 * S};
+	struct hist *a = hist_new(bounds, N_BOUNDS), *b = hist_new(bounds, N_BOUNDS);
+	struct hist *c = hist_new(other, 3); /* after a and b: its slots are not theirs */
+	uint64_t lo, hi;
+	unsigned f;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	for (f = 1;; f++) { /* the first bucket holding no integer */
+		hist_fine_range(f, &lo, &hi);
+		if (lo > hi)
+			break;
+	}
+	hist_add_fine(a, f, 3); /* min = max = an integer of a bucket below f */
+	assert_int_equal(hist_merge(b, a), 0);
+	assert_hist_equal(b, a);
+	hist_clear(a);
+	assert_int_equal(hist_fine_count(a, f), 0);
+	hist_add_fine(a, f, 3);
+	hist_add_fine(a, hist_fine_index(7 * MS), 2);
+	hist_clear(b);
+	assert_int_equal(hist_merge(b, a), 0);
+	assert_hist_equal(b, a);
+	hist_clear(a);
+	assert_int_equal(hist_fine_count(a, f), 0);
+	assert_int_equal(hist_fine_count(a, hist_fine_index(7 * MS)), 0);
+	hist_record(a, 5);
+	assert_int_equal(hist_count(a), 1);
+	assert_int_equal(hist_fine_count(a, f), 0);
+	/* Histograms of other bounds, made and freed in between, share nothing. */
+	hist_record(c, 5 * MS); /* bounds' slots would put it above all of c's */
+	{
+		uint64_t cum[3];
+
+		hist_cumulative(c, cum);
+		assert_int_equal(cum[0], 0);
+		assert_int_equal(cum[1], 0);
+		assert_int_equal(cum[2], 1);
+	}
+	hist_free(c);
+	hist_record(b, 3 * US);
+	assert_int_equal(hist_count(b), 6);
+	{
+		uint64_t cum[N_BOUNDS];
+
+		hist_cumulative(b, cum);
+		assert_int_equal(cum[0], 4); /* 3 tiny ones and 3 us under 100 us */
+		assert_int_equal(cum[3], 4); /* 7 ms is above 5 ms */
+		assert_int_equal(cum[4], 6);
+	}
+	hist_free(a);
+	hist_free(b);
+}
+
 static void test_merge_different_bounds_fails(void **state)
 {
 	static const uint64_t other[] = {100 * US, 500 * US, 2 * MS};
@@ -943,6 +1005,7 @@ int main(void)
 		cmocka_unit_test(test_classic_bounds_inside_one_bucket),
 		cmocka_unit_test(test_count_sum_min_max),
 		cmocka_unit_test(test_merge_equals_recording_both),
+		cmocka_unit_test(test_merge_clear_added_buckets),
 		cmocka_unit_test(test_merge_different_bounds_fails),
 		cmocka_unit_test(test_quantiles_uniform),
 		cmocka_unit_test(test_quantiles_lognormal),
