@@ -155,7 +155,14 @@ static struct hist *hist_alloc(void)
 	void *p = mmap(NULL, sizeof(struct hist), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	/* The kernel merges neighbouring histograms into one mapping; with
+	 * transparent huge pages "always", a write into one 2 MiB-aligned stretch
+	 * of it would make all 2 MiB resident. Advice only: an old kernel without
+	 * it changes nothing else. */
+	(void)madvise(p, sizeof(struct hist), MADV_NOHUGEPAGE);
+	return p;
 }
 
 /* The shared slot table for these bounds, with a reference taken; NULL when out
