@@ -49,8 +49,10 @@ const struct engine_ops *eng_find(const char *name)
  * pread/pwrite and are always available. Any other engine is probed once by
  * setting it up without a file (fd -1, depth 1): its init must create its kernel
  * context (ring, aio context) before it looks at the fd, so that io_uring disabled
- * by sysctl or seccomp shows up here rather than on the first probe. Racing
- * callers may both probe; the answer is the same.
+ * by sysctl or seccomp shows up here rather than on the first probe. An engine
+ * whose teardown waits on the kernel (libaio) answers from ops->available()
+ * instead: the daemon asks at start-up, before it serves. Racing callers may
+ * both probe; the answer is the same.
  */
 bool eng_available(const struct engine_ops *ops)
 {
@@ -71,9 +73,15 @@ bool eng_available(const struct engine_ops *ops)
 		return cached > 0;
 
 	struct engine e;
-	bool ok = eng_init(&e, ops, -1, 1) == 0;
-	if (ok)
-		eng_cleanup(&e);
+	bool ok;
+
+	if (ops->available) {
+		ok = ops->available() == 0;
+	} else {
+		ok = eng_init(&e, ops, -1, 1) == 0;
+		if (ok)
+			eng_cleanup(&e);
+	}
 	atomic_store(&eng_avail_cache[i], ok ? 1 : -1);
 	return ok;
 }

@@ -63,6 +63,10 @@ struct engine_ops {
 	 * stay allocated until cleanup. 0 or -errno; the engine works without. */
 	int (*register_buffer)(struct engine *e, void *buf, size_t len);
 	void (*cleanup)(struct engine *e);
+	/* Optional. Whether the engine works here, answered without waiting on the
+	 * kernel: 0 or -errno. Without it, eng_available() sets the engine up without
+	 * a file and tears it down again. */
+	int (*available)(void);
 };
 
 #define ENGINE_MAX_DEPTH IO_MAX_DEPTH
