@@ -5,11 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../engines/engine.h"
 #include "../engines/ioprio.h"
 #include "lane.h"
 #include "log.h"
+
+#define LAYOUT_LOG_NS 5000000000ULL /* a layout's progress: a line this often */
 
 /* Sets up a probe; a failure is kept and reported by each run. */
 static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct config *cfg)
@@ -60,6 +63,8 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	atomic_init(&l->stuck_logged, false);
 	atomic_init(&l->stopping, false);
 	atomic_init(&l->busy_ns, 0);
+	l->notify_fd = -1;
+	l->check_step_ns = LAYOUT_LOG_NS; /* or the shortest timeout of its probes */
 	target_init(&l->target, tc);
 	r = pthread_mutex_init(&l->mu, NULL);
 	if (r)
@@ -108,6 +113,8 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 			return r;
 		if (cfg_probe_writes(lp->cfg))
 			l->target.want_write = true;
+		if (lp->cfg->timeout_ns < l->check_step_ns)
+			l->check_step_ns = lp->cfg->timeout_ns;
 	}
 	l->target.stop = &l->stopping;
 	l->target.inflight_ns = &l->inflight_ns;
@@ -144,6 +151,18 @@ static const char *probe_key(const struct lane_probe *lp, char *buf)
 	return buf;
 }
 
+/* 'up' for the scrapes and STATUS=; a change wakes the scheduler for STATUS=. */
+static void set_up(struct lane *l, bool up)
+{
+	uint64_t one = 1;
+
+	if (atomic_exchange(&l->up, up) != up && l->notify_fd >= 0) {
+		ssize_t w = write(l->notify_fd, &one, sizeof(one));
+
+		(void)w; /* only fails with the counter full: it is drained at each wake-up */
+	}
+}
+
 /* The status page reads the reason from the HTTP thread: under the lane mutex,
  * which is never held across I/O. */
 static void set_down_reason(struct lane *l, const char *why)
@@ -165,7 +184,7 @@ static void target_down(struct lane *l, int r)
 {
 	char key[LOG_KEY_MAX];
 
-	atomic_store(&l->up, false);
+	set_up(l, false);
 	if (l->down_logged) {
 		if (strcmp(l->down_reason, l->target.error) != 0) {
 			set_down_reason(l, l->target.error);
@@ -189,7 +208,7 @@ static void target_is_up(struct lane *l)
 		l->down_logged = false;
 		set_down_reason(l, "");
 	}
-	atomic_store(&l->up, true);
+	set_up(l, true);
 }
 
 /*
@@ -241,7 +260,7 @@ static void layout_failed(struct lane *l, int r)
 	if (series_begin(l))
 		probe_metrics_layout_failed(&l->series);
 	series_end(l);
-	atomic_store(&l->up, false);
+	set_up(l, false);
 	cfg_format_duration(l->layout_backoff_ns, when, sizeof(when));
 	set_down_reason(l, l->target.error);
 	log_state_error_errno(target_key(l, key), r, "Target %s is %sdown: %s, retrying in %s",
@@ -1046,8 +1065,6 @@ void lane_status_tick(struct lane *l, struct status *st, uint64_t now_ns)
 					       l->probes[pi].series.latency[op], now_ns);
 }
 
-#define LAYOUT_LOG_NS 5000000000ULL
-
 void lane_log_layout(struct lane *l, uint64_t now_ns)
 {
 	uint64_t done, total;
@@ -1066,6 +1083,43 @@ void lane_log_layout(struct lane *l, uint64_t now_ns)
 	l->layout_logged_ns = now_ns;
 	log_info("Target %s: laying out the probe file, %.0f%% (%" PRIu64 " of %" PRIu64 " MiB)",
 		 l->cfg->name, 100.0 * share, done >> 20, total >> 20);
+}
+
+/* Whether the lane has work: running, queued, or a burst held back to retry. */
+static bool lane_has_work(struct lane *l)
+{
+	bool work;
+
+	pthread_mutex_lock(&l->mu);
+	work = l->busy || l->q_len;
+	for (unsigned i = 0; !work && i < l->n_probes; i++)
+		work = l->probes[i].busy_retry_ns != 0;
+	pthread_mutex_unlock(&l->mu);
+	return work;
+}
+
+static uint64_t earliest(uint64_t a, uint64_t b)
+{
+	return a && (!b || a < b) ? a : b;
+}
+
+uint64_t lane_housekeeping(struct lane *l, uint64_t now_ns)
+{
+	struct lane_probe *lp;
+	uint64_t since, next;
+
+	lane_check_timeout(l, now_ns);
+	lane_log_layout(l, now_ns);
+	if (!lane_has_work(l))
+		return 0;
+	next = now_ns + l->check_step_ns;
+	lp = inflight_probe(l, &since);
+	/* Not yet timed out (else it was counted just now): look again when it is. */
+	if (lp && age(now_ns, since) < lp->cfg->timeout_ns)
+		next = earliest(next, since + lp->cfg->timeout_ns);
+	if (l->layout_logged_ns)
+		next = earliest(next, l->layout_logged_ns + LAYOUT_LOG_NS);
+	return next;
 }
 
 void lane_drop_probe_series(struct lane_probe *lp)

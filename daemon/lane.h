@@ -104,7 +104,11 @@ struct lane {
 
 	struct probe_outcome outcome; /* lane thread: the run being published */
 	struct target_series series;
-	uint64_t layout_logged_ns; /* scheduler: last layout progress line */
+	int notify_fd; /* eventfd written when 'up' changes (STATUS=), -1: none; set before start */
+	/* Scheduler: */
+	uint64_t layout_logged_ns; /* last layout progress line */
+	uint64_t check_step_ns;	   /* while busy, look at least this often (lane_housekeeping()) */
+	uint64_t check_ns;	   /* when lane_housekeeping() is due; 0: when handed work */
 };
 
 /* Prepare the lane of target @ti in @cfg and its probes' series. 0 or -errno. */
@@ -124,6 +128,15 @@ bool lane_wait(struct lane *l, uint64_t deadline_ns);
  * one that completes late itself; whichever sees it first claims it, so each slow
  * I/O is counted exactly once. */
 void lane_check_timeout(struct lane *l, uint64_t now_ns);
+/*
+ * Scheduler: lane_check_timeout() and lane_log_layout(), then when to call this
+ * again: 0 while the lane is idle (nothing running, queued or held back; call it
+ * again after handing the lane work), else the earliest of the timeout of the
+ * I/O in flight, the next layout progress line and now + check_step_ns. An I/O
+ * that starts after this call cannot time out before that last one: no I/O
+ * outlives its timeout unseen, and the scheduler sleeps in between.
+ */
+uint64_t lane_housekeeping(struct lane *l, uint64_t now_ns);
 /* Scrape time: refresh target_up, in-flight age and layout progress. */
 void lane_collect(struct lane *l, uint64_t now_ns);
 /* Scrape time (HTTP thread): the target's state for the status page; never

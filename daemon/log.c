@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../engines/clock.h"
 #include "log.h"
@@ -43,6 +44,7 @@ static unsigned rl_burst = LOG_RATELIMIT_BURST;
 static uint64_t rl_interval_ns = LOG_RATELIMIT_INTERVAL_NS;
 static uint64_t (*rl_now_ns)(void) = eng_now_ns; /* what the intervals run on */
 static char last_error[RL_TEXT_LEN];
+static int notify_fd = -1; /* eventfd of log_set_notify_fd() */
 
 int log_parse_level(const char *s)
 {
@@ -88,6 +90,42 @@ static void copy_head(char *dst, size_t n, const char *src)
 
 	memcpy(dst, src, len);
 	dst[len] = '\0';
+}
+
+void log_set_notify_fd(int fd)
+{
+	pthread_mutex_lock(&log_mu);
+	notify_fd = fd;
+	pthread_mutex_unlock(&log_mu);
+}
+
+/* Caller holds log_mu. */
+static void notify(void)
+{
+	uint64_t one = 1;
+
+	if (notify_fd >= 0) {
+		ssize_t w = write(notify_fd, &one, sizeof(one));
+
+		(void)w; /* only fails with the counter full: it is drained at each wake-up */
+	}
+}
+
+uint64_t log_next_flush_ns(void)
+{
+	uint64_t next = 0;
+
+	pthread_mutex_lock(&log_mu);
+	for (unsigned i = 0; i < RL_SLOTS; i++) {
+		const struct rl_slot *slot = &rl_slots[i];
+		uint64_t end = slot->window_ns + rl_interval_ns;
+
+		/* A slot that dropped nothing has nothing to say when it ends. */
+		if (slot->hash && slot->suppressed && (!next || end < next))
+			next = end;
+	}
+	pthread_mutex_unlock(&log_mu);
+	return next;
 }
 
 void log_last_error(char *buf, size_t n)
@@ -187,8 +225,9 @@ static bool rl_admit(int level, const char *msg, const char *key)
 		copy_head(slot->text, sizeof(slot->text), msg);
 	}
 	if (slot->shown >= rl_burst) {
-		slot->suppressed++;
-		if (key) { /* the summary tells the state it was left in */
+		if (slot->suppressed++ == 0)
+			notify(); /* its summary falls due when the interval ends */
+		if (key) {	  /* the summary tells the state it was left in */
 			slot->level = level;
 			copy_head(slot->text, sizeof(slot->text), msg);
 		}
@@ -225,8 +264,10 @@ static int log_va(const char *key, int level, int err, const char *fmt, va_list 
 	errno = saved;
 
 	pthread_mutex_lock(&log_mu);
-	if (level == LOG_LVL_ERROR)
+	if (level == LOG_LVL_ERROR) {
 		copy_head(last_error, sizeof(last_error), msg);
+		notify(); /* STATUS= carries it */
+	}
 	if (rl_burst == 0 || level == LOG_LVL_DEBUG || (!key && level > LOG_LVL_WARNING) ||
 	    rl_admit(level, msg, key))
 		emit(level, msg);

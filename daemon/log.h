@@ -50,8 +50,15 @@ void log_set_ratelimit_clock(uint64_t (*now_ns)(void));
 
 /* Report rate-limited texts whose interval ended (one summary line each), so a
  * count is not held back until the same text comes again. Called from the
- * scheduler's housekeeping tick; thread-safe. */
+ * scheduler's housekeeping; thread-safe. */
 void log_flush_suppressed(void);
+/* When log_flush_suppressed() has something to report next (on the rate limit's
+ * clock), 0 when nothing is held back. Thread-safe. */
+uint64_t log_next_flush_ns(void);
+/* Add 1 to the eventfd @fd (-1: none) whenever that answer may have changed (a
+ * text's first line dropped in its interval) and at each error-level message
+ * (log_last_error() changed): the scheduler sleeps until then. */
+void log_set_notify_fd(int fd);
 
 /* Copy the last error-level message (suppressed or not) into @buf, "" if none.
  * Thread-safe; for the service manager's STATUS= line. */

@@ -21,7 +21,6 @@
 #include "splay.h"
 #include "target.h"
 
-#define HOUSEKEEPING_NS 250000000ULL /* timeout checks: 4 per second */
 #define STATUS_MIN_NS	NSEC_PER_SEC /* STATUS= at most once a second */
 #define STATUS_LEN	256
 #define RELOAD_GRACE_NS 500000000ULL /* old lanes get this long to finish on reload */
@@ -51,7 +50,10 @@ struct sched {
 	bool *abandoned;   /* lanes whose thread did not exit in time */
 	struct slot *heap; /* min-heap on due_ns */
 	unsigned n_heap;
-	int epoll_fd, timer_fd, hk_fd, signal_fd;
+	int epoll_fd, timer_fd, signal_fd;
+	int wake_fd;		   /* eventfd: a lane's 'up' changed, the log has news */
+	bool woken;		   /* wake_fd was read: STATUS= may have changed */
+	uint64_t status_due_ns;	   /* a held-back STATUS= change goes out then; 0: none */
 	int watchdog_fd;	   /* timerfd at half WATCHDOG_USEC; -1 without a watchdog */
 	int reload_fd;		   /* eventfd: the reload in flight has its result */
 	struct reload_job *reload; /* the reload in flight, or NULL */
@@ -259,7 +261,7 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 
 	if (!s)
 		goto fail;
-	s->epoll_fd = s->timer_fd = s->hk_fd = s->signal_fd = s->watchdog_fd = s->reload_fd = -1;
+	s->epoll_fd = s->timer_fd = s->wake_fd = s->signal_fd = s->watchdog_fd = s->reload_fd = -1;
 	r = check_distinct_targets(cfg);
 	if (r < 0)
 		goto fail;
@@ -344,10 +346,6 @@ static int watchdog_start(struct sched *s)
 
 int sched_start(struct sched *s)
 {
-	struct itimerspec hk = {
-		.it_interval = {.tv_nsec = HOUSEKEEPING_NS},
-		.it_value = {.tv_nsec = HOUSEKEEPING_NS},
-	};
 	sigset_t mask;
 	int r;
 
@@ -357,17 +355,16 @@ int sched_start(struct sched *s)
 	sigaddset(&mask, SIGHUP);
 	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	s->hk_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	s->reload_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->epoll_fd < 0 || s->timer_fd < 0 || s->hk_fd < 0 || s->signal_fd < 0 ||
+	if (s->epoll_fd < 0 || s->timer_fd < 0 || s->wake_fd < 0 || s->signal_fd < 0 ||
 	    s->reload_fd < 0)
 		return log_error_errno(-errno, "Failed to set up the scheduler's event loop: %m");
-	if (timerfd_settime(s->hk_fd, 0, &hk, NULL) < 0)
-		return log_error_errno(-errno, "Failed to arm the housekeeping timer: %m");
-	if ((r = add_fd(s, s->timer_fd)) < 0 || (r = add_fd(s, s->hk_fd)) < 0 ||
+	if ((r = add_fd(s, s->timer_fd)) < 0 || (r = add_fd(s, s->wake_fd)) < 0 ||
 	    (r = add_fd(s, s->signal_fd)) < 0 || (r = add_fd(s, s->reload_fd)) < 0)
 		return log_error_errno(r, "Failed to watch the scheduler's descriptors: %m");
+	log_set_notify_fd(s->wake_fd);
 
 	r = watchdog_start(s);
 	if (r < 0)
@@ -435,6 +432,7 @@ static int start_lanes(struct sched *s)
 	int r;
 
 	for (unsigned li = 0; li < s->n_lanes; li++) {
+		s->lanes[li].notify_fd = s->wake_fd;
 		r = lane_start(&s->lanes[li]);
 		if (r < 0)
 			return log_error_errno(r, "Failed to start the lane of target %s: %m",
@@ -477,47 +475,58 @@ void sched_notify_ready(struct sched *s)
 	sd_notifyf(0, "READY=1\nSTATUS=%s", s->status);
 }
 
-/* Housekeeping: send STATUS= when it changed, at most once per STATUS_MIN_NS (a
- * change held back goes out at a later tick). */
-static void update_status(struct sched *s, uint64_t now)
+/* Send STATUS= when it changed, at most once per STATUS_MIN_NS. Returns when to
+ * look again for a change held back, 0 when none is. */
+static uint64_t update_status(struct sched *s, uint64_t now)
 {
 	char cur[STATUS_LEN];
 
 	/* During a reload, READY=1 brings the new STATUS= when it is done. */
-	if (s->reload || now - s->status_sent_ns < STATUS_MIN_NS)
-		return;
+	if (s->reload)
+		return 0;
 	format_status(s, cur, sizeof(cur));
 	if (strcmp(cur, s->status) == 0)
-		return;
+		return 0;
+	if (now - s->status_sent_ns < STATUS_MIN_NS)
+		return s->status_sent_ns + STATUS_MIN_NS;
 	memcpy(s->status, cur, sizeof(cur));
 	s->status_sent_ns = now;
 	sd_notifyf(0, "STATUS=%s", s->status);
+	return 0;
 }
 
 /* ---------------------------------------------------------------- loop */
 
-static int arm_timer(struct sched *s)
+static uint64_t earliest(uint64_t a, uint64_t b)
+{
+	return a && (!b || a < b) ? a : b;
+}
+
+/* The one timer: the next probe due or @hk_ns, the next housekeeping (0: none). */
+static int arm_timer(struct sched *s, uint64_t hk_ns)
 {
 	struct itimerspec its = {0};
-	uint64_t due;
+	uint64_t due = hk_ns;
 
-	if (s->n_heap == 0)
-		return 0;
-	due = s->heap[0].due_ns ? s->heap[0].due_ns : 1; /* 0 would disarm */
+	if (s->n_heap)
+		due = earliest(s->heap[0].due_ns ? s->heap[0].due_ns : 1, hk_ns); /* 0 disarms */
+	if (!due)
+		return 0; /* nothing to wait for but signals and wake-ups */
 	its.it_value = eng_timespec(due);
 	return timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ? -errno : 0;
 }
 
-static void run_due(struct sched *s)
+/* Hand due probes to their lanes; their housekeeping is due at once (they have
+ * work now). */
+static void run_due(struct sched *s, uint64_t now)
 {
-	uint64_t now = eng_now_ns();
-
 	while (s->n_heap && s->heap[0].due_ns <= now) {
 		struct slot v = heap_pop(s);
 		struct lane *l = &s->lanes[v.lane];
 		uint64_t interval = l->probes[v.probe].cfg->interval_ns;
 
 		lane_enqueue(l, v.probe);
+		l->check_ns = now;
 		v.due_ns += interval;
 		if (v.due_ns <= now) /* fell behind: drop missed slots, keep the phase */
 			v.due_ns += ((now - v.due_ns) / interval + 1) * interval;
@@ -536,12 +545,48 @@ static void status_tick(struct sched *s, uint64_t now)
 	status_tick_end(s->st, now);
 }
 
+/* A timerfd or eventfd: one read takes the whole count. */
 static void drain(int fd)
 {
 	uint64_t ticks;
+	ssize_t r = read(fd, &ticks, sizeof(ticks));
 
-	while (read(fd, &ticks, sizeof(ticks)) > 0)
-		;
+	(void)r; /* nothing to read (a spurious wake-up) is fine too */
+}
+
+/*
+ * What used to run on a 4 Hz tick, each at its own deadline: a lane's timeout
+ * check and layout progress (lane_housekeeping(): only while it has work),
+ * summaries of suppressed log lines, a STATUS= change held back, the status
+ * page's figures (every STATUS_STEP_NS). Runs what is due; returns when the next
+ * thing is, 0 for nothing. What the lanes and the log change meanwhile comes
+ * through wake_fd.
+ */
+static uint64_t housekeeping(struct sched *s, uint64_t now)
+{
+	uint64_t next = 0, t;
+
+	for (unsigned li = 0; li < s->n_lanes; li++) {
+		struct lane *l = &s->lanes[li];
+
+		if (l->check_ns && l->check_ns <= now)
+			l->check_ns = lane_housekeeping(l, now);
+		next = earliest(next, l->check_ns);
+	}
+	t = log_next_flush_ns();
+	if (t && t <= now) {
+		log_flush_suppressed();
+		t = log_next_flush_ns();
+	}
+	next = earliest(next, t);
+	if (s->woken || (s->status_due_ns && s->status_due_ns <= now)) {
+		s->woken = false;
+		s->status_due_ns = update_status(s, now);
+	}
+	next = earliest(next, s->status_due_ns);
+	if (status_next_tick_ns(s->st) <= now)
+		status_tick(s, now);
+	return earliest(next, status_next_tick_ns(s->st));
 }
 
 /* ---------------------------------------------------------------- reload */
@@ -985,13 +1030,30 @@ void sched_on_sighup(struct sched *s, void (*fn)(void *userdata), void *userdata
 	s->hup_data = userdata;
 }
 
+/* The events of one wake-up. Returns 1 to stop, 0 to go on, -errno on failure. */
+static int handle_event(struct sched *s, int fd)
+{
+	if (fd == s->signal_fd)
+		return handle_signal(s);
+	if (fd == s->reload_fd)
+		return reload_finish(s);
+	drain(fd);
+	if (fd == s->wake_fd)
+		s->woken = true;
+	else if (fd == s->watchdog_fd)
+		sd_notify(0, "WATCHDOG=1");
+	return 0; /* timer_fd: the loop looks at the clock */
+}
+
 int sched_run(struct sched *s)
 {
 	for (;;) {
 		struct epoll_event ev[8];
+		uint64_t now = eng_now_ns();
 		int n, r;
 
-		r = arm_timer(s);
+		run_due(s, now);
+		r = arm_timer(s, housekeeping(s, now));
 		if (r < 0)
 			return log_error_errno(r, "Failed to arm the probe timer: %m");
 		n = epoll_wait(s->epoll_fd, ev, 8, -1);
@@ -1001,34 +1063,10 @@ int sched_run(struct sched *s)
 			return log_error_errno(-errno, "Scheduler wait failed: %m");
 		}
 		for (int i = 0; i < n; i++) {
-			int fd = ev[i].data.fd;
-
-			if (fd == s->signal_fd) {
-				if (handle_signal(s))
-					return 0;
-			} else if (fd == s->reload_fd) {
-				r = reload_finish(s);
-				if (r < 0)
-					return r;
-			} else if (fd == s->timer_fd) {
-				drain(fd);
-			} else if (fd == s->hk_fd) {
-				uint64_t now = eng_now_ns();
-
-				drain(fd);
-				for (unsigned li = 0; li < s->n_lanes; li++) {
-					lane_check_timeout(&s->lanes[li], now);
-					lane_log_layout(&s->lanes[li], now);
-				}
-				log_flush_suppressed();
-				update_status(s, now);
-				status_tick(s, now);
-			} else if (fd == s->watchdog_fd) {
-				drain(fd);
-				sd_notify(0, "WATCHDOG=1");
-			}
+			r = handle_event(s, ev[i].data.fd);
+			if (r != 0)
+				return r > 0 ? 0 : r;
 		}
-		run_due(s);
 	}
 }
 
@@ -1118,8 +1156,10 @@ void sched_free(struct sched *s)
 		close(s->epoll_fd);
 	if (s->timer_fd >= 0)
 		close(s->timer_fd);
-	if (s->hk_fd >= 0)
-		close(s->hk_fd);
+	/* Lanes abandoned in the kernel may still write wake_fd: it stays open then. */
+	log_set_notify_fd(-1);
+	if (s->wake_fd >= 0 && !leak && !s->stuck_before)
+		close(s->wake_fd);
 	if (s->signal_fd >= 0)
 		close(s->signal_fd);
 	if (s->watchdog_fd >= 0)

@@ -2,11 +2,15 @@
 /*
  * scheduler — timers, lanes, timeouts. It owns when things run, never does I/O.
  *
- * One binary heap of (due time, probe) on CLOCK_MONOTONIC drives one timerfd;
- * a signalfd carries SIGTERM/SIGINT/SIGHUP; an eventfd says the reload thread is
- * done; a periodic housekeeping timerfd checks lanes for I/O stuck past its
- * timeout and updates the service manager's STATUS=; a watchdog timerfd feeds
- * systemd's watchdog. All of it is one epoll loop on the main thread. Timing is
+ * One binary heap of (due time, probe) on CLOCK_MONOTONIC drives one timerfd,
+ * armed for the next probe due or the next housekeeping deadline, whichever
+ * comes first: the timeout of an I/O in flight, a layout's progress line, a
+ * held-back STATUS= or log summary, the status page's figures. Idle, the loop
+ * wakes only when a probe falls due. A signalfd carries SIGTERM/SIGINT/SIGHUP;
+ * an eventfd says the reload thread is done; another, written by the lanes
+ * (a target up or down) and the log (an error, a line suppressed), brings news
+ * for STATUS= and the log's summaries; a watchdog timerfd feeds systemd's
+ * watchdog. All of it is one epoll loop on the main thread. Timing is
  * fixed-rate: next = previous + interval; after a stall (suspend, overload)
  * missed slots are dropped, keeping the phase.
  */

@@ -258,6 +258,11 @@ bool status_tick_due(struct status *st, uint64_t now_ns)
 	return true;
 }
 
+uint64_t status_next_tick_ns(const struct status *st)
+{
+	return st->next_tick_ns;
+}
+
 static int find_series(const struct status *st, const char *probe, const char *target,
 		       enum io_op op)
 {

@@ -212,6 +212,8 @@ void status_config(struct status *st, const char *source, bool ok, const char *e
  * histogram's total or any bucket went down.
  */
 bool status_tick_due(struct status *st, uint64_t now_ns);
+/* When the next tick is due: 0 before the first (at once). Scheduler thread. */
+uint64_t status_next_tick_ns(const struct status *st);
 void status_tick_op(struct status *st, const struct cfg_probe *p, const char *target, enum io_op op,
 		    struct metric_series *latency, uint64_t now_ns);
 void status_tick_end(struct status *st, uint64_t now_ns);

@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A hung I/O is flagged at its timeout even when nothing else would wake the
+# scheduler: one ping an hour (its first at start), timeout 1s, on a target whose
+# filesystem hangs from the start (hangfs, frozen: the probe file's layout
+# blocks in its first write). The scheduler sleeps until the I/O's deadline
+# instead of polling, and its next wake-up otherwise would be the status page's
+# figures, 10s after start: the timeout must be counted, and the target logged
+# stuck, well before (within 5s of serving).
+# Skipped where FUSE cannot be mounted (see hangfs.sh).
+
+# shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=hangfs.sh
+. "$(dirname "$0")/hangfs.sh"
+
+require_cmd curl
+require_disk "$WORK"
+hangfs_mount
+
+cat >"$WORK/c.yaml" <<-EOF
+	splay: false
+	targets:
+	  - name: hung
+	    directory: $(yaml_str "$MNT")
+	    max_duty_cycle: 100%
+	    max_write_per_day: 0
+	    size: 1MiB
+	probes:
+	  - name: ping
+	    type: ping
+	    target: hung
+	    op: read
+	    interval: 1h
+	    timeout: 1s
+EOF
+TIMEOUTS='iopulse_probe_errors_total{probe="ping",target="hung",reason="timeout"}'
+
+kill -USR1 "$HANGFS_PID"
+wait_hangfs 5 1 frozen
+t0=$(now_ms)
+start_daemon "$WORK/c.yaml"
+
+counted() {
+	local tmo
+	scrape_metrics
+	sample_or tmo 0 "$PAGE" "$TIMEOUTS"
+	num "$tmo" '==' 1
+}
+wait_until 5 "the hung layout counted as a timeout within 5s of serving" counted
+grep -q 'in flight for over 1s (timeout), target is stuck' "$DAEMON_LOG" ||
+	fail "the daemon does not log the hung target as stuck"
+note "timeout counted $(($(now_ms) - t0))ms after the start"
+stop_daemon TERM 3
+note "pass"
