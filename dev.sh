@@ -28,7 +28,7 @@ TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python
 	ioping dpkg-dev lintian chromium python3-html5lib strace debootstrap systemd-container
 	openssl apache2-utils gnutls-bin fio)
 # What bench/ compares against and measures with.
-BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter)
+BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter strace curl)
 # libFuzzer is in clang's runtime package, which clang only recommends.
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
