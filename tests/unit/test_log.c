@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -189,6 +190,43 @@ static void test_many_keys(void **state)
 	log_set_ratelimit(LOG_RATELIMIT_BURST, LOG_RATELIMIT_INTERVAL_NS);
 }
 
+/* The scheduler sleeps until the next summary is due, and is woken when that may
+ * have changed (a text's first line dropped) or an error is logged (STATUS=). */
+static void test_next_flush_and_notify(void **state)
+{
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	uint64_t n = 0, start;
+	char *text;
+
+	(void)state;
+	assert_true(fd >= 0);
+	log_set_ratelimit(2, INTERVAL_NS);
+	log_set_notify_fd(fd);
+	start = fake_now_ns;
+	tu_capture_begin();
+	log_warning("Target %s: %s", "t1", "slow");
+	log_warning("Target %s: %s", "t1", "slow");
+	assert_int_equal(log_next_flush_ns(), 0);      /* nothing dropped: nothing to report */
+	assert_int_equal(read(fd, &n, sizeof(n)), -1); /* warnings shown: no news */
+	log_warning("Target %s: %s", "t1", "slow");
+	log_warning("Target %s: %s", "t1", "slow");
+	assert_int_equal(log_next_flush_ns(), start + INTERVAL_NS);
+	assert_int_equal(read(fd, &n, sizeof(n)), sizeof(n));
+	assert_int_equal(n, 1); /* once per interval, at the first line dropped */
+	log_error("Target %s is down", "t2");
+	assert_int_equal(read(fd, &n, sizeof(n)), sizeof(n));
+	assert_int_equal(n, 1);
+	free(tu_capture_end());
+
+	text = flush_after_interval();
+	assert_int_equal(tu_count(text, "Suppressed 2 similar messages"), 1);
+	free(text);
+	assert_int_equal(log_next_flush_ns(), 0);
+	log_set_notify_fd(-1);
+	close(fd);
+	log_set_ratelimit(LOG_RATELIMIT_BURST, LOG_RATELIMIT_INTERVAL_NS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +235,7 @@ int main(void)
 		cmocka_unit_test(test_disabled),
 		cmocka_unit_test(test_state_changes_limited_per_key),
 		cmocka_unit_test(test_many_keys),
+		cmocka_unit_test(test_next_flush_and_notify),
 	};
 
 	unsetenv("JOURNAL_STREAM");
