@@ -161,10 +161,13 @@ syscalls "$iop" "$IDLE" >"$WORK/sys.iop" &
 tracer=$!
 syscalls "$ne" "$IDLE" >"$WORK/sys.ne"
 wait "$tracer"
-echo "idle_cs iopulse $(awk -v a="$a_iop" -v b="$b_iop" -v s="$IDLE" 'BEGIN { printf "%.2f", (b - a) / s }')" >>"$RES"
-echo "idle_cs node_exporter $(awk -v a="$a_ne" -v b="$b_ne" -v s="$IDLE" 'BEGIN { printf "%.2f", (b - a) / s }')" >>"$RES"
-echo "idle_sys iopulse $(cat "$WORK/sys.iop")" >>"$RES"
-echo "idle_sys node_exporter $(cat "$WORK/sys.ne")" >>"$RES"
+rate() { awk -v a="$1" -v b="$2" -v s="$IDLE" 'BEGIN { printf "%.2f", (b - a) / s }'; }
+{
+	echo "idle_cs iopulse $(rate "$a_iop" "$b_iop")"
+	echo "idle_cs node_exporter $(rate "$a_ne" "$b_ne")"
+	echo "idle_sys iopulse $(cat "$WORK/sys.iop")"
+	echo "idle_sys node_exporter $(cat "$WORK/sys.ne")"
+} >>"$RES"
 
 python3 - "$RES" "$ROUNDS" "$fresh_ms" <<'PY'
 import statistics as st, sys
