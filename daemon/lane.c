@@ -45,10 +45,31 @@ static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct
 		log_warning("%s", why);
 }
 
+/* The lane's mutex and condition variable. 0 or -errno. */
+static int lane_init_sync(struct lane *l)
+{
+	pthread_condattr_t ca;
+	int r = pthread_mutex_init(&l->mu, NULL);
+
+	if (r)
+		return -r;
+	/* Shutdown waits on this with a CLOCK_MONOTONIC deadline: a wall-clock step
+	 * must neither stretch the grace period nor cut it short. */
+	r = pthread_condattr_init(&ca);
+	if (!r)
+		r = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!r)
+		r = pthread_cond_init(&l->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (r)
+		return -r;
+	l->initialised = true;
+	return 0;
+}
+
 int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m)
 {
 	const struct cfg_target *tc = &cfg->targets[ti];
-	pthread_condattr_t ca;
 	unsigned n = 0;
 	int r;
 
@@ -66,20 +87,9 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	l->notify_fd = -1;
 	l->check_step_ns = LAYOUT_LOG_NS; /* or the shortest timeout of its probes */
 	target_init(&l->target, tc);
-	r = pthread_mutex_init(&l->mu, NULL);
-	if (r)
-		return -r;
-	/* Shutdown waits on this with a CLOCK_MONOTONIC deadline: a wall-clock step
-	 * must neither stretch the grace period nor cut it short. */
-	r = pthread_condattr_init(&ca);
-	if (!r)
-		r = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	if (!r)
-		r = pthread_cond_init(&l->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if (r)
-		return -r;
-	l->initialised = true;
+	r = lane_init_sync(l);
+	if (r < 0)
+		return r;
 
 	for (unsigned i = 0; i < cfg->n_probes; i++)
 		n += cfg->probes[i].target == ti;
