@@ -49,7 +49,8 @@ void buf_append(struct buf *b, const char *s, size_t n)
 {
 	if (!buf_reserve(b, n))
 		return;
-	memcpy(b->data + b->len, s, n);
+	if (n) /* @s may be NULL then (an empty piece): memcpy's arguments may not */
+		memcpy(b->data + b->len, s, n);
 	b->len += n;
 	b->data[b->len] = '\0';
 }
