@@ -6,8 +6,9 @@
 # between pings and wakes for the ping, the status page's figures (every 10s)
 # and nothing else, so over WINDOW seconds it switches out about WINDOW + 1
 # times (it polled the lanes 4 times a second before: 5 per second). Counts, not
-# timings: the limits (2 per second for the scheduler's thread, 4 for the whole
-# process) leave room for a busy machine's preemptions.
+# timings: only voluntary switches (the thread went to sleep; a preemption on a
+# busy machine, or a sanitizer build's, is not a wake-up of ours), and limits of
+# 2.5 per second for the scheduler's thread and 4 for the whole process.
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -29,9 +30,9 @@ pinged() {
 	num "$v" '>' 0
 }
 
-# switches FILE...: voluntary + nonvoluntary context switches in these status files.
+# switches FILE...: voluntary context switches in these status files.
 switches() {
-	cat "$@" 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }'
+	cat "$@" 2>/dev/null | awk '/^voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }'
 }
 
 start_daemon "$CFG"
@@ -46,8 +47,8 @@ require_alive
 main=$((main1 - main0))
 all=$((all1 - all0))
 note "over ${WINDOW}s: scheduler thread $main context switches, whole process $all"
-((main <= 2 * WINDOW)) ||
-	fail "the scheduler's thread switched $main times in ${WINDOW}s (at most $((2 * WINDOW))): it polls"
+((main * 2 <= 5 * WINDOW)) ||
+	fail "the scheduler's thread slept $main times in ${WINDOW}s (at most $((5 * WINDOW / 2))): it polls"
 ((all <= 4 * WINDOW)) ||
 	fail "the process switched $all times in ${WINDOW}s (at most $((4 * WINDOW)))"
 stop_daemon TERM 2
