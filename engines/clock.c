@@ -106,12 +106,14 @@ static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint64_t
 {
 	uint32_t s = atomic_load_explicit(&map.seq, memory_order_relaxed);
 
+	/* A seqlock without fences (ThreadSanitizer does not model them): each
+	 * release store keeps the odd sequence number before it, and a reader that
+	 * acquires any new field then sees the sequence moved. Plain moves on x86. */
 	atomic_store_explicit(&map.seq, s + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&map.base_tsc, base_tsc, memory_order_relaxed);
-	atomic_store_explicit(&map.base_ns, base_ns, memory_order_relaxed);
-	atomic_store_explicit(&map.mult, mult, memory_order_relaxed);
-	atomic_store_explicit(&map.next_tsc, base_tsc + period_ticks, memory_order_relaxed);
+	atomic_store_explicit(&map.base_tsc, base_tsc, memory_order_release);
+	atomic_store_explicit(&map.base_ns, base_ns, memory_order_release);
+	atomic_store_explicit(&map.mult, mult, memory_order_release);
+	atomic_store_explicit(&map.next_tsc, base_tsc + period_ticks, memory_order_release);
 	atomic_store_explicit(&map.seq, s + 2, memory_order_release);
 }
 
@@ -219,12 +221,12 @@ static uint64_t tsc_now_ns(void)
 	uint32_t s;
 
 	do {
+		/* Acquire loads (see publish()): the recheck below cannot move above them. */
 		s = atomic_load_explicit(&map.seq, memory_order_acquire);
-		base_tsc = atomic_load_explicit(&map.base_tsc, memory_order_relaxed);
-		base_ns = atomic_load_explicit(&map.base_ns, memory_order_relaxed);
-		mult = atomic_load_explicit(&map.mult, memory_order_relaxed);
-		next = atomic_load_explicit(&map.next_tsc, memory_order_relaxed);
-		atomic_thread_fence(memory_order_acquire);
+		base_tsc = atomic_load_explicit(&map.base_tsc, memory_order_acquire);
+		base_ns = atomic_load_explicit(&map.base_ns, memory_order_acquire);
+		mult = atomic_load_explicit(&map.mult, memory_order_acquire);
+		next = atomic_load_explicit(&map.next_tsc, memory_order_acquire);
 	} while ((s & 1) || s != atomic_load_explicit(&map.seq, memory_order_relaxed));
 	/* Plain rdtsc, not ordered: see docs/measurement.md for why that is honest. */
 	t = __rdtsc();
