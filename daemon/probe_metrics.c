@@ -17,6 +17,17 @@ static const char *const burst_percentiles[PROBE_BURST_QUANTILES] = {"50", "90",
 static const char *const pto[] = {"probe", "target", "op", NULL};
 static const char *const ptr[] = {"probe", "target", "reason", NULL};
 static const char *const pt[] = {"probe", "target", NULL};
+static const char *const t_labels[] = {"target", NULL};
+
+/* The one series @values of family @name (made if new): NULL when out of memory. */
+static struct metric_series *family_series(struct metrics *m, const char *name,
+					   enum metric_type type, const char *help,
+					   const char *const *labels, const char *const *values)
+{
+	struct metric_family *f = metrics_family(m, name, type, help, labels, NULL, 0);
+
+	return f ? metrics_series(f, values) : NULL;
+}
 static const char *const wait_names[PROBE_WAIT_COUNT] = {
 	[PROBE_WAIT_BUSY] = "busy",	[PROBE_WAIT_BURST] = "burst",
 	[PROBE_WAIT_LAYOUT] = "layout", [PROBE_WAIT_DEVICE_BUSY] = "device_busy",
@@ -167,21 +178,18 @@ static int wait_series(struct probe_series *s)
 static int window_series(struct probe_series *s)
 {
 	const char *v[] = {s->cfg->name, s->target, NULL};
-	struct metric_family *run, *steal;
 
-	run = metrics_family(s->m, "iopulse_probe_run_seconds_total", METRIC_COUNTER,
-			     "Wall time of the probe's runs, from before its first I/O to after "
-			     "its last.",
-			     pt, NULL, 0);
-	steal = metrics_family(s->m, "iopulse_probe_cpu_steal_seconds_total", METRIC_COUNTER,
-			       "CPU time the hypervisor stole during the probe's runs, per CPU "
-			       "(/proc/stat); divided by iopulse_probe_run_seconds_total, the "
-			       "share of its run time.",
-			       pt, NULL, 0);
-	if (!run || !steal)
-		return -ENOMEM;
-	s->run_seconds = metrics_series(run, v);
-	s->steal_seconds = metrics_series(steal, v);
+	s->run_seconds =
+		family_series(s->m, "iopulse_probe_run_seconds_total", METRIC_COUNTER,
+			      "Wall time of the probe's runs, from before its first I/O to "
+			      "after its last.",
+			      pt, v);
+	s->steal_seconds =
+		family_series(s->m, "iopulse_probe_cpu_steal_seconds_total", METRIC_COUNTER,
+			      "CPU time the hypervisor stole during the probe's runs, per "
+			      "CPU (/proc/stat); divided by "
+			      "iopulse_probe_run_seconds_total, the share of its run time.",
+			      pt, v);
 	return s->run_seconds && s->steal_seconds ? 0 : -ENOMEM;
 }
 
@@ -469,64 +477,49 @@ static int target_info_series(struct target_series *s)
 /* What the probes cost the target: time busy, bytes written, ever and today. */
 static int cost_series(struct target_series *s, struct metrics *m, const char *const *tv)
 {
-	static const char *const t_labels[] = {"target", NULL};
-	struct metric_family *io, *written, *today, *duty;
-
-	io = metrics_family(m, "iopulse_target_io_seconds_total", METRIC_COUNTER,
-			    "Time the probes kept the target busy: pings' I/O latencies, bursts' "
-			    "whole runs; rate() is the measured duty cycle.",
-			    t_labels, NULL, 0);
-	written = metrics_family(m, "iopulse_target_written_bytes_total", METRIC_COUNTER,
-				 "Bytes the probes wrote to the target (the probe file's layout "
-				 "not included).",
-				 t_labels, NULL, 0);
-	today = metrics_family(m, "iopulse_target_written_today_bytes", METRIC_GAUGE,
-			       "Bytes the probes wrote to the target in the current day (24h of "
-			       "the monotonic clock), against its max_write_per_day.",
-			       t_labels, NULL, 0);
-	duty = metrics_family(m, "iopulse_target_duty_cycle_ratio", METRIC_GAUGE,
-			      "Share of the time the probes kept the target busy over the last "
-			      "hour (or since the first scrape, when more recent), against its "
-			      "max_duty_cycle.",
-			      t_labels, NULL, 0);
-	if (!io || !written || !today || !duty)
-		return -ENOMEM;
-	s->io_seconds = metrics_series(io, tv);
-	s->written = metrics_series(written, tv);
-	s->written_today = metrics_series(today, tv);
-	s->duty = metrics_series(duty, tv);
+	s->io_seconds = family_series(m, "iopulse_target_io_seconds_total", METRIC_COUNTER,
+				      "Time the probes kept the target busy: pings' I/O latencies, "
+				      "bursts' whole runs; rate() is the measured duty cycle.",
+				      t_labels, tv);
+	s->written = family_series(m, "iopulse_target_written_bytes_total", METRIC_COUNTER,
+				   "Bytes the probes wrote to the target (the probe file's layout "
+				   "not included).",
+				   t_labels, tv);
+	s->written_today = family_series(m, "iopulse_target_written_today_bytes", METRIC_GAUGE,
+					 "Bytes the probes wrote to the target in the current day "
+					 "(24h of the monotonic clock), against its "
+					 "max_write_per_day.",
+					 t_labels, tv);
+	s->duty = family_series(m, "iopulse_target_duty_cycle_ratio", METRIC_GAUGE,
+				"Share of the time the probes kept the target busy over the last "
+				"hour (or since the first scrape, when more recent), against its "
+				"max_duty_cycle.",
+				t_labels, tv);
 	return s->io_seconds && s->written && s->written_today && s->duty ? 0 : -ENOMEM;
 }
 
 int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 			      const struct cfg_target *t)
 {
-	static const char *const t_labels[] = {"target", NULL};
 	const char *tv[] = {t->name, NULL};
-	struct metric_family *up, *inflight, *layout, *layout_failures;
 
-	up = metrics_family(m, "iopulse_target_up", METRIC_GAUGE,
-			    "1 if the target is open and checked by its last run and no I/O on "
-			    "it is in flight past its timeout; 0 otherwise.",
-			    t_labels, NULL, 0);
-	inflight = metrics_family(m, "iopulse_target_inflight_seconds", METRIC_GAUGE,
-				  "Age of the I/O in flight on the target, 0 when idle.", t_labels,
-				  NULL, 0);
-	layout = metrics_family(m, "iopulse_target_layout_progress_ratio", METRIC_GAUGE,
-				"Progress of the probe-file layout in progress on a directory "
-				"target (0 to 1); 1 when none is in progress.",
-				t_labels, NULL, 0);
-	layout_failures = metrics_family(m, "iopulse_target_layout_failures_total", METRIC_COUNTER,
-					 "Probe-file layouts on the target that failed (no room, a "
-					 "write error); the next is tried 10s later, doubling up "
-					 "to 1h.",
-					 t_labels, NULL, 0);
-	if (!up || !inflight || !layout || !layout_failures)
-		return -ENOMEM;
-	s->up = metrics_series(up, tv);
-	s->inflight = metrics_series(inflight, tv);
-	s->layout = metrics_series(layout, tv);
-	s->layout_failures = metrics_series(layout_failures, tv);
+	s->up = family_series(m, "iopulse_target_up", METRIC_GAUGE,
+			      "1 if the target is open and checked by its last run and no I/O on "
+			      "it is in flight past its timeout; 0 otherwise.",
+			      t_labels, tv);
+	s->inflight =
+		family_series(m, "iopulse_target_inflight_seconds", METRIC_GAUGE,
+			      "Age of the I/O in flight on the target, 0 when idle.", t_labels, tv);
+	s->layout = family_series(m, "iopulse_target_layout_progress_ratio", METRIC_GAUGE,
+				  "Progress of the probe-file layout in progress on a directory "
+				  "target (0 to 1); 1 when none is in progress.",
+				  t_labels, tv);
+	s->layout_failures =
+		family_series(m, "iopulse_target_layout_failures_total", METRIC_COUNTER,
+			      "Probe-file layouts on the target that failed (no room, a "
+			      "write error); the next is tried 10s later, doubling up "
+			      "to 1h.",
+			      t_labels, tv);
 	if (!s->up || !s->inflight || !s->layout || !s->layout_failures)
 		return -ENOMEM;
 	if (cost_series(s, m, tv) < 0)
@@ -583,27 +576,23 @@ void probe_metrics_target_info_drop(struct target_series *s)
 
 int probe_metrics_target_device(struct target_series *s, double utilization, double queue_depth)
 {
-	static const char *const t_labels[] = {"target", NULL};
 	const char *tv[] = {s->cfg->name, NULL};
-	struct metric_family *util, *queue;
 
-	if (!s->dev_util) {
-		util = metrics_family(s->m, "iopulse_target_device_utilization_ratio", METRIC_GAUGE,
+	if (!s->dev_util)
+		s->dev_util =
+			family_series(s->m, "iopulse_target_device_utilization_ratio", METRIC_GAUGE,
 				      "Share of time the target's disk had I/O in flight, as "
 				      "last measured before a burst (the busiest disk under it).",
-				      t_labels, NULL, 0);
-		queue = metrics_family(s->m, "iopulse_target_device_queue_depth", METRIC_GAUGE,
-				       "Average number of requests in flight on the target's "
-				       "disk, as last measured before a burst (the busiest disk "
-				       "under it).",
-				       t_labels, NULL, 0);
-		if (!util || !queue)
-			return -ENOMEM;
-		s->dev_util = metrics_series(util, tv);
-		s->dev_queue = metrics_series(queue, tv);
-		if (!s->dev_util || !s->dev_queue)
-			return -ENOMEM;
-	}
+				      t_labels, tv);
+	if (!s->dev_queue)
+		s->dev_queue =
+			family_series(s->m, "iopulse_target_device_queue_depth", METRIC_GAUGE,
+				      "Average number of requests in flight on the target's "
+				      "disk, as last measured before a burst (the busiest disk "
+				      "under it).",
+				      t_labels, tv);
+	if (!s->dev_util || !s->dev_queue)
+		return -ENOMEM;
 	metrics_set(s->dev_util, utilization);
 	metrics_set(s->dev_queue, queue_depth);
 	return 0;
