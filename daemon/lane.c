@@ -529,16 +529,6 @@ static void lane_account(struct lane *l, const struct probe_outcome *o)
 /* What the log last said about the target's disks: one line per change. */
 enum { DEVBUSY_LOGGED_NOTHING, DEVBUSY_LOGGED_NONE, DEVBUSY_LOGGED_IDLE, DEVBUSY_LOGGED_BUSY };
 
-/* CLOCK_MONOTONIC itself, not eng_now_ns(): the sampling window is real time even
- * in a test binary with a clock of its own. */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return eng_ns(&ts);
-}
-
 /* The disks behind the target, looked up once after each open (sysfs only);
  * false when there are none to check. */
 static bool lane_find_disks(struct lane *l)
@@ -574,7 +564,7 @@ static bool lane_find_disks(struct lane *l)
 /* Sleeps one sampling window; false when a stop came first. */
 static bool lane_sample_window(struct lane *l)
 {
-	struct timespec ts = eng_timespec(mono_ns() + devbusy_window_ns);
+	struct timespec ts = eng_timespec(eng_mono_ns() + devbusy_window_ns);
 	bool stop;
 
 	pthread_mutex_lock(&l->mu);
@@ -597,11 +587,11 @@ static enum disks_measured lane_measure_disks(struct lane *l, struct devbusy_loa
 	struct devbusy_sample a, b;
 	int r;
 
-	r = devbusy_sample(&l->devbusy, mono_ns(), &a);
+	r = devbusy_sample(&l->devbusy, eng_mono_ns(), &a);
 	if (r == 0 && !lane_sample_window(l))
 		return DISKS_STOPPED;
 	if (r == 0)
-		r = devbusy_sample(&l->devbusy, mono_ns(), &b);
+		r = devbusy_sample(&l->devbusy, eng_mono_ns(), &b);
 	if (r < 0) {
 		log_debug("Target %s: cannot read the statistics of %s: %s; looking again",
 			  l->cfg->name, l->devbusy.name[0], strerror(-r));

@@ -48,15 +48,6 @@
 #define TSC_PAIR_MAX	 2000ULL       /* ticks around a CLOCK_MONOTONIC read, at most */
 #define TSC_STEPS_MAX	 3	       /* steps before the TSC is given up for good */
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC cannot fail with a valid pointer; vDSO, no syscall. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return eng_ns(&ts);
-}
-
 #if HAVE_TSC
 
 /* The mapping, under a seqlock: ns = base_ns + (tsc - base_tsc) * mult / 2^32,
@@ -91,7 +82,7 @@ static bool read_pair(uint64_t *tsc, uint64_t *ns)
 	uint64_t best = UINT64_MAX;
 
 	for (int i = 0; i < 5; i++) {
-		uint64_t a = tsc_ordered(), n = mono_ns(), b = tsc_ordered();
+		uint64_t a = tsc_ordered(), n = eng_mono_ns(), b = tsc_ordered();
 
 		if (b >= a && b - a < best) {
 			best = b - a;
@@ -163,7 +154,7 @@ static void calibrate(void)
 		goto out;
 	if (!read_pair(&t, &n) || t <= pair_tsc || n <= pair_ns ||
 	    !(m = rate(n - pair_ns, t - pair_tsc))) {
-		step_back(mono_ns());
+		step_back(eng_mono_ns());
 		goto out;
 	}
 	publish(t, n, m, ((unsigned __int128)TSC_PERIOD_NS << 32) / m);
@@ -194,7 +185,7 @@ static void reanchor(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
 	if (!read_pair(&t, &n)) {
 		/* Five tries preempted, or clock_gettime() slow (the kernel left the
 		 * TSC for another clocksource): without a pair, no anchor. */
-		step_back(mono_ns());
+		step_back(eng_mono_ns());
 		goto out;
 	}
 	here = map_apply(t, base_tsc, base_ns, mult);
@@ -233,7 +224,7 @@ static uint64_t tsc_now_ns(void)
 	if (__builtin_expect(t >= next, 0)) {
 		reanchor(base_tsc, base_ns, mult);
 		if (atomic_load_explicit(&mode, memory_order_acquire) != ENG_CLOCK_TSC)
-			return mono_ns();
+			return eng_mono_ns();
 	}
 	return map_apply(t, base_tsc, base_ns, mult);
 }
@@ -267,7 +258,7 @@ uint64_t eng_now_ns(void)
 
 	if (__builtin_expect(atomic_load_explicit(&mode, memory_order_acquire) == ENG_CLOCK_TSC, 1))
 		return tsc_now_ns();
-	ns = mono_ns();
+	ns = eng_mono_ns();
 	due = atomic_load_explicit(&calibrate_at, memory_order_relaxed);
 	if (__builtin_expect(due && ns >= due, 0))
 		calibrate();
@@ -315,7 +306,7 @@ void eng_clock_test_skew(int64_t ppm)
 
 uint64_t eng_now_ns(void)
 {
-	return mono_ns();
+	return eng_mono_ns();
 }
 
 int eng_clock_init(enum eng_clock want)

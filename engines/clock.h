@@ -36,6 +36,17 @@ void eng_clock_test_skew(int64_t ppm);
 /* What eng_now_ns() reads right now: ENG_CLOCK_MONOTONIC or ENG_CLOCK_TSC. */
 enum eng_clock eng_clock_mode(void);
 
+/* CLOCK_MONOTONIC itself, whatever eng_now_ns() reads (or a test defines it as):
+ * for real-time waits and calibration. Inline, so that a test binary with an
+ * eng_now_ns() of its own does not pull in clock.c's. */
+static inline uint64_t eng_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* cannot fail with a valid pointer; vDSO */
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
 static inline struct timespec eng_timespec(uint64_t ns)
 {
 	return (struct timespec){.tv_sec = (time_t)(ns / NSEC_PER_SEC),
