@@ -315,45 +315,12 @@ static int ping_probe_init(struct probe *p)
 	return 0;
 }
 
-/* The timeout and failure of one I/O of the ping into @out; whether it completed
- * in full. A wait given up (-ETIME: shutdown, or no engine left after an
- * abandoned write) measured nothing. */
-static bool io_done(struct probe *p, struct probe_outcome *out, enum io_op op,
-		    const struct ping_io *io, uint64_t want)
-{
-	struct probe_op_outcome *o = &out->op[op];
-
-	if (io->lat_ns >= p->cfg->timeout_ns &&
-	    (!p->timeout_claimed || probe_claim_timeout(p->timeout_claimed, io->submit_ns)))
-		out->timeouts++;
-	if (io->result != -ETIME)
-		out->busy_ns += io->lat_ns; /* a failed I/O kept the target busy too */
-	if (io->result == -ETIME) {
-		out->incomplete = true;
-	} else if (io->result < 0) {
-		o->errors++;
-		probe_outcome_io_error(out, (int)io->result, io_op_name(op));
-	} else if ((uint64_t)io->result < want) {
-		o->short_ios++;
-		probe_outcome_io_error(out, -EIO, "short transfer");
-	} else {
-		return true;
-	}
-	return false;
-}
-
 /* One measured I/O of the ping into @out. */
 static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op,
 		   const struct ping_io *io, uint64_t want)
 {
-	struct probe_op_outcome *o = &out->op[op];
-
-	if (!io_done(p, out, op, io, want))
-		return;
-	o->ios++;
-	o->bytes += (uint64_t)io->result;
-	o->io_ns += io->lat_ns;
-	hist_record(o->hist, io->lat_ns);
+	if (probe_outcome_io(p, out, op, io->result, io->submit_ns, io->lat_ns, want))
+		probe_outcome_measured(out, op, (uint64_t)io->result, io->lat_ns);
 }
 
 /* A warm-up I/O: its failures and timeouts count as any I/O's (the device
@@ -361,7 +328,7 @@ static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op,
 static void add_warmup(struct probe *p, struct probe_outcome *out, enum io_op op,
 		       const struct ping_io *io, uint64_t want)
 {
-	if (io_done(p, out, op, io, want)) {
+	if (probe_outcome_io(p, out, op, io->result, io->submit_ns, io->lat_ns, want)) {
 		out->op[op].warmup_ios++;
 		out->op[op].warmup_bytes += want;
 	}

@@ -172,6 +172,42 @@ void probe_outcome_io_error(struct probe_outcome *o, int err, const char *what)
 	o->io_what = what;
 }
 
+bool probe_outcome_io(struct probe *p, struct probe_outcome *out, enum io_op op, int64_t result,
+		      uint64_t submit_ns, uint64_t lat_ns, uint64_t want)
+{
+	struct probe_op_outcome *o = &out->op[op];
+
+	if (lat_ns >= p->cfg->timeout_ns &&
+	    (!p->timeout_claimed || probe_claim_timeout(p->timeout_claimed, submit_ns)))
+		out->timeouts++;
+	if (result == -ETIME) {
+		out->incomplete = true;
+		return false;
+	}
+	out->busy_ns += lat_ns; /* a failed I/O kept the target busy too */
+	if (result < 0) {
+		o->errors++;
+		probe_outcome_io_error(out, (int)result, io_op_name(op));
+	} else if ((uint64_t)result < want) {
+		o->short_ios++;
+		probe_outcome_io_error(out, -EIO, "short transfer");
+	} else {
+		return true;
+	}
+	return false;
+}
+
+void probe_outcome_measured(struct probe_outcome *out, enum io_op op, uint64_t bytes,
+			    uint64_t lat_ns)
+{
+	struct probe_op_outcome *o = &out->op[op];
+
+	o->ios++;
+	o->bytes += bytes;
+	o->io_ns += lat_ns;
+	hist_record(o->hist, lat_ns);
+}
+
 bool probe_depth_ignored(const struct cfg_probe *p, const char *engine, char *why, size_t len)
 {
 	if (p->kind != CFG_PROBE_BURST || p->iodepth <= 1 || strcmp(engine, "sync") != 0)

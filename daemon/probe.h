@@ -163,6 +163,20 @@ void probe_outcome_clear(struct probe_outcome *o);
 void probe_outcome_free(struct probe_outcome *o);
 /* Records the first I/O failure of a run. */
 void probe_outcome_io_error(struct probe_outcome *o, int err, const char *what);
+/*
+ * One I/O of a probe that times each of its own (a ping, a verify probe) into
+ * @out->op[@op]: submitted at @submit_ns, @lat_ns long, @result bytes or -errno,
+ * @want bytes asked for (0 for an fdatasync). Counts its timeout (see
+ * probe_claim_timeout()), the time it kept the target busy, and a failure or
+ * short transfer; true when it completed in full, for the caller to count it
+ * (probe_outcome_measured(), or as a warm-up). -ETIME, a wait given up
+ * (shutdown), measured nothing: the run is incomplete.
+ */
+bool probe_outcome_io(struct probe *p, struct probe_outcome *out, enum io_op op, int64_t result,
+		      uint64_t submit_ns, uint64_t lat_ns, uint64_t want);
+/* A measured I/O of @bytes, @lat_ns long, into @out->op[@op] and its histogram. */
+void probe_outcome_measured(struct probe_outcome *out, enum io_op op, uint64_t bytes,
+			    uint64_t lat_ns);
 
 /* Whether @p's iodepth is more than @engine can do (sync: one I/O at a time, so
  * a burst runs at queue depth 1 whatever it says, as fio warns); if so, the

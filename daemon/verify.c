@@ -295,7 +295,6 @@ static ssize_t timed_io(struct probe *p, enum io_op op, uint64_t off, void *buf,
 			struct probe_outcome *out)
 {
 	struct verify_probe *vp = p->state;
-	struct probe_op_outcome *o = &out->op[op];
 	uint64_t start = eng_now_ns(), lat;
 	ssize_t n;
 
@@ -310,23 +309,9 @@ static ssize_t timed_io(struct probe *p, enum io_op op, uint64_t off, void *buf,
 		n = -errno;
 	lat = eng_now_ns() - start;
 	atomic_store(&vp->inflight, 0);
-	out->busy_ns += lat; /* a failed I/O kept the target busy too */
-	if (lat >= p->cfg->timeout_ns &&
-	    (!p->timeout_claimed || probe_claim_timeout(p->timeout_claimed, start)))
-		out->timeouts++;
-	if (n < 0) {
-		o->errors++;
-		probe_outcome_io_error(out, (int)n, io_op_name(op));
-	} else if (op != IO_FDATASYNC && (size_t)n < len) {
-		o->short_ios++;
-		probe_outcome_io_error(out, -EIO, "short transfer");
-		n = -EIO;
-	} else {
-		o->ios++;
-		o->bytes += (uint64_t)n;
-		o->io_ns += lat;
-		hist_record(o->hist, lat);
-	}
+	if (!probe_outcome_io(p, out, op, n, start, lat, op == IO_FDATASYNC ? 0 : len))
+		return n < 0 ? n : -EIO;
+	probe_outcome_measured(out, op, (uint64_t)n, lat);
 	return n;
 }
 
