@@ -24,6 +24,13 @@ require_disk "$WORK"
 mkdir "$WORK/t1" "$WORK/t2"
 CFG="$WORK/iopulse.yaml"
 
+# target NAME: a 1MiB directory target $WORK/NAME without a budget (the 100ms
+# pings here are over any).
+target() {
+	printf '  - name: %s\n    directory: %s\n    max_duty_cycle: 100%%\n' "$1" "$(yaml_str "$WORK/$1")"
+	printf '    max_write_per_day: 0\n    size: 1MiB\n'
+}
+
 ping() { # NAME TARGET [EXTRA YAML LINE]
 	printf '  - name: %s\n    type: ping\n    target: %s\n    op: read\n    interval: 100ms\n' "$1" "$2"
 	[[ -z ${3:-} ]] || printf '    %s\n' "$3"
@@ -36,16 +43,8 @@ install_config() {
 
 {
 	echo "targets:"
-	echo "  - name: t1"
-	echo "    directory: $(yaml_str "$WORK/t1")"
-	echo "    max_duty_cycle: 100%"
-	echo "    max_write_per_day: 0"
-	echo "    size: 1MiB"
-	echo "  - name: t2"
-	echo "    directory: $(yaml_str "$WORK/t2")"
-	echo "    max_duty_cycle: 100%"
-	echo "    max_write_per_day: 0"
-	echo "    size: 1MiB"
+	target t1
+	target t2
 	echo "probes:"
 	ping A t1
 	ping B t1
@@ -56,11 +55,7 @@ install_config
 write_second() {
 	{
 		echo "targets:"
-		echo "  - name: t1"
-		echo "    directory: $(yaml_str "$WORK/t1")"
-		echo "    max_duty_cycle: 100%"
-		echo "    max_write_per_day: 0"
-		echo "    size: 1MiB"
+		target t1
 		echo "probes:"
 		ping A t1
 		ping B t1 "block_size: 8KiB"
@@ -198,11 +193,7 @@ mkdir "$WORK/t3"
 {
 	echo "splay: false"
 	echo "targets:"
-	echo "  - name: t1"
-	echo "    directory: $(yaml_str "$WORK/t1")"
-	echo "    max_duty_cycle: 100%"
-	echo "    max_write_per_day: 0"
-	echo "    size: 1MiB"
+	target t1
 	echo "  - name: t3"
 	echo "    directory: $(yaml_str "$WORK/t3")"
 	echo "    size: 1MiB"
