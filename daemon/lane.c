@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,11 +86,15 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	atomic_init(&l->stopping, false);
 	atomic_init(&l->busy_ns, 0);
 	l->notify_fd = -1;
+	l->watch_fd = -1;
 	l->check_step_ns = LAYOUT_LOG_NS; /* or the shortest timeout of its probes */
 	target_init(&l->target, tc);
 	r = lane_init_sync(l);
 	if (r < 0)
 		return r;
+	l->watch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (l->watch_fd < 0)
+		return -errno;
 
 	for (unsigned i = 0; i < cfg->n_probes; i++)
 		n += cfg->probes[i].target == ti;
@@ -685,6 +690,10 @@ static int lane_measure_run(struct lane *l, struct lane_probe *lp, struct probe_
 	t1 = eng_now_ns();
 	steal = steal && cpusteal_read(&l->steal, &steal1) == 0;
 	if (r == 0 && !o->discard) {
+		/* The status page's figures due before this run see the histograms
+		 * as they were then: nothing else changes them. */
+		if (l->before_publish && !atomic_load(&l->stopping)) /* (its owner may be gone) */
+			l->before_publish(l->before_publish_arg);
 		probe_metrics_publish(&lp->series, o);
 		probe_metrics_window(&lp->series, t1 > t0 ? (t1 - t0) / 1e9 : 0,
 				     steal ? cpusteal_seconds(&l->steal, steal0, steal1) : 0);
@@ -737,26 +746,66 @@ static void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 	run_state(l, lp, o);
 }
 
-/*
- * Under the lane mutex, with nothing queued: waits for work. Returns the index
- * of a held-back burst whose retry is due (its retry cleared), or -1 after a
- * wake-up (a probe queued, a stop, a retry's time come: the caller looks again).
- */
-static int lane_wait_work(struct lane *l)
+static uint64_t earliest(uint64_t a, uint64_t b)
+{
+	return a && (!b || a < b) ? a : b;
+}
+
+/* Under the lane mutex: arm watch_fd for @at (eng_now_ns() or eng_mono_ns(),
+ * both CLOCK_MONOTONIC's scale), 0 disarms. One system call, no wake-up: only
+ * when it changes. */
+static void lane_arm(struct lane *l, uint64_t at)
+{
+	struct itimerspec its = {0};
+
+	if (at == l->watch_at || l->watch_fd < 0)
+		return;
+	if (at)
+		its.it_value = eng_timespec(at);
+	/* Cannot fail with a valid descriptor and time; a timer left as it was
+	 * would only wake the scheduler for nothing. */
+	(void)timerfd_settime(l->watch_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	l->watch_at = at;
+}
+
+/* Under the lane mutex: the earliest retry time of a held-back burst (eng_now_ns()),
+ * its probe in *@pi; 0 and -1 when none. */
+static uint64_t lane_next_retry(const struct lane *l, int *pi)
 {
 	uint64_t at = 0;
-	int pi = -1;
 
+	*pi = -1;
 	for (unsigned i = 0; i < l->n_probes; i++)
 		if (l->probes[i].busy_retry_ns && (!at || l->probes[i].busy_retry_ns < at)) {
 			at = l->probes[i].busy_retry_ns;
-			pi = (int)i;
+			*pi = (int)i;
 		}
-	if (pi >= 0 && eng_now_ns() >= at) {
+	return at;
+}
+
+/*
+ * Under the lane mutex, with nothing queued: hands the lane what is due, and
+ * returns the index of a held-back burst whose retry is due (its retry cleared),
+ * or -1 with work queued, or after sleeping until the next due time or retry or
+ * a wake-up (a probe enqueued, a stop: the caller looks again). The watch timer
+ * is disarmed meanwhile: nothing runs. Due times are on CLOCK_MONOTONIC, which
+ * the wait uses too, so a wake-up for one finds it due.
+ */
+static int lane_wait_work(struct lane *l)
+{
+	uint64_t due = lane_due(l, eng_mono_ns()), retry, at;
+	int pi;
+
+	if (l->q_len)
+		return -1;
+	retry = lane_next_retry(l, &pi);
+	if (pi >= 0 && eng_now_ns() >= retry) {
 		l->probes[pi].busy_retry_ns = 0;
 		return pi;
 	}
-	if (pi < 0) {
+	lane_arm(l, 0);
+	at = earliest(due, retry);
+	if (!at) {
 		pthread_cond_wait(&l->cv, &l->mu);
 	} else {
 		struct timespec ts = eng_timespec(at);
@@ -764,6 +813,30 @@ static int lane_wait_work(struct lane *l)
 		pthread_cond_timedwait(&l->cv, &l->mu, &ts);
 	}
 	return -1;
+}
+
+/* Under the lane mutex: the next probe to run (queued work first, then a retry
+ * due, @retry), marked running; the watch timer armed for the run. */
+static struct lane_probe *lane_begin_run(struct lane *l, int retry)
+{
+	uint64_t now;
+	unsigned pi;
+
+	if (l->q_len) {
+		pi = l->queue[l->q_head];
+		l->q_head = (l->q_head + 1) % l->n_probes;
+		l->q_len--;
+		l->probes[pi].queued = false;
+	} else {
+		pi = (unsigned)retry;
+	}
+	l->busy = true;
+	atomic_store(&l->running, (int)pi);
+	/* CLOCK_MONOTONIC itself: what the timer runs on (and no read of the
+	 * probes' clock, which a test may count). */
+	now = eng_mono_ns();
+	lane_arm(l, earliest(lane_due(l, now), now + l->check_step_ns));
+	return &l->probes[pi];
 }
 
 static void *lane_main(void *arg)
@@ -774,7 +847,6 @@ static void *lane_main(void *arg)
 	for (;;) {
 		struct lane_probe *lp;
 		int retry = -1;
-		unsigned pi;
 
 		while (!l->stop && l->q_len == 0 && retry < 0)
 			retry = lane_wait_work(l);
@@ -782,17 +854,7 @@ static void *lane_main(void *arg)
 			break;
 		/* lane_wait_work() returns a retry only while nothing is queued (under
 		 * this mutex): queued work always goes first. */
-		if (l->q_len) {
-			pi = l->queue[l->q_head];
-			l->q_head = (l->q_head + 1) % l->n_probes;
-			l->q_len--;
-			l->probes[pi].queued = false;
-		} else {
-			pi = (unsigned)retry;
-		}
-		lp = &l->probes[pi];
-		l->busy = true;
-		atomic_store(&l->running, (int)pi);
+		lp = lane_begin_run(l, retry);
 		pthread_mutex_unlock(&l->mu);
 
 		lane_run_probe(l, lp, retry >= 0);
@@ -806,9 +868,13 @@ static void *lane_main(void *arg)
 		}
 
 		pthread_mutex_lock(&l->mu);
+		/* Still busy: what fell due during the run waited for it, whether the
+		 * scheduler saw it then or not. */
+		lane_due(l, eng_mono_ns());
 		atomic_store(&l->running, -1);
 		l->busy = false;
 	}
+	lane_arm(l, 0);
 	l->exited = true;
 	pthread_cond_broadcast(&l->cv);
 	pthread_mutex_unlock(&l->mu);
@@ -843,15 +909,14 @@ static enum probe_wait lane_held_by(const struct lane *l, int *holder)
 	return PROBE_WAIT_BUSY;
 }
 
-void lane_enqueue(struct lane *l, unsigned pi)
+/* Under the lane mutex: probe @pi is due now (lane_enqueue()). */
+static void lane_hand(struct lane *l, unsigned pi)
 {
 	struct lane_probe *lp = &l->probes[pi];
-
 	enum probe_wait why;
 	int holder;
 	bool self;
 
-	pthread_mutex_lock(&l->mu);
 	why = lane_held_by(l, &holder);
 	self = holder == (int)pi;
 	/* Due while its previous run still waits in the queue: skipped. A burst due
@@ -864,16 +929,61 @@ void lane_enqueue(struct lane *l, unsigned pi)
 	if (lp->queued || (self && lp->probe.ops->flags & PROBE_F_SKIP_IF_RUNNING)) {
 		probe_metrics_skipped(&lp->series,
 				      self && why == PROBE_WAIT_BURST ? PROBE_WAIT_BUSY : why);
-	} else {
-		if (l->busy || l->q_len)
-			probe_metrics_deferred(&lp->series, why);
-		l->queue[(l->q_head + l->q_len) % l->n_probes] = pi;
-		l->q_len++;
-		lp->queued = true;
-		lp->busy_retry_ns = 0; /* its regular run comes first and checks again */
-		pthread_cond_signal(&l->cv);
+		return;
 	}
+	if (l->busy || l->q_len)
+		probe_metrics_deferred(&lp->series, why);
+	l->queue[(l->q_head + l->q_len) % l->n_probes] = pi;
+	l->q_len++;
+	lp->queued = true;
+	lp->busy_retry_ns = 0;	     /* its regular run comes first and checks again */
+	pthread_cond_signal(&l->cv); /* no-op for the lane thread itself */
+}
+
+void lane_enqueue(struct lane *l, unsigned pi)
+{
+	pthread_mutex_lock(&l->mu);
+	lane_hand(l, pi);
 	pthread_mutex_unlock(&l->mu);
+}
+
+void lane_schedule(struct lane *l, unsigned pi, uint64_t due_ns)
+{
+	l->probes[pi].due_ns = due_ns;
+}
+
+/* Under the lane mutex: the probe due earliest, at @now_ns or before; -1: none.
+ * Ties go in the configuration's order. */
+static int lane_first_due(const struct lane *l, uint64_t now_ns)
+{
+	int first = -1;
+
+	for (unsigned i = 0; i < l->n_probes; i++) {
+		uint64_t d = l->probes[i].due_ns;
+
+		if (d && d <= now_ns && (first < 0 || d < l->probes[first].due_ns))
+			first = (int)i;
+	}
+	return first;
+}
+
+uint64_t lane_due(struct lane *l, uint64_t now_ns)
+{
+	uint64_t next = 0;
+	int pi;
+
+	while ((pi = lane_first_due(l, now_ns)) >= 0) {
+		struct lane_probe *lp = &l->probes[pi];
+		uint64_t interval = lp->cfg->interval_ns;
+
+		lane_hand(l, (unsigned)pi);
+		lp->due_ns += interval;
+		if (lp->due_ns <= now_ns) /* fell behind: drop missed slots, keep the phase */
+			lp->due_ns += ((now_ns - lp->due_ns) / interval + 1) * interval;
+	}
+	for (unsigned i = 0; i < l->n_probes; i++)
+		next = earliest(next, l->probes[i].due_ns);
+	return next;
 }
 
 void lane_request_stop(struct lane *l)
@@ -1085,41 +1195,37 @@ void lane_log_layout(struct lane *l, uint64_t now_ns)
 		 l->cfg->name, 100.0 * share, done >> 20, total >> 20);
 }
 
-/* Whether the lane has work: running, queued, or a burst held back to retry. */
-static bool lane_has_work(struct lane *l)
+/* When the scheduler looks at a running lane next (lane_watch()). */
+static uint64_t lane_watch_next(struct lane *l, uint64_t now_ns, uint64_t due_ns)
 {
-	bool work;
+	uint64_t since, next = earliest(due_ns, now_ns + l->check_step_ns);
+	struct lane_probe *lp = inflight_probe(l, &since);
 
-	pthread_mutex_lock(&l->mu);
-	work = l->busy || l->q_len;
-	for (unsigned i = 0; !work && i < l->n_probes; i++)
-		work = l->probes[i].busy_retry_ns != 0;
-	pthread_mutex_unlock(&l->mu);
-	return work;
-}
-
-static uint64_t earliest(uint64_t a, uint64_t b)
-{
-	return a && (!b || a < b) ? a : b;
-}
-
-uint64_t lane_housekeeping(struct lane *l, uint64_t now_ns)
-{
-	struct lane_probe *lp;
-	uint64_t since, next;
-
-	lane_check_timeout(l, now_ns);
-	lane_log_layout(l, now_ns);
-	if (!lane_has_work(l))
-		return 0;
-	next = now_ns + l->check_step_ns;
-	lp = inflight_probe(l, &since);
 	/* Not yet timed out (else it was counted just now): look again when it is. */
 	if (lp && age(now_ns, since) < lp->cfg->timeout_ns)
 		next = earliest(next, since + lp->cfg->timeout_ns);
 	if (l->layout_logged_ns)
 		next = earliest(next, l->layout_logged_ns + LAYOUT_LOG_NS);
 	return next;
+}
+
+void lane_watch(struct lane *l)
+{
+	uint64_t ticks, now = eng_now_ns(), due;
+
+	if (read(l->watch_fd, &ticks, sizeof(ticks)) != (ssize_t)sizeof(ticks))
+		return; /* armed anew since it fired: not due yet */
+	lane_check_timeout(l, now);
+	lane_log_layout(l, now);
+	pthread_mutex_lock(&l->mu);
+	l->watch_at = 0; /* fired: disarmed */
+	/* Idle, its thread wakes for its next due time itself (and re-arms the
+	 * timer when a run starts). */
+	if (l->busy) {
+		due = lane_due(l, eng_mono_ns());
+		lane_arm(l, lane_watch_next(l, now, due));
+	}
+	pthread_mutex_unlock(&l->mu);
 }
 
 void lane_drop_probe_series(struct lane_probe *lp)
@@ -1173,6 +1279,9 @@ void lane_destroy(struct lane *l)
 	target_close(&l->target);
 	free(l->probes);
 	free(l->queue);
+	if (l->watch_fd >= 0)
+		close(l->watch_fd);
+	l->watch_fd = -1;
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);
 	l->probes = NULL;

@@ -15,6 +15,15 @@
  * day is over. A lane stuck in the kernel
  * blocks only itself: the scheduler and the HTTP thread read its state from
  * atomics.
+ *
+ * Each lane keeps its probes' due times and sleeps until the earliest itself
+ * (one wake-up runs everything due then); the scheduler does not wake for due
+ * runs. While a run goes on, the lane keeps a timerfd of its own armed for the
+ * earliest of the next due time and its housekeeping (lane_watch()): the
+ * scheduler's loop watches it and, when it fires, counts what fell due behind
+ * the run and checks for a hung I/O. A run that ends in time pushes it forward,
+ * and an idle lane disarms it: it never fires while runs keep to their
+ * schedule.
  */
 #ifndef IOPULSE_LANE_H
 #define IOPULSE_LANE_H
@@ -47,6 +56,7 @@ struct lane_probe {
 	int init_error;	    /* its error otherwise */
 	const char *engine; /* the engine in use (auto resolved) */
 	bool queued;	    /* waiting in the lane's queue (lane mutex) */
+	uint64_t due_ns;    /* (lane mutex) next due, eng_mono_ns(); 0: not scheduled */
 	/* The probe's state as last logged (one line per change, rate-limited per
 	 * probe): 0 or the -errno of the first failure of its last run, and what
 	 * failed (an op name, or "cannot run on this target"...). */
@@ -105,21 +115,37 @@ struct lane {
 	struct probe_outcome outcome; /* lane thread: the run being published */
 	struct target_series series;
 	int notify_fd; /* eventfd written when 'up' changes (STATUS=), -1: none; set before start */
+	int watch_fd;  /* timerfd the scheduler watches (lane_watch()), -1: none */
+	uint64_t watch_at; /* (lane mutex) what it is armed for; 0: disarmed */
+	/* Called by the lane thread just before a run publishes its latencies (the
+	 * status page's figures are taken then, lane_status_tick()); set before start. */
+	void (*before_publish)(void *arg);
+	void *before_publish_arg;
 	/* Scheduler: */
 	uint64_t layout_logged_ns; /* last layout progress line */
-	uint64_t check_step_ns;	   /* while busy, look at least this often (lane_housekeeping()) */
-	uint64_t check_ns;	   /* when lane_housekeeping() is due; 0: when handed work */
+	uint64_t check_step_ns;	   /* while busy, look at least this often (lane_watch()) */
 };
 
 /* Prepare the lane of target @ti in @cfg and its probes' series. 0 or -errno. */
 int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m);
 /* Start the thread. 0 or -errno. */
 int lane_start(struct lane *l);
-/* Hand probe @pi (index into l->probes) to the lane; never blocks on I/O. A ping
- * that finds the lane busy waits its turn (deferred); a burst is skipped (a burst
- * late by a whole other probe would measure at the wrong time, and queueing bursts
- * behind each other would hog the disk). */
+/* Hand probe @pi (index into l->probes) to the lane now, whatever its due time;
+ * never blocks on I/O. A probe that finds the lane busy waits its turn (deferred);
+ * one still waiting from its last due time, or a burst due while it runs itself,
+ * is skipped (lane_due() does the same for each due time). */
 void lane_enqueue(struct lane *l, unsigned pi);
+/* Before the thread starts: probe @pi falls due first at @due_ns (eng_mono_ns()),
+ * then every interval of it. A probe never scheduled runs only when enqueued. */
+void lane_schedule(struct lane *l, unsigned pi, uint64_t due_ns);
+/*
+ * Hand the lane each probe due at @now_ns (eng_mono_ns()) as lane_enqueue() does,
+ * earliest first, and move its due time on by its interval; one that fell behind
+ * drops its missed slots and keeps its phase. Whoever notices a due time, the lane
+ * thread or the scheduler (lane_watch()), counts it here, once. Returns the next
+ * due time of the lane's probes, 0 when none is scheduled.
+ */
+uint64_t lane_due(struct lane *l, uint64_t now_ns);
 /* Ask the thread to finish after the probe it is running. */
 void lane_request_stop(struct lane *l);
 /* Wait until the thread exited or @deadline_ns (CLOCK_MONOTONIC); true if it did. */
@@ -129,14 +155,14 @@ bool lane_wait(struct lane *l, uint64_t deadline_ns);
  * I/O is counted exactly once. */
 void lane_check_timeout(struct lane *l, uint64_t now_ns);
 /*
- * Scheduler: lane_check_timeout() and lane_log_layout(), then when to call this
- * again: 0 while the lane is idle (nothing running, queued or held back; call it
- * again after handing the lane work), else the earliest of the timeout of the
- * I/O in flight, the next layout progress line and now + check_step_ns. An I/O
- * that starts after this call cannot time out before that last one: no I/O
- * outlives its timeout unseen, and the scheduler sleeps in between.
+ * Scheduler, when watch_fd is readable: lane_check_timeout(), lane_log_layout()
+ * and lane_due() while a run goes on, then arm watch_fd again for the earliest of
+ * the next due time, the timeout of the I/O in flight, the next layout progress
+ * line and now + check_step_ns: an I/O that starts after this call cannot time
+ * out before that last one, so none outlives its timeout unseen. An idle lane
+ * leaves it disarmed (its thread wakes itself for its next due time).
  */
-uint64_t lane_housekeeping(struct lane *l, uint64_t now_ns);
+void lane_watch(struct lane *l);
 /* Scrape time: refresh target_up, in-flight age and layout progress. */
 void lane_collect(struct lane *l, uint64_t now_ns);
 /* Scrape time (HTTP thread): the target's state for the status page; never
@@ -144,7 +170,7 @@ void lane_collect(struct lane *l, uint64_t now_ns);
 void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t);
 /* Scrape time: each probe op's counters and last burst into @st. */
 void lane_status_probes(struct lane *l, struct status *st);
-/* Scheduler: status_tick_op() for each probe op of the lane. */
+/* The status page's tick (under its lock): status_tick_op() for each probe op. */
 void lane_status_tick(struct lane *l, struct status *st, uint64_t now_ns);
 /* Scheduler: log the progress of a probe-file layout every few seconds. */
 void lane_log_layout(struct lane *l, uint64_t now_ns);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +28,6 @@
 
 struct reload_job;
 
-struct slot {
-	uint64_t due_ns;
-	unsigned lane;
-	unsigned probe; /* index into the lane's probes */
-};
-
 struct sched {
 	const struct config *cfg;
 	struct config *owned; /* cfg when a reload loaded it (the first one is main's) */
@@ -47,9 +42,7 @@ struct sched {
 	bool reloading;	       /* old lanes unpublished, new ones not yet (lanes_mu) */
 	unsigned stuck_before; /* lanes abandoned by reloads, still in the kernel maybe */
 	struct metric_series *m_reload_ok, *m_reload_time;
-	bool *abandoned;   /* lanes whose thread did not exit in time */
-	struct slot *heap; /* min-heap on due_ns */
-	unsigned n_heap;
+	bool *abandoned; /* lanes whose thread did not exit in time */
 	int epoll_fd, timer_fd, signal_fd;
 	int wake_fd;		   /* eventfd: a lane's 'up' changed, the log has news */
 	bool woken;		   /* wake_fd was read: STATUS= may have changed */
@@ -60,53 +53,16 @@ struct sched {
 	bool reload_again;	   /* SIGHUP during it: reload once more after it */
 	void (*hup_fn)(void *);	   /* also called on SIGHUP (sched_on_sighup()) */
 	void *hup_data;
-	char status[STATUS_LEN];	 /* the STATUS= line the service manager has */
-	uint64_t status_sent_ns;	 /* when it was sent */
-	struct status *st;		 /* what the status page shows */
+	char status[STATUS_LEN]; /* the STATUS= line the service manager has */
+	uint64_t status_sent_ns; /* when it was sent */
+	struct status *st;	 /* what the status page shows */
+	/* Its figures (status_catch_up()), taken on whichever thread comes first:
+	 * tick_mu serialises the ticks, status_next_ns is when the next one is due. */
+	pthread_mutex_t tick_mu;
+	bool tick_mu_init;
+	_Atomic uint64_t status_next_ns;
 	char host_id[SPLAY_HOST_ID_MAX]; /* what the probes' phases derive from (splay.h) */
 };
-
-/* ---------------------------------------------------------------- heap */
-
-static void heap_swap(struct slot *a, struct slot *b)
-{
-	struct slot t = *a;
-
-	*a = *b;
-	*b = t;
-}
-
-static void heap_push(struct sched *s, struct slot v)
-{
-	unsigned i = s->n_heap++;
-
-	s->heap[i] = v;
-	while (i > 0 && s->heap[(i - 1) / 2].due_ns > s->heap[i].due_ns) {
-		heap_swap(&s->heap[(i - 1) / 2], &s->heap[i]);
-		i = (i - 1) / 2;
-	}
-}
-
-static struct slot heap_pop(struct sched *s)
-{
-	struct slot top = s->heap[0];
-	unsigned i = 0;
-
-	s->heap[0] = s->heap[--s->n_heap];
-	for (;;) {
-		unsigned l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < s->n_heap && s->heap[l].due_ns < s->heap[m].due_ns)
-			m = l;
-		if (r < s->n_heap && s->heap[r].due_ns < s->heap[m].due_ns)
-			m = r;
-		if (m == i)
-			break;
-		heap_swap(&s->heap[m], &s->heap[i]);
-		i = m;
-	}
-	return top;
-}
 
 /* ---------------------------------------------------------------- setup */
 
@@ -271,9 +227,12 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 	if (pthread_mutex_init(&s->lanes_mu, NULL) != 0)
 		goto fail;
 	s->lanes_mu_init = true;
+	if (pthread_mutex_init(&s->tick_mu, NULL) != 0)
+		goto fail;
+	s->tick_mu_init = true;
+	atomic_init(&s->status_next_ns, 0);
 	s->abandoned = calloc(cfg->n_targets ? cfg->n_targets : 1, sizeof(*s->abandoned));
-	s->heap = calloc(cfg->n_probes ? cfg->n_probes : 1, sizeof(*s->heap));
-	if (!s->abandoned || !s->heap)
+	if (!s->abandoned)
 		goto fail;
 	r = reload_series(s);
 	if (r < 0)
@@ -396,8 +355,8 @@ static void log_splay(const struct sched *s, const uint64_t *due, uint64_t now)
 	}
 }
 
-/* Put every probe on the heap (which has room for them all) at its first due
- * time (splay.h). 0 or -ENOMEM. */
+/* Give every probe its first due time (splay.h), on the lanes' clock
+ * (CLOCK_MONOTONIC); the lanes are not started yet. 0 or -ENOMEM. */
 static int schedule_first_runs(struct sched *s)
 {
 	uint64_t *due = calloc(s->cfg->n_probes ? s->cfg->n_probes : 1, sizeof(*due));
@@ -408,37 +367,45 @@ static int schedule_first_runs(struct sched *s)
 		return log_error_errno(-ENOMEM, "Failed to schedule the probes: %m");
 	if (clock_gettime(CLOCK_REALTIME, &real) < 0)
 		real = (struct timespec){0}; /* cannot fail with a valid clock id */
-	now = eng_now_ns();
+	now = eng_mono_ns();
 	splay_first_due(s->cfg, s->host_id, now,
 			(uint64_t)real.tv_sec * NSEC_PER_SEC + (uint64_t)real.tv_nsec, due);
 	log_splay(s, due, now);
-	s->n_heap = 0;
 	for (unsigned li = 0; li < s->n_lanes; li++) {
-		const struct lane *l = &s->lanes[li];
+		struct lane *l = &s->lanes[li];
 
 		for (unsigned pi = 0; pi < l->n_probes; pi++)
-			heap_push(s,
-				  (struct slot){.due_ns = due[l->probes[pi].cfg - s->cfg->probes],
-						.lane = li,
-						.probe = pi});
+			lane_schedule(l, pi, due[l->probes[pi].cfg - s->cfg->probes]);
 	}
 	free(due);
 	return 0;
 }
 
-/* Start every lane, then schedule their probes. */
+static void status_catch_up(void *arg);
+
+/* Schedule the probes, then start every lane, its watch timer in the loop. */
 static int start_lanes(struct sched *s)
 {
-	int r;
+	int r = schedule_first_runs(s);
 
+	if (r < 0)
+		return r;
 	for (unsigned li = 0; li < s->n_lanes; li++) {
-		s->lanes[li].notify_fd = s->wake_fd;
-		r = lane_start(&s->lanes[li]);
+		struct lane *l = &s->lanes[li];
+
+		l->notify_fd = s->wake_fd;
+		l->before_publish = status_catch_up;
+		l->before_publish_arg = s;
+		r = add_fd(s, l->watch_fd);
+		if (r < 0)
+			return log_error_errno(r, "Failed to watch the lane of target %s: %m",
+					       l->cfg->name);
+		r = lane_start(l);
 		if (r < 0)
 			return log_error_errno(r, "Failed to start the lane of target %s: %m",
-					       s->lanes[li].cfg->name);
+					       l->cfg->name);
 	}
-	return schedule_first_runs(s);
+	return 0;
 }
 
 /* ---------------------------------------------------------------- status */
@@ -502,47 +469,51 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 	return a && (!b || a < b) ? a : b;
 }
 
-/* The one timer: the next probe due or @hk_ns, the next housekeeping (0: none). */
-static int arm_timer(struct sched *s, uint64_t hk_ns)
+/* The loop's own timer: @at, its next housekeeping (0: none). Due runs are
+ * the lanes' own business (lane.h). */
+static int arm_timer(struct sched *s, uint64_t at)
 {
 	struct itimerspec its = {0};
-	uint64_t due = hk_ns;
 
-	if (s->n_heap)
-		due = earliest(s->heap[0].due_ns ? s->heap[0].due_ns : 1, hk_ns); /* 0 disarms */
-	if (!due)
+	if (!at)
 		return 0; /* nothing to wait for but signals and wake-ups */
-	its.it_value = eng_timespec(due);
+	its.it_value = eng_timespec(at);
 	return timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ? -errno : 0;
 }
 
-/* Hand due probes to their lanes; their housekeeping is due at once (they have
- * work now). */
-static void run_due(struct sched *s, uint64_t now)
-{
-	while (s->n_heap && s->heap[0].due_ns <= now) {
-		struct slot v = heap_pop(s);
-		struct lane *l = &s->lanes[v.lane];
-		uint64_t interval = l->probes[v.probe].cfg->interval_ns;
+/* How many missed ticks status_catch_up() takes at their own times; after a
+ * longer stall (suspend), the next one starts from now. */
+#define STATUS_CATCH_UP_MAX (STATUS_BLOCKS * STATUS_BLOCK) /* a day of steps */
 
-		lane_enqueue(l, v.probe);
-		l->check_ns = now;
-		v.due_ns += interval;
-		if (v.due_ns <= now) /* fell behind: drop missed slots, keep the phase */
-			v.due_ns += ((now - v.due_ns) / interval + 1) * interval;
-		heap_push(s, v);
-	}
-}
-
-/* The status page's figures, every STATUS_STEP_NS: a few copies of bucket
- * counts per probe op, on this thread (the HTTP thread only formats them). */
-static void status_tick(struct sched *s, uint64_t now)
+/*
+ * The status page's figures, every STATUS_STEP_NS: a few copies of bucket
+ * counts per probe op. No thread wakes for them: a histogram changes only when
+ * its lane publishes a run, so a lane about to publish (before_publish) and a
+ * request for a page take the ticks due by then, each at its own time, with the
+ * counts it would have seen. Under tick_mu, then lanes_mu (never during a
+ * reload: the lanes are being swapped, and a tick would drop their series).
+ */
+static void status_catch_up(void *arg)
 {
-	if (!status_tick_due(s->st, now))
+	struct sched *s = arg;
+	uint64_t now = eng_now_ns(), at;
+	unsigned n = 0;
+
+	if (atomic_load(&s->status_next_ns) > now)
 		return;
-	for (unsigned li = 0; li < s->n_lanes; li++)
-		lane_status_tick(&s->lanes[li], s->st, now);
-	status_tick_end(s->st, now);
+	pthread_mutex_lock(&s->tick_mu);
+	pthread_mutex_lock(&s->lanes_mu);
+	while (!s->reloading && (at = status_next_tick_ns(s->st)) <= now) {
+		if (!at || n++ >= STATUS_CATCH_UP_MAX)
+			at = now; /* the first tick, or after a long stall */
+		status_tick_due(s->st, at);
+		for (unsigned li = 0; li < s->n_lanes; li++)
+			lane_status_tick(&s->lanes[li], s->st, at);
+		status_tick_end(s->st, at);
+	}
+	atomic_store(&s->status_next_ns, s->reloading ? 0 : status_next_tick_ns(s->st));
+	pthread_mutex_unlock(&s->lanes_mu);
+	pthread_mutex_unlock(&s->tick_mu);
 }
 
 /* A timerfd or eventfd: one read takes the whole count. */
@@ -555,24 +526,15 @@ static void drain(int fd)
 }
 
 /*
- * What used to run on a 4 Hz tick, each at its own deadline: a lane's timeout
- * check and layout progress (lane_housekeeping(): only while it has work),
- * summaries of suppressed log lines, a STATUS= change held back, the status
- * page's figures (every STATUS_STEP_NS). Runs what is due; returns when the next
- * thing is, 0 for nothing. What the lanes and the log change meanwhile comes
- * through wake_fd.
+ * What the loop does at its own deadlines: summaries of suppressed log lines and
+ * a STATUS= change held back. Runs what is due; returns when the next thing is,
+ * 0 for nothing. What the lanes and the log change meanwhile comes through
+ * wake_fd; a lane's runs and timeouts through its watch timer (lane_watch()).
  */
 static uint64_t housekeeping(struct sched *s, uint64_t now)
 {
 	uint64_t next = 0, t;
 
-	for (unsigned li = 0; li < s->n_lanes; li++) {
-		struct lane *l = &s->lanes[li];
-
-		if (l->check_ns && l->check_ns <= now)
-			l->check_ns = lane_housekeeping(l, now);
-		next = earliest(next, l->check_ns);
-	}
 	t = log_next_flush_ns();
 	if (t && t <= now) {
 		log_flush_suppressed();
@@ -583,10 +545,7 @@ static uint64_t housekeeping(struct sched *s, uint64_t now)
 		s->woken = false;
 		s->status_due_ns = update_status(s, now);
 	}
-	next = earliest(next, s->status_due_ns);
-	if (status_next_tick_ns(s->st) <= now)
-		status_tick(s, now);
-	return earliest(next, status_next_tick_ns(s->st));
+	return earliest(next, s->status_due_ns);
 }
 
 /* ---------------------------------------------------------------- reload */
@@ -746,14 +705,12 @@ static void reload_start(struct sched *s, bool again)
 /* What a reload allocates before it stops anything: room for either schedule,
  * so that a failure later can fall back to the old one. */
 struct reload_room {
-	struct slot *heap;
 	bool *abandoned;
 	bool *gone; /* old lanes abandoned in the kernel */
 };
 
 static void reload_room_free(struct reload_room *rr)
 {
-	free(rr->heap);
 	free(rr->abandoned);
 	free(rr->gone);
 }
@@ -761,10 +718,9 @@ static void reload_room_free(struct reload_room *rr)
 static int reload_room_alloc(struct reload_room *rr, const struct config *oc,
 			     const struct config *nc, unsigned n_old)
 {
-	rr->heap = calloc(room(nc->n_probes, oc->n_probes), sizeof(*rr->heap));
 	rr->abandoned = calloc(room(nc->n_targets, oc->n_targets), sizeof(*rr->abandoned));
 	rr->gone = calloc(n_old ? n_old : 1, sizeof(*rr->gone));
-	return rr->heap && rr->abandoned && rr->gone ? 0 : -ENOMEM;
+	return rr->abandoned && rr->gone ? 0 : -ENOMEM;
 }
 
 /* Settings a reload cannot change: warn, and keep the running ones. */
@@ -827,7 +783,9 @@ static void drop_stale_series(struct sched *s, const struct config *oc, const st
 					  l->probes[pi].cfg->name);
 				lane_drop_probe_series(&l->probes[pi]);
 				/* Its histogram is made anew: the page's figures too. */
+				pthread_mutex_lock(&s->tick_mu);
 				status_probe_changed(s->st, l->probes[pi].cfg->name);
+				pthread_mutex_unlock(&s->tick_mu);
 			}
 	}
 }
@@ -882,8 +840,6 @@ static void publish_lanes(struct sched *s, struct lane *lanes, unsigned n, const
 	pthread_mutex_unlock(&s->lanes_mu);
 	free(s->abandoned);
 	s->abandoned = rr->abandoned;
-	free(s->heap);
-	s->heap = rr->heap;
 	free(rr->gone);
 }
 
@@ -937,13 +893,15 @@ static int reload_apply(struct sched *s, struct config *nc)
 
 	/* Valid: from here on the new schedule goes in. */
 	stuck = stop_old_lanes(old, n_old, rr.gone);
+	/* An abandoned lane keeps its timer (and may still arm it): not ours now. */
+	for (unsigned li = 0; li < n_old; li++)
+		epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, old[li].watch_fd, NULL);
 	/* Scrapes stop looking at the old lanes before their series go. */
 	pthread_mutex_lock(&s->lanes_mu);
 	s->lanes = NULL;
 	s->n_lanes = 0;
 	s->reloading = true;
 	pthread_mutex_unlock(&s->lanes_mu);
-	s->n_heap = 0;
 	drop_stale_series(s, oc, nc, old, n_old, rr.gone);
 	s->stuck_before += stuck;
 
@@ -1037,6 +995,11 @@ static int handle_event(struct sched *s, int fd)
 		return handle_signal(s);
 	if (fd == s->reload_fd)
 		return reload_finish(s);
+	for (unsigned li = 0; li < s->n_lanes; li++)
+		if (fd == s->lanes[li].watch_fd) {
+			lane_watch(&s->lanes[li]); /* reads it */
+			return 0;
+		}
 	drain(fd);
 	if (fd == s->wake_fd)
 		s->woken = true;
@@ -1052,10 +1015,9 @@ int sched_run(struct sched *s)
 		uint64_t now = eng_now_ns();
 		int n, r;
 
-		run_due(s, now);
 		r = arm_timer(s, housekeeping(s, now));
 		if (r < 0)
-			return log_error_errno(r, "Failed to arm the probe timer: %m");
+			return log_error_errno(r, "Failed to arm the scheduler's timer: %m");
 		n = epoll_wait(s->epoll_fd, ev, 8, -1);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -1075,6 +1037,7 @@ void sched_collect(struct sched *s)
 	uint64_t now = eng_now_ns();
 	bool room;
 
+	status_catch_up(s); /* the figures due since the last run published */
 	pthread_mutex_lock(&s->lanes_mu);
 	/* Between the old lanes and the new ones: the page and /readyz keep the
 	 * targets' states from before the reload (readiness does not flap). */
@@ -1148,10 +1111,11 @@ void sched_free(struct sched *s)
 	}
 	if (s->lanes_mu_init)
 		pthread_mutex_destroy(&s->lanes_mu);
+	if (s->tick_mu_init)
+		pthread_mutex_destroy(&s->tick_mu);
 	status_free(s->st);
 	free(s->path);
 	free(s->abandoned);
-	free(s->heap);
 	if (s->epoll_fd >= 0)
 		close(s->epoll_fd);
 	if (s->timer_fd >= 0)

@@ -2,11 +2,16 @@
 /*
  * scheduler — timers, lanes, timeouts. It owns when things run, never does I/O.
  *
- * One binary heap of (due time, probe) on CLOCK_MONOTONIC drives one timerfd,
- * armed for the next probe due or the next housekeeping deadline, whichever
- * comes first: the timeout of an I/O in flight, a layout's progress line, a
- * held-back STATUS= or log summary, the status page's figures. Idle, the loop
- * wakes only when a probe falls due. A signalfd carries SIGTERM/SIGINT/SIGHUP;
+ * It gives each probe its first due time (splay.h) and starts the lanes; each
+ * lane then keeps its probes' due times on CLOCK_MONOTONIC and sleeps until
+ * the earliest itself (lane.h). The scheduler's loop does not wake for due
+ * runs: it watches one timerfd per lane, which the lane arms while a run goes
+ * on (for the next due time and the timeout of the I/O in flight) and which
+ * fires only when a run outlasts one of them: then the loop counts what fell
+ * due behind the run and a hung I/O. Its own timerfd is armed only for a
+ * held-back STATUS= or log summary. The status page's figures are taken when
+ * a run publishes or a page is asked for (status.h). Idle, the loop sleeps.
+ * A signalfd carries SIGTERM/SIGINT/SIGHUP;
  * an eventfd says the reload thread is done; another, written by the lanes
  * (a target up or down) and the log (an error, a line suppressed), brings news
  * for STATUS= and the log's summaries; a watchdog timerfd feeds systemd's

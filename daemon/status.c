@@ -273,7 +273,7 @@ static int find_series(const struct status *st, const char *probe, const char *t
 	return -1;
 }
 
-/* A new series for probe op @p / @op on @target (the scheduler thread calls;
+/* A new series for probe op @p / @op on @target (the tick calls;
  * the mutex guards the array for readers). NULL when out of memory (retried
  * next tick). */
 static struct status_series *series_add(struct status *st, const struct cfg_probe *p,

@@ -4,10 +4,12 @@
  * memory, never read from a disk.
  *
  * Two writers, one short mutex that no I/O and no formatting ever holds:
- *   - the scheduler's housekeeping (status_tick_*(), every STATUS_STEP_NS)
- *     copies each probe op's latency histogram out of the registry as bucket
- *     counts (STATUS_GROUP fine buckets to one), keeps what each step added
- *     (struct status_sparse) for the last minute and what each 10-minute block
+ *   - the tick (status_tick_*(), every STATUS_STEP_NS, under the scheduler's
+ *     tick lock; taken late, at its own time, by the first lane about to
+ *     publish a run or request for a page after it falls due: no thread wakes
+ *     for it, and until a run publishes the histograms stay as they were) copies each probe op's
+ * latency histogram out of the registry as bucket counts (STATUS_GROUP fine buckets to one), keeps
+ * what each step added (struct status_sparse) for the last minute and what each 10-minute block
  *     added for the last hour, and from those computes the figures of the last
  *     minute (exactly 60 s) and the last hour (the 6 last whole blocks and the
  *     one in progress: 60 to 70 minutes, the span says which) and the records
@@ -128,7 +130,7 @@ struct status_view {
 /* One probe op: the unit of the page. */
 struct status_series {
 	struct status_view v;
-	/* Scheduler thread only. */
+	/* The tick's own (one tick at a time). */
 	bool seen;			/* by the tick in progress */
 	bool restart;			/* its probe changed: start over at the next tick */
 	uint32_t prev[STATUS_N_GROUPS]; /* bucket counts at the last tick (mod 2^32) */
@@ -173,7 +175,7 @@ struct status {
 	char reload_error[1024]; /* why it failed, "" when it did not */
 	double reload_wall_s;	 /* Unix time of the last load */
 	uint64_t start_ns;	 /* eng_now_ns() at status_new() */
-	/* Scheduler thread only. */
+	/* The tick's own (one tick at a time). */
 	uint64_t next_tick_ns; /* 0: at once */
 	uint64_t last_tick_ns; /* the tick before the one in progress; 0: none */
 	uint64_t tick_ns;      /* the tick in progress */
@@ -203,16 +205,15 @@ void status_free(struct status *st); /* NULL is a no-op */
 void status_config(struct status *st, const char *source, bool ok, const char *error);
 
 /*
- * Scheduler thread. status_tick_due() is true when the figures are due (at once
- * the first time, then every STATUS_STEP_NS); then call status_tick_op() for
- * every probe op of the running schedule (@latency: its histogram series) and
- * status_tick_end(). Series are keyed by probe, target and op; those not named
- * in a tick are dropped. A series starts over when status_probe_changed() named
- * its probe (a reload changed it: its histogram was made anew) or when its
- * histogram's total or any bucket went down.
+ * One tick at a time (the caller serialises them). status_tick_due() is true when the figures are
+ * due (at once the first time, then every STATUS_STEP_NS); then call status_tick_op() for every
+ * probe op of the running schedule (@latency: its histogram series) and status_tick_end(). Series
+ * are keyed by probe, target and op; those not named in a tick are dropped. A series starts over
+ * when status_probe_changed() named its probe (a reload changed it: its histogram was made anew) or
+ * when its histogram's total or any bucket went down.
  */
 bool status_tick_due(struct status *st, uint64_t now_ns);
-/* When the next tick is due: 0 before the first (at once). Scheduler thread. */
+/* When the next tick is due: 0 before the first (at once). */
 uint64_t status_next_tick_ns(const struct status *st);
 void status_tick_op(struct status *st, const struct cfg_probe *p, const char *target, enum io_op op,
 		    struct metric_series *latency, uint64_t now_ns);

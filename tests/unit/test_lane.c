@@ -721,6 +721,68 @@ static void test_wait_reasons_running_burst(void **state)
 	assert_true(value_of(f, "iopulse_probe_runs_total", "b1") == 1);
 }
 
+/* ---- due times (lane_due(): the lane thread's and the scheduler's) ---- */
+
+/* Probe @pi's place in the queue, -1 when not queued. */
+static int queue_pos(const struct lane *l, unsigned pi)
+{
+	for (unsigned i = 0; i < l->q_len; i++)
+		if (l->queue[(l->q_head + i) % l->n_probes] == pi)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * Due times at the times lane_due() is told (no thread: nothing runs): what
+ * falls due together is handed over in one call, earliest first and in the
+ * configuration's order on a tie, and counted as the scheduler counted it
+ * (behind another: deferred; due again while still waiting: skipped); a due
+ * time is due at that very instant (a wake-up for it is never early); a probe
+ * that fell behind drops its missed slots and keeps its phase; a probe never
+ * scheduled never falls due.
+ */
+static void test_due_times(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	const uint64_t t = 5000 * SEC, ms = SEC / 1000;
+	struct lane *l;
+
+	assert_non_null(f);
+	*state = f;
+	waits_setup(f, false); /* p1 every 100ms, p2 every 2s, b1 every 1h */
+	l = &f->lane;
+	assert_true(lane_due(l, UINT64_MAX / 2) == 0); /* none scheduled */
+	assert_int_equal(l->q_len, 0);
+
+	lane_schedule(l, 1, t); /* p2 first: the tie still goes p1, p2 */
+	lane_schedule(l, 0, t);
+	lane_schedule(l, 2, t + 30 * SEC);
+	assert_true(lane_due(l, t - 1) == t);
+	assert_int_equal(l->q_len, 0);
+	assert_true(lane_due(l, t) == t + 100 * ms); /* one wake-up, both */
+	assert_int_equal(queue_pos(l, 0), 0);
+	assert_int_equal(queue_pos(l, 1), 1);
+	assert_true(DEFERRED(f, "p1", "busy") == 0);
+	assert_true(DEFERRED(f, "p2", "busy") == 1); /* behind p1, as the scheduler had it */
+	assert_true(l->probes[1].due_ns == t + 2 * SEC);
+
+	/* A second behind, p1 still waiting: one slot skipped, not ten, and its
+	 * phase kept (due at t + 1.1s, not 1.05s + 100ms). */
+	assert_true(lane_due(l, t + 1050 * ms) == t + 1100 * ms);
+	assert_true(SKIPPED(f, "p1", "busy") == 1);
+	assert_true(l->probes[0].due_ns == t + 1100 * ms);
+	assert_int_equal(l->q_len, 2);
+	assert_true(lane_due(l, t + 1100 * ms) == t + 1200 * ms);
+	assert_true(SKIPPED(f, "p1", "busy") == 2);
+
+	/* The burst falls due behind the pings still queued: it waits its turn. */
+	assert_true(lane_due(l, t + 30 * SEC) == t + 30 * SEC + 100 * ms);
+	assert_true(DEFERRED(f, "b1", "busy") == 1);
+	assert_int_equal(queue_pos(l, 2), 2);
+	assert_true(l->probes[2].due_ns == t + 30 * SEC + 3600 * SEC);
+	assert_true(SKIPPED(f, "p2", "busy") == 1); /* p2 fell due at t + 30s as well */
+}
+
 /* ---- a burst held back while the disk is busy ---- */
 
 /* Lets burst b1, running on the fake clock, reach the end of its duration. */
@@ -1024,6 +1086,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_probe_info, waits_fixture, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_target_info, waits_fixture, fixture_teardown),
 		cmocka_unit_test_teardown(test_busy_retry, fixture_teardown),
+		cmocka_unit_test_teardown(test_due_times, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_stop_while_measuring, waits_fixture,
 						measure_teardown),
 	};
