@@ -83,6 +83,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	atomic_init(&l->up, false);
 	atomic_init(&l->timeout_claimed, 0);
 	atomic_init(&l->stuck_logged, false);
+	atomic_init(&l->layout_end_ns, 0);
 	atomic_init(&l->stopping, false);
 	atomic_init(&l->busy_ns, 0);
 	l->notify_fd = -1;
@@ -311,11 +312,13 @@ static int lane_prepare_target(struct lane *l)
 {
 	char key[LOG_KEY_MAX], stale[sizeof(l->target.error)] = "";
 	bool opening = l->target.fd < 0;
+	unsigned layouts;
 	int r;
 
 	if (l->target.fd < 0 && l->layout_retry_ns && eng_now_ns() < l->layout_retry_ns)
 		return l->layout_error; /* backing off after a failed layout */
 
+	layouts = atomic_load(&l->target.layouts);
 	atomic_store(&l->inflight_ns, eng_now_ns());
 	if (l->target.fd < 0) {
 		r = target_open(&l->target);
@@ -329,6 +332,10 @@ static int lane_prepare_target(struct lane *l)
 		}
 	}
 	atomic_store(&l->inflight_ns, 0);
+	/* What fell due until now waited for a layout, though the lane may count
+	 * it only after the run (lane_held_by()). */
+	if (atomic_load(&l->target.layouts) != layouts)
+		atomic_store(&l->layout_end_ns, eng_mono_ns());
 	if (l->target.stale_removed) { /* files deleted, whatever came next: say so */
 		log_notice("Target %s: removed %u temporary probe file(s) left by an iopulse "
 			   "killed during a layout",
@@ -832,6 +839,7 @@ static struct lane_probe *lane_begin_run(struct lane *l, int retry)
 	}
 	l->busy = true;
 	atomic_store(&l->running, (int)pi);
+	atomic_store(&l->layout_end_ns, 0);
 	/* CLOCK_MONOTONIC itself: what the timer runs on (and no read of the
 	 * probes' clock, which a test may count). */
 	now = eng_mono_ns();
@@ -891,33 +899,36 @@ int lane_start(struct lane *l)
 	return 0;
 }
 
-/* Under the lane mutex: what a probe handed to the lane now waits behind, the
- * probe running or, while none runs, the first in the queue. A probe-file
- * layout (in whichever probe's run opened the target) and a burst hold the
- * target for their whole run by design; anything else means slow storage. */
-static enum probe_wait lane_held_by(const struct lane *l, int *holder)
+/* Under the lane mutex: what a probe handed to the lane, due at @due_ns (0:
+ * now), waits behind: the probe running or, while none runs, the first in the
+ * queue. A probe-file layout (in whichever probe's run opened the target) and a
+ * burst hold the target for their whole run by design; anything else means slow
+ * storage. A slot counted after the run that laid out waited for the layout if
+ * it fell due before the layout ended. */
+static enum probe_wait lane_held_by(const struct lane *l, int *holder, uint64_t due_ns)
 {
 	int pi = atomic_load(&l->running);
+	uint64_t laid_out = atomic_load(&l->layout_end_ns);
 
 	if (pi < 0 && l->q_len)
 		pi = (int)l->queue[l->q_head];
 	*holder = pi;
-	if (pi >= 0 && atomic_load(&l->target.layout_total))
+	if (pi >= 0 && (atomic_load(&l->target.layout_total) || (due_ns && due_ns <= laid_out)))
 		return PROBE_WAIT_LAYOUT;
 	if (pi >= 0 && l->probes[pi].probe.ops->flags & PROBE_F_EXCLUSIVE)
 		return PROBE_WAIT_BURST;
 	return PROBE_WAIT_BUSY;
 }
 
-/* Under the lane mutex: probe @pi is due now (lane_enqueue()). */
-static void lane_hand(struct lane *l, unsigned pi)
+/* Under the lane mutex: probe @pi fell due at @due_ns (0: now, lane_enqueue()). */
+static void lane_hand(struct lane *l, unsigned pi, uint64_t due_ns)
 {
 	struct lane_probe *lp = &l->probes[pi];
 	enum probe_wait why;
 	int holder;
 	bool self;
 
-	why = lane_held_by(l, &holder);
+	why = lane_held_by(l, &holder, due_ns);
 	self = holder == (int)pi;
 	/* Due while its previous run still waits in the queue: skipped. A burst due
 	 * while its own previous run is still going too: the run is longer than its
@@ -943,7 +954,7 @@ static void lane_hand(struct lane *l, unsigned pi)
 void lane_enqueue(struct lane *l, unsigned pi)
 {
 	pthread_mutex_lock(&l->mu);
-	lane_hand(l, pi);
+	lane_hand(l, pi, 0);
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -976,7 +987,7 @@ uint64_t lane_due(struct lane *l, uint64_t now_ns)
 		struct lane_probe *lp = &l->probes[pi];
 		uint64_t interval = lp->cfg->interval_ns;
 
-		lane_hand(l, (unsigned)pi);
+		lane_hand(l, (unsigned)pi, lp->due_ns);
 		lp->due_ns += interval;
 		if (lp->due_ns <= now_ns) /* fell behind: drop missed slots, keep the phase */
 			lp->due_ns += ((now_ns - lp->due_ns) / interval + 1) * interval;

@@ -84,6 +84,7 @@ struct target {
 	 */
 	_Atomic uint64_t layout_done;
 	_Atomic uint64_t layout_total;
+	_Atomic unsigned layouts; /* layouts begun: a lane tells whether its run made one */
 };
 
 /* The layout in progress, from any thread: its share done, 0 to 1 (1 when none

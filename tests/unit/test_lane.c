@@ -783,6 +783,33 @@ static void test_due_times(void **state)
 	assert_true(SKIPPED(f, "p2", "busy") == 1); /* p2 fell due at t + 30s as well */
 }
 
+/* A run that laid out the probe file ends before the lane counts what fell due
+ * meanwhile (the scheduler's watch timer came late): a slot due before the
+ * layout ended waited for the layout, one due after it for a plain busy run. */
+static void test_due_after_layout(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	const uint64_t t = 5000 * SEC, ms = SEC / 1000;
+	struct lane *l;
+
+	assert_non_null(f);
+	*state = f;
+	waits_setup(f, false); /* p1 every 100ms, p2 every 2s, b1 every 1h */
+	l = &f->lane;
+	lane_schedule(l, 1, t);
+	atomic_store(&l->running, 0); /* p1's run opened the target and laid it out */
+	l->busy = true;
+	atomic_store(&l->layout_end_ns, t + 500 * ms);
+	assert_true(lane_due(l, t + 3 * SEC) == t + 4 * SEC);
+	assert_true(DEFERRED(f, "p2", "layout") == 1);
+	assert_true(DEFERRED(f, "p2", "busy") == 0);
+	assert_true(lane_due(l, t + 5 * SEC) == t + 6 * SEC); /* still queued */
+	assert_true(SKIPPED(f, "p2", "busy") == 1);
+	assert_true(SKIPPED(f, "p2", "layout") == 0);
+	atomic_store(&l->running, -1);
+	l->busy = false;
+}
+
 /* ---- a burst held back while the disk is busy ---- */
 
 /* Lets burst b1, running on the fake clock, reach the end of its duration. */
@@ -1087,6 +1114,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_target_info, waits_fixture, fixture_teardown),
 		cmocka_unit_test_teardown(test_busy_retry, fixture_teardown),
 		cmocka_unit_test_teardown(test_due_times, fixture_teardown),
+		cmocka_unit_test_teardown(test_due_after_layout, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_stop_while_measuring, waits_fixture,
 						measure_teardown),
 	};
