@@ -889,6 +889,9 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
 struct auth_req;
 static void auth_release(struct auth_req *ar);
 
+/* *req of a request whose headers are in, until it is answered (on_request()). */
+static char headers_in;
+
 /* MHD_OPTION_NOTIFY_COMPLETED: a reply is done; kept open, the connection waits
  * for the next request (closing, the CLOSED notification follows). */
 static void on_completed(void *cls, struct MHD_Connection *mc, void **req,
@@ -897,8 +900,10 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req,
 	struct http_server *h = cls;
 	struct conn *c = conn_of(mc);
 
-	auth_release(*req); /* a struct auth_req, or NULL */
-	free(*req);
+	if (*req != &headers_in) { /* a struct auth_req, or NULL */
+		auth_release(*req);
+		free(*req);
+	}
 	*req = NULL;
 	if (c && !c->closing && !c->waiting && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		wait_add(h, c, now_ms());
@@ -1454,6 +1459,23 @@ static int authorize(struct http_server *h, struct MHD_Connection *c, enum handl
 	return 0;
 }
 
+/*
+ * libmicrohttpd (0.9.75) closes the connection after a reply queued in the
+ * first call for a request, the one that comes as soon as the headers are in:
+ * it has not read a body yet, so it cannot tell where the next request starts.
+ * Every scrape would then pay a new TCP connection, though Prometheus keeps its
+ * connections open. So the first call for a GET or HEAD without a body only
+ * marks *req with headers_in and returns; the second, which follows at once (there
+ * is no body to wait for), answers, and the connection stays open for the next
+ * request. A request with a body (nothing here takes one) is answered in the
+ * first call, and its connection closed with the body unread.
+ */
+static bool has_body(struct MHD_Connection *c)
+{
+	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH) ||
+	       MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **req)
@@ -1461,6 +1483,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct http_server *h = cls;
 	struct conn *conn = conn_of(c);
 	enum handler hd = H_OTHER;
+	bool get_or_head = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+			   strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 
 	enum MHD_Result ret;
 
@@ -1468,9 +1492,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)upload_data;
 	(void)upload_data_size;
 
-	/* The headers are in: no longer at risk of the header deadline. */
-	if (conn)
-		wait_del(h, conn);
+	if (!*req) {
+		/* The headers are in: no longer at risk of the header deadline. */
+		if (conn)
+			wait_del(h, conn);
+		if (get_or_head && !has_body(c)) {
+			*req = &headers_in;
+			return MHD_YES;
+		}
+	} else if (*req == &headers_in) {
+		*req = NULL; /* from here on, authorize()'s */
+	}
 
 	if (strcmp(url, "/metrics") == 0)
 		hd = H_METRICS;
@@ -1483,7 +1515,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	else if (strcmp(url, "/status.json") == 0)
 		hd = H_STATUS_JSON;
 
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+	if (!get_or_head)
 		return reply_static(h, c, hd, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN,
 				    "method not allowed: only GET and HEAD\n");
 	if (!authorize(h, c, hd, req, &ret))

@@ -417,17 +417,18 @@ static bool closed_within(int fd, int ms)
 	return false;
 }
 
-/* Send a whole request for /metrics on @fd, kept alive, and read the reply: its
- * status code. */
-static int request_kept_alive(int fd)
+/* Send the whole request @req on @fd and read the reply (with a body as long as
+ * its Content-Length, unless @head_only): its status code, and its status line
+ * and headers in @head (HEAD_MAX bytes) when not NULL. */
+#define HEAD_MAX 4096
+static int exchange(int fd, const char *req, bool head_only, char *head)
 {
-	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
 	char buf[65536], *end, *cl;
 	size_t len = 0, want;
 	ssize_t n;
 	int code = 0;
 
-	assert_int_equal(write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
 	for (;;) { /* the head */
 		n = read(fd, buf + len, sizeof(buf) - 1 - len);
 		assert_true(n > 0);
@@ -438,9 +439,13 @@ static int request_kept_alive(int fd)
 			break;
 	}
 	assert_int_equal(sscanf(buf, "HTTP/1.1 %d", &code), 1);
+	if (head) {
+		assert_true((size_t)(end - buf) < HEAD_MAX);
+		snprintf(head, HEAD_MAX, "%.*s", (int)(end - buf), buf);
+	}
 	cl = strcasestr(buf, "\r\nContent-Length:");
 	assert_non_null(cl);
-	want = (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10);
+	want = (size_t)(end + 4 - buf) + (head_only ? 0 : strtoul(cl + 17, NULL, 10));
 	assert_true(want < sizeof(buf));
 	while (len < want) { /* the body */
 		n = read(fd, buf + len, want - len);
@@ -448,6 +453,12 @@ static int request_kept_alive(int fd)
 		len += (size_t)n;
 	}
 	return code;
+}
+
+/* A request for /metrics on @fd, kept alive: its status code. */
+static int request_kept_alive(int fd)
+{
+	return exchange(fd, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", false, NULL);
 }
 
 static void assert_scrape_ok(uint16_t port)
@@ -492,6 +503,48 @@ static void test_header_deadline(void **state)
 	close(slow);
 	close(idle);
 	close(kept);
+	server_stop(&s);
+}
+
+/* Requests on one connection are answered on it, one after the other, and it
+ * stays open (libmicrohttpd closes a connection whose reply was queued as soon
+ * as the headers were in); a request with a body is answered and its connection
+ * closed, the body unread. */
+static void test_keep_alive(void **state)
+{
+	static const char *const reqs[] = {
+		"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: " PROM_PLAIN
+		"\r\nAccept-Encoding: gzip\r\n\r\n",
+		"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: " PROM_NATIVE
+		"\r\nAccept-Encoding: gzip\r\n\r\n",
+	};
+	static const int codes[] = {200, 200, 200, 404, 200};
+	char head[HEAD_MAX];
+	struct server s;
+	unsigned i;
+	int fd;
+
+	(void)state;
+	server_start(&s, NULL);
+	fd = connect_from(NULL, s.port);
+	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		assert_int_equal(exchange(fd, reqs[i], false, head), codes[i]);
+		assert_null(strcasestr(head, "\r\nConnection: close"));
+	}
+	assert_int_equal(exchange(fd, "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n", true, head),
+			 200);
+	assert_false(closed_within(fd, 100));
+	assert_int_equal(exchange(fd,
+				  "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
+				  "hello",
+				  false, head),
+			 405);
+	assert_non_null(strcasestr(head, "\r\nConnection: close"));
+	assert_true(closed_within(fd, 3000));
+	close(fd);
 	server_stop(&s);
 }
 
@@ -812,6 +865,7 @@ int main(void)
 		cmocka_unit_test(test_live_server),
 		cmocka_unit_test(test_connection_limit_sizing),
 		cmocka_unit_test(test_header_deadline),
+		cmocka_unit_test(test_keep_alive),
 		cmocka_unit_test(test_address_limit),
 		cmocka_unit_test(test_connection_limit),
 		cmocka_unit_test(test_render_cache),
