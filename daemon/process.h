@@ -7,6 +7,8 @@
 #ifndef IOPULSE_PROCESS_H
 #define IOPULSE_PROCESS_H
 
+#include <stdbool.h>
+
 #include "metrics.h"
 
 struct process_metrics;
@@ -17,9 +19,14 @@ struct process_metrics;
  * but another type or labels already exists. */
 struct process_metrics *process_metrics_new(struct metrics *m);
 
-/* Reads /proc/self/stat, /proc/self/fd and the fd limit and updates the series.
- * A source that cannot be read (no /proc) leaves its values as they were. */
+/* Reads the CPU time, /proc/self/statm, /proc/self/fd (both kept open: see
+ * process.c) and the fd limit, and updates the series. A source that cannot be
+ * read (no /proc) leaves its values as they were. */
 void process_metrics_collect(struct process_metrics *p);
+
+/* With @list, count open descriptors by listing /proc/self/fd even where its
+ * size is the count (Linux 6.2 and later): the older kernels' way, for tests. */
+void process_metrics_list_fds(struct process_metrics *p, bool list);
 
 /* NULL is a no-op. The series stay in the registry. */
 void process_metrics_free(struct process_metrics *p);

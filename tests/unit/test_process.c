@@ -106,6 +106,80 @@ static void test_plausible_values(void **state)
 	metrics_free(m);
 }
 
+/* The value of the one series of @name, collected now. */
+static double collect_value(struct metrics *m, struct process_metrics *p, const char *name)
+{
+	struct metrics_snapshot *snap;
+	double v;
+
+	process_metrics_collect(p);
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	v = tu_find_family(snap, name)->series[0].value;
+	metrics_snapshot_free(snap);
+	return v;
+}
+
+/* process_open_fds at each collect: three more while three more are open, as
+ * many as before once they are closed; by the size of /proc/self/fd where the
+ * kernel gives it, and by listing it as older kernels need. */
+static void check_open_fds(struct metrics *m, struct process_metrics *p)
+{
+	double before = collect_value(m, p, "process_open_fds");
+	int fd[3], i;
+
+	for (i = 0; i < 3; i++) {
+		fd[i] = dup(0);
+		assert_true(fd[i] >= 0);
+	}
+	assert_true(collect_value(m, p, "process_open_fds") == before + 3);
+	for (i = 0; i < 3; i++)
+		close(fd[i]);
+	assert_true(collect_value(m, p, "process_open_fds") == before);
+}
+
+/* Every collect reads the sources afresh (they are kept open between collects):
+ * descriptors opened and closed, CPU burnt and memory touched in between show. */
+static void test_fresh_values(void **state)
+{
+	struct metrics *m = metrics_new();
+	struct process_metrics *p;
+	volatile double spin = 0;
+	double cpu, rss;
+	struct timespec t0, t1;
+	char *mem;
+
+	(void)state;
+	assert_non_null(m);
+	p = process_metrics_new(m);
+	assert_non_null(p);
+	check_open_fds(m, p);
+	process_metrics_list_fds(p, true);
+	check_open_fds(m, p);
+	process_metrics_list_fds(p, false);
+
+	/* 50 ms of CPU: five clock ticks at least. */
+	cpu = collect_value(m, p, "process_cpu_seconds_total");
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+	do {
+		for (unsigned i = 0; i < 1000000; i++)
+			spin += i;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+	} while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 50000000L);
+	assert_true(collect_value(m, p, "process_cpu_seconds_total") >= cpu + 0.04);
+
+	/* 64 MiB touched: resident. */
+	rss = collect_value(m, p, "process_resident_memory_bytes");
+	mem = malloc(64 << 20);
+	assert_non_null(mem);
+	memset(mem, 1, 64 << 20);
+	assert_true(collect_value(m, p, "process_resident_memory_bytes") >= rss + (48 << 20));
+	free(mem);
+
+	process_metrics_free(p);
+	metrics_free(m);
+}
+
 static void test_conflicting_family(void **state)
 {
 	struct metrics *m = metrics_new();
@@ -122,6 +196,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plausible_values),
+		cmocka_unit_test(test_fresh_values),
 		cmocka_unit_test(test_conflicting_family),
 	};
 
