@@ -43,7 +43,7 @@
 
 struct metrics {
 	pthread_mutex_t lock;		 /* guards everything below and in families/series */
-	struct metric_family **families; /* declaration order */
+	struct metric_family **families; /* sorted by name, as snapshots are */
 	unsigned n_families;
 	size_t cap_families;
 	int native_schema;	      /* native view: schema */
@@ -248,12 +248,29 @@ static bool labels_valid(enum metric_type type, const char *const *labels, unsig
 	return true;
 }
 
+/* Where the family @name is in m->families, or would go (kept sorted by name so
+ * that snapshots need no sort). Under the lock. */
+static unsigned family_find(const struct metrics *m, const char *name)
+{
+	unsigned lo = 0, hi = m->n_families;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (strcmp(m->families[mid]->name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 struct metric_family *metrics_family(struct metrics *m, const char *name, enum metric_type type,
 				     const char *help, const char *const *labels,
 				     const uint64_t *bounds_ns, unsigned n_bounds)
 {
 	struct metric_family *f = NULL;
-	unsigned n_labels, i;
+	unsigned n_labels, i, at;
 	struct hist *probe;
 
 	if (!m || !name_valid(name, true) || !labels_valid(type, labels, &n_labels))
@@ -271,10 +288,9 @@ struct metric_family *metrics_family(struct metrics *m, const char *name, enum m
 	}
 
 	pthread_mutex_lock(&m->lock);
-	for (i = 0; i < m->n_families; i++) {
-		if (strcmp(m->families[i]->name, name) != 0)
-			continue;
-		f = m->families[i];
+	at = family_find(m, name);
+	if (at < m->n_families && strcmp(m->families[at]->name, name) == 0) {
+		f = m->families[at];
 		if (!family_matches(f, type, labels, n_labels, bounds_ns, n_bounds))
 			f = NULL;
 		goto out;
@@ -302,7 +318,10 @@ struct metric_family *metrics_family(struct metrics *m, const char *name, enum m
 		memcpy(f->bounds_ns, bounds_ns, n_bounds * sizeof(*bounds_ns));
 	for (i = 0; i < n_bounds; i++)
 		f->bounds_s[i] = (double)bounds_ns[i] / 1e9;
-	m->families[m->n_families++] = f;
+	memmove(&m->families[at + 1], &m->families[at],
+		(m->n_families - at) * sizeof(*m->families));
+	m->families[at] = f;
+	m->n_families++;
 	goto out;
 fail:
 	family_free(f);
@@ -568,7 +587,9 @@ int metrics_read_hist(struct metric_series *s, void (*fn)(const struct hist *h, 
 
 /* ---- snapshots ---- */
 
-static void snap_family_free(struct snap_family *sf)
+/* @own: the family's strings and bounds are the snapshot's own copies (a plain
+ * snapshot), not the registry's (a cached one). */
+static void snap_family_free(struct snap_family *sf, bool own)
 {
 	unsigned i, j;
 
@@ -587,11 +608,13 @@ static void snap_family_free(struct snap_family *sf)
 		hist_native_free(&ss->native);
 	}
 	free(sf->series);
+	if (!own)
+		return;
 	for (j = 0; j < METRICS_MAX_LABELS; j++)
 		free((char *)sf->labels[j]);
 	free((char *)sf->name);
 	free((char *)sf->help);
-	free(sf->bounds);
+	free((double *)sf->bounds);
 }
 
 void metrics_snapshot_free(struct metrics_snapshot *s)
@@ -615,7 +638,7 @@ void metrics_snapshot_free(struct metrics_snapshot *s)
 		pthread_mutex_unlock(&s->reg->lock);
 	}
 	for (i = 0; i < s->n_families; i++)
-		snap_family_free(&s->families[i]);
+		snap_family_free(&s->families[i], !s->reg);
 	free(s->families);
 	free(s);
 }
@@ -677,6 +700,31 @@ static int snap_series_copy(const struct metric_family *f, const struct metric_s
 	return 0;
 }
 
+/* A plain snapshot's own copies of @f's name, help, labels and bounds in @sf
+ * (which is freed on failure too). 0 or -ENOMEM. */
+static int snap_family_strdup(const struct metric_family *f, struct snap_family *sf)
+{
+	double *bounds;
+	unsigned i;
+
+	sf->name = strdup(f->name);
+	sf->help = strdup(f->help);
+	if (!sf->name || !sf->help)
+		return -ENOMEM;
+	for (i = 0; i < f->n_labels; i++) {
+		sf->labels[i] = strdup(f->labels[i]);
+		if (!sf->labels[i])
+			return -ENOMEM;
+	}
+	if (sf->n_bounds) {
+		sf->bounds = bounds = calloc(sf->n_bounds, sizeof(*bounds));
+		if (!bounds)
+			return -ENOMEM;
+		memcpy(bounds, f->bounds_s, sf->n_bounds * sizeof(*bounds));
+	}
+	return 0;
+}
+
 /* Called with the lock held; on failure the caller frees @sf. With @native, a
  * histogram family's series get a histogram copy each in *copies (allocated here,
  * n_series entries; the caller frees them). */
@@ -687,22 +735,20 @@ static int snap_family_copy(const struct metric_family *f, struct snap_family *s
 	int r;
 
 	sf->type = f->type;
-	sf->name = strdup(f->name);
-	sf->help = strdup(f->help);
-	if (!sf->name || !sf->help)
-		return -ENOMEM;
 	sf->n_labels = f->n_labels;
-	for (i = 0; i < f->n_labels; i++) {
-		sf->labels[i] = strdup(f->labels[i]);
-		if (!sf->labels[i])
-			return -ENOMEM;
-	}
-	if (f->type == METRIC_HISTOGRAM && f->n_bounds) {
-		sf->bounds = calloc(f->n_bounds, sizeof(*sf->bounds));
-		if (!sf->bounds)
-			return -ENOMEM;
-		memcpy(sf->bounds, f->bounds_s, f->n_bounds * sizeof(*sf->bounds));
+	if (f->type == METRIC_HISTOGRAM)
 		sf->n_bounds = f->n_bounds;
+	if (slot >= 0) {
+		/* A cached snapshot is freed before the registry, and a family's
+		 * name, help, labels and bounds never change nor go away before it:
+		 * point at them. */
+		sf->name = f->name;
+		sf->help = f->help;
+		for (i = 0; i < f->n_labels; i++)
+			sf->labels[i] = f->labels[i];
+		sf->bounds = sf->n_bounds ? f->bounds_s : NULL;
+	} else if (snap_family_strdup(f, sf) < 0) {
+		return -ENOMEM;
 	}
 	sf->series = calloc(f->n_series, sizeof(*sf->series));
 	if (!sf->series)
@@ -721,13 +767,6 @@ static int snap_family_copy(const struct metric_family *f, struct snap_family *s
 			return r;
 	}
 	return 0;
-}
-
-static int cmp_family(const void *a, const void *b)
-{
-	const struct snap_family *x = a, *y = b;
-
-	return strcmp(x->name, y->name);
 }
 
 /* The native view of every histogram series, from the copies taken under the lock
@@ -812,9 +851,7 @@ static struct metrics_snapshot *snapshot(struct metrics *m, unsigned flags, int 
 		return NULL;
 	}
 
-	/* Series are in order already (the registry keeps them sorted). */
-	if (snap->n_families)
-		qsort(snap->families, snap->n_families, sizeof(*snap->families), cmp_family);
+	/* Families and series are in order already: the registry keeps them sorted. */
 	return snap;
 }
 

@@ -146,8 +146,8 @@ struct snap_family {
 	enum metric_type type;
 	unsigned n_labels;
 	const char *labels[METRICS_MAX_LABELS];
-	unsigned n_bounds; /* histogram */
-	double *bounds;	   /* histogram: classic bounds in seconds */
+	unsigned n_bounds;    /* histogram */
+	const double *bounds; /* histogram: classic bounds in seconds */
 	unsigned n_series;
 	struct snap_series *series; /* sorted by label values */
 };

@@ -244,6 +244,16 @@ static void test_snapshot_sorted_deep_copy(void **state)
 		assert_string_equal(sf->series[i].values[0], want[i][0]);
 		assert_string_equal(sf->series[i].values[1], want[i][1]);
 	}
+	/* A cached snapshot (the registry's strings, not copies) is in order too. */
+	snap2 = metrics_snapshot_cached(m, 0, 0);
+	assert_non_null(snap2);
+	assert_int_equal(snap2->n_families, 3);
+	assert_string_equal(snap2->families[0].name, "test_alpha_total");
+	assert_string_equal(snap2->families[1].name, "test_beta");
+	assert_string_equal(snap2->families[1].labels[1], "b");
+	assert_string_equal(snap2->families[1].help, "B.");
+	assert_string_equal(snap2->families[2].name, "test_zeta");
+	metrics_snapshot_free(snap2);
 
 	/* Mutating, dropping, even freeing the registry leaves the snapshot intact. */
 	metrics_set(z, 99);
