@@ -175,26 +175,23 @@ void expose_format_canonical(double v, char *out, size_t len)
 
 /* ---- text format 0.0.4 ---- */
 
+/* @s with \\ and newline escaped, and with @quote '"' too. The runs between
+ * escapes are found with strcspn(), which scans many bytes at a time: help texts
+ * are long, and a scrape writes every family's. */
 static void put_escaped(struct buf *b, const char *s, int quote)
 {
-	const char *run = s;
+	const char *special = quote ? "\\\n\"" : "\\\n";
 
-	for (; *s; s++) {
-		const char *esc;
+	for (;;) {
+		size_t run = strcspn(s, special);
 
-		if (*s == '\\')
-			esc = "\\\\";
-		else if (*s == '\n')
-			esc = "\\n";
-		else if (quote && *s == '"')
-			esc = "\\\"";
-		else
-			continue;
-		buf_append(b, run, (size_t)(s - run));
-		buf_puts(b, esc);
-		run = s + 1;
+		buf_append(b, s, run);
+		s += run;
+		if (!*s)
+			return;
+		buf_append(b, *s == '\n' ? "\\n" : *s == '"' ? "\\\"" : "\\\\", 2);
+		s++;
 	}
-	buf_append(b, run, (size_t)(s - run));
 }
 
 /* " <v>\n", without printf. */
@@ -394,7 +391,8 @@ static int has_suffix(const char *s, size_t len, const char *suffix)
 
 void expose_openmetrics_head(const struct snap_family *f, struct buf *out)
 {
-	static const char *const units[] = {"seconds", "bytes"};
+	/* Each unit, and the name suffix that declares it. */
+	static const char *const units[][2] = {{"seconds", "_seconds"}, {"bytes", "_bytes"}};
 	unsigned j;
 
 	{
@@ -415,15 +413,12 @@ void expose_openmetrics_head(const struct snap_family *f, struct buf *out)
 		buf_puts(out, type);
 		buf_append(out, "\n", 1);
 		for (j = 0; j < sizeof(units) / sizeof(units[0]); j++) {
-			char suffix[16];
-
-			snprintf(suffix, sizeof(suffix), "_%s", units[j]);
-			if (!has_suffix(f->name, flen, suffix))
+			if (!has_suffix(f->name, flen, units[j][1]))
 				continue;
 			buf_append(out, "# UNIT ", 7);
 			buf_append(out, f->name, flen);
 			buf_append(out, " ", 1);
-			buf_puts(out, units[j]);
+			buf_puts(out, units[j][0]);
 			buf_append(out, "\n", 1);
 		}
 		if (f->help && *f->help) {
