@@ -4,11 +4,13 @@
  * exactly the page given, over a series of pages where some families stay, some
  * change in place or in length, some appear or go, empty, small and past the
  * window; whether most of the page changed (one piece) or little (kept pieces
- * and new ones); and the same page twice gives the same member twice.
+ * and new ones, a short one stored as it is); and the same page twice gives the
+ * same member twice.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -165,11 +167,56 @@ static void test_hand_back_and_errors(void **state)
 	gzpage_free(g);
 }
 
+/* Whether the member for @p, after the page before it, holds family @i's bytes
+ * as they are (stored, not deflated); it inflates to the page all the same. */
+static bool stored_verbatim(struct gzpage *g, const struct page *p, unsigned i)
+{
+	size_t ends[MAX_PIECES], back_len, start;
+	struct buf page, z;
+	char *back;
+	bool found;
+
+	buf_init(&page);
+	buf_init(&z);
+	fill(&page, p, ends);
+	start = i ? ends[i - 1] : 0;
+	assert_int_equal(gzpage_compress(g, &page, ends, p->n, &z), 0);
+	/* @page now holds the previous page's buffer: the new one is kept. */
+	fill(&page, p, ends);
+	back = tu_gunzip(z.data, z.len, &back_len);
+	assert_int_equal(back_len, page.len);
+	assert_memory_equal(back, page.data, page.len);
+	found = memmem(z.data, z.len, page.data + start, ends[i] - start) != NULL;
+	free(back);
+	buf_free(&page);
+	buf_free(&z);
+	return found;
+}
+
+/* A short family that changed alone is stored (deflating it would cost more
+ * than the bytes it saves); a long one is deflated. */
+static void test_short_family_stored(void **state)
+{
+	struct gzpage *g = gzpage_new();
+	struct page p = {.n = 4, .len = {3000, 300, 3000, 3000}, .seed = {1, 2, 3, 4}};
+
+	(void)state;
+	assert_non_null(g);
+	check(g, &p);
+	p.seed[1] = 5;
+	assert_true(stored_verbatim(g, &p, 1));
+	p.seed[2] = 6;
+	assert_false(stored_verbatim(g, &p, 2));
+	check(g, &p);
+	gzpage_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_hand_back_and_errors),
+		cmocka_unit_test(test_short_family_stored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
