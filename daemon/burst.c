@@ -19,6 +19,8 @@
  * inside submit() (ENGINE_F_SYNC) runs a batch one request after the other, so
  * there request i's latency starts where request i-1 finished (its done_ns),
  * not at the batch stamp — the same per-I/O latency without another clock read.
+ * Such an engine has one I/O in flight whatever the depth, so a read burst on it
+ * offers it BURST_SYNC_CHAIN requests at a time even at depth 1 (chain_slots()).
  * Per I/O there is no allocation, lock, log, division, indirect call or syscall
  * of our own: rng draws, a multiply, hist_record() and a few increments.
  *
@@ -61,6 +63,7 @@
 #define BURST_STOP_POLL_NS    5000000ULL   /* longest wait without looking at *stop */
 #define BURST_ABORT_DRAIN_NS  100000000ULL /* after stop/timeout: wait, cancel, wait, give up */
 #define BURST_RATE_CATCHUP_NS 100000000ULL /* rate: how far behind we still catch up */
+#define BURST_SYNC_CHAIN      16U	   /* sync engine, reads: requests per submit, at least */
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -77,10 +80,10 @@ struct burst_job {
 	unsigned idx;
 	struct engine eng;
 	struct rng rng;		  /* seeded from getrandom(), one stream per job */
-	struct burst_slot *slots; /* [depth] */
-	struct burst_slot **free; /* [depth] stack of idle slots */
-	struct io_req **batch;	  /* [depth] one submit batch */
-	struct io_req **done;	  /* [depth] one reap batch */
+	struct burst_slot *slots; /* [nslots] */
+	struct burst_slot **free; /* [nslots] stack of idle slots */
+	struct io_req **batch;	  /* [nslots] one submit batch */
+	struct io_req **done;	  /* [nslots] one reap batch */
 	void *bufs;		  /* depth x buf_stride bytes, page aligned; only while a
 				   * run needs them (or for good, once wedged) */
 	size_t bufs_len;
@@ -109,6 +112,7 @@ struct burst {
 	struct cfg_probe cfg;	      /* copy */
 	const struct engine_ops *ops;
 	unsigned jobs, depth;
+	unsigned nslots; /* request slots per job: depth, or a sync chain (chain_slots()) */
 	uint64_t bs, bs_max;
 	uint64_t buf_stride; /* bs_max rounded up to PROBE_BUF_ALIGN */
 	uint64_t n_sizes;    /* sizes are k * bs, k in [1, n_sizes] */
@@ -209,10 +213,10 @@ static int job_new(struct burst *b, unsigned idx, const uint64_t *bounds_ns, uns
 	j->b = b;
 	j->idx = idx;
 	atomic_init(&j->inflight_since, 0);
-	j->slots = calloc(b->depth, sizeof(*j->slots));
-	j->free = calloc(b->depth, sizeof(*j->free));
-	j->batch = calloc(b->depth, sizeof(*j->batch));
-	j->done = calloc(b->depth, sizeof(*j->done));
+	j->slots = calloc(b->nslots, sizeof(*j->slots));
+	j->free = calloc(b->nslots, sizeof(*j->free));
+	j->batch = calloc(b->nslots, sizeof(*j->batch));
+	j->done = calloc(b->nslots, sizeof(*j->done));
 	if (!j->slots || !j->free || !j->batch || !j->done)
 		return -ENOMEM;
 	for (int d = 0; d < IO_DIR_COUNT; d++) {
@@ -272,6 +276,24 @@ static void derive(struct burst *b)
 		b->ios_max_ns = cfg->interval_ns - cfg->ramp_ns;
 }
 
+/*
+ * Request slots per job. An engine that completes inside submit() has one I/O
+ * in flight whatever the depth, and times request i of a batch from request
+ * i-1's completion (engine.h, ENG_SYNC_SLOW_NS): a batch of BURST_SYNC_CHAIN
+ * costs one clock read per I/O where one at a time costs two, with nothing of
+ * ours inside any I/O's latency. Reads only: the extra slots share the depth's
+ * buffers (a read's data is never looked at, and only one is in flight), where
+ * each write needs fresh data of its own.
+ */
+static unsigned chain_slots(const struct burst *b)
+{
+	const bool reads_only = b->cfg.rw == CFG_RW_RANDREAD || b->cfg.rw == CFG_RW_READ;
+
+	if ((b->ops->flags & ENGINE_F_SYNC) && reads_only && b->depth < BURST_SYNC_CHAIN)
+		return BURST_SYNC_CHAIN;
+	return b->depth;
+}
+
 struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *ops,
 			const uint64_t *bounds_ns, unsigned n_bounds, int *err)
 {
@@ -290,6 +312,7 @@ struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *op
 	b->cfg = *cfg;
 	b->ops = ops;
 	derive(b);
+	b->nslots = chain_slots(b);
 	atomic_init(&b->abort, false);
 	atomic_init(&b->ios_issued, 0);
 	if (pthread_mutex_init(&b->gate_mu, NULL) != 0)
@@ -486,7 +509,7 @@ static void job_run_init(struct job_run *st, struct burst_job *j)
 		.now = b->t0,
 		.timeout_ns = b->cfg.timeout_ns ? b->cfg.timeout_ns : UINT64_MAX / 4,
 		.seq_next = j->seq_lo,
-		.nfree = b->depth,
+		.nfree = b->nslots,
 		.rng = j->rng,
 	};
 	st->slots_per_ns = b->rated ? 1.0 / b->slot_ns : 0.0;
@@ -495,9 +518,9 @@ static void job_run_init(struct job_run *st, struct burst_job *j)
 		b->rated ? (uint64_t)(BURST_RATE_CATCHUP_NS * st->slots_per_ns) + b->depth : 0;
 	/* Jobs take their rate slots staggered across one interval, not all at once. */
 	st->rate_t0 = b->t0 + (uint64_t)(b->slot_ns * j->idx / b->jobs);
-	for (unsigned i = 0; i < b->depth; i++) {
+	for (unsigned i = 0; i < b->nslots; i++) {
 		j->slots[i].busy = false;
-		j->free[i] = &j->slots[b->depth - 1 - i];
+		j->free[i] = &j->slots[b->nslots - 1 - i];
 	}
 }
 
@@ -712,7 +735,7 @@ static void complete(struct job_run *st, int r)
 	if (!st->inflight)
 		st->oldest = 0;
 	else if (rescan)
-		st->oldest = oldest_busy(j->slots, st->b->depth);
+		st->oldest = oldest_busy(j->slots, st->b->nslots);
 	if (max_done > st->now)
 		st->now = max_done;
 }
@@ -732,7 +755,7 @@ static bool reap_some(struct job_run *st)
 	if (b->rated && st->phase == JOB_SUBMITTING && st->nfree && !st->engine_full)
 		tmo = min_u64(tmo,
 			      left(slot_time(st->rate_t0, b->slot_ns, st->rate_issued), st->now));
-	r = b->ops->reap(&j->eng, j->done, 1, b->depth, (int64_t)tmo);
+	r = b->ops->reap(&j->eng, j->done, 1, b->nslots, (int64_t)tmo);
 	if (likely(r > 0)) {
 		complete(st, r);
 	} else if (r == -ETIME || r == 0 || r == -EINTR) {
@@ -757,7 +780,7 @@ static void check_timeout(struct job_run *st)
 		   st->now - st->oldest < st->timeout_ns) ||
 	    j->timeouts)
 		return;
-	j->timeouts += count_older(j->slots, b->depth, st->now - st->timeout_ns);
+	j->timeouts += count_older(j->slots, b->nslots, st->now - st->timeout_ns);
 	if (!st->error)
 		st->error = -ETIMEDOUT;
 	atomic_store_explicit(&b->abort, true, memory_order_relaxed);
@@ -861,7 +884,7 @@ static void job_main(struct burst_job *j)
 	int r = job_priority(j);
 
 	if (r == 0)
-		r = eng_init(&j->eng, b->ops, b->t->fd, b->depth);
+		r = eng_init(&j->eng, b->ops, b->t->fd, b->nslots);
 
 	/* Best effort: the job's buffers never change, so the kernel may keep them
 	 * pinned for the whole run instead of pinning them per I/O. */
@@ -1007,8 +1030,8 @@ static int bufs_get(struct burst *b)
 		j->bufs = p;
 		j->bufs_len = len;
 		b->buf_bytes += len;
-		for (unsigned k = 0; k < b->depth; k++)
-			j->slots[k].req.buf = (char *)p + k * b->buf_stride;
+		for (unsigned k = 0; k < b->nslots; k++) /* a chain's: shared, see chain_slots() */
+			j->slots[k].req.buf = (char *)p + (k % b->depth) * b->buf_stride;
 	}
 	return 0;
 }
@@ -1026,7 +1049,7 @@ static void bufs_put(struct burst *b)
 		b->buf_bytes -= j->bufs_len;
 		j->bufs = NULL;
 		j->bufs_len = 0;
-		for (unsigned k = 0; k < b->depth; k++)
+		for (unsigned k = 0; k < b->nslots; k++)
 			j->slots[k].req.buf = NULL;
 	}
 }

@@ -43,6 +43,24 @@ struct io_req {
 
 #define ENGINE_F_SYNC (1u << 0) /* completes inside submit(); reap never waits */
 
+/*
+ * An ENGINE_F_SYNC engine runs a batch one request after the other, stamping
+ * each one's done_ns as it finishes: request i then started when request i-1
+ * finished, so a caller may chain many requests into one submit() at one in
+ * flight. It returns early, the rest not started, after a request that took
+ * longer than ENG_SYNC_SLOW_NS (from the previous one's done_ns, or for the
+ * first from its submit_ns when set), so that a slow device hands control back
+ * after one slow request, not after the whole chain.
+ */
+#define ENG_SYNC_SLOW_NS 1000000ULL
+
+/* Whether a sync batch stops after a request done at @done that started at
+ * @start (0: not known). */
+static inline bool eng_sync_slow(uint64_t start, uint64_t done)
+{
+	return start && done - start > ENG_SYNC_SLOW_NS;
+}
+
 struct engine;
 
 struct engine_ops {

@@ -5,7 +5,9 @@
  * The ioping way: each request runs to completion in the calling thread, so the
  * timestamp taken by the caller just before submit() and done_ns taken here
  * bracket exactly one system call. Finished requests are parked in e->ready[]
- * and handed out by reap(), which never waits. A short transfer is reported as
+ * and handed out by reap(), which never waits. In a batch each request starts
+ * when the one before it finished (see ENG_SYNC_SLOW_NS in engine.h). A short
+ * transfer is reported as
  * it happened (result < len), not retried: the caller decides what it means.
  */
 #include <errno.h>
@@ -46,16 +48,21 @@ static int sync_init(struct engine *e, int fd, unsigned depth)
 	return 0; /* nothing to set up: e->ready[] lives in struct engine */
 }
 
+/* One after the other; after a slow one, the rest waits (see ENG_SYNC_SLOW_NS). */
 static int sync_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
 {
-	unsigned i;
+	uint64_t start = 0; /* the previous request's done_ns */
+	unsigned i = 0;
 
-	for (i = 0; i < n; i++) {
-		if (e->queued >= e->depth)
+	while (i < n && e->queued < e->depth) {
+		struct io_req *req = reqs[i++];
+
+		req->result = sync_do(e->fd, req);
+		req->done_ns = eng_now_ns();
+		(void)eng_ready_park(e, req);
+		if (eng_sync_slow(i == 1 ? req->submit_ns : start, req->done_ns))
 			break;
-		reqs[i]->result = sync_do(e->fd, reqs[i]);
-		reqs[i]->done_ns = eng_now_ns();
-		(void)eng_ready_park(e, reqs[i]);
+		start = req->done_ns;
 	}
 	if (i == 0 && n > 0)
 		return -EBUSY; /* every slot holds a completion nobody reaped */

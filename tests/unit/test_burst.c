@@ -164,6 +164,10 @@ struct rec_entry {
 
 /* Faults the rec engine injects: every Nth request (0: never). */
 static unsigned rec_eio_every, rec_short_every, rec_submit_einval_after;
+/* Not 0: every request takes exactly this long, from the previous request's
+ * done_ns (the first of a batch: its submit_ns), instead of the clock's. */
+static uint64_t rec_step_ns;
+static unsigned rec_max_batch; /* the largest batch submitted */
 static _Atomic unsigned rec_seq;
 
 static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -237,8 +241,12 @@ static int rec_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
 		if (rec_eio_every && seq % rec_eio_every == 0)
 			req->result = -EIO;
 		req->done_ns = eng_now_ns();
+		if (rec_step_ns)
+			req->done_ns = (i ? reqs[i - 1]->done_ns : req->submit_ns) + rec_step_ns;
 		(void)eng_ready_park(e, req);
 	}
+	if (i > rec_max_batch)
+		rec_max_batch = i;
 	pthread_mutex_unlock(&rec_mu);
 	return i ? (int)i : -EBUSY;
 }
@@ -434,6 +442,46 @@ static void test_sync_randread_qd1(void **state)
 	cfg.ios = 2000;
 	r = run_clean(&cfg, &eng_sync_ops, target4m());
 	assert_one_way(&r, IO_READ, 2000, 4096);
+}
+
+/*
+ * A read burst on an engine that completes inside submit() chains requests even
+ * at depth 1 (one in flight all the same), and each I/O's latency is its own:
+ * the rec engine's step, never the time since the batch's stamp. Writes go one
+ * at a time.
+ */
+static void test_sync_chain(void **state)
+{
+	static const enum cfg_rw rws[] = {CFG_RW_RANDREAD, CFG_RW_READ, CFG_RW_RANDWRITE};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(rws) / sizeof(rws[0]); k++) {
+		struct cfg_probe cfg = burst_cfg(rws[k], 4096, 1, 1);
+		const struct burst_result *res = NULL;
+		const int d = rws[k] == CFG_RW_RANDWRITE ? IO_WRITE : IO_READ;
+		struct burst *b;
+		int err = 1;
+
+		cfg.ios = 1000;
+		rec_reset(0);
+		rec_step_ns = 3000;
+		rec_max_batch = 0;
+		b = burst_new(&cfg, &rec_ops, bounds, N_BOUNDS, &err);
+		assert_non_null(b);
+		assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
+		assert_clean(res);
+		assert_int_equal(res->dir[d].ios, 1000);
+		assert_int_equal(hist_count(res->dir[d].hist), 1000);
+		assert_int_equal(hist_min_ns(res->dir[d].hist), 3000);
+		assert_int_equal(hist_max_ns(res->dir[d].hist), 3000);
+		if (d == IO_WRITE)
+			assert_int_equal(rec_max_batch, 1);
+		else
+			assert_true(rec_max_batch > 1);
+		burst_free(b);
+		rec_step_ns = 0;
+		rec_done();
+	}
 }
 
 static void test_sync_randwrite(void **state)
@@ -1400,6 +1448,7 @@ int main(void)
 		cmocka_unit_test(test_ramp_excluded),
 		cmocka_unit_test(test_sync_randread_qd1),
 		cmocka_unit_test(test_sync_randwrite),
+		cmocka_unit_test(test_sync_chain),
 		cmocka_unit_test(test_queueing_engines),
 		cmocka_unit_test(test_random_offsets),
 		cmocka_unit_test(test_bsrange),

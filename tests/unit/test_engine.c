@@ -499,6 +499,59 @@ static void test_roundtrip_depth16(void **state)
 }
 
 /*
+ * ENGINE_F_SYNC engines chain a batch: each request's done_ns is its own, in
+ * order (null's too, not one stamp for the batch), so request i may be timed
+ * from request i-1's. After a request slower
+ * than ENG_SYNC_SLOW_NS they hand control back with the rest not started: a
+ * first request "submitted" 2 ms ago is slow already, so only it runs.
+ */
+static void test_sync_chain(void **state)
+{
+	enum { N = 4 };
+	char *bufs = NULL;
+	int fd = make_file("chain", (size_t)N * BS);
+
+	(void)state;
+	assert_int_equal(posix_memalign((void **)&bufs, 4096, (size_t)N * BS), 0);
+	for (const struct engine_ops *const *o = eng_table; *o; o++) {
+		struct io_req req[N], *reqs[N], *done[N];
+		struct engine e;
+
+		if (!is_sync(*o) || !usable(*o))
+			continue;
+		assert_int_equal(eng_init(&e, *o, fd, N), 0);
+		for (int slow = 0; slow < 2; slow++) {
+			const uint64_t t0 = eng_now_ns();
+			const unsigned want = slow ? 1 : N;
+
+			for (unsigned i = 0; i < N; i++) {
+				req[i] = (struct io_req){
+					.buf = bufs + i * BS,
+					.offset = (uint64_t)i * BS,
+					.len = BS,
+					.op = IO_READ,
+					.submit_ns = slow ? t0 - 2 * ENG_SYNC_SLOW_NS : t0};
+				reqs[i] = &req[i];
+			}
+			assert_int_equal((*o)->submit(&e, reqs, N), want);
+			assert_int_equal((*o)->reap(&e, done, 1, N, 0), want);
+			for (unsigned i = 0; i < want; i++) {
+				assert_ptr_equal(done[i], &req[i]);
+				assert_int_equal(req[i].result, BS);
+				/* its own stamp: later than the one before (a clock read
+				 * takes longer than a nanosecond) */
+				assert_true(req[i].done_ns > (i ? req[i - 1].done_ns : t0));
+			}
+			for (unsigned i = want; i < N; i++)
+				assert_int_equal(req[i].done_ns, 0); /* not started */
+		}
+		eng_cleanup(&e);
+	}
+	free(bufs);
+	close(fd);
+}
+
+/*
  * register_buffer (optional): engines without it say -EOPNOTSUPP through the
  * wrapper and work as before. With it, requests whose buffer lies inside the
  * region (READ_FIXED/WRITE_FIXED on io_uring) and requests outside it, or only
@@ -986,6 +1039,7 @@ int main(void)
 		cmocka_unit_test(test_reap_nothing_in_flight),
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_roundtrip_depth16),
+		cmocka_unit_test(test_sync_chain),
 		cmocka_unit_test(test_register_buffer),
 		cmocka_unit_test(test_tmpfs_odirect),
 		cmocka_unit_test(test_odirect_misaligned),
