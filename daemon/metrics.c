@@ -57,12 +57,12 @@ struct metric_family {
 	enum metric_type type;
 	unsigned n_labels;
 	char *labels[METRICS_MAX_LABELS];
-	unsigned n_bounds;		     /* histogram */
-	uint64_t bounds_ns[HIST_MAX_BOUNDS]; /* histogram: classic bounds */
-	double bounds_s[HIST_MAX_BOUNDS];    /* the same in seconds */
-	struct metric_series **series;	     /* sorted by label values */
+	unsigned n_bounds;	       /* histogram */
+	double *bounds_s;	       /* bounds_ns[] in seconds, stored after it */
+	struct metric_series **series; /* sorted by label values */
 	unsigned n_series;
 	size_t cap_series;
+	uint64_t bounds_ns[]; /* histogram: its classic bounds, n_bounds of them */
 };
 
 /* Immutable bytes, shared by a cache slot and the snapshots that use them. */
@@ -298,9 +298,12 @@ struct metric_family *metrics_family(struct metrics *m, const char *name, enum m
 
 	if (mem_grow(&m->families, &m->cap_families, m->n_families + 1, sizeof(*m->families)) < 0)
 		goto out;
-	f = calloc(1, sizeof(*f));
+	/* The bounds only as long as they are (issue 15, memory): a registry has
+	 * ~30 families, most of them no histogram. */
+	f = calloc(1, sizeof(*f) + n_bounds * (sizeof(*f->bounds_ns) + sizeof(*f->bounds_s)));
 	if (!f)
 		goto out;
+	f->bounds_s = (double *)(f->bounds_ns + n_bounds);
 	f->reg = m;
 	f->type = type;
 	f->name = strdup(name);
