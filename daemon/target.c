@@ -333,26 +333,21 @@ static int walk_link(struct target *t, int *fd, int lfd, const char *comp, const
 }
 
 /*
- * Opens @comp in the directory @*fd: the directory it names replaces *fd; a
- * symlink we trust is followed by rewriting @todo (see walk_link()), and *@p
- * then starts over on it. 0 or -errno with t->error set.
+ * @comp of *@fd, not a directory (-ENOTDIR or -ELOOP: @r): a symlink we trust
+ * is followed (walk_link()), anything else is the walk's error. Apart from
+ * walk_step() and never inlined (issue 15, memory): its buffers (16 KiB with
+ * walk_link()'s) are then on the stack only while a symlink is followed, not on
+ * every walk, which target_check() makes before each run (with GCC's stack clash
+ * probes, each page of a frame is touched and stays resident).
  */
-static int walk_step(struct target *t, int *fd, const char *comp, const char *path, char *todo,
-		     size_t len, const char **p, unsigned *links)
+static __attribute__((noinline)) int walk_follow(struct target *t, int *fd, const char *comp,
+						 const char *path, char *todo, size_t len,
+						 const char **p, unsigned *links, int r)
 {
 	char rest[2 * PATH_MAX + 2];
 	struct stat st;
-	int nfd, lfd, r;
+	int lfd;
 
-	nfd = openat(*fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (nfd >= 0) {
-		close(*fd);
-		*fd = nfd;
-		return 0;
-	}
-	r = -errno;
-	if (r != -ENOTDIR && r != -ELOOP)
-		return walk_error(t, r, comp, path);
 	lfd = openat(*fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (lfd < 0)
 		return walk_error(t, -errno, comp, path);
@@ -366,6 +361,28 @@ static int walk_step(struct target *t, int *fd, const char *comp, const char *pa
 	if (r == 0)
 		*p = todo;
 	return r;
+}
+
+/*
+ * Opens @comp in the directory @*fd: the directory it names replaces *fd; a
+ * symlink we trust is followed by rewriting @todo (see walk_link()), and *@p
+ * then starts over on it. 0 or -errno with t->error set.
+ */
+static int walk_step(struct target *t, int *fd, const char *comp, const char *path, char *todo,
+		     size_t len, const char **p, unsigned *links)
+{
+	int nfd, r;
+
+	nfd = openat(*fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd >= 0) {
+		close(*fd);
+		*fd = nfd;
+		return 0;
+	}
+	r = -errno;
+	if (r != -ENOTDIR && r != -ELOOP)
+		return walk_error(t, r, comp, path);
+	return walk_follow(t, fd, comp, path, todo, len, p, links, r);
 }
 
 /*
