@@ -32,10 +32,12 @@
  * output always ends with a final block), so its pieces could not be joined; and
  * on a whole page at the fastest level it was no faster than a reused zlib
  * stream. Level 1, as before: level 6 shrank the body another 11-14% for 3-5x the
- * CPU. A 4 KiB window and memLevel 6 keep the stream at ~54 KiB (zlib's default
- * 15/8: ~268 KiB) for 2-5% more bytes; it is allocated once and kept, because
- * allocating and freeing it per scrape cost more than compressing (page faults
- * of freshly trimmed heap).
+ * CPU. A 4 KiB window and memLevel 4 keep the stream at ~30 KiB (zlib's default
+ * 15/8: ~268 KiB); it is allocated once and kept, because allocating and freeing
+ * it per scrape cost more than compressing (page faults of freshly trimmed heap).
+ * Issue 15 (memory), the default config's 17 KB OpenMetrics page in one piece:
+ * memLevel 6 (~54 KiB) 3,368 B, 5 (~38 KiB) 3,397 B, 4 3,445 B (+2.3%), 3
+ * 3,484 B; a 2 KiB window with memLevel 4 (~22 KiB) 3,616 B (+7%).
  */
 #include <errno.h>
 #include <limits.h>
@@ -49,7 +51,7 @@
 #include "gzpage.h"
 
 #define GZ_WINDOW_BITS 12
-#define GZ_MEM_LEVEL   6
+#define GZ_MEM_LEVEL   4
 #define GZ_STORE_MAX   512 /* a family alone shorter than this is stored (see above) */
 
 /* A piece: families [first, last) of its page, deflated together. */
