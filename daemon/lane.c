@@ -2,12 +2,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <pthread.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +12,7 @@
 #include "../engines/ioprio.h"
 #include "lane.h"
 #include "log.h"
+#include "stack.h"
 
 #define LAYOUT_LOG_NS 5000000000ULL /* a layout's progress: a line this often */
 
@@ -304,31 +302,6 @@ static void lane_describe_target(struct lane *l)
 }
 
 /*
- * Issue 15 (memory): hands back the pages of this thread's stack below the
- * caller's frame (one page spared for the calls still to come). Opening a target
- * goes ~30 KiB deep once (path buffers of checking the mount and walking the
- * path; with GCC's stack clash probes every page of a frame is touched), and
- * what a lane does afterwards needs about a quarter of it: the rest stayed
- * resident for nothing. The pages are below the stack pointer, so unused; a
- * later touch gets fresh zero pages.
- */
-static void lane_release_stack(void)
-{
-	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	volatile char here = 0;
-	uintptr_t end = ((uintptr_t)&here & ~(page - 1)) - page;
-	pthread_attr_t a;
-	size_t size;
-	void *lo;
-
-	if (pthread_getattr_np(pthread_self(), &a) != 0)
-		return;
-	if (pthread_attr_getstack(&a, &lo, &size) == 0 && end > (uintptr_t)lo)
-		(void)madvise(lo, end - (uintptr_t)lo, MADV_DONTNEED);
-	pthread_attr_destroy(&a);
-}
-
-/*
  * Before each run: checks the open target, or opens it (a deleted probe file is
  * re-created at once), and logs what it decides. Metadata calls (the checks,
  * opening) hang on a dead NFS or FUSE mount as readily as I/O does: they count as
@@ -397,7 +370,9 @@ static int lane_prepare_target(struct lane *l)
 	if (opening) {
 		lane_describe_target(l);
 		l->devbusy_found = false; /* the disks are looked up again before a burst */
-		lane_release_stack();
+		/* Opening went ~30 KiB deep (mount check, path walk); runs need a
+		 * quarter of it. */
+		stack_release();
 	}
 	return 0;
 }

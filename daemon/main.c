@@ -34,6 +34,7 @@
 #include "probe_cli.h"
 #include "process.h"
 #include "scheduler.h"
+#include "stack.h"
 #include "webtls.h"
 
 #include "revision.h" /* IOPULSE_REVISION, generated at build time */
@@ -558,6 +559,9 @@ static int serve(const struct config *cfg, const char *config_path, const struct
 	log_info("Serving metrics on %s://%s/metrics%s", web && web->tls ? "https" : "http", where,
 		 web && web->n_users ? " (basic auth)" : "");
 	sched_notify_ready(s);
+	/* Loading and checking the configuration went deeper than the scheduler's
+	 * loop will (issue 15, memory). */
+	stack_release();
 	r = sched_run(s);
 	sd_notify(0, "STOPPING=1");
 	status = r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
