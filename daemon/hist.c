@@ -47,7 +47,7 @@ struct hist {
 	unsigned added_lo, added_hi;	       /* fine buckets hist_add_fine() wrote (lo > hi:
 						* none), where min..max may not reach */
 	const struct slots *slots;	       /* shared by every histogram with these bounds */
-	uint64_t fine[N_FINE];		       /* [0]: zeros; [f]: native bucket, see above */
+	uint64_t *fine; /* N_FINE, mapped alone: [0]: zeros; [f]: native bucket, see above */
 };
 
 /* slot[f]: the classic bounds below the lowest integer of fine[f]. It depends on
@@ -143,26 +143,41 @@ void hist_fine_range(unsigned idx, uint64_t *lo, uint64_t *hi)
 
 /* ---- lifetime --------------------------------------------------------------- */
 
-/* The struct is ~43 KiB, and a latency distribution fills a few octaves of its
- * 5236 fine buckets: a ping's sit in one or two of the eleven pages of fine[].
- * Fresh anonymous pages stay off RSS until written (reads see the shared zero
- * page), and nothing below writes a count that is zero (merge, clear and
- * add_fine touch only the range that holds samples), so a histogram costs the
- * pages its samples reach, not all 43 KiB. malloc could not give that: heap memory
- * is reused, calloc() clears it, and every page would stay resident. */
+/* fine[] is 41 KiB, and a latency distribution fills a few octaves of its 5236
+ * buckets: a ping's sit in one or two of its eleven pages. Fresh anonymous
+ * pages stay off RSS until written (reads see the shared zero page), and nothing
+ * below writes a count that is zero (merge, clear and add_fine touch only the
+ * range that holds samples), so a histogram costs the pages its samples reach,
+ * not all 41 KiB. malloc could not give that: heap memory is reused, calloc()
+ * clears it, and every page would stay resident. The rest of the struct (1 KiB,
+ * written at once) is malloc'd: mapped with fine[] it made one more resident
+ * page per histogram (issue 15: 6 of them on the default config). */
 static struct hist *hist_alloc(void)
 {
-	void *p = mmap(NULL, sizeof(struct hist), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct hist *h = calloc(1, sizeof(*h));
+	void *p;
 
-	if (p == MAP_FAILED)
+	if (!h)
 		return NULL;
+	p = mmap(NULL, N_FINE * sizeof(*h->fine), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		free(h);
+		return NULL;
+	}
 	/* The kernel merges neighbouring histograms into one mapping; with
 	 * transparent huge pages "always", a write into one 2 MiB-aligned stretch
 	 * of it would make all 2 MiB resident. Advice only: an old kernel without
 	 * it changes nothing else. */
-	(void)madvise(p, sizeof(struct hist), MADV_NOHUGEPAGE);
-	return p;
+	(void)madvise(p, N_FINE * sizeof(*h->fine), MADV_NOHUGEPAGE);
+	h->fine = p;
+	return h;
+}
+
+static void hist_release(struct hist *h)
+{
+	(void)munmap(h->fine, N_FINE * sizeof(*h->fine));
+	free(h);
 }
 
 /* The shared slot table for these bounds, with a reference taken; NULL when out
@@ -234,7 +249,7 @@ struct hist *hist_new(const uint64_t *bounds_ns, unsigned n)
 		return NULL;
 	h->slots = slots_get(bounds_ns, n);
 	if (!h->slots) {
-		(void)munmap(h, sizeof(*h));
+		hist_release(h);
 		return NULL;
 	}
 	h->n_bounds = n;
@@ -250,7 +265,7 @@ void hist_free(struct hist *h)
 	if (!h)
 		return;
 	slots_put(h->slots);
-	(void)munmap(h, sizeof(*h));
+	hist_release(h);
 }
 
 /* ---- recording -------------------------------------------------------------- */
