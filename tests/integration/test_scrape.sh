@@ -11,7 +11,7 @@
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
 . "$(dirname "$0")/lib.sh"
 
-require_cmd curl promtool cmp stat
+require_cmd curl promtool cmp stat gzip
 require_disk "$WORK"
 
 SIZE=$((8 << 20))
@@ -124,6 +124,41 @@ code=$(http_status GET /nope)
 [[ $code == 404 ]] || fail "GET /nope: status $code, want 404"
 code=$(http_status HEAD /metrics)
 [[ $code == 200 ]] || fail "HEAD /metrics: status $code, want 200"
+
+# ---- gzip, the formats interleaved -----------------------------------------
+
+# Each format keeps its last page and its compressed families (gzpage), and the
+# heap is trimmed after every reply (issue 15): text and OpenMetrics, gzipped
+# and not, in turn on connections of their own, must each inflate to a page
+# with the same families, in the same order, as the same format's plain page
+# fetched right after it; the text ones lint clean and OpenMetrics ends in EOF.
+OM='application/openmetrics-text;version=1.0.0'
+type_lines() { grep '^# TYPE ' "$1"; }
+for i in 1 2 3 4 5 6; do
+	for kind in text om; do
+		accept='text/plain;version=0.0.4'
+		[[ $kind == om ]] && accept=$OM
+		gz="$WORK/scrape.$kind.gz" unz="$WORK/scrape.$kind.unz" plain="$WORK/scrape.$kind.prom"
+		enc=$(curl -fsS --max-time 5 -H "Accept: $accept" -H 'Accept-Encoding: gzip' -o "$gz" \
+			-D - "$(url /metrics)" | tr -d '\r' | sed -n 's/^[Cc]ontent-[Ee]ncoding: //p') ||
+			fail "GET /metrics ($kind, gzip) failed"
+		[[ $enc == gzip ]] || fail "$kind scrape $i: Content-Encoding '$enc', want gzip"
+		gzip -dc <"$gz" >"$unz" 2>"$WORK/gzip.err" ||
+			fail "$kind scrape $i: not a valid gzip member: $(cat "$WORK/gzip.err")"
+		curl -fsS --max-time 5 -H "Accept: $accept" -o "$plain" "$(url /metrics)" ||
+			fail "GET /metrics ($kind) failed"
+		[[ $(type_lines "$unz") == "$(type_lines "$plain")" ]] ||
+			fail "$kind scrape $i: the gzipped page's families differ from the plain page's:"$'\n'"$(diff <(type_lines "$unz") <(type_lines "$plain"))"
+		if [[ $kind == text ]]; then
+			lint=$(promtool check metrics <"$unz" 2>&1) ||
+				fail "promtool check metrics failed on gzipped scrape $i:"$'\n'"$lint"
+			[[ -z $lint ]] || fail "promtool check metrics has findings on gzipped scrape $i:"$'\n'"$lint"
+		else
+			[[ $(tail -n 1 "$unz") == '# EOF' ]] || fail "om scrape $i: the gzipped page does not end with '# EOF'"
+		fi
+	done
+done
+note "gzip: 6 rounds of text and OpenMetrics, gzipped and not, inflate to the plain pages' families"
 
 # ---- the probe file --------------------------------------------------------
 
