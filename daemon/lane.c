@@ -1181,13 +1181,19 @@ void lane_status_probes(struct lane *l, struct status *st)
 	}
 }
 
-void lane_status_tick(struct lane *l, struct status *st, uint64_t now_ns)
+unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 {
+	unsigned n = 0;
+
 	for (unsigned pi = 0; pi < l->n_probes; pi++)
 		for (int op = 0; op < IO_OP_COUNT; op++)
 			if (l->probes[pi].series.latency[op])
-				status_tick_op(st, l->probes[pi].cfg, l->cfg->name, op,
-					       l->probes[pi].series.latency[op], now_ns);
+				out[n++] = (struct status_op){
+					.p = l->probes[pi].cfg,
+					.target = l->cfg->name,
+					.op = op,
+					.latency = l->probes[pi].series.latency[op]};
+	return n;
 }
 
 void lane_log_layout(struct lane *l, uint64_t now_ns)

@@ -119,7 +119,7 @@ struct lane {
 	int watch_fd;  /* timerfd the scheduler watches (lane_watch()), -1: none */
 	uint64_t watch_at; /* (lane mutex) what it is armed for; 0: disarmed */
 	/* Called by the lane thread just before a run publishes its latencies (the
-	 * status page's figures are taken then, lane_status_tick()); set before start. */
+	 * status page's figures are taken then, status_tick_until()); set before start. */
 	void (*before_publish)(void *arg);
 	void *before_publish_arg;
 	/* Scheduler: */
@@ -171,8 +171,10 @@ void lane_collect(struct lane *l, uint64_t now_ns);
 void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t);
 /* Scrape time: each probe op's counters and last burst into @st. */
 void lane_status_probes(struct lane *l, struct status *st);
-/* The status page's tick (under its lock): status_tick_op() for each probe op. */
-void lane_status_tick(struct lane *l, struct status *st, uint64_t now_ns);
+/* The status page's ticks: each probe op (at most n_probes * IO_OP_COUNT) into
+ * @out, for status_tick_until(); how many. Valid until the lane is destroyed
+ * or a reload drops its series. */
+unsigned lane_status_ops(const struct lane *l, struct status_op *out);
 /* Scheduler: log the progress of a probe-file layout every few seconds. */
 void lane_log_layout(struct lane *l, uint64_t now_ns);
 /* Reload: remove the series of probe @lp from the registry (a removed or changed

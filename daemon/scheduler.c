@@ -61,6 +61,8 @@ struct sched {
 	pthread_mutex_t tick_mu;
 	bool tick_mu_init;
 	_Atomic uint64_t status_next_ns;
+	struct status_op *tick_ops; /* (tick_mu) the lanes' probe ops, copied for the ticks */
+	size_t tick_ops_cap;
 	char host_id[SPLAY_HOST_ID_MAX]; /* what the probes' phases derive from (splay.h) */
 };
 
@@ -481,38 +483,50 @@ static int arm_timer(struct sched *s, uint64_t at)
 	return timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ? -errno : 0;
 }
 
-/* How many missed ticks status_catch_up() takes at their own times; after a
- * longer stall (suspend), the next one starts from now. */
-#define STATUS_CATCH_UP_MAX (STATUS_BLOCKS * STATUS_BLOCK) /* a day of steps */
+/* Under tick_mu and lanes_mu: the running lanes' probe ops into s->tick_ops.
+ * How many, or -ENOMEM (the ticks wait for the next try). */
+static int status_ops(struct sched *s)
+{
+	size_t need = 0;
+	unsigned n = 0;
+
+	for (unsigned li = 0; li < s->n_lanes; li++)
+		need += (size_t)s->lanes[li].n_probes * IO_OP_COUNT;
+	if (mem_grow(&s->tick_ops, &s->tick_ops_cap, need ? need : 1, sizeof(*s->tick_ops)) < 0)
+		return -ENOMEM;
+	for (unsigned li = 0; li < s->n_lanes; li++)
+		n += lane_status_ops(&s->lanes[li], s->tick_ops + n);
+	return (int)n;
+}
 
 /*
  * The status page's figures, every STATUS_STEP_NS: a few copies of bucket
  * counts per probe op. No thread wakes for them: a histogram changes only when
  * its lane publishes a run, so a lane about to publish (before_publish) and a
  * request for a page take the ticks due by then, each at its own time, with the
- * counts it would have seen. Under tick_mu, then lanes_mu (never during a
- * reload: the lanes are being swapped, and a tick would drop their series).
+ * counts it would have seen (status_tick_until(): what a long idle time adds
+ * costs nothing). Under tick_mu; lanes_mu only to copy the probe ops (never
+ * during a reload: the lanes are being swapped). A reload takes tick_mu before
+ * it drops series or frees lanes, so the copy stays valid while ticks use it.
  */
 static void status_catch_up(void *arg)
 {
 	struct sched *s = arg;
-	uint64_t now = eng_now_ns(), at;
-	unsigned n = 0;
+	uint64_t now = eng_now_ns();
+	int n = -EAGAIN;
+	bool ok;
 
 	if (atomic_load(&s->status_next_ns) > now)
 		return;
 	pthread_mutex_lock(&s->tick_mu);
 	pthread_mutex_lock(&s->lanes_mu);
-	while (!s->reloading && (at = status_next_tick_ns(s->st)) <= now) {
-		if (!at || n++ >= STATUS_CATCH_UP_MAX)
-			at = now; /* the first tick, or after a long stall */
-		status_tick_due(s->st, at);
-		for (unsigned li = 0; li < s->n_lanes; li++)
-			lane_status_tick(&s->lanes[li], s->st, at);
-		status_tick_end(s->st, at);
-	}
-	atomic_store(&s->status_next_ns, s->reloading ? 0 : status_next_tick_ns(s->st));
+	if (!s->reloading)
+		n = status_ops(s);
 	pthread_mutex_unlock(&s->lanes_mu);
+	ok = n >= 0;
+	if (ok)
+		status_tick_until(s->st, s->tick_ops, (unsigned)n, now);
+	atomic_store(&s->status_next_ns, ok ? status_next_tick_ns(s->st) : 0);
 	pthread_mutex_unlock(&s->tick_mu);
 }
 
@@ -765,7 +779,7 @@ static unsigned stop_old_lanes(struct lane *old, unsigned n_old, bool *gone)
 }
 
 /* Series of removed targets, and of removed or changed probes, leave the registry.
- * Scrapes no longer see the old lanes. */
+ * Scrapes no longer see the old lanes; under tick_mu. */
 static void drop_stale_series(struct sched *s, const struct config *oc, const struct config *nc,
 			      struct lane *old, unsigned n_old, const bool *gone)
 {
@@ -783,9 +797,7 @@ static void drop_stale_series(struct sched *s, const struct config *oc, const st
 					  l->probes[pi].cfg->name);
 				lane_drop_probe_series(&l->probes[pi]);
 				/* Its histogram is made anew: the page's figures too. */
-				pthread_mutex_lock(&s->tick_mu);
 				status_probe_changed(s->st, l->probes[pi].cfg->name);
-				pthread_mutex_unlock(&s->tick_mu);
 			}
 	}
 }
@@ -896,13 +908,16 @@ static int reload_apply(struct sched *s, struct config *nc)
 	/* An abandoned lane keeps its timer (and may still arm it): not ours now. */
 	for (unsigned li = 0; li < n_old; li++)
 		epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, old[li].watch_fd, NULL);
-	/* Scrapes stop looking at the old lanes before their series go. */
+	/* Scrapes and ticks stop looking at the old lanes before their series go
+	 * (a tick in progress has copied their probe ops: it ends first). */
+	pthread_mutex_lock(&s->tick_mu);
 	pthread_mutex_lock(&s->lanes_mu);
 	s->lanes = NULL;
 	s->n_lanes = 0;
 	s->reloading = true;
 	pthread_mutex_unlock(&s->lanes_mu);
 	drop_stale_series(s, oc, nc, old, n_old, rr.gone);
+	pthread_mutex_unlock(&s->tick_mu);
 	s->stuck_before += stuck;
 
 	r = build_new_lanes(s, &nc, &lanes, &n);
@@ -1114,6 +1129,7 @@ void sched_free(struct sched *s)
 	if (s->tick_mu_init)
 		pthread_mutex_destroy(&s->tick_mu);
 	status_free(s->st);
+	free(s->tick_ops);
 	free(s->path);
 	free(s->abandoned);
 	if (s->epoll_fd >= 0)

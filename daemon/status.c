@@ -390,11 +390,26 @@ static void step_in(struct status *st, struct status_series *ss, uint64_t now, u
 	ss->steps++;
 }
 
+/* The page's windows of @ss at @now: @minute, and the hour's figures and bars. */
+static void set_windows(struct status *st, struct status_series *ss, uint64_t now,
+			const struct status_fig *minute)
+{
+	struct status_fig hour;
+	struct status_bars bars;
+
+	hour_window(st, ss, now, &hour);
+	bars_of(st->sum, &bars);
+	pthread_mutex_lock(&st->mu);
+	ss->v.minute = *minute;
+	ss->v.hour = hour;
+	ss->v.hour_bars = bars;
+	pthread_mutex_unlock(&st->mu);
+}
+
 /* One step of @ss with st->cur holding its histogram's bucket counts now. */
 static void series_step(struct status *st, struct status_series *ss, uint64_t now, uint64_t total)
 {
-	struct status_fig minute, hour, block = {0};
-	struct status_bars bars;
+	struct status_fig minute, block = {0};
 	bool minute_mark, block_mark;
 
 	step_in(st, ss, now, total);
@@ -412,12 +427,8 @@ static void series_step(struct status *st, struct status_series *ss, uint64_t no
 		memset(&ss->acc, 0, sizeof(ss->acc));
 		ss->acc_at = now;
 	}
-	hour_window(st, ss, now, &hour);
-	bars_of(st->sum, &bars);
+	set_windows(st, ss, now, &minute);
 	pthread_mutex_lock(&st->mu);
-	ss->v.minute = minute;
-	ss->v.hour = hour;
-	ss->v.hour_bars = bars;
 	if (minute_mark)
 		ring_push(ss->v.ring.min, STATUS_MINUTES, &ss->v.ring.min_head, &ss->v.ring.min_n,
 			  fig_rec(&minute));
@@ -498,6 +509,141 @@ void status_tick_end(struct status *st, uint64_t now_ns)
 		for (unsigned i = 0; i < n_gone; i++)
 			free(gone[i]);
 	} while (n_gone == 8);
+}
+
+/* ---------------------------------------------------------------- catching up */
+
+/* Nothing in any window of @ss, nor a restart pending: a step that adds
+ * nothing changes only its times and records. */
+static bool series_quiet(const struct status_series *ss)
+{
+	if (ss->restart || ss->acc.n)
+		return false;
+	for (unsigned i = 0; i < STATUS_MINUTE; i++)
+		if (ss->step[i].n)
+			return false;
+	for (unsigned i = 0; i < STATUS_HOUR; i++)
+		if (ss->blk[i].n)
+			return false;
+	return true;
+}
+
+/* Marks of every @every steps from step @from (exclusive) to @to (inclusive). */
+static uint64_t marks(uint64_t from, uint64_t to, unsigned every)
+{
+	return to / every - from / every;
+}
+
+/* @count empty records into a ring: only the last @size are written (the
+ * others would be overwritten), the head moves by all of them. */
+static void ring_push_empty(struct status_rec *recs, unsigned size, uint16_t *head, uint16_t *n,
+			    uint64_t count)
+{
+	const struct status_rec none = fig_rec(&(struct status_fig){0});
+
+	if (count > size) {
+		*head = (uint16_t)((*head + (count - size) % size) % size);
+		count = size;
+	}
+	for (uint64_t i = 0; i < count; i++)
+		ring_push(recs, size, head, n, none);
+}
+
+/* What series_step() does for a step that added nothing to a quiet series,
+ * ending at @now: times and empty records, no figures. */
+static void quiet_step(struct status *st, struct status_series *ss, uint64_t now)
+{
+	unsigned slot = ss->steps % STATUS_MINUTE;
+
+	ss->step[slot].n = 0;
+	ss->step_at[slot] = ss->prev_at;
+	ss->prev_at = now;
+	ss->steps++;
+	if (ss->steps % STATUS_BLOCK == 0) {
+		slot = (ss->steps / STATUS_BLOCK - 1) % STATUS_HOUR;
+		ss->blk[slot].n = 0;
+		ss->blk_at[slot] = ss->acc_at;
+		ss->acc_at = now;
+	}
+	pthread_mutex_lock(&st->mu);
+	ring_push_empty(ss->v.ring.min, STATUS_MINUTES, &ss->v.ring.min_head, &ss->v.ring.min_n,
+			ss->steps % STATUS_MINUTE == 0);
+	ring_push_empty(ss->v.ring.blk, STATUS_BLOCKS, &ss->v.ring.blk_head, &ss->v.ring.blk_n,
+			ss->steps % STATUS_BLOCK == 0);
+	pthread_mutex_unlock(&st->mu);
+}
+
+/*
+ * @k quiet steps of @ss, the first ending at @at, one every STATUS_STEP_NS.
+ * Only the last hour of steps (STATUS_HOUR whole blocks: every step slot and
+ * block slot) shapes what is kept; the ones before it only push empty records
+ * and move the block in progress on.
+ */
+static void series_skip(struct status *st, struct status_series *ss, uint64_t at, uint64_t k)
+{
+	const uint64_t keep = STATUS_HOUR * STATUS_BLOCK;
+	struct status_fig minute;
+
+	if (k > keep) {
+		uint64_t m = k - keep, from = ss->steps, to = from + m, last_block;
+
+		pthread_mutex_lock(&st->mu);
+		ring_push_empty(ss->v.ring.min, STATUS_MINUTES, &ss->v.ring.min_head,
+				&ss->v.ring.min_n, marks(from, to, STATUS_MINUTE));
+		ring_push_empty(ss->v.ring.blk, STATUS_BLOCKS, &ss->v.ring.blk_head,
+				&ss->v.ring.blk_n, marks(from, to, STATUS_BLOCK));
+		pthread_mutex_unlock(&st->mu);
+		last_block = to / STATUS_BLOCK * STATUS_BLOCK;
+		if (last_block > from)
+			ss->acc_at = at + (last_block - from - 1) * STATUS_STEP_NS;
+		ss->steps = (unsigned)to;
+		ss->prev_at = at + (m - 1) * STATUS_STEP_NS;
+		at += m * STATUS_STEP_NS;
+		k = keep;
+	}
+	for (uint64_t i = 0; i < k; i++)
+		quiet_step(st, ss, at + i * STATUS_STEP_NS);
+	at += (k - 1) * STATUS_STEP_NS;
+	minute_window(st, ss, at, &minute);
+	set_windows(st, ss, at, &minute);
+}
+
+/* The @k ticks due from st->next_tick_ns on, at once, when every series is
+ * quiet; false (nothing done) when one is not. */
+static bool skip_quiet(struct status *st, uint64_t k)
+{
+	uint64_t at = st->next_tick_ns;
+
+	for (unsigned i = 0; i < st->n_series; i++)
+		if (!series_quiet(st->series[i]))
+			return false;
+	for (unsigned i = 0; i < st->n_series; i++)
+		series_skip(st, st->series[i], at, k);
+	st->last_tick_ns = k > 1 ? at + (k - 2) * STATUS_STEP_NS : st->tick_ns;
+	st->tick_ns = at + (k - 1) * STATUS_STEP_NS;
+	st->next_tick_ns = at + k * STATUS_STEP_NS;
+	return true;
+}
+
+unsigned status_tick_until(struct status *st, const struct status_op *ops, unsigned n,
+			   uint64_t now_ns)
+{
+	unsigned ticks = 0, calls = 0;
+	uint64_t at;
+
+	while ((at = st->next_tick_ns) <= now_ns) {
+		if (!at || ticks >= STATUS_CATCH_UP_MAX)
+			at = now_ns; /* the first tick, or a safety net */
+		else if (ticks && skip_quiet(st, (now_ns - at) / STATUS_STEP_NS + 1))
+			break;
+		status_tick_due(st, at);
+		for (unsigned i = 0; i < n; i++)
+			status_tick_op(st, ops[i].p, ops[i].target, ops[i].op, ops[i].latency, at);
+		status_tick_end(st, at);
+		ticks++;
+		calls += n;
+	}
+	return calls;
 }
 
 /* ---------------------------------------------------------------- requests */

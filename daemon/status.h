@@ -6,11 +6,12 @@
  * Two writers, one short mutex that no I/O and no formatting ever holds:
  *   - the tick (status_tick_*(), every STATUS_STEP_NS, under the scheduler's
  *     tick lock; taken late, at its own time, by the first lane about to
- *     publish a run or request for a page after it falls due: no thread wakes
- *     for it, and until a run publishes the histograms stay as they were) copies each probe op's
- * latency histogram out of the registry as bucket counts (STATUS_GROUP fine buckets to one), keeps
- * what each step added (struct status_sparse) for the last minute and what each 10-minute block
- *     added for the last hour, and from those computes the figures of the last
+ *     publish a run or request for a page after it falls due, status_tick_until():
+ *     no thread wakes for it, and until a run publishes the histograms stay
+ *     as they were) copies each probe op's latency histogram out of the
+ *     registry as bucket counts (STATUS_GROUP fine buckets to one), keeps what
+ *     each step added (struct status_sparse) for the last minute and what each
+ *     10-minute block added for the last hour, and from those computes the figures of the last
  *     minute (exactly 60 s) and the last hour (the 6 last whole blocks and the
  *     one in progress: 60 to 70 minutes, the span says which) and the records
  *     of the ring: one per minute for the last hour, one per 10 minutes for the
@@ -219,6 +220,29 @@ void status_tick_op(struct status *st, const struct cfg_probe *p, const char *ta
 		    struct metric_series *latency, uint64_t now_ns);
 void status_tick_end(struct status *st, uint64_t now_ns);
 void status_probe_changed(struct status *st, const char *probe);
+
+/* One probe op of the running schedule, as status_tick_op() takes it. */
+struct status_op {
+	const struct cfg_probe *p;
+	const char *target;
+	enum io_op op;
+	struct metric_series *latency;
+};
+
+/*
+ * Every tick due by @now_ns, each at its own time, over the @n probe ops @ops
+ * (the caller serialises, as for the ticks). Only the first reads anything new
+ * (the histograms change when a run publishes, which waits for this); the
+ * others take zero steps, and once every series' windows are empty (at most
+ * STATUS_QUIET_STEPS after the last change) the rest are taken at once: the
+ * cost does not grow with the time since the last tick. After more than
+ * STATUS_CATCH_UP_MAX ticks that still read (none do: a safety net), the next
+ * one starts from @now_ns. Returns the status_tick_op() calls made.
+ */
+#define STATUS_QUIET_STEPS  (STATUS_HOUR * STATUS_BLOCK + STATUS_BLOCK)
+#define STATUS_CATCH_UP_MAX (STATUS_BLOCKS * STATUS_BLOCK) /* a day of steps */
+unsigned status_tick_until(struct status *st, const struct status_op *ops, unsigned n,
+			   uint64_t now_ns);
 
 /*
  * A request (HTTP thread): the targets' state (@n of them, in order) and each

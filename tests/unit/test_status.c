@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for daemon/status: the ring's memory bound (the one iopulse(8)
- * states), its wrap-around, window quantiles against hist_quantile_ns() of the
- * same samples (within the 3 % stated in status.h), a series that restarts,
- * readiness, and the escaping of everything the pages show.
+ * states), its wrap-around, ticks caught up after a long gap, window quantiles against
+ * hist_quantile_ns() of the same samples (within the 3 % stated in status.h), a series that
+ * restarts, readiness, and the escaping of everything the pages show.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -190,6 +190,85 @@ static void test_block_ring_wraps(void **state)
 	assert_int_equal(ss->v.hour.count, 360); /* exactly the last hour at a mark */
 	assert_int_equal(ss->v.hour.span_ns, 3600 * NSEC_PER_SEC);
 	fixture_free(&f);
+}
+
+/* ---- catching up ------------------------------------------------------------ */
+
+static void assert_fig_equal(const struct status_fig *a, const struct status_fig *b)
+{
+	assert_int_equal(a->count, b->count);
+	assert_int_equal(a->span_ns, b->span_ns);
+	for (unsigned q = 0; q < STATUS_QUANTILES; q++)
+		assert_int_equal(a->q_ns[q], b->q_ns[q]);
+}
+
+static void assert_recs_equal(const struct status_rec *a, const struct status_rec *b, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(a[i].count, b[i].count);
+		assert_memory_equal(a[i].q, b[i].q, sizeof(a[i].q));
+	}
+}
+
+/* What the page shows of @a's series and of @b's is the same. */
+static void assert_views_equal(struct fixture *a, struct fixture *b)
+{
+	const struct status_view *x = &series(a)->v, *y = &series(b)->v;
+
+	assert_fig_equal(&x->minute, &y->minute);
+	assert_fig_equal(&x->hour, &y->hour);
+	assert_int_equal(x->hour_bars.first, y->hour_bars.first);
+	assert_int_equal(x->hour_bars.per, y->hour_bars.per);
+	assert_int_equal(x->hour_bars.n, y->hour_bars.n);
+	assert_memory_equal(x->hour_bars.c, y->hour_bars.c, sizeof(x->hour_bars.c));
+	assert_int_equal(x->ring.min_head, y->ring.min_head);
+	assert_int_equal(x->ring.min_n, y->ring.min_n);
+	assert_int_equal(x->ring.blk_head, y->ring.blk_head);
+	assert_int_equal(x->ring.blk_n, y->ring.blk_n);
+	assert_recs_equal(x->ring.min, y->ring.min, STATUS_MINUTES);
+	assert_recs_equal(x->ring.blk, y->ring.blk, STATUS_BLOCKS);
+	assert_int_equal(series(a)->steps, series(b)->steps);
+	assert_int_equal(status_next_tick_ns(a->st), status_next_tick_ns(b->st));
+}
+
+/*
+ * A lane publishes after a long idle time (no run, no page): status_tick_until()
+ * takes every tick due since at once, with the same figures and records as a
+ * tick at each 10-second mark would have left, and the ticks that read the
+ * histograms stop once its windows are empty (STATUS_QUIET_STEPS), however
+ * long the gap: a day, and more.
+ */
+static void test_catch_up_gap(void **state)
+{
+	static const unsigned gaps[] = {1,   2,	  5,	59,	    61,	   100, 421,
+					450, 977, 8640, 8640 + 367, 30011, 3};
+	struct fixture ref, cu;
+	struct status_op op;
+
+	(void)state;
+	fixture_init(&ref);
+	fixture_init(&cu);
+	op = (struct status_op){.p = &cu.probe, .target = "t1", .op = IO_READ, .latency = cu.lat};
+	tick(&ref);
+	assert_int_equal(status_tick_until(cu.st, &op, 1, 1), 1);
+	for (unsigned g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
+		unsigned calls;
+
+		/* One run's samples, published before the gap's first tick. */
+		for (unsigned i = 0; i <= g; i++) {
+			metrics_observe_ns(ref.lat, (g + 1) * 100 * US + i * US);
+			metrics_observe_ns(cu.lat, (g + 1) * 100 * US + i * US);
+		}
+		for (unsigned k = 0; k < gaps[g]; k++)
+			tick(&ref);
+		calls = status_tick_until(cu.st, &op, 1, 1 + (ref.k - 1) * STATUS_STEP_NS);
+		assert_true(calls >= 1);
+		assert_true(calls <=
+			    (gaps[g] < STATUS_QUIET_STEPS + 1 ? gaps[g] : STATUS_QUIET_STEPS + 1));
+		assert_views_equal(&ref, &cu);
+	}
+	fixture_free(&ref);
+	fixture_free(&cu);
 }
 
 /* ---- windows ----------------------------------------------------------------- */
@@ -556,6 +635,7 @@ int main(void)
 		cmocka_unit_test(test_codes),
 		cmocka_unit_test(test_minute_ring_wraps),
 		cmocka_unit_test(test_block_ring_wraps),
+		cmocka_unit_test(test_catch_up_gap),
 		cmocka_unit_test(test_window_quantiles),
 		cmocka_unit_test(test_series_restart),
 		cmocka_unit_test(test_hour_span),
