@@ -1003,24 +1003,38 @@ void sched_on_sighup(struct sched *s, void (*fn)(void *userdata), void *userdata
 	s->hup_data = userdata;
 }
 
-/* The events of one wake-up. Returns 1 to stop, 0 to go on, -errno on failure. */
+#define EVENTS_STALE 2 /* handle_event(): the rest of the batch may name closed fds */
+
+/*
+ * The events of one wake-up. Returns 1 to stop, 0 to go on, EVENTS_STALE after
+ * a reload (it closed the old lanes' timers, and new lanes and targets may have
+ * their numbers now: the batch's other events wait for the next epoll_wait(),
+ * which reports what is still pending), -errno on failure. Reads only the
+ * scheduler's own descriptors: a number it does not know is left alone.
+ */
 static int handle_event(struct sched *s, int fd)
 {
+	int r;
+
 	if (fd == s->signal_fd)
 		return handle_signal(s);
-	if (fd == s->reload_fd)
-		return reload_finish(s);
+	if (fd == s->reload_fd) {
+		r = reload_finish(s);
+		return r < 0 ? r : EVENTS_STALE;
+	}
 	for (unsigned li = 0; li < s->n_lanes; li++)
 		if (fd == s->lanes[li].watch_fd) {
 			lane_watch(&s->lanes[li]); /* reads it */
 			return 0;
 		}
-	drain(fd);
 	if (fd == s->wake_fd)
 		s->woken = true;
 	else if (fd == s->watchdog_fd)
 		sd_notify(0, "WATCHDOG=1");
-	return 0; /* timer_fd: the loop looks at the clock */
+	else if (fd != s->timer_fd) /* timer_fd: the loop looks at the clock */
+		return 0;
+	drain(fd);
+	return 0;
 }
 
 int sched_run(struct sched *s)
@@ -1041,6 +1055,8 @@ int sched_run(struct sched *s)
 		}
 		for (int i = 0; i < n; i++) {
 			r = handle_event(s, ev[i].data.fd);
+			if (r == EVENTS_STALE)
+				break;
 			if (r != 0)
 				return r > 0 ? 0 : r;
 		}
