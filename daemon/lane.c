@@ -762,9 +762,17 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 	return a && (!b || a < b) ? a : b;
 }
 
-/* Under the lane mutex: arm watch_fd for @at (eng_now_ns() or eng_mono_ns(),
- * both CLOCK_MONOTONIC's scale), 0 disarms. One system call, no wake-up: only
- * when it changes. */
+/* @at on eng_now_ns()'s clock, which read @now_ns, on CLOCK_MONOTONIC, which
+ * read @mono_ns (what timers and timed waits use): as far ahead of it. Where
+ * the TSC lags the monotonic clock, arming @at itself would fire early, find
+ * nothing due and re-arm in the past: a spin until the TSC caught up. */
+static uint64_t mono_at(uint64_t at, uint64_t now_ns, uint64_t mono_ns)
+{
+	return mono_ns + (at > now_ns ? at - now_ns : 0);
+}
+
+/* Under the lane mutex: arm watch_fd for @at (eng_mono_ns()), 0 disarms. One
+ * system call, no wake-up: only when it changes. */
 static void lane_arm(struct lane *l, uint64_t at)
 {
 	struct itimerspec its = {0};
@@ -815,7 +823,9 @@ static int lane_wait_work(struct lane *l)
 		return pi;
 	}
 	lane_arm(l, 0);
-	at = earliest(due, retry);
+	/* The wait is on CLOCK_MONOTONIC: the retry time (the probes' clock, which
+	 * may lag it) becomes as far from it as from that clock. */
+	at = earliest(due, retry ? mono_at(retry, eng_now_ns(), eng_mono_ns()) : 0);
 	if (!at) {
 		pthread_cond_wait(&l->cv, &l->mu);
 	} else {
@@ -881,8 +891,11 @@ static void *lane_main(void *arg)
 
 		pthread_mutex_lock(&l->mu);
 		/* Still busy: what fell due during the run waited for it, whether the
-		 * scheduler saw it then or not. */
-		lane_due(l, eng_mono_ns());
+		 * scheduler saw it then or not. Not when stopping: those runs never
+		 * come, and a lane abandoned at a reload would count them late in the
+		 * series its successor shares. */
+		if (!l->stop)
+			lane_due(l, eng_mono_ns());
 		atomic_store(&l->running, -1);
 		l->busy = false;
 	}
@@ -1216,17 +1229,20 @@ void lane_log_layout(struct lane *l, uint64_t now_ns)
 		 l->cfg->name, 100.0 * share, done >> 20, total >> 20);
 }
 
-/* When the scheduler looks at a running lane next (lane_watch()). */
-static uint64_t lane_watch_next(struct lane *l, uint64_t now_ns, uint64_t due_ns)
+/* When the scheduler looks at a running lane next (lane_watch()), on
+ * CLOCK_MONOTONIC (@mono_ns, like @due_ns): the timeout and the layout line are
+ * on the probes' clock (@now_ns), converted by what is left of them. */
+static uint64_t lane_watch_next(struct lane *l, uint64_t now_ns, uint64_t mono_ns, uint64_t due_ns)
 {
-	uint64_t since, next = earliest(due_ns, now_ns + l->check_step_ns);
+	uint64_t since, next = earliest(due_ns, mono_ns + l->check_step_ns);
 	struct lane_probe *lp = inflight_probe(l, &since);
 
 	/* Not yet timed out (else it was counted just now): look again when it is. */
 	if (lp && age(now_ns, since) < lp->cfg->timeout_ns)
-		next = earliest(next, since + lp->cfg->timeout_ns);
+		next = earliest(next, mono_at(since + lp->cfg->timeout_ns, now_ns, mono_ns));
 	if (l->layout_logged_ns)
-		next = earliest(next, l->layout_logged_ns + LAYOUT_LOG_NS);
+		next = earliest(next,
+				mono_at(l->layout_logged_ns + LAYOUT_LOG_NS, now_ns, mono_ns));
 	return next;
 }
 
@@ -1243,8 +1259,10 @@ void lane_watch(struct lane *l)
 	/* Idle, its thread wakes for its next due time itself (and re-arms the
 	 * timer when a run starts). */
 	if (l->busy) {
-		due = lane_due(l, eng_mono_ns());
-		lane_arm(l, lane_watch_next(l, now, due));
+		uint64_t mono = eng_mono_ns();
+
+		due = lane_due(l, mono);
+		lane_arm(l, lane_watch_next(l, now, mono, due));
 	}
 	pthread_mutex_unlock(&l->mu);
 }

@@ -21,9 +21,13 @@
  * runs. While a run goes on, the lane keeps a timerfd of its own armed for the
  * earliest of the next due time and its housekeeping (lane_watch()): the
  * scheduler's loop watches it and, when it fires, counts what fell due behind
- * the run and checks for a hung I/O. A run that ends in time pushes it forward,
- * and an idle lane disarms it: it never fires while runs keep to their
- * schedule.
+ * the run and checks for a hung I/O. It fires only while a run goes on: when
+ * the run outlasts the next due time, and every check_step_ns (the shortest
+ * timeout of its probes, 5 s at most) of a long run, a burst's for one, so that
+ * no I/O outlives its timeout unseen. A run that ends sooner pushes it forward,
+ * and an idle lane disarms it: short runs that keep to their schedule never
+ * wake the scheduler. Its times are on CLOCK_MONOTONIC, the timer's clock,
+ * whatever clock the probes read (engines/clock.h).
  */
 #ifndef IOPULSE_LANE_H
 #define IOPULSE_LANE_H
@@ -117,7 +121,7 @@ struct lane {
 	struct target_series series;
 	int notify_fd; /* eventfd written when 'up' changes (STATUS=), -1: none; set before start */
 	int watch_fd;  /* timerfd the scheduler watches (lane_watch()), -1: none */
-	uint64_t watch_at; /* (lane mutex) what it is armed for; 0: disarmed */
+	uint64_t watch_at; /* (lane mutex) what it is armed for (eng_mono_ns()); 0: disarmed */
 	/* Called by the lane thread just before a run publishes its latencies (the
 	 * status page's figures are taken then, status_tick_until()); set before start. */
 	void (*before_publish)(void *arg);

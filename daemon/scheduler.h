@@ -6,9 +6,9 @@
  * lane then keeps its probes' due times on CLOCK_MONOTONIC and sleeps until
  * the earliest itself (lane.h). The scheduler's loop does not wake for due
  * runs: it watches one timerfd per lane, which the lane arms while a run goes
- * on (for the next due time and the timeout of the I/O in flight) and which
- * fires only when a run outlasts one of them: then the loop counts what fell
- * due behind the run and a hung I/O. Its own timerfd is armed only for a
+ * on (for the next due time, the timeout of the I/O in flight and a periodic
+ * look) and which fires only when a run outlasts one of them: then the loop
+ * counts what fell due behind the run and a hung I/O. Its own timerfd is armed only for a
  * held-back STATUS= or log summary. The status page's figures are taken when
  * a run publishes or a page is asked for (status.h). Idle, the loop sleeps.
  * A signalfd carries SIGTERM/SIGINT/SIGHUP;

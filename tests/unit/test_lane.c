@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -32,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -473,8 +475,10 @@ static void test_verify_only(void **state)
 
 /* ---- what holds the target, and the info series ---- */
 
-/* Two pings and a burst (indices 0, 1, 2 in the lane) on a target with labels. */
-static void waits_setup(struct fixture *f, bool start)
+/* Two pings every @p1 and @p2 and a burst every @b1 (indices 0, 1, 2 in the
+ * lane) on a target with labels. */
+static void three_probes(struct fixture *f, bool start, const char *p1, const char *p2,
+			 const char *b1)
 {
 	char yaml[PATH_MAX + 1024];
 	int len;
@@ -490,14 +494,19 @@ static void waits_setup(struct fixture *f, bool start)
 		       "    labels: {zone: eu-1, volume_type: gp3}\n"
 		       "probes:\n"
 		       "  - {name: p1, type: ping, target: t1, op: read, engine: null, "
-		       "interval: 100ms}\n"
+		       "interval: %s}\n"
 		       "  - {name: p2, type: ping, target: t1, op: read, engine: null, "
-		       "interval: 2s}\n"
+		       "interval: %s}\n"
 		       "  - {name: b1, type: burst, target: t1, rw: randread, engine: null, "
-		       "iodepth: 1, duration: 1s, every: 1h}\n",
-		       f->dir);
+		       "iodepth: 1, duration: 1s, every: %s}\n",
+		       f->dir, p1, p2, b1);
 	assert_true(len > 0 && (size_t)len < sizeof(yaml));
 	fixture_lane(f, yaml, len, start);
+}
+
+static void waits_setup(struct fixture *f, bool start)
+{
+	three_probes(f, start, "100ms", "2s", "1h");
 }
 
 static int waits_fixture(void **state)
@@ -851,8 +860,8 @@ static void advance(struct lane *l, uint64_t ns)
 	set_retry(l, 0, 0); /* p1 never has one: only the wake-up */
 }
 
-/* The fake clock at the real one at least: the lane's timed waits for a retry
- * then wait (a deadline in the past would have the lane spin). */
+/* The fake clock at the real one at least, as the tests below were written
+ * for (the lane's timed waits take a retry's distance from the fake clock). */
 static uint64_t clock_at_real(void)
 {
 	struct timespec ts;
@@ -866,6 +875,121 @@ static uint64_t clock_at_real(void)
 }
 
 #define RUNS(f, p) value_of(f, "iopulse_probe_runs_total", p)
+
+/* ---- what falls due behind a run: the scheduler's watch and a stop ---- */
+
+/* Pings p1, p2 and burst b1 as waits_setup()'s, all every hour: nothing falls
+ * due again by itself while a test runs. */
+static int hourly_fixture(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	*state = f;
+	three_probes(f, true, "1h", "1h", "1h");
+	return 0;
+}
+
+/* Burst b1 running, laid out (held there by the fake clock). */
+static void burst_running(struct fixture *f)
+{
+	lane_enqueue(&f->lane, 2);
+	wait_running(&f->lane, 2);
+	wait_laid_out(&f->lane);
+}
+
+/* Probes @pi (a -1-terminated list) fall due now, on the lanes' clock. */
+static void due_now(struct lane *l, const int *pi)
+{
+	pthread_mutex_lock(&l->mu);
+	for (; *pi >= 0; pi++)
+		l->probes[*pi].due_ns = eng_mono_ns() - 1;
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* The lane's watch timer fires (whatever it was armed for), and the scheduler
+ * handles it; returns what lane_watch() armed it for next. */
+static uint64_t watch_fires(struct lane *l)
+{
+	struct itimerspec its = {.it_value = {.tv_nsec = 1}}; /* long past: at once */
+	struct pollfd pfd = {.fd = l->watch_fd, .events = POLLIN};
+	uint64_t at;
+
+	assert_int_equal(timerfd_settime(l->watch_fd, TFD_TIMER_ABSTIME, &its, NULL), 0);
+	assert_int_equal(poll(&pfd, 1, 60000), 1);
+	lane_watch(l);
+	pthread_mutex_lock(&l->mu);
+	at = l->watch_at;
+	pthread_mutex_unlock(&l->mu);
+	return at;
+}
+
+/*
+ * A burst runs; the scheduler's watch timer fires: it counts what fell due
+ * behind the run then, by reason (pings deferred and then skipped for the
+ * burst, the burst's own slot skipped as slow storage), and arms the timer
+ * again on CLOCK_MONOTONIC, not in its past, though the probes' clock (fake
+ * here, as a lagging TSC) is far behind it. When the run ends, the lane counts
+ * none of those slots again, and the pings run once.
+ */
+static void test_watch_counts_behind_run(void **state)
+{
+	static const int all[] = {0, 1, 2, -1}, p1[] = {0, -1};
+	struct fixture *f = *state;
+	struct lane *l = &f->lane;
+	uint64_t was = atomic_load(&fake_now), before;
+
+	burst_running(f);
+	if (eng_mono_ns() > 20 * SEC) /* the probes' clock well behind the real one */
+		atomic_store(&fake_now, eng_mono_ns() / 2);
+	due_now(l, all);
+	before = eng_mono_ns();
+	assert_true(watch_fires(l) >= before);
+	assert_true(DEFERRED(f, "p1", "burst") == 1);
+	assert_true(DEFERRED(f, "p2", "burst") == 1);
+	assert_true(SKIPPED(f, "b1", "busy") == 1);
+	due_now(l, p1); /* again, still queued */
+	before = eng_mono_ns();
+	assert_true(watch_fires(l) >= before);
+	assert_true(SKIPPED(f, "p1", "burst") == 1);
+	atomic_store(&fake_now, was > atomic_load(&fake_now) ? was : atomic_load(&fake_now));
+
+	finish_burst(f);
+	assert_true(DEFERRED(f, "p1", "burst") == 1);
+	assert_true(SKIPPED(f, "p1", "burst") == 1);
+	assert_true(DEFERRED(f, "p2", "burst") == 1);
+	assert_true(SKIPPED(f, "b1", "busy") == 1);
+	assert_true(DEFERRED(f, "p1", "busy") == 0 && SKIPPED(f, "p1", "busy") == 0);
+	assert_true(DEFERRED(f, "p2", "busy") == 0 && SKIPPED(f, "p2", "busy") == 0);
+	assert_true(RUNS(f, "p1") == 1 && RUNS(f, "p2") == 1 && RUNS(f, "b1") == 1);
+}
+
+/* A stop during a run: what fell due meanwhile never runs, so it is not
+ * counted as waiting (deferred or skipped) either. */
+static void test_stop_counts_nothing(void **state)
+{
+	static const int pings[] = {0, 1, -1};
+	struct fixture *f = *state;
+	struct lane *l = &f->lane;
+	const struct timespec tick = {.tv_nsec = 1000000};
+	bool exited = false;
+
+	burst_running(f);
+	due_now(l, pings);
+	lane_request_stop(l); /* the burst gives up */
+	for (unsigned i = 0; i < 60000 && !exited; i++) {
+		pthread_mutex_lock(&l->mu);
+		exited = l->exited;
+		pthread_mutex_unlock(&l->mu);
+		if (!exited)
+			nanosleep(&tick, NULL);
+	}
+	assert_true(exited);
+	assert_true(DEFERRED(f, "p1", "burst") == 0 && SKIPPED(f, "p1", "burst") == 0);
+	assert_true(DEFERRED(f, "p2", "burst") == 0 && SKIPPED(f, "p2", "burst") == 0);
+	assert_true(DEFERRED(f, "p1", "busy") == 0 && DEFERRED(f, "p2", "busy") == 0);
+	assert_true(RUNS(f, "p1") == 0 && RUNS(f, "p2") == 0);
+}
 
 /*
  * When a held-back burst (b1, index 2) is tried again, driven by its retry time
@@ -1115,6 +1239,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_busy_retry, fixture_teardown),
 		cmocka_unit_test_teardown(test_due_times, fixture_teardown),
 		cmocka_unit_test_teardown(test_due_after_layout, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_watch_counts_behind_run, hourly_fixture,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_stop_counts_nothing, hourly_fixture,
+						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_stop_while_measuring, waits_fixture,
 						measure_teardown),
 	};
