@@ -1060,8 +1060,8 @@ static bool poll_failed(struct http_server *h, int e)
  * Apart, because a client that closes at once (curl, one scrape per
  * connection) ends its connection within microseconds of its reply. Under load
  * that caps trims at 200 a second, ~1% of the CPU of the scrapes; a scraper
- * every few seconds, or curl after curl, gets them after each scrape. Whatever
- * a burst of scrapes frees after its last trim stays until the next reply.
+ * every few seconds, or curl after curl, gets them after each scrape. When the
+ * last connection has ended the trim is never put off: the server goes idle.
  */
 static void trim_heap(struct http_server *h, int64_t now)
 {
@@ -1070,7 +1070,9 @@ static void trim_heap(struct http_server *h, int64_t now)
 	for (int k = 0; k < 2; k++)
 		if ((h->trim_due & (1 << k)) && now - h->trimmed_ms[k] >= HTTP_TRIM_EVERY_MS)
 			due |= 1 << k;
-	if (!due)
+	/* The last connection gone, the server idles: nothing is left to come
+	 * that would trim what the scrapes since the last trim freed. */
+	if (!due && !(h->trim_due && h->live == 0))
 		return;
 	for (int k = 0; k < 2; k++)
 		if (h->trim_due & (1 << k))
