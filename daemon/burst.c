@@ -19,6 +19,8 @@
  * inside submit() (ENGINE_F_SYNC) runs a batch one request after the other, so
  * there request i's latency starts where request i-1 finished (its done_ns),
  * not at the batch stamp — the same per-I/O latency without another clock read.
+ * The engine also publishes each such start as the job's in-flight time, so a
+ * watchdog sees the age of the request running, not of the chain so far.
  * Such an engine has one I/O in flight whatever the depth, so a read burst on it
  * offers it BURST_SYNC_CHAIN requests at a time even at depth 1 (chain_slots()).
  * Per I/O there is no allocation, lock, log, division, indirect call or syscall
@@ -44,7 +46,9 @@
  * stuck in the kernel blocks its job inside submit(), and burst_run() with it
  * when the job is the caller's thread or is being joined. Nothing here can end
  * that; burst_inflight_since() shows it, and the lane is abandoned by its owner.
- * When such an I/O finally returns, it is recorded like any other completion.
+ * When such an I/O finally returns, it is recorded like any other completion;
+ * nothing of it was ever in flight between the job's calls, so one that took
+ * longer than timeout_ns is the timeout then (complete()), and stops the burst.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -103,7 +107,8 @@ struct burst_job {
 	bool thread_started;
 	struct burst_job *next_abandoned;
 
-	/* Written by the job (relaxed, once per loop iteration), read by anyone. */
+	/* Written by the job (relaxed, once per loop iteration, and by a sync engine
+	 * once per chained request), read by anyone. */
 	_Atomic uint64_t inflight_since __attribute__((aligned(64)));
 };
 
@@ -490,6 +495,7 @@ struct job_run {
 	uint64_t rate_debt;   /* slots we may fall behind and still catch up */
 	double slots_per_ns;
 	uint64_t timeout_ns;
+	uint64_t late_ns;  /* a completion this slow timed out: ENGINE_F_SYNC only */
 	uint64_t seq_next; /* sequential: next offset */
 	unsigned nfree, inflight;
 	bool engine_full; /* the last submit took fewer than offered */
@@ -512,6 +518,10 @@ static void job_run_init(struct job_run *st, struct burst_job *j)
 		.nfree = b->nslots,
 		.rng = j->rng,
 	};
+	/* A queueing engine's I/O is watched while in flight (check_timeout()); a
+	 * sync engine's is never in flight between our calls, only late at its
+	 * completion. */
+	st->late_ns = b->ops->flags & ENGINE_F_SYNC ? st->timeout_ns : UINT64_MAX;
 	st->slots_per_ns = b->rated ? 1.0 / b->slot_ns : 0.0;
 	/* BURST_RATE_CATCHUP_NS worth of slots (scheduling hiccups) plus a queue. */
 	st->rate_debt =
@@ -712,12 +722,31 @@ static void idle_wait(struct job_run *st)
 	st->now = eng_now_ns();
 }
 
-/* Frees the slots of @r completions and records them. */
+/* @count I/Os timed out: count them, cancel what is in flight, stop the burst.
+ * The callers see to it that a job calls it once. */
+static void timed_out(struct job_run *st, unsigned count)
+{
+	struct burst *b = st->b;
+	struct burst_job *j = st->j;
+
+	j->timeouts += count;
+	if (!st->error)
+		st->error = -ETIMEDOUT;
+	atomic_store_explicit(&b->abort, true, memory_order_relaxed);
+	if (st->inflight && b->ops->cancel)
+		(void)b->ops->cancel(&j->eng);
+	st->phase = JOB_CANCELLED;
+	st->phase_end = st->now + BURST_ABORT_DRAIN_NS;
+}
+
+/* Frees the slots of @r completions and records them. A sync engine's I/O that
+ * took longer than the timeout is recorded, and is a timeout all the same. */
 static void complete(struct job_run *st, int r)
 {
 	struct burst_job *j = st->j;
 	const bool cancelled = st->phase == JOB_CANCELLED;
 	uint64_t max_done = 0;
+	unsigned late = 0;
 	bool rescan = false;
 
 	for (int i = 0; i < r; i++) {
@@ -729,6 +758,9 @@ static void complete(struct job_run *st, int r)
 			rescan = true;
 		if (s->req.done_ns > max_done)
 			max_done = s->req.done_ns;
+		if (unlikely(s->req.done_ns - s->req.submit_ns > st->late_ns) &&
+		    s->req.done_ns > s->req.submit_ns)
+			late++;
 		record(&st->tl, j->hist, &s->req, s->measured, cancelled);
 	}
 	st->inflight -= (unsigned)r;
@@ -738,6 +770,8 @@ static void complete(struct job_run *st, int r)
 		st->oldest = oldest_busy(j->slots, st->b->nslots);
 	if (max_done > st->now)
 		st->now = max_done;
+	if (unlikely(late) && !j->timeouts)
+		timed_out(st, late);
 }
 
 /* Reaps at least one completion, waiting no longer than the oldest I/O may take,
@@ -780,14 +814,7 @@ static void check_timeout(struct job_run *st)
 		   st->now - st->oldest < st->timeout_ns) ||
 	    j->timeouts)
 		return;
-	j->timeouts += count_older(j->slots, b->nslots, st->now - st->timeout_ns);
-	if (!st->error)
-		st->error = -ETIMEDOUT;
-	atomic_store_explicit(&b->abort, true, memory_order_relaxed);
-	if (b->ops->cancel)
-		(void)b->ops->cancel(&j->eng);
-	st->phase = JOB_CANCELLED;
-	st->phase_end = st->now + BURST_ABORT_DRAIN_NS;
+	timed_out(st, count_older(j->slots, b->nslots, st->now - st->timeout_ns));
 }
 
 /* One batch per iteration: see the top of the file. */
@@ -885,6 +912,10 @@ static void job_main(struct burst_job *j)
 
 	if (r == 0)
 		r = eng_init(&j->eng, b->ops, b->t->fd, b->nslots);
+	/* A sync chain's requests run one after the other inside submit(): the
+	 * engine moves the in-flight stamp to each one's start as it goes. */
+	if (r == 0)
+		j->eng.started = &j->inflight_since;
 
 	/* Best effort: the job's buffers never change, so the kernel may keep them
 	 * pinned for the whole run instead of pinning them per I/O. */

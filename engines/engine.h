@@ -23,6 +23,7 @@
 #ifndef IOPULSE_ENGINE_H
 #define IOPULSE_ENGINE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,7 +51,9 @@ struct io_req {
  * flight. It returns early, the rest not started, after a request that took
  * longer than ENG_SYNC_SLOW_NS (from the previous one's done_ns, or for the
  * first from its submit_ns when set), so that a slow device hands control back
- * after one slow request, not after the whole chain.
+ * after one slow request, not after the whole chain. Before each request after
+ * the first it stores that request's start in e->started, when set, so that a
+ * watchdog sees the age of the request running, not of the chain.
  */
 #define ENG_SYNC_SLOW_NS 1000000ULL
 
@@ -96,7 +99,19 @@ struct engine {
 	unsigned queued; /* completed-but-not-reaped (sync, null) or in flight */
 	struct io_req *ready[ENGINE_MAX_DEPTH]; /* sync/null: completions awaiting reap */
 	void *priv;				/* engine-private state allocated in init */
+	/* Optional, the caller's, set after init: where an ENGINE_F_SYNC engine
+	 * publishes (relaxed) the start of each request of a batch after the first;
+	 * the first's is the caller's to publish. */
+	_Atomic uint64_t *started;
 };
+
+/* A sync engine starts the next request of its batch, begun at @start. One
+ * relaxed store: a plain move on x86-64, no fence. */
+static inline void eng_sync_started(struct engine *e, uint64_t start)
+{
+	if (e->started)
+		atomic_store_explicit(e->started, start, memory_order_relaxed);
+}
 
 /* Engines compiled in, NULL-terminated, in preference order. */
 extern const struct engine_ops *const eng_table[];

@@ -31,6 +31,8 @@ static int null_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
 	while (i < n && e->queued < e->depth) {
 		struct io_req *req = reqs[i++];
 
+		if (start) /* not the first: it began where the one before ended */
+			eng_sync_started(e, start);
 		switch (req->op) {
 		case IO_READ:
 		case IO_WRITE:

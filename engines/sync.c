@@ -57,6 +57,8 @@ static int sync_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
 	while (i < n && e->queued < e->depth) {
 		struct io_req *req = reqs[i++];
 
+		if (start) /* not the first: it began where the one before ended */
+			eng_sync_started(e, start);
 		req->result = sync_do(e->fd, req);
 		req->done_ns = eng_now_ns();
 		(void)eng_ready_park(e, req);

@@ -32,13 +32,51 @@
 
 #define MIB  (1ULL << 20)
 #define MSEC 1000000ULL
+#define USEC 1000ULL
 
 static const uint64_t bounds[] = {100000, 1000000, 10000000, 100000000};
 #define N_BOUNDS (sizeof(bounds) / sizeof(bounds[0]))
 
+/*
+ * Replaces engines/clock.c in this binary (a static library's object is only
+ * pulled in when nothing else defines it): the real clock, unless a test sets
+ * fake_step_ns. Then every read moves a fake clock on by that much, so that each
+ * request of the null or sync engine takes exactly one step, and notes how old
+ * fake_watch's in-flight time is at that moment, as a scrape would see it.
+ * One job: everything runs on the test's thread.
+ */
+static uint64_t fake_step_ns, fake_now, fake_max_age;
+static struct burst *fake_watch;
+
+uint64_t eng_now_ns(void)
+{
+	struct timespec ts;
+
+	if (fake_step_ns) {
+		uint64_t since;
+
+		fake_now += fake_step_ns;
+		since = fake_watch ? burst_inflight_since(fake_watch) : 0;
+		if (since && fake_now - since > fake_max_age)
+			fake_max_age = fake_now - since;
+		return fake_now;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return eng_ns(&ts);
+}
+
 static uint64_t now_ns(void)
 {
 	return eng_now_ns();
+}
+
+/* Starts the fake clock at @step_ns a read, watching @b. */
+static void fake_clock(uint64_t step_ns, struct burst *b)
+{
+	fake_now = 1000 * MSEC;
+	fake_max_age = 0;
+	fake_watch = b;
+	fake_step_ns = step_ns;
 }
 
 /* ---------------------------------------------------------------- targets */
@@ -482,6 +520,87 @@ static void test_sync_chain(void **state)
 		rec_step_ns = 0;
 		rec_done();
 	}
+}
+
+/*
+ * A chain of reads is watched request by request: the in-flight time a scrape
+ * sees is the running request's start, never the chain's, so a target whose
+ * every read is well within the timeout is never reported stuck. Every read of
+ * the fake clock is one step; the oldest age seen is two (the batch stamp sees
+ * the last chain's last request).
+ */
+static void test_sync_chain_inflight(void **state)
+{
+	const struct engine_ops *const engines[] = {&eng_null_ops, &eng_sync_ops};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(engines) / sizeof(engines[0]); k++) {
+		struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 1, 1);
+		const struct burst_result *res = NULL;
+		struct burst *b;
+		int err = 1;
+
+		cfg.ios = 200;
+		b = burst_new(&cfg, engines[k], bounds, N_BOUNDS, &err);
+		assert_non_null(b);
+		fake_clock(100 * USEC, b);
+		assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
+		fake_step_ns = 0;
+		assert_clean(res);
+		assert_int_equal(res->dir[IO_READ].ios, 200);
+		assert_int_equal(hist_max_ns(res->dir[IO_READ].hist), 100 * USEC);
+		assert_true(fake_max_age >= 100 * USEC);
+		assert_true(fake_max_age <= 200 * USEC);
+		burst_free(b);
+	}
+}
+
+/*
+ * An I/O of an engine that completes inside submit() is never in flight when
+ * the job looks: one slower than the timeout counts as a timeout when it
+ * completes, and stops the burst, as one in flight that long would. Its latency
+ * is recorded. The null engine ends its chain after a slow request; the rec
+ * engine does not, and every late request of the chain counts.
+ */
+static void test_sync_timeout(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDWRITE, 4096, 1, 1);
+	struct run r;
+
+	(void)state;
+	cfg.ios = 20;
+	cfg.timeout_ns = 5 * MSEC;
+	rec_reset(0);
+	rec_step_ns = 10 * MSEC;
+	r = run_once(&cfg, &rec_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.res.timeouts, 1);
+	assert_int_equal(r.res.error, -ETIMEDOUT);
+	assert_false(r.res.stopped);
+	assert_int_equal(r.res.dir[IO_WRITE].ios, 1);
+	assert_int_equal(r.res.dir[IO_WRITE].errors, 0);
+
+	cfg.rw = CFG_RW_RANDREAD; /* one chain of BURST_SYNC_CHAIN, all late */
+	r = run_once(&cfg, &rec_ops, target4m(), NULL);
+	assert_int_equal(r.res.timeouts, 16);
+	assert_int_equal(r.res.error, -ETIMEDOUT);
+	assert_int_equal(r.res.dir[IO_READ].ios, 16);
+	rec_step_ns = 0;
+	rec_done();
+
+	/* The null engine, 10ms a request by the fake clock: the chain ends after the
+	 * first. Under the timeout: none. */
+	fake_clock(10 * MSEC, NULL);
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.res.timeouts, 1);
+	assert_int_equal(r.res.error, -ETIMEDOUT);
+	assert_int_equal(r.res.dir[IO_READ].ios, 1);
+	fake_clock(4 * MSEC, NULL);
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	fake_step_ns = 0;
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_int_equal(r.res.dir[IO_READ].ios, 20);
 }
 
 static void test_sync_randwrite(void **state)
@@ -1449,6 +1568,8 @@ int main(void)
 		cmocka_unit_test(test_sync_randread_qd1),
 		cmocka_unit_test(test_sync_randwrite),
 		cmocka_unit_test(test_sync_chain),
+		cmocka_unit_test(test_sync_chain_inflight),
+		cmocka_unit_test(test_sync_timeout),
 		cmocka_unit_test(test_queueing_engines),
 		cmocka_unit_test(test_random_offsets),
 		cmocka_unit_test(test_bsrange),
