@@ -1511,11 +1511,17 @@ static int authorize(struct http_server *h, struct MHD_Connection *c, enum handl
  * marks *req with headers_in and returns; the second, which follows at once (there
  * is no body to wait for), answers, and the connection stays open for the next
  * request. A request with a body (nothing here takes one) is answered in the
- * first call, and its connection closed with the body unread.
+ * first call, and its connection closed with the body unread. "Content-Length:
+ * 0" (some clients send it with every GET) is no body: libmicrohttpd has none
+ * to read either, and makes the second call at once.
  */
 static bool has_body(struct MHD_Connection *c)
 {
-	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH) ||
+	const char *len =
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	/* Digits only by now: libmicrohttpd refuses any other length (400). */
+	return (len && (!*len || len[strspn(len, "0")] != '\0')) ||
 	       MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 }
 

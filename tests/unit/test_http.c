@@ -506,10 +506,28 @@ static void test_header_deadline(void **state)
 	server_stop(&s);
 }
 
+/* After a reply: the server closes @fd (within 3 s) without sending anything
+ * more. */
+static void assert_closed_quietly(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char buf[4096];
+	ssize_t n = -1;
+
+	while (poll(&p, 1, 3000) == 1) {
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		break;
+	}
+	assert_true(n == 0 || (n < 0 && errno == ECONNRESET));
+}
+
 /* Requests on one connection are answered on it, one after the other, and it
  * stays open (libmicrohttpd closes a connection whose reply was queued as soon
- * as the headers were in); a request with a body is answered and its connection
- * closed, the body unread. */
+ * as the headers were in), "Content-Length: 0" being no body; a request with a
+ * body is answered and its connection closed, the body unread (never taken for
+ * the next request). */
 static void test_keep_alive(void **state)
 {
 	static const char *const reqs[] = {
@@ -536,7 +554,24 @@ static void test_keep_alive(void **state)
 	}
 	assert_int_equal(exchange(fd, "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n", true, head),
 			 200);
+	assert_int_equal(exchange(fd,
+				  "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+				  false, head),
+			 200);
+	assert_null(strcasestr(head, "\r\nConnection: close"));
 	assert_false(closed_within(fd, 100));
+	assert_int_equal(exchange(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", false, head),
+			 200);
+	assert_int_equal(exchange(fd,
+				  "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 34\r\n\r\n"
+				  "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n",
+				  false, head),
+			 200);
+	assert_non_null(strcasestr(head, "\r\nConnection: close"));
+	assert_closed_quietly(fd); /* no 404: the body was not a request */
+	close(fd);
+
+	fd = connect_from(NULL, s.port);
 	assert_int_equal(exchange(fd,
 				  "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
 				  "hello",
