@@ -10,13 +10,17 @@
 #   p20      20 probes on 5 directory targets, engine null: per target a read
 #            ping every 1 s, a read ping on a 64 KiB working set every 5 s, a
 #            write + fdatasync ping every 10 s and a plain write ping every 10 s.
-# Each is scraped with wrk (-t1 -c4, DURATION per run) three ways:
+# Each is scraped with wrk (-t1 -c4, DURATION per run) four ways:
 #   text      no Accept, no Accept-Encoding (text 0.0.4, uncompressed);
 #   om+gzip   Prometheus 2.42's own headers (captured from a real scrape; 2.42
 #             predates scrape_protocols): its Accept preferring OpenMetrics
 #             1.0.0, and Accept-Encoding: gzip;
 #   pb+gzip   the same with --enable-feature=native-histograms: its Accept
-#             preferring protobuf (delimited), and Accept-Encoding: gzip.
+#             preferring protobuf (delimited), and Accept-Encoding: gzip;
+#   om+gzip+close  om+gzip with "Connection: close": a new TCP connection per
+#             scrape, as Prometheus pays at its usual intervals (15 s and up: a
+#             kept-alive connection idle for 5 s is closed). The other kinds
+#             reuse wrk's 4 connections.
 # Per round, iopulse and node_exporter take turns on each kind (who goes first
 # alternates by round). Per run: requests/s and each server's CPU per request
 # (utime+stime from /proc over the run / requests; iopulse's includes its
@@ -37,6 +41,7 @@
 #   IOPULSE   iopulse binary to measure (default: $BUILD/iopulse, built here)
 #   ROUNDS    interleaved rounds (3)          DURATION  per wrk run (5s)
 #   CONFIGS   which configurations ("default p20")
+#   KINDS     which kinds ("text om+gzip pb+gzip om+gzip+close")
 #   WARMUP    seconds before measuring (3)    NODE_EXPORTER (/usr/bin/prometheus-node-exporter)
 # As root, installs wrk, prometheus-node-exporter and curl when missing.
 # Only ever talks to 127.0.0.1.
@@ -126,15 +131,22 @@ trap cleanup EXIT
 # and with --enable-feature=native-histograms.
 ACCEPT_OM='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
 ACCEPT_PB='application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
-KINDS="text om+gzip pb+gzip"
+KINDS=${KINDS:-text om+gzip pb+gzip om+gzip+close}
 # kind_headers KIND: wrk/curl -H options for a kind, one per line.
 kind_headers() {
 	case $1 in
 	text) ;;
 	om+gzip) printf '%s\n' "Accept: $ACCEPT_OM" "Accept-Encoding: gzip" ;;
 	pb+gzip) printf '%s\n' "Accept: $ACCEPT_PB" "Accept-Encoding: gzip" ;;
+	om+gzip+close) printf '%s\n' "Accept: $ACCEPT_OM" "Accept-Encoding: gzip" "Connection: close" ;;
 	esac
 }
+for k in $KINDS; do
+	case $k in
+	text | om+gzip | pb+gzip | om+gzip+close) ;;
+	*) say "unknown kind '$k' in KINDS"; exit 64 ;;
+	esac
+done
 hdr_args() {
 	local h
 	HDRS=()
@@ -302,7 +314,8 @@ echo "cpu:   $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//
 echo "node:  $NODE_EXPORTER ($("$NODE_EXPORTER" --version 2>&1 | head -1 | awk '{ print $3 }'), default collectors)"
 echo "wrk:   -t1 -c4 -d$DURATION, $ROUNDS interleaved rounds; ratios per round, min / median / max"
 echo "kinds: text = no Accept/Accept-Encoding; om+gzip, pb+gzip = Prometheus 2.42's Accept"
-echo "       (without / with native histograms) and Accept-Encoding: gzip"
+echo "       (without / with native histograms) and Accept-Encoding: gzip; om+gzip+close ="
+echo "       om+gzip on a new connection per scrape (no target: the TCP set-up is the kernel's)"
 echo
 echo "| config | scrape | iopulse req/s | node req/s | req/s ratio (min / med / max) | iopulse CPU/req | node CPU/req | iopulse CPU/sample | node CPU/sample | CPU/sample ratio (min / med / max) | bytes iopulse / node | >= 50x |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -325,10 +338,11 @@ for cfg in $CONFIGS; do
 				}
 				if (!n) exit
 				mrr = med(rr, n); mcr = med(cr, n)
+				v = (mrr >= 50 ? "req/s met" : "req/s NOT met") ", " (mcr >= 50 ? "CPU/sample met" : "CPU/sample NOT met")
 				printf "| %s | %s | %.0f | %.1f | %.1f / %.1f / %.1fx | %.0f us | %.0f us | %.3f us | %.2f us | %.1f / %.1f / %.1fx | %s / %s | %s |\n",
 					c, k, med(a, n), med(b, n), rr[0], mrr, rr[n - 1], med(x, n), med(y, n),
 					med(x, n) / si, med(y, n) / sn, cr[0], mcr, cr[n - 1], bi, bn,
-					(mrr >= 50 ? "req/s met" : "req/s NOT met") ", " (mcr >= 50 ? "CPU/sample met" : "CPU/sample NOT met")
+					k ~ /close$/ ? "(no target)" : v
 			}' "$RES"
 	done
 done
