@@ -23,37 +23,23 @@ static int null_init(struct engine *e, int fd, unsigned depth)
  * I/O costs and calibrates that honestly. A single request (a ping) is timed
  * from the caller's stamp: a null ping measures the engine call path.
  */
+static ssize_t null_do(int fd, const struct io_req *req)
+{
+	(void)fd;
+	switch (req->op) {
+	case IO_READ:
+	case IO_WRITE:
+		return (ssize_t)req->len;
+	case IO_FDATASYNC:
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
 static int null_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
 {
-	uint64_t start = 0; /* the previous request's done_ns */
-	unsigned i = 0;
-
-	while (i < n && e->queued < e->depth) {
-		struct io_req *req = reqs[i++];
-
-		if (start) /* not the first: it began where the one before ended */
-			eng_sync_started(e, start);
-		switch (req->op) {
-		case IO_READ:
-		case IO_WRITE:
-			req->result = (ssize_t)req->len;
-			break;
-		case IO_FDATASYNC:
-			req->result = 0;
-			break;
-		default:
-			req->result = -EINVAL;
-			break;
-		}
-		req->done_ns = eng_now_ns();
-		(void)eng_ready_park(e, req);
-		if (eng_sync_slow(i == 1 ? req->submit_ns : start, req->done_ns))
-			break; /* preempted: the caller gets control back, as from sync */
-		start = req->done_ns;
-	}
-	if (i == 0 && n > 0)
-		return -EBUSY;
-	return (int)i;
+	return eng_sync_submit(e, reqs, n, null_do);
 }
 
 const struct engine_ops eng_null_ops = {

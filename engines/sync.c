@@ -51,24 +51,7 @@ static int sync_init(struct engine *e, int fd, unsigned depth)
 /* One after the other; after a slow one, the rest waits (see ENG_SYNC_SLOW_NS). */
 static int sync_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
 {
-	uint64_t start = 0; /* the previous request's done_ns */
-	unsigned i = 0;
-
-	while (i < n && e->queued < e->depth) {
-		struct io_req *req = reqs[i++];
-
-		if (start) /* not the first: it began where the one before ended */
-			eng_sync_started(e, start);
-		req->result = sync_do(e->fd, req);
-		req->done_ns = eng_now_ns();
-		(void)eng_ready_park(e, req);
-		if (eng_sync_slow(i == 1 ? req->submit_ns : start, req->done_ns))
-			break;
-		start = req->done_ns;
-	}
-	if (i == 0 && n > 0)
-		return -EBUSY; /* every slot holds a completion nobody reaped */
-	return (int)i;
+	return eng_sync_submit(e, reqs, n, sync_do);
 }
 
 const struct engine_ops eng_sync_ops = {

@@ -741,6 +741,18 @@ static int queue_pos(const struct lane *l, unsigned pi)
 	return -1;
 }
 
+/* A lane whose thread never starts (lane_due() is driven by hand): p1 every
+ * 100ms, p2 every 2s, b1 every 1h. */
+static struct fixture *due_setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	*state = f;
+	waits_setup(f, false);
+	return f;
+}
+
 /*
  * Due times at the times lane_due() is told (no thread: nothing runs): what
  * falls due together is handed over in one call, earliest first and in the
@@ -752,14 +764,10 @@ static int queue_pos(const struct lane *l, unsigned pi)
  */
 static void test_due_times(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
+	struct fixture *f = due_setup(state);
 	const uint64_t t = 5000 * SEC, ms = SEC / 1000;
-	struct lane *l;
+	struct lane *l = &f->lane;
 
-	assert_non_null(f);
-	*state = f;
-	waits_setup(f, false); /* p1 every 100ms, p2 every 2s, b1 every 1h */
-	l = &f->lane;
 	assert_true(lane_due(l, UINT64_MAX / 2) == 0); /* none scheduled */
 	assert_int_equal(l->q_len, 0);
 
@@ -797,14 +805,10 @@ static void test_due_times(void **state)
  * layout ended waited for the layout, one due after it for a plain busy run. */
 static void test_due_after_layout(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
+	struct fixture *f = due_setup(state);
 	const uint64_t t = 5000 * SEC, ms = SEC / 1000;
-	struct lane *l;
+	struct lane *l = &f->lane;
 
-	assert_non_null(f);
-	*state = f;
-	waits_setup(f, false); /* p1 every 100ms, p2 every 2s, b1 every 1h */
-	l = &f->lane;
 	lane_schedule(l, 1, t);
 	atomic_store(&l->running, 0); /* p1's run opened the target and laid it out */
 	l->busy = true;
