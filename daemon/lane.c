@@ -84,7 +84,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	atomic_init(&l->up, false);
 	atomic_init(&l->timeout_claimed, 0);
 	atomic_init(&l->stuck_logged, false);
-	atomic_init(&l->layout_end_ns, 0);
+	atomic_init(&l->run_mono_ns, 0);
 	atomic_init(&l->stopping, false);
 	atomic_init(&l->busy_ns, 0);
 	l->notify_fd = -1;
@@ -313,13 +313,11 @@ static int lane_prepare_target(struct lane *l)
 {
 	char key[LOG_KEY_MAX], stale[sizeof(l->target.error)] = "";
 	bool opening = l->target.fd < 0;
-	unsigned layouts;
 	int r;
 
 	if (l->target.fd < 0 && l->layout_retry_ns && eng_now_ns() < l->layout_retry_ns)
 		return l->layout_error; /* backing off after a failed layout */
 
-	layouts = atomic_load(&l->target.layouts);
 	atomic_store(&l->inflight_ns, eng_now_ns());
 	if (l->target.fd < 0) {
 		r = target_open(&l->target);
@@ -333,10 +331,6 @@ static int lane_prepare_target(struct lane *l)
 		}
 	}
 	atomic_store(&l->inflight_ns, 0);
-	/* What fell due until now waited for a layout, though the lane may count
-	 * it only after the run (lane_held_by()). */
-	if (atomic_load(&l->target.layouts) != layouts)
-		atomic_store(&l->layout_end_ns, eng_mono_ns());
 	if (l->target.stale_removed) { /* files deleted, whatever came next: say so */
 		log_notice("Target %s: removed %u temporary probe file(s) left by an iopulse "
 			   "killed during a layout",
@@ -853,10 +847,10 @@ static struct lane_probe *lane_begin_run(struct lane *l, int retry)
 	}
 	l->busy = true;
 	atomic_store(&l->running, (int)pi);
-	atomic_store(&l->layout_end_ns, 0);
 	/* CLOCK_MONOTONIC itself: what the timer runs on (and no read of the
 	 * probes' clock, which a test may count). */
 	now = eng_mono_ns();
+	atomic_store(&l->run_mono_ns, now);
 	lane_arm(l, earliest(lane_due(l, now), now + l->check_step_ns));
 	return &l->probes[pi];
 }
@@ -925,12 +919,14 @@ int lane_start(struct lane *l)
 static enum probe_wait lane_held_by(const struct lane *l, int *holder, uint64_t due_ns)
 {
 	int pi = atomic_load(&l->running);
-	uint64_t laid_out = atomic_load(&l->layout_end_ns);
+	uint64_t ended = atomic_load(&l->target.layout_ended_ns);
+	/* The run in progress made a layout, over now, and @due_ns came before its end. */
+	bool laid_out = due_ns && ended >= atomic_load(&l->run_mono_ns) && due_ns <= ended;
 
 	if (pi < 0 && l->q_len)
 		pi = (int)l->queue[l->q_head];
 	*holder = pi;
-	if (pi >= 0 && (atomic_load(&l->target.layout_total) || (due_ns && due_ns <= laid_out)))
+	if (pi >= 0 && (atomic_load(&l->target.layout_total) || laid_out))
 		return PROBE_WAIT_LAYOUT;
 	if (pi >= 0 && l->probes[pi].probe.ops->flags & PROBE_F_EXCLUSIVE)
 		return PROBE_WAIT_BURST;

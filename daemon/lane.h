@@ -95,7 +95,7 @@ struct lane {
 	_Atomic bool stopping;		  /* shutdown: bursts and layouts give up */
 	_Atomic uint64_t timeout_claimed; /* submit time of the last I/O counted as timed out */
 	_Atomic bool stuck_logged;	  /* scheduler logged "stuck"; the lane logs the end */
-	_Atomic uint64_t layout_end_ns;	  /* CLOCK_MONOTONIC: the run's layout ended; 0: none */
+	_Atomic uint64_t run_mono_ns;	  /* CLOCK_MONOTONIC: the run in progress began */
 	bool down_logged;		  /* lane thread: "is down" logged, "up again" not yet */
 	char down_reason[512];		  /* the target's last error while down (lane mutex) */
 	/* Lane thread: backing off after a failed probe-file layout (lane.c). */

@@ -79,7 +79,7 @@ void target_init(struct target *t, const struct cfg_target *cfg)
 	t->fd = -1;
 	t->lock_fd = -1;
 	atomic_init(&t->layout_done, 0);
-	atomic_init(&t->layouts, 0);
+	atomic_init(&t->layout_ended_ns, 0);
 	atomic_init(&t->layout_total, 0);
 }
 
@@ -976,7 +976,6 @@ static int layout(struct target *t, int fd, const char *path)
 	atomic_store(&t->layout_done, 0);
 	if (stopping(t, path))
 		return -ECANCELED;
-	atomic_fetch_add(&t->layouts, 1);
 	/* Straight from the kernel, not malloc: glibc raises its mmap threshold to
 	 * the size of any mapped block it frees (up to 32 MiB), after which every
 	 * block under 1 MiB (a gzip stream, a histogram copy) would come from the
@@ -1021,6 +1020,7 @@ failed:
 			t->layout_failed = true;
 	}
 out:
+	atomic_store(&t->layout_ended_ns, eng_mono_ns());
 	atomic_store(&t->layout_total, 0);
 	(void)munmap(buf, LAYOUT_CHUNK);
 	return r;

@@ -84,7 +84,9 @@ struct target {
 	 */
 	_Atomic uint64_t layout_done;
 	_Atomic uint64_t layout_total;
-	_Atomic unsigned layouts; /* layouts begun: a lane tells whether its run made one */
+	/* CLOCK_MONOTONIC when the last layout ended (0: none yet), stored before
+	 * layout_total goes back to 0: a lane tells what fell due during it. */
+	_Atomic uint64_t layout_ended_ns;
 };
 
 /* The layout in progress, from any thread: its share done, 0 to 1 (1 when none

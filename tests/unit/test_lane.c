@@ -810,9 +810,10 @@ static void test_due_after_layout(void **state)
 	struct lane *l = &f->lane;
 
 	lane_schedule(l, 1, t);
-	atomic_store(&l->running, 0); /* p1's run opened the target and laid it out */
+	atomic_store(&l->running, 0); /* p1's run, begun at t - 1s, laid the target out */
 	l->busy = true;
-	atomic_store(&l->layout_end_ns, t + 500 * ms);
+	atomic_store(&l->run_mono_ns, t - SEC);
+	atomic_store(&l->target.layout_ended_ns, t + 500 * ms);
 	assert_true(lane_due(l, t + 3 * SEC) == t + 4 * SEC);
 	assert_true(DEFERRED(f, "p2", "layout") == 1);
 	assert_true(DEFERRED(f, "p2", "busy") == 0);
