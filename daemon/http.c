@@ -57,9 +57,6 @@ struct conn_list {
 	struct conn *head, *tail;
 };
 
-/* Why trim_heap() may trim: bits of http_server.trim_due. */
-enum { TRIM_REPLY = 1 << 0, TRIM_CLOSE = 1 << 1 };
-
 struct http_server {
 	struct MHD_Daemon *mhd;
 	struct metrics *metrics;
@@ -89,8 +86,8 @@ struct http_server {
 	unsigned live;			  /* connections not being closed */
 	struct conn_list waiting;	  /* all waiting connections */
 	int64_t paused_until_ms;	  /* accept() rests until then (CLOCK_MONOTONIC) */
-	int trim_due;			  /* TRIM_REPLY, TRIM_CLOSE: ended since the last trim */
-	int64_t trimmed_ms[2];		  /* when trim_heap() last trimmed after each */
+	bool trim_due;			  /* a reply or connection ended since the last trim */
+	int64_t trimmed_ms;		  /* when trim_heap() last trimmed */
 	struct peer *peers[PEER_BUCKETS]; /* client addresses with connections */
 };
 
@@ -850,7 +847,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
 		peer_put(h, c->peer);
 		free(c);
 		*ctx = NULL;
-		h->trim_due |= TRIM_CLOSE; /* libmicrohttpd's pool for it is freed */
+		h->trim_due = true; /* libmicrohttpd's pool for it is freed */
 		return;
 	}
 	if (what != MHD_CONNECTION_NOTIFY_STARTED)
@@ -914,7 +911,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req,
 	*req = NULL;
 	if (c && !c->closing && !c->waiting && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		wait_add(h, c, now_ms());
-	h->trim_due |= TRIM_REPLY; /* the reply's body is freed */
+	h->trim_due = true; /* the reply's body is freed */
 }
 
 /* Close the connections that have waited too long. */
@@ -1051,33 +1048,20 @@ static bool poll_failed(struct http_server *h, int e)
  * Issue 15 (memory): after a reply or a connection ended, hand the free pages of
  * every malloc arena back to the kernel, here in the loop and not on a timer
  * (no wake-up of its own). A scrape's short-lived blocks (the page, its gzip,
- * libmicrohttpd's connection pool) are freed between long-lived ones (the render
- * cache, gzpage's kept page and deflate stream), so their pages stay resident
- * until the next scrape: glibc returns only a free top of 128 KiB or more by
- * itself. A trim costs 15-50 us with the page faults after it, so it waits
- * HTTP_TRIM_EVERY_MS after the last one for the same reason: the end of a reply
- * (its body), or the end of a connection (libmicrohttpd's 32 KiB pool for it).
- * Apart, because a client that closes at once (curl, one scrape per
- * connection) ends its connection within microseconds of its reply. Under load
- * that caps trims at 200 a second, ~1% of the CPU of the scrapes; a scraper
- * every few seconds, or curl after curl, gets them after each scrape. When the
- * last connection has ended the trim is never put off: the server goes idle.
+ * libmicrohttpd's 32 KiB pool for the connection) are freed between long-lived
+ * ones (the render cache, gzpage's kept page and deflate stream), so their pages
+ * stay resident until the next scrape: glibc returns only a free top of 128 KiB
+ * or more by itself. A trim costs 15-50 us with the page faults after it, so
+ * while connections are open it comes at most every HTTP_TRIM_EVERY_MS (under
+ * load, ~1% of the CPU of the scrapes); once the last one has ended it is never
+ * put off, since the server goes idle and nothing would come later to do it.
  */
 static void trim_heap(struct http_server *h, int64_t now)
 {
-	int due = 0;
-
-	for (int k = 0; k < 2; k++)
-		if ((h->trim_due & (1 << k)) && now - h->trimmed_ms[k] >= HTTP_TRIM_EVERY_MS)
-			due |= 1 << k;
-	/* The last connection gone, the server idles: nothing is left to come
-	 * that would trim what the scrapes since the last trim freed. */
-	if (!due && !(h->trim_due && h->live == 0))
+	if (!h->trim_due || (h->live > 0 && now - h->trimmed_ms < HTTP_TRIM_EVERY_MS))
 		return;
-	for (int k = 0; k < 2; k++)
-		if (h->trim_due & (1 << k))
-			h->trimmed_ms[k] = now;
-	h->trim_due = 0;
+	h->trim_due = false;
+	h->trimmed_ms = now;
 	malloc_trim(0);
 }
 

@@ -27,7 +27,7 @@
 #define HTTP_TIMEOUT_SECONDS	10	    /* of silence, once a request is in */
 #define HTTP_MEMORY_LIMIT	(32 * 1024) /* per connection, for request parsing */
 #define HTTP_ACCEPT_RETRY_MS	100	    /* out of descriptors with nothing to close */
-#define HTTP_TRIM_EVERY_MS	10	    /* malloc_trim() at most this often, per reason */
+#define HTTP_TRIM_EVERY_MS	10	    /* malloc_trim() at most this often while serving */
 
 struct http_server;
 
