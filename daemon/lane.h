@@ -135,7 +135,8 @@ struct lane {
 int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m);
 /* Start the thread. 0 or -errno. */
 int lane_start(struct lane *l);
-/* Hand probe @pi (index into l->probes) to the lane now, whatever its due time;
+/* Hand probe @pi (index into l->probes) to the lane now, whatever its due time
+ * (the tests use it: the daemon's lanes keep their own due times, below);
  * never blocks on I/O. A probe that finds the lane busy waits its turn (deferred);
  * one still waiting from its last due time, or a burst due while it runs itself,
  * is skipped (lane_due() does the same for each due time). */

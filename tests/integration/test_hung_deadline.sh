@@ -4,10 +4,10 @@
 # A hung I/O is flagged at its timeout even when nothing else would wake the
 # scheduler: one ping an hour (its first at start), timeout 1s, on a target whose
 # filesystem hangs from the start (hangfs, frozen: the probe file's layout
-# blocks in its first write). The scheduler sleeps until the I/O's deadline
-# instead of polling, and its next wake-up otherwise would be the status page's
-# figures, 10s after start: the timeout must be counted, and the target logged
-# stuck, well before (within 5s of serving).
+# blocks in its first write). The scheduler sleeps until the lane's watch timer
+# fires at the I/O's deadline instead of polling, and nothing else would wake it
+# for an hour: the timeout must be counted, and the target logged stuck, within
+# 5s of serving.
 # Skipped where FUSE cannot be mounted (see hangfs.sh).
 
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
