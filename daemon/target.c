@@ -1020,9 +1020,7 @@ failed:
 			t->layout_failed = true;
 	}
 out:
-	atomic_store(&t->layout_ended_ns, eng_mono_ns());
-	atomic_store(&t->layout_total, 0);
-	(void)munmap(buf, LAYOUT_CHUNK);
+	(void)munmap(buf, LAYOUT_CHUNK); /* over when the open is: layout_over() */
 	return r;
 }
 
@@ -1036,7 +1034,9 @@ double target_layout_progress(const struct target *t, uint64_t *done, uint64_t *
 		*done = d;
 	if (total)
 		*total = n;
-	return n ? (double)d / n : 1;
+	/* All written is not over: the syncs, the header and naming the file come
+	 * after, and only layout_over() makes it 1. */
+	return n ? (double)(d < n ? d : n - 1) / n : 1;
 }
 
 /* ---- directory targets -------------------------------------------------- */
@@ -2134,8 +2134,25 @@ static int check_device(struct target *t)
 
 /* ---- public ------------------------------------------------------------- */
 
+/*
+ * A layout is in progress until the open that made it has named, checked and
+ * returned the file: until then the target is not up yet, and a scrape must not
+ * see it neither laid out nor up (IopulseTargetDown waits for the layout, see
+ * dashboards/iopulse.rules.yml). Stamped before the total goes back to 0, so
+ * that a lane seeing 0 sees when it ended.
+ */
+static void layout_over(struct target *t)
+{
+	if (!atomic_load(&t->layout_total))
+		return;
+	atomic_store(&t->layout_ended_ns, eng_mono_ns());
+	atomic_store(&t->layout_total, 0);
+}
+
 int target_open(struct target *t)
 {
+	int r;
+
 	if (t->fd >= 0)
 		return 0;
 	t->layout_failed = false;
@@ -2144,7 +2161,9 @@ int target_open(struct target *t)
 		if (t->cfg->size < CFG_MIN_TARGET_SIZE || t->cfg->size > CFG_MAX_TARGET_SIZE)
 			return terr(t, -EINVAL, "%s: probe-file size %" PRIu64 " out of range",
 				    t->cfg->path, t->cfg->size);
-		return open_directory(t);
+		r = open_directory(t);
+		layout_over(t);
+		return r;
 	case CFG_TARGET_FILE:
 		return open_file(t);
 	case CFG_TARGET_DEVICE:

@@ -78,9 +78,11 @@ struct target {
 	/*
 	 * Probe-file layout progress, for a gauge and progress logs; written by the
 	 * thread in target_open(), readable from any thread. layout_total: bytes the
-	 * layout in progress writes, 0 when none is in progress (set after
+	 * layout in progress writes, 0 when none is in progress: set after
 	 * layout_done is reset to 0, so a reader who sees a total sees this layout's
-	 * progress). layout_done: bytes written so far by the current or last layout.
+	 * progress, and back to 0 only when the open that laid out is over
+	 * (layout_over()). layout_done: bytes written so far by the current or last
+	 * layout.
 	 */
 	_Atomic uint64_t layout_done;
 	_Atomic uint64_t layout_total;

@@ -104,6 +104,40 @@ static void assert_untouched(const struct stat *a, const struct stat *b)
 
 /* ---------------------------------------------------------------- directory */
 
+static double progress_seen; /* the most target_layout_progress() said during a layout */
+
+static void record_progress(const struct target *t, uint64_t done, uint64_t total)
+{
+	double r = target_layout_progress(t, NULL, NULL);
+
+	(void)done;
+	(void)total;
+	if (r > progress_seen)
+		progress_seen = r;
+}
+
+/* The layout's progress stays below 1 while its last bytes are written and
+ * synced and the file named: only the open's end makes it 1, stamped. A scrape
+ * in between would see the target neither laid out nor up. */
+static void test_layout_progress_until_open(void **state)
+{
+	char dir[PATH_MAX];
+	struct cfg_target cfg;
+	struct target t;
+
+	(void)state;
+	tu_new_dir(dir, sizeof(dir));
+	cfg = dir_cfg(dir, 2 * MIB);
+	target_init(&t, &cfg);
+	t.layout_progress = record_progress;
+	progress_seen = 0;
+	assert_int_equal(target_open(&t), 0);
+	assert_true(progress_seen > 0.9 && progress_seen < 1);
+	assert_true(target_layout_progress(&t, NULL, NULL) == 1);
+	assert_true(atomic_load(&t.layout_ended_ns) != 0);
+	target_close(&t);
+}
+
 static void test_layout(void **state)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 32];
@@ -1608,6 +1642,7 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_layout_progress_until_open),
 		cmocka_unit_test(test_reuse_keeps_inode),
 		cmocka_unit_test(test_second_holder_busy),
 		cmocka_unit_test(test_size_change_relays),
