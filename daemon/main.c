@@ -26,6 +26,7 @@
 #include "../engines/engine.h"
 #include "../engines/ioprio.h"
 #include "check_dirs.h"
+#include "escape.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -174,6 +175,15 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 	return -1;
 }
 
+/* @msg on a line of its own on stderr, escaped (escape.h): it quotes values
+ * from the file, which may hold a newline or terminal controls. */
+static void print_plain(const char *msg)
+{
+	char esc[ESC_SIZE(sizeof(((struct cfg_error *)0)->msg))];
+
+	fprintf(stderr, "%s\n", esc_str(esc, sizeof(esc), msg));
+}
+
 /* Loads the configuration; prints the error and returns EX_CONFIG on failure. The
  * message starts with "file:line:column: " so editors can jump to it; @plain prints
  * it as is (check), otherwise through the log (run). */
@@ -184,7 +194,7 @@ static int load_config(const char *path, struct config **cfg, bool plain)
 
 	if (r < 0) {
 		if (plain)
-			fprintf(stderr, "%s\n", err.msg);
+			print_plain(err.msg);
 		else
 			log_error("%s", err.msg);
 		return EX_CONFIG;
@@ -201,7 +211,7 @@ static int check_budget(const struct config *cfg, bool plain)
 	if (cfg_check_budget(cfg, &err) == 0)
 		return EX_OK;
 	if (plain)
-		fprintf(stderr, "%s\n", err.msg);
+		print_plain(err.msg);
 	else
 		log_error("%s", err.msg);
 	return EX_DATAERR;
@@ -217,7 +227,7 @@ static int load_web_config(const char *path, struct web_config **web, bool plain
 	if (!path || web_config_load_file(path, web, &err) == 0)
 		return EX_OK;
 	if (plain)
-		fprintf(stderr, "%s\n", err.msg);
+		print_plain(err.msg);
 	else
 		log_error("%s", err.msg);
 	return EX_CONFIG;
@@ -255,18 +265,19 @@ static void check_warnings(const struct config *cfg)
  * its validity period is only a warning, since run serves it. */
 static int check_web_files(const struct web_config *web)
 {
-	char msg[512];
+	char msg[512], esc[ESC_SIZE(sizeof(msg))];
 	int r;
 
 	if (!web || !web->tls)
 		return EX_OK;
 	r = web_tls_check(web, msg, sizeof(msg));
+	esc_str(esc, sizeof(esc), msg); /* it quotes the files' contents */
 	if (r < 0) {
-		fprintf(stderr, "%s: %s\n", web->source, msg);
+		fprintf(stderr, "%s: %s\n", web->source, esc);
 		return EX_CONFIG;
 	}
 	if (r > 0)
-		fprintf(stderr, "warning: %s: %s\n", web->source, msg);
+		fprintf(stderr, "warning: %s: %s\n", web->source, esc);
 	return EX_OK;
 }
 
