@@ -9,6 +9,7 @@
  * The reference for all of it is man/iopulse.8.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
@@ -376,6 +377,60 @@ static int set_engines(struct metrics *m)
 	return 0;
 }
 
+/*
+ * Descriptors a schedule needs besides those open at start (stdio, a socket
+ * systemd passed), counted on a running daemon (ls /proc/PID/fd, see iopulse(8)
+ * FILES): the daemon's own, held whatever the schedule: the listener, the
+ * scheduler's epoll, signalfd, timerfds and eventfds, the HTTP thread's epoll and
+ * eventfds, /proc files kept open by process.c; per target, its lane's timerfd
+ * and eventfd and the target's directory and probe file descriptors, and two
+ * more while it opens (the path walk, the lock check); per probe, its engine's
+ * (an io_uring ring); and the fewest HTTP connections the server is sized for
+ * (http.h), so that a scrape always has room.
+ */
+#define NOFILE_DAEMON	  12
+#define NOFILE_PER_TARGET 6
+#define NOFILE_PER_PROBE  1
+
+/* Descriptors open now (0 if /proc cannot say). */
+static unsigned open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	const struct dirent *e;
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n ? n - 1 : 0; /* less opendir()'s own */
+}
+
+/* EX_OK when RLIMIT_NOFILE (raised first) holds what @cfg needs; otherwise the
+ * figure and why, and EX_OSERR: running short would fail later, one target or
+ * one scrape at a time, where "Too many open files" no longer says why. */
+static int check_nofile(const struct config *cfg)
+{
+	unsigned open_now = open_fds();
+	uint64_t need = open_now + NOFILE_DAEMON + NOFILE_PER_TARGET * (uint64_t)cfg->n_targets +
+			NOFILE_PER_PROBE * (uint64_t)cfg->n_probes + HTTP_CONNECTIONS_MIN;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= need)
+		return EX_OK;
+	log_error("RLIMIT_NOFILE is %llu (hard limit %llu): this configuration needs at least "
+		  "%llu descriptors (%u open at start, %u for the daemon, %u for each of %u "
+		  "target%s, %u for each of %u probe%s, %u for HTTP connections); raise it "
+		  "(ulimit -n, LimitNOFILE=)",
+		  (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+		  (unsigned long long)need, open_now, NOFILE_DAEMON, NOFILE_PER_TARGET,
+		  cfg->n_targets, cfg->n_targets == 1 ? "" : "s", NOFILE_PER_PROBE, cfg->n_probes,
+		  cfg->n_probes == 1 ? "" : "s", HTTP_CONNECTIONS_MIN);
+	return EX_OSERR;
+}
+
 /* The soft RLIMIT_NOFILE up to the hard one: each HTTP connection takes a
  * descriptor, and the server sizes its connection limit from this (see http.h).
  * The soft limit is low by default only for select(), which nothing here uses. */
@@ -617,6 +672,12 @@ static int cmd_run(int argc, char **argv)
 		return r;
 	}
 	raise_nofile();
+	r = check_nofile(cfg);
+	if (r != EX_OK) {
+		web_config_free(web);
+		cfg_free(cfg);
+		return r;
+	}
 	block_signals();
 	r = open_listener(o.listen, cfg, &listen_fd, where, sizeof(where));
 	if (r == EX_OK)
