@@ -7,9 +7,11 @@
  * without ReadWritePaths=): that is the unit's business, see iopulse(8) FILES.
  */
 #include "check_dirs.h"
+#include "escape.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,25 +32,26 @@ static const char *user_name(char *buf, size_t len)
 /* One directory target: EX_OK, or the exit status of its problem (said on stderr). */
 static int check_dir(const struct config *cfg, const struct cfg_target *t)
 {
+	char who[32], path[ESC_SIZE(PATH_MAX)];
 	struct stat st;
-	char who[32];
 
+	esc_str(path, sizeof(path), t->path); /* a newline in it must not start a line */
 	if (stat(t->path, &st) < 0) {
 		fprintf(stderr, "%s:%u:%u: target '%s': directory '%s' %s\n", cfg->source,
-			t->pos.line, t->pos.col, t->name, t->path,
+			t->pos.line, t->pos.col, t->name, path,
 			errno == ENOENT ? "does not exist (iopulse never creates it)"
 					: strerror(errno));
 		return errno == ENOENT ? CHECK_EX_MISSING : CHECK_EX_NOT_WRITABLE;
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "%s:%u:%u: target '%s': '%s' is not a directory\n", cfg->source,
-			t->pos.line, t->pos.col, t->name, t->path);
+			t->pos.line, t->pos.col, t->name, path);
 		return CHECK_EX_MISSING;
 	}
 	/* W_OK to create the probe file, X_OK to reach it. */
 	if (faccessat(AT_FDCWD, t->path, W_OK | X_OK, AT_EACCESS) < 0) {
 		fprintf(stderr, "%s:%u:%u: target '%s': directory '%s' is not writable by %s: %s\n",
-			cfg->source, t->pos.line, t->pos.col, t->name, t->path,
+			cfg->source, t->pos.line, t->pos.col, t->name, path,
 			user_name(who, sizeof(who)), strerror(errno));
 		return CHECK_EX_NOT_WRITABLE;
 	}

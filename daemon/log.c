@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include "../engines/clock.h"
+#include "escape.h"
 #include "log.h"
 
 /* Distinct texts and keys tracked at once; beyond, the oldest is reported and
  * evicted. */
 #define RL_SLOTS    64
-#define RL_TEXT_LEN 256 /* the head of a text, repeated in its summary line */
+#define RL_TEXT_LEN 256	 /* the head of a text, repeated in its summary line */
+#define LOG_MSG_MAX 1024 /* a message, formatted, before it is escaped */
 
 int log_max_level = LOG_LVL_INFO;
 static bool log_to_journal;
@@ -253,15 +255,18 @@ void log_flush_suppressed(void)
  * limit (per @key, or per text when @key is NULL) holds it back. */
 static int log_va(const char *key, int level, int err, const char *fmt, va_list ap)
 {
-	char msg[1024];
+	char raw[LOG_MSG_MAX], msg[ESC_SIZE(LOG_MSG_MAX)];
 	int saved = errno;
 
 	if (err < 0)
 		errno = -err;
 	else if (err > 0)
 		errno = err;
-	vsnprintf(msg, sizeof(msg), fmt, ap); /* %m expands to strerror(errno) */
+	vsnprintf(raw, sizeof(raw), fmt, ap); /* %m expands to strerror(errno) */
 	errno = saved;
+	/* Paths and messages from the system may hold a newline (which would forge
+	 * a line of its own) or terminal controls: every line is one line. */
+	esc_str(msg, sizeof(msg), raw);
 
 	pthread_mutex_lock(&log_mu);
 	if (level == LOG_LVL_ERROR) {

@@ -4,7 +4,9 @@
  * expose) never logs; daemon/ logs once, where it decides what to do.
  * Lines go to stderr: with "<N>" priority prefixes when JOURNAL_STREAM says
  * stderr is the journal, with a timestamp otherwise. The level is checked
- * before anything is formatted.
+ * before anything is formatted. The formatted message is escaped (escape.h:
+ * control characters as \n, \x1b...), so a path with a newline in it cannot
+ * forge a line, and so is what log_last_error() keeps.
  *
  * Errors and warnings are rate-limited per identical text: at most
  * LOG_RATELIMIT_BURST lines of one text per LOG_RATELIMIT_INTERVAL_NS; the rest

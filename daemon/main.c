@@ -9,6 +9,7 @@
  * The reference for all of it is man/iopulse.8.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
@@ -26,6 +27,7 @@
 #include "../engines/engine.h"
 #include "../engines/ioprio.h"
 #include "check_dirs.h"
+#include "escape.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -174,6 +176,15 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 	return -1;
 }
 
+/* @msg on a line of its own on stderr, escaped (escape.h): it quotes values
+ * from the file, which may hold a newline or terminal controls. */
+static void print_plain(const char *msg)
+{
+	char esc[ESC_SIZE(sizeof(((struct cfg_error *)0)->msg))];
+
+	fprintf(stderr, "%s\n", esc_str(esc, sizeof(esc), msg));
+}
+
 /* Loads the configuration; prints the error and returns EX_CONFIG on failure. The
  * message starts with "file:line:column: " so editors can jump to it; @plain prints
  * it as is (check), otherwise through the log (run). */
@@ -184,7 +195,7 @@ static int load_config(const char *path, struct config **cfg, bool plain)
 
 	if (r < 0) {
 		if (plain)
-			fprintf(stderr, "%s\n", err.msg);
+			print_plain(err.msg);
 		else
 			log_error("%s", err.msg);
 		return EX_CONFIG;
@@ -201,7 +212,7 @@ static int check_budget(const struct config *cfg, bool plain)
 	if (cfg_check_budget(cfg, &err) == 0)
 		return EX_OK;
 	if (plain)
-		fprintf(stderr, "%s\n", err.msg);
+		print_plain(err.msg);
 	else
 		log_error("%s", err.msg);
 	return EX_DATAERR;
@@ -217,7 +228,7 @@ static int load_web_config(const char *path, struct web_config **web, bool plain
 	if (!path || web_config_load_file(path, web, &err) == 0)
 		return EX_OK;
 	if (plain)
-		fprintf(stderr, "%s\n", err.msg);
+		print_plain(err.msg);
 	else
 		log_error("%s", err.msg);
 	return EX_CONFIG;
@@ -255,18 +266,19 @@ static void check_warnings(const struct config *cfg)
  * its validity period is only a warning, since run serves it. */
 static int check_web_files(const struct web_config *web)
 {
-	char msg[512];
+	char msg[512], esc[ESC_SIZE(sizeof(msg))];
 	int r;
 
 	if (!web || !web->tls)
 		return EX_OK;
 	r = web_tls_check(web, msg, sizeof(msg));
+	esc_str(esc, sizeof(esc), msg); /* it quotes the files' contents */
 	if (r < 0) {
-		fprintf(stderr, "%s: %s\n", web->source, msg);
+		fprintf(stderr, "%s: %s\n", web->source, esc);
 		return EX_CONFIG;
 	}
 	if (r > 0)
-		fprintf(stderr, "warning: %s: %s\n", web->source, msg);
+		fprintf(stderr, "warning: %s: %s\n", web->source, esc);
 	return EX_OK;
 }
 
@@ -363,6 +375,60 @@ static int set_engines(struct metrics *m)
 		log_info("Engine 'auto' is %s for bursts and sync for pings on this system",
 			 best->name);
 	return 0;
+}
+
+/*
+ * Descriptors a schedule needs besides those open at start (stdio, a socket
+ * systemd passed), counted on a running daemon (ls /proc/PID/fd, see iopulse(8)
+ * FILES): the daemon's own, held whatever the schedule: the listener, the
+ * scheduler's epoll, signalfd, timerfds and eventfds, the HTTP thread's epoll and
+ * eventfds, /proc files kept open by process.c; per target, its lane's timerfd
+ * and eventfd and the target's directory and probe file descriptors, and two
+ * more while it opens (the path walk, the lock check); per probe, its engine's
+ * (an io_uring ring); and the fewest HTTP connections the server is sized for
+ * (http.h), so that a scrape always has room.
+ */
+#define NOFILE_DAEMON	  12
+#define NOFILE_PER_TARGET 6
+#define NOFILE_PER_PROBE  1
+
+/* Descriptors open now (0 if /proc cannot say). */
+static unsigned open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	const struct dirent *e;
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n ? n - 1 : 0; /* less opendir()'s own */
+}
+
+/* EX_OK when RLIMIT_NOFILE (raised first) holds what @cfg needs; otherwise the
+ * figure and why, and EX_OSERR: running short would fail later, one target or
+ * one scrape at a time, where "Too many open files" no longer says why. */
+static int check_nofile(const struct config *cfg)
+{
+	unsigned open_now = open_fds();
+	uint64_t need = open_now + NOFILE_DAEMON + NOFILE_PER_TARGET * (uint64_t)cfg->n_targets +
+			NOFILE_PER_PROBE * (uint64_t)cfg->n_probes + HTTP_CONNECTIONS_MIN;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= need)
+		return EX_OK;
+	log_error("RLIMIT_NOFILE is %llu (hard limit %llu): this configuration needs at least "
+		  "%llu descriptors (%u open at start, %u for the daemon, %u for each of %u "
+		  "target%s, %u for each of %u probe%s, %u for HTTP connections); raise it "
+		  "(ulimit -n, LimitNOFILE=)",
+		  (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+		  (unsigned long long)need, open_now, NOFILE_DAEMON, NOFILE_PER_TARGET,
+		  cfg->n_targets, cfg->n_targets == 1 ? "" : "s", NOFILE_PER_PROBE, cfg->n_probes,
+		  cfg->n_probes == 1 ? "" : "s", HTTP_CONNECTIONS_MIN);
+	return EX_OSERR;
 }
 
 /* The soft RLIMIT_NOFILE up to the hard one: each HTTP connection takes a
@@ -606,6 +672,12 @@ static int cmd_run(int argc, char **argv)
 		return r;
 	}
 	raise_nofile();
+	r = check_nofile(cfg);
+	if (r != EX_OK) {
+		web_config_free(web);
+		cfg_free(cfg);
+		return r;
+	}
 	block_signals();
 	r = open_listener(o.listen, cfg, &listen_fd, where, sizeof(where));
 	if (r == EX_OK)

@@ -10,6 +10,7 @@
 
 #include "../engines/engine.h"
 #include "../engines/ioprio.h"
+#include "escape.h"
 #include "oneshot.h"
 #include "oneshot_int.h"
 #include "probe.h"
@@ -162,7 +163,7 @@ static bool progress_shown;
 static void layout_progress(const struct target *t, uint64_t done, uint64_t total)
 {
 	uint64_t now = now_ns();
-	char a[32], b[32];
+	char a[32], b[32], path[ESC_SIZE(PATH_MAX)];
 
 	if (done < total && now - progress_last_ns < PROGRESS_EVERY_NS)
 		return;
@@ -170,7 +171,8 @@ static void layout_progress(const struct target *t, uint64_t done, uint64_t tota
 	progress_shown = true;
 	cfg_format_bytes((double)done, a, sizeof(a));
 	cfg_format_bytes((double)total, b, sizeof(b));
-	fprintf(stderr, "\rLaying out a probe file in %s: %s of %s (%.0f%%)", t->cfg->path, a, b,
+	fprintf(stderr, "\rLaying out a probe file in %s: %s of %s (%.0f%%)",
+		esc_str(path, sizeof(path), t->cfg->path), a, b,
 		total ? done * 100.0 / total : 100.0);
 }
 
@@ -190,13 +192,14 @@ static int open_with_progress(struct target *t)
 static int open_dir_or_own(struct target *t)
 {
 	int r = open_with_progress(t);
+	char path[ESC_SIZE(PATH_MAX)];
 
 	if (r != -EBUSY || t->cfg->kind != CFG_TARGET_DIRECTORY || t->unnamed)
 		return r;
 	fprintf(stderr,
 		"iopulse probe: %s is in use by another iopulse (the daemon?): measuring with "
 		"an unnamed probe file of our own instead, gone at exit\n",
-		t->file_path);
+		esc_str(path, sizeof(path), t->file_path));
 	t->unnamed = true;
 	t->file_name = NULL;
 	return open_with_progress(t);

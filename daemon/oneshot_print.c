@@ -6,10 +6,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "escape.h"
 #include "hist.h"
 #include "json.h"
 #include "oneshot_int.h"
@@ -80,11 +82,12 @@ static const char *mark(const struct lat_stats *s, uint64_t ns)
 /* "4.0 KiB <<< /srv (ext4 sda2): " */
 static void request_prefix(const struct probe_sum *ps)
 {
-	char size[32];
+	char size[32], path[ESC_SIZE(PATH_MAX)];
 
 	cfg_format_bytes((double)ps->cfg->block_size, size, sizeof(size));
 	printf("%s %s %s (%s %s): ", size, ps->cfg->op == IO_WRITE ? ">>>" : "<<<",
-	       ps->target->path, ps->desc.fstype[0] ? ps->desc.fstype : "?",
+	       esc_str(path, sizeof(path), ps->target->path),
+	       ps->desc.fstype[0] ? ps->desc.fstype : "?",
 	       ps->desc.device[0] ? ps->desc.device : "?");
 }
 
@@ -98,9 +101,12 @@ void oneshot_print_request(struct probe_sum *ps, const struct probe_outcome *bef
 	request_prefix(ps);
 	printf("request=%" PRIu64, ps->requests);
 	if (now[op].ios == was[op].ios) {
+		char why[ESC_SIZE(PATH_MAX)];
+
 		printf(" failed: %s\n",
-		       ps->out.why ? ps->out.why
-				   : strerror(ps->out.io_error ? -ps->out.io_error : EIO));
+		       esc_str(why, sizeof(why),
+			       ps->out.why ? ps->out.why
+					   : strerror(ps->out.io_error ? -ps->out.io_error : EIO)));
 		return;
 	}
 	fmt_time(t, sizeof(t), ns);
@@ -140,21 +146,22 @@ static void print_header(const struct probe_sum *ps, const struct oneshot_opts *
 {
 	const struct cfg_probe *p = ps->cfg;
 	const char *engine = ps->engine ? ps->engine : p->engine;
+	char path[ESC_SIZE(PATH_MAX)];
 
+	esc_str(path, sizeof(path), ps->target->path); /* a newline must not start a line */
 	if (lines)
 		putchar('\n');
 	if (o->adhoc && !ps->engine) /* never opened: nothing known but the path */
-		printf("--- %s %s statistics ---\n", ps->target->path,
-		       cfg_probe_kind_name(p->kind));
+		printf("--- %s %s statistics ---\n", path, cfg_probe_kind_name(p->kind));
 	else if (o->adhoc) /* ioping's: "--- PATH (FS DEVICE) ioping statistics ---" */
-		printf("--- %s (%s %s) %s statistics, engine %s ---\n", ps->target->path,
+		printf("--- %s (%s %s) %s statistics, engine %s ---\n", path,
 		       ps->desc.fstype[0] ? ps->desc.fstype : "?",
 		       ps->desc.device[0] ? ps->desc.device : "?", cfg_probe_kind_name(p->kind),
 		       engine);
 	else
 		printf("--- %s %s on %s (%s %s, engine %s) ---\n", p->name,
 		       cfg_probe_kind_name(p->kind), ps->target->name,
-		       cfg_target_kind_name(ps->target->kind), ps->target->path, engine);
+		       cfg_target_kind_name(ps->target->kind), path, engine);
 }
 
 /* "read: 5 requests completed in 1.2 ms (5.0 s wall), 20.0 KiB, 4.1 k iops, ..." */
@@ -222,8 +229,11 @@ void oneshot_print_human(const struct probe_sum *ps, const struct oneshot_opts *
 		       p->timeout_ns / 1e9);
 	if (ps->interrupted)
 		printf("  interrupted: results so far\n");
-	if (ps->error)
-		printf("  error: %s\n", ps->message);
+	if (ps->error) {
+		char msg[ESC_SIZE(sizeof(ps->message))];
+
+		printf("  error: %s\n", esc_str(msg, sizeof(msg), ps->message));
+	}
 }
 
 /* ---------------------------------------------------------------- JSON */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "escape.h"
 #include "probe.h"
 #include "status.h"
 
@@ -692,9 +693,13 @@ bool status_targets_ready(const struct status_target *t, unsigned n, struct buf 
 		if (t[i].state == STATUS_UP)
 			continue;
 		ready = false;
-		if (why)
-			buf_printf(why, "%s: %s: %s\n", t[i].name, status_state_name(t[i].state),
-				   t[i].reason[0] ? t[i].reason : "no reason known");
+		if (!why)
+			continue;
+		/* One line per target: a reason quotes paths, which may hold a newline. */
+		esc_buf(why, t[i].name);
+		buf_printf(why, ": %s: ", status_state_name(t[i].state));
+		esc_buf(why, t[i].reason[0] ? t[i].reason : "no reason known");
+		buf_puts(why, "\n");
 	}
 	return ready;
 }

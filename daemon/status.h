@@ -256,7 +256,8 @@ void status_set_probe(struct status *st, const char *probe, const char *target, 
 		      const struct status_burst *burst);
 
 /* Readiness: true when every target is up; else @why (may be NULL) gets one
- * line per target that is not, "NAME: STATE: REASON". */
+ * line per target that is not, "NAME: STATE: REASON", name and reason escaped
+ * (escape.h) so that each is one line. */
 bool status_ready(struct status *st, struct buf *why);
 bool status_targets_ready(const struct status_target *t, unsigned n, struct buf *why);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* log: identical errors and warnings are rate-limited with a count of what was
- * dropped; other levels and other texts pass; the last error is kept. State
- * changes are limited per key, whatever their text and level, and their summary
- * says the state left in. */
+/* log: every message is one line, its control characters escaped (escape.h,
+ * whose forms are tested here too). Identical errors and warnings are
+ * rate-limited with a count of what was dropped; other levels and other texts
+ * pass; the last error is kept. State changes are limited per key, whatever
+ * their text and level, and their summary says the state left in. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,8 @@
 
 #include "testutil.h"
 
+#include "daemon/buf.h"
+#include "daemon/escape.h"
 #include "daemon/log.h"
 
 #define INTERVAL_NS 200000000ULL /* 200 ms */
@@ -227,6 +230,75 @@ static void test_next_flush_and_notify(void **state)
 	log_set_ratelimit(LOG_RATELIMIT_BURST, LOG_RATELIMIT_INTERVAL_NS);
 }
 
+/* The escape form (escape.h): every control character, the backslash and each
+ * byte that is not UTF-8 become a visible escape; text passes as it is. */
+static void test_escape_forms(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"/srv/data", "/srv/data"},
+		{"a\nb", "a\\nb"},
+		{"a\r\tb", "a\\r\\tb"},
+		{"a\\nb", "a\\\\nb"}, /* a backslash cannot pass for an escape */
+		{"\x1b[31mred", "\\x1b[31mred"},
+		{"\x01\x7f", "\\x01\\x7f"},
+		{"caf\xc3\xa9 \xe2\x82\xac", "caf\xc3\xa9 \xe2\x82\xac"}, /* valid UTF-8 passes */
+		{"\xc2\x9b"
+		 "2J",
+		 "\\u009b2J"},			     /* C1 CSI */
+		{"\xff\xc3", "\\xff\\xc3"},	     /* not UTF-8, truncated sequence */
+		{"\xe0\x80\x80", "\\xe0\\x80\\x80"}, /* overlong */
+		{"", ""},
+	};
+	char out[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf b;
+
+		assert_string_equal(esc_str(out, sizeof(out), cases[i].in), cases[i].out);
+		buf_init(&b);
+		esc_buf(&b, cases[i].in);
+		buf_append(&b, "", 1);
+		assert_false(b.oom);
+		assert_string_equal(b.data, cases[i].out);
+		buf_free(&b);
+	}
+}
+
+/* A buffer too small cuts before an escape, never inside one. */
+static void test_escape_cut(void **state)
+{
+	char out[6];
+
+	(void)state;
+	assert_string_equal(esc_str(out, sizeof(out), "ab\ncd"), "ab\\nc");
+	assert_string_equal(esc_str(out, sizeof(out), "abcd\x1b"), "abcd");
+	assert_string_equal(esc_str(out, sizeof(out), "a\xc2\x85"), "a");
+	assert_string_equal(esc_str(out, 1, "abc"), "");
+}
+
+/* A message quoting a path with a newline and an ESC is one line, escaped; so
+ * is what STATUS= gets (log_last_error()). */
+static void test_log_escapes_message(void **state)
+{
+	char last[256];
+	char *text;
+
+	(void)state;
+	tu_capture_begin();
+	log_error("Failed to open %s: %s", "/srv/a\nerror: forged\x1b[2J", "gone");
+	text = tu_capture_end();
+	assert_int_equal(tu_count(text, "\n"), 1);
+	assert_null(strchr(text, '\x1b'));
+	assert_non_null(
+		strstr(text, "error: Failed to open /srv/a\\nerror: forged\\x1b[2J: gone\n"));
+	free(text);
+	log_last_error(last, sizeof(last));
+	assert_string_equal(last, "Failed to open /srv/a\\nerror: forged\\x1b[2J: gone");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +308,9 @@ int main(void)
 		cmocka_unit_test(test_state_changes_limited_per_key),
 		cmocka_unit_test(test_many_keys),
 		cmocka_unit_test(test_next_flush_and_notify),
+		cmocka_unit_test(test_escape_forms),
+		cmocka_unit_test(test_escape_cut),
+		cmocka_unit_test(test_log_escapes_message),
 	};
 
 	unsetenv("JOURNAL_STREAM");
