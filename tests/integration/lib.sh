@@ -325,7 +325,8 @@ hold_port() {
 
 # start_daemon CONFIG [ARGS...]: run the daemon in the background on a free
 # loopback port, debug logging to its own log file; wait (60s at most: a loaded
-# machine, a sanitizer build) until it logs where it serves. Sets DAEMON_PID, DAEMON_LOG, DAEMON_PORT.
+# machine, a sanitizer build) until it logs where it serves. Sets DAEMON_PID,
+# DAEMON_LOG, DAEMON_PORT.
 start_daemon() {
 	local config=$1
 	shift
