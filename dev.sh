@@ -2,7 +2,8 @@
 # The two Quick start commands (README.md), run as root on Debian 12:
 #   ./dev.sh run [iopulse run options]   install what is missing, build, run in the foreground
 #   ./dev.sh test                        install what is missing, build, run the whole suite
-#                                        (plain, ASan + UBSan; threaded tests under TSan)
+#                                        (plain, ASan + UBSan; threaded tests under TSan;
+#                                        every stage runs, the failures of all listed at the end)
 #   ./dev.sh bench                       install fio/ioping, build Release, run bench/*.sh
 #   ./dev.sh fuzz [NAME...]              install clang + libFuzzer, fuzz each tests/fuzz harness
 # `./dev.sh build` only installs and builds. .ci/run runs `./dev.sh test`.
@@ -49,11 +50,41 @@ install_missing() {
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-build() { # build DIR [cmake options]
+build() { # build DIR [cmake options]; its status also where set -e is off (stage)
 	local dir=$1
 	shift
-	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-	cmake --build "$dir" -j"$(nproc)"
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null &&
+		cmake --build "$dir" -j"$(nproc)"
+}
+
+# stage NAME DIR [CMAKE OPTION...] -- [VAR=VALUE...] [CTEST ARG...]: one stage of
+# `test`: build DIR with the options, run its suite with ctest (in DIR, the
+# variables in its environment). A build that fails or tests that fail are
+# recorded in FAILED, with ctest's list of the failed tests, and the next stage
+# runs all the same: one run reports every failure.
+FAILED=()
+stage() {
+	local name=$1 dir=$2 opts=() vars=() rc=0 failed
+	shift 2
+	while [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	shift
+	while [ $# -gt 0 ] && [[ $1 == *=* ]]; do
+		vars+=("$1")
+		shift
+	done
+	echo "=== dev.sh: stage $name ($dir)" >&2
+	if ! build "$dir" "${opts[@]}"; then
+		FAILED+=("$name: the build failed")
+		return 0
+	fi
+	rm -f "$dir/Testing/Temporary/LastTestsFailed.log"
+	(cd "$dir" && env "${vars[@]}" ctest --output-on-failure --no-tests=error -j2 "$@") || rc=$?
+	[ "$rc" -eq 0 ] && return 0
+	failed=$(sed 's/^[0-9]*://' "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null | paste -sd ' ' -) || true
+	FAILED+=("$name: ${failed:-ctest failed with status $rc}")
 }
 
 case "${1:-}" in
@@ -75,12 +106,11 @@ test)
 	start=$(date +%s)
 	# IOPULSE_TESTS=ON explicitly: `run` configures build/ without tests, and CMake
 	# remembers; --no-tests=error so a suite that finds nothing cannot pass.
-	build build -DIOPULSE_TESTS=ON
-	(cd build && ctest --output-on-failure --no-tests=error -j2)
+	# Each stage builds and runs even when one before it failed (stage).
+	stage plain build -DIOPULSE_TESTS=ON --
 	# The same suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
-	build build-asan -DIOPULSE_SANITIZE=ON -DIOPULSE_TESTS=ON
-	(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-		UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure --no-tests=error -j2)
+	stage ASan+UBSan build-asan -DIOPULSE_SANITIZE=ON -DIOPULSE_TESTS=ON -- \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 	# The tests that run threads again under ThreadSanitizer: lanes (test_golden
 	# runs one), the metrics registry, burst jobs, the HTTP server, engines used
 	# from another thread, target layout watched from one, and the reload thread
@@ -88,10 +118,14 @@ test)
 	# test_reload_hung, whose 1-second bounds TSan's slowdown can miss under load),
 	# and the status page (its figures read from the HTTP thread while lanes run).
 	# The first data race fails the test (exit 66, not a skip).
-	build build-tsan -DIOPULSE_TSAN=ON -DIOPULSE_TESTS=ON
-	(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
-		ctest --output-on-failure --no-tests=error -j2 \
-		-R '^(unit/test_(lane|metrics|golden|burst|http|engine|target)|integration/test_(reload_blocking|status_page))$')
+	stage TSan build-tsan -DIOPULSE_TSAN=ON -DIOPULSE_TESTS=ON -- \
+		TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
+		-R '^(unit/test_(lane|metrics|golden|burst|http|engine|target)|integration/test_(reload_blocking|status_page))$'
+	if [ ${#FAILED[@]} -gt 0 ]; then
+		echo "dev.sh: the suite failed in $(($(date +%s) - start))s; stages that failed:" >&2
+		printf '  %s\n' "${FAILED[@]}" >&2
+		exit 1
+	fi
 	echo "dev.sh: whole suite passed in $(($(date +%s) - start))s"
 	;;
 bench)

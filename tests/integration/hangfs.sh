@@ -97,7 +97,7 @@ hangfs_mount() {
 	: >"$HANGFS_LOG"
 	"$HANGFS" "$BACKING" "$MNT" >"$HANGFS_LOG" 2>&1 &
 	HANGFS_PID=$!
-	deadline=$(($(now_ms) + 10000))
+	deadline=$(($(now_ms) + 60000))
 	until mounted; do
 		if ! alive "$HANGFS_PID"; then
 			rc=0
@@ -110,7 +110,7 @@ hangfs_mount() {
 			fi
 			fail "hangfs exited with status $rc before mounting $MNT"
 		fi
-		(($(now_ms) < deadline)) || fail "hangfs did not mount $MNT within 10s"
+		(($(now_ms) < deadline)) || fail "hangfs did not mount $MNT within 60s"
 		sleep 0.05
 	done
 	[[ $(stat -f -c %T "$MNT") == fuseblk || $(stat -f -c %T "$MNT") == fuse ]] ||

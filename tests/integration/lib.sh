@@ -316,7 +316,7 @@ hold_port() {
 	/usr/bin/python3 "$SOURCE_DIR/tests/integration/hold_port.py" "$file" &
 	pid=$!
 	on_exit kill "$pid"
-	wait_until 5 "the port holder listening" test -s "$file"
+	wait_until 60 "the port holder listening" test -s "$file"
 	# shellcheck disable=SC2034 # for the tests that source this file
 	read -r HELD_PORT <"$file"
 }
@@ -324,8 +324,9 @@ hold_port() {
 # ---- the daemon ------------------------------------------------------------
 
 # start_daemon CONFIG [ARGS...]: run the daemon in the background on a free
-# loopback port, debug logging to its own log file; wait (10s at most) until it
-# logs where it serves. Sets DAEMON_PID, DAEMON_LOG, DAEMON_PORT.
+# loopback port, debug logging to its own log file; wait (60s at most: a loaded
+# machine, a sanitizer build) until it logs where it serves. Sets DAEMON_PID,
+# DAEMON_LOG, DAEMON_PORT.
 start_daemon() {
 	local config=$1
 	shift
@@ -337,7 +338,7 @@ start_daemon() {
 		"$@" >"$DAEMON_LOG" 2>&1 &
 	DAEMON_PID=$!
 	DAEMON_PIDS+=("$DAEMON_PID")
-	wait_until 10 "the daemon to log 'Serving metrics on http://127.0.0.1:PORT/metrics'" _logged_port
+	wait_until 60 "the daemon to log 'Serving metrics on http://127.0.0.1:PORT/metrics'" _logged_port
 	note "daemon $DAEMON_PID serving on 127.0.0.1:$DAEMON_PORT (log $DAEMON_LOG)"
 }
 
@@ -449,7 +450,7 @@ url() {
 
 # scrape [PATH]: GET PATH (default /metrics) to stdout; curl's status on error.
 scrape() {
-	curl -fsS --max-time 5 "$(url "${1:-/metrics}")"
+	curl -fsS --max-time 30 "$(url "${1:-/metrics}")"
 }
 
 # scrape_metrics: GET /metrics into a new file under $WORK; sets PAGE to it.
@@ -463,9 +464,9 @@ scrape_metrics() {
 http_status() {
 	local method=$1 path=$2
 	if [[ $method == HEAD ]]; then
-		curl -sS -o /dev/null --max-time 5 --head -w '%{http_code}' "$(url "$path")" || true
+		curl -sS -o /dev/null --max-time 30 --head -w '%{http_code}' "$(url "$path")" || true
 	else
-		curl -sS -o /dev/null --max-time 5 -X "$method" -w '%{http_code}' "$(url "$path")" || true
+		curl -sS -o /dev/null --max-time 30 -X "$method" -w '%{http_code}' "$(url "$path")" || true
 	fi
 }
 

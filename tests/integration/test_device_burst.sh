@@ -145,7 +145,7 @@ dev_free() {
 	python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL))' \
 		"$LOOP" 2>/dev/null
 }
-wait_until 5 "$LOOP free for an exclusive open after the write burst" dev_free
+wait_until 60 "$LOOP free for an exclusive open after the write burst" dev_free
 mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$LOOP" >"$WORK/mkfs.out" 2>&1 || fail "mkfs.ext4 $LOOP failed:"$'\n'"$(cat "$WORK/mkfs.out")"
 MOUNTED=1
 mount -t ext4 -o noatime "$LOOP" "$MNT" 2>"$WORK/mount.err" || skip "cannot mount ext4 on $LOOP: $(cat "$WORK/mount.err")"

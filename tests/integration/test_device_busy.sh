@@ -56,7 +56,7 @@ fio --name=load --filename="$LOOP" --readonly --rw=randread --bs=4k --direct=1 \
 	--ioengine=psync --numjobs=4 --time_based --runtime=300 \
 	--output="$WORK/fio.out" >/dev/null 2>&1 &
 FIO_PID=$!
-wait_until 20 "fio to load $LOOP" loaded
+wait_until 60 "fio to load $LOOP" loaded
 
 CFG="$WORK/busy.yaml"
 cat >"$CFG" <<EOF
@@ -87,12 +87,12 @@ S_BIOS='iopulse_probe_ios_total{probe="b",target="dev",op="read"}'
 S_UTIL='iopulse_target_device_utilization_ratio{target="dev"}'
 S_QUEUE='iopulse_target_device_queue_depth{target="dev"}'
 
-wait_until 20 "the burst to be held back as device_busy" scraped "$S_BUSY" '>=' 1
+wait_until 60 "the burst to be held back as device_busy" scraped "$S_BUSY" '>=' 1
 sample_into runs "$PAGE" "$S_BRUNS"
 num "$runs" == 0 || fail "the burst ran ($runs) while $LOOP was busy"
 sample_into pings "$PAGE" "$S_PRUNS"
 # The ping keeps running while the burst is held back.
-wait_until 20 "the ping to run on while the burst is held back" scraped "$S_PRUNS" '>' "$pings"
+wait_until 60 "the ping to run on while the burst is held back" scraped "$S_PRUNS" '>' "$pings"
 sample_into util "$PAGE" "$S_UTIL"
 sample_into queue "$PAGE" "$S_QUEUE"
 num "$util" '>' 0.5 || num "$queue" '>' 4 ||
@@ -114,7 +114,7 @@ kill "$FIO_PID"
 wait "$FIO_PID" 2>/dev/null || true
 FIO_PID=
 wait_until 60 "the held-back burst to run once the load stopped" scraped "$S_BRUNS" '>=' 1
-wait_until 10 "the burst's I/Os to be counted" scraped "$S_BIOS" '>=' 500
+wait_until 60 "the burst's I/Os to be counted" scraped "$S_BIOS" '>=' 500
 grep -q "Target dev: $DEV is no longer busy (.*): bursts run again" "$DAEMON_LOG" ||
 	fail "the log does not say $DEV is no longer busy"
 sample_into util "$PAGE" "$S_UTIL"

@@ -49,7 +49,7 @@ measure() {
 	local window=$1 main0 all0 runs0 main1 all1 runs1 main all ran
 
 	start_daemon "$CFG"
-	wait_until 10 "the first ping" pinged
+	wait_until 60 "the first ping" pinged
 	sleep 1
 	runs0=$(runs) # before counting: a scrape wakes the HTTP thread
 	main0=$(switches "/proc/$DAEMON_PID/task/$DAEMON_PID/status")

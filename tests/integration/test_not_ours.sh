@@ -40,10 +40,10 @@ entries() {
 # require_comes_up WHAT: target up and reads growing within 10s.
 require_comes_up() {
 	local ios
-	wait_until 10 "$UP 1 after $1" scraped "$UP" == 1
-	wait_until 5 "reads counted after $1" scraped "$READS" '>' 0 0
+	wait_until 60 "$UP 1 after $1" scraped "$UP" == 1
+	wait_until 60 "reads counted after $1" scraped "$READS" '>' 0 0
 	sample_into ios "$PAGE" "$READS"
-	wait_until 5 "reads growing after $1" scraped "$READS" '>' "$ios" 0
+	wait_until 60 "reads growing after $1" scraped "$READS" '>' "$ios" 0
 	note "after $1: up, reads growing"
 }
 
@@ -62,16 +62,16 @@ require_comes_up "start"
 mv "$DIR" "$BASE/data.moved"
 ln -s "$OTHER" "$DIR"
 chown -h 65534 "$DIR"
-wait_until 5 "$UP 0 with a symlink swapped in" scraped "$UP" == 0
+wait_until 60 "$UP 0 with a symlink swapped in" scraped "$UP" == 0
 # A ping may fall between the mv and the ln (no such directory): the outage is
 # logged once, and its later reasons at debug level, which the tests run at.
-wait_until 5 "the log to say the path is now somebody's symlink" \
+wait_until 60 "the log to say the path is now somebody's symlink" \
 	grep -q "is a symlink owned by uid 65534" "$DAEMON_LOG"
 sleep 1 # ten more pings' worth: none may reach the other directory
 [[ -z $(entries "$OTHER") ]] || fail "iopulse created files where the symlink points: $(entries "$OTHER")"
 rm "$DIR"
 ln -s "$OTHER" "$DIR"
-wait_until 5 "the log to say the directory was replaced" grep -q "it was replaced" "$DAEMON_LOG"
+wait_until 60 "the log to say the directory was replaced" grep -q "it was replaced" "$DAEMON_LOG"
 scrape_metrics
 sample_into v "$PAGE" "$UP"
 num "$v" == 0 || fail "$UP is $v with root's symlink to another directory"
@@ -92,7 +92,7 @@ mkdir -p "$SUB"
 printf '# test fstab\n/dev/disk/by-label/data  %s  ext4  defaults,nofail  0  2\n' "$FMNT" >"$WORK/fstab"
 ping_config "$WORK/b.yaml" "$SUB" 1MiB write "allow_memory_backed: true"
 IOPULSE_FSTAB="$WORK/fstab" start_daemon "$WORK/b.yaml"
-wait_until 5 "$UP 0 with $FMNT not mounted" scraped "$UP" == 0
+wait_until 60 "$UP 0 with $FMNT not mounted" scraped "$UP" == 0
 sleep 1
 [[ -z $(entries "$SUB") ]] || fail "iopulse created files beneath the unmounted $FMNT: $(entries "$SUB")"
 grep -q "is not mounted" "$DAEMON_LOG" || fail "the log does not say $FMNT is not mounted"
@@ -109,7 +109,7 @@ umount -l "$FMNT"
 exec 9<&-
 [[ -d $SUB ]] || mkdir "$SUB" # the directory beneath, as a provisioning script might make
 IOPULSE_FSTAB="$WORK/fstab" start_daemon "$WORK/b.yaml"
-wait_until 5 "$UP 0 with $FMNT lazily unmounted" scraped "$UP" == 0
+wait_until 60 "$UP 0 with $FMNT lazily unmounted" scraped "$UP" == 0
 sleep 1
 [[ -z $(entries "$SUB") ]] || fail "iopulse created files beneath the lazily unmounted $FMNT: $(entries "$SUB")"
 stop_daemon TERM 5
@@ -176,7 +176,7 @@ EOF
 ln "$VICTIM" "$EDIR/.iopulse-probe"
 ln "$VICTIM" "$VF"
 start_daemon "$WORK/e.yaml"
-wait_until 5 "the log to refuse the hard-linked .iopulse-probe" \
+wait_until 60 "the log to refuse the hard-linked .iopulse-probe" \
 	grep -q "$EDIR/.iopulse-probe has 3 hard links" "$DAEMON_LOG"
 scrape_metrics
 sample_into v "$PAGE" "$UP"
@@ -188,24 +188,24 @@ VDOWN='iopulse_probe_errors_total{probe="v",target="t1",reason="target_down"}'
 VCHECKED='iopulse_verify_blocks_checked_total{probe="v",target="t1"}'
 rm "$EDIR/.iopulse-probe" # the target comes up on a file of its own
 require_comes_up "the hard link at .iopulse-probe removed"
-wait_until 5 "the log to refuse the hard-linked verify file" \
+wait_until 60 "the log to refuse the hard-linked verify file" \
 	grep -q "Probe v: $VF has 2 hard links" "$DAEMON_LOG"
-wait_until 5 "$VDOWN counted" scraped "$VDOWN" '>' 0
+wait_until 60 "$VDOWN counted" scraped "$VDOWN" '>' 0
 victim_unchanged "a hard link at $VF"
 note "a hard link at $VF: refused"
 
 # Each put in place of the last at once (rename), so the name is never free.
 ln -s "$VICTIM" "$VF.new"
 mv -T "$VF.new" "$VF"
-wait_until 5 "the log to refuse the symlink" grep -q "Probe v: $VF is a symlink" "$DAEMON_LOG"
+wait_until 60 "the log to refuse the symlink" grep -q "Probe v: $VF is a symlink" "$DAEMON_LOG"
 mkfifo "$VF.new"
 mv -T "$VF.new" "$VF"
-wait_until 5 "the log to refuse the FIFO" \
+wait_until 60 "the log to refuse the FIFO" \
 	grep -q "Probe v: $VF exists and is not a regular file" "$DAEMON_LOG"
 cp "$VICTIM" "$VF.new"
 chown 65534 "$VF.new"
 mv -T "$VF.new" "$VF"
-wait_until 5 "the log to refuse another user's file" \
+wait_until 60 "the log to refuse another user's file" \
 	grep -q "Probe v: $VF is owned by uid 65534" "$DAEMON_LOG"
 cmp -s "$VICTIM" "$VF" || fail "another user's file at $VF changed"
 victim_unchanged "a symlink, a FIFO, another user's file at $VF"
@@ -216,12 +216,12 @@ note "a symlink, a FIFO, another user's file at $VF: refused"
 
 # The name free: a file of its own, made once and kept across a restart.
 rm "$VF"
-wait_until 10 "blocks checked in a verify file of our own" scraped "$VCHECKED" '>' 0
+wait_until 60 "blocks checked in a verify file of our own" scraped "$VCHECKED" '>' 0
 stop_daemon TERM 5
 OWN=$(stat -c %i "$EDIR/.iopulse-probe" "$VF")
 start_daemon "$WORK/e.yaml"
 require_comes_up "restart"
-wait_until 10 "blocks checked after the restart" scraped "$VCHECKED" '>' 0
+wait_until 60 "blocks checked after the restart" scraped "$VCHECKED" '>' 0
 sample_or v 0 "$PAGE" "$VDOWN"
 num "$v" == 0 || fail "$VDOWN is $v after a restart with the verify file of our own"
 [[ $(stat -c %i "$EDIR/.iopulse-probe" "$VF") == "$OWN" ]] ||
@@ -248,7 +248,7 @@ partial() {
 	done
 	return 1
 }
-wait_until 10 "a partial temporary probe file in $BACKING" partial
+wait_until 60 "a partial temporary probe file in $BACKING" partial
 kill -KILL "$DAEMON_PID"
 reap "$DAEMON_PID" "daemon (SIGKILLed)"
 _forget_pid "$DAEMON_PID"

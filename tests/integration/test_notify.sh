@@ -30,7 +30,7 @@ listen() {
 	/usr/bin/python3 "$SOURCE_DIR/tests/integration/notify_listen.py" "$NOTIFY_SOCKET" "$out" &
 	pid=$!
 	on_exit kill "$pid"
-	wait_until 10 "the notify listener to bind $NOTIFY_SOCKET" test -e "$out"
+	wait_until 60 "the notify listener to bind $NOTIFY_SOCKET" test -e "$out"
 }
 
 # has_msg OUT REGEX: some recorded message (fields joined by ';') matches REGEX.
@@ -46,17 +46,17 @@ export WATCHDOG_USEC=1000000
 unset WATCHDOG_PID
 start_daemon "$CFG"
 unset NOTIFY_SOCKET WATCHDOG_USEC
-wait_until 10 "READY=1" has_msg "$MSGS" '^READY=1'
+wait_until 60 "READY=1" has_msg "$MSGS" '^READY=1'
 # The cadence is the point of the test: let the watchdog run for 3 seconds, with
 # a reload of the (unchanged) file in the middle.
 sleep 1
 kill -HUP "$DAEMON_PID"
-wait_until 5 "RELOADING=1 after SIGHUP" has_msg "$MSGS" '^RELOADING=1'
+wait_until 60 "RELOADING=1 after SIGHUP" has_msg "$MSGS" '^RELOADING=1'
 sleep 2
 require_alive
 [[ $(grep -c $'\tREADY=1' "$MSGS") == 2 ]] || fail "not two READY=1 (start and reload): $(cut -f2 "$MSGS" | tr '\n' ' ')"
 stop_daemon TERM 5
-wait_until 5 "STOPPING=1" has_msg "$MSGS" '^STOPPING=1$'
+wait_until 60 "STOPPING=1" has_msg "$MSGS" '^STOPPING=1$'
 note "messages:"
 sed 's/^/#   /' "$MSGS"
 
@@ -114,9 +114,9 @@ listen "$MSGS2"
 export WATCHDOG_USEC=200000 WATCHDOG_PID=1
 start_daemon "$CFG"
 unset NOTIFY_SOCKET WATCHDOG_USEC WATCHDOG_PID
-wait_until 10 "READY=1" has_msg "$MSGS2" '^READY=1'
+wait_until 60 "READY=1" has_msg "$MSGS2" '^READY=1'
 sleep 1 # five would-be keep-alive periods
 stop_daemon TERM 5
-wait_until 5 "STOPPING=1" has_msg "$MSGS2" '^STOPPING=1$'
+wait_until 60 "STOPPING=1" has_msg "$MSGS2" '^STOPPING=1$'
 ! has_msg "$MSGS2" WATCHDOG || fail "WATCHDOG=1 sent although WATCHDOG_PID names another process: $(cut -f2 "$MSGS2" | tr '\n' ' ')"
 note "pass"

@@ -181,7 +181,7 @@ o_direct() {
 		done
 		return 1
 	}
-	wait_until 20 "the probe file open in iopulse probe $*" probe_fd
+	wait_until 60 "the probe file open in iopulse probe $*" probe_fd
 	kill -INT "$pid"
 	wait "$pid" || fail "iopulse probe $* -i 1h: status $? after SIGINT"
 	ODIRECT=$(((8#$flags & 8#40000) != 0))
@@ -225,7 +225,7 @@ same_count rate 'request=' 'request=' 0
 same_count rate 'statistics' 'statistics' 1
 grep -q '^read: 100 requests completed' "$WORK/rate.iopulse" || fail "-R -c 100:"$'\n'"$(cat "$WORK/rate.iopulse")"
 rc=0
-timeout 15 "$IOPULSE" probe -R -J "$DIR" >"$WORK/rate2.out" 2>&1 || rc=$?
+timeout 60 "$IOPULSE" probe -R -J "$DIR" >"$WORK/rate2.out" 2>&1 || rc=$?
 ((rc == 0)) || fail "-R without -c or -w: status $rc (no deadline?)"
 listing "$DIR"
 [[ -z $LIST ]] || fail "probes without -k left files behind in $DIR: $LIST"
@@ -241,8 +241,11 @@ grep -q "sync engine runs one I/O at a time" "$WORK/syncq.out.err" ||
 	fail "a sync burst at iodepth 8 runs without a word:"$'\n'"$(cat "$WORK/syncq.out.err")"
 run_probe 0 "$WORK/syncq1.out" --engine sync --iodepth 1 -c 100 "$DIR"
 [[ ! -s $WORK/syncq1.out.err ]] || fail "a sync burst at iodepth 1 warns:"$'\n'"$(cat "$WORK/syncq1.out.err")"
+# The daemon below lays out a probe file in its target: a directory of its own,
+# not $DIR, which later checks find empty.
 CHK="$WORK/sync.yaml"
-target_config "$CHK" "$DIR" 8MiB
+mkdir "$WORK/syncdir"
+target_config "$CHK" "$WORK/syncdir" 8MiB
 cat >>"$CHK" <<EOF
   - name: b
     type: burst
@@ -255,7 +258,7 @@ grep -q "Probe b: the sync engine runs one I/O at a time" "$WORK/check.err" ||
 	fail "iopulse check says nothing of a sync burst at iodepth 8:"$'\n'"$(cat "$WORK/check.err")"
 # The daemon logs it at start-up too.
 start_daemon "$CHK"
-wait_until 10 "the daemon's warning of a sync burst at iodepth 8" \
+wait_until 60 "the daemon's warning of a sync burst at iodepth 8" \
 	grep -q "warning: Probe b: the sync engine runs one I/O at a time" "$DAEMON_LOG"
 stop_daemon
 
@@ -423,7 +426,7 @@ fi
 pid=$!
 on_exit reap "$pid" "iopulse probe"
 have_requests() { count "$WORK/int.out" 'request='; ((N >= 2)); }
-wait_until 20 "two requests of a probe without -c" have_requests
+wait_until 60 "two requests of a probe without -c" have_requests
 kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?
@@ -449,7 +452,7 @@ else
 		done
 		return 1
 	}
-	wait_until 20 "the probe file's layout" laying_out
+	wait_until 60 "the probe file's layout" laying_out
 	kill -INT "$pid"
 	rc=0
 	wait "$pid" || rc=$?
@@ -467,9 +470,9 @@ DDIR="$WORK/daemon"
 CFG="$WORK/daemon.yaml"
 ping_config "$CFG" "$DDIR" 8MiB "layout_rate: 0"
 start_daemon "$CFG"
-wait_until 20 "the daemon's probe file" test -f "$DDIR/.iopulse-probe"
+wait_until 60 "the daemon's probe file" test -f "$DDIR/.iopulse-probe"
 pinged() { scrape_metrics && num "$(sample "$PAGE" 'iopulse_probe_ios_total{probe="p1",target="t1",op="read"}')" '>=' 2; }
-wait_until 20 "two pings of the daemon" pinged
+wait_until 60 "two pings of the daemon" pinged
 listing "$DDIR"
 before=$LIST
 sample_into ios0 "$PAGE" 'iopulse_probe_ios_total{probe="p1",target="t1",op="read"}'
@@ -491,7 +494,7 @@ num "$errs" == 0 || fail "the daemon counted $errs I/O errors"
 sample_into up "$PAGE" 'iopulse_target_up{target="t1"}'
 num "$up" == 1 || fail "the daemon's target went down"
 more_pings() { scrape_metrics && num "$(sample "$PAGE" 'iopulse_probe_ios_total{probe="p1",target="t1",op="read"}')" '>' "$ios0"; }
-wait_until 20 "the daemon pinging on after the probes" more_pings
+wait_until 60 "the daemon pinging on after the probes" more_pings
 stop_daemon
 
 # ---- options in any order; --config with names ----------------------------

@@ -128,7 +128,7 @@ all_counted() {
 		num "$v" '>' 0 || return 1
 	done
 }
-wait_until 15 "an I/O counted for each of ${PROBE_OPS[*]}" all_counted
+wait_until 60 "an I/O counted for each of ${PROBE_OPS[*]}" all_counted
 
 # ---- the exposition, directly ----------------------------------------------
 

@@ -81,7 +81,7 @@ at_least() {
 	num "$v" '>=' "$2"
 }
 first_counts() { at_least "$A" 20 && at_least "$B" 20 && at_least "$C" 1; }
-wait_until 15 "A and B counted 20 times, C once" first_counts
+wait_until 60 "A and B counted 20 times, C once" first_counts
 
 scrape_metrics
 sample_into ok0 "$PAGE" "$OK"
@@ -103,7 +103,7 @@ kill -HUP "$DAEMON_PID"
 
 # Scrape as fast as we can through the reload: A never drops, never goes missing.
 reloaded() { grep -q 'Configuration reloaded' "$DAEMON_LOG"; }
-deadline=$(($(now_ms) + 10000))
+deadline=$(($(now_ms) + 60000))
 n=0
 b_after=
 while :; do
@@ -117,15 +117,15 @@ while :; do
 		[[ -n $b_after ]] || sample_or b_after 0 "$PAGE" "$B"
 		((n >= 10)) && break
 	fi
-	(($(now_ms) < deadline)) || fail "no 'Configuration reloaded' with D's series within 10s"
+	(($(now_ms) < deadline)) || fail "no 'Configuration reloaded' with D's series within 60s"
 	sleep 0.05
 done
 note "after the reload ($n scrapes): A=$a_prev B=$b_after"
 num "$b_after" '<' "$b_before" || fail "B (changed) did not restart: $b_before before, $b_after after"
 
-wait_until 10 "A keeps growing" at_least "$A" $((a_prev + 5))
-wait_until 10 "B grows again" at_least "$B" $((${b_after%.*} + 5))
-wait_until 10 "D counted" at_least "$D" 5
+wait_until 60 "A keeps growing" at_least "$A" $((a_prev + 5))
+wait_until 60 "B grows again" at_least "$B" $((${b_after%.*} + 5))
+wait_until 60 "D counted" at_least "$D" 5
 scrape_metrics
 ! grep -q 'probe="C"' "$PAGE" || fail "removed probe C still has series: $(grep 'probe="C"' "$PAGE" | head -3)"
 ! grep -q 'target="t2"' "$PAGE" || fail "removed target t2 still has series: $(grep 'target="t2"' "$PAGE" | head -3)"
@@ -145,14 +145,14 @@ printf 'targets:\n  - name: t1\n    directory: [unclosed\nprobes: {\n' >"$CFG.ne
 install_config
 sample_into a_prev "$PAGE" "$A"
 kill -HUP "$DAEMON_PID"
-wait_until 10 "$OK 0 after a broken file" scraped "$OK" == 0 -1
+wait_until 60 "$OK 0 after a broken file" scraped "$OK" == 0 -1
 grep -qE "$(printf '%s' "$CFG" | sed 's/[][\.*^$]/\\&/g'):[0-9]+:[0-9]+: " "$DAEMON_LOG" ||
 	fail "the reload error was not logged as $CFG:line:column"
 grep -q 'Configuration reload failed' "$DAEMON_LOG" || fail "no 'Configuration reload failed' line"
 note "logged: $(grep -F "$CFG:" "$DAEMON_LOG" | tail -1)"
 sample_into when2 "$PAGE" "$WHEN"
 num "$when2" '==' "$when1" || fail "$WHEN changed on a failed reload: $when1 -> $when2"
-wait_until 10 "A keeps growing after the refused reload" at_least "$A" $((${a_prev%.*} + 5))
+wait_until 60 "A keeps growing after the refused reload" at_least "$A" $((${a_prev%.*} + 5))
 has_series "$PAGE" "$D" || fail "D's series vanished after a refused reload"
 ! has_series "$PAGE" "$C" || fail "C came back after a refused reload"
 
@@ -163,11 +163,11 @@ grep -v 'max_duty_cycle\|max_write_per_day' "$WORK/good.yaml" >"$CFG.new"
 install_config
 sample_into a_prev "$PAGE" "$A"
 kill -HUP "$DAEMON_PID"
-wait_until 10 "the over-budget reload to be logged" grep -q "over 'max_duty_cycle'" "$DAEMON_LOG"
+wait_until 60 "the over-budget reload to be logged" grep -q "over 'max_duty_cycle'" "$DAEMON_LOG"
 grep -qE "$(printf '%s' "$CFG" | sed 's/[][\.*^$]/\\&/g'):[0-9]+:[0-9]+: target 't1': the schedule keeps it busy .* most costly: " "$DAEMON_LOG" ||
 	fail "the over-budget reload was not logged as $CFG:line:column naming the probes"
 scraped "$OK" == 0 -1 || fail "$OK is not 0 after an over-budget reload"
-wait_until 10 "A keeps growing after the over-budget reload" at_least "$A" $((${a_prev%.*} + 5))
+wait_until 60 "A keeps growing after the over-budget reload" at_least "$A" $((${a_prev%.*} + 5))
 has_series "$PAGE" "$D" || fail "D's series vanished after an over-budget reload"
 
 # ---- fixed --------------------------------------------------------------------
@@ -176,7 +176,7 @@ sample_into a_prev "$PAGE" "$A"
 cp "$WORK/good.yaml" "$CFG.new"
 install_config
 kill -HUP "$DAEMON_PID"
-wait_until 10 "$OK back to 1 after the fixed file" scraped "$OK" == 1 -1
+wait_until 60 "$OK back to 1 after the fixed file" scraped "$OK" == 1 -1
 sample_into a "$PAGE" "$A"
 num "$a" '>=' "$a_prev" || fail "A dropped on a reload of an unchanged file: $a_prev -> $a"
 sample_into when3 "$PAGE" "$WHEN"
@@ -247,15 +247,15 @@ due_again() {
 
 n=$(reload_count)
 kill -HUP "$DAEMON_PID"
-wait_until 10 "the reload adding t3" reloaded_since "$n"
-wait_until 10 "X to spend t3's budget, and W to fall due" spent
+wait_until 60 "the reload adding t3" reloaded_since "$n"
+wait_until 60 "X to spend t3's budget, and W to fall due" spent
 BEFORE=("${VALUES[@]}")
 note "budget spent: today ${BEFORE[6]} bytes, W ran ${BEFORE[1]} time(s)"
 
 n=$(reload_count)
 kill -HUP "$DAEMON_PID" # the same file
-wait_until 10 "the reload of the same file" reloaded_since "$n"
-wait_until 10 "X and W to fall due after the reload" due_again
+wait_until 60 "the reload of the same file" reloaded_since "$n"
+wait_until 60 "X and W to fall due after the reload" due_again
 for i in 0 1; do
 	num "${VALUES[i]}" '==' "${BEFORE[i]}" ||
 		fail "the reload granted t3's spent budget again: ${SERIES[i]} ${BEFORE[i]} -> ${VALUES[i]}"

@@ -31,7 +31,7 @@ ios_read_positive() {
 	sample_or v 0 "$PAGE" "iopulse_probe_ios_total$READ"
 	num "$v" '>' 0
 }
-wait_until 10 "first read ping counted in iopulse_probe_ios_total$READ" ios_read_positive
+wait_until 60 "first read ping counted in iopulse_probe_ios_total$READ" ios_read_positive
 
 # ---- several scrapes about a second apart ----------------------------------
 

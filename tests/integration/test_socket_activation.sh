@@ -41,7 +41,7 @@ read -r want <"$PORT_FILE"
 grep -q "Using the socket passed by the service manager (127.0.0.1:$want)" "$DAEMON_LOG" ||
 	fail "the log does not say the passed socket is used"
 
-wait_until 10 "pings counted on /metrics through the passed socket" \
+wait_until 60 "pings counted on /metrics through the passed socket" \
 	scraped 'iopulse_probe_ios_total{probe="p1",target="t1",op="read"}' '>' 0 0
 has_series "$PAGE" 'iopulse_build_info{version="'"$("$REAL" version | awk '{ print $2 }')"'",revision="'"$("$REAL" version | sed 's/.*revision \(.*\))/\1/')"'"}' ||
 	fail "no iopulse_build_info in the page scraped through the passed socket"

@@ -223,8 +223,8 @@ burst_done() {
 }
 
 start_daemon "$CFG"
-wait_until 10 "/readyz 200 (both targets up)" readyz 200
-wait_until 10 "the first burst of b1" burst_done
+wait_until 60 "/readyz 200 (both targets up)" readyz 200
+wait_until 60 "the first burst of b1" burst_done
 [[ $(scrape /readyz) == ready ]] || fail "/readyz says '$(scrape /readyz)', want 'ready'"
 snapshot up t1=up t2=up
 grep -qF "$D1" "$WORK/up.dom" || fail "the page does not show the path $D1"
@@ -267,8 +267,8 @@ moved_back() {
 t = {t["name"]: [p["probe"] for p in t["probes"]] for t in json.load(open(sys.argv[1]))["targets"]}
 sys.exit(0 if "p2" in t.get("t2", []) and "p2" not in t.get("t1", []) else 1)' "$WORK/back.json"
 }
-wait_until 10 "p2 back under t2 in /status.json" moved_back
-wait_until 10 "/readyz 200 after the reloads" readyz 200
+wait_until 60 "p2 back under t2 in /status.json" moved_back
+wait_until 60 "/readyz 200 after the reloads" readyz 200
 # Windows are recomputed every 10s: wait for one with I/Os in it, so that the
 # quantile checks have something to check.
 p1_window() {
@@ -277,13 +277,13 @@ p1_window() {
 p = [p for t in json.load(open(sys.argv[1]))["targets"] for p in t["probes"] if p["probe"] == "p1"]
 sys.exit(0 if p and p[0]["last_minute"]["count"] > 0 else 1)' "$WORK/w.json"
 }
-wait_until 20 "a last-minute window of p1 with I/Os" p1_window
+wait_until 60 "a last-minute window of p1 with I/Os" p1_window
 snapshot reloaded t1=up t2=up
 
 # ---- a target goes down ---------------------------------------------------------
 
 mv "$D2" "$D2.away"
-wait_until 10 "/readyz 503 with t2 away" readyz 503
+wait_until 60 "/readyz 503 with t2 away" readyz 503
 body=$(curl -sS --max-time 5 "$(url /readyz)")
 [[ $body == "t2: down: "*"no such directory"* ]] ||
 	fail "/readyz body does not say t2 is down and why: '$body'"
@@ -303,7 +303,7 @@ sys.exit(0 if not c["last_reload_successful"] and sys.argv[2] + ":" in c["last_r
 }
 printf 'targets: [\n' >"$CFG"
 kill -HUP "$DAEMON_PID"
-wait_until 10 "/status.json to say the reload failed" reload_failed
+wait_until 60 "/status.json to say the reload failed" reload_failed
 scrape / >"$WORK/reload.html" || fail "GET / failed"
 grep -qF "failed: $CFG:" "$WORK/reload.html" ||
 	fail "the page does not say the reload of $CFG failed and why"

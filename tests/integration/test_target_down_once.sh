@@ -51,8 +51,8 @@ probes:
     interval: 100ms
 EOF
 start_daemon "$CFG"
-wait_until 20 "t1 up" scraped 'iopulse_target_up{target="t1"}' == 1
-wait_until 20 "t2 up" scraped 'iopulse_target_up{target="t2"}' == 1
+wait_until 60 "t1 up" scraped 'iopulse_target_up{target="t1"}' == 1
+wait_until 60 "t2 up" scraped 'iopulse_target_up{target="t2"}' == 1
 
 # about TARGET FROM: the daemon's lines about TARGET after its first FROM lines,
 # debug lines left out (the daemon runs at debug level here; the rule is about
@@ -66,14 +66,14 @@ down_for() {
 	local v s="iopulse_probe_errors_total{probe=\"$1\",target=\"$2\",reason=\"target_down\"}"
 	scrape_metrics
 	sample_or v 0 "$PAGE" "$s"
-	wait_until 30 "$3 target_down errors for $1" scraped "$s" '>=' "$(awk -v a="$v" -v n="$3" 'BEGIN { print a + n }')"
+	wait_until 60 "$3 target_down errors for $1" scraped "$s" '>=' "$(awk -v a="$v" -v n="$3" 'BEGIN { print a + n }')"
 }
 
 # ---- A. unmounted -------------------------------------------------------------
 
 L=$(wc -l <"$DAEMON_LOG")
 umount -l "$MNT"
-wait_until 10 "t1 down after the unmount" scraped 'iopulse_target_up{target="t1"}' == 0
+wait_until 60 "t1 down after the unmount" scraped 'iopulse_target_up{target="t1"}' == 0
 down_for p1 t1 20 # ~2 s of pings, each checking or re-opening the target
 lines=$(about t1 "$L")
 n=$(grep -c . <<<"$lines" || true)
@@ -87,10 +87,10 @@ note "A: $lines"
 
 L=$(wc -l <"$DAEMON_LOG")
 mv "$DIR" "$DIR.away"
-wait_until 10 "t2 down after the move" scraped 'iopulse_target_up{target="t2"}' == 0
+wait_until 60 "t2 down after the move" scraped 'iopulse_target_up{target="t2"}' == 0
 down_for p2 t2 20
 mv "$DIR.away" "$DIR"
-wait_until 20 "t2 up again after moving it back" scraped 'iopulse_target_up{target="t2"}' == 1
+wait_until 60 "t2 up again after moving it back" scraped 'iopulse_target_up{target="t2"}' == 1
 lines=$(about t2 "$L")
 n=$(grep -c . <<<"$lines" || true)
 ((n == 2)) || fail "B: $n lines about t2 for its move and return, want two:"$'\n'"$lines"
@@ -104,12 +104,12 @@ note "B: $lines"
 # down (it pins the directory's identity), the removal is one "is down" line.
 L=$(wc -l <"$DAEMON_LOG")
 rm -rf "$DIR"
-wait_until 10 "t2 down after rm -rf" scraped 'iopulse_target_up{target="t2"}' == 0
+wait_until 60 "t2 down after rm -rf" scraped 'iopulse_target_up{target="t2"}' == 0
 down_for p2 t2 20
 mkdir "$DIR"
 scrape_metrics
 sample_into runs "$PAGE" 'iopulse_probe_runs_total{probe="p2",target="t2"}'
-wait_until 30 "20 more runs of p2" scraped 'iopulse_probe_runs_total{probe="p2",target="t2"}' '>=' "$(awk -v a="$runs" 'BEGIN { print a + 20 }')"
+wait_until 60 "20 more runs of p2" scraped 'iopulse_probe_runs_total{probe="p2",target="t2"}' '>=' "$(awk -v a="$runs" 'BEGIN { print a + 20 }')"
 lines=$(about t2 "$L")
 n=$(grep -c 'is down' <<<"$lines" || true)
 ((n == 1)) || fail "C: $n 'is down' lines about t2 for its removal, want one:"$'\n'"$lines"

@@ -241,7 +241,7 @@ EOF
 		port=$(sed -n 's|.*Serving metrics on http://127\.0\.0\.1:\([0-9][0-9]*\)/metrics.*|\1|p' "$LOG")
 		[[ -n $port ]]
 	}
-	wait_until 15 "the traced daemon serving metrics" wait_port
+	wait_until 60 "the traced daemon serving metrics" wait_port
 	grep -q "Using the socket passed by the service manager (127.0.0.1:$port)" "$LOG" ||
 		fail "the traced daemon does not serve on the socket passed to it"
 	sleep 3 # pings and at least one burst of each engine (time is the point here)

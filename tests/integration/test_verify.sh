@@ -54,7 +54,7 @@ done
 has_series "$PAGE" "$CHECKED" || fail "no $CHECKED at start"
 
 # Four runs write every block once; the fifth and later check all four.
-wait_until 20 "8 blocks checked" scraped "$CHECKED" '>=' 8
+wait_until 60 "8 blocks checked" scraped "$CHECKED" '>=' 8
 for k in wrong_data wrong_offset stale; do
 	sample_into v "$PAGE" "$(series "$k")"
 	num "$v" == 0 || fail "$k is $v before any corruption"
@@ -90,7 +90,7 @@ expect() {
 		while (($(now_ms) < deadline)); do
 			if counted "$kind" 1; then
 				note "$kind counted after try $try"
-				wait_until 5 "the log to name offset $offset" \
+				wait_until 60 "the log to name offset $offset" \
 					grep -q "block at offset $offset of $VF: $text" "$DAEMON_LOG"
 				return 0
 			fi
@@ -142,14 +142,14 @@ DOWN='iopulse_probe_errors_total{probe="v1",target="t1",reason="target_down"}'
 SETUP='iopulse_probe_errors_total{probe="v1",target="t1",reason="setup"}'
 cp -p "$VF" "$VF.copy"
 mv -T "$VF.copy" "$VF"
-wait_until 5 "$DOWN counted for the replaced file" scraped "$DOWN" '>' 0
+wait_until 60 "$DOWN counted for the replaced file" scraped "$DOWN" '>' 0
 line=$(grep -F "Probe v1: $VF" "$DAEMON_LOG" | grep -v "block at offset" || true)
 [[ $line == *"Probe v1: $VF was replaced or removed; starting over with a new one" ]] ||
 	fail "the log says of the replaced file: '$line'"
 sample_into v "$PAGE" "$SETUP"
 num "$v" == 0 || fail "$SETUP is $v: a replaced file is not a setup error"
 sample_into before "$PAGE" "$CHECKED"
-wait_until 10 "blocks checked again" scraped "$CHECKED" '>' "$before"
+wait_until 60 "blocks checked again" scraped "$CHECKED" '>' "$before"
 note "replaced: target_down once, said once, started over"
 
 # ---- a write lost across a restart --------------------------------------------
@@ -158,12 +158,12 @@ note "replaced: target_down once, said once, started over"
 # down.
 save_until_rewritten
 sample_into before "$PAGE" "$CHECKED"
-wait_until 10 "two more runs" scraped "$CHECKED" '>=' $((before + 8))
+wait_until 60 "two more runs" scraped "$CHECKED" '>=' $((before + 8))
 stop_daemon
 write_block 0 "$WORK/b0.bin"
 start_daemon "$CFG"
-wait_until 10 "stale counted after the restart" counted stale 1
-wait_until 5 "the log to name offset 8192" \
+wait_until 60 "stale counted after the restart" counted stale 1
+wait_until 60 "the log to name offset 8192" \
 	grep -q "block at offset 8192 of $VF: stale" "$DAEMON_LOG"
 for k in wrong_data wrong_offset; do
 	sample_into v "$PAGE" "$(series "$k")"

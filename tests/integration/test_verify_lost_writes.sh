@@ -59,32 +59,32 @@ OFFSET='iopulse_verify_mismatches_total{probe="v1",target="fuse",kind="wrong_off
 CHECKED='iopulse_verify_blocks_checked_total{probe="v1",target="fuse"}'
 ERRORS='iopulse_probe_errors_total{probe="v1",target="fuse",reason="io_error"}'
 
-wait_until 20 "8 blocks checked" scraped "$CHECKED" '>=' 8
+wait_until 60 "8 blocks checked" scraped "$CHECKED" '>=' 8
 for s in "$STALE" "$DATA" "$OFFSET"; do
 	sample_into v "$PAGE" "$s"
 	num "$v" == 0 || fail "$s is $v before writes were dropped"
 done
 
 kill -s RTMIN+5 "$HANGFS_PID"
-wait_hangfs 5 1 "dropping writes"
+wait_hangfs 60 1 "dropping writes"
 # The run after the first one whose writes were dropped sees all four stale.
-wait_until 10 "4 lost writes counted" scraped "$STALE" '>=' 4
-wait_until 5 "the log to name a lost write" \
+wait_until 60 "4 lost writes counted" scraped "$STALE" '>=' 4
+wait_until 60 "the log to name a lost write" \
 	grep -q "Probe v1: block at offset 8192 of $MNT/.iopulse-verify.v1: stale" "$DAEMON_LOG"
 sample_into v "$PAGE" "$ERRORS"
 num "$v" == 0 || fail "$v I/O errors reported for writes that 'succeeded'"
 
 kill -s RTMIN+6 "$HANGFS_PID"
-wait_hangfs 5 1 "keeping writes"
+wait_hangfs 60 1 "keeping writes"
 # Run counts are published at the end of each run: 12 more blocks checked
 # means a run that started after the change (its writes kept) and the run after
 # it (finding them right) have both been published; from then on the count of
 # lost writes stays where it is.
 sample_into before "$PAGE" "$CHECKED"
-wait_until 10 "12 more blocks checked" scraped "$CHECKED" '>=' $((before + 12))
+wait_until 60 "12 more blocks checked" scraped "$CHECKED" '>=' $((before + 12))
 sample_into lost "$PAGE" "$STALE"
 sample_into before "$PAGE" "$CHECKED"
-wait_until 10 "8 more blocks checked" scraped "$CHECKED" '>=' $((before + 8))
+wait_until 60 "8 more blocks checked" scraped "$CHECKED" '>=' $((before + 8))
 sample_into v "$PAGE" "$STALE"
 sample_into d "$PAGE" "$DATA"
 sample_into o "$PAGE" "$OFFSET"
@@ -107,27 +107,27 @@ for ((try = 1; ; try++)); do
 	cp -p "$VF" "$VF.copy"
 	mv -T "$VF.copy" "$VF"
 	kill -USR1 "$HANGFS_PID"
-	wait_hangfs 5 "$try" "frozen"
-	wait_hangfs 10 "$try" "read blocked"
+	wait_hangfs 60 "$try" "frozen"
+	wait_hangfs 60 "$try" "read blocked"
 	[[ $(grep -F "hangfs: read blocked" "$HANGFS_LOG" | tail -n 1) == *"$HEADER_READ"* ]] && break
 	((try < 3)) || fail "three freezes caught a block read, never the header read of an open"
 	note "try $try caught a block read; again"
 	kill -USR2 "$HANGFS_PID"
-	wait_hangfs 5 "$try" "thawed"
+	wait_hangfs 60 "$try" "thawed"
 done
 note "the verify file's header read is frozen (try $try)"
 
-wait_until 10 "$INFLIGHT to pass the 1s timeout" scraped "$INFLIGHT" '>' 1
+wait_until 60 "$INFLIGHT to pass the 1s timeout" scraped "$INFLIGHT" '>' 1
 sample_into v "$PAGE" "$UP"
 num "$v" == 0 || fail "$UP is $v while the verify probe's open hangs past its timeout"
-wait_until 5 "the log to say the target is stuck" \
+wait_until 60 "the log to say the target is stuck" \
 	grep -q "Probe v1: I/O on target fuse in flight for over 1s (timeout), target is stuck" \
 	"$DAEMON_LOG"
 note "stuck opening its file: in flight, up 0, logged"
 
 kill -USR2 "$HANGFS_PID"
-wait_hangfs 5 "$try" "thawed"
+wait_hangfs 60 "$try" "thawed"
 sample_into before "$PAGE" "$CHECKED"
-wait_until 20 "blocks checked again after the thaw" scraped "$CHECKED" '>' "$before"
-wait_until 5 "$UP 1 after the thaw" scraped "$UP" == 1
+wait_until 60 "blocks checked again after the thaw" scraped "$CHECKED" '>' "$before"
+wait_until 60 "$UP 1 after the thaw" scraped "$UP" == 1
 stop_daemon

@@ -38,8 +38,8 @@ entries() {
 }
 
 start_daemon "$CFG"
-wait_until 10 "$UP 1" scraped "$UP" == 1
-wait_until 10 "blocks checked" scraped "$CHECKED" '>=' 4
+wait_until 60 "$UP 1" scraped "$UP" == 1
+wait_until 60 "blocks checked" scraped "$CHECKED" '>=' 4
 [[ $(entries "$DIR") == .iopulse-verify.v1 ]] ||
 	fail "the directory holds '$(entries "$DIR")', want only .iopulse-verify.v1"
 stop_daemon TERM 5
@@ -49,9 +49,9 @@ note "verify only: up, blocks checked, no .iopulse-probe"
 head -c 8192 /dev/urandom >"$DIR/.iopulse-probe"
 OLD=$(sha256sum <"$DIR/.iopulse-probe"; stat -c '%i %s %Y' "$DIR/.iopulse-probe")
 start_daemon "$CFG"
-wait_until 10 "$UP 1 beside an older probe file" scraped "$UP" == 1
+wait_until 60 "$UP 1 beside an older probe file" scraped "$UP" == 1
 sample_into before "$PAGE" "$CHECKED"
-wait_until 10 "blocks checked beside an older probe file" scraped "$CHECKED" '>' "$before"
+wait_until 60 "blocks checked beside an older probe file" scraped "$CHECKED" '>' "$before"
 [[ $(sha256sum <"$DIR/.iopulse-probe"; stat -c '%i %s %Y' "$DIR/.iopulse-probe") == "$OLD" ]] ||
 	fail "an older run's .iopulse-probe was touched"
 if grep -q "\.iopulse-probe[^.]" "$DAEMON_LOG"; then
@@ -63,18 +63,18 @@ note "an older run's .iopulse-probe left alone"
 # The directory replaced: down, once, and the new one stays empty.
 mv "$DIR" "$WORK/target.moved"
 mkdir "$DIR"
-wait_until 5 "$UP 0 with the directory replaced" scraped "$UP" == 0
-wait_until 5 "the log to say the directory was replaced" grep -q "it was replaced" "$DAEMON_LOG"
-wait_until 5 "$DOWN counted" scraped "$DOWN" '>' 0
+wait_until 60 "$UP 0 with the directory replaced" scraped "$UP" == 0
+wait_until 60 "the log to say the directory was replaced" grep -q "it was replaced" "$DAEMON_LOG"
+wait_until 60 "$DOWN counted" scraped "$DOWN" '>' 0
 sleep 2 # two more runs' worth: none may create anything there
 [[ -z $(entries "$DIR") ]] || fail "iopulse created files in the new directory: $(entries "$DIR")"
 n=$(grep -c "Target t1 is down" "$DAEMON_LOG" || true)
 ((n == 1)) || fail "$n 'is down' lines for one replacement"
 rmdir "$DIR"
 mv "$WORK/target.moved" "$DIR"
-wait_until 10 "$UP 1 with the directory back" scraped "$UP" == 1
+wait_until 60 "$UP 1 with the directory back" scraped "$UP" == 1
 sample_into before "$PAGE" "$CHECKED"
-wait_until 10 "blocks checked again" scraped "$CHECKED" '>' "$before"
+wait_until 60 "blocks checked again" scraped "$CHECKED" '>' "$before"
 [[ $(entries "$DIR") == .iopulse-verify.v1 ]] ||
 	fail "the directory holds '$(entries "$DIR")', want only .iopulse-verify.v1"
 note "replaced: down once, nothing created; back: up again"

@@ -37,7 +37,7 @@ cold_pinged() {
 }
 
 start_daemon "$WORK/cold.yaml"
-wait_until 20 "4 pings of cold" cold_pinged
+wait_until 60 "4 pings of cold" cold_pinged
 check_histograms "$PAGE" || fail "inconsistent histograms:"$'\n'"$HIST_FINDINGS"
 
 sample_into ios "$PAGE" "iopulse_probe_ios_total{$COLD}"
@@ -55,7 +55,7 @@ warm_pinged() {
 	num "$v" '>=' 5
 }
 start_daemon "$WORK/busy.yaml"
-wait_until 30 "5 pings of warm" warm_pinged
+wait_until 60 "5 pings of warm" warm_pinged
 
 sample_into w_ios "$PAGE" "iopulse_probe_ios_total{$W,op=\"write\"}"
 sample_into w_write "$PAGE" "iopulse_probe_warmup_ios_total{$W,op=\"write\"}"

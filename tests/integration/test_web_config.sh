@@ -266,8 +266,8 @@ query() {
 prom_has() {
 	[[ $(query "$1") -gt 0 ]]
 }
-wait_until 30 "Prometheus to scrape iopulse over TLS (up == 1)" prom_has 'up{job="iopulse"} == 1'
-wait_until 30 "iopulse_build_info in Prometheus" prom_has 'iopulse_build_info'
+wait_until 60 "Prometheus to scrape iopulse over TLS (up == 1)" prom_has 'up{job="iopulse"} == 1'
+wait_until 60 "iopulse_build_info in Prometheus" prom_has 'iopulse_build_info'
 stop_prometheus
 
 # ---- SIGHUP: a renewed certificate, then a broken key --------------------------------
@@ -296,11 +296,11 @@ kill -HUP "$DAEMON_PID"
 serial_is() {
 	[[ $(serial) == "$1" ]]
 }
-wait_until 10 "the renewed certificate ($new) to be served" serial_is "$new"
+wait_until 60 "the renewed certificate ($new) to be served" serial_is "$new"
 cp server.key server.key.good
 echo "not a key" >server.key
 kill -HUP "$DAEMON_PID"
-wait_until 10 "the log to say why the broken key was refused" \
+wait_until 60 "the log to say why the broken key was refused" \
 	grep -q 'TLS certificate reload failed, still serving the previous certificate: key_file' \
 	"$DAEMON_LOG"
 [[ $(serial) == "$new" ]] || fail "after a broken key, the certificate served changed"
@@ -322,7 +322,7 @@ for bad in expired other; do
 	reloaded() {
 		(($(grep -c 'Reloaded the TLS certificate' "$DAEMON_LOG") > n))
 	}
-	wait_until 10 "the $bad certificate to be loaded" reloaded
+	wait_until 60 "the $bad certificate to be loaded" reloaded
 	rc=0
 	curl -fsS -o /dev/null --max-time 10 --cacert ca.crt -u alice:secret "$URL/metrics" \
 		2>curl.err || rc=$?
