@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 #include <unistd.h>
 
 #include "../engines/engine.h"
@@ -255,6 +256,7 @@ static bool run_one(struct probe_sum *ps, const struct cfg_probe *p, struct targ
 		r = run_probe(ps, t, cfg, o);
 	} else if (o->adhoc) { /* t->error names the PATH; "path1" is ours */
 		snprintf(ps->message, sizeof(ps->message), "%s", t->error);
+		ps->open_error = r;
 	} else {
 		snprintf(ps->message, sizeof(ps->message), "target %s: %s", ps->target->name,
 			 t->error);
@@ -275,6 +277,32 @@ static bool run_one(struct probe_sum *ps, const struct cfg_probe *p, struct targ
 	if (!o->json)
 		oneshot_print_human(ps, o, p->kind == CFG_PROBE_PING && !o->quiet && ps->requests);
 	return ps->error != 0;
+}
+
+int oneshot_path_status(int err, int otherwise)
+{
+	switch (err) {
+	case -EACCES:
+	case -EPERM:
+	case -ELOOP:
+		return EX_NOPERM;
+	case -ENOENT:
+	case -ENOTDIR:
+		return EX_NOINPUT;
+	}
+	return otherwise;
+}
+
+/* The exit status of @n probes run (some @failed). */
+static int run_status(const struct probe_sum *sums, unsigned n, unsigned failed)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int status = oneshot_path_status(sums[i].open_error, 0);
+
+		if (status)
+			return status;
+	}
+	return failed ? 1 : 0;
 }
 
 int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
@@ -316,7 +344,7 @@ int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
 	}
 	if (o->json)
 		oneshot_print_json(sums, n);
-	status = failed ? 1 : 0;
+	status = run_status(sums, n, failed);
 out:
 	if (targets)
 		for (unsigned ti = 0; ti < cfg->n_targets; ti++)

@@ -28,7 +28,8 @@ struct probe_sum {
 	const char *engine;
 	struct probe_outcome out; /* every run of the probe added up */
 	uint64_t wall_ns;
-	int error; /* could not run, or stopped by an error */
+	int error;	/* could not run, or stopped by an error */
+	int open_error; /* the target could not be opened: its -errno; else 0 */
 	char message[PATH_MAX + 640];
 	bool interrupted;
 	struct target_desc desc;	      /* what the target is on, once open */

@@ -41,7 +41,10 @@ static const char usage[] =
 	"exit), a regular file or a block device (both read-only). With --config, run\n"
 	"the configuration's probes (default: all) once; with neither, the embedded\n"
 	"default's. Ctrl-C prints the summary so far.\n"
-	"Exits 0 when every probe ran without error, 1 otherwise (see iopulse(8)).\n"
+	"Exits 0 when every probe ran without error, 1 when one failed, 64 for a usage\n"
+	"error, 66 for a PATH that is not there or no directory, file or device, 77 for\n"
+	"a PATH this user may not open (permission denied) or iopulse refuses (a\n"
+	"symlink, tmpfs, writes on a file or device), 78 for a bad --config (iopulse(8)).\n"
 	"\n"
 	"  -c, --count N           stop after N requests (0 or default: until -w or\n"
 	"                          Ctrl-C; with --config 10); a burst: N I/Os, or until\n"
@@ -467,7 +470,7 @@ static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind
 		fprintf(stderr, "iopulse probe: %s\n", err);
 		if (r == -ENOENT)
 			did_you_mean(path);
-		return r == -ELOOP || r == -EACCES || r == -EPERM ? EX_NOPERM : EX_NOINPUT;
+		return oneshot_path_status(r, EX_NOINPUT);
 	}
 	*kind = info.kind;
 	if ((info.fs_type == TMPFS_MAGIC || info.fs_type == RAMFS_MAGIC) && !c->allow_tmpfs) {

@@ -505,6 +505,51 @@ count "$WORK/names.out" 'request=[0-9]+ time='
 ((N == 2)) || fail "--config NAME -c 2 -i 0: $N request lines, want 2:"$'\n'"$(cat "$WORK/names.out")"
 grep -q "^--- other " "$WORK/names.out" && fail "--config rd also ran probe 'other'"
 
+# ---- a PATH this user may not open: 77, for files, directories and devices --
+
+# iopulse(8): permission denied (EACCES, EPERM) is 77, whether the PATH fails
+# when it is walked or when it is opened; a PATH that is not there stays 66.
+# As nobody, against the test's own root-only files and loop device.
+if [[ $EUID != 0 ]]; then
+	note "permission denied not tested: needs root (to run as nobody)"
+else
+	AS_NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	chmod 0711 "$WORK"
+	mkdir -m 0700 "$WORK/private"
+	head -c $((1 << 20)) /dev/urandom >"$WORK/private/inside"
+	head -c $((1 << 20)) /dev/urandom >"$WORK/rootfile"
+	chmod 0700 "$WORK/rootfile"
+	mkdir -m 0755 "$WORK/rodir" # searchable, but nobody may create a probe file there
+	if ! "${AS_NOBODY[@]}" test -x "$WORK" -a -x "$IOPULSE"; then
+		note "nobody cannot reach $WORK or $IOPULSE (a private build tree?): permission denied not tested"
+	else
+		# denied STATUS NAME PATH: iopulse probe PATH as nobody exits STATUS.
+		denied() {
+			local rc=0
+			"${AS_NOBODY[@]}" "$IOPULSE" probe -c 1 -i 0 "$3" >"$WORK/$2.out" 2>"$WORK/$2.err" || rc=$?
+			((rc == $1)) || fail "iopulse probe $3 as nobody: exit status $rc, want $1:"$'\n'"$(cat "$WORK/$2.err" "$WORK/$2.out")"
+		}
+		denied 77 denied-dir "$WORK/private"
+		grep -q "Permission denied" "$WORK/denied-dir.out" "$WORK/denied-dir.err" ||
+			fail "a directory nobody may not write: no word of permission:"$'\n'"$(cat "$WORK/denied-dir.err" "$WORK/denied-dir.out")"
+		denied 77 denied-rodir "$WORK/rodir"
+		denied 77 denied-file "$WORK/rootfile"
+		grep -q "Permission denied" "$WORK/denied-file.out" "$WORK/denied-file.err" ||
+			fail "a file nobody may not read: no word of permission:"$'\n'"$(cat "$WORK/denied-file.err" "$WORK/denied-file.out")"
+		denied 77 denied-inside "$WORK/private/inside"
+		denied 66 denied-missing "$WORK/nope"
+		if [[ -n $LOOP ]]; then
+			denied 77 denied-dev "$LOOP"
+			grep -q "Permission denied" "$WORK/denied-dev.out" "$WORK/denied-dev.err" ||
+				fail "$LOOP as nobody: no word of permission:"$'\n'"$(cat "$WORK/denied-dev.err" "$WORK/denied-dev.out")"
+		else
+			note "permission denied on a device not tested: no loop device here"
+		fi
+		listing "$WORK/rodir"
+		[[ -z $LIST ]] || fail "iopulse probe as nobody left $LIST in $WORK/rodir"
+	fi
+fi
+
 # ---- every option of every --help is in iopulse(8) ---------------------------
 
 for cmd in run check probe; do
