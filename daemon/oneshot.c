@@ -71,6 +71,14 @@ static void ping_done(struct probe_sum *ps, const struct probe_outcome *before,
 		      const struct oneshot_opts *o)
 {
 	ps->requests++;
+	/* The request's read or write: the op whose counts moved (with -G, they
+	 * take turns); the configured one when nothing was counted. */
+	ps->last_op = ps->cfg->op;
+	for (int op = IO_READ; op <= IO_WRITE; op++)
+		if (ps->out.op[op].ios != before->op[op].ios ||
+		    ps->out.op[op].errors != before->op[op].errors ||
+		    ps->out.op[op].short_ios != before->op[op].short_ios)
+			ps->last_op = op;
 	for (int op = 0; op < IO_OP_COUNT; op++) {
 		uint64_t ns = ps->out.op[op].io_ns - before->op[op].io_ns;
 

@@ -36,6 +36,7 @@ struct probe_sum {
 	struct lat_stats req[IO_OP_COUNT];    /* pings: every request */
 	struct lat_stats period[IO_OP_COUNT]; /* pings: since the last -p summary */
 	uint64_t requests;		      /* pings: run so far (with failed ones) */
+	enum io_op last_op;		      /* pings: the last request's (-G: in turn) */
 };
 
 void stats_add(struct lat_stats *s, uint64_t ns);
