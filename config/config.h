@@ -222,6 +222,10 @@ struct cfg_probe {
 	unsigned verify_per_run; /* verify: blocks each run writes ('blocks_per_run') */
 	bool sequential;	 /* ping: the working set in order, not at random;
 				  * not a key: `iopulse probe -L` sets it */
+	bool alternate;		 /* ping with op write: every other request a read,
+				  * writes first; not a key: `iopulse probe -G` */
+	bool dsync;		 /* ping: its own descriptor of the file, O_DSYNC, so a
+				  * write's time includes its sync; not a key: -y */
 	struct cfg_pos pos;	 /* of the list item */
 };
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 #include <unistd.h>
 
 #include "../engines/engine.h"
@@ -71,6 +72,14 @@ static void ping_done(struct probe_sum *ps, const struct probe_outcome *before,
 		      const struct oneshot_opts *o)
 {
 	ps->requests++;
+	/* The request's read or write: the op whose counts moved (with -G, they
+	 * take turns); the configured one when nothing was counted. */
+	ps->last_op = ps->cfg->op;
+	for (int op = IO_READ; op <= IO_WRITE; op++)
+		if (ps->out.op[op].ios != before->op[op].ios ||
+		    ps->out.op[op].errors != before->op[op].errors ||
+		    ps->out.op[op].short_ios != before->op[op].short_ios)
+			ps->last_op = op;
 	for (int op = 0; op < IO_OP_COUNT; op++) {
 		uint64_t ns = ps->out.op[op].io_ns - before->op[op].io_ns;
 
@@ -258,6 +267,7 @@ static bool run_one(struct probe_sum *ps, const struct cfg_probe *p, struct targ
 		r = run_probe(ps, t, cfg, o);
 	} else if (o->adhoc) { /* t->error names the PATH; "path1" is ours */
 		snprintf(ps->message, sizeof(ps->message), "%s", t->error);
+		ps->open_error = r;
 	} else {
 		snprintf(ps->message, sizeof(ps->message), "target %s: %s", ps->target->name,
 			 t->error);
@@ -278,6 +288,32 @@ static bool run_one(struct probe_sum *ps, const struct cfg_probe *p, struct targ
 	if (!o->json)
 		oneshot_print_human(ps, o, p->kind == CFG_PROBE_PING && !o->quiet && ps->requests);
 	return ps->error != 0;
+}
+
+int oneshot_path_status(int err, int otherwise)
+{
+	switch (err) {
+	case -EACCES:
+	case -EPERM:
+	case -ELOOP:
+		return EX_NOPERM;
+	case -ENOENT:
+	case -ENOTDIR:
+		return EX_NOINPUT;
+	}
+	return otherwise;
+}
+
+/* The exit status of @n probes run (some @failed). */
+static int run_status(const struct probe_sum *sums, unsigned n, unsigned failed)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int status = oneshot_path_status(sums[i].open_error, 0);
+
+		if (status)
+			return status;
+	}
+	return failed ? 1 : 0;
 }
 
 int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
@@ -319,7 +355,7 @@ int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
 	}
 	if (o->json)
 		oneshot_print_json(sums, n);
-	status = failed ? 1 : 0;
+	status = run_status(sums, n, failed);
 out:
 	if (targets)
 		for (unsigned ti = 0; ti < cfg->n_targets; ti++)

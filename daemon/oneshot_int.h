@@ -28,13 +28,15 @@ struct probe_sum {
 	const char *engine;
 	struct probe_outcome out; /* every run of the probe added up */
 	uint64_t wall_ns;
-	int error; /* could not run, or stopped by an error */
+	int error;	/* could not run, or stopped by an error */
+	int open_error; /* the target could not be opened: its -errno; else 0 */
 	char message[PATH_MAX + 640];
 	bool interrupted;
 	struct target_desc desc;	      /* what the target is on, once open */
 	struct lat_stats req[IO_OP_COUNT];    /* pings: every request */
 	struct lat_stats period[IO_OP_COUNT]; /* pings: since the last -p summary */
 	uint64_t requests;		      /* pings: run so far (with failed ones) */
+	enum io_op last_op;		      /* pings: the last request's (-G: in turn) */
 };
 
 void stats_add(struct lat_stats *s, uint64_t ns);

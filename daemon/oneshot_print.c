@@ -85,7 +85,7 @@ static void request_prefix(const struct probe_sum *ps)
 	char size[32], path[ESC_SIZE(PATH_MAX)];
 
 	cfg_format_bytes((double)ps->cfg->block_size, size, sizeof(size));
-	printf("%s %s %s (%s %s): ", size, ps->cfg->op == IO_WRITE ? ">>>" : "<<<",
+	printf("%s %s %s (%s %s): ", size, ps->last_op == IO_WRITE ? ">>>" : "<<<",
 	       esc_str(path, sizeof(path), ps->target->path),
 	       ps->desc.fstype[0] ? ps->desc.fstype : "?",
 	       ps->desc.device[0] ? ps->desc.device : "?");
@@ -94,7 +94,7 @@ static void request_prefix(const struct probe_sum *ps)
 void oneshot_print_request(struct probe_sum *ps, const struct probe_outcome *before)
 {
 	const struct probe_op_outcome *now = ps->out.op, *was = before->op;
-	enum io_op op = ps->cfg->op;
+	enum io_op op = ps->last_op;
 	uint64_t ns = now[op].io_ns - was[op].io_ns;
 	char t[32];
 
@@ -131,12 +131,30 @@ static void print_mdev_line(const char *lead, const struct lat_stats *s)
 	printf("%smin/avg/max/mdev = %s / %s / %s / %s\n", lead, a, b, c, d);
 }
 
+/* @a and @b as one set of requests. */
+static struct lat_stats stats_merged(const struct lat_stats *a, const struct lat_stats *b)
+{
+	struct lat_stats m = *a;
+
+	if (!b->n)
+		return m;
+	if (!a->n || b->min < m.min)
+		m.min = b->min;
+	if (b->max > m.max)
+		m.max = b->max;
+	m.n += b->n;
+	m.sum += b->sum;
+	m.sumsq += b->sumsq;
+	return m;
+}
+
 void oneshot_print_period(struct probe_sum *ps)
 {
-	struct lat_stats *s = &ps->period[ps->cfg->op];
+	/* The period's requests, reads and writes (-G), not their fdatasyncs. */
+	struct lat_stats s = stats_merged(&ps->period[IO_READ], &ps->period[IO_WRITE]);
 
-	printf("--- %" PRIu64 " requests (to request=%" PRIu64 "): ", s->n, ps->requests);
-	print_mdev_line("", s);
+	printf("--- %" PRIu64 " requests (to request=%" PRIu64 "): ", s.n, ps->requests);
+	print_mdev_line("", &s);
 	memset(ps->period, 0, sizeof(ps->period));
 }
 

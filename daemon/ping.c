@@ -8,9 +8,12 @@
  * I/O path needs (buffer, engine state) is set up before the first run.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "ping.h"
@@ -27,6 +30,7 @@ int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
 	 * init. On failure nothing is left to clean up. */
 	memset(p, 0, sizeof(*p));
 	p->eng_fd = -1;
+	p->dsync_fd = -1;
 	p->cfg = cfg;
 
 	if (cfg->block_size == 0 || cfg->block_size > CFG_MAX_BLOCK_SIZE)
@@ -46,11 +50,19 @@ int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
 	return 0;
 }
 
+static void close_dsync(struct ping *p)
+{
+	if (p->dsync_fd >= 0)
+		close(p->dsync_fd);
+	p->dsync_fd = -1;
+}
+
 void probe_ping_cleanup(struct ping *p)
 {
 	if (p->eng_fd >= 0)
 		eng_cleanup(&p->eng);
 	p->eng_fd = -1;
+	close_dsync(p);
 	free(p->buf);
 	p->buf = NULL;
 }
@@ -89,6 +101,7 @@ static void abandon_inflight(struct ping *p)
 		(void)p->ops->cancel(&p->eng);
 	eng_cleanup(&p->eng);
 	p->eng_fd = -1;
+	close_dsync(p);
 	park_buffer(p->buf);
 	if (posix_memalign(&fresh, PROBE_BUF_ALIGN, p->cfg->block_size) == 0)
 		p->buf = fresh;
@@ -150,6 +163,24 @@ static int timed(struct ping *p, struct io_req *req, struct ping_io *io)
 	return 0;
 }
 
+/*
+ * @fd opened again with O_DSYNC (ioping -y): the status flag cannot be set on an
+ * open file (fcntl(F_SETFL) ignores it), and the target's descriptor is shared,
+ * laid out and synced without it. Through /proc/self/fd: the same open file's
+ * inode, never a name looked up again. The descriptor, or -errno.
+ */
+static int reopen_dsync(int fd)
+{
+	char proc[32];
+	int fl = fcntl(fd, F_GETFL), r;
+
+	if (fl < 0)
+		return -errno;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	r = open(proc, (fl & (O_ACCMODE | O_DIRECT | O_NOATIME)) | O_DSYNC | O_CLOEXEC);
+	return r < 0 ? -errno : r;
+}
+
 /* Checks that @p can run on @t and sets its engine up for t->fd; the working set
  * in *@ws. 0 or -errno as probe_ping_run(). */
 static int ping_setup(struct ping *p, const struct target *t, uint64_t *ws)
@@ -183,20 +214,30 @@ static int ping_setup(struct ping *p, const struct target *t, uint64_t *ws)
 		if (p->eng_fd >= 0)
 			eng_cleanup(&p->eng);
 		p->eng_fd = -1;
-		ret = eng_init(&p->eng, p->ops, t->fd, 1);
-		if (ret < 0)
+		close_dsync(p);
+		if (cfg->dsync) {
+			ret = reopen_dsync(t->fd);
+			if (ret < 0)
+				return ret;
+			p->dsync_fd = ret;
+		}
+		ret = eng_init(&p->eng, p->ops, cfg->dsync ? p->dsync_fd : t->fd, 1);
+		if (ret < 0) {
+			close_dsync(p);
 			return ret;
+		}
 		p->eng_fd = t->fd;
 	}
 	return 0;
 }
 
-/* The ping's I/O at @offset (fresh data for a write), then its fdatasync if it
- * has one: into @io and @sync. 0, or -errno as run_one(). */
-static int ping_ios(struct ping *p, uint64_t offset, struct ping_io *io, struct ping_io *sync)
+/* The ping's I/O @op at @offset (fresh data for a write), then its fdatasync
+ * if it has one: into @io and @sync. 0, or -errno as run_one(). */
+static int ping_ios(struct ping *p, enum io_op op, uint64_t offset, struct ping_io *io,
+		    struct ping_io *sync)
 {
 	const struct cfg_probe *cfg = p->cfg;
-	const bool write = cfg->op == IO_WRITE;
+	const bool write = op == IO_WRITE;
 	struct io_req req;
 	int ret;
 
@@ -246,6 +287,8 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 	ret = ping_setup(p, t, &ws);
 	if (ret < 0)
 		return ret;
+	/* ioping -G: write, read, write...; each request at its own offset. */
+	r->op = cfg->alternate && p->runs++ % 2 ? IO_READ : cfg->op;
 
 	/* Offsets are aligned to the block size, as fio's blockalign=bs and ioping do:
 	 * a 4k write at a 512-aligned offset straddles two 4k physical sectors and
@@ -267,7 +310,7 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 		if (slots > 1 && other >= slot)
 			other++;
 		r->warmed = true;
-		ret = ping_ios(p, t->data_start + other * bs, &r->warm_io, &r->warm_sync);
+		ret = ping_ios(p, r->op, t->data_start + other * bs, &r->warm_io, &r->warm_sync);
 		if (ret < 0)
 			return ret;
 		if (p->eng_fd < 0 || (p->stop && atomic_load(p->stop))) {
@@ -276,7 +319,7 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 			return 0;
 		}
 	}
-	return ping_ios(p, r->offset, &r->io, &r->sync);
+	return ping_ios(p, r->op, r->offset, &r->io, &r->sync);
 }
 
 /* ---------------------------------------------------------------- probe ops */
@@ -293,7 +336,7 @@ static const char *ping_op_name(const struct cfg_probe *c)
 
 static unsigned ping_io_ops(const struct cfg_probe *c)
 {
-	return 1u << (c->op == IO_WRITE ? IO_WRITE : IO_READ) |
+	return 1u << (c->op == IO_WRITE ? IO_WRITE : IO_READ) | (c->alternate ? 1u << IO_READ : 0) |
 	       (c->sync == CFG_SYNC_FDATASYNC ? 1u << IO_FDATASYNC : 0);
 }
 
@@ -348,13 +391,13 @@ static int ping_probe_run(struct probe *p, const _Atomic bool *stop, struct prob
 	if (r < 0)
 		return r;
 	if (res.warmed) {
-		add_warmup(p, out, c->op, &res.warm_io, c->block_size);
-		if (c->sync == CFG_SYNC_FDATASYNC)
+		add_warmup(p, out, res.op, &res.warm_io, c->block_size);
+		if (res.op == IO_WRITE && c->sync == CFG_SYNC_FDATASYNC)
 			add_warmup(p, out, IO_FDATASYNC, &res.warm_sync, 0);
 	}
-	add_io(p, out, c->op, &res.io, c->block_size);
+	add_io(p, out, res.op, &res.io, c->block_size);
 	/* Even after a failed write: fdatasync is where writeback errors show. */
-	if (c->sync == CFG_SYNC_FDATASYNC)
+	if (res.op == IO_WRITE && c->sync == CFG_SYNC_FDATASYNC)
 		add_io(p, out, IO_FDATASYNC, &res.sync, 0);
 	return 0;
 }

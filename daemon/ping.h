@@ -26,7 +26,9 @@ struct ping {
 	const _Atomic bool *stop;      /* if set and true: stop waiting for a slow I/O */
 	struct engine eng;	       /* set up on the first run, again when the fd changes */
 	int eng_fd;		       /* target fd @eng was set up for; -1: not set up */
+	int dsync_fd;		       /* cfg->dsync: eng_fd reopened with O_DSYNC; else -1 */
 	uint64_t next_slot;	       /* cfg->sequential: the block the next I/O goes to */
+	uint64_t runs;		       /* cfg->alternate: requests so far (even: a write) */
 };
 
 /* One timed I/O of a ping. */
@@ -37,6 +39,7 @@ struct ping_io {
 };
 
 struct ping_result {
+	enum io_op op;	     /* IO_READ or IO_WRITE: cfg->op, or its turn (cfg->alternate) */
 	uint64_t offset;     /* where the I/O went */
 	struct ping_io io;   /* the read or write */
 	struct ping_io sync; /* the fdatasync when cfg->sync == CFG_SYNC_FDATASYNC, else 0 */

@@ -41,7 +41,10 @@ static const char usage[] =
 	"exit), a regular file or a block device (both read-only). With --config, run\n"
 	"the configuration's probes (default: all) once; with neither, the embedded\n"
 	"default's. Ctrl-C prints the summary so far.\n"
-	"Exits 0 when every probe ran without error, 1 otherwise (see iopulse(8)).\n"
+	"Exits 0 when every probe ran without error, 1 when one failed, 64 for a usage\n"
+	"error, 66 for a PATH that is not there or no directory, file or device, 77 for\n"
+	"a PATH this user may not open (permission denied) or iopulse refuses (a\n"
+	"symlink, tmpfs, writes on a file or device), 78 for a bad --config (iopulse(8)).\n"
 	"\n"
 	"  -c, --count N           stop after N requests (0 or default: until -w or\n"
 	"                          Ctrl-C; with --config 10); a burst: N I/Os, or until\n"
@@ -51,7 +54,10 @@ static const char usage[] =
 	"  -s, --size SIZE         request size (default 4k)\n"
 	"  -S, --working-set SIZE  working set (default 64m; a file or device: all of it)\n"
 	"  -W, --write             write instead of read (directories only: our own file)\n"
+	"  -G, --read-write        alternate writes and reads, a write first (as -W)\n"
 	"  -Y, --sync              fdatasync after each write, timed on its own\n"
+	"  -y, --dsync             writes with O_DSYNC: a write's time includes its sync\n"
+	"  -A, --async             the libaio engine (--engine libaio), ioping's async I/O\n"
 	"  -C, --cached            cached I/O: no O_DIRECT (the page cache may answer)\n"
 	"  -D, --direct            direct I/O (O_DIRECT): always, unless -C (for ioping)\n"
 	"  -L, --sequential        sequential requests (request size 256k unless -s)\n"
@@ -67,7 +73,21 @@ static const char usage[] =
 	"                          sync for a ping, io_uring/libaio/sync for a burst)\n"
 	"      --allow-tmpfs       measure tmpfs/ramfs anyway (that is RAM, not a disk)\n"
 	"      --config FILE       run the probes of this YAML configuration\n"
-	"  -h, --help              show this help\n";
+	"  -h, --help              show this help\n"
+	"\n"
+	"Differences from ioping:\n"
+	"  flag        ioping                     iopulse\n"
+	"  request 1   a warm-up, not counted     counted, as in the daemon\n"
+	"  -Y          O_SYNC, sync inside time=  fdatasync after, timed apart\n"
+	"  -W (file)   writes it, with -WWW       refused: never written\n"
+	"  -S (dir)    default 1m                 default 64m (caches hold 1m)\n"
+	"  -D          O_DIRECT (default cached)  accepted: always, unless -C\n"
+	"  -C          no cache invalidation      no O_DIRECT\n"
+	"  -p N        raw statistics             a summary line\n"
+	"  -k          ioping.tmp                 " PROBE_CLI_KEPT_FILE "\n"
+	"  -y, -Y      also with reads            with -W or -G only\n"
+	"  -a -b -B -e -I -l -N -o -P -r -t -T    not supported\n"
+	"  exit status 1 on any error             64, 66, 77, 78 (above)\n";
 
 enum {
 	OPT_RW = 0x100,
@@ -86,6 +106,9 @@ struct cli {
 	enum cfg_rw rw;
 	bool rw_given; /* --rw */
 	bool write, sync, cached, sequential, rate, keep, allow_tmpfs;
+	bool read_write;       /* -G: writes and reads in turn */
+	bool dsync;	       /* -y: O_DSYNC writes */
+	bool async;	       /* -A: the libaio engine */
 	bool burst;	       /* --rw, --duration or --iodepth given */
 	bool count_given;      /* -c given (0: no limit, as ioping's -c 0) */
 	const char *path_only; /* the first option given that --config cannot take */
@@ -175,6 +198,9 @@ static const struct option long_opts[] = {
 	{"working-set", required_argument, NULL, 'S'},
 	{"write", no_argument, NULL, 'W'},
 	{"sync", no_argument, NULL, 'Y'},
+	{"dsync", no_argument, NULL, 'y'},
+	{"read-write", no_argument, NULL, 'G'},
+	{"async", no_argument, NULL, 'A'},
 	{"cached", no_argument, NULL, 'C'},
 	{"direct", no_argument, NULL, 'D'},
 	{"sequential", no_argument, NULL, 'L'},
@@ -262,6 +288,15 @@ static bool flag_option(struct cli *c, int opt)
 	case 'Y':
 		c->sync = true;
 		break;
+	case 'y':
+		c->dsync = true;
+		break;
+	case 'G':
+		c->read_write = true;
+		break;
+	case 'A':
+		c->async = true;
+		break;
 	case 'C':
 		c->cached = true;
 		break;
@@ -324,7 +359,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "c:n:i:w:s:S:WYCDLRqp:kJjQ:h", long_opts, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "c:n:i:w:s:S:WGYyACDLRqp:kJjQ:h", long_opts, NULL)) !=
 	       -1) {
 		if (opt == 'h') {
 			fputs(usage, stdout);
@@ -350,7 +385,7 @@ static bool cli_writes(const struct cli *c)
 {
 	struct cfg_probe p = {
 		.kind = c->burst ? CFG_PROBE_BURST : CFG_PROBE_PING,
-		.op = c->write ? IO_WRITE : IO_READ,
+		.op = c->write || c->read_write ? IO_WRITE : IO_READ,
 		.rw = c->rw,
 	};
 
@@ -368,15 +403,27 @@ static int conflicts(const struct cli *c)
 {
 	char a[32], b[32], m[160];
 
-	if (c->sync && !c->write)
-		return refuse("--sync (-Y) syncs writes: it needs --write (-W)");
-	if (c->burst && (c->rate || c->sync || c->o.period || c->o.interval_ns >= 0)) {
+	if (c->sync && !c->write && !c->read_write)
+		return refuse(
+			"--sync (-Y) syncs writes: it needs --write (-W) or --read-write (-G)");
+	if (c->dsync && !c->write && !c->read_write)
+		return refuse(
+			"--dsync (-y) syncs writes: it needs --write (-W) or --read-write (-G)");
+	if (c->async && c->engine && strcmp(c->engine, "libaio") != 0) {
+		snprintf(m, sizeof(m), "--async (-A) is the libaio engine, not --engine %.32s",
+			 c->engine);
+		return refuse(m);
+	}
+	if (c->burst && (c->rate || c->sync || c->dsync || c->read_write || c->o.period ||
+			 c->o.interval_ns >= 0)) {
 		snprintf(m, sizeof(m),
 			 "%s is for pings, not for a burst (--rw, --duration, --iodepth)",
-			 c->rate       ? "--rate (-R)"
-			 : c->sync     ? "--sync (-Y)"
-			 : c->o.period ? "--period (-p)"
-				       : "--interval (-i)");
+			 c->rate	 ? "--rate (-R)"
+			 : c->sync	 ? "--sync (-Y)"
+			 : c->dsync	 ? "--dsync (-y)"
+			 : c->read_write ? "--read-write (-G; a burst: --rw randrw)"
+			 : c->o.period	 ? "--period (-p)"
+					 : "--interval (-i)");
 		return refuse(m);
 	}
 	if (c->o.period && c->o.json)
@@ -422,6 +469,8 @@ static int settle(struct cli *c, bool have_paths)
 	r = conflicts(c);
 	if (r != GO_ON)
 		return r;
+	if (c->async)
+		c->engine = "libaio";
 	if (c->rate) {
 		c->o.interval_ns = 0;
 		c->o.quiet = true;
@@ -467,7 +516,7 @@ static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind
 		fprintf(stderr, "iopulse probe: %s\n", err);
 		if (r == -ENOENT)
 			did_you_mean(path);
-		return r == -ELOOP || r == -EACCES || r == -EPERM ? EX_NOPERM : EX_NOINPUT;
+		return oneshot_path_status(r, EX_NOINPUT);
 	}
 	*kind = info.kind;
 	if ((info.fs_type == TMPFS_MAGIC || info.fs_type == RAMFS_MAGIC) && !c->allow_tmpfs) {
@@ -566,7 +615,8 @@ static bool emit_probe(FILE *f, const struct cli *c, unsigned i, enum cfg_target
 	if (c->engine && (fputs("    engine: ", f), !yaml_string(f, c->engine)))
 		return false;
 	if (!c->burst) {
-		fprintf(f, "    type: ping\n    op: %s\n", c->write ? "write" : "read");
+		fprintf(f, "    type: ping\n    op: %s\n",
+			c->write || c->read_write ? "write" : "read");
 		if (c->sync)
 			fputs("    sync: fdatasync\n", f);
 		return true;
@@ -652,6 +702,8 @@ static int load(struct cli *c, char **operands, unsigned n, struct config **cfg)
 			struct cfg_probe *p = &(*cfg)->probes[i];
 
 			p->sequential = c->sequential;
+			p->alternate = c->read_write;
+			p->dsync = c->dsync;
 			if (p->kind == CFG_PROBE_BURST && c->o.count && c->duration_ns)
 				p->ios = c->o.count; /* with its 'duration', the first to come */
 		}

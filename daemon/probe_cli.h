@@ -19,9 +19,10 @@
 
 /*
  * `iopulse probe ARGS`: @argv[0] is "probe". Returns the exit status: 0 every
- * probe ran without error, 1 a probe failed, 64 usage, 66 a PATH that cannot be
- * opened or is no directory, file or device, 77 refused (writes on a file or
- * device, a symlink, tmpfs without --allow-tmpfs), 78 configuration error.
+ * probe ran without error, 1 a probe failed, 64 usage, 66 a PATH that is not
+ * there or is no directory, file or device, 77 a PATH this user may not open
+ * (permission denied) or refused (writes on a file or device, a symlink, tmpfs
+ * without --allow-tmpfs), 78 configuration error: oneshot_path_status().
  */
 int probe_cli_main(int argc, char **argv);
 

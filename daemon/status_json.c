@@ -18,16 +18,27 @@ static void seconds(struct buf *out, const char *key, double s)
 	buf_printf(out, ",\"%s\":%.9g", key, s);
 }
 
+/* The quantiles of a window or record of @count I/Os: null when there were
+ * none, since a 0 would read as a latency of 0 (the page shows "–"). */
+static void quantiles(struct buf *out, uint64_t count, const double s[STATUS_QUANTILES])
+{
+	for (unsigned i = 0; i < STATUS_QUANTILES; i++) {
+		if (count)
+			buf_printf(out, ",\"%s_seconds\":%.9g", q_names[i], s[i]);
+		else
+			buf_printf(out, ",\"%s_seconds\":null", q_names[i]);
+	}
+}
+
 static void fig_json(struct buf *out, const char *key, const struct status_fig *f)
 {
+	double q[STATUS_QUANTILES];
+
 	buf_printf(out, ",\"%s\":{\"window_seconds\":%.3f,\"count\":%llu", key, f->span_ns / 1e9,
 		   (unsigned long long)f->count);
-	for (unsigned i = 0; i < STATUS_QUANTILES; i++) {
-		char k[24];
-
-		snprintf(k, sizeof(k), "%s_seconds", q_names[i]);
-		seconds(out, k, f->q_ns[i] / 1e9);
-	}
+	for (unsigned i = 0; i < STATUS_QUANTILES; i++)
+		q[i] = f->q_ns[i] / 1e9;
+	quantiles(out, f->count, q);
 	buf_puts(out, "}");
 }
 
@@ -38,14 +49,12 @@ static void recs_json(struct buf *out, const char *key, const struct status_rec 
 	buf_printf(out, ",\"%s\":[", key);
 	for (unsigned i = 0; i < n; i++) {
 		const struct status_rec *r = &recs[(head + size - n + i) % size];
+		double q[STATUS_QUANTILES];
 
 		buf_printf(out, "%s{\"count\":%u", i ? "," : "", r->count);
-		for (unsigned j = 0; j < STATUS_QUANTILES; j++) {
-			char k[24];
-
-			snprintf(k, sizeof(k), "%s_seconds", q_names[j]);
-			seconds(out, k, status_decode(r->q[j]) / 1e9);
-		}
+		for (unsigned j = 0; j < STATUS_QUANTILES; j++)
+			q[j] = status_decode(r->q[j]) / 1e9;
+		quantiles(out, r->count, q);
 		buf_puts(out, "}");
 	}
 	buf_puts(out, "]");

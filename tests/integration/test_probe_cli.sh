@@ -167,24 +167,32 @@ run_probe 0 "$WORK/cached.out" -C -c 1 -i 0 "$DIR"
 grep -q "no O_DIRECT" "$WORK/cached.out.err" || fail "-C does not say it measures without O_DIRECT"
 # The probe file's open flags while a probe waits between requests: O_DIRECT
 # (040000 on x86 and arm64) unless -C; -D is ioping's O_DIRECT, a no-op here.
-# o_direct FLAGS... : "0" or "1" in ODIRECT.
-o_direct() {
-	local pid fd flags=
-	"${SPAWN[@]}" "$IOPULSE" probe -i 1h "$@" "$DIR" >"$WORK/odirect.out" 2>&1 &
+# probe_file_flags FLAGS...: the open flags of iopulse probe FLAGS -i 1h's
+# descriptors of its probe file once its first request is in, OR-ed, in FLAGS.
+probe_file_flags() {
+	local pid fd f all=0
+	"${SPAWN[@]}" "$IOPULSE" probe -i 1h "$@" "$DIR" >"$WORK/flags.out" 2>&1 &
 	pid=$!
 	on_exit reap "$pid" "iopulse probe"
-	probe_fd() {
+	probe_fds() {
+		all=0
+		grep -q 'request=1 ' "$WORK/flags.out" || return 1
 		for fd in /proc/"$pid"/fd/*; do
 			[[ $(readlink "$fd") == "$DIR/"*' (deleted)' ]] || continue
-			flags=$(awk '/^flags:/ {print $2}' /proc/"$pid"/fdinfo/"${fd##*/}")
-			grep -q 'request=1 ' "$WORK/odirect.out" && return 0
+			f=$(awk '/^flags:/ {print $2}' /proc/"$pid"/fdinfo/"${fd##*/}" 2>/dev/null) || continue
+			[[ -z $f ]] || all=$((all | 8#$f))
 		done
-		return 1
+		((all != 0))
 	}
-	wait_until 60 "the probe file open in iopulse probe $*" probe_fd
+	wait_until 60 "the probe file open in iopulse probe $*" probe_fds
 	kill -INT "$pid"
-	wait "$pid" || fail "iopulse probe $* -i 1h: status $? after SIGINT"
-	ODIRECT=$(((8#$flags & 8#40000) != 0))
+	wait "$pid" || fail "iopulse probe $* -i 1h: status $? after SIGINT:"$'\n'"$(cat "$WORK/flags.out")"
+	FLAGS=$all
+}
+# o_direct FLAGS... : "0" or "1" in ODIRECT.
+o_direct() {
+	probe_file_flags "$@"
+	ODIRECT=$(((FLAGS & 8#40000) != 0))
 }
 o_direct
 ((ODIRECT == 1)) || fail "the probe file is open without O_DIRECT"
@@ -507,6 +515,118 @@ run_probe 0 "$WORK/names.out" --config "$CFG2" rd -c 2 -i 0
 count "$WORK/names.out" 'request=[0-9]+ time='
 ((N == 2)) || fail "--config NAME -c 2 -i 0: $N request lines, want 2:"$'\n'"$(cat "$WORK/names.out")"
 grep -q "^--- other " "$WORK/names.out" && fail "--config rd also ran probe 'other'"
+
+# ---- a PATH this user may not open: 77, for files, directories and devices --
+
+# iopulse(8): permission denied (EACCES, EPERM) is 77, whether the PATH fails
+# when it is walked or when it is opened; a PATH that is not there stays 66.
+# As nobody, against the test's own root-only files and loop device.
+if [[ $EUID != 0 ]]; then
+	note "permission denied not tested: needs root (to run as nobody)"
+else
+	AS_NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	chmod 0711 "$WORK"
+	mkdir -m 0700 "$WORK/private"
+	head -c $((1 << 20)) /dev/urandom >"$WORK/private/inside"
+	head -c $((1 << 20)) /dev/urandom >"$WORK/rootfile"
+	chmod 0700 "$WORK/rootfile"
+	mkdir -m 0755 "$WORK/rodir" # searchable, but nobody may create a probe file there
+	if ! "${AS_NOBODY[@]}" test -x "$WORK" -a -x "$IOPULSE"; then
+		note "nobody cannot reach $WORK or $IOPULSE (a private build tree?): permission denied not tested"
+	else
+		# denied STATUS NAME PATH: iopulse probe PATH as nobody exits STATUS.
+		denied() {
+			local rc=0
+			"${AS_NOBODY[@]}" "$IOPULSE" probe -c 1 -i 0 "$3" >"$WORK/$2.out" 2>"$WORK/$2.err" || rc=$?
+			((rc == $1)) || fail "iopulse probe $3 as nobody: exit status $rc, want $1:"$'\n'"$(cat "$WORK/$2.err" "$WORK/$2.out")"
+		}
+		denied 77 denied-dir "$WORK/private"
+		grep -q "Permission denied" "$WORK/denied-dir.out" "$WORK/denied-dir.err" ||
+			fail "a directory nobody may not write: no word of permission:"$'\n'"$(cat "$WORK/denied-dir.err" "$WORK/denied-dir.out")"
+		denied 77 denied-rodir "$WORK/rodir"
+		denied 77 denied-file "$WORK/rootfile"
+		grep -q "Permission denied" "$WORK/denied-file.out" "$WORK/denied-file.err" ||
+			fail "a file nobody may not read: no word of permission:"$'\n'"$(cat "$WORK/denied-file.err" "$WORK/denied-file.out")"
+		denied 77 denied-inside "$WORK/private/inside"
+		denied 66 denied-missing "$WORK/nope"
+		if [[ -n $LOOP ]]; then
+			denied 77 denied-dev "$LOOP"
+			grep -q "Permission denied" "$WORK/denied-dev.out" "$WORK/denied-dev.err" ||
+				fail "$LOOP as nobody: no word of permission:"$'\n'"$(cat "$WORK/denied-dev.err" "$WORK/denied-dev.out")"
+		else
+			note "permission denied on a device not tested: no loop device here"
+		fi
+		listing "$WORK/rodir"
+		[[ -z $LIST ]] || fail "iopulse probe as nobody left $LIST in $WORK/rodir"
+	fi
+fi
+
+# ---- ioping's -G, -y and -A -----------------------------------------------
+
+# A directory of this section's own (both(), probe_file_flags() measure $DIR),
+# empty whatever the sections above left.
+DIR="$WORK/dir-gya"
+mkdir "$DIR"
+
+# -G: ioping's read-write ping, writes and reads in turn, a write first, each
+# at its own offset; as many of each as ioping with the same -c.
+both rw -G -c 6 -i 0 -- -G -c 6 -i 0
+same_count rw '^4(\.0)? KiB >>> ' '^4(\.0)? KiB >>> ' 3
+same_count rw '^4(\.0)? KiB <<< ' '^4(\.0)? KiB <<< ' 3
+for f in ioping iopulse; do
+	grep -qE '>>> .*request=1 ' "$WORK/rw.$f" || fail "$f -G: request 1 is not a write:"$'\n'"$(cat "$WORK/rw.$f")"
+	grep -qE '<<< .*request=2 ' "$WORK/rw.$f" || fail "$f -G: request 2 is not a read:"$'\n'"$(cat "$WORK/rw.$f")"
+done
+{ grep -q '^read: 3 requests completed' "$WORK/rw.iopulse" && grep -q '^write: 3 requests completed' "$WORK/rw.iopulse"; } ||
+	fail "-G -c 6: not 3 reads and 3 writes in the summary:"$'\n'"$(cat "$WORK/rw.iopulse")"
+run_probe 0 "$WORK/rwsync.out" -G -Y -c 4 -i 0 -p 2 "$DIR"
+count "$WORK/rwsync.out" '>>> .* fdatasync='
+((N == 2)) || fail "-G -Y: $N writes with fdatasync=, want 2:"$'\n'"$(cat "$WORK/rwsync.out")"
+count "$WORK/rwsync.out" '<<< .* fdatasync='
+((N == 0)) || fail "-G -Y: a read with fdatasync=:"$'\n'"$(cat "$WORK/rwsync.out")"
+count "$WORK/rwsync.out" '^--- 2 requests \(to request=[0-9]+\)'
+((N == 2)) || fail "-G -p 2: $N period lines, want 2:"$'\n'"$(cat "$WORK/rwsync.out")"
+# It writes: only in a directory, as -W; pings only.
+sum=$(sha256sum <"$WORK/file")
+run_probe 77 "$WORK/rwfile.out" -G -c 2 "$WORK/file"
+[[ $(sha256sum <"$WORK/file") == "$sum" ]] || fail "-G changed $WORK/file"
+if [[ -n $LOOP ]]; then
+	sum=$(sha256sum <"$IMG")
+	run_probe 77 "$WORK/rwdev.out" -G -c 2 "$LOOP"
+	run_probe 77 "$WORK/ydev.out" -G -y -c 2 "$LOOP"
+	[[ $(sha256sum <"$IMG") == "$sum" ]] || fail "-G changed $LOOP"
+fi
+bad 64 "--read-write (-G; a burst: --rw randrw) is for pings" -G --rw randrw "$DIR"
+
+# -y: the writes go through a descriptor opened with O_DSYNC (010000 on x86 and
+# arm64), as ioping's; without it, none has it. O_SYNC (04010000) is not asked for.
+probe_file_flags -W -y
+((FLAGS & 8#10000)) || fail "-W -y: no descriptor of the probe file has O_DSYNC (flags $(printf %o "$FLAGS"))"
+((FLAGS & 8#4000000)) && fail "-W -y: the probe file is open with O_SYNC (flags $(printf %o "$FLAGS"))"
+((FLAGS & 8#40000)) || fail "-W -y: no descriptor of the probe file has O_DIRECT (flags $(printf %o "$FLAGS"))"
+probe_file_flags -W
+((FLAGS & 8#10000)) && fail "-W: a descriptor of the probe file has O_DSYNC (flags $(printf %o "$FLAGS"))"
+both dsync -W -y -c 2 -i 0 -- -W -y -c 2 -i 0
+same_count dsync '^4(\.0)? KiB >>> ' '^4(\.0)? KiB >>> ' 2
+bad 64 "--dsync (-y) syncs writes: it needs --write (-W) or --read-write (-G)" -y -c 1 "$DIR"
+bad 64 "--dsync (-y) is for pings" -W -y --rw randwrite "$DIR"
+
+# -A: ioping's asynchronous I/O, the libaio engine; the summary and the JSON
+# name it.
+both async -A -c 2 -i 0 -- -A -c 2 -i 0
+same_count async 'request=[0-9]+ time=' 'request=[0-9]+ time=' 2
+grep -q 'statistics, engine libaio ---' "$WORK/async.iopulse" || fail "-A: the summary does not name libaio:"$'\n'"$(cat "$WORK/async.iopulse")"
+run_probe 0 "$WORK/async.json" -A -J -c 2 -i 0 "$DIR"
+"$PYTHON" - "$SCHEMA" "$WORK/async.json" <<'EOF' || fail "-A -J:"$'\n'"$(cat "$WORK/async.json")"
+import json, sys, jsonschema
+doc = json.load(open(sys.argv[2]))
+jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(doc)
+assert doc["probes"][0]["engine"] == "libaio", doc["probes"][0]
+EOF
+run_probe 0 "$WORK/async2.out" -A --engine libaio -c 1 -q "$DIR"
+bad 64 "--async (-A) is the libaio engine, not --engine sync" -A --engine sync "$DIR"
+listing "$DIR"
+[[ -z $LIST ]] || fail "-G, -y and -A left files behind in $DIR: $LIST"
 
 # ---- every option of every --help is in iopulse(8) ---------------------------
 

@@ -464,6 +464,57 @@ static void test_page_escapes(void **state)
 	status_free(st);
 }
 
+static char *render_json(struct status *st, bool history)
+{
+	struct status_snap snap;
+	struct buf out;
+
+	buf_init(&out);
+	assert_int_equal(status_snapshot(st, &snap), 0);
+	assert_int_equal(status_render_json(&snap, &out, history), 0);
+	status_snap_free(&snap);
+	buf_append(&out, "", 1);
+	assert_false(out.oom);
+	return out.data;
+}
+
+/* A window or record without I/O has no latency: null, not 0 (a 0 would read as
+ * an instant disk); with I/O, numbers again. */
+static void test_json_no_io_null(void **state)
+{
+	struct fixture f;
+	char *json;
+
+	(void)state;
+	fixture_init(&f);
+	assert_int_equal(status_targets_begin(f.st, 1), 0);
+	set_target(f.st, 0, "t1", STATUS_UP, "/srv", "");
+	/* Past a minute mark with no I/O at all: an empty minute record too. */
+	for (unsigned k = 0; k <= 6; k++)
+		tick(&f);
+	json = render_json(f.st, true);
+	assert_non_null(strstr(json, "\"last_minute\":{\"window_seconds\":60.000,\"count\":0,"
+				     "\"p50_seconds\":null,\"p90_seconds\":null,"
+				     "\"p99_seconds\":null,\"max_seconds\":null}"));
+	assert_non_null(strstr(json, "\"last_hour\":{\"window_seconds\":"));
+	assert_non_null(strstr(json, "\"minutes\":[{\"count\":0,\"p50_seconds\":null,"
+				     "\"p90_seconds\":null,\"p99_seconds\":null,"
+				     "\"max_seconds\":null}"));
+	assert_null(strstr(json, "\"p50_seconds\":0,"));
+	assert_null(strstr(json, "\"p50_seconds\":0}"));
+	free(json);
+
+	metrics_observe_ns(f.lat, 2 * MS);
+	tick(&f);
+	json = render_json(f.st, false);
+	assert_non_null(strstr(json, "\"last_minute\":{\"window_seconds\":60.000,\"count\":1,"
+				     "\"p50_seconds\":0.00"));
+	assert_null(strstr(json, "\"last_minute\":{\"window_seconds\":60.000,\"count\":1,"
+				 "\"p50_seconds\":null"));
+	free(json);
+	fixture_free(&f);
+}
+
 /* The hour window covers what it says from the first ticks on (60 to 70
  * minutes once there is an hour). */
 static void test_hour_span(void **state)
@@ -648,6 +699,7 @@ int main(void)
 		cmocka_unit_test(test_html_escape),
 		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_page_escapes),
+		cmocka_unit_test(test_json_no_io_null),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
