@@ -282,6 +282,24 @@ else
 	note "not root: the symlink, tmpfs and read-only cases are not checked"
 fi
 
+# ---- --quiet and --file-only: what the unit's ExecReload= runs -----------------
+
+# Quiet on success: not a byte.
+run_cli quiet check --quiet --config "$WORK/dir.yaml"
+((RC == 0)) || fail "iopulse check --quiet: status $RC, want 0: $(cat "$ERR")"
+[[ ! -s $OUT && ! -s $ERR ]] || fail "iopulse check --quiet printed something on success"
+# The file is still checked, errors still said.
+run_cli quiet-bad check -q --file-only --config "$SOURCE_DIR/tests/configs/bad/burst-buffers-too-big.yaml"
+((RC == 78)) || fail "iopulse check -q --file-only, a bad file: status $RC, want 78"
+grep -qF "burst-buffers-too-big.yaml:12:17: " "$ERR" || fail "iopulse check -q --file-only: no positioned error"
+[[ ! -s $OUT ]] || fail "iopulse check -q printed the schedule of a bad file"
+# A target directory missing on this machine is run's to live with (the target
+# is down), not a reason to refuse a reload.
+rmdir "$D"
+run_cli file-only check --quiet --file-only --config "$WORK/dir.yaml"
+((RC == 0)) || fail "iopulse check --file-only, target directory missing: status $RC, want 0: $(cat "$ERR")"
+mkdir "$D"
+
 # ---- a missing file ---------------------------------------------------------
 
 missing="$WORK/does-not-exist.yaml"
