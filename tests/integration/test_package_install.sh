@@ -16,6 +16,8 @@
 #   - the drop-in's instructions (systemd/iopulse-directory.conf.example): a
 #     probe directory made with `install -d -o iopulse` passes `iopulse check`
 #     run as iopulse with runuser, one owned by root does not (exit 73);
+#   - iopulse(8) EXAMPLES as written: `iopulse check --config
+#     /etc/iopulse/iopulse.yaml` by hand, as root and as iopulse, passes;
 #   - upgrade: edited conffiles kept, the service restarted, the socket started;
 #   - dpkg -r: service and socket stopped, conffiles and state kept;
 #     reinstall: still enabled;
@@ -169,6 +171,14 @@ else
 	must 'rmdir /srv/data/.iopulse && install -d -o iopulse -g iopulse -m 0700 /srv/data/.iopulse'
 	must 'runuser -u iopulse -- iopulse check --config /srv/bursts.yaml >/dev/null'
 	note "iopulse check as iopulse: fails (73) until the directory is iopulse's, then passes"
+	# iopulse(8) EXAMPLES as written, by hand (no STATE_DIRECTORY): the
+	# packaged file measures the state directory, made here as systemd's
+	# StateDirectory= makes it at the service's first start.
+	must 'install -d -o iopulse -g iopulse -m 0700 /var/lib/iopulse'
+	must 'iopulse check --config /etc/iopulse/iopulse.yaml >/dev/null'
+	must 'runuser -u iopulse -- iopulse check --config /etc/iopulse/iopulse.yaml >/dev/null'
+	must 'rmdir /var/lib/iopulse'
+	note "iopulse check --config /etc/iopulse/iopulse.yaml by hand: passes, as root and as iopulse"
 fi
 
 # ---- upgrade keeps edited conffiles ------------------------------------------------
