@@ -8,6 +8,7 @@
  */
 #include "check_dirs.h"
 #include "escape.h"
+#include "target.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,30 +30,40 @@ static const char *user_name(char *buf, size_t len)
 	return buf;
 }
 
-/* One directory target: EX_OK, or the exit status of its problem (said on stderr). */
+/*
+ * One directory target: EX_OK, or the exit status of its problem (said on
+ * stderr). What run would refuse when it opens the directory is asked of
+ * target_check_dir(), the code run itself uses, so both say the same thing:
+ * missing or not a directory (CHECK_EX_MISSING), a symlink it does not follow,
+ * tmpfs, require_mount (CHECK_EX_NOT_WRITABLE: there, but not for a probe file).
+ */
 static int check_dir(const struct config *cfg, const struct cfg_target *t)
 {
-	char who[32], path[ESC_SIZE(PATH_MAX)];
-	struct stat st;
+	char who[32], err[sizeof(((struct target *)0)->error)];
+	char path[ESC_SIZE(PATH_MAX)], esc_err[ESC_SIZE(sizeof(err))];
+	int r = target_check_dir(t, err, sizeof(err));
 
 	esc_str(path, sizeof(path), t->path); /* a newline in it must not start a line */
-	if (stat(t->path, &st) < 0) {
-		fprintf(stderr, "%s:%u:%u: target '%s': directory '%s' %s\n", cfg->source,
-			t->pos.line, t->pos.col, t->name, path,
-			errno == ENOENT ? "does not exist (iopulse never creates it)"
-					: strerror(errno));
-		return errno == ENOENT ? CHECK_EX_MISSING : CHECK_EX_NOT_WRITABLE;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "%s:%u:%u: target '%s': '%s' is not a directory\n", cfg->source,
-			t->pos.line, t->pos.col, t->name, path);
+	if (r == -ENOENT) {
+		fprintf(stderr,
+			"%s:%u:%u: target '%s': directory '%s' does not exist (iopulse never "
+			"creates it)\n",
+			cfg->source, t->pos.line, t->pos.col, t->name, path);
 		return CHECK_EX_MISSING;
+	}
+	if (r < 0) {
+		fprintf(stderr, "%s:%u:%u: target '%s': %s\n", cfg->source, t->pos.line, t->pos.col,
+			t->name, esc_str(esc_err, sizeof(esc_err), err));
+		return r == -ENOTDIR ? CHECK_EX_MISSING : CHECK_EX_NOT_WRITABLE;
 	}
 	/* W_OK to create the probe file, X_OK to reach it. */
 	if (faccessat(AT_FDCWD, t->path, W_OK | X_OK, AT_EACCESS) < 0) {
-		fprintf(stderr, "%s:%u:%u: target '%s': directory '%s' is not writable by %s: %s\n",
+		r = errno;
+		fprintf(stderr,
+			"%s:%u:%u: target '%s': directory '%s' is not writable by %s: %s%s\n",
 			cfg->source, t->pos.line, t->pos.col, t->name, path,
-			user_name(who, sizeof(who)), strerror(errno));
+			user_name(who, sizeof(who)), strerror(r),
+			r == EROFS ? TARGET_EROFS_HINT : "");
 		return CHECK_EX_NOT_WRITABLE;
 	}
 	return EX_OK;

@@ -70,26 +70,32 @@ static const char run_usage[] =
 	"  -h, --help             show this help\n";
 
 static const char check_usage[] =
-	"Usage: iopulse check [--config FILE] [--web.config.file FILE]\n"
+	"Usage: iopulse check [--config FILE] [--web.config.file FILE] [--quiet] [--file-only]\n"
 	"\n"
 	"Validate a configuration and print the effective schedule, every default\n"
 	"filled in, and what it costs each target. Exits 0 when valid, 78 when not,\n"
 	"65 when over a target's budget, 66 when a target directory is missing, 73\n"
-	"when one is not writable by the user running the check.\n"
+	"when one cannot hold a probe file (not writable by the user running the\n"
+	"check, or refused as run refuses it: tmpfs, require_mount, a symlink).\n"
 	"\n"
 	"  -c, --config FILE      YAML configuration (default: the embedded default)\n"
 	"      --web.config.file FILE\n"
 	"                         also validate this web configuration (TLS, basic auth)\n"
+	"  -q, --quiet            print only errors and warnings, not the schedule\n"
+	"      --file-only        check the file alone, not the directory targets on\n"
+	"                         this machine: what a reload refuses (ExecReload=)\n"
 	"  -h, --help             show this help\n";
 
 static const char version_usage[] = "Usage: iopulse version\n\nPrint the version and exit.\n";
 
-enum { OPT_LOG_LEVEL = 0x100, OPT_WEB_CONFIG };
+enum { OPT_LOG_LEVEL = 0x100, OPT_WEB_CONFIG, OPT_FILE_ONLY };
 
 struct options {
 	const char *config;
 	const char *listen;
 	const char *web_config; /* --web.config.file */
+	bool quiet;		/* check --quiet: no schedule on stdout */
+	bool file_only;		/* check --file-only: the targets are not looked at */
 };
 
 /* --config @arg for command @cmd into *@config; false (said on stderr) for an
@@ -118,6 +124,8 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 	static const struct option check_opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"web.config.file", required_argument, NULL, OPT_WEB_CONFIG},
+		{"quiet", no_argument, NULL, 'q'},
+		{"file-only", no_argument, NULL, OPT_FILE_ONLY},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -125,7 +133,7 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, run ? "+c:l:h" : "+c:h", run ? run_opts : check_opts,
+	while ((c = getopt_long(argc, argv, run ? "+c:l:h" : "+c:qh", run ? run_opts : check_opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -134,6 +142,12 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 			break;
 		case 'l':
 			o->listen = optarg;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case OPT_FILE_ONLY:
+			o->file_only = true;
 			break;
 		case OPT_WEB_CONFIG:
 			if (!*optarg) {
@@ -302,11 +316,15 @@ static int cmd_check(int argc, char **argv)
 		cfg_free(cfg);
 		return r;
 	}
-	cfg_print(cfg, stdout);
-	cfg_print_budget(cfg, stdout);
+	if (!o.quiet) {
+		cfg_print(cfg, stdout);
+		cfg_print_budget(cfg, stdout);
+	}
 	budget = check_budget(cfg, true);
 	check_warnings(cfg);
-	r = check_dirs(cfg);
+	/* --file-only: a target down on this machine (a disk not mounted yet) is
+	 * something run lives with, not a reason to refuse the file. */
+	r = o.file_only ? EX_OK : check_dirs(cfg);
 	cfg_free(cfg);
 	return budget != EX_OK ? budget : r;
 }

@@ -23,7 +23,7 @@
 #include "target.h"
 
 #define STATUS_MIN_NS	NSEC_PER_SEC /* STATUS= at most once a second */
-#define STATUS_LEN	256
+#define STATUS_LEN	384 /* the counts, and the last error whole (log.c keeps 256 bytes of it) */
 #define RELOAD_GRACE_NS 500000000ULL /* old lanes get this long to finish on reload */
 
 struct reload_job;
@@ -652,12 +652,14 @@ static void *reload_thread(void *arg)
 	return NULL;
 }
 
-/* The end of a reload that changed nothing, because of @why. */
+/* The end of a reload that changed nothing, because of @why: one error line
+ * that says why (a bad file's file:line:column included), which is also the last
+ * error STATUS= carries, so `systemctl status` shows where the file is wrong. */
 static void reload_refused(struct sched *s, const char *why)
 {
 	set_reload_gauges(s, false);
 	status_config(s->st, s->cfg->source, false, why);
-	log_error("Configuration reload failed: the running schedule is unchanged");
+	log_error("Configuration reload failed, the running schedule is unchanged: %s", why);
 	sched_notify_ready(s);
 }
 
@@ -956,9 +958,8 @@ static int reload_finish(struct sched *s)
 	if (r < 0) {
 		char why[256];
 
-		if (err.msg[0])
-			log_error("%s", err.msg);
-		else if (r != -EINVAL) /* check_distinct_targets() logged -EINVAL */
+		/* err.msg, the file's own error, is said by reload_refused(). */
+		if (!err.msg[0] && r != -EINVAL) /* check_distinct_targets() logged -EINVAL */
 			log_error_errno(r, "Failed to check the targets of %s: %m",
 					sched_source(s));
 		snprintf(why, sizeof(why), "%s: %s", sched_source(s),

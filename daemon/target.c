@@ -1276,7 +1276,8 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 		return terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
 			    path);
 	if (fd < 0)
-		return terr(t, fd, "%s: cannot open for writing: %m", path);
+		return terr(t, fd, "%s: cannot open for writing: %m%s", path,
+			    fd == -EROFS ? TARGET_EROFS_HINT : "");
 	/* Again on what is open: a link or chown between lstat() and open(). */
 	r = may_be_ours(t, &st);
 	if (r == 0)
@@ -1366,12 +1367,12 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 
 	fd = openat(dfd, ".", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
 	if (fd < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-		return terr(t, -errno, "%s: cannot create the probe file: %m", path);
-	if (fd < 0) {
+		fd = -errno;
+	else if (fd < 0)
 		fd = create_tmp(dfd, tmp, sizeof(tmp));
-		if (fd < 0)
-			return terr(t, fd, "%s: cannot create the probe file: %m", path);
-	}
+	if (fd < 0)
+		return terr(t, fd, "%s: cannot create the probe file: %m%s", path,
+			    fd == -EROFS ? TARGET_EROFS_HINT : "");
 
 	/* Locked before it has a name: nobody can take it between link and use,
 	 * and a sweep by another iopulse leaves a temporary being laid out alone. */
@@ -2170,6 +2171,21 @@ int target_open(struct target *t)
 		return open_device(t);
 	}
 	return terr(t, -EINVAL, "%s: unknown target kind", t->cfg->path);
+}
+
+int target_check_dir(const struct cfg_target *cfg, char *err, size_t len)
+{
+	struct target t;
+	int dfd, r;
+
+	target_init(&t, cfg);
+	r = open_target_dir(&t, &dfd);
+	if (r < 0) {
+		snprintf(err, len, "%s", t.error);
+		return r;
+	}
+	close(dfd);
+	return 0;
 }
 
 int target_check(struct target *t)

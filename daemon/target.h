@@ -24,6 +24,17 @@
 #define TARGET_PROBE_FILE  ".iopulse-probe" /* name inside a directory target */
 #define TARGET_HEADER_SIZE 4096		    /* marker block at the start of a probe file */
 
+/*
+ * Appended to a "Read-only file system" that stops a probe file: its usual cause
+ * is iopulse.service's sandbox (ProtectSystem=strict), which leaves only the
+ * state directory writable. Said conditionally: the same errno comes from a
+ * file system mounted read-only, where no drop-in helps.
+ */
+#define TARGET_EROFS_HINT                                                                          \
+	" (when iopulse runs as a systemd service: the unit sees every directory but its "         \
+	"state directory read-only; list this one in ReadWritePaths= of a drop-in, as "            \
+	"iopulse-directory.conf.example shows)"
+
 struct target {
 	const struct cfg_target *cfg;
 	/* Set by the caller after target_init(), before target_open(): */
@@ -161,6 +172,16 @@ struct target_path_info {
  * not followed, -ENOENT a missing component, -EINVAL none of the three kinds).
  */
 int target_path_info(const char *path, struct target_path_info *info, char *err, size_t len);
+
+/*
+ * What target_open() refuses of the directory target @cfg before it would
+ * create anything: its walk (a missing component, not a directory, a symlink
+ * it does not follow), tmpfs/ramfs without allow_memory_backed, require_mount.
+ * The same code and words, for `iopulse check`; nothing is created, written or
+ * removed, and no probe file is looked at. 0, or -errno with target_open()'s
+ * message in @err.
+ */
+int target_check_dir(const struct cfg_target *cfg, char *err, size_t len);
 
 /* Close the file descriptor (idempotent). */
 void target_close(struct target *t);

@@ -194,7 +194,9 @@ grep -q '^targets:' "$OUT" || fail "iopulse check, target directory missing: no 
 touch "$D"
 run_cli dir-file check --config "$WORK/dir.yaml"
 ((RC == 66)) || fail "iopulse check, target directory is a file: status $RC, want 66"
-grep -qF "'$D' is not a directory" "$ERR" || fail "iopulse check, target directory is a file: no message"
+# run's own words (target.c walks the path): the component that is not one.
+grep -qxF "$WORK/dir.yaml:2:5: target 'd': $D: '${D##*/}' is not a directory" "$ERR" ||
+	fail "iopulse check, target directory is a file: no message"
 rm "$D"
 mkdir "$D"
 run_cli dir-ok check --config "$WORK/dir.yaml"
@@ -223,6 +225,80 @@ else
 fi
 chmod 0755 "$D"
 chmod 0700 "$WORK"
+
+# ---- what run refuses of a directory, check refuses: same code, same words ----
+
+# check_refuses NAME CFG MSG: `check --config CFG` exits 73 with "CFG:2:5: target
+# 'd': MSG" on stderr, and `run` with the same file says MSG of the target.
+check_refuses() {
+	local name=$1 cfg=$2 msg=$3
+	run_cli "$name" check --config "$cfg"
+	((RC == 73)) || fail "iopulse check ($name): status $RC, want 73"
+	grep -qxF "$cfg:2:5: target 'd': $msg" "$ERR" ||
+		fail "iopulse check ($name): no '$cfg:2:5: target 'd': $msg' on stderr"
+	start_daemon "$cfg"
+	wait_until 20 "run to refuse the target ($name)" grep -qF -- "$msg" "$DAEMON_LOG"
+	stop_daemon
+	note "check and run refuse ($name): $msg"
+}
+
+# require_mount: true on a directory that is not a mount point.
+dir_config "$WORK/mnt.yaml" "$D"
+sed -i '3a\    require_mount: true' "$WORK/mnt.yaml"
+check_refuses require-mount "$WORK/mnt.yaml" "$D is not a mount point, and 'require_mount: true' says it must be: not creating a probe file on the filesystem beneath"
+[[ -z $(ls -A "$D") ]] || fail "iopulse check wrote into $D: $(ls -A "$D")"
+
+if (($(id -u) == 0)); then
+	# A symlink on the way owned by somebody else (not root, not us): not followed.
+	mkdir "$WORK/real"
+	ln -s "$WORK/real" "$WORK/link"
+	chown -h 65534:65534 "$WORK/link"
+	dir_config "$WORK/link.yaml" "$WORK/link"
+	check_refuses symlink "$WORK/link.yaml" "$WORK/link: 'link' is a symlink owned by uid 65534: iopulse follows only root's or its own; name the real path"
+
+	# tmpfs: run measures no RAM unless told to.
+	T="$WORK/tmpfs"
+	mkdir "$T"
+	mount_tmpfs "$T" 16M
+	dir_config "$WORK/tmpfs.yaml" "$T"
+	check_refuses tmpfs "$WORK/tmpfs.yaml" "$T is on tmpfs/ramfs: this measures RAM, not a disk; set 'allow_memory_backed: true' if that is what you want"
+	sed -i '3a\    allow_memory_backed: true' "$WORK/tmpfs.yaml"
+	run_cli tmpfs-allowed check --config "$WORK/tmpfs.yaml"
+	((RC == 0)) || fail "iopulse check, tmpfs with allow_memory_backed: status $RC, want 0: $(cat "$ERR")"
+
+	# Read-only, as a directory outside iopulse.service's sandbox looks to it:
+	# check and run both name the fix, ReadWritePaths= in a drop-in.
+	mount -o remount,ro "$T" || fail "cannot remount $T read-only"
+	run_cli tmpfs-ro check --config "$WORK/tmpfs.yaml"
+	((RC == 73)) || fail "iopulse check, read-only directory: status $RC, want 73"
+	grep -qE "^$WORK/tmpfs.yaml:2:5: target 'd': directory '$T' is not writable by [^:]+: Read-only file system .*ReadWritePaths= of a drop-in" "$ERR" ||
+		fail "iopulse check, read-only directory: no message naming ReadWritePaths="
+	start_daemon "$WORK/tmpfs.yaml"
+	wait_until 20 "run to name ReadWritePaths= for a read-only directory" \
+		grep -qE "Target d is down: $T/.iopulse-probe: cannot create the probe file: Read-only file system .*ReadWritePaths= of a drop-in" "$DAEMON_LOG"
+	stop_daemon
+	note "read-only: check and run name ReadWritePaths="
+else
+	note "not root: the symlink, tmpfs and read-only cases are not checked"
+fi
+
+# ---- --quiet and --file-only: what the unit's ExecReload= runs -----------------
+
+# Quiet on success: not a byte.
+run_cli quiet check --quiet --config "$WORK/dir.yaml"
+((RC == 0)) || fail "iopulse check --quiet: status $RC, want 0: $(cat "$ERR")"
+[[ ! -s $OUT && ! -s $ERR ]] || fail "iopulse check --quiet printed something on success"
+# The file is still checked, errors still said.
+run_cli quiet-bad check -q --file-only --config "$SOURCE_DIR/tests/configs/bad/burst-buffers-too-big.yaml"
+((RC == 78)) || fail "iopulse check -q --file-only, a bad file: status $RC, want 78"
+grep -qF "burst-buffers-too-big.yaml:12:17: " "$ERR" || fail "iopulse check -q --file-only: no positioned error"
+[[ ! -s $OUT ]] || fail "iopulse check -q printed the schedule of a bad file"
+# A target directory missing on this machine is run's to live with (the target
+# is down), not a reason to refuse a reload.
+rmdir "$D"
+run_cli file-only check --quiet --file-only --config "$WORK/dir.yaml"
+((RC == 0)) || fail "iopulse check --file-only, target directory missing: status $RC, want 0: $(cat "$ERR")"
+mkdir "$D"
 
 # ---- a missing file ---------------------------------------------------------
 

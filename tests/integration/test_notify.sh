@@ -11,7 +11,8 @@
 #                                  the file is read off the loop that feeds it)
 #   STOPPING=1                                          (once, last, after SIGTERM)
 # and exit status 0. With WATCHDOG_PID naming another process there is no
-# WATCHDOG=1 at all (the watchdog is not ours).
+# WATCHDOG=1 at all (the watchdog is not ours). After a reload of a broken file,
+# the READY=1 that ends it carries STATUS= with the file:line:column of the error.
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -119,4 +120,27 @@ sleep 1 # five would-be keep-alive periods
 stop_daemon TERM 5
 wait_until 60 "STOPPING=1" has_msg "$MSGS2" '^STOPPING=1$'
 ! has_msg "$MSGS2" WATCHDOG || fail "WATCHDOG=1 sent although WATCHDOG_PID names another process: $(cut -f2 "$MSGS2" | tr '\n' ' ')"
+
+# ---- a reload of a broken file: STATUS= says where it is broken ----------------
+
+# What `systemctl status` shows: the file:line:column of the error, not only
+# that the reload failed.
+MSGS3="$WORK/notify3.log"
+CFG3="$WORK/reload.yaml"
+cp "$CFG" "$CFG3"
+listen "$MSGS3"
+start_daemon "$CFG3"
+unset NOTIFY_SOCKET
+wait_until 10 "READY=1" has_msg "$MSGS3" '^READY=1'
+printf 'targets:\n  - name: t1\n    directory: [unclosed\nprobes: {\n' >"$CFG3"
+kill -HUP "$DAEMON_PID"
+ready_after_reload() {
+	[[ $(grep -c $'\tREADY=1' "$MSGS3") -ge 2 ]]
+}
+wait_until 10 "READY=1 after the refused reload" ready_after_reload
+status=$(grep $'\tREADY=1' "$MSGS3" | tail -n 1 | cut -f2)
+[[ $status == *"last error: Configuration reload failed"*": $CFG3:"[0-9]*:[0-9]*": "* ]] ||
+	fail "STATUS= after a refused reload does not say file:line:column: $status"
+stop_daemon TERM 5
+note "after a refused reload: $status"
 note "pass"

@@ -146,10 +146,29 @@ BIN="$ROOT/usr/bin/iopulse"
 "$BIN" version >"$WORK/version.out" 2>&1 || fail "the packaged iopulse version failed: $(cat "$WORK/version.out")"
 grep -qF "$VERSION" "$WORK/version.out" ||
 	fail "iopulse version says '$(cat "$WORK/version.out")', not $VERSION"
-cmp -s "$ROOT/etc/iopulse/iopulse.yaml" "$SOURCE_DIR/config/default.yaml" ||
-	fail "the packaged /etc/iopulse/iopulse.yaml is not config/default.yaml"
+# config/default.yaml, but for the target's fallback: the service's own state
+# directory, so that the command of iopulse(8) EXAMPLES, run by hand (no
+# STATE_DIRECTORY), checks what the service measures.
+diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml" |
+	grep '^[<>] *directory:' >"$WORK/yaml.diff" || true
+[[ $(cat "$WORK/yaml.diff") == "< "*'directory: ${STATE_DIRECTORY:-./iopulse-data}'$'\n'"> "*'directory: ${STATE_DIRECTORY:-/var/lib/iopulse}' ]] ||
+	fail "the packaged /etc/iopulse/iopulse.yaml does not fall back to /var/lib/iopulse: $(diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml")"
+[[ $(diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml" | grep -c '^[<>]') == 6 ]] ||
+	fail "the packaged /etc/iopulse/iopulse.yaml differs from config/default.yaml in more than its fallback: $(diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml")"
 STATE_DIRECTORY="$WORK" "$BIN" check --config "$ROOT/etc/iopulse/iopulse.yaml" \
 	>"$WORK/check.out" 2>&1 || fail "iopulse check rejects the packaged configuration: $(cat "$WORK/check.out")"
+grep -qxF "    directory: '$WORK'" "$WORK/check.out" || grep -qxF "    directory: $WORK" "$WORK/check.out" ||
+	fail "iopulse check with STATE_DIRECTORY=$WORK does not measure it: $(cat "$WORK/check.out")"
+# By hand, as the man page shows it: the service's directory (whether this
+# machine has one or not: only the schedule printed is looked at).
+RC=0
+env -u STATE_DIRECTORY "$BIN" check --config "$ROOT/etc/iopulse/iopulse.yaml" \
+	>"$WORK/check-by-hand.out" 2>"$WORK/check-by-hand.err" || RC=$?
+DAEMON_LOGS+=("$WORK/check-by-hand.out" "$WORK/check-by-hand.err")
+grep -qE "^ +directory: '?/var/lib/iopulse'?$" "$WORK/check-by-hand.out" ||
+	fail "iopulse check of the packaged configuration without STATE_DIRECTORY does not measure /var/lib/iopulse"
+! grep -q 'iopulse-data' "$WORK/check-by-hand.err" ||
+	fail "iopulse check of the packaged configuration still looks at ./iopulse-data: $(cat "$WORK/check-by-hand.err")"
 for page in man8/iopulse.8.gz man5/iopulse.yaml.5.gz; do
 	if command -v man >/dev/null; then
 		warnings=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 \

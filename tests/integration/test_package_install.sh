@@ -16,12 +16,17 @@
 #   - the drop-in's instructions (systemd/iopulse-directory.conf.example): a
 #     probe directory made with `install -d -o iopulse` passes `iopulse check`
 #     run as iopulse with runuser, one owned by root does not (exit 73);
+#   - iopulse(8) EXAMPLES as written: `iopulse check --config
+#     /etc/iopulse/iopulse.yaml` by hand, as root and as iopulse, passes;
 #   - upgrade: edited conffiles kept, the service restarted, the socket started;
 #   - dpkg -r: service and socket stopped, conffiles and state kept;
 #     reinstall: still enabled;
 #   - dpkg -P: conffiles, enable links, deb-systemd-helper's state and the state
 #     directories (/var/lib/iopulse, /var/lib/private/iopulse) gone; the
-#     administrator's probe directory left alone.
+#     administrator's probe directory left alone;
+#   - dpkg -P with a file system mounted at /var/lib/iopulse/disk and files of
+#     the administrator's in /var/lib/iopulse: succeeds, removes iopulse's own
+#     files only, touches nothing on the mount, follows no symlink.
 # Skipped (77) when not root, without debootstrap, systemd-nspawn or cpack, or
 # when deb.debian.org does not resolve.
 
@@ -166,6 +171,14 @@ else
 	must 'rmdir /srv/data/.iopulse && install -d -o iopulse -g iopulse -m 0700 /srv/data/.iopulse'
 	must 'runuser -u iopulse -- iopulse check --config /srv/bursts.yaml >/dev/null'
 	note "iopulse check as iopulse: fails (73) until the directory is iopulse's, then passes"
+	# iopulse(8) EXAMPLES as written, by hand (no STATE_DIRECTORY): the
+	# packaged file measures the state directory, made here as systemd's
+	# StateDirectory= makes it at the service's first start.
+	must 'install -d -o iopulse -g iopulse -m 0700 /var/lib/iopulse'
+	must 'iopulse check --config /etc/iopulse/iopulse.yaml >/dev/null'
+	must 'runuser -u iopulse -- iopulse check --config /etc/iopulse/iopulse.yaml >/dev/null'
+	must 'rmdir /var/lib/iopulse'
+	note "iopulse check --config /etc/iopulse/iopulse.yaml by hand: passes, as root and as iopulse"
 fi
 
 # ---- upgrade keeps edited conffiles ------------------------------------------------
@@ -173,9 +186,11 @@ fi
 echo '# edited by the administrator' >>"$ROOT/etc/iopulse/iopulse.yaml"
 sed -i 's/^ARGS=""$/ARGS="--log-level debug"/' "$ROOT/etc/default/iopulse"
 # State as a running service leaves it (and as DynamicUser=yes would).
+# A probe file starts with its header (the purge removes only such files).
+HEADER=$'IOPULSE-PROBE-FILE\nversion: 1\n'
 mkdir -p "$ROOT/var/lib/iopulse" "$ROOT/var/lib/private/iopulse"
-echo state >"$ROOT/var/lib/iopulse/.iopulse-probe"
-echo state >"$ROOT/var/lib/private/iopulse/.iopulse-probe"
+printf '%s' "$HEADER" >"$ROOT/var/lib/iopulse/.iopulse-probe"
+printf '%s' "$HEADER" >"$ROOT/var/lib/private/iopulse/.iopulse-probe"
 must --systemd 'dpkg -i /root/iopulse-upgrade.deb'
 calls
 [[ $(dpkg-deb -f "$WORK/pkg/upgrade.deb" Version) == "$VERSION+test1" ]] || fail "the upgrade has the wrong version"
@@ -221,5 +236,38 @@ if [[ -d $ROOT/srv/data ]]; then
 fi
 must "dpkg-query -W -f='\${db:Status-Abbrev}' iopulse >/root/status || true"
 [[ $(cat "$ROOT/root/status") != ii* ]] || fail "iopulse still installed after dpkg -P"
+
+# ---- purge leaves what is not iopulse's: a disk mounted below, foreign files -----
+
+# An administrator measures a disk mounted at /var/lib/iopulse/disk (a tmpfs of
+# the test's, mounted from here: the container sees it) and keeps a file of
+# their own next to the service's. The purge removes the service's files only:
+# nothing on the mounted file system (not even a probe file there), no file
+# without the header or not a regular file, no symlink's target; dpkg -P
+# succeeds and says what it left.
+must 'dpkg -i /root/iopulse.deb'
+VL="$ROOT/var/lib/iopulse"
+mkdir -p "$VL/disk"
+mount_tmpfs "$VL/disk" 1M
+echo data >"$VL/disk/data"
+printf '%s' "$HEADER" >"$VL/disk/.iopulse-probe"
+echo "the administrator's" >"$VL/notes"
+echo "the administrator's" >"$VL/.iopulse-verify.admin"
+printf '%s' "$HEADER" >"$ROOT/root/precious"
+ln -s /root/precious "$VL/.iopulse-verify.link"
+for f in .iopulse-probe .iopulse-verify.v .iopulse-probe.tmp.0123456789abcdef; do
+	printf '%s' "$HEADER" >"$VL/$f"
+done
+must 'dpkg -P iopulse'
+for f in .iopulse-probe .iopulse-verify.v .iopulse-probe.tmp.0123456789abcdef; do
+	[[ ! -e $VL/$f ]] || fail "dpkg -P left iopulse's own /var/lib/iopulse/$f"
+done
+for f in disk/data disk/.iopulse-probe notes .iopulse-verify.admin; do
+	[[ -f $VL/$f ]] || fail "dpkg -P removed /var/lib/iopulse/$f, which is not iopulse's"
+done
+[[ -L $VL/.iopulse-verify.link && -f $ROOT/root/precious ]] ||
+	fail "dpkg -P removed a symlink in /var/lib/iopulse, or followed it"
+grep -q 'iopulse: purge: .*/var/lib/iopulse holds files iopulse did not create.*left in place' "$LOG" ||
+	fail "dpkg -P did not say why it left /var/lib/iopulse"
 
 echo "PASS: $TEST_NAME"

@@ -11,9 +11,11 @@
 # unit's SystemCallFilter=, and none asks for memory that MemoryDenyWriteExecute=
 # refuses.
 #
-# verify checks that ExecStart='s binary exists; the unit names its installed
-# path (/usr/bin/iopulse), so verify runs on a copy whose ExecStart= points at
-# the built binary ($IOPULSE) instead. Nothing else in the copy differs.
+# verify checks that ExecStart='s (and ExecReload='s) binary exists; the unit
+# names its installed path (/usr/bin/iopulse), so verify runs on a copy whose
+# Exec lines point at the built binary ($IOPULSE) instead. Nothing else in the
+# copy differs. ExecReload= checks the file before the SIGHUP: quiet on a good
+# one, 78 with file:line:column on a broken one.
 #
 # Skipped (77) only when systemd-analyze is missing. No systemd as PID 1 is needed.
 
@@ -36,7 +38,7 @@ note "$(systemd-analyze --version | head -n 1)"
 grep -q '^ExecStart=/usr/bin/iopulse ' "$UNIT" || fail "ExecStart= of $UNIT is not /usr/bin/iopulse ..."
 UNITS="$WORK/units"
 mkdir -p "$UNITS"
-sed "s|^ExecStart=/usr/bin/iopulse |ExecStart=$IOPULSE |" "$UNIT" >"$UNITS/iopulse.service"
+sed "s|^\(Exec[A-Za-z]*=\)/usr/bin/iopulse |\1$IOPULSE |" "$UNIT" >"$UNITS/iopulse.service"
 
 # run_analyze NAME ARGS...: systemd-analyze ARGS, stdout+stderr into $WORK/NAME.out
 # (printed if the test fails); sets RC.
@@ -53,6 +55,39 @@ run_analyze verify verify "$UNITS/iopulse.service"
 ((RC == 0)) || fail "systemd-analyze verify exited $RC"
 [[ ! -s $OUT ]] || fail "systemd-analyze verify is not silent: $(cat "$OUT")"
 note "verify: clean"
+
+# ---- ExecReload= -----------------------------------------------------------
+
+# `systemctl reload` runs each ExecReload= in turn and fails at the first that
+# fails: the file is checked before the daemon is signalled. The check, run as
+# the unit has it (the configuration swapped for the test's own), says nothing
+# for a good file and exits 78 with file:line:column for a broken one.
+mapfile -t reload < <(sed -n 's/^ExecReload=//p' "$UNIT")
+((${#reload[@]} == 2)) || fail "$UNIT: want two ExecReload= lines (check, then SIGHUP), got ${#reload[@]}"
+[[ ${reload[1]} == '/bin/kill -HUP $MAINPID' ]] || fail "$UNIT: the last ExecReload= is '${reload[1]}', not the SIGHUP"
+read -ra check_cmd <<<"${reload[0]}"
+[[ ${check_cmd[0]} == /usr/bin/iopulse && ${check_cmd[1]} == check && ${check_cmd[-2]} == --config &&
+	${check_cmd[-1]} == /etc/iopulse/iopulse.yaml ]] ||
+	fail "$UNIT: the first ExecReload= does not check /etc/iopulse/iopulse.yaml: ${reload[0]}"
+# exec_reload_check FILE: the unit's check with FILE as the configuration; sets RC.
+exec_reload_check() {
+	local cmd=("$IOPULSE" "${check_cmd[@]:1:${#check_cmd[@]}-3}" --config "$1")
+	RC=0
+	# STATE_DIRECTORY: systemd sets it for ExecReload= as for ExecStart=; here,
+	# a directory that does not exist, which the check must not refuse.
+	STATE_DIRECTORY="$WORK/no-state-yet" "${cmd[@]}" >"$WORK/reload.out" 2>"$WORK/reload.err" || RC=$?
+	DAEMON_LOGS+=("$WORK/reload.out" "$WORK/reload.err")
+}
+exec_reload_check "$SOURCE_DIR/config/default.yaml"
+((RC == 0)) || fail "the unit's ExecReload= check of config/default.yaml exited $RC"
+[[ ! -s $WORK/reload.out && ! -s $WORK/reload.err ]] ||
+	fail "the unit's ExecReload= check is not quiet on a good file"
+printf 'targets:\n  - name: t1\n    directory: [unclosed\nprobes: {\n' >"$WORK/broken.yaml"
+exec_reload_check "$WORK/broken.yaml"
+((RC == 78)) || fail "the unit's ExecReload= check of a broken file exited $RC, want 78"
+grep -qE "^$WORK/broken.yaml:[0-9]+:[0-9]+: " "$WORK/reload.err" ||
+	fail "the unit's ExecReload= check does not say file:line:column of a broken file"
+note "ExecReload=: checks the file first (quiet when good, 78 and $(head -c 80 "$WORK/reload.err")...)"
 
 # The socket unit (how the package runs iopulse), next to the service it activates.
 cp "$SOURCE_DIR/systemd/iopulse.socket" "$UNITS/iopulse.socket"
