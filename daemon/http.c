@@ -218,6 +218,38 @@ int http_local_address(int fd, char *buf, size_t n)
 	return 0;
 }
 
+/* 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104: a client can only be on this host. */
+static bool sockaddr_is_loopback(const struct sockaddr_storage *ss)
+{
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+	if (ss->ss_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24 == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(a6) ||
+		       (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+	return false;
+}
+
+bool http_host_is_loopback(const char *host)
+{
+	struct sockaddr_storage ss = {0};
+
+	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	return sockaddr_is_loopback(&ss);
+}
+
+bool http_socket_is_loopback(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && sockaddr_is_loopback(&ss);
+}
+
 /* ---------------------------------------------------------------- negotiation */
 
 /*
