@@ -184,19 +184,28 @@ static void test_valid(void **state)
 	web_config_free(w);
 }
 
-static void test_auth_cache(void **state)
+/* A verifier for alice ("secret", cost 4), from a web config in *@w. */
+static struct web_auth *alice_auth(struct web_config **w)
 {
-	struct web_config *w = NULL;
 	struct web_auth *a;
 	struct cfg_error err;
 	char yaml[256];
 	int e = 0;
 
-	(void)state;
+	*w = NULL;
 	snprintf(yaml, sizeof(yaml), "basic_auth_users:\n  alice: '%s'\n", hash);
-	assert_int_equal(load(yaml, &w, &err), 0);
-	a = web_auth_new(w, &e);
+	assert_int_equal(load(yaml, w, &err), 0);
+	a = web_auth_new(*w, &e);
 	assert_non_null(a);
+	return a;
+}
+
+static void test_auth_cache(void **state)
+{
+	struct web_config *w;
+	struct web_auth *a = alice_auth(&w);
+
+	(void)state;
 	assert_false(web_auth_cached(a, CRED("alice", "secret")));
 	assert_false(web_auth_verify(a, CRED("alice", "wrong")));
 	assert_false(web_auth_verify(a, CRED("bob", "secret"))); /* unknown: the dummy hash */
@@ -216,17 +225,10 @@ static void test_auth_cache(void **state)
  * stop at the NUL), nor is the user "alice\0anything" alice. */
 static void test_auth_nul(void **state)
 {
-	struct web_config *w = NULL;
-	struct web_auth *a;
-	struct cfg_error err;
-	char yaml[256];
-	int e = 0;
+	struct web_config *w;
+	struct web_auth *a = alice_auth(&w);
 
 	(void)state;
-	snprintf(yaml, sizeof(yaml), "basic_auth_users:\n  alice: '%s'\n", hash);
-	assert_int_equal(load(yaml, &w, &err), 0);
-	a = web_auth_new(w, &e);
-	assert_non_null(a);
 	assert_false(web_auth_verify(a, CRED("alice", "secret\0anything")));
 	assert_false(web_auth_verify(a, CRED("alice\0anything", "secret")));
 	assert_false(web_auth_verify(a, CRED("alice", "secret\0")));
@@ -316,19 +318,13 @@ static void wait_verdicts(struct verdicts *v, unsigned n)
 static void test_auth_suspects(void **state)
 {
 	struct verdicts v = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-	struct web_config *w = NULL;
-	struct web_auth *a;
-	struct cfg_error err;
+	struct web_config *w;
+	struct web_auth *a = alice_auth(&w);
 	struct web_cred wrong = cred("alice", "wrong"), right = cred("alice", "secret");
-	char yaml[256];
-	int slots[WEB_AUTH_JOBS], e = 0;
+	int slots[WEB_AUTH_JOBS];
 	unsigned n = 0, i;
 
 	(void)state;
-	snprintf(yaml, sizeof(yaml), "basic_auth_users:\n  alice: '%s'\n", hash);
-	assert_int_equal(load(yaml, &w, &err), 0);
-	a = web_auth_new(w, &e);
-	assert_non_null(a);
 	assert_false(web_auth_suspect(a, "A", 1));
 	slots[0] = web_auth_reserve(a, "A", 1);
 	assert_true(slots[0] >= 0);
