@@ -218,6 +218,38 @@ int http_local_address(int fd, char *buf, size_t n)
 	return 0;
 }
 
+/* 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104: a client can only be on this host. */
+static bool sockaddr_is_loopback(const struct sockaddr_storage *ss)
+{
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+	if (ss->ss_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24 == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(a6) ||
+		       (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+	return false;
+}
+
+bool http_host_is_loopback(const char *host)
+{
+	struct sockaddr_storage ss = {0};
+
+	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	return sockaddr_is_loopback(&ss);
+}
+
+bool http_socket_is_loopback(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && sockaddr_is_loopback(&ss);
+}
+
 /* ---------------------------------------------------------------- negotiation */
 
 /*
@@ -1303,10 +1335,12 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
  * With basic_auth_users, every path needs credentials. A request whose
  * credentials are cached is served at once; otherwise the connection is
  * suspended while a worker runs bcrypt (webauth.h), and resumed with the
- * verdict: the HTTP thread never waits for a hash. With every worker busy, or
- * one already checking for the same address, the answer is 429 at once: one
- * address flooding wrong passwords holds at most one worker, so the other
- * stays free for everybody else.
+ * verdict: the HTTP thread never waits for a hash. An address has one check
+ * queued or running at a time (a second request meanwhile gets 429 at once),
+ * and webauth's queue puts the checks of addresses that failed lately after
+ * everybody else's: wrong passwords flooding from any number of addresses delay
+ * a scraper that never failed by the checks running, not by the flood (429
+ * only when the queue is full).
  */
 enum auth_state { AUTH_PENDING, AUTH_OK, AUTH_FAILED };
 
@@ -1351,20 +1385,23 @@ static enum MHD_Result reply_busy(struct http_server *h, struct MHD_Connection *
 			     MHD_RESPMEM_PERSISTENT, hdrs);
 }
 
-/* Suspend @c while a worker checks @user / @pass: 0 with *ret, as authorize(). */
+/* Suspend @c while a worker checks @cr: 0 with *ret, as authorize(). */
 static int auth_start(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
-		      const char *user, const char *pass, enum MHD_Result *ret)
+		      const struct web_cred *cr, enum MHD_Result *ret)
 {
+	static const unsigned char nobody[PEER_KEY_LEN]; /* untracked: they share one */
 	struct conn *conn = conn_of(c);
 	struct peer *peer = conn ? conn->peer : NULL;
 	struct auth_req *ar;
+	int slot;
 
 	if (peer && peer->verifying) {
 		*ret = reply_busy(h, c, hd);
 		return 0;
 	}
 	ar = calloc(1, sizeof(*ar));
-	if (!ar || !web_auth_reserve(h->auth)) {
+	slot = ar ? web_auth_reserve(h->auth, peer ? peer->key : nobody, PEER_KEY_LEN) : -ENOMEM;
+	if (slot < 0) {
 		*ret = ar ? reply_busy(h, c, hd) : MHD_NO;
 		free(ar);
 		return 0;
@@ -1376,7 +1413,7 @@ static int auth_start(struct http_server *h, struct MHD_Connection *c, enum hand
 		peer->verifying = true;
 	*req = ar; /* freed in on_completed() */
 	MHD_suspend_connection(c);
-	web_auth_submit(h->auth, user, pass, auth_done, ar);
+	web_auth_submit(h->auth, slot, cr, auth_done, ar);
 	*ret = MHD_YES;
 	return 0;
 }
@@ -1392,66 +1429,6 @@ static enum MHD_Result reply_unauthorized(struct http_server *h, struct MHD_Conn
 }
 
 /*
- * The request's user and password (NUL-terminated, freed by free_credentials());
- * false when there are none. libmicrohttpd 0.9.77 replaced the call of 0.9.75
- * (Debian 12) and deprecated it.
- */
-#if MHD_VERSION >= 0x00097701
-static bool get_credentials(struct MHD_Connection *c, void **info, const char **user,
-			    const char **pass)
-{
-	struct MHD_BasicAuthInfo *bi = MHD_basic_auth_get_username_password3(c);
-
-	*info = bi;
-	if (!bi || !bi->password)
-		return false;
-	*user = bi->username;
-	*pass = bi->password;
-	return true;
-}
-
-static void free_credentials(void *info)
-{
-	struct MHD_BasicAuthInfo *bi = info;
-
-	if (bi && bi->password)
-		explicit_bzero(bi->password, bi->password_len);
-	MHD_free(bi);
-}
-#else
-struct credentials {
-	char *user, *pass;
-};
-
-static bool get_credentials(struct MHD_Connection *c, void **info, const char **user,
-			    const char **pass)
-{
-	struct credentials *cr = calloc(1, sizeof(*cr));
-
-	*info = cr;
-	if (!cr)
-		return false;
-	cr->user = MHD_basic_auth_get_username_password(c, &cr->pass);
-	*user = cr->user;
-	*pass = cr->pass;
-	return cr->user && cr->pass;
-}
-
-static void free_credentials(void *info)
-{
-	struct credentials *cr = info;
-
-	if (!cr)
-		return;
-	if (cr->pass)
-		explicit_bzero(cr->pass, strlen(cr->pass));
-	MHD_free(cr->user);
-	MHD_free(cr->pass);
-	free(cr);
-}
-#endif
-
-/*
  * Whether the request may be served: 1 yes, 0 a reply was queued or the
  * connection suspended (*ret is what to return). *req carries the verdict from
  * the first call (suspend) to the second (resumed).
@@ -1460,8 +1437,10 @@ static int authorize(struct http_server *h, struct MHD_Connection *c, enum handl
 		     enum MHD_Result *ret)
 {
 	struct auth_req *ar = *req;
-	const char *user = NULL, *pass = NULL;
-	void *info;
+	/* "user:password", decoded: longer is refused (webauth.h). */
+	char buf[2 * WEB_AUTH_FIELD_MAX + 2];
+	struct web_cred cr;
+	int r;
 
 	if (!h->auth)
 		return 1;
@@ -1472,18 +1451,19 @@ static int authorize(struct http_server *h, struct MHD_Connection *c, enum handl
 		*ret = reply_unauthorized(h, c, hd);
 		return 0;
 	}
-	if (!get_credentials(c, &info, &user, &pass)) {
-		free_credentials(info);
+	/* Decoded here, not by libmicrohttpd (0.9.75), whose NUL-terminated
+	 * copies would cut "secret\0anything" to "secret". */
+	r = web_auth_parse_basic(
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), buf,
+		sizeof(buf), &cr);
+	if (r < 0)
 		*ret = reply_unauthorized(h, c, hd);
-		return 0;
-	}
-	if (web_auth_cached(h->auth, user, pass)) {
-		free_credentials(info);
-		return 1;
-	}
-	auth_start(h, c, hd, req, user, pass, ret);
-	free_credentials(info);
-	return 0;
+	else if (web_auth_cached(h->auth, &cr))
+		r = 1;
+	else
+		auth_start(h, c, hd, req, &cr, ret);
+	explicit_bzero(buf, sizeof(buf));
+	return r == 1;
 }
 
 /*

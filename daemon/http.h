@@ -71,6 +71,11 @@ int http_listen_activated(unsigned *n_fds);
 /* "ADDR:PORT" (IPv6 in brackets) of the socket @fd is bound to. 0 or -errno. */
 int http_local_address(int fd, char *buf, size_t n);
 
+/* Whether the numeric address @host ("" is every address: no) or the socket
+ * @fd is bound to is a loopback one, which no other host can reach. */
+bool http_host_is_loopback(const char *host);
+bool http_socket_is_loopback(int fd);
+
 /* Called on the HTTP thread before each /metrics snapshot, to refresh gauges. */
 typedef void (*http_collect_fn)(void *userdata);
 

@@ -296,8 +296,36 @@ static int check_web_files(const struct web_config *web)
 	return EX_OK;
 }
 
+static void format_address(char *buf, size_t len, const char *host, uint16_t port);
+
+/*
+ * Basic auth over plain HTTP: base64 is no cipher, so the password crosses the
+ * network as readable as the page, unless only this host can connect. @where
+ * is what the daemon serves on (for run, the socket itself, also one systemd
+ * passed; for check, 'listen:', which such a socket would override); @plain
+ * prints it for check, otherwise it is logged.
+ */
+static void warn_plain_auth(const struct web_config *web, bool loopback, const char *where,
+			    bool plain)
+{
+	char msg[256];
+
+	if (!web || web->tls || !web->n_users || loopback)
+		return;
+	snprintf(msg, sizeof(msg),
+		 "basic_auth_users without tls_server_config: passwords cross the network in "
+		 "clear to %s, which is not a loopback address; add a certificate, or listen on "
+		 "127.0.0.1",
+		 where);
+	if (plain)
+		fprintf(stderr, "warning: %s: %s\n", web->source, msg);
+	else
+		log_warning("%s: %s", web->source, msg);
+}
+
 static int cmd_check(int argc, char **argv)
 {
+	char where[80];
 	struct options o = {0};
 	struct config *cfg = NULL;
 	struct web_config *web;
@@ -311,6 +339,10 @@ static int cmd_check(int argc, char **argv)
 	r = load_web_config(o.web_config, &web, true);
 	if (r == EX_OK)
 		r = check_web_files(web);
+	if (r == EX_OK) {
+		format_address(where, sizeof(where), cfg->listen_host, cfg->listen_port);
+		warn_plain_auth(web, http_host_is_loopback(cfg->listen_host), where, true);
+	}
 	web_config_free(web);
 	if (r != EX_OK) {
 		cfg_free(cfg);
@@ -698,6 +730,8 @@ static int cmd_run(int argc, char **argv)
 	}
 	block_signals();
 	r = open_listener(o.listen, cfg, &listen_fd, where, sizeof(where));
+	if (r == EX_OK)
+		warn_plain_auth(web, http_socket_is_loopback(listen_fd), where, false);
 	if (r == EX_OK)
 		r = serve(cfg, o.config, web, listen_fd, where);
 	web_config_free(web);

@@ -1,23 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 #include <crypt.h>
 #include <errno.h>
+#include <nettle/base64.h>
 #include <nettle/hmac.h>
 #include <nettle/memops.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "../config/webconfig.h"
 #include "webauth.h"
 
+enum job_state { JOB_FREE, JOB_RESERVED, JOB_QUEUED, JOB_RUNNING };
+
 struct auth_job {
-	char user[WEB_AUTH_FIELD_MAX + 1];
-	char pass[WEB_AUTH_FIELD_MAX + 1];
+	enum job_state state;
+	bool suspect;  /* its address was one when it reserved */
 	bool too_long; /* refused without a verification */
+	uint64_t seq;  /* queued in this order */
+	uint8_t who[WEB_AUTH_WHO_MAX];
+	size_t who_len;
+	char user[WEB_AUTH_FIELD_MAX];
+	char pass[WEB_AUTH_FIELD_MAX];
+	size_t user_len, pass_len;
 	web_auth_done_fn done;
 	void *cls;
+};
+
+/* An address whose check failed: a suspect until @until_ms. */
+struct suspect {
+	uint8_t who[WEB_AUTH_WHO_MAX];
+	size_t who_len;
+	int64_t until_ms; /* CLOCK_MONOTONIC; 0: a free entry */
 };
 
 struct web_auth {
@@ -31,35 +49,78 @@ struct web_auth {
 	uint8_t cache[WEB_AUTH_CACHE][SHA256_DIGEST_SIZE];
 	bool cache_used[WEB_AUTH_CACHE];
 	unsigned cache_next; /* the entry replaced next */
-	struct auth_job queue[WEB_AUTH_SLOTS];
-	unsigned q_head, q_len; /* jobs waiting for a worker */
-	unsigned in_flight;	/* slots taken: reserved, queued or running */
+	struct auth_job jobs[WEB_AUTH_JOBS];
+	uint64_t next_seq;
+	struct suspect suspects[WEB_AUTH_SUSPECTS];
 	bool stop;
-	pthread_t workers[WEB_AUTH_SLOTS];
+	pthread_t workers[WEB_AUTH_WORKERS];
 	unsigned n_workers;
 };
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* "Basic", case-insensitive (RFC 7617), blanks, then base64 of user:password. */
+int web_auth_parse_basic(const char *header, char *buf, size_t n, struct web_cred *out)
+{
+	struct base64_decode_ctx ctx;
+	const char *s = header, *colon;
+	size_t len, dlen;
+
+	if (!s)
+		return -EINVAL;
+	s += strspn(s, " \t");
+	if (strncasecmp(s, "Basic", 5) != 0 || (s[5] != ' ' && s[5] != '\t'))
+		return -EINVAL;
+	s += 5;
+	s += strspn(s, " \t");
+	len = strlen(s);
+	while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+		len--;
+	if (BASE64_DECODE_LENGTH(len) > n)
+		return -E2BIG;
+	base64_decode_init(&ctx);
+	if (!base64_decode_update(&ctx, &dlen, (uint8_t *)buf, len, s) ||
+	    !base64_decode_final(&ctx))
+		return -EINVAL;
+	colon = memchr(buf, ':', dlen);
+	if (!colon)
+		return -EINVAL;
+	out->user = buf;
+	out->user_len = (size_t)(colon - buf);
+	out->pass = colon + 1;
+	out->pass_len = dlen - out->user_len - 1;
+	if (out->user_len > WEB_AUTH_FIELD_MAX || out->pass_len > WEB_AUTH_FIELD_MAX)
+		return -E2BIG;
+	return 0;
+}
+
 /* HMAC-SHA256 with the process' secret of the user's length, the user and the
  * password: the length keeps ("ab", "c") apart from ("a", "bc"). */
-static void cache_key(const struct web_auth *a, const char *user, const char *pass,
+static void cache_key(const struct web_auth *a, const struct web_cred *cr,
 		      uint8_t out[SHA256_DIGEST_SIZE])
 {
 	struct hmac_sha256_ctx ctx;
-	uint64_t n = strlen(user);
+	uint64_t n = cr->user_len;
 
 	hmac_sha256_set_key(&ctx, sizeof(a->secret), a->secret);
 	hmac_sha256_update(&ctx, sizeof(n), (const uint8_t *)&n);
-	hmac_sha256_update(&ctx, n, (const uint8_t *)user);
-	hmac_sha256_update(&ctx, strlen(pass), (const uint8_t *)pass);
+	hmac_sha256_update(&ctx, cr->user_len, (const uint8_t *)cr->user);
+	hmac_sha256_update(&ctx, cr->pass_len, (const uint8_t *)cr->pass);
 	hmac_sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
 }
 
-bool web_auth_cached(struct web_auth *a, const char *user, const char *pass)
+bool web_auth_cached(struct web_auth *a, const struct web_cred *cr)
 {
 	uint8_t key[SHA256_DIGEST_SIZE];
 	bool hit = false;
 
-	cache_key(a, user, pass, key);
+	cache_key(a, cr, key);
 	pthread_mutex_lock(&a->mu);
 	/* Every entry, whatever matched: the time does not say which. */
 	for (unsigned i = 0; i < WEB_AUTH_CACHE; i++)
@@ -68,13 +129,13 @@ bool web_auth_cached(struct web_auth *a, const char *user, const char *pass)
 	return hit;
 }
 
-static void cache_add(struct web_auth *a, const char *user, const char *pass)
+static void cache_add(struct web_auth *a, const struct web_cred *cr)
 {
 	uint8_t key[SHA256_DIGEST_SIZE];
 
-	if (web_auth_cached(a, user, pass))
+	if (web_auth_cached(a, cr))
 		return;
-	cache_key(a, user, pass, key);
+	cache_key(a, cr, key);
 	pthread_mutex_lock(&a->mu);
 	memcpy(a->cache[a->cache_next], key, sizeof(key));
 	a->cache_used[a->cache_next] = true;
@@ -82,95 +143,202 @@ static void cache_add(struct web_auth *a, const char *user, const char *pass)
 	pthread_mutex_unlock(&a->mu);
 }
 
-bool web_auth_verify(struct web_auth *a, const char *user, const char *pass)
+/* Whether @cr can be checked at all: crypt(3) and the users' names are C
+ * strings, so a NUL would cut the password (or name) short and admit
+ * "secret\0anything" for "secret". */
+static bool cred_checkable(const struct web_cred *cr)
+{
+	return cr->user_len <= WEB_AUTH_FIELD_MAX && cr->pass_len <= WEB_AUTH_FIELD_MAX &&
+	       !memchr(cr->user, '\0', cr->user_len) && !memchr(cr->pass, '\0', cr->pass_len);
+}
+
+bool web_auth_verify(struct web_auth *a, const struct web_cred *cr)
 {
 	const char *hash = a->dummy, *out;
-	struct crypt_data *cd = calloc(1, sizeof(*cd)); /* 32 KiB: not on the stack */
+	struct crypt_data *cd;
+	char pass[WEB_AUTH_FIELD_MAX + 1];
 	bool known = false, ok;
 
+	if (!cred_checkable(cr))
+		return false;
+	cd = calloc(1, sizeof(*cd)); /* 32 KiB: not on the stack */
 	if (!cd)
 		return false;
 	for (unsigned i = 0; i < a->n_users; i++)
-		if (strcmp(a->users[i].name, user) == 0) {
+		if (strlen(a->users[i].name) == cr->user_len &&
+		    memcmp(a->users[i].name, cr->user, cr->user_len) == 0) {
 			hash = a->users[i].hash;
 			known = true;
 		}
+	memcpy(pass, cr->pass, cr->pass_len);
+	pass[cr->pass_len] = '\0';
 	out = crypt_r(pass, hash, cd);
 	/* The hash's length is no secret (60 for every bcrypt hash); its bytes are. */
 	ok = known && out && strlen(out) == strlen(hash) && memeql_sec(out, hash, strlen(hash));
+	explicit_bzero(pass, sizeof(pass));
 	explicit_bzero(cd, sizeof(*cd));
 	free(cd);
 	if (ok)
-		cache_add(a, user, pass);
+		cache_add(a, cr);
 	return ok;
 }
 
-bool web_auth_reserve(struct web_auth *a)
+/* ---------------------------------------------------------------- suspects */
+
+/* The entry of @who, or NULL; with a->mu held. */
+static struct suspect *suspect_find(struct web_auth *a, const void *who, size_t len)
 {
-	bool ok;
+	for (unsigned i = 0; i < WEB_AUTH_SUSPECTS; i++) {
+		struct suspect *s = &a->suspects[i];
+
+		if (s->until_ms && s->who_len == len && memcmp(s->who, who, len) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+bool web_auth_suspect(struct web_auth *a, const void *who, size_t len)
+{
+	struct suspect *s;
+	bool r;
 
 	pthread_mutex_lock(&a->mu);
-	ok = a->in_flight < a->n_workers;
-	if (ok)
-		a->in_flight++;
+	s = suspect_find(a, who, len);
+	r = s && s->until_ms > now_ms();
 	pthread_mutex_unlock(&a->mu);
-	return ok;
+	return r;
 }
 
-static void copy_field(char *dst, const char *src, bool *too_long)
+/* A verdict for @who, with a->mu held: a failure (re)starts its time as a
+ * suspect, in its entry or the one that ends first (a free one, or the
+ * stalest: an attacker with more addresses than entries only forgets its own);
+ * a success ends it. */
+static void suspect_record(struct web_auth *a, const void *who, size_t len, bool ok)
 {
-	size_t n = strlen(src);
+	struct suspect *s = suspect_find(a, who, len);
 
-	if (n > WEB_AUTH_FIELD_MAX) {
-		*too_long = true;
-		n = 0;
+	if (ok) {
+		if (s)
+			s->until_ms = 0;
+		return;
 	}
-	memcpy(dst, src, n);
-	dst[n] = '\0';
+	if (!s) {
+		s = &a->suspects[0];
+		for (unsigned i = 1; i < WEB_AUTH_SUSPECTS; i++)
+			if (a->suspects[i].until_ms < s->until_ms)
+				s = &a->suspects[i];
+		memcpy(s->who, who, len);
+		s->who_len = len;
+	}
+	s->until_ms = now_ms() + WEB_AUTH_SUSPECT_MS;
 }
 
-void web_auth_submit(struct web_auth *a, const char *user, const char *pass, web_auth_done_fn done,
+/* ---------------------------------------------------------------- the queue */
+
+int web_auth_reserve(struct web_auth *a, const void *who, size_t len)
+{
+	struct auth_job *free_job = NULL;
+	unsigned n_suspect = 0;
+	struct suspect *s;
+	bool suspect;
+
+	if (len > WEB_AUTH_WHO_MAX)
+		len = WEB_AUTH_WHO_MAX;
+	pthread_mutex_lock(&a->mu);
+	s = suspect_find(a, who, len);
+	suspect = s && s->until_ms > now_ms();
+	for (unsigned i = 0; i < WEB_AUTH_JOBS; i++) {
+		struct auth_job *j = &a->jobs[i];
+
+		if (j->state == JOB_FREE && !free_job)
+			free_job = j;
+		else if (j->state != JOB_FREE && j->suspect)
+			n_suspect++;
+	}
+	/* No worker: nothing would ever run it. */
+	if (!a->n_workers || !free_job || (suspect && n_suspect >= WEB_AUTH_JOBS / 2)) {
+		pthread_mutex_unlock(&a->mu);
+		return -EBUSY;
+	}
+	free_job->state = JOB_RESERVED;
+	free_job->suspect = suspect;
+	memcpy(free_job->who, who, len);
+	free_job->who_len = len;
+	pthread_mutex_unlock(&a->mu);
+	return (int)(free_job - a->jobs);
+}
+
+void web_auth_submit(struct web_auth *a, int slot, const struct web_cred *cr, web_auth_done_fn done,
 		     void *cls)
 {
-	struct auth_job *j;
+	struct auth_job *j = &a->jobs[slot];
 
 	pthread_mutex_lock(&a->mu);
-	/* Room for sure: at most n_workers slots are taken, each job one. */
-	j = &a->queue[(a->q_head + a->q_len) % WEB_AUTH_SLOTS];
-	a->q_len++;
-	j->too_long = false;
-	copy_field(j->user, user, &j->too_long);
-	copy_field(j->pass, pass, &j->too_long);
+	j->too_long = cr->user_len > WEB_AUTH_FIELD_MAX || cr->pass_len > WEB_AUTH_FIELD_MAX;
+	if (!j->too_long) {
+		memcpy(j->user, cr->user, cr->user_len);
+		memcpy(j->pass, cr->pass, cr->pass_len);
+		j->user_len = cr->user_len;
+		j->pass_len = cr->pass_len;
+	}
 	j->done = done;
 	j->cls = cls;
+	j->seq = a->next_seq++;
+	j->state = JOB_QUEUED;
 	pthread_cond_signal(&a->cond);
 	pthread_mutex_unlock(&a->mu);
+}
+
+/* The job a worker takes next, with a->mu held: the oldest of an address that
+ * is no suspect, else the oldest suspect's; NULL when none is queued. */
+static struct auth_job *next_job(struct web_auth *a)
+{
+	struct auth_job *best = NULL;
+
+	for (unsigned i = 0; i < WEB_AUTH_JOBS; i++) {
+		struct auth_job *j = &a->jobs[i];
+
+		if (j->state != JOB_QUEUED)
+			continue;
+		if (!best || (!j->suspect && best->suspect) ||
+		    (j->suspect == best->suspect && j->seq < best->seq))
+			best = j;
+	}
+	return best;
 }
 
 static void *worker(void *arg)
 {
 	struct web_auth *a = arg;
-	struct auth_job j;
+	struct auth_job *j;
+	web_auth_done_fn done;
+	void *cls;
 	bool ok;
 
 	pthread_mutex_lock(&a->mu);
 	for (;;) {
-		while (!a->q_len && !a->stop)
+		while (!(j = next_job(a)) && !a->stop)
 			pthread_cond_wait(&a->cond, &a->mu);
-		if (!a->q_len) /* stopped, nothing left: every callback ran */
+		if (!j) /* stopped, nothing left: every callback ran */
 			break;
-		j = a->queue[a->q_head];
-		explicit_bzero(&a->queue[a->q_head], sizeof(j));
-		a->q_head = (a->q_head + 1) % WEB_AUTH_SLOTS;
-		a->q_len--;
+		/* Running, the job is this worker's alone: its fields are read
+		 * without the lock. */
+		j->state = JOB_RUNNING;
 		pthread_mutex_unlock(&a->mu);
-		ok = !j.too_long && web_auth_verify(a, j.user, j.pass);
-		explicit_bzero(j.pass, sizeof(j.pass));
+		ok = !j->too_long && web_auth_verify(a, &(struct web_cred){
+								.user = j->user,
+								.user_len = j->user_len,
+								.pass = j->pass,
+								.pass_len = j->pass_len,
+							});
+		done = j->done;
+		cls = j->cls;
 		pthread_mutex_lock(&a->mu);
-		a->in_flight--;
+		suspect_record(a, j->who, j->who_len, ok);
+		explicit_bzero(j, sizeof(*j)); /* JOB_FREE */
 		pthread_mutex_unlock(&a->mu);
-		/* After the slot is free: the callback may let the next request in. */
-		j.done(j.cls, ok);
+		/* After the place is free: the callback may let the next request in. */
+		done(cls, ok);
 		pthread_mutex_lock(&a->mu);
 	}
 	pthread_mutex_unlock(&a->mu);
@@ -243,7 +411,7 @@ struct web_auth *web_auth_new(const struct web_config *w, int *err)
 		r = -EIO;
 	if (r == 0)
 		r = make_dummy(a);
-	for (unsigned i = 0; r == 0 && i < WEB_AUTH_SLOTS; i++, a->n_workers++)
+	for (unsigned i = 0; r == 0 && i < WEB_AUTH_WORKERS; i++, a->n_workers++)
 		r = -pthread_create(&a->workers[i], NULL, worker, a);
 	if (r < 0 && a->n_workers == 0) {
 		web_auth_free(a);

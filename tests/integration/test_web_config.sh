@@ -18,8 +18,8 @@
 #     WWW-Authenticate: Basic realm="iopulse"; the right password, then a wrong
 #     one for the same user: 401 (CVE-2022-46146); plaintext HTTP to the TLS
 #     port fails and the daemon keeps serving; 12 wrong passwords at once get
-#     401 or 429 (some 429: bcrypt runs two at a time) while a cached scraper is
-#     served; during a flood from 127.0.0.2 (told 429 with Retry-After: 1), a
+#     401 or 429 (some 429: one check per address at a time) while a cached
+#     scraper is served; during a flood from 127.0.0.2 (told 429 with Retry-After: 1), a
 #     user not cached yet gets in from 127.0.0.1 within 10 tries.
 #   - Prometheus 2.42 scrapes it (scheme https, basic_auth, tls_config.ca_file):
 #     up == 1 and iopulse_build_info arrives.
@@ -204,9 +204,9 @@ grep -qi '^WWW-Authenticate: Basic realm="iopulse"' headers ||
 [[ $(code --cacert ca.crt -u alice:secret "$URL/metrics") == 200 ]] ||
 	fail "after a plaintext request, the daemon no longer serves"
 
-# A flood of wrong passwords: bcrypt runs WEB_AUTH_SLOTS at a time, the rest
-# are told 429 at once, and a cached scraper is served throughout. Twelve: under
-# the connections one address may hold (HTTP_PER_ADDRESS_LIMIT).
+# A flood of wrong passwords: one address has one check at a time, its other
+# requests are told 429 at once, and a cached scraper is served throughout.
+# Twelve: under the connections one address may hold (HTTP_PER_ADDRESS_LIMIT).
 FLOOD=()
 for i in $(seq 12); do
 	code --cacert ca.crt -u "alice:wrong$i" "$URL/metrics" >"flood.$i" &

@@ -5,6 +5,8 @@
  * server on a loopback port: the status line and headers of /metrics replies in
  * each format, plain and compressed, byte for byte. Binding: a port held by any
  * other socket is in use, whatever that socket is; nothing is ever shared.
+ * Which listening addresses are loopback ones (the warning of basic auth over
+ * plain HTTP).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -891,6 +893,36 @@ static void test_listen_overlapping(void **state)
 	close(h);
 }
 
+/* Where basic auth over plain HTTP is warned of (iopulse check and run): any
+ * address but a loopback one; a socket not bound yet is on every address. */
+static void test_loopback(void **state)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	int fd;
+
+	(void)state;
+	assert_true(http_host_is_loopback("127.0.0.1"));
+	assert_true(http_host_is_loopback("127.1.2.3"));
+	assert_true(http_host_is_loopback("::1"));
+	assert_true(http_host_is_loopback("::ffff:127.0.0.1"));
+	assert_false(http_host_is_loopback(""));
+	assert_false(http_host_is_loopback("0.0.0.0"));
+	assert_false(http_host_is_loopback("::"));
+	assert_false(http_host_is_loopback("10.0.0.1"));
+	assert_false(http_host_is_loopback("128.0.0.1"));
+	assert_false(http_host_is_loopback("::ffff:10.0.0.1"));
+	assert_false(http_host_is_loopback("::2"));
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_false(http_socket_is_loopback(fd)); /* 0.0.0.0:0 until bound */
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_true(http_socket_is_loopback(fd));
+	close(fd);
+	assert_false(http_socket_is_loopback(-1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -907,6 +939,7 @@ int main(void)
 		cmocka_unit_test(test_listen_taken),
 		cmocka_unit_test(test_listen_alone),
 		cmocka_unit_test(test_listen_overlapping),
+		cmocka_unit_test(test_loopback),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,10 +3,13 @@
  * webconfig and webauth: every malformed web config gives one exact
  * "file:line:col: message"; valid ones give exporter-toolkit's values, relative
  * paths resolved against the file's directory; the credential cache admits only
- * the exact user and password that verified (CVE-2022-46146).
+ * the exact user and password that verified (CVE-2022-46146), bytes and length
+ * (a NUL in either matches nothing); the queue of checks keeps room for the
+ * addresses that did not fail, and remembers which did.
  */
 #include <crypt.h>
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +35,14 @@ static void make_hash(char *out, size_t n, unsigned long cost)
 	snprintf(out, n, "%s", crypt_r("secret", salt, &cd));
 	assert_int_equal(strlen(out), 60);
 }
+
+/* @user and @pass as C strings; CRED() for bytes with a NUL in them. */
+static struct web_cred cred(const char *user, const char *pass)
+{
+	return (struct web_cred){user, pass, strlen(user), strlen(pass)};
+}
+
+#define CRED(u, p) (&(struct web_cred){u, p, sizeof(u) - 1, sizeof(p) - 1})
 
 static int load(const char *yaml, struct web_config **w, struct cfg_error *err)
 {
@@ -173,30 +184,183 @@ static void test_valid(void **state)
 	web_config_free(w);
 }
 
-static void test_auth_cache(void **state)
+/* A verifier for alice ("secret", cost 4), from a web config in *@w. */
+static struct web_auth *alice_auth(struct web_config **w)
 {
-	struct web_config *w = NULL;
 	struct web_auth *a;
 	struct cfg_error err;
 	char yaml[256];
 	int e = 0;
 
-	(void)state;
+	*w = NULL;
 	snprintf(yaml, sizeof(yaml), "basic_auth_users:\n  alice: '%s'\n", hash);
-	assert_int_equal(load(yaml, &w, &err), 0);
-	a = web_auth_new(w, &e);
+	assert_int_equal(load(yaml, w, &err), 0);
+	a = web_auth_new(*w, &e);
 	assert_non_null(a);
-	assert_false(web_auth_cached(a, "alice", "secret"));
-	assert_false(web_auth_verify(a, "alice", "wrong"));
-	assert_false(web_auth_verify(a, "bob", "secret")); /* unknown: the dummy hash */
-	assert_true(web_auth_verify(a, "alice", "secret"));
-	assert_true(web_auth_cached(a, "alice", "secret"));
+	return a;
+}
+
+static void test_auth_cache(void **state)
+{
+	struct web_config *w;
+	struct web_auth *a = alice_auth(&w);
+
+	(void)state;
+	assert_false(web_auth_cached(a, CRED("alice", "secret")));
+	assert_false(web_auth_verify(a, CRED("alice", "wrong")));
+	assert_false(web_auth_verify(a, CRED("bob", "secret"))); /* unknown: the dummy hash */
+	assert_true(web_auth_verify(a, CRED("alice", "secret")));
+	assert_true(web_auth_cached(a, CRED("alice", "secret")));
 	/* CVE-2022-46146: a cached success admits that password only. */
-	assert_false(web_auth_cached(a, "alice", "wrong"));
-	assert_false(web_auth_cached(a, "alice", ""));
-	assert_false(web_auth_cached(a, "alicesecret", ""));
-	assert_false(web_auth_cached(a, "bob", "secret"));
-	assert_false(web_auth_verify(a, "alice", "wrong"));
+	assert_false(web_auth_cached(a, CRED("alice", "wrong")));
+	assert_false(web_auth_cached(a, CRED("alice", "")));
+	assert_false(web_auth_cached(a, CRED("alicesecret", "")));
+	assert_false(web_auth_cached(a, CRED("bob", "secret")));
+	assert_false(web_auth_verify(a, CRED("alice", "wrong")));
+	web_auth_free(a);
+	web_config_free(w);
+}
+
+/* Bytes and their length: "secret\0anything" is not "secret" (crypt(3) would
+ * stop at the NUL), nor is the user "alice\0anything" alice. */
+static void test_auth_nul(void **state)
+{
+	struct web_config *w;
+	struct web_auth *a = alice_auth(&w);
+
+	(void)state;
+	assert_false(web_auth_verify(a, CRED("alice", "secret\0anything")));
+	assert_false(web_auth_verify(a, CRED("alice\0anything", "secret")));
+	assert_false(web_auth_verify(a, CRED("alice", "secret\0")));
+	assert_true(web_auth_verify(a, CRED("alice", "secret")));
+	assert_false(web_auth_cached(a, CRED("alice", "secret\0anything")));
+	assert_false(web_auth_cached(a, CRED("alice\0", "secret")));
+	assert_true(web_auth_cached(a, CRED("alice", "secret")));
+	web_auth_free(a);
+	web_config_free(w);
+}
+
+/* The Authorization header: RFC 7617's scheme, base64, the first ':' splits,
+ * and the decoded bytes are kept whole. */
+static void test_parse_basic(void **state)
+{
+	char buf[2 * WEB_AUTH_FIELD_MAX + 2], big[1024];
+	struct web_cred cr;
+
+	(void)state;
+	assert_int_equal(web_auth_parse_basic("Basic YWxpY2U6c2VjcmV0AHg=", buf, sizeof(buf), &cr),
+			 0);
+	assert_int_equal(cr.user_len, 5);
+	assert_memory_equal(cr.user, "alice", 5);
+	assert_int_equal(cr.pass_len, 8);
+	assert_memory_equal(cr.pass, "secret\0x", 8);
+	assert_int_equal(web_auth_parse_basic(" basic \tYWxpY2U6c2VjcmV0 ", buf, sizeof(buf), &cr),
+			 0);
+	assert_int_equal(cr.pass_len, 6);
+	assert_int_equal(web_auth_parse_basic("Basic YWxpY2U6", buf, sizeof(buf), &cr), 0);
+	assert_int_equal(cr.user_len, 5);
+	assert_int_equal(cr.pass_len, 0);
+	assert_int_equal(web_auth_parse_basic("Basic YWxpY2VzZWNyZXQ=", buf, sizeof(buf), &cr),
+			 -EINVAL);
+	assert_int_equal(web_auth_parse_basic("Bearer YWxpY2U6c2VjcmV0", buf, sizeof(buf), &cr),
+			 -EINVAL);
+	assert_int_equal(web_auth_parse_basic("BasicYWxpY2U6c2VjcmV0", buf, sizeof(buf), &cr),
+			 -EINVAL);
+	assert_int_equal(web_auth_parse_basic("Basic YWxp!2U6c2VjcmV0", buf, sizeof(buf), &cr),
+			 -EINVAL);
+	assert_int_equal(web_auth_parse_basic(NULL, buf, sizeof(buf), &cr), -EINVAL);
+	/* "a:" and 257 'p': a password over WEB_AUTH_FIELD_MAX. */
+	assert_int_equal(
+		web_auth_parse_basic(
+			"Basic "
+			"YTpwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"
+			"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBw"
+			"cHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"
+			"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBw"
+			"cHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcA==",
+			buf, sizeof(buf), &cr),
+		-E2BIG);
+	memset(big, 'Q', sizeof(big) - 1);
+	memcpy(big, "Basic ", 6);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(web_auth_parse_basic(big, buf, sizeof(buf), &cr), -E2BIG);
+}
+
+/* Verdicts of submitted checks, for the test below. */
+struct verdicts {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	unsigned n, ok;
+};
+
+static void on_verdict(void *cls, bool ok)
+{
+	struct verdicts *v = cls;
+
+	pthread_mutex_lock(&v->mu);
+	v->n++;
+	v->ok += ok;
+	pthread_cond_broadcast(&v->cond);
+	pthread_mutex_unlock(&v->mu);
+}
+
+static void wait_verdicts(struct verdicts *v, unsigned n)
+{
+	pthread_mutex_lock(&v->mu);
+	while (v->n < n)
+		pthread_cond_wait(&v->cond, &v->mu);
+	pthread_mutex_unlock(&v->mu);
+}
+
+/* A failed check makes its address a suspect, a success clears it; suspects
+ * hold at most half the queue, so that those who never failed still find room
+ * (what keeps a scraper in during a flood of wrong passwords, issue 22). */
+static void test_auth_suspects(void **state)
+{
+	struct verdicts v = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+	struct web_config *w;
+	struct web_auth *a = alice_auth(&w);
+	struct web_cred wrong = cred("alice", "wrong"), right = cred("alice", "secret");
+	int slots[WEB_AUTH_JOBS];
+	unsigned n = 0, i;
+
+	(void)state;
+	assert_false(web_auth_suspect(a, "A", 1));
+	slots[0] = web_auth_reserve(a, "A", 1);
+	assert_true(slots[0] >= 0);
+	web_auth_submit(a, slots[0], &wrong, on_verdict, &v);
+	wait_verdicts(&v, ++n);
+	assert_true(web_auth_suspect(a, "A", 1));
+	assert_false(web_auth_suspect(a, "B", 1));
+	assert_false(web_auth_suspect(a, "AB", 2));
+
+	/* Reserved and not submitted, places stay taken: half for suspect A... */
+	for (i = 0; i < WEB_AUTH_JOBS / 2; i++) {
+		slots[i] = web_auth_reserve(a, "A", 1);
+		assert_true(slots[i] >= 0);
+	}
+	assert_int_equal(web_auth_reserve(a, "A", 1), -EBUSY);
+	/* ...and the rest for B, which never failed. */
+	for (; i < WEB_AUTH_JOBS; i++) {
+		slots[i] = web_auth_reserve(a, "B", 1);
+		assert_true(slots[i] >= 0);
+	}
+	assert_int_equal(web_auth_reserve(a, "B", 1), -EBUSY);
+	for (i = 0; i < WEB_AUTH_JOBS; i++)
+		web_auth_submit(a, slots[i], i < WEB_AUTH_JOBS / 2 ? &wrong : &right, on_verdict,
+				&v);
+	n += WEB_AUTH_JOBS;
+	wait_verdicts(&v, n);
+	assert_int_equal(v.ok, WEB_AUTH_JOBS / 2);
+	assert_true(web_auth_suspect(a, "A", 1));
+	assert_false(web_auth_suspect(a, "B", 1));
+
+	/* A success ends A's time as a suspect. */
+	slots[0] = web_auth_reserve(a, "A", 1);
+	assert_true(slots[0] >= 0);
+	web_auth_submit(a, slots[0], &right, on_verdict, &v);
+	wait_verdicts(&v, ++n);
+	assert_false(web_auth_suspect(a, "A", 1));
 	web_auth_free(a);
 	web_config_free(w);
 }
@@ -225,9 +389,9 @@ static void test_dummy_cost(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_auth_cache),
+		cmocka_unit_test(test_errors),	    cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_auth_cache),  cmocka_unit_test(test_auth_nul),
+		cmocka_unit_test(test_parse_basic), cmocka_unit_test(test_auth_suspects),
 		cmocka_unit_test(test_dummy_cost),
 	};
 
