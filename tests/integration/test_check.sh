@@ -237,7 +237,7 @@ check_refuses() {
 	grep -qxF "$cfg:2:5: target 'd': $msg" "$ERR" ||
 		fail "iopulse check ($name): no '$cfg:2:5: target 'd': $msg' on stderr"
 	start_daemon "$cfg"
-	wait_until 20 "run to refuse the target ($name)" grep -qF -- "$msg" "$DAEMON_LOG"
+	wait_until 60 "run to refuse the target ($name)" grep -qF -- "$msg" "$DAEMON_LOG"
 	stop_daemon
 	note "check and run refuse ($name): $msg"
 }
@@ -274,7 +274,7 @@ if (($(id -u) == 0)); then
 	grep -qE "^$WORK/tmpfs.yaml:2:5: target 'd': directory '$T' is not writable by [^:]+: Read-only file system .*ReadWritePaths= of a drop-in" "$ERR" ||
 		fail "iopulse check, read-only directory: no message naming ReadWritePaths="
 	start_daemon "$WORK/tmpfs.yaml"
-	wait_until 20 "run to name ReadWritePaths= for a read-only directory" \
+	wait_until 60 "run to name ReadWritePaths= for a read-only directory" \
 		grep -qE "Target d is down: $T/.iopulse-probe: cannot create the probe file: Read-only file system .*ReadWritePaths= of a drop-in" "$DAEMON_LOG"
 	stop_daemon
 	note "read-only: check and run name ReadWritePaths="

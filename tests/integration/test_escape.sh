@@ -82,11 +82,11 @@ grep -qF -- "$WORK/up$TAIL_ESC" "$WORK/probe.out" ||
 # ---- the daemon ---------------------------------------------------------------
 
 start_daemon "$CFG"
-wait_until 20 "t1 up" scraped 'iopulse_target_up{target="t1"}' == 1
-wait_until 20 "t2 down" scraped 'iopulse_target_up{target="t2"}' == 0
-wait_until 20 "p1 to read" scraped 'iopulse_probe_ios_total{probe="p1",target="t1",op="read"}' '>' 0 0
+wait_until 60 "t1 up" scraped 'iopulse_target_up{target="t1"}' == 1
+wait_until 60 "t2 down" scraped 'iopulse_target_up{target="t2"}' == 0
+wait_until 60 "p1 to read" scraped 'iopulse_probe_ios_total{probe="p1",target="t1",op="read"}' '>' 0 0
 
-code=$(curl -sS -o "$WORK/readyz" -w '%{http_code}' --max-time 5 "$(url /readyz)")
+code=$(curl -sS -o "$WORK/readyz" -w '%{http_code}' --max-time 30 "$(url /readyz)")
 [[ $code == 503 ]] || fail "/readyz: HTTP $code, want 503 (t2 is down):"$'\n'"$(cat -A "$WORK/readyz")"
 no_controls "$WORK/readyz" "/readyz"
 (($(wc -l <"$WORK/readyz") == 1)) || fail "/readyz: not one line for the one target down:"$'\n'"$(cat -A "$WORK/readyz")"

@@ -38,13 +38,13 @@ export NOFILE=$need
 IOPULSE="$WORK/limited"
 start_daemon "$CFG"
 IOPULSE=$REAL
-wait_until 20 "p1 to read" scraped 'iopulse_probe_ios_total{probe="p1",target="t1",op="read"}' '>' 0 0
+wait_until 60 "p1 to read" scraped 'iopulse_probe_ios_total{probe="p1",target="t1",op="read"}' '>' 0 0
 scrape_metrics
 grep -q '^iopulse_target_up{target="t1"} 1$' "$PAGE" || fail "t1 is not up with ulimit -n $need"
 # Scrapes at once fit too (the figure holds HTTP connections).
 pids=()
 for i in 1 2 3 4 5 6 7 8; do
-	curl -fsS --max-time 10 -o "$WORK/par.$i" "$(url /metrics)" &
+	curl -fsS --max-time 60 -o "$WORK/par.$i" "$(url /metrics)" &
 	pids+=($!)
 done
 for p in "${pids[@]}"; do

@@ -131,13 +131,13 @@ cp "$CFG" "$CFG3"
 listen "$MSGS3"
 start_daemon "$CFG3"
 unset NOTIFY_SOCKET
-wait_until 10 "READY=1" has_msg "$MSGS3" '^READY=1'
+wait_until 60 "READY=1" has_msg "$MSGS3" '^READY=1'
 printf 'targets:\n  - name: t1\n    directory: [unclosed\nprobes: {\n' >"$CFG3"
 kill -HUP "$DAEMON_PID"
 ready_after_reload() {
 	[[ $(grep -c $'\tREADY=1' "$MSGS3") -ge 2 ]]
 }
-wait_until 10 "READY=1 after the refused reload" ready_after_reload
+wait_until 60 "READY=1 after the refused reload" ready_after_reload
 status=$(grep $'\tREADY=1' "$MSGS3" | tail -n 1 | cut -f2)
 [[ $status == *"last error: Configuration reload failed"*": $CFG3:"[0-9]*:[0-9]*": "* ]] ||
 	fail "STATUS= after a refused reload does not say file:line:column: $status"
