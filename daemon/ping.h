@@ -27,6 +27,7 @@ struct ping {
 	struct engine eng;	       /* set up on the first run, again when the fd changes */
 	int eng_fd;		       /* target fd @eng was set up for; -1: not set up */
 	uint64_t next_slot;	       /* cfg->sequential: the block the next I/O goes to */
+	uint64_t write_left;	       /* bytes a run may write (probe.h); UINT64_MAX: no limit */
 };
 
 /* One timed I/O of a ping. */
@@ -56,7 +57,8 @@ void probe_ping_cleanup(struct ping *p);
  * offset alignment inside [data_start, data_start + working_set), one QD1 I/O
  * (fresh random bytes for a write), then fdatasync if configured; first the
  * same, unmeasured, elsewhere when 'warmup_after' says the target was idle
- * (t->last_io_ns, which probe_run() keeps when probe_init() set t->idle_tracked). Returns 0 when
+ * (t->last_io_ns, which probe_run() keeps when probe_init() set t->idle_tracked)
+ * and, for a write, p->write_left holds both writes. Returns 0 when
  * the I/O was issued (results in @r, which may hold errors), or -errno when it
  * could not be (-EINVAL: block size not a multiple of the alignment, working
  * set larger than the target; -EBADF: target not writable for a write ping).
