@@ -8,8 +8,10 @@
  *      `ios` mode, by the job's share claimed from one shared atomic counter
  *      (once per batch, not per I/O);
  *   2. prepare them (size, offset, direction from the job's rng; fresh random
- *      bytes for a write, only the bytes of that I/O), then read the clock ONCE,
- *      stamp the whole batch, publish the oldest in-flight time, submit;
+ *      bytes for a write, only the bytes of that I/O), claim their writes from
+ *      the run's write limit when it has one (one shared atomic counter again,
+ *      once per batch: claim_writes()), then read the clock ONCE, stamp the
+ *      whole batch, publish the oldest in-flight time, submit;
  *   3. reap at least one completion, waiting no longer than the oldest I/O's
  *      timeout, the next rate slot and the stop poll; record each completion
  *      (latency into the job's own histogram, counters).
@@ -32,15 +34,16 @@
  * end still counts). Errors (result < 0) count in every phase: an error during
  * the ramp is still worth knowing about.
  *
- * Stopping: at the deadline or when the `ios` are all issued, a job stops
- * submitting and drains its queue, watching each I/O's timeout. On *stop, on an
- * I/O older than timeout_ns, or when another job hit a fatal error, it stops
- * submitting, waits BURST_ABORT_DRAIN_NS for what is in flight, cancels it, waits
- * as long again, and then abandons whatever is still in the kernel: the job's
- * engine is not cleaned up (libaio's io_destroy would wait for the I/O) and its
- * buffers are never freed or reused (the kernel may still write into them). They
- * stay on a process-wide list of abandoned jobs, and the burst refuses to run
- * again (-EBUSY): the caller frees it and makes a new one.
+ * Stopping: at the deadline, when the `ios` are all issued, or when a write
+ * does not fit what is left of the write limit (the target's daily budget), a
+ * job stops submitting and drains its queue, watching each I/O's timeout. On
+ * *stop, on an I/O older than timeout_ns, or when another job hit a fatal
+ * error, it stops submitting, waits BURST_ABORT_DRAIN_NS for what is in flight,
+ * cancels it, waits as long again, and then abandons whatever is still in the
+ * kernel: the job's engine is not cleaned up (libaio's io_destroy would wait
+ * for the I/O) and its buffers are never freed or reused (the kernel may still
+ * write into them). They stay on a process-wide list of abandoned jobs, and the
+ * burst refuses to run again (-EBUSY): the caller frees it and makes a new one.
  *
  * The sync engine (and anything ENGINE_F_SYNC) cannot be interrupted: an I/O
  * stuck in the kernel blocks its job inside submit(), and burst_run() with it
@@ -97,6 +100,7 @@ struct burst_job {
 	/* Results of the last run, merged by burst_run(). */
 	uint64_t ios[IO_DIR_COUNT], bytes[IO_DIR_COUNT];
 	uint64_t errors[IO_DIR_COUNT], short_ios[IO_DIR_COUNT];
+	uint64_t ramp_ios[IO_DIR_COUNT], ramp_bytes[IO_DIR_COUNT];
 	uint64_t timeouts;
 	uint64_t last_done_ns; /* last measured completion */
 	int error;
@@ -129,6 +133,8 @@ struct burst {
 	double slot_ns;	       /* time between two I/Os of one job: 1e9 x jobs / rate_iops */
 	uint64_t credit_chunk; /* ios mode: measured I/Os a job claims at least at once */
 	uint64_t ios_max_ns;   /* ios mode: longest measured part (see burst.h) */
+	uint64_t write_limit;  /* bytes a run may write (burst_limit_writes()) */
+	bool limited;	       /* write_limit is not UINT64_MAX: writes are claimed */
 	struct burst_job **job;
 	struct hist *hist[IO_DIR_COUNT]; /* merged results */
 	struct burst_result result;
@@ -141,8 +147,10 @@ struct burst {
 	const _Atomic bool *stop;
 	_Atomic bool abort; /* a job hit a timeout or a fatal error: everyone stops */
 	_Atomic uint64_t ios_issued;
-	uint64_t ws_start;  /* first byte of the working set */
-	uint64_t ws_blocks; /* working set / bs */
+	_Atomic uint64_t write_claimed; /* limited: bytes of writes claimed, all jobs */
+	_Atomic bool write_spent;	/* limited: a write did not fit, everyone drains */
+	uint64_t ws_start;		/* first byte of the working set */
+	uint64_t ws_blocks;		/* working set / bs */
 	uint64_t t0, measure_start, deadline;
 
 	/* Start gate: every job sets up its engine, then all start at t0 together. */
@@ -320,6 +328,9 @@ struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *op
 	b->nslots = chain_slots(b);
 	atomic_init(&b->abort, false);
 	atomic_init(&b->ios_issued, 0);
+	atomic_init(&b->write_claimed, 0);
+	atomic_init(&b->write_spent, false);
+	b->write_limit = UINT64_MAX;
 	if (pthread_mutex_init(&b->gate_mu, NULL) != 0)
 		goto fail;
 	if (pthread_cond_init(&b->gate_cv, NULL) != 0) {
@@ -441,6 +452,8 @@ static inline uint64_t slot_time(uint64_t t0, double slot_ns, uint64_t k)
 struct tally {
 	uint64_t ios[IO_DIR_COUNT], bytes[IO_DIR_COUNT];
 	uint64_t errors[IO_DIR_COUNT], short_ios[IO_DIR_COUNT];
+	/* Completed during the ramp: not measured, written all the same. */
+	uint64_t ramp_ios[IO_DIR_COUNT], ramp_bytes[IO_DIR_COUNT];
 	uint64_t last_done; /* last measured completion */
 };
 
@@ -457,8 +470,11 @@ static inline void record(struct tally *tl, struct hist *const *hist, const stru
 			tl->errors[d]++;
 		return;
 	}
-	if (!measured)
+	if (!measured) { /* written all the same: what the device and the budget see */
+		tl->ramp_ios[d]++;
+		tl->ramp_bytes[d] += (uint64_t)res;
 		return;
+	}
 	if (unlikely((uint64_t)res < req->len))
 		tl->short_ios[d]++;
 	tl->ios[d]++;
@@ -499,6 +515,7 @@ struct job_run {
 	uint64_t seq_next; /* sequential: next offset */
 	unsigned nfree, inflight;
 	bool engine_full; /* the last submit took fewer than offered */
+	bool write_cut;	  /* this batch was cut at the write limit (claim_writes()) */
 	int error;
 	struct rng rng;
 	struct tally tl;
@@ -559,6 +576,10 @@ static bool phase_step(struct job_run *st)
 	}
 	if (unlikely(st->now >= b->deadline) && st->phase == JOB_SUBMITTING)
 		st->phase = JOB_DRAINING;
+	/* Another job's write did not fit the limit: the burst is over. */
+	if (unlikely(b->limited) && st->phase == JOB_SUBMITTING &&
+	    atomic_load_explicit(&b->write_spent, memory_order_relaxed))
+		st->phase = JOB_DRAINING;
 	return true;
 }
 
@@ -597,9 +618,10 @@ static unsigned batch_size(struct job_run *st, bool measured)
 }
 
 /* Size, offset, direction and (for a write) fresh data of @n requests into the
- * job's batch. The per-I/O path: constants in locals, since rng_fill() writes
- * through a char pointer and would make the compiler reload them from *b. */
-static void prepare_batch(struct job_run *st, unsigned n, bool measured)
+ * job's batch; returns the bytes of its writes. The per-I/O path: constants in
+ * locals, since rng_fill() writes through a char pointer and would make the
+ * compiler reload them from *b. */
+static uint64_t prepare_batch(struct job_run *st, unsigned n, bool measured)
 {
 	const struct burst *b = st->b;
 	struct burst_job *j = st->j;
@@ -610,7 +632,7 @@ static void prepare_batch(struct job_run *st, unsigned n, bool measured)
 	struct burst_slot **const freel = j->free;
 	struct io_req **const batch = j->batch;
 	struct rng *const rng = &st->rng; /* in place: a copy stalls store forwarding */
-	uint64_t seq_next = st->seq_next;
+	uint64_t seq_next = st->seq_next, written = 0;
 	unsigned nfree = st->nfree;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -631,8 +653,10 @@ static void prepare_batch(struct job_run *st, unsigned n, bool measured)
 			off = ws_start + rng_below(rng, ws_slots - k) * bs;
 		}
 		wr = writes_only || (mixed && (rng_next(rng) >> 11) >= mix_thresh);
-		if (wr)
+		if (wr) {
 			rng_fill(rng, req->buf, len);
+			written += len;
+		}
 		req->op = wr ? IO_WRITE : IO_READ;
 		req->offset = off;
 		req->len = (uint32_t)len;
@@ -642,6 +666,84 @@ static void prepare_batch(struct job_run *st, unsigned n, bool measured)
 	}
 	st->seq_next = seq_next;
 	st->nfree = nfree;
+	return written;
+}
+
+/* Requests @from..@n of the batch go back unsubmitted (a sequential walk
+ * resumes at the first of them). */
+static void batch_return(struct job_run *st, unsigned from, unsigned n)
+{
+	struct burst_job *j = st->j;
+
+	if (from >= n)
+		return;
+	if (st->b->sequential)
+		st->seq_next = j->batch[from]->offset;
+	for (unsigned i = n; i-- > from;) {
+		struct burst_slot *s = (struct burst_slot *)j->batch[i];
+
+		s->busy = false;
+		j->free[st->nfree++] = s;
+	}
+}
+
+/* The writes among requests @from..@n of the batch, claimed and not sent,
+ * given back: the count holds what went out and what is on its way, no more
+ * (a sync engine hands back the rest of a batch after a slow request, often). */
+static void unclaim_writes(struct job_run *st, unsigned from, unsigned n)
+{
+	struct io_req **const batch = st->j->batch;
+	uint64_t back = 0;
+
+	for (unsigned i = from; i < n; i++)
+		back += batch[i]->op == IO_WRITE ? batch[i]->len : 0;
+	if (back)
+		atomic_fetch_sub_explicit(&st->b->write_claimed, back, memory_order_relaxed);
+}
+
+/*
+ * The batch's writes, @written bytes, claimed from what the run may write
+ * (write_limit): claims add up in one counter the jobs share, each a range of
+ * it of its own, so the writes that go out never add up past the limit,
+ * whatever the jobs, depths and block sizes. A batch whose range ends past the
+ * limit is cut before its first write that does not fit (the rest goes back,
+ * its claim too) and marked: once all of what is left has gone out, the burst
+ * is over (writes_done()). Returns how many of the @n requests go out. One
+ * atomic add a batch, and only for a limited burst's batches that write.
+ */
+static unsigned claim_writes(struct job_run *st, unsigned n, uint64_t written)
+{
+	struct burst *b = st->b;
+	struct io_req **const batch = st->j->batch;
+	const uint64_t prev =
+		atomic_fetch_add_explicit(&b->write_claimed, written, memory_order_relaxed);
+	uint64_t room = prev < b->write_limit ? b->write_limit - prev : 0;
+	unsigned ok = 0;
+
+	if (written <= room)
+		return n;
+	for (; ok < n; ok++) {
+		const struct io_req *req = batch[ok];
+
+		if (req->op != IO_WRITE)
+			continue;
+		if (req->len > room)
+			break;
+		room -= req->len;
+	}
+	unclaim_writes(st, ok, n);
+	batch_return(st, ok, n);
+	st->write_cut = true;
+	return ok;
+}
+
+/* A cut batch went out whole: the next write did not fit what was left. The
+ * burst is over: every job drains what it has in flight. */
+static void writes_done(struct job_run *st)
+{
+	atomic_store_explicit(&st->b->write_spent, true, memory_order_relaxed);
+	st->phase = JOB_DRAINING;
+	st->write_cut = false;
 }
 
 /* The engine took @r < @n of the batch: the rest goes back (a sequential walk
@@ -649,16 +751,10 @@ static void prepare_batch(struct job_run *st, unsigned n, bool measured)
 static unsigned submit_short(struct job_run *st, unsigned n, int r)
 {
 	const unsigned ok = r < 0 ? 0 : (unsigned)r;
-	struct burst_job *j = st->j;
 
-	if (st->b->sequential)
-		st->seq_next = j->batch[ok]->offset;
-	for (unsigned i = n; i-- > ok;) {
-		struct burst_slot *s = (struct burst_slot *)j->batch[i];
-
-		s->busy = false;
-		j->free[st->nfree++] = s;
-	}
+	if (st->b->limited)
+		unclaim_writes(st, ok, n);
+	batch_return(st, ok, n);
 	/* A setup problem, or an engine that takes nothing while nothing is in
 	 * flight: retrying cannot help. */
 	if (r == -EBADF || r == -EINVAL || (!ok && !st->inflight)) {
@@ -677,16 +773,22 @@ static void submit_batch(struct job_run *st, unsigned n, bool measured)
 {
 	struct burst_job *j = st->j;
 	struct io_req **const batch = j->batch;
-	uint64_t stamp;
+	uint64_t stamp, written;
 	unsigned ok;
 	int r;
 
 	st->engine_full = false;
+	if (n) {
+		written = prepare_batch(st, n, measured);
+		if (unlikely(st->b->limited) && written)
+			n = claim_writes(st, n, written);
+	}
 	if (!n) {
 		atomic_store_explicit(&j->inflight_since, st->oldest, memory_order_relaxed);
+		if (unlikely(st->write_cut))
+			writes_done(st);
 		return;
 	}
-	prepare_batch(st, n, measured);
 	stamp = eng_now_ns();
 	for (unsigned i = 0; i < n; i++)
 		batch[i]->submit_ns = stamp;
@@ -695,6 +797,14 @@ static void submit_batch(struct job_run *st, unsigned n, bool measured)
 	r = st->b->ops->submit(&j->eng, batch, n);
 	st->now = stamp;
 	ok = likely(r >= 0 && (unsigned)r == n) ? n : submit_short(st, n, r);
+	/* A cut batch the engine took only part of: what it left (given back)
+	 * may fit, the next batch tries. */
+	if (unlikely(st->write_cut)) {
+		if (ok == n)
+			writes_done(st);
+		else
+			st->write_cut = false;
+	}
 	/* Run one after the other inside submit(): each started when the one before
 	 * it finished. */
 	if (st->b->ops->flags & ENGINE_F_SYNC)
@@ -848,6 +958,8 @@ static void job_loop(struct burst_job *j)
 		j->bytes[d] = st.tl.bytes[d];
 		j->errors[d] = st.tl.errors[d];
 		j->short_ios[d] = st.tl.short_ios[d];
+		j->ramp_ios[d] = st.tl.ramp_ios[d];
+		j->ramp_bytes[d] = st.tl.ramp_bytes[d];
 	}
 	j->last_done_ns = st.tl.last_done;
 	j->error = st.error;
@@ -948,6 +1060,7 @@ static void result_reset(struct burst *b)
 	res->timeouts = 0;
 	res->error = 0;
 	res->stopped = false;
+	res->write_limited = false;
 }
 
 /* Says why the run cannot go on, in b->why; returns @err. */
@@ -1093,6 +1206,8 @@ static void run_reset(struct burst *b, struct target *t, const _Atomic bool *sto
 	b->stop = stop ? stop : &never_stop;
 	atomic_store(&b->abort, false);
 	atomic_store(&b->ios_issued, 0);
+	atomic_store(&b->write_claimed, 0);
+	atomic_store(&b->write_spent, false);
 	/* One locked add per claim: per I/O at QD1 it was a sixth of a null burst's
 	 * CPU. Claiming a few at once costs an unrated burst at most 1/64 of a job's
 	 * share of imbalance at the end; a rated one claims as it goes (a slow job
@@ -1110,6 +1225,7 @@ static void run_reset(struct burst *b, struct target *t, const _Atomic bool *sto
 		for (int d = 0; d < IO_DIR_COUNT; d++) {
 			hist_clear(j->hist[d]);
 			j->ios[d] = j->bytes[d] = j->errors[d] = j->short_ios[d] = 0;
+			j->ramp_ios[d] = j->ramp_bytes[d] = 0;
 		}
 		j->timeouts = 0;
 		j->last_done_ns = 0;
@@ -1135,6 +1251,8 @@ static void results_sum(struct burst *b, struct burst_result *res)
 			dr->bytes += j->bytes[d];
 			dr->errors += j->errors[d];
 			dr->short_ios += j->short_ios[d];
+			dr->ramp_ios += j->ramp_ios[d];
+			dr->ramp_bytes += j->ramp_bytes[d];
 			(void)hist_merge(dr->hist, j->hist[d]); /* same bounds by construction */
 		}
 		res->timeouts += j->timeouts;
@@ -1147,6 +1265,7 @@ static void results_sum(struct burst *b, struct burst_result *res)
 	}
 	res->elapsed_ns = last > b->measure_start ? last - b->measure_start : 0;
 	res->busy_ns = last > b->t0 ? last - b->t0 : 0;
+	res->write_limited = atomic_load(&b->write_spent);
 }
 
 int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
@@ -1204,7 +1323,7 @@ int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
 	 * With a 'duration' too (iopulse probe -c N -w T), whichever came first ends
 	 * the burst as asked. */
 	if (b->cfg.ios && !b->cfg.duration_ns && !res->error && !res->stopped &&
-	    atomic_load(&b->ios_issued) < b->cfg.ios) {
+	    !res->write_limited && atomic_load(&b->ios_issued) < b->cfg.ios) {
 		char x[32], y[32];
 
 		cfg_format_duration(b->ios_max_ns, x, sizeof(x));
@@ -1228,6 +1347,12 @@ const char *burst_why(const struct burst *b)
 uint64_t burst_buffer_bytes(const struct burst *b)
 {
 	return b ? b->buf_bytes : 0;
+}
+
+void burst_limit_writes(struct burst *b, uint64_t bytes)
+{
+	b->write_limit = bytes;
+	b->limited = bytes != UINT64_MAX;
 }
 
 /* ---------------------------------------------------------------- probe ops */
@@ -1267,6 +1392,8 @@ static void add_result(struct probe_outcome *out, const struct burst *b,
 		o->bytes += dr->bytes;
 		o->errors += dr->errors;
 		o->short_ios += dr->short_ios;
+		o->warmup_ios += dr->ramp_ios;
+		o->warmup_bytes += dr->ramp_bytes;
 		o->io_ns += res->elapsed_ns;
 		(void)hist_merge(o->hist, dr->hist); /* same bounds by construction */
 		errors += dr->errors;
@@ -1280,6 +1407,7 @@ static void add_result(struct probe_outcome *out, const struct burst *b,
 	if (errors)
 		probe_outcome_io_error(out, -EIO, "I/O errors during the burst");
 	out->incomplete |= res->stopped;
+	out->budget_cut |= res->write_limited;
 	out->burst = true;
 	out->elapsed_ns += res->elapsed_ns;
 	out->busy_ns += res->busy_ns;
@@ -1288,7 +1416,10 @@ static void add_result(struct probe_outcome *out, const struct burst *b,
 static int burst_probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
 {
 	const struct burst_result *res;
-	int r = burst_run(p->state, p->target, stop, &res);
+	int r;
+
+	burst_limit_writes(p->state, p->write_left);
+	r = burst_run(p->state, p->target, stop, &res);
 
 	if (r == -EBUSY) {
 		/* An earlier run left I/O stuck in the kernel with this burst's buffers:
@@ -1300,6 +1431,7 @@ static int burst_probe_run(struct probe *p, const _Atomic bool *stop, struct pro
 		if (fresh) {
 			p->state = fresh;
 			burst_abandon(old);
+			burst_limit_writes(fresh, p->write_left);
 			r = burst_run(p->state, p->target, stop, &res);
 		}
 	}
@@ -1323,7 +1455,8 @@ static void burst_probe_free(struct probe *p)
 
 const struct probe_ops burst_probe_ops = {
 	.kind = CFG_PROBE_BURST,
-	.flags = PROBE_F_SKIP_IF_RUNNING | PROBE_F_OWN_TIMEOUTS | PROBE_F_EXCLUSIVE,
+	.flags = PROBE_F_SKIP_IF_RUNNING | PROBE_F_OWN_TIMEOUTS | PROBE_F_EXCLUSIVE |
+		 PROBE_F_BUDGETED,
 	.io_ops = burst_io_ops,
 	.op_name = burst_op_name,
 	.init = burst_probe_init,

@@ -27,11 +27,13 @@
 #include "target.h"
 
 struct burst_dir_result {
-	uint64_t ios;	    /* completed without error, measured phase */
-	uint64_t bytes;	    /* their bytes */
-	uint64_t errors;    /* completed with -errno */
-	uint64_t short_ios; /* completed with fewer bytes than asked */
-	struct hist *hist;  /* latencies of the measured phase; owned by the burst */
+	uint64_t ios;	     /* completed without error, measured phase */
+	uint64_t bytes;	     /* their bytes */
+	uint64_t errors;     /* completed with -errno */
+	uint64_t short_ios;  /* completed with fewer bytes than asked */
+	uint64_t ramp_ios;   /* completed without error during the ramp (not measured) */
+	uint64_t ramp_bytes; /* their bytes: written all the same, for a write */
+	struct hist *hist;   /* latencies of the measured phase; owned by the burst */
 };
 
 struct burst_result {
@@ -41,6 +43,7 @@ struct burst_result {
 	uint64_t timeouts;   /* I/Os in flight longer than the probe's timeout (burst aborted) */
 	int error;	     /* first -errno that stopped the burst early, 0 when it ran out */
 	bool stopped;	     /* cut short by *stop */
+	bool write_limited;  /* stopped where its writes reached burst_limit_writes() */
 };
 
 struct burst;
@@ -107,5 +110,18 @@ const char *burst_why(const struct burst *b);
  * I/O stuck in the kernel (those buffers stay until burst_free()). For tests
  * and diagnostics; not synchronised with a run in progress. */
 uint64_t burst_buffer_bytes(const struct burst *b);
+
+/*
+ * The runs from now on write at most @bytes (UINT64_MAX: no limit), ramp
+ * included: the jobs claim each batch's writes from one shared count before
+ * submitting it, and a batch that would go past is cut before its first write
+ * that does not fit; the burst then drains and ends (result.write_limited),
+ * without an error, its figures those of the I/Os made. So what it writes
+ * stays within @bytes, never past by even one I/O. It ends short of it by less
+ * than 'block_size_max' with one job; with more, by a batch (iodepth I/Os) of
+ * each other job at most, claimed by them when the first write did not fit.
+ * Not during a run.
+ */
+void burst_limit_writes(struct burst *b, uint64_t bytes);
 
 #endif

@@ -492,35 +492,49 @@ static void lane_budget_day(struct lane *l)
 }
 
 /*
- * Whether the target's write budget lets write probe @lp run. One line when
- * the budget is spent (and one when a new day opens it again); the skipped
- * runs are counted.
+ * Whether the target's write budget lets write probe @lp run, and what it may
+ * write then (lp->probe.write_left): what is left of the day's budget. The
+ * budget is spent for @lp once what is left would not hold one block of its
+ * own: a probe that checks past the budget (a verify probe) then runs with
+ * nothing to write, reading and checking only; any other is skipped, counted.
+ * A probe that runs keeps within what is left: a ping writes one block (with
+ * a warm-up only when both fit), a burst and a verify probe stop their writes
+ * short themselves (PROBE_F_BUDGETED). One line when the budget is spent (and
+ * one when a new day opens it again).
  */
 static bool lane_budget_allows(struct lane *l, struct lane_probe *lp)
 {
-	uint64_t max = l->cfg->max_write_per_day;
+	uint64_t max = l->cfg->max_write_per_day, left;
 	char key[LOG_KEY_MAX], size[32];
 
+	lp->probe.write_left = UINT64_MAX;
 	if (!max || !cfg_probe_writes(lp->cfg))
 		return true;
 	lane_budget_day(l);
-	if (l->written_today < max)
+	left = l->written_today < max ? max - l->written_today : 0;
+	lp->probe.write_left = left;
+	if (left >= lp->cfg->block_size)
 		return true;
 	if (!l->budget_spent) {
 		cfg_format_size(max, size, sizeof(size));
 		log_state_warning(target_key(l, key),
 				  "Target %s: the probes wrote its max_write_per_day (%s) today: "
-				  "write probes are skipped until the day is over, reads go on",
+				  "write probes are skipped until the day is over, verify probes "
+				  "check their blocks without rewriting them, reads go on",
 				  l->cfg->name, size);
 		l->budget_spent = true;
+	}
+	if (lp->probe.ops && lp->probe.ops->flags & PROBE_F_CHECKS_PAST_BUDGET) {
+		lp->probe.write_left = 0;
+		return true;
 	}
 	probe_metrics_skipped(&lp->series, PROBE_WAIT_BUDGET);
 	return false;
 }
 
 /* What run @o cost the target: time busy and bytes written (today's too, on
- * a target without a budget as well), warm-up writes included: the device
- * wears the same. */
+ * a target without a budget as well), warm-up and ramp writes included: the
+ * device wears the same. */
 static void lane_account(struct lane *l, const struct probe_outcome *o)
 {
 	uint64_t written = o->op[IO_WRITE].bytes + o->op[IO_WRITE].warmup_bytes;

@@ -10,11 +10,13 @@
  * target (expected: it owns the disk for its run), "busy" for anything else (the
  * storage is slow for the schedule). A burst whose target's disk is busy with
  * other work when it falls due is held back (skipped, "device_busy") and tried
- * again after a backoff (hostload.h); pings always run. Once the target's
- * 'max_write_per_day' is written, write probes are skipped ("budget") until the
- * day is over. A lane stuck in the kernel
- * blocks only itself: the scheduler and the HTTP thread read its state from
- * atomics.
+ * again after a backoff (hostload.h); pings always run. Each run of a probe
+ * that writes keeps within what is left of the target's 'max_write_per_day'
+ * (a burst stops where its writes reach it); once that would not hold one more
+ * block, write probes are skipped ("budget") until the day is over, but for
+ * verify probes, which go on checking their blocks without rewriting them. A
+ * lane stuck in the kernel blocks only itself: the scheduler and the HTTP
+ * thread read its state from atomics.
  *
  * Each lane keeps its probes' due times and sleeps until the earliest itself
  * (one wake-up runs everything due then); the scheduler does not wake for due
@@ -103,9 +105,9 @@ struct lane {
 	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
 	int layout_error;	    /* -errno of the last failed layout */
 	/* Lane thread: the daily write budget ('max_write_per_day', lane.c). */
-	uint64_t budget_day;	  /* eng_now_ns() / 24h of the day being counted */
-	uint64_t written_today;	  /* bytes the probes wrote in it */
-	bool budget_spent;	  /* write probes skipped until the next day (logged) */
+	uint64_t budget_day;	/* eng_now_ns() / 24h of the day being counted */
+	uint64_t written_today; /* bytes the probes wrote in it */
+	bool budget_spent; /* write probes skipped (or only checking) until the next day (logged) */
 	_Atomic uint64_t busy_ns; /* time the probes kept the target busy, in all */
 	/* Scrape time (under the scheduler's lanes mutex): samples of busy_ns. */
 	struct lane_duty_sample duty[LANE_DUTY_SLOTS];

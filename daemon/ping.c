@@ -32,6 +32,7 @@ int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
 	p->eng_fd = -1;
 	p->dsync_fd = -1;
 	p->cfg = cfg;
+	p->write_left = UINT64_MAX;
 
 	if (cfg->block_size == 0 || cfg->block_size > CFG_MAX_BLOCK_SIZE)
 		return -EINVAL;
@@ -276,6 +277,15 @@ static bool warmup_due(const struct ping *p, const struct target *t)
 	return idle && (t->last_io_ns == 0 || eng_now_ns() - t->last_io_ns > idle);
 }
 
+/* Whether what is left of the target's write budget holds a warm-up write as
+ * well as the measured one (the lane runs a write ping only when that one
+ * fits): else the ping goes without a warm-up, once a day at most, rather
+ * than write past the budget. */
+static bool warmup_fits(const struct ping *p)
+{
+	return p->cfg->op != IO_WRITE || p->write_left / 2 >= p->cfg->block_size;
+}
+
 int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 {
 	const struct cfg_probe *cfg = p->cfg;
@@ -301,7 +311,7 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 		slot = rng_below(&p->rng, slots);
 	r->offset = t->data_start + slot * bs;
 
-	if (warmup_due(p, t)) {
+	if (warmup_due(p, t) && warmup_fits(p)) {
 		/* Same op and size, to another block: one the device just read would
 		 * answer the measured read from its cache. A write ping's goes to the
 		 * probe file like any of its writes, with its fdatasync, so that the
@@ -385,6 +395,7 @@ static int ping_probe_run(struct probe *p, const _Atomic bool *stop, struct prob
 	int r;
 
 	pp->ping.stop = stop;
+	pp->ping.write_left = p->write_left;
 	r = probe_ping_run(&pp->ping, p->target, &res);
 	/* A ping that shutdown overtook measured the shutdown, not the disk. */
 	out->discard = stop && atomic_load(stop);

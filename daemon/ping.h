@@ -29,6 +29,7 @@ struct ping {
 	int dsync_fd;		       /* cfg->dsync: eng_fd reopened with O_DSYNC; else -1 */
 	uint64_t next_slot;	       /* cfg->sequential: the block the next I/O goes to */
 	uint64_t runs;		       /* cfg->alternate: requests so far (even: a write) */
+	uint64_t write_left;	       /* bytes a run may write (probe.h); UINT64_MAX: no limit */
 };
 
 /* One timed I/O of a ping. */
@@ -59,7 +60,8 @@ void probe_ping_cleanup(struct ping *p);
  * offset alignment inside [data_start, data_start + working_set), one QD1 I/O
  * (fresh random bytes for a write), then fdatasync if configured; first the
  * same, unmeasured, elsewhere when 'warmup_after' says the target was idle
- * (t->last_io_ns, which probe_run() keeps when probe_init() set t->idle_tracked). Returns 0 when
+ * (t->last_io_ns, which probe_run() keeps when probe_init() set t->idle_tracked)
+ * and, for a write, p->write_left holds both writes. Returns 0 when
  * the I/O was issued (results in @r, which may hold errors), or -errno when it
  * could not be (-EINVAL: block size not a multiple of the alignment, working
  * set larger than the target; -EBADF: target not writable for a write ping).

@@ -64,6 +64,7 @@ int probe_init(struct probe *p, const struct cfg_probe *cfg, struct target *t,
 		.target = t,
 		.bounds_ns = bounds_ns,
 		.n_bounds = n_bounds,
+		.write_left = UINT64_MAX,
 	};
 	if (!p->ops)
 		return -EINVAL;

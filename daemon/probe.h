@@ -45,8 +45,8 @@ struct probe_op_outcome {
 	uint64_t errors;       /* completed with -errno */
 	uint64_t short_ios;    /* completed with fewer bytes than asked */
 	uint64_t io_ns;	       /* time measured: pings the sum of latencies, bursts their phase */
-	uint64_t warmup_ios;   /* ping: unmeasured warm-up I/Os completed ('warmup_after') */
-	uint64_t warmup_bytes; /* ...and their bytes: written to the device all the same */
+	uint64_t warmup_ios;   /* unmeasured I/Os completed: a ping's warm-up ('warmup_after'), */
+	uint64_t warmup_bytes; /* a burst's ramp; their bytes: written to the device all the same */
 };
 
 /* Runs add to it; the consumer clears it when it wants one run's worth. */
@@ -73,6 +73,9 @@ struct probe_outcome {
 	/* A verify probe: blocks it read back and checked, and those found wrong. */
 	uint64_t blocks_checked;
 	uint64_t mismatches[PROBE_MISMATCH_COUNT];
+	/* It wrote less than a run writes, to keep within p->write_left: a burst
+	 * stopped there, a verify probe checked its blocks and rewrote none. */
+	bool budget_cut;
 };
 
 struct probe;
@@ -92,6 +95,15 @@ struct probe;
  * probe's), never on the probe file: a target whose probes all have this needs
  * no probe file (target dir_only). */
 #define PROBE_F_OWN_FILE (1u << 5)
+/* Keeps its writes within p->write_left itself, stopping them short there
+ * (out->budget_cut): a burst, a verify probe. Without it a run writes one I/O
+ * (two with a warm-up, when both fit), and the lane's check before the run,
+ * that one fits, is the bound. */
+#define PROBE_F_BUDGETED (1u << 6)
+/* Still runs once its target's write budget is spent, with write_left 0: it
+ * reads and checks, and writes nothing (a verify probe: corruption does not
+ * wait for the next day). Any other probe that writes is skipped then. */
+#define PROBE_F_CHECKS_PAST_BUDGET (1u << 7)
 
 struct probe_ops {
 	enum cfg_probe_kind kind;
@@ -115,6 +127,10 @@ struct probe {
 	const uint64_t *bounds_ns;	 /* classic histogram bounds */
 	unsigned n_bounds;
 	_Atomic uint64_t *timeout_claimed; /* if set: see probe_claim_timeout() */
+	/* Bytes the next run may write: what is left of the target's
+	 * 'max_write_per_day' today. UINT64_MAX (probe_init()): no limit; the lane
+	 * sets it before each run of a probe that writes. */
+	uint64_t write_left;
 	/* The kind's own; NULL until init succeeded. Atomic: the scheduler reads the
 	 * in-flight time through it while the lane may replace it (a burst after -EBUSY). */
 	void *_Atomic state;

@@ -153,8 +153,8 @@ static int wait_series(struct probe_series *s)
 			       "layout, as expected; busy: it waited behind other probes, or a "
 			       "burst's previous run was still going: the storage is slow for the "
 			       "schedule; device_busy: a burst held back while other work kept "
-			       "the target's disk busy; budget: a write probe, once the target's "
-			       "max_write_per_day is written).",
+			       "the target's disk busy; budget: a ping or burst that writes, once "
+			       "the target's max_write_per_day is written).",
 			       ptr, NULL, 0);
 	if (!deferred || !skipped)
 		return -ENOMEM;
@@ -166,12 +166,31 @@ static int wait_series(struct probe_series *s)
 		if (!s->skipped[w] || (w != PROBE_WAIT_DEVICE_BUSY && !s->deferred[w]))
 			return -ENOMEM;
 	}
-	/* Nothing waits for the budget, and only writes are skipped for it. */
-	if (!cfg_probe_writes(s->cfg))
+	/* Nothing waits for the budget, and only writes are skipped for it (a
+	 * verify probe goes on checking: budget_series()). */
+	if (!cfg_probe_writes(s->cfg) ||
+	    probe_ops_of(s->cfg->kind)->flags & PROBE_F_CHECKS_PAST_BUDGET)
 		return 0;
 	v[2] = wait_names[PROBE_WAIT_BUDGET];
 	s->skipped[PROBE_WAIT_BUDGET] = metrics_series(skipped, v);
 	return s->skipped[PROBE_WAIT_BUDGET] ? 0 : -ENOMEM;
+}
+
+/* Runs cut short by the budget, for a probe that writes and cuts its own runs
+ * (PROBE_F_BUDGETED): a ping never is, it runs whole or not at all. */
+static int budget_series(struct probe_series *s)
+{
+	const char *v[] = {s->cfg->name, s->target, NULL};
+
+	if (!cfg_probe_writes(s->cfg) || !(probe_ops_of(s->cfg->kind)->flags & PROBE_F_BUDGETED))
+		return 0;
+	s->budget_cut = family_series(
+		s->m, "iopulse_probe_budget_cut_total", METRIC_COUNTER,
+		"Runs cut short to keep within the target's max_write_per_day: a burst that "
+		"stopped where its writes reached the day's budget, a verify probe that checked "
+		"its blocks and rewrote none.",
+		pt, v);
+	return s->budget_cut ? 0 : -ENOMEM;
 }
 
 /* The run windows and the CPU steal in them: steal inflates latency on a VM. */
@@ -240,6 +259,8 @@ int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct c
 		r = info_series(s, engine);
 	if (r == 0)
 		r = wait_series(s);
+	if (r == 0)
+		r = budget_series(s);
 	if (r == 0 && (ops->flags & PROBE_F_VERIFIES))
 		r = verify_series(s);
 	if (r < 0)
@@ -391,6 +412,8 @@ void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o
 	metrics_add_locked(s->errors[PROBE_ERR_IO], (double)errors);
 	metrics_add_locked(s->errors[PROBE_ERR_SHORT], (double)shorts);
 	metrics_add_locked(s->errors[PROBE_ERR_TIMEOUT], (double)o->timeouts);
+	if (s->budget_cut && o->budget_cut)
+		metrics_add_locked(s->budget_cut, 1);
 	if (s->verify_checked) {
 		metrics_add_locked(s->verify_checked, (double)o->blocks_checked);
 		for (int k = 0; k < PROBE_MISMATCH_COUNT; k++)
@@ -426,6 +449,7 @@ void probe_metrics_drop(struct probe_series *s)
 		drop(&s->deferred[w]);
 		drop(&s->skipped[w]);
 	}
+	drop(&s->budget_cut);
 	drop(&s->info);
 	drop(&s->interval);
 	drop(&s->run_seconds);

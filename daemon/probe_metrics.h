@@ -22,7 +22,9 @@ enum probe_wait {
 	/* Skipped only, never deferred: other work kept the target's disk busy (a
 	 * burst's check before it starts, see lane.h). */
 	PROBE_WAIT_DEVICE_BUSY,
-	PROBE_WAIT_BUDGET, /* skipped only, write probes only: the day's write budget is spent */
+	/* Skipped only, pings and bursts that write only: the day's write budget
+	 * is spent (a verify probe runs on, checking only). */
+	PROBE_WAIT_BUDGET,
 	PROBE_WAIT_COUNT,
 };
 
@@ -43,6 +45,9 @@ struct probe_series {
 	 * (deferred: all but device_busy, which never defers a run; budget: a
 	 * skipped series for write probes only). */
 	struct metric_series *deferred[PROBE_WAIT_COUNT], *skipped[PROBE_WAIT_COUNT];
+	/* Runs cut short by the write budget: probes that write and cut their own
+	 * runs (PROBE_F_BUDGETED) only. */
+	struct metric_series *budget_cut;
 	/* Wall time of its runs, and the CPU time stolen from this guest meanwhile. */
 	struct metric_series *run_seconds, *steal_seconds;
 	struct metric_series *info, *interval;

@@ -3,7 +3,9 @@
  * verify — the verify probe. Each run reads back every block of the probe's
  * file and checks it, then writes a new generation of the next few blocks in
  * turn and fdatasyncs them, so that the next run checks what the storage said
- * was durable.
+ * was durable. A run whose writes what is left of the target's write budget
+ * cannot hold (p->write_left; 0 once it is spent) still reads and checks every
+ * block, and writes none: a block corrupted on disk is found the same day.
  *
  * Where the blocks live: a file of the probe's own in the target's directory
  * (VERIFY_FILE_PREFIX + probe name), opened by a struct target of its own
@@ -560,6 +562,23 @@ static void check_blocks(struct probe *p, const _Atomic bool *stop, struct probe
  * while the state on disk names them as the next ones: a crash can then leave
  * no other block torn.
  */
+/* Whether the state on disk must name the next blocks before they are written. */
+static bool state_behind(const struct probe *p)
+{
+	const struct verify_probe *vp = p->state;
+
+	return vp->saved_gen != vp->next_gen || vp->saved_per_run < p->cfg->verify_per_run;
+}
+
+/* The bytes write_blocks() writes: the blocks and the state after them, and
+ * the state before them when it is behind. */
+static uint64_t run_writes(const struct probe *p)
+{
+	const uint64_t blocks = (uint64_t)p->cfg->verify_per_run * p->cfg->block_size;
+
+	return blocks + CFG_VERIFY_STATE_SIZE * (state_behind(p) ? 2 : 1);
+}
+
 static void write_blocks(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
 {
 	struct verify_probe *vp = p->state;
@@ -568,7 +587,7 @@ static void write_blocks(struct probe *p, const _Atomic bool *stop, struct probe
 	bool synced = false;
 	unsigned done = 0;
 
-	if ((vp->saved_gen != gen || vp->saved_per_run < k) && !save_state(p, out))
+	if (state_behind(p) && !save_state(p, out))
 		return;
 	for (; done < k && !(stop && atomic_load(stop)); done++) {
 		unsigned b = block_of(gen + done, n);
@@ -607,8 +626,17 @@ static int verify_probe_run(struct probe *p, const _Atomic bool *stop, struct pr
 	if (vp->need_state && load_state(p, out) < 0)
 		return 0; /* the read error is counted; the next run reads it again */
 	check_blocks(p, stop, out);
-	if (!out->incomplete)
-		write_blocks(p, stop, out);
+	if (out->incomplete)
+		return 0;
+	/* The target's write budget cannot hold the run's writes: the blocks were
+	 * checked all the same (corruption does not wait for the next day), and
+	 * are rewritten, in the same order, once it can. Nothing else changes:
+	 * the state on disk and the expectations still hold. */
+	if (run_writes(p) > p->write_left) {
+		out->budget_cut = true;
+		return 0;
+	}
+	write_blocks(p, stop, out);
 	return 0;
 }
 
@@ -621,7 +649,8 @@ static uint64_t verify_probe_inflight_since(const struct probe *p)
 
 const struct probe_ops verify_probe_ops = {
 	.kind = CFG_PROBE_VERIFY,
-	.flags = PROBE_F_SKIP_IF_RUNNING | PROBE_F_VERIFIES | PROBE_F_OWN_FILE,
+	.flags = PROBE_F_SKIP_IF_RUNNING | PROBE_F_VERIFIES | PROBE_F_OWN_FILE | PROBE_F_BUDGETED |
+		 PROBE_F_CHECKS_PAST_BUDGET,
 	.io_ops = verify_io_ops,
 	.op_name = verify_op_name,
 	.init = verify_probe_init,

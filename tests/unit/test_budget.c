@@ -19,6 +19,7 @@
  *     waiting for one.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -491,6 +493,254 @@ static void test_budget_across_reload(void **state)
 	stop_lane(c2, &l2, m);
 }
 
+/* A running lane on a fresh directory target t1, its directory in dir,
+ * whose schedule is a format taking the directory once (yaml_lane_start()). */
+/* The start of such a schedule: t1 in the directory, 1MiB, with @budget. */
+#define MEM_TARGET(budget)                                                                         \
+	"targets:\n"                                                                               \
+	"  - {name: t1, directory: %s, size: 1MiB, direct: false,\n"                               \
+	"     allow_memory_backed: true, max_write_per_day: " budget "}\n"                         \
+	"probes:\n"
+
+struct yaml_lane {
+	char dir[PATH_MAX];
+	struct config *c;
+	struct metrics *m;
+	struct lane l;
+};
+
+static void yaml_lane_start(struct yaml_lane *y, const char *yaml)
+{
+	char text[PATH_MAX + 1024];
+	struct cfg_error err = {0};
+	int len;
+
+	y->c = NULL;
+	y->m = metrics_new();
+	assert_non_null(y->m);
+	tu_new_dir(y->dir, sizeof(y->dir));
+	len = snprintf(text, sizeof(text), yaml, y->dir);
+	assert_true(len > 0 && (size_t)len < sizeof(text));
+	if (cfg_load_string("<test_budget>", text, (size_t)len, &y->c, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(lane_init(&y->l, y->c, 0, y->m), 0);
+	assert_int_equal(lane_start(&y->l), 0);
+}
+
+/* The whole verify file @path into @buf (@len bytes at most); its size. */
+static size_t read_file(const char *path, unsigned char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	n = pread(fd, buf, len, 0);
+	assert_true(n > 0);
+	close(fd);
+	return (size_t)n;
+}
+
+#define VERIFY_BLOCK(i) (4096 + 4096 + (off_t)(i)*4096) /* header, state, blocks */
+
+/*
+ * Once the day's budget is spent, a verify probe still reads and checks its
+ * blocks: a block corrupted on disk (by the test, in the file the probe made)
+ * is counted the same day. It writes nothing then, its state block neither
+ * (the file is as it was but for the block the test changed), and says so
+ * (iopulse_probe_budget_cut_total); it is never skipped for the budget, while
+ * the write ping beside it is. The next day it rewrites its blocks again.
+ */
+static void test_verify_checks_past_budget(void **state)
+{
+	static unsigned char before[64 * 1024], after[sizeof(before)], junk[4096];
+	/* v: 4 blocks, all rewritten each run; w: a 4KiB write ping */
+	static const char yaml[] =
+		"targets:\n"
+		"  - {name: t1, directory: %s, size: 1MiB, max_write_per_day: 48KiB}\n"
+		"probes:\n"
+		"  - {name: v, type: verify, target: t1, blocks: 4, blocks_per_run: 4}\n"
+		"  - {name: w, type: ping, target: t1, op: write, engine: null}\n";
+	char path[PATH_MAX + 32];
+	struct yaml_lane y;
+	struct metrics *m;
+	struct lane *l;
+	size_t n;
+	double wrote;
+	char *log;
+	int fd;
+
+	(void)state;
+	yaml_lane_start(&y, yaml);
+	m = y.m;
+	l = &y.l;
+	log_set_ratelimit(100, 30 * SEC);
+	tu_capture_begin();
+	/* 24KiB: the state, 4 blocks, the state; 20KiB: 4 blocks, the state. */
+	run(l, 0);
+	run(l, 0);
+	assert_true(series_value(m, "iopulse_verify_blocks_checked_total", "v", NULL) == 4);
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == 44 * 1024);
+	run(l, 1); /* 48KiB: spent */
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == 48 * 1024);
+	wrote = series_value(m, "iopulse_probe_bytes_total", "v", "write");
+	assert_true(wrote == 44 * 1024);
+
+	/* Block 2 overwritten whole, behind the probe's back. */
+	snprintf(path, sizeof(path), "%s/.iopulse-verify.v", y.dir);
+	memset(junk, 0x5a, sizeof(junk));
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), VERIFY_BLOCK(2)), (ssize_t)sizeof(junk));
+	assert_int_equal(fsync(fd), 0);
+	close(fd);
+	n = read_file(path, before, sizeof(before));
+
+	run(l, 0);
+	run(l, 1); /* skipped */
+	log = tu_capture_end();
+	assert_true(series_value(m, "iopulse_verify_mismatches_total", "v", "wrong_data") == 1);
+	assert_int_equal(tu_count(log, "verify probes check their blocks without rewriting"), 1);
+	assert_int_equal(tu_count(log, "block at offset 16384 of"), 1);
+	free(log);
+	assert_true(series_value(m, "iopulse_verify_blocks_checked_total", "v", NULL) == 8);
+	assert_true(series_value(m, "iopulse_probe_runs_total", "v", NULL) == 3);
+	assert_true(series_value(m, "iopulse_probe_budget_cut_total", "v", NULL) == 1);
+	/* It wrote nothing: not a byte counted, the file as it was. */
+	assert_true(series_value(m, "iopulse_probe_bytes_total", "v", "write") == wrote);
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == 48 * 1024);
+	assert_int_equal(read_file(path, after, sizeof(after)), n);
+	assert_memory_equal(before, after, n);
+	/* Verify probes are never skipped for the budget; the ping is. */
+	assert_true(series_value(m, "iopulse_probe_skipped_total", "v", "budget") == -1);
+	assert_true(series_value(m, "iopulse_probe_skipped_total", "w", "budget") == 1);
+	assert_true(series_value(m, "iopulse_probe_budget_cut_total", "w", NULL) == -1);
+
+	/* The next day: checked (the bad block is not counted again), rewritten. */
+	atomic_fetch_add(&fake_now, DAY);
+	run(l, 0);
+	assert_true(series_value(m, "iopulse_verify_mismatches_total", "v", "wrong_data") == 1);
+	assert_true(series_value(m, "iopulse_probe_bytes_total", "v", "write") ==
+		    wrote + 20 * 1024);
+	assert_true(series_value(m, "iopulse_probe_budget_cut_total", "v", NULL) == 1);
+	run(l, 0);
+	assert_true(series_value(m, "iopulse_verify_blocks_checked_total", "v", NULL) == 15);
+	assert_true(series_value(m, "iopulse_verify_mismatches_total", "v", "wrong_data") == 1);
+	stop_lane(y.c, l, m);
+}
+
+static const char *const error_names[] = {"io_error", "short_io", "timeout", "target_down",
+					  "setup"};
+
+/* The bytes a probe wrote (iopulse_probe_bytes_total, op write). */
+static double wrote_of(struct metrics *m, const char *probe)
+{
+	return series_value(m, "iopulse_probe_bytes_total", probe, "write");
+}
+
+/*
+ * A write burst stops where its writes reach what is left of the day's budget,
+ * never past it, whatever its jobs and depth (2 jobs of 8 here; the null
+ * engine, as fast as a burst goes): 4KiB blocks write exactly the budget. The
+ * stop is counted (iopulse_probe_budget_cut_total) and is not an error; the
+ * next run, with nothing left, is skipped.
+ */
+static void test_burst_stops_at_budget(void **state)
+{
+	static const char yaml[] =
+		MEM_TARGET("1MiB") "  - {name: b, type: burst, target: t1, rw: randwrite, engine: "
+				   "null, iodepth: 8,\n"
+				   "     jobs: 2, ios: 100000, every: 1h, busy_backoff: false}\n";
+	struct yaml_lane y;
+	struct metrics *m;
+	struct lane *l;
+
+	(void)state;
+	yaml_lane_start(&y, yaml);
+	m = y.m;
+	l = &y.l;
+	run(l, 0);
+	assert_true(wrote_of(m, "b") == MiB);
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == MiB);
+	assert_true(series_value(m, "iopulse_target_written_bytes_total", "t1", NULL) == MiB);
+	assert_true(series_value(m, "iopulse_probe_budget_cut_total", "b", NULL) == 1);
+	for (unsigned e = 0; e < sizeof(error_names) / sizeof(error_names[0]); e++)
+		assert_true(series_value(m, "iopulse_probe_errors_total", "b", error_names[e]) ==
+			    0);
+	run(l, 0);
+	assert_true(series_value(m, "iopulse_probe_runs_total", "b", NULL) == 1);
+	assert_true(series_value(m, "iopulse_probe_skipped_total", "b", "budget") == 1);
+	assert_true(wrote_of(m, "b") == MiB);
+	stop_lane(y.c, l, m);
+}
+
+/*
+ * With a range of block sizes (4k-64k) and reads among the writes, a burst
+ * still never writes past the budget, and ends less than its largest block
+ * short of it. Runs go on while a block fits what is left, each stopped at it
+ * and counted; the day's writes never pass the budget.
+ */
+static void test_burst_range_within_budget(void **state)
+{
+	static const char yaml[] = MEM_TARGET(
+		"1000KiB") "  - {name: b, type: burst, target: t1, rw: randrw, rwmix_read: 30%%,\n"
+			   "     block_size: 4k-64k, engine: null, iodepth: 4, jobs: 3, ios: "
+			   "100000,\n"
+			   "     every: 1h, busy_backoff: false}\n";
+	const double max = 1000 * 1024.0;
+	struct yaml_lane y;
+	struct metrics *m;
+	struct lane *l;
+	double w;
+
+	(void)state;
+	yaml_lane_start(&y, yaml);
+	m = y.m;
+	l = &y.l;
+	run(l, 0);
+	w = series_value(m, "iopulse_target_written_today_bytes", "t1", NULL);
+	assert_true(w <= max && w > max - 64 * 1024);
+	assert_true(wrote_of(m, "b") == w);
+	assert_true(series_value(m, "iopulse_probe_budget_cut_total", "b", NULL) == 1);
+	for (int i = 0; i < 20; i++)
+		run(l, 0);
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) <= max);
+	assert_true(series_value(m, "iopulse_probe_budget_cut_total", "b", NULL) +
+			    series_value(m, "iopulse_probe_skipped_total", "b", "budget") ==
+		    21);
+	stop_lane(y.c, l, m);
+}
+
+/*
+ * A write ping whose warm-up is due ('warmup_after') writes two blocks a run;
+ * with room for only one left, it goes without the warm-up: the day's writes
+ * end at the budget, not one block past it.
+ */
+static void test_ping_warmup_within_budget(void **state)
+{
+	static const char yaml[] = MEM_TARGET("12KiB") "  - {name: w, type: ping, target: t1, op: "
+						       "write, engine: null, interval: 10s,\n"
+						       "     warmup_after: 1s}\n";
+	struct yaml_lane y;
+	struct metrics *m;
+	struct lane *l;
+
+	(void)state;
+	yaml_lane_start(&y, yaml);
+	m = y.m;
+	l = &y.l;
+	run(l, 0); /* a warm-up (none before) and the ping: 8KiB */
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == 8192);
+	atomic_fetch_add(&fake_now, 2 * SEC); /* idle past warmup_after */
+	run(l, 0);			      /* 4KiB left: the ping alone */
+	assert_true(series_value(m, "iopulse_target_written_today_bytes", "t1", NULL) == 12288);
+	assert_true(series_value(m, "iopulse_probe_warmup_ios_total", "w", "write") == 1);
+	atomic_fetch_add(&fake_now, 2 * SEC);
+	run(l, 0);
+	assert_true(series_value(m, "iopulse_probe_skipped_total", "w", "budget") == 1);
+	assert_true(series_value(m, "iopulse_target_written_bytes_total", "t1", NULL) == 12288);
+	stop_lane(y.c, l, m);
+}
+
 static double duty_at(struct lane *l, struct metrics *m, uint64_t now_ns, double busy_s)
 {
 	atomic_store(&l->busy_ns, (uint64_t)(busy_s * SEC));
@@ -538,6 +788,10 @@ int main(void)
 		cmocka_unit_test(test_write_budget_at_run_time),
 		cmocka_unit_test(test_written_today_without_budget),
 		cmocka_unit_test(test_budget_across_reload),
+		cmocka_unit_test(test_verify_checks_past_budget),
+		cmocka_unit_test(test_burst_stops_at_budget),
+		cmocka_unit_test(test_burst_range_within_budget),
+		cmocka_unit_test(test_ping_warmup_within_budget),
 		cmocka_unit_test(test_duty_gauge),
 	};
 

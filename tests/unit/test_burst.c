@@ -129,6 +129,9 @@ static void assert_clean(const struct burst_result *r)
 	assert_false(r->stopped);
 }
 
+/* What run_once() limits a burst's writes to (burst_limit_writes()). */
+static uint64_t run_write_limit = UINT64_MAX;
+
 /* Run @cfg once over @ops on @t; the burst is freed, the result copied. */
 struct run {
 	int ret;
@@ -149,6 +152,7 @@ static struct run run_once(const struct cfg_probe *cfg, const struct engine_ops 
 	b = burst_new(cfg, ops, bounds, N_BOUNDS, &err);
 	assert_non_null(b);
 	assert_int_equal(err, 0);
+	burst_limit_writes(b, run_write_limit);
 	start = now_ns();
 	out.ret = burst_run(b, t, stop, &res);
 	out.wall_ns = now_ns() - start;
@@ -731,6 +735,98 @@ static void test_bsrange(void **state)
 		assert_true(seen[k] > 4000 && seen[k] < 6000); /* uniform over the 4 sizes */
 	assert_int_equal(r.res.dir[IO_READ].bytes + r.res.dir[IO_WRITE].bytes, bytes);
 	rec_done();
+}
+
+/* Bytes of the writes the rec engine was handed. */
+static uint64_t rec_written(void)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < rec_n; i++)
+		n += rec_log[i].op == IO_WRITE ? rec_log[i].len : 0;
+	return n;
+}
+
+/* A burst limited to @limit bytes of writes (@cfg over the rec engine) writes
+ * no more, and ends there (write_limited), cleanly, less than a largest block
+ * short of it and a batch of each other job (burst.h); what it wrote is the
+ * bytes counted, ramp and measured. */
+static struct run run_limited(const struct cfg_probe *cfg, uint64_t limit)
+{
+	struct run r;
+
+	rec_reset(0);
+	run_write_limit = limit;
+	r = run_once(cfg, &rec_ops, target4m(), NULL);
+	run_write_limit = UINT64_MAX;
+	assert_int_equal(r.ret, 0);
+	assert_clean(&r.res);
+	assert_true(r.res.write_limited);
+	assert_true(rec_written() <= limit);
+	assert_true(rec_written() + cfg->block_size_max * (1 + (cfg->jobs - 1) * cfg->iodepth) >
+		    limit);
+	assert_int_equal(r.res.dir[IO_WRITE].bytes + r.res.dir[IO_WRITE].ramp_bytes, rec_written());
+	rec_done();
+	return r;
+}
+
+/*
+ * burst_limit_writes(): the jobs' writes add up to the limit at most, never
+ * one I/O past it, whatever the jobs, depth, sizes and mix, ramp included; the
+ * burst then ends without an error, long before its duration or its 'ios'.
+ * Reads are not limited, and without a limit nothing changes.
+ */
+static void test_write_limit(void **state)
+{
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDWRITE, 4096, 8, 4);
+	struct run r;
+
+	(void)state;
+	/* 4 jobs of 8 I/Os of 4KiB. */
+	cfg.duration_ns = 60000 * MSEC;
+	r = run_limited(&cfg, MIB);
+	assert_true(r.wall_ns < cfg.duration_ns);
+
+	/* One job: exactly the limit. 'ios' not all issued for it: not the
+	 * -ETIME of a burst too slow. */
+	cfg = burst_cfg(CFG_RW_RANDWRITE, 4096, 8, 1);
+	cfg.ios = 100000;
+	r = run_limited(&cfg, MIB);
+	assert_int_equal(r.res.dir[IO_WRITE].bytes, MIB);
+	assert_int_equal(r.res.dir[IO_WRITE].ios, 256);
+
+	/* Sizes 4k-64k among reads, 3 jobs, all of it in the ramp: the ramp's
+	 * writes count against the limit as well (and are counted apart). */
+	cfg = burst_cfg(CFG_RW_RANDRW, 4096, 4, 3);
+	cfg.block_size_max = 65536;
+	cfg.rwmix_read = 0.3;
+	cfg.ramp_ns = 60000 * MSEC;
+	cfg.duration_ns = 1000 * MSEC;
+	r = run_limited(&cfg, 1000 * 1024);
+	assert_int_equal(r.res.dir[IO_WRITE].ios, 0);
+	assert_true(r.res.dir[IO_WRITE].ramp_ios > 0 && r.res.dir[IO_READ].ramp_ios > 0);
+
+	/* A sequential walk, 2 jobs. */
+	cfg = burst_cfg(CFG_RW_WRITE, 4096, 8, 2);
+	cfg.block_size_max = 65536;
+	cfg.ios = 100000;
+	run_limited(&cfg, 3 * MIB + 5000);
+
+	/* No limit: the run as asked. */
+	cfg = burst_cfg(CFG_RW_RANDWRITE, 4096, 8, 4);
+	cfg.ios = 1000;
+	r = run_clean(&cfg, &eng_null_ops, target4m());
+	assert_false(r.res.write_limited);
+	assert_int_equal(r.res.dir[IO_WRITE].bytes, 1000 * 4096);
+
+	/* Reads only: a limit of 0 holds nothing back. */
+	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 8, 2);
+	cfg.ios = 1000;
+	run_write_limit = 0;
+	r = run_clean(&cfg, &eng_null_ops, target4m());
+	run_write_limit = UINT64_MAX;
+	assert_false(r.res.write_limited);
+	assert_int_equal(r.res.dir[IO_READ].ios, 1000);
 }
 
 static void test_sequential(void **state)
@@ -1574,6 +1670,7 @@ int main(void)
 		cmocka_unit_test(test_random_offsets),
 		cmocka_unit_test(test_bsrange),
 		cmocka_unit_test(test_sequential),
+		cmocka_unit_test(test_write_limit),
 		cmocka_unit_test(test_rwmix),
 		cmocka_unit_test(test_write_data_random),
 		cmocka_unit_test(test_sync_write_lands),

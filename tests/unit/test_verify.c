@@ -226,6 +226,60 @@ static void test_corruption_kinds(void **state)
 	fixture_close(&x);
 }
 
+/*
+ * What is left of the target's write budget (p.write_left) too small for a
+ * run's writes: the run still reads and checks every block, finds the one
+ * changed behind its back, and writes nothing (budget_cut); the blocks are
+ * rewritten in the same order once a run's writes fit, exactly: 2 blocks and
+ * the state, 12KiB here, and 4KiB more for a new file, whose state is written
+ * before its blocks too.
+ */
+/* A run with one byte less than @need left writes nothing (budget_cut), one
+ * with @need left writes exactly that. */
+static void writes_fit(struct fixture *x, uint64_t need)
+{
+	x->p.write_left = need - 1;
+	run(x);
+	assert_true(x->out.budget_cut);
+	assert_int_equal(x->out.op[IO_WRITE].ios, 0);
+	x->p.write_left = need;
+	run(x);
+	assert_false(x->out.budget_cut);
+	assert_int_equal(x->out.op[IO_WRITE].bytes, need);
+}
+
+static void test_budget_left(void **state)
+{
+	static unsigned char a[BS], b[BS];
+	struct fixture x;
+
+	(void)state;
+	fixture_open(&x, 4, 2);
+	writes_fit(&x, 4 * BS);
+	x.p.write_left = UINT64_MAX;
+	for (int i = 0; i < 2; i++) /* every block written and checked */
+		run(&x);
+	assert_int_equal(x.out.blocks_checked, 4);
+	assert_false(x.out.budget_cut);
+
+	file_io(&x, false, 1, a);
+	a[BS / 2] ^= 0xff;
+	file_io(&x, true, 1, a);
+	x.p.write_left = 0;
+	run(&x);
+	assert_int_equal(x.out.blocks_checked, 4);
+	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_WRONG_DATA], 1);
+	assert_true(x.out.budget_cut);
+	assert_int_equal(x.out.op[IO_WRITE].ios, 0);
+	assert_int_equal(x.out.op[IO_FDATASYNC].ios, 0);
+	file_io(&x, false, 1, b);
+	assert_memory_equal(a, b, BS); /* not rewritten */
+
+	writes_fit(&x, 3 * BS);
+	assert_int_equal(mismatches(&x), 0);
+	fixture_close(&x);
+}
+
 /* The probe freed and made again on the same file: a restart. */
 static void restart(struct fixture *x)
 {
@@ -631,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_block_check),
 		cmocka_unit_test(test_runs_clean),
 		cmocka_unit_test(test_corruption_kinds),
+		cmocka_unit_test(test_budget_left),
 		cmocka_unit_test(test_restart_stale),
 		cmocka_unit_test(test_restart_state_behind),
 		cmocka_unit_test(test_restart_torn),
