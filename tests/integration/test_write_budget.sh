@@ -88,7 +88,7 @@ for reason in io_error short_io timeout target_down setup; do
 	sample_into e "$PAGE" "iopulse_probe_errors_total{probe=\"b1\",target=\"t1\",reason=\"$reason\"}"
 	num "$e" == 0 || fail "b1 counted $e errors of reason $reason"
 done
-wait_until 10 "the spent budget to be logged" grep -q \
+wait_until 60 "the spent budget to be logged" grep -q \
 	"Target t1: the probes wrote its max_write_per_day (1GiB) today: .*verify probes check their blocks without rewriting them" \
 	"$DAEMON_LOG"
 
@@ -108,7 +108,7 @@ has_series "$PAGE" 'iopulse_probe_skipped_total{probe="v1",target="t1",reason="b
 dd if=/dev/urandom of="$VF" bs=4096 seek=4 count=1 oflag=direct conv=notrunc,fsync status=none
 cp "$VF" "$WORK/corrupted"
 wait_until 60 "v1 to count the overwritten block" scraped "$WRONG" '>=' 1
-wait_until 10 "the log to name the block" \
+wait_until 60 "the log to name the block" \
 	grep -q "Probe v1: block at offset 16384 of $VF: wrong data" "$DAEMON_LOG"
 # One more run: still nothing written.
 sample_into checked "$PAGE" "$CHECKED"
