@@ -19,11 +19,14 @@
 # only ever grows by whole bursts of 500; and every time B fell due it either
 # ran or was skipped.
 #
-# Target t3: a 12MiB probe file laid out at 4MiB/s (about 3s), a ping every
-# 100ms and a burst every 1s. The layout holds the target as a burst does, by
+# Target t3: a 12MiB probe file laid out at 4MiB/s (3s at least), a ping every
+# 1s and a burst every 1s. The layout holds the target as a burst does, by
 # design: the ping waits and is skipped for reason="layout", never "busy" (that
 # would fire IopulseProbeSkipped on every new host), and the burst waits for the
-# file instead of losing its first run.
+# file instead of losing its first run. Unsplayed, the burst first falls due
+# half a second after the ping, whose run is laying out the file by then; a
+# ping runs in a few ms, so only a stall of a whole second could make one wait
+# behind another (a 100ms ping would wait as "busy", rightly, on a loaded machine).
 
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
 . "$(dirname "$0")/lib.sh"
@@ -87,7 +90,7 @@ probes:
   - name: L
     type: ping
     target: t3
-    interval: 100ms
+    interval: 1s
   - name: LB
     type: burst
     target: t3
