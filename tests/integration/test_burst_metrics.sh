@@ -19,11 +19,14 @@
 # only ever grows by whole bursts of 500; and every time B fell due it either
 # ran or was skipped.
 #
-# Target t3: a 12MiB probe file laid out at 4MiB/s (about 3s), a ping every
-# 100ms and a burst every 1s. The layout holds the target as a burst does, by
+# Target t3: a 12MiB probe file laid out at 4MiB/s (3s at least), a ping every
+# 1s and a burst every 1s. The layout holds the target as a burst does, by
 # design: the ping waits and is skipped for reason="layout", never "busy" (that
 # would fire IopulseProbeSkipped on every new host), and the burst waits for the
-# file instead of losing its first run.
+# file instead of losing its first run. Unsplayed, the burst first falls due
+# half a second after the ping, whose run is laying out the file by then; a
+# ping runs in a few ms, so only a stall of a whole second could make one wait
+# behind another (a 100ms ping would wait as "busy", rightly, on a loaded machine).
 
 # shellcheck source=lib.sh disable=SC2154 # sample_into assigns by name
 . "$(dirname "$0")/lib.sh"
@@ -87,7 +90,7 @@ probes:
   - name: L
     type: ping
     target: t3
-    interval: 100ms
+    interval: 1s
   - name: LB
     type: burst
     target: t3
@@ -108,8 +111,6 @@ count_into() {
 	sample_into v "$2" "$3"
 	printf -v "$1" '%s' "$(awk -v v="$v" 'BEGIN { printf "%.0f", v }')"
 }
-MIX_R="$MIX,op=\"read\""
-MIX_W="$MIX,op=\"write\""
 
 # ---- t1: one burst, bracketed ----------------------------------------------
 
@@ -119,34 +120,39 @@ burst_published() {
 }
 wait_until 60 "a first burst of mix published (iopulse_burst_duration_seconds{$MIX})" burst_published
 
-# mix_ios VAR PAGE: read + write I/Os of mix so far.
-mix_ios() {
-	local r w
-	count_into r "$2" "iopulse_probe_ios_total{$MIX_R}"
-	count_into w "$2" "iopulse_probe_ios_total{$MIX_W}"
-	printf -v "$1" '%s' $((r + w))
+# Scrape until the I/O count of mix changes from one page to the next while its
+# run count does not: exactly one burst was published between them. Runs are
+# counted when they start and I/Os when they end, a page is one snapshot, and a
+# run starts only after the previous one published: the run in flight at the
+# first page is the only one that can have ended by the second, however long
+# the scrapes took on a loaded machine. (Two pages less than a second apart
+# bracket one burst too: publications are 1.2s apart at least.) Between two
+# scrapes only one awk runs, so that on a loaded machine a page still lands in
+# the 0.8s between a burst's end and the next one's start.
+# mix_state PAGE: "RUNS IOS" of mix (read + write) on PAGE.
+mix_state() {
+	awk -v r="iopulse_probe_runs_total{$MIX} " -v i="iopulse_probe_ios_total{$MIX," '
+		index($0, r) == 1 { runs = $NF }
+		index($0, i) == 1 { ios += $NF }
+		END { printf "%.0f %.0f\n", runs, ios }' "$1"
 }
-
-# Two scrapes back to back, until the I/O count of mix changes between them and
-# they took less than a second (the first's start to the second's end, nothing
-# else between them: on a loaded machine a scrape loop's own work takes that
-# long). Bursts are published 2s apart, so exactly one lies between them.
+p_ms=$(now_ms)
+scrape_metrics
+P=$PAGE
+read -r p_runs p_ios < <(mix_state "$P")
 deadline=$(($(now_ms) + 60000))
 while :; do
 	require_alive
-	p_ms=$(now_ms)
-	scrape_metrics
-	P=$PAGE
+	n_ms=$(now_ms)
 	scrape_metrics
 	c_ms=$(now_ms)
-	mix_ios p_ios "$P"
-	mix_ios c_ios "$PAGE"
+	read -r c_runs c_ios < <(mix_state "$PAGE")
 	((c_ios >= p_ios)) || fail "ios of mix went down: $p_ios -> $c_ios"
-	if ((c_ios != p_ios && c_ms - p_ms < 1000)); then
+	if ((c_ios != p_ios && (c_runs == p_runs || c_ms - p_ms < 1000))); then
 		break
 	fi
 	(($(now_ms) < deadline)) || fail "no burst of mix published between two scrapes within 60s"
-	sleep 0.1
+	P=$PAGE p_ms=$n_ms p_ios=$c_ios p_runs=$c_runs
 done
 C=$PAGE
 note "one burst of mix between $P and $C: $p_ios -> $c_ios I/Os"

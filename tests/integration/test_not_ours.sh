@@ -31,10 +31,21 @@ require_disk "$WORK"
 
 UP='iopulse_target_up{target="t1"}'
 READS='iopulse_probe_ios_total{probe="p1",target="t1",op="read"}'
+RUNS='iopulse_probe_runs_total{probe="p1",target="t1"}'
 
 # entries DIR: what DIR holds, one name per line ("" when empty).
 entries() {
 	ls -A "$1"
+}
+
+# ten_more_runs WHAT: wait until p1 has run ten more times than now. Each run of
+# a target that is down tries it again: "nothing happened" means something only
+# once the daemon made the attempts that would have done it, however slowly.
+ten_more_runs() {
+	local runs
+	scrape_metrics
+	sample_into runs "$PAGE" "$RUNS"
+	wait_until 60 "ten more runs of p1 $1" scraped "$RUNS" '>=' $((${runs%.*} + 10))
 }
 
 # require_comes_up WHAT: target up and reads growing within 10s.
@@ -67,7 +78,7 @@ wait_until 60 "$UP 0 with a symlink swapped in" scraped "$UP" == 0
 # logged once, and its later reasons at debug level, which the tests run at.
 wait_until 60 "the log to say the path is now somebody's symlink" \
 	grep -q "is a symlink owned by uid 65534" "$DAEMON_LOG"
-sleep 1 # ten more pings' worth: none may reach the other directory
+ten_more_runs "with the symlink in place" # none may reach the other directory
 [[ -z $(entries "$OTHER") ]] || fail "iopulse created files where the symlink points: $(entries "$OTHER")"
 rm "$DIR"
 ln -s "$OTHER" "$DIR"
@@ -93,7 +104,7 @@ printf '# test fstab\n/dev/disk/by-label/data  %s  ext4  defaults,nofail  0  2\n
 ping_config "$WORK/b.yaml" "$SUB" 1MiB write "allow_memory_backed: true"
 IOPULSE_FSTAB="$WORK/fstab" start_daemon "$WORK/b.yaml"
 wait_until 60 "$UP 0 with $FMNT not mounted" scraped "$UP" == 0
-sleep 1
+ten_more_runs "with $FMNT not mounted"
 [[ -z $(entries "$SUB") ]] || fail "iopulse created files beneath the unmounted $FMNT: $(entries "$SUB")"
 grep -q "is not mounted" "$DAEMON_LOG" || fail "the log does not say $FMNT is not mounted"
 note "fstab mount point not mounted: down, nothing created beneath"
@@ -110,7 +121,7 @@ exec 9<&-
 [[ -d $SUB ]] || mkdir "$SUB" # the directory beneath, as a provisioning script might make
 IOPULSE_FSTAB="$WORK/fstab" start_daemon "$WORK/b.yaml"
 wait_until 60 "$UP 0 with $FMNT lazily unmounted" scraped "$UP" == 0
-sleep 1
+ten_more_runs "with $FMNT lazily unmounted"
 [[ -z $(entries "$SUB") ]] || fail "iopulse created files beneath the lazily unmounted $FMNT: $(entries "$SUB")"
 stop_daemon TERM 5
 note "lazily unmounted before start: down, nothing created beneath"

@@ -66,7 +66,9 @@ mkdir "$DIR"
 wait_until 60 "$UP 0 with the directory replaced" scraped "$UP" == 0
 wait_until 60 "the log to say the directory was replaced" grep -q "it was replaced" "$DAEMON_LOG"
 wait_until 60 "$DOWN counted" scraped "$DOWN" '>' 0
-sleep 2 # two more runs' worth: none may create anything there
+# Two more runs that found it down, each of which would have made its file there.
+sample_into down "$PAGE" "$DOWN"
+wait_until 60 "two more runs with the directory replaced" scraped "$DOWN" '>=' $((${down%.*} + 2))
 [[ -z $(entries "$DIR") ]] || fail "iopulse created files in the new directory: $(entries "$DIR")"
 n=$(grep -c "Target t1 is down" "$DAEMON_LOG" || true)
 ((n == 1)) || fail "$n 'is down' lines for one replacement"
