@@ -235,6 +235,9 @@ bool http_host_is_loopback(const char *host)
 {
 	struct sockaddr_storage ss = {0};
 
+	/* Always a loopback address, never looked up (RFC 6761, 6.3). */
+	if (strcasecmp(host, "localhost") == 0)
+		return true;
 	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
 		ss.ss_family = AF_INET;
 	else if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
