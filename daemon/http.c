@@ -235,6 +235,9 @@ bool http_host_is_loopback(const char *host)
 {
 	struct sockaddr_storage ss = {0};
 
+	/* Always a loopback address, never looked up (RFC 6761, 6.3). */
+	if (strcasecmp(host, "localhost") == 0)
+		return true;
 	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
 		ss.ss_family = AF_INET;
 	else if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
@@ -750,6 +753,19 @@ static void peer_key(const struct sockaddr *sa, unsigned char key[PEER_KEY_LEN])
 		key[0] = 6;
 		memcpy(key + 1, sin6->sin6_addr.s6_addr, 8);
 	}
+}
+
+/* How many bytes of an address' key are its network's: an IPv4 /24, an IPv6
+ * /48, what one holder commonly has many addresses of (a host all of 127/8,
+ * a home or a small site a /56 or a /48); basic auth is fair between those
+ * (webauth.h). Everything for the shared all-zero key. */
+static size_t peer_net_len(const unsigned char key[PEER_KEY_LEN])
+{
+	if (key[0] == 4)
+		return 1 + 3;
+	if (key[0] == 6)
+		return 1 + 6;
+	return PEER_KEY_LEN;
 }
 
 static unsigned peer_bucket(const unsigned char key[PEER_KEY_LEN])
@@ -1337,10 +1353,11 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
  * suspended while a worker runs bcrypt (webauth.h), and resumed with the
  * verdict: the HTTP thread never waits for a hash. An address has one check
  * queued or running at a time (a second request meanwhile gets 429 at once),
- * and webauth's queue puts the checks of addresses that failed lately after
- * everybody else's: wrong passwords flooding from any number of addresses delay
- * a scraper that never failed by the checks running, not by the flood (429
- * only when the queue is full).
+ * and webauth's queue shares its places between networks (peer_net_len()) and
+ * puts the checks of networks and addresses that failed lately after everybody
+ * else's: wrong passwords flooding from any number of addresses of a few
+ * networks delay a scraper of another network by the checks running, not by
+ * the flood (429 only when its share of the queue is full).
  */
 enum auth_state { AUTH_PENDING, AUTH_OK, AUTH_FAILED };
 
@@ -1392,6 +1409,7 @@ static int auth_start(struct http_server *h, struct MHD_Connection *c, enum hand
 	static const unsigned char nobody[PEER_KEY_LEN]; /* untracked: they share one */
 	struct conn *conn = conn_of(c);
 	struct peer *peer = conn ? conn->peer : NULL;
+	const unsigned char *key = peer ? peer->key : nobody;
 	struct auth_req *ar;
 	int slot;
 
@@ -1400,7 +1418,7 @@ static int auth_start(struct http_server *h, struct MHD_Connection *c, enum hand
 		return 0;
 	}
 	ar = calloc(1, sizeof(*ar));
-	slot = ar ? web_auth_reserve(h->auth, peer ? peer->key : nobody, PEER_KEY_LEN) : -ENOMEM;
+	slot = ar ? web_auth_reserve(h->auth, key, PEER_KEY_LEN, peer_net_len(key)) : -ENOMEM;
 	if (slot < 0) {
 		*ret = ar ? reply_busy(h, c, hd) : MHD_NO;
 		free(ar);

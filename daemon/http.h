@@ -71,8 +71,9 @@ int http_listen_activated(unsigned *n_fds);
 /* "ADDR:PORT" (IPv6 in brackets) of the socket @fd is bound to. 0 or -errno. */
 int http_local_address(int fd, char *buf, size_t n);
 
-/* Whether the numeric address @host ("" is every address: no) or the socket
- * @fd is bound to is a loopback one, which no other host can reach. */
+/* Whether the numeric address @host ("" is every address: no; "localhost", in
+ * any case, yes) or the socket @fd is bound to is a loopback one, which no
+ * other host can reach. */
 bool http_host_is_loopback(const char *host);
 bool http_socket_is_loopback(int fd);
 

@@ -19,11 +19,12 @@ enum job_state { JOB_FREE, JOB_RESERVED, JOB_QUEUED, JOB_RUNNING };
 
 struct auth_job {
 	enum job_state state;
-	bool suspect;  /* its address was one when it reserved */
-	bool too_long; /* refused without a verification */
-	uint64_t seq;  /* queued in this order */
+	bool net_failed;  /* its network is a suspect */
+	bool addr_failed; /* its address is one */
+	bool too_long;	  /* refused without a verification */
+	uint64_t seq;	  /* queued in this order */
 	uint8_t who[WEB_AUTH_WHO_MAX];
-	size_t who_len;
+	size_t who_len, net_len; /* the address' key; its first bytes, the network's */
 	char user[WEB_AUTH_FIELD_MAX];
 	char pass[WEB_AUTH_FIELD_MAX];
 	size_t user_len, pass_len;
@@ -31,7 +32,7 @@ struct auth_job {
 	void *cls;
 };
 
-/* An address whose check failed: a suspect until @until_ms. */
+/* An address or network whose check failed: a suspect until @until_ms. */
 struct suspect {
 	uint8_t who[WEB_AUTH_WHO_MAX];
 	size_t who_len;
@@ -43,6 +44,7 @@ struct web_auth {
 	unsigned n_users;
 	char dummy[64]; /* bcrypt at the users' highest cost, for unknown users */
 	uint8_t secret[32];
+	uint32_t set_seed; /* of the hash that picks a suspect's set */
 
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t cond;
@@ -51,7 +53,7 @@ struct web_auth {
 	unsigned cache_next; /* the entry replaced next */
 	struct auth_job jobs[WEB_AUTH_JOBS];
 	uint64_t next_seq;
-	struct suspect suspects[WEB_AUTH_SUSPECTS];
+	struct suspect suspects[WEB_AUTH_SUSPECT_SETS][WEB_AUTH_SUSPECT_WAYS];
 	bool stop;
 	pthread_t workers[WEB_AUTH_WORKERS];
 	unsigned n_workers;
@@ -185,85 +187,131 @@ bool web_auth_verify(struct web_auth *a, const struct web_cred *cr)
 
 /* ---------------------------------------------------------------- suspects */
 
+/* The set of @who: FNV-1a from a secret start, so that an attacker cannot
+ * choose addresses that crowd one set and push a suspect out. */
+static struct suspect *suspect_set(struct web_auth *a, const void *who, size_t len)
+{
+	const uint8_t *p = who;
+	uint32_t x = a->set_seed;
+
+	for (size_t i = 0; i < len; i++)
+		x = (x ^ p[i]) * 16777619u;
+	x ^= (uint32_t)len;
+	x *= 16777619u;
+	return a->suspects[x % WEB_AUTH_SUSPECT_SETS];
+}
+
 /* The entry of @who, or NULL; with a->mu held. */
 static struct suspect *suspect_find(struct web_auth *a, const void *who, size_t len)
 {
-	for (unsigned i = 0; i < WEB_AUTH_SUSPECTS; i++) {
-		struct suspect *s = &a->suspects[i];
+	struct suspect *set = suspect_set(a, who, len);
 
-		if (s->until_ms && s->who_len == len && memcmp(s->who, who, len) == 0)
-			return s;
-	}
+	for (unsigned i = 0; i < WEB_AUTH_SUSPECT_WAYS; i++)
+		if (set[i].until_ms && set[i].who_len == len && memcmp(set[i].who, who, len) == 0)
+			return &set[i];
 	return NULL;
 }
 
-bool web_auth_suspect(struct web_auth *a, const void *who, size_t len)
-{
-	struct suspect *s;
-	bool r;
-
-	pthread_mutex_lock(&a->mu);
-	s = suspect_find(a, who, len);
-	r = s && s->until_ms > now_ms();
-	pthread_mutex_unlock(&a->mu);
-	return r;
-}
-
-/* A verdict for @who, with a->mu held: a failure (re)starts its time as a
- * suspect, in its entry or the one that ends first (a free one, or the
- * stalest: an attacker with more addresses than entries only forgets its own);
- * a success ends it. */
-static void suspect_record(struct web_auth *a, const void *who, size_t len, bool ok)
+/* Whether @who failed in the last WEB_AUTH_SUSPECT_MS; with a->mu held. */
+static bool is_suspect(struct web_auth *a, const void *who, size_t len, int64_t now)
 {
 	struct suspect *s = suspect_find(a, who, len);
 
+	return s && s->until_ms > now;
+}
+
+/* A failure of @who, with a->mu held: (re)starts its time as a suspect, in its
+ * entry or the one of its set that ends first (a free one, or the stalest: an
+ * attacker with more than a set's worth there only forgets its own, as its
+ * newest failures end last). */
+static void suspect_fail(struct web_auth *a, const void *who, size_t len, int64_t now)
+{
+	struct suspect *s = suspect_find(a, who, len), *set;
+
+	if (!s) {
+		set = suspect_set(a, who, len);
+		s = &set[0];
+		for (unsigned i = 1; i < WEB_AUTH_SUSPECT_WAYS; i++)
+			if (set[i].until_ms < s->until_ms)
+				s = &set[i];
+		memcpy(s->who, who, len);
+		s->who_len = len;
+	}
+	s->until_ms = now + WEB_AUTH_SUSPECT_MS;
+}
+
+/* The verdict of @j, with a->mu held. A failure makes its address and network
+ * suspects, the jobs of either that wait included (a burst from a new network
+ * is put back after its first failure, not after it has all run). A success
+ * clears the address, not the network: its other addresses may be an
+ * attacker's. */
+static void suspect_record(struct web_auth *a, const struct auth_job *j, bool ok)
+{
+	struct suspect *s;
+	int64_t now = now_ms();
+
 	if (ok) {
+		s = suspect_find(a, j->who, j->who_len);
 		if (s)
 			s->until_ms = 0;
 		return;
 	}
-	if (!s) {
-		s = &a->suspects[0];
-		for (unsigned i = 1; i < WEB_AUTH_SUSPECTS; i++)
-			if (a->suspects[i].until_ms < s->until_ms)
-				s = &a->suspects[i];
-		memcpy(s->who, who, len);
-		s->who_len = len;
+	suspect_fail(a, j->who, j->who_len, now);
+	suspect_fail(a, j->who, j->net_len, now);
+	for (unsigned i = 0; i < WEB_AUTH_JOBS; i++) {
+		struct auth_job *o = &a->jobs[i];
+
+		if (o->state == JOB_FREE || o->net_len != j->net_len ||
+		    memcmp(o->who, j->who, j->net_len) != 0)
+			continue;
+		o->net_failed = true;
+		if (o->who_len == j->who_len && memcmp(o->who, j->who, j->who_len) == 0)
+			o->addr_failed = true;
 	}
-	s->until_ms = now_ms() + WEB_AUTH_SUSPECT_MS;
 }
 
 /* ---------------------------------------------------------------- the queue */
 
-int web_auth_reserve(struct web_auth *a, const void *who, size_t len)
+int web_auth_reserve(struct web_auth *a, const void *who, size_t len, size_t net_len)
 {
 	struct auth_job *free_job = NULL;
-	unsigned n_suspect = 0;
-	struct suspect *s;
-	bool suspect;
+	unsigned n_suspect = 0, n_failed = 0, n_net = 0;
+	bool net_failed, addr_failed, full;
+	int64_t now = now_ms();
 
 	if (len > WEB_AUTH_WHO_MAX)
 		len = WEB_AUTH_WHO_MAX;
+	if (net_len > len)
+		net_len = len;
 	pthread_mutex_lock(&a->mu);
-	s = suspect_find(a, who, len);
-	suspect = s && s->until_ms > now_ms();
+	addr_failed = is_suspect(a, who, len, now);
+	net_failed = addr_failed || is_suspect(a, who, net_len, now);
 	for (unsigned i = 0; i < WEB_AUTH_JOBS; i++) {
 		struct auth_job *j = &a->jobs[i];
 
-		if (j->state == JOB_FREE && !free_job)
-			free_job = j;
-		else if (j->state != JOB_FREE && j->suspect)
-			n_suspect++;
+		if (j->state == JOB_FREE) {
+			if (!free_job)
+				free_job = j;
+			continue;
+		}
+		n_suspect += j->net_failed;
+		n_failed += j->addr_failed;
+		n_net += !j->addr_failed && j->net_len == net_len &&
+			 memcmp(j->who, who, net_len) == 0;
 	}
-	/* No worker: nothing would ever run it. */
-	if (!a->n_workers || !free_job || (suspect && n_suspect >= WEB_AUTH_JOBS / 2)) {
+	/* The shares of webauth.h; no worker: nothing would ever run it. */
+	full = !a->n_workers || !free_job || (net_failed && n_suspect >= WEB_AUTH_SUSPECT_JOBS) ||
+	       (addr_failed ? n_failed >= WEB_AUTH_FAILED_JOBS : n_net >= WEB_AUTH_NET_JOBS);
+	if (full) {
 		pthread_mutex_unlock(&a->mu);
 		return -EBUSY;
 	}
 	free_job->state = JOB_RESERVED;
-	free_job->suspect = suspect;
+	free_job->net_failed = net_failed;
+	free_job->addr_failed = addr_failed;
 	memcpy(free_job->who, who, len);
 	free_job->who_len = len;
+	free_job->net_len = net_len;
 	pthread_mutex_unlock(&a->mu);
 	return (int)(free_job - a->jobs);
 }
@@ -289,8 +337,15 @@ void web_auth_submit(struct web_auth *a, int slot, const struct web_cred *cr, we
 	pthread_mutex_unlock(&a->mu);
 }
 
-/* The job a worker takes next, with a->mu held: the oldest of an address that
- * is no suspect, else the oldest suspect's; NULL when none is queued. */
+/* 0: a network that never failed, 1: a failed network's address that did not,
+ * 2: an address that failed. */
+static unsigned job_rank(const struct auth_job *j)
+{
+	return j->addr_failed ? 2 : j->net_failed;
+}
+
+/* The job a worker takes next, with a->mu held: the oldest of the lowest rank;
+ * NULL when none is queued. */
 static struct auth_job *next_job(struct web_auth *a)
 {
 	struct auth_job *best = NULL;
@@ -300,8 +355,8 @@ static struct auth_job *next_job(struct web_auth *a)
 
 		if (j->state != JOB_QUEUED)
 			continue;
-		if (!best || (!j->suspect && best->suspect) ||
-		    (j->suspect == best->suspect && j->seq < best->seq))
+		if (!best || job_rank(j) < job_rank(best) ||
+		    (job_rank(j) == job_rank(best) && j->seq < best->seq))
 			best = j;
 	}
 	return best;
@@ -334,7 +389,7 @@ static void *worker(void *arg)
 		done = j->done;
 		cls = j->cls;
 		pthread_mutex_lock(&a->mu);
-		suspect_record(a, j->who, j->who_len, ok);
+		suspect_record(a, j, ok);
 		explicit_bzero(j, sizeof(*j)); /* JOB_FREE */
 		pthread_mutex_unlock(&a->mu);
 		/* After the place is free: the callback may let the next request in. */
@@ -407,7 +462,8 @@ struct web_auth *web_auth_new(const struct web_config *w, int *err)
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cond, NULL);
 	r = copy_users(a, w);
-	if (r == 0 && getrandom(a->secret, sizeof(a->secret), 0) != sizeof(a->secret))
+	if (r == 0 && (getrandom(a->secret, sizeof(a->secret), 0) != sizeof(a->secret) ||
+		       getrandom(&a->set_seed, sizeof(a->set_seed), 0) != sizeof(a->set_seed)))
 		r = -EIO;
 	if (r == 0)
 		r = make_dummy(a);

@@ -5,13 +5,21 @@
  * A bcrypt verification costs tens to hundreds of milliseconds, and the HTTP
  * thread serves every connection (http.c): verifications run on
  * WEB_AUTH_WORKERS threads of their own, from a queue of WEB_AUTH_JOBS. Who
- * waits is fair between addresses (the caller's key for one: http.c's is the
- * client address, an IPv6 /64): an address whose check failed in the last
- * WEB_AUTH_SUSPECT_MS is a suspect, and a worker takes the oldest job of an
- * address that is not before any suspect's, so a scraper that never failed
- * waits for at most the checks running, however many addresses flood wrong
- * passwords. Suspects hold at most half the queue; a job that finds no room is
- * refused at once (the caller answers 429) instead of waiting.
+ * gets a place and who is served first is fair between networks as well as
+ * addresses (the caller's keys: http.c's address is an IPv4 address or an IPv6
+ * /64, its network an IPv4 /24 or an IPv6 /48, the address key's first bytes),
+ * because one attacker easily holds hundreds of addresses of one network (all
+ * of 127/8 on this host, 256 /64s in a home /56). A check that failed makes its
+ * address and its network suspects for WEB_AUTH_SUSPECT_MS. A worker takes the
+ * oldest job of a network that is no suspect, then that of an address that is
+ * none, then the oldest. Of the places, suspects' jobs hold at most
+ * WEB_AUTH_SUSPECT_JOBS, those of failed addresses WEB_AUTH_FAILED_JOBS, and a
+ * network's addresses that did not fail WEB_AUTH_NET_JOBS: so a scraper from a
+ * network that never failed finds a place and waits for the checks running,
+ * however many addresses of other networks flood wrong passwords, unless they
+ * come from more than a few networks that never failed each minute. A job
+ * that finds no room is refused at once (the caller answers 429) instead of
+ * waiting.
  *
  * Credentials that verified are cached, keyed by an HMAC (a secret key of this
  * process) of the user AND the password, compared in constant time: a cached
@@ -31,8 +39,17 @@
 #define WEB_AUTH_CACHE	    64	  /* verified credentials kept */
 #define WEB_AUTH_FIELD_MAX  256	  /* longest user or password looked at */
 #define WEB_AUTH_WHO_MAX    16	  /* longest key of an address */
-#define WEB_AUTH_SUSPECTS   256	  /* addresses whose last failure is remembered */
 #define WEB_AUTH_SUSPECT_MS 60000 /* how long a failure makes its address a suspect */
+/* Places of jobs whose network or address failed, of those whose address did,
+ * and of one network's addresses that did not. */
+#define WEB_AUTH_SUSPECT_JOBS (WEB_AUTH_JOBS / 2)
+#define WEB_AUTH_FAILED_JOBS  (WEB_AUTH_JOBS / 4)
+#define WEB_AUTH_NET_JOBS     (WEB_AUTH_JOBS / 8)
+/* Failed addresses and networks remembered: sets of WEB_AUTH_SUSPECT_WAYS,
+ * chosen by a keyed hash; twice the most connections (HTTP_CONNECTIONS_MAX),
+ * an address and its network for each that can be in flight. */
+#define WEB_AUTH_SUSPECT_SETS 1024
+#define WEB_AUTH_SUSPECT_WAYS 8
 
 struct web_config;
 struct web_auth;
@@ -63,22 +80,19 @@ bool web_auth_cached(struct web_auth *a, const struct web_cred *cr);
  * user), on the calling thread; a success goes into the cache. */
 bool web_auth_verify(struct web_auth *a, const struct web_cred *cr);
 
-/* Whether the address @who (@len bytes) failed a check in the last
- * WEB_AUTH_SUSPECT_MS (and has not succeeded since). */
-bool web_auth_suspect(struct web_auth *a, const void *who, size_t len);
-
 /* Called on a worker with the verdict. */
 typedef void (*web_auth_done_fn)(void *cls, bool ok);
 
 /* Take a place in the queue for the address @who (@len bytes, at most
- * WEB_AUTH_WHO_MAX): its index, or -EBUSY when the queue is full (for a
- * suspect, when suspects hold half of it). Each index must be followed by
- * exactly one web_auth_submit(). */
-int web_auth_reserve(struct web_auth *a, const void *who, size_t len);
+ * WEB_AUTH_WHO_MAX), whose first @net_len bytes are its network's key: its
+ * index, or -EBUSY when the queue is full or the job's share of it (above) is.
+ * Each index must be followed by exactly one web_auth_submit(). */
+int web_auth_reserve(struct web_auth *a, const void *who, size_t len, size_t net_len);
 
 /* Verify @cr (copied) on a worker, in the place @slot reserved, then call
- * @done(@cls, verdict); a failure makes the address a suspect, a success
- * clears it. A field longer than WEB_AUTH_FIELD_MAX is a failure. */
+ * @done(@cls, verdict); a failure makes the address and its network suspects
+ * (the jobs of either that wait too), a success clears the address. A field longer than
+ * WEB_AUTH_FIELD_MAX is a failure. */
 void web_auth_submit(struct web_auth *a, int slot, const struct web_cred *cr, web_auth_done_fn done,
 		     void *cls);
 

@@ -13,6 +13,12 @@
 #     (as after every restart) get 200 on their first try, never 429: the
 #     checks of addresses that failed wait behind theirs. The time each took
 #     is printed (the goal is well under 2 s; nothing here asserts a time).
+#   - Fairness between networks: after a restart (nothing cached, nobody a
+#     suspect), while 300 addresses of three /24s (127.1.0-2.1-100, one
+#     connection each, as many addresses as one holder gets on this host or in
+#     a home IPv6 /56) flood wrong passwords, scrapers from 127.0.0.1 get 200 on
+#     their first try, never 429: each /24 holds its share of the queue however
+#     many addresses it has, and those that failed wait behind the others.
 #   - A NUL in the password ("alice:secret\0anything") or the user name gets
 #     401, before and after the right password is cached.
 
@@ -82,6 +88,21 @@ code() {
 	curl -sS -o /dev/null --max-time 60 -w '%{http_code}' "$@" 2>/dev/null || true
 }
 
+# first_scrapes FLOOD: users s1-s5 scrape once each, not cached yet (as after
+# every restart), during FLOOD (its description); each must get 200 at its
+# first try. Sets TIMES to the time each took.
+first_scrapes() {
+	local u out
+	TIMES=()
+	for u in s1 s2 s3 s4 s5; do
+		out=$(curl -sS -o /dev/null --max-time 60 -w '%{http_code} %{time_total}' \
+			-u "$u:pass" "$URL/metrics" 2>/dev/null || true)
+		[[ ${out%% *} == 200 ]] ||
+			fail "$u, not cached yet, during $1: '$out' (want 200 at the first try)"
+		TIMES+=("${out#* }")
+	done
+}
+
 FLOODERS=127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5
 python3 "$SOURCE_DIR/tests/integration/auth_flood.py" "$DAEMON_PORT" dave:wrong "$FLOODERS" 2 \
 	flood.state 240 40000 &
@@ -94,18 +115,11 @@ flooders_failed() {
 }
 wait_until 60 "each flooding address to be told 401" flooders_failed
 
-times=()
-for u in s1 s2 s3 s4 s5; do
-	out=$(curl -sS -o /dev/null --max-time 60 -w '%{http_code} %{time_total}' \
-		-u "$u:pass" "$URL/metrics" 2>/dev/null || true)
-	[[ ${out%% *} == 200 ]] ||
-		fail "$u, not cached yet, during a flood of wrong passwords from 4 addresses: '$out' (want 200 at the first try)"
-	times+=("${out#* }")
-done
+first_scrapes "a flood of wrong passwords from 4 addresses"
 kill -0 "$FLOOD_PID" 2>/dev/null || fail "the flood ended before the scrapers were done"
 kill "$FLOOD_PID"
 wait "$FLOOD_PID" || true
-note "first scrapes of 5 users during the flood took (s): ${times[*]}"
+note "first scrapes of 5 users during the flood took (s): ${TIMES[*]}"
 note "flood (address, code, count): $(tr '\n' ';' <flood.state)"
 
 # ---- a NUL in the credentials ------------------------------------------------------
@@ -122,5 +136,41 @@ nul_code() {
 [[ $(nul_code 'alice:pass\0anything') == 401 ]] ||
 	fail "'alice:pass\\0anything' (alice:pass cached) is not 401"
 [[ $(nul_code 'alice:pass') == 200 ]] || fail "alice's password, encoded by hand, is not 200"
+require_alive
+stop_daemon
+
+# ---- fairness under a flood from many addresses of a few networks ------------------
+
+start_daemon "$CFG" --web.config.file "$WEB/plain.yml"
+URL="http://127.0.0.1:$DAEMON_PORT"
+ROTATING=
+for net in 0 1 2; do
+	for host in $(seq 1 100); do
+		ROTATING+="127.1.$net.$host,"
+	done
+done
+python3 "$SOURCE_DIR/tests/integration/auth_flood.py" "$DAEMON_PORT" dave:wrong "${ROTATING%,}" 1 \
+	rotating.state 300 400000 &
+FLOOD_PID=$!
+CLEANUP_HOOKS+=("kill $FLOOD_PID 2>/dev/null || true")
+
+# flood_total CODE: how many replies of status CODE the flood got, all addresses.
+flood_total() {
+	awk -v c="$1" '{ for (i = 2; i < NF; i += 2) if ($i == c) n += $(i + 1) } END { print n + 0 }' \
+		rotating.state
+}
+# The queue turned over (a queue's worth of failed checks) and the flood finds it
+# full (it is told 429): the state in which a scraper must still get in.
+flood_saturates() {
+	[[ -s rotating.state ]] && (($(flood_total 401) >= 32 && $(flood_total 429) >= 32))
+}
+wait_until 60 "300 flooding addresses to be told 401 32 times and 429 32 times" flood_saturates
+
+first_scrapes "a flood of wrong passwords from 300 addresses of 3 /24s"
+kill -0 "$FLOOD_PID" 2>/dev/null || fail "the rotating flood ended before the scrapers were done"
+kill "$FLOOD_PID"
+wait "$FLOOD_PID" || true
+note "first scrapes of 5 users during the flood from 300 addresses took (s): ${TIMES[*]}"
+note "that flood got: $(flood_total 401) x 401, $(flood_total 429) x 429, $(flood_total 000) x no reply"
 require_alive
 stop_daemon

@@ -905,6 +905,9 @@ static void test_loopback(void **state)
 	assert_true(http_host_is_loopback("127.1.2.3"));
 	assert_true(http_host_is_loopback("::1"));
 	assert_true(http_host_is_loopback("::ffff:127.0.0.1"));
+	assert_true(http_host_is_loopback("localhost")); /* RFC 6761 */
+	assert_true(http_host_is_loopback("LocalHost"));
+	assert_false(http_host_is_loopback("localhost.example"));
 	assert_false(http_host_is_loopback(""));
 	assert_false(http_host_is_loopback("0.0.0.0"));
 	assert_false(http_host_is_loopback("::"));

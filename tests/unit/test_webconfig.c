@@ -4,8 +4,8 @@
  * "file:line:col: message"; valid ones give exporter-toolkit's values, relative
  * paths resolved against the file's directory; the credential cache admits only
  * the exact user and password that verified (CVE-2022-46146), bytes and length
- * (a NUL in either matches nothing); the queue of checks keeps room for the
- * addresses that did not fail, and remembers which did.
+ * (a NUL in either matches nothing); the queue of checks shares its places
+ * between networks and keeps room for those that did not fail.
  */
 #include <crypt.h>
 #include <errno.h>
@@ -312,55 +312,90 @@ static void wait_verdicts(struct verdicts *v, unsigned n)
 	pthread_mutex_unlock(&v->mu);
 }
 
-/* A failed check makes its address a suspect, a success clears it; suspects
- * hold at most half the queue, so that those who never failed still find room
- * (what keeps a scraper in during a flood of wrong passwords, issue 22). */
-static void test_auth_suspects(void **state)
+/* Reserve a place for the address "N<net><addr>" (network "N<net>"). */
+static int reserve(struct web_auth *a, char net, char addr)
+{
+	const char who[3] = {'N', net, addr};
+
+	return web_auth_reserve(a, who, sizeof(who), 2);
+}
+
+/* Submit @n reserved @slots with @cr and wait for their verdicts. */
+static void run(struct web_auth *a, struct verdicts *v, const int *slots, unsigned n,
+		const struct web_cred *cr)
+{
+	unsigned i, before = v->n;
+
+	for (i = 0; i < n; i++) {
+		assert_true(slots[i] >= 0);
+		web_auth_submit(a, slots[i], cr, on_verdict, v);
+	}
+	wait_verdicts(v, before + n);
+}
+
+/* The queue's shares (what keeps a scraper in during a flood of wrong
+ * passwords from many addresses, issue 22): a network's addresses that did not
+ * fail hold WEB_AUTH_NET_JOBS places, however many addresses it has; failed
+ * addresses WEB_AUTH_FAILED_JOBS; failed networks WEB_AUTH_SUSPECT_JOBS; the
+ * rest is for networks that never failed. A success clears its address, not
+ * its network. Reserved and not submitted, places stay taken. */
+static void test_auth_shares(void **state)
 {
 	struct verdicts v = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
 	struct web_config *w;
 	struct web_auth *a = alice_auth(&w);
 	struct web_cred wrong = cred("alice", "wrong"), right = cred("alice", "secret");
-	int slots[WEB_AUTH_JOBS];
-	unsigned n = 0, i;
+	int slots[WEB_AUTH_JOBS], bad[WEB_AUTH_JOBS];
+	unsigned n = 0, n_bad = 0, i;
+	char net;
 
 	(void)state;
-	assert_false(web_auth_suspect(a, "A", 1));
-	slots[0] = web_auth_reserve(a, "A", 1);
-	assert_true(slots[0] >= 0);
-	web_auth_submit(a, slots[0], &wrong, on_verdict, &v);
-	wait_verdicts(&v, ++n);
-	assert_true(web_auth_suspect(a, "A", 1));
-	assert_false(web_auth_suspect(a, "B", 1));
-	assert_false(web_auth_suspect(a, "AB", 2));
+	/* A network that never failed: its share, whoever else waits. */
+	for (i = 0; i < WEB_AUTH_NET_JOBS; i++)
+		slots[n++] = reserve(a, '1', (char)('a' + i));
+	assert_int_equal(reserve(a, '1', 'z'), -EBUSY);
+	slots[n++] = reserve(a, '2', 'a');
+	run(a, &v, slots, n, &right);
+	assert_int_equal(v.ok, n);
 
-	/* Reserved and not submitted, places stay taken: half for suspect A... */
-	for (i = 0; i < WEB_AUTH_JOBS / 2; i++) {
-		slots[i] = web_auth_reserve(a, "A", 1);
-		assert_true(slots[i] >= 0);
-	}
-	assert_int_equal(web_auth_reserve(a, "A", 1), -EBUSY);
-	/* ...and the rest for B, which never failed. */
-	for (; i < WEB_AUTH_JOBS; i++) {
-		slots[i] = web_auth_reserve(a, "B", 1);
-		assert_true(slots[i] >= 0);
-	}
-	assert_int_equal(web_auth_reserve(a, "B", 1), -EBUSY);
-	for (i = 0; i < WEB_AUTH_JOBS; i++)
-		web_auth_submit(a, slots[i], i < WEB_AUTH_JOBS / 2 ? &wrong : &right, on_verdict,
-				&v);
-	n += WEB_AUTH_JOBS;
-	wait_verdicts(&v, n);
-	assert_int_equal(v.ok, WEB_AUTH_JOBS / 2);
-	assert_true(web_auth_suspect(a, "A", 1));
-	assert_false(web_auth_suspect(a, "B", 1));
+	/* Addresses 1a, 4a and 5a fail: they and networks 1, 4 and 5 are suspects. */
+	slots[0] = reserve(a, '1', 'a');
+	slots[1] = reserve(a, '4', 'a');
+	slots[2] = reserve(a, '5', 'a');
+	run(a, &v, slots, 3, &wrong);
 
-	/* A success ends A's time as a suspect. */
-	slots[0] = web_auth_reserve(a, "A", 1);
-	assert_true(slots[0] >= 0);
-	web_auth_submit(a, slots[0], &right, on_verdict, &v);
-	wait_verdicts(&v, ++n);
-	assert_false(web_auth_suspect(a, "A", 1));
+	/* 1a holds the failed addresses' share, then not one place more... */
+	for (i = 0; i < WEB_AUTH_FAILED_JOBS; i++)
+		bad[n_bad++] = reserve(a, '1', 'a');
+	assert_int_equal(reserve(a, '1', 'a'), -EBUSY);
+	assert_int_equal(reserve(a, '4', 'a'), -EBUSY);
+	/* ...network 1's other addresses, however many, and network 4's their
+	 * share, up to the suspects' share... */
+	for (net = '1'; net <= '4'; net += 3)
+		for (i = 0; i < WEB_AUTH_NET_JOBS; i++)
+			bad[n_bad++] = reserve(a, net, (char)('b' + i));
+	assert_int_equal(reserve(a, '1', 'y'), -EBUSY);
+	assert_int_equal(n_bad, WEB_AUTH_SUSPECT_JOBS);
+	assert_int_equal(reserve(a, '5', 'b'), -EBUSY);
+	/* ...and networks that never failed the rest. */
+	n = 0;
+	for (net = '6'; n < WEB_AUTH_JOBS - WEB_AUTH_SUSPECT_JOBS; net++)
+		for (i = 0; i < WEB_AUTH_NET_JOBS; i++)
+			slots[n++] = reserve(a, net, (char)('a' + i));
+	assert_int_equal(reserve(a, net, 'a'), -EBUSY);
+	run(a, &v, bad, n_bad, &wrong);
+	run(a, &v, slots, n, &right);
+	assert_int_equal(v.ok, WEB_AUTH_NET_JOBS + 1 + n);
+
+	/* 1a succeeds: it is no failed address (it gets fewer places than one, as
+	 * its network still failed) and network 1's share is its own again. */
+	slots[0] = reserve(a, '1', 'a');
+	run(a, &v, slots, 1, &right);
+	for (i = 0; i < WEB_AUTH_NET_JOBS; i++)
+		slots[i] = reserve(a, '1', 'a');
+	assert_int_equal(reserve(a, '1', 'a'), -EBUSY);
+	assert_int_equal(reserve(a, '1', 'y'), -EBUSY);
+	run(a, &v, slots, WEB_AUTH_NET_JOBS, &right);
 	web_auth_free(a);
 	web_config_free(w);
 }
@@ -391,7 +426,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_errors),	    cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_auth_cache),  cmocka_unit_test(test_auth_nul),
-		cmocka_unit_test(test_parse_basic), cmocka_unit_test(test_auth_suspects),
+		cmocka_unit_test(test_parse_basic), cmocka_unit_test(test_auth_shares),
 		cmocka_unit_test(test_dummy_cost),
 	};
 
