@@ -61,8 +61,15 @@ build() { # build DIR [cmake options]; its status also where set -e is off (stag
 # `test`: build DIR with the options, run its suite with ctest (in DIR, the
 # variables in its environment). A build that fails or tests that fail are
 # recorded in FAILED, with ctest's list of the failed tests, and the next stage
-# runs all the same: one run reports every failure.
+# runs all the same: one run reports every failure. But not after Ctrl-C: ctest
+# and make catch SIGINT and exit with a status, so bash (which stops only when
+# its child dies of the signal) would go on; the trap (test) and status 130,
+# for an interrupt that reached only ctest, stop dev.sh instead.
 FAILED=()
+interrupted() {
+	echo "dev.sh: interrupted" >&2
+	exit 130
+}
 stage() {
 	local name=$1 dir=$2 opts=() vars=() rc=0 failed
 	shift 2
@@ -76,13 +83,16 @@ stage() {
 		shift
 	done
 	echo "=== dev.sh: stage $name ($dir)" >&2
-	if ! build "$dir" "${opts[@]}"; then
+	build "$dir" "${opts[@]}" || rc=$?
+	[ "$rc" -ne 130 ] || interrupted
+	if [ "$rc" -ne 0 ]; then
 		FAILED+=("$name: the build failed")
 		return 0
 	fi
 	rm -f "$dir/Testing/Temporary/LastTestsFailed.log"
 	(cd "$dir" && env "${vars[@]}" ctest --output-on-failure --no-tests=error -j2 "$@") || rc=$?
 	[ "$rc" -eq 0 ] && return 0
+	[ "$rc" -ne 130 ] || interrupted
 	failed=$(sed 's/^[0-9]*://' "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null | paste -sd ' ' -) || true
 	FAILED+=("$name: ${failed:-ctest failed with status $rc}")
 }
@@ -102,6 +112,7 @@ build)
 	build build -DIOPULSE_TESTS=ON
 	;;
 test)
+	trap interrupted INT
 	install_missing "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"
 	start=$(date +%s)
 	# IOPULSE_TESTS=ON explicitly: `run` configures build/ without tests, and CMake

@@ -30,6 +30,7 @@
 
 #include "config/config.h"
 #include "config/default_buckets.h"
+#include "daemon/escape.h"
 #include "engines/ioprio.h"
 
 #define CFG_FILE_MAX	   (1U << 20) /* largest configuration file we read */
@@ -3081,7 +3082,12 @@ static void print_probes(FILE *f, const struct key *k, const void *base, const s
 
 void cfg_print(const struct config *c, FILE *f)
 {
-	fprintf(f, "# effective configuration from %s\n", c->source ? c->source : "<unknown>");
+	char src[ESC_SIZE(PATH_MAX)];
+
+	/* Escaped: a newline in the file's name would end the comment, and what
+	 * follows it would be YAML (or drive a terminal). */
+	fprintf(f, "# effective configuration from %s\n",
+		esc_str(src, sizeof(src), c->source ? c->source : "<unknown>"));
 	print_item(f, &sec_top, W_TOP, c, c, "", "");
 }
 

@@ -41,18 +41,21 @@ static int check_dir(const struct config *cfg, const struct cfg_target *t)
 {
 	char who[32], err[sizeof(((struct target *)0)->error)];
 	char path[ESC_SIZE(PATH_MAX)], esc_err[ESC_SIZE(sizeof(err))];
+	char esc_source[ESC_SIZE(PATH_MAX)];
 	int r = target_check_dir(t, err, sizeof(err));
 
 	esc_str(path, sizeof(path), t->path); /* a newline in it must not start a line */
+	/* Nor one in the configuration file's name. */
+	esc_str(esc_source, sizeof(esc_source), cfg->source);
 	if (r == -ENOENT) {
 		fprintf(stderr,
 			"%s:%u:%u: target '%s': directory '%s' does not exist (iopulse never "
 			"creates it)\n",
-			cfg->source, t->pos.line, t->pos.col, t->name, path);
+			esc_source, t->pos.line, t->pos.col, t->name, path);
 		return CHECK_EX_MISSING;
 	}
 	if (r < 0) {
-		fprintf(stderr, "%s:%u:%u: target '%s': %s\n", cfg->source, t->pos.line, t->pos.col,
+		fprintf(stderr, "%s:%u:%u: target '%s': %s\n", esc_source, t->pos.line, t->pos.col,
 			t->name, esc_str(esc_err, sizeof(esc_err), err));
 		return r == -ENOTDIR ? CHECK_EX_MISSING : CHECK_EX_NOT_WRITABLE;
 	}
@@ -61,7 +64,7 @@ static int check_dir(const struct config *cfg, const struct cfg_target *t)
 		r = errno;
 		fprintf(stderr,
 			"%s:%u:%u: target '%s': directory '%s' is not writable by %s: %s%s\n",
-			cfg->source, t->pos.line, t->pos.col, t->name, path,
+			esc_source, t->pos.line, t->pos.col, t->name, path,
 			user_name(who, sizeof(who)), strerror(r),
 			r == EROFS ? TARGET_EROFS_HINT : "");
 		return CHECK_EX_NOT_WRITABLE;

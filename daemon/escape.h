@@ -28,6 +28,9 @@
 #define ESC_SEQ_MAX 6
 /* A buffer that holds any @n bytes escaped in full, with the NUL. */
 #define ESC_SIZE(n) (4 * (n) + 1)
+/* How much of a command-line argument a CLI message quotes (escaped: what the
+ * user typed may hold a newline that would forge a line, or an ESC). */
+#define ESC_ARG_SHOWN 256
 
 /* @s escaped into @dst of @n bytes (n > 0), always NUL-terminated; cut before an
  * escape that does not fit, never inside one. Returns @dst. */

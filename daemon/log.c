@@ -270,7 +270,9 @@ static int log_va(const char *key, int level, int err, const char *fmt, va_list 
 
 	pthread_mutex_lock(&log_mu);
 	if (level == LOG_LVL_ERROR) {
-		copy_head(last_error, sizeof(last_error), msg);
+		/* Escaped anew from the raw text into its 256 bytes, not a head of
+		 * msg's: that would cut a \xNN or a UTF-8 character in two. */
+		esc_str(last_error, sizeof(last_error), raw);
 		notify(); /* STATUS= carries it */
 	}
 	if (rl_burst == 0 || level == LOG_LVL_DEBUG || (!key && level > LOG_LVL_WARNING) ||

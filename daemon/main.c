@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -113,6 +114,7 @@ static bool config_option(const char *cmd, const char *arg, const char **config)
 /* Parses a subcommand's options. Returns -1 to go on, or an exit status. */
 static int parse_options(int argc, char **argv, const char *usage, bool run, struct options *o)
 {
+	char e[ESC_SIZE(ESC_ARG_SHOWN)];
 	static const struct option run_opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"listen", required_argument, NULL, 'l'},
@@ -172,18 +174,20 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 			fputs(usage, stdout);
 			return EX_OK;
 		default:
+			/* Quoted escaped: an argument may hold a newline or an ESC. */
 			if (optopt && optopt < 0x100)
-				fprintf(stderr, "iopulse %s: invalid or incomplete option '-%c'\n",
-					argv[0], optopt);
+				fprintf(stderr, "iopulse %s: invalid or incomplete option '-%s'\n",
+					argv[0], esc_str(e, sizeof(e), (char[]){(char)optopt, 0}));
 			else
 				fprintf(stderr, "iopulse %s: invalid or incomplete option '%s'\n",
-					argv[0], argv[optind - 1]);
+					argv[0], esc_str(e, sizeof(e), argv[optind - 1]));
 			fputs(usage, stderr);
 			return EX_USAGE;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "iopulse %s: unexpected argument '%s'\n", argv[0], argv[optind]);
+		fprintf(stderr, "iopulse %s: unexpected argument '%s'\n", argv[0],
+			esc_str(e, sizeof(e), argv[optind]));
 		fputs(usage, stderr);
 		return EX_USAGE;
 	}
@@ -280,19 +284,21 @@ static void check_warnings(const struct config *cfg)
  * its validity period is only a warning, since run serves it. */
 static int check_web_files(const struct web_config *web)
 {
-	char msg[512], esc[ESC_SIZE(sizeof(msg))];
+	char msg[512], esc[ESC_SIZE(sizeof(msg))], src[ESC_SIZE(PATH_MAX)];
 	int r;
 
 	if (!web || !web->tls)
 		return EX_OK;
 	r = web_tls_check(web, msg, sizeof(msg));
 	esc_str(esc, sizeof(esc), msg); /* it quotes the files' contents */
+	/* A newline in the file's name, too. */
+	esc_str(src, sizeof(src), web->source);
 	if (r < 0) {
-		fprintf(stderr, "%s: %s\n", web->source, esc);
+		fprintf(stderr, "%s: %s\n", src, esc);
 		return EX_CONFIG;
 	}
 	if (r > 0)
-		fprintf(stderr, "warning: %s: %s\n", web->source, esc);
+		fprintf(stderr, "warning: %s: %s\n", src, esc);
 	return EX_OK;
 }
 
@@ -317,10 +323,14 @@ static void warn_plain_auth(const struct web_config *web, bool loopback, const c
 		 "clear to %s, which is not a loopback address; add a certificate, or listen on "
 		 "127.0.0.1",
 		 where);
-	if (plain)
-		fprintf(stderr, "warning: %s: %s\n", web->source, msg);
-	else
+	if (plain) {
+		char src[ESC_SIZE(PATH_MAX)];
+
+		/* The log escapes what it writes; stderr gets it done here. */
+		fprintf(stderr, "warning: %s: %s\n", esc_str(src, sizeof(src), web->source), msg);
+	} else {
 		log_warning("%s: %s", web->source, msg);
+	}
 }
 
 static int cmd_check(int argc, char **argv)
@@ -750,7 +760,10 @@ static int cmd_version(int argc, char **argv)
 		fputs(version_usage, stdout);
 		return EX_OK;
 	}
-	fprintf(stderr, "iopulse version: unexpected argument '%s'\n", argv[1]);
+	char e[ESC_SIZE(ESC_ARG_SHOWN)];
+
+	fprintf(stderr, "iopulse version: unexpected argument '%s'\n",
+		esc_str(e, sizeof(e), argv[1]));
 	fputs(version_usage, stderr);
 	return EX_USAGE;
 }
@@ -765,7 +778,10 @@ static int clock_from_env(void)
 	else if (strcmp(v, "monotonic") == 0)
 		eng_clock_init(ENG_CLOCK_MONOTONIC);
 	else {
-		fprintf(stderr, "iopulse: IOPULSE_CLOCK='%s': expected auto or monotonic\n", v);
+		char e[ESC_SIZE(ESC_ARG_SHOWN)];
+
+		fprintf(stderr, "iopulse: IOPULSE_CLOCK='%s': expected auto or monotonic\n",
+			esc_str(e, sizeof(e), v));
 		return EX_USAGE;
 	}
 	return EX_OK;
@@ -794,6 +810,9 @@ int main(int argc, char **argv)
 		return cmd_probe(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
 		return cmd_version(argc - 1, argv + 1);
-	fprintf(stderr, "iopulse: unknown command '%s'\n\n%s", cmd, main_usage);
+	char e[ESC_SIZE(ESC_ARG_SHOWN)];
+
+	fprintf(stderr, "iopulse: unknown command '%s'\n\n%s", esc_str(e, sizeof(e), cmd),
+		main_usage);
 	return EX_USAGE;
 }

@@ -326,8 +326,12 @@ int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
 
 	for (unsigned i = 0; i < o->n_names; i++)
 		if (cfg_probe_index(cfg, o->names[i]) < 0) {
-			fprintf(stderr, "iopulse probe: no probe named '%s' in %s\n", o->names[i],
-				cfg->source);
+			char name[ESC_SIZE(ESC_ARG_SHOWN)], src[ESC_SIZE(PATH_MAX)];
+
+			/* Both as typed: a newline must not forge a line. */
+			fprintf(stderr, "iopulse probe: no probe named '%s' in %s\n",
+				esc_str(name, sizeof(name), o->names[i]),
+				esc_str(src, sizeof(src), cfg->source));
 			return 64;
 		}
 	sums = calloc(cfg->n_probes, sizeof(*sums));

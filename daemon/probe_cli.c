@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "../config/config.h"
+#include "escape.h"
 #include "json.h"
 #include "oneshot.h"
 #include "probe_cli.h"
@@ -119,18 +121,22 @@ struct cli {
 
 static int bad_value(const char *opt, const char *arg, const char *want)
 {
-	fprintf(stderr, "iopulse probe: invalid %s '%s': %s\n", opt, arg, want);
+	char e[ESC_SIZE(ESC_ARG_SHOWN)];
+
+	fprintf(stderr, "iopulse probe: invalid %s '%s': %s\n", opt, esc_str(e, sizeof(e), arg),
+		want);
 	return EX_USAGE;
 }
 
 /* @opt's value @arg out of the configuration's range [@lo, @hi] (sizes). */
 static int out_of_range(const char *opt, const char *arg, uint64_t lo, uint64_t hi)
 {
-	char a[32], b[32];
+	char a[32], b[32], e[ESC_SIZE(ESC_ARG_SHOWN)];
 
 	cfg_format_size(lo, a, sizeof(a));
 	cfg_format_size(hi, b, sizeof(b));
-	fprintf(stderr, "iopulse probe: %s %s: must be between %s and %s\n", opt, arg, a, b);
+	fprintf(stderr, "iopulse probe: %s %s: must be between %s and %s\n", opt,
+		esc_str(e, sizeof(e), arg), a, b);
 	return EX_USAGE;
 }
 
@@ -342,11 +348,17 @@ static const char *path_only_name(int opt)
 
 static int unknown_option(char **argv)
 {
-	if (optopt && optopt < 0x100)
-		fprintf(stderr, "iopulse probe: invalid or incomplete option '-%c'\n", optopt);
-	else
+	char e[ESC_SIZE(ESC_ARG_SHOWN)];
+
+	if (optopt && optopt < 0x100) {
+		char c[2] = {(char)optopt, 0};
+
+		fprintf(stderr, "iopulse probe: invalid or incomplete option '-%s'\n",
+			esc_str(e, sizeof(e), c));
+	} else {
 		fprintf(stderr, "iopulse probe: invalid or incomplete option '%s'\n",
-			argv[optind - 1]);
+			esc_str(e, sizeof(e), argv[optind - 1]));
+	}
 	fputs(usage, stderr);
 	return EX_USAGE;
 }
@@ -495,12 +507,13 @@ static void did_you_mean(const char *path)
 {
 	struct cfg_error err = {0};
 	struct config *cfg = NULL;
+	char e[ESC_SIZE(ESC_ARG_SHOWN)];
 
 	if (cfg_load_default(&cfg, &err) == 0 && cfg_probe_index(cfg, path) >= 0)
 		fprintf(stderr,
 			"iopulse probe: did you mean `iopulse probe --config FILE %s`? (a PATH "
 			"is measured; probes of a configuration need --config)\n",
-			path);
+			esc_str(e, sizeof(e), path));
 	cfg_free(cfg);
 }
 
@@ -509,11 +522,15 @@ static void did_you_mean(const char *path)
 static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind *kind)
 {
 	struct target_path_info info;
-	char err[512], ws[32], sz[32];
+	char err[512], ws[32], sz[32], esc_err[ESC_SIZE(sizeof(err))];
 	int r = target_path_info(path, &info, err, sizeof(err));
+	char p[ESC_SIZE(PATH_MAX)];
 
+	/* Every message below quotes the PATH as typed: a newline in it must not
+	 * start a line, an ESC not reach the terminal. */
+	esc_str(p, sizeof(p), path);
 	if (r < 0) {
-		fprintf(stderr, "iopulse probe: %s\n", err);
+		fprintf(stderr, "iopulse probe: %s\n", esc_str(esc_err, sizeof(esc_err), err));
 		if (r == -ENOENT)
 			did_you_mean(path);
 		return oneshot_path_status(r, EX_NOINPUT);
@@ -523,7 +540,7 @@ static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind
 		fprintf(stderr,
 			"iopulse probe: %s is on tmpfs/ramfs: that measures RAM, not a disk; add "
 			"--allow-tmpfs if that is what you want\n",
-			path);
+			p);
 		return EX_NOPERM;
 	}
 	if (*kind == CFG_TARGET_DIRECTORY)
@@ -532,14 +549,14 @@ static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind
 		fprintf(stderr,
 			"iopulse probe: --keep (-k) keeps a probe file of our own in a directory; "
 			"%s is a %s\n",
-			path, cfg_target_kind_name(*kind));
+			p, cfg_target_kind_name(*kind));
 		return EX_USAGE;
 	}
 	if (cli_writes(c)) {
 		fprintf(stderr,
 			"iopulse probe: %s is a %s: iopulse only reads it; writes go to a probe "
 			"file of its own, so give a directory\n",
-			path, cfg_target_kind_name(*kind));
+			p, cfg_target_kind_name(*kind));
 		return EX_NOPERM;
 	}
 	if (c->working_set && info.size && c->working_set > info.size) {
@@ -548,7 +565,7 @@ static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind
 		fprintf(stderr,
 			"iopulse probe: -S/--working-set %s is larger than %s (%s %s, %" PRIu64
 			" bytes)\n",
-			ws, path, cfg_target_kind_name(*kind), sz, info.size);
+			ws, p, cfg_target_kind_name(*kind), sz, info.size);
 		return EX_USAGE;
 	}
 	return GO_ON;
@@ -676,8 +693,9 @@ static int build_config(struct cli *c, char **paths, unsigned n, struct config *
 	if (cfg_load_string("iopulse probe options", text, len, cfg, &err) < 0) {
 		/* Which key is named, not which line of text nobody sees. */
 		const char *m = strstr(err.msg, ": ");
+		char e[ESC_SIZE(sizeof(err.msg))];
 
-		fprintf(stderr, "iopulse probe: %s\n", m ? m + 2 : err.msg);
+		fprintf(stderr, "iopulse probe: %s\n", esc_str(e, sizeof(e), m ? m + 2 : err.msg));
 		r = EX_USAGE;
 	}
 out:
@@ -711,7 +729,10 @@ static int load(struct cli *c, char **operands, unsigned n, struct config **cfg)
 	}
 	r = c->config ? cfg_load_file(c->config, cfg, &err) : cfg_load_default(cfg, &err);
 	if (r < 0) {
-		fprintf(stderr, "%s\n", err.msg);
+		char e[ESC_SIZE(sizeof(err.msg))];
+
+		/* It names the file and quotes its values. */
+		fprintf(stderr, "%s\n", esc_str(e, sizeof(e), err.msg));
 		return EX_CONFIG;
 	}
 	c->o.names = (const char *const *)operands;

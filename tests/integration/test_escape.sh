@@ -8,7 +8,8 @@
 #   - /readyz: one line per target that is not up, escaped;
 #   - /metrics: promtool check metrics passes, the path label is the real path;
 #   - iopulse check and iopulse probe: escaped, no control character but the
-#     line ends.
+#     line ends, also in what they quote of the command line (a PATH, a
+#     configuration file's name, a probe name, an option).
 # t1's directory exists (up: probes, metrics, iopulse probe); t2's does not
 # (down: /readyz says why, quoting its path, and so do the log and check).
 
@@ -78,6 +79,39 @@ no_controls "$WORK/probe.out" "iopulse probe's output"
 no_controls "$WORK/probe.out.err" "iopulse probe's messages"
 grep -qF -- "$WORK/up$TAIL_ESC" "$WORK/probe.out" ||
 	fail "iopulse probe does not show the path escaped:"$'\n'"$(cat -A "$WORK/probe.out")"
+
+# ---- what the user typed --------------------------------------------------------
+# A PATH, a configuration file's name and probe names come from the command line
+# and are quoted back in messages: escaped there too, one line per message.
+
+# one_message NAME WANT STATUS CMD...: CMD exits with STATUS and says WANT (the
+# argument escaped) on one line, nothing on stdout but the line ends. A usage
+# error is followed by the usage, from a line "Usage: ..." on.
+one_message() {
+	local name=$1 want=$2 status=$3 rc=0 msg
+	shift 3
+	"$@" >"$WORK/$name.out" 2>"$WORK/$name.all" || rc=$?
+	((rc == status)) || fail "$name: exit status $rc, want $status:"$'\n'"$(cat -A "$WORK/$name.all")"
+	no_controls "$WORK/$name.out" "$name's output"
+	no_controls "$WORK/$name.all" "$name's messages"
+	sed '/^Usage: /,$d' "$WORK/$name.all" >"$WORK/$name.err"
+	msg=$(cat -A "$WORK/$name.err")
+	grep -qF -- "$want" "$WORK/$name.err" || fail "$name does not say: $want"$'\n'"$msg"
+	(($(wc -l <"$WORK/$name.err") == 1)) || fail "$name: not one line:"$'\n'"$msg"
+	note "$name: $(cat "$WORK/$name.err")"
+}
+
+one_message "probe PATH" "$WORK/nope$TAIL_ESC" 66 "$IOPULSE" probe "$WORK/nope$TAIL"
+# A PATH that names a probe of the embedded default adds a hint; with the tail it
+# is no probe name, so only that the hint must not be forged either is seen here.
+one_message "probe option" "'--nope$TAIL_ESC'" 64 "$IOPULSE" probe "--nope$TAIL"
+# The configuration under a name with the tail: t2's line names the file.
+NAMED_CFG="$WORK/iopulse$TAIL.yaml"
+cp "$CFG" "$NAMED_CFG"
+one_message "check --config" "$WORK/iopulse$TAIL_ESC.yaml:" 66 "$IOPULSE" check --config "$NAMED_CFG"
+one_message "probe --config NAME" "no probe named 'p9$TAIL_ESC' in $WORK/iopulse$TAIL_ESC.yaml" 64 \
+	"$IOPULSE" probe --config "$NAMED_CFG" "p9$TAIL"
+one_message "check argument" "'x$TAIL_ESC'" 64 "$IOPULSE" check --config "$CFG" "x$TAIL"
 
 # ---- the daemon ---------------------------------------------------------------
 

@@ -299,6 +299,31 @@ static void test_log_escapes_message(void **state)
 	assert_string_equal(last, "Failed to open /srv/a\\nerror: forged\\x1b[2J: gone");
 }
 
+/* The last error STATUS= gets is cut at its 256 bytes before an escape or a
+ * UTF-8 character that does not fit, never inside one. */
+static void test_last_error_cut(void **state)
+{
+	static const struct {
+		size_t keep;	  /* bytes of 'a' before @tail, all kept */
+		const char *tail; /* what does not fit whole */
+	} cases[] = {
+		{253, "\x1b[31m"}, /* "\x1b" would take bytes 253..256 of 256 */
+		{254, "\xc3\xa9"}, /* U+00E9 would leave no room for the NUL */
+	};
+	char last[512], head[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(head, 'a', cases[i].keep);
+		head[cases[i].keep] = '\0';
+		tu_capture_begin();
+		log_error("%s%s", head, cases[i].tail);
+		free(tu_capture_end());
+		log_last_error(last, sizeof(last));
+		assert_string_equal(last, head);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +336,7 @@ int main(void)
 		cmocka_unit_test(test_escape_forms),
 		cmocka_unit_test(test_escape_cut),
 		cmocka_unit_test(test_log_escapes_message),
+		cmocka_unit_test(test_last_error_cut),
 	};
 
 	unsetenv("JOURNAL_STREAM");
