@@ -1190,8 +1190,9 @@ static int drop_tmp_link(struct target *t, int dfd, const struct stat *lst)
 
 /* Whether what lstat() (or fstat() once open) found at the probe file's name
  * may be ours: -EEXIST (t->error set) for a symlink, anything but a regular
- * file, another owner, a file with other names. */
-static int may_be_ours(struct target *t, const struct stat *lst)
+ * file, another owner (when @owned: a check of another user's file judges it
+ * by its header, as the daemon's user would), a file with other names. */
+static int may_be_ours(struct target *t, const struct stat *lst, bool owned)
 {
 	const char *path = t->file_path;
 
@@ -1205,7 +1206,7 @@ static int may_be_ours(struct target *t, const struct stat *lst)
 			    "%s exists and is not a regular file: refusing to touch it; remove "
 			    "it or choose another directory",
 			    path);
-	if (lst->st_uid != geteuid())
+	if (owned && lst->st_uid != geteuid())
 		return terr(t, -EEXIST,
 			    "%s is owned by uid %u, not by us (uid %u): refusing to touch it", path,
 			    (unsigned)lst->st_uid, (unsigned)geteuid());
@@ -1266,7 +1267,7 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 			r = stat_probe_file(t, dfd, &lst);
 	}
 	if (r == 0)
-		r = may_be_ours(t, &lst);
+		r = may_be_ours(t, &lst, true);
 	if (r < 0)
 		return r;
 	fd = open_same(dfd, probe_name(t), O_RDWR, &lst, &st);
@@ -1279,7 +1280,7 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 		return terr(t, fd, "%s: cannot open for writing: %m%s", path,
 			    fd == -EROFS ? TARGET_EROFS_HINT : "");
 	/* Again on what is open: a link or chown between lstat() and open(). */
-	r = may_be_ours(t, &st);
+	r = may_be_ours(t, &st, true);
 	if (r == 0)
 		r = prepare_fd(t, fd, path, false);
 	if (r == 0)
@@ -1299,6 +1300,53 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 	*out = fd;
 	*lock = lk;
 	return 0;
+}
+
+/*
+ * What open_existing() refuses of the probe file at its name in @dfd, found
+ * without writing, locking, or removing a name (iopulse check): 0 when there
+ * is none, or one that open_existing() would take (a temporary second name of
+ * ours included: drop_tmp_link() would remove it); -EEXIST (t->error set,
+ * open_existing()'s words) when something that is not ours is there. Never
+ * opens anything but a regular file, and that read-only (open_same(): no FIFO
+ * to block on, no symlink followed). What depends on who runs it is left to
+ * run: the owner, and a file this user may not read that is not its own (the
+ * service's, checked by root or by a user other than the service's).
+ */
+static int check_existing(struct target *t, int dfd)
+{
+	char tmp[NAME_MAX + 1];
+	struct stat lst, st;
+	unsigned version;
+	uint64_t size;
+	int fd, r;
+
+	r = stat_probe_file(t, dfd, &lst);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	/* drop_tmp_link() would take the temporary name away first. */
+	st = lst;
+	if (st.st_nlink == 2 && S_ISREG(st.st_mode) && find_tmp_link(dfd, &lst, tmp))
+		st.st_nlink = 1;
+	r = may_be_ours(t, &st, false);
+	if (r < 0)
+		return r;
+	/* O_NOATIME, as open_file_fd(): a check leaves even the access time. */
+	fd = open_same(dfd, probe_name(t), O_RDONLY | O_NOATIME, &lst, &st);
+	if (fd == -EPERM)
+		fd = open_same(dfd, probe_name(t), O_RDONLY, &lst, &st);
+	if (fd == -ENOENT || ((fd == -EACCES || fd == -EPERM) && lst.st_uid != geteuid()))
+		return 0;
+	if (fd == -ESTALE || fd == -ELOOP)
+		return terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
+			    t->file_path);
+	if (fd < 0)
+		return terr(t, fd, "%s: cannot open: %m", t->file_path);
+	r = read_our_header(t, fd, &version, &size);
+	close(fd);
+	return r;
 }
 
 static int link_anon(int fd, int dfd, const char *name)
@@ -1559,12 +1607,11 @@ static void dir_only_opened(struct target *t, int dfd)
 	t->error[0] = '\0';
 }
 
-static int open_directory(struct target *t)
+/* t->file_path of a directory target: its probe file, or the directory. */
+static int probe_file_path(struct target *t)
 {
 	const char *dir = t->cfg->path;
-	struct stat st;
-	bool relay = false;
-	int dfd = -1, fd = -1, lk = -1, r;
+	int r;
 
 	if (t->dir_only)
 		r = snprintf(t->file_path, sizeof(t->file_path), "%s", dir);
@@ -1574,6 +1621,18 @@ static int open_directory(struct target *t)
 		r = snprintf(t->file_path, sizeof(t->file_path), "%s/%s", dir, probe_name(t));
 	if (r < 0 || (size_t)r >= sizeof(t->file_path))
 		return terr(t, -ENAMETOOLONG, "%s: path too long", dir);
+	return 0;
+}
+
+static int open_directory(struct target *t)
+{
+	struct stat st;
+	bool relay = false;
+	int dfd = -1, fd = -1, lk = -1, r;
+
+	r = probe_file_path(t);
+	if (r < 0)
+		return r;
 	r = open_target_dir(t, &dfd);
 	if (r < 0)
 		return r;
@@ -1639,12 +1698,18 @@ static void whole_target_opened(struct target *t, int fd, ino_t ino, bool writab
 	t->error[0] = '\0';
 }
 
-static int open_file(struct target *t)
+/*
+ * A file target opened read-only after every check: walked to, a regular file
+ * (never a symlink, never a FIFO or a device opened to find out), at least
+ * FILE_TARGET_MIN_SIZE bytes, on the pinned filesystem, not in memory unless
+ * allowed, O_DIRECT as configured. Sets t->file_path. The descriptor, with
+ * @st and @sfs, or -errno with t->error set. Nothing is written.
+ */
+static int open_file_fd(struct target *t, struct stat *st, struct statfs *sfs)
 {
 	const char *path = t->cfg->path;
 	char leaf[NAME_MAX + 1];
-	struct statfs sfs;
-	struct stat lst, st;
+	struct stat lst;
 	int pfd, fd, r;
 
 	r = snprintf(t->file_path, sizeof(t->file_path), "%s", path);
@@ -1670,40 +1735,50 @@ static int open_file(struct target *t)
 
 	/* O_NOATIME keeps even the access time as it was; only the owner (or
 	 * CAP_FOWNER) may ask for it. */
-	fd = open_same(pfd, leaf, O_RDONLY | O_NOATIME, &lst, &st);
+	fd = open_same(pfd, leaf, O_RDONLY | O_NOATIME, &lst, st);
 	if (fd == -EPERM)
-		fd = open_same(pfd, leaf, O_RDONLY, &lst, &st);
+		fd = open_same(pfd, leaf, O_RDONLY, &lst, st);
 	close(pfd);
 	if (fd == -ESTALE || fd == -ELOOP)
 		return terr(t, -EINVAL, "%s changed while we opened it", path);
 	if (fd < 0)
 		return terr(t, fd, "%s: %m", path);
-	if (fstatfs(fd, &sfs) < 0) {
+	if (fstatfs(fd, sfs) < 0) {
 		r = terr(t, -errno, "%s: %m", path);
 		goto fail;
 	}
-	if (st.st_size < (off_t)FILE_TARGET_MIN_SIZE) {
+	if (st->st_size < (off_t)FILE_TARGET_MIN_SIZE) {
 		r = terr(t, -EINVAL, "%s is smaller than %u bytes: nothing to measure", path,
 			 FILE_TARGET_MIN_SIZE);
 		goto fail;
 	}
-	if (t->pinned && (st.st_dev != t->dev || (long)sfs.f_type != t->fs_type)) {
-		r = moved(t, path, st.st_dev, "; not opening it");
+	if (t->pinned && (st->st_dev != t->dev || (long)sfs->f_type != t->fs_type)) {
+		r = moved(t, path, st->st_dev, "; not opening it");
 		goto fail;
 	}
-	r = check_memory_backed(t, path, &sfs);
+	r = check_memory_backed(t, path, sfs);
 	if (r < 0)
 		goto fail;
 	r = prepare_fd(t, fd, path, false);
 	if (r < 0)
 		goto fail;
-
-	whole_target_opened(t, fd, st.st_ino, false, (uint64_t)st.st_size, st.st_dev,
-			    (long)sfs.f_type);
-	return 0;
+	return fd;
 fail:
 	close(fd);
 	return r;
+}
+
+static int open_file(struct target *t)
+{
+	struct statfs sfs;
+	struct stat st;
+	int fd = open_file_fd(t, &st, &sfs);
+
+	if (fd < 0)
+		return fd;
+	whole_target_opened(t, fd, st.st_ino, false, (uint64_t)st.st_size, st.st_dev,
+			    (long)sfs.f_type);
+	return 0;
 }
 
 /* ---- device targets ---------------------------------------------------- */
@@ -2060,6 +2135,32 @@ fail:
 	return r;
 }
 
+/* -EINVAL (t->error set) when the device @name has too few bytes to measure:
+ * @size under FILE_TARGET_MIN_SIZE or its direct I/O alignment. */
+static int device_too_small(struct target *t, const char *name, uint64_t size)
+{
+	if (size < FILE_TARGET_MIN_SIZE || size < t->offset_align)
+		return terr(t, -EINVAL, "%s has %" PRIu64 " bytes (no medium?): nothing to measure",
+			    name, size);
+	return 0;
+}
+
+/*
+ * What open_device() checks before it opens the device: a block device (@st),
+ * named @name (in @nbuf), and, when some probe writes (t->want_write), writes
+ * allowed and the device unmounted, not swap, unheld. 0 or -errno, t->error set.
+ */
+static int device_checks(struct target *t, struct stat *st, const char **name, char *nbuf,
+			 size_t len)
+{
+	int r = device_stat(t, st);
+
+	if (r < 0)
+		return r;
+	*name = device_name(t, nbuf, len);
+	return device_may_open(t, st->st_rdev, *name, t->want_write);
+}
+
 static int open_device(struct target *t)
 {
 	const bool write = t->want_write;
@@ -2070,11 +2171,7 @@ static int open_device(struct target *t)
 	ino_t ino = 0;
 	int fd, r;
 
-	r = device_stat(t, &st);
-	if (r < 0)
-		return r;
-	name = device_name(t, nbuf, sizeof(nbuf));
-	r = device_may_open(t, st.st_rdev, name, write);
+	r = device_checks(t, &st, &name, nbuf, sizeof(nbuf));
 	if (r < 0)
 		return r;
 	fd = device_open_fd(t, st.st_rdev, name, write, &ino);
@@ -2086,11 +2183,9 @@ static int open_device(struct target *t)
 	r = device_size(t, fd, name, &size);
 	if (r < 0)
 		goto fail;
-	if (size < FILE_TARGET_MIN_SIZE || size < t->offset_align) {
-		r = terr(t, -EINVAL, "%s has %" PRIu64 " bytes (no medium?): nothing to measure",
-			 name, size);
+	r = device_too_small(t, name, size);
+	if (r < 0)
 		goto fail;
-	}
 	whole_target_opened(t, fd, ino, write, size, st.st_rdev, 0);
 	return 0;
 fail:
@@ -2173,19 +2268,65 @@ int target_open(struct target *t)
 	return terr(t, -EINVAL, "%s: unknown target kind", t->cfg->path);
 }
 
-int target_check_dir(const struct cfg_target *cfg, char *err, size_t len)
+/* target_check_ro() of a directory target: the directory as open_directory()
+ * opens it, then each probe file already there as open_existing() judges it. */
+static int check_ro_directory(struct target *t, const char *const *files, unsigned n_files)
 {
-	struct target t;
 	int dfd, r;
 
-	target_init(&t, cfg);
-	r = open_target_dir(&t, &dfd);
-	if (r < 0) {
-		snprintf(err, len, "%s", t.error);
+	snprintf(t->file_path, sizeof(t->file_path), "%s", t->cfg->path);
+	r = open_target_dir(t, &dfd);
+	if (r < 0)
 		return r;
+	for (unsigned i = 0; r == 0 && i < n_files; i++) {
+		t->file_name = files[i];
+		r = probe_file_path(t);
+		if (r == 0)
+			r = check_existing(t, dfd);
 	}
 	close(dfd);
-	return 0;
+	return r;
+}
+
+/*
+ * target_check_ro() of a device target: open_device()'s checks, without opening
+ * the device: the access it would open with (the effective ids, faccessat(2)),
+ * and the size sysfs gives (0 without a medium).
+ */
+static int check_ro_device(struct target *t)
+{
+	char nbuf[2 * PATH_MAX + 4];
+	const char *name;
+	struct stat st;
+	int r = device_checks(t, &st, &name, nbuf, sizeof(nbuf));
+
+	if (r < 0)
+		return r;
+	if (faccessat(AT_FDCWD, t->cfg->path, R_OK | (t->want_write ? W_OK : 0), AT_EACCESS) < 0)
+		return terr(t, -errno, "%s: cannot open%s: %m", name,
+			    t->want_write ? " for writing" : "");
+	return device_too_small(t, name, device_sysfs_size(st.st_rdev));
+}
+
+int target_check_ro(struct target *t, const char *const *files, unsigned n_files)
+{
+	struct statfs sfs;
+	struct stat st;
+	int fd;
+
+	switch (t->cfg->kind) {
+	case CFG_TARGET_DIRECTORY:
+		return check_ro_directory(t, files, n_files);
+	case CFG_TARGET_FILE:
+		fd = open_file_fd(t, &st, &sfs);
+		if (fd < 0)
+			return fd;
+		close(fd);
+		return 0;
+	case CFG_TARGET_DEVICE:
+		return check_ro_device(t);
+	}
+	return terr(t, -EINVAL, "%s: unknown target kind", t->cfg->path);
 }
 
 int target_check(struct target *t)

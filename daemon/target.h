@@ -174,14 +174,22 @@ struct target_path_info {
 int target_path_info(const char *path, struct target_path_info *info, char *err, size_t len);
 
 /*
- * What target_open() refuses of the directory target @cfg before it would
- * create anything: its walk (a missing component, not a directory, a symlink
- * it does not follow), tmpfs/ramfs without allow_memory_backed, require_mount.
- * The same code and words, for `iopulse check`; nothing is created, written or
- * removed, and no probe file is looked at. 0, or -errno with target_open()'s
- * message in @err.
+ * What target_open() refuses of @t (target_init()'d, want_write set as for
+ * target_open()), found without creating, writing, locking or removing
+ * anything, for `iopulse check`: the same code and words. A directory: its walk
+ * (a missing component, not a directory, a symlink it does not follow),
+ * tmpfs/ramfs without allow_memory_backed, require_mount; then each of the
+ * @n_files probe-file names in @files that exists there and is not a file of
+ * ours (a symlink, a FIFO or anything but a regular file, other hard links, no
+ * header), found with lstat and a read-only O_NOFOLLOW|O_NONBLOCK open. Its
+ * owner is not judged: whose it must be depends on who runs the daemon. A file:
+ * everything target_open() checks, through a read-only open. A device: its
+ * checks before the open (a block device; with want_write, writes allowed and
+ * the device unused), the access it would open with, its size from sysfs; the
+ * device itself is never opened. 0, or -errno with t->error set (-ENOENT:
+ * missing, -ENOTDIR: a component is not a directory); @t is left closed.
  */
-int target_check_dir(const struct cfg_target *cfg, char *err, size_t len);
+int target_check_ro(struct target *t, const char *const *files, unsigned n_files);
 
 /* Close the file descriptor (idempotent). */
 void target_close(struct target *t);

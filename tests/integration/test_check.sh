@@ -28,8 +28,9 @@ run_cli() {
 }
 
 # check_cli NAME ARGS...: run_cli NAME check ARGS..., where a shipped example may
-# name directories this machine lacks (/srv/data/.iopulse): status 66 with only
-# such directories reported counts as valid (RC=0). Anything else stands.
+# name directories, files or devices this machine lacks (/srv/data/.iopulse,
+# /dev/vdb): status 66 with only such targets reported counts as valid (RC=0).
+# Anything else stands.
 check_cli() {
 	local name=$1 path
 	shift
@@ -37,8 +38,8 @@ check_cli() {
 	((RC == 66)) || return 0
 	while IFS= read -r path; do
 		[[ ! -e $path ]] || fail "iopulse check $*: says '$path' does not exist, but it does"
-	done < <(sed -n "s/^.*: target '[^']*': directory '\(.*\)' does not exist (iopulse never creates it)$/\1/p" "$ERR")
-	grep -q 'does not exist' "$ERR" || fail "iopulse check $*: status 66 without a missing directory"
+	done < <(sed -n -E "s/^.*: target '[^']*': (directory|file|device) '(.*)' does not exist( \(iopulse never creates it\))?$/\2/p" "$ERR")
+	grep -q 'does not exist' "$ERR" || fail "iopulse check $*: status 66 without a missing target"
 	RC=0
 }
 
@@ -280,6 +281,180 @@ if (($(id -u) == 0)); then
 	note "read-only: check and run name ReadWritePaths="
 else
 	note "not root: the symlink, tmpfs and read-only cases are not checked"
+fi
+
+# ---- a probe file there that is not ours, a file or device run refuses ------
+
+# snap_stat PATH...: each name as it is (lstat: type, inode, size, mode, owner,
+# links, access, modification and change times); snap_data PATH...: the bytes of
+# each regular file, never a FIFO's (that would block) and never through a
+# symlink (following one sets its access time).
+snap_stat() {
+	stat -c '%n %F %i %s %a %u:%g %h %X %Y %Z' -- "$@"
+}
+snap_data() {
+	local f
+	for f; do
+		if [[ ! -L $f && -f $f ]]; then sha256sum -- "$f"; fi
+	done
+}
+
+# check_leaves NAME CFG MSG PATH...: check_refuses NAME CFG MSG, where check
+# changes nothing of PATHs (not a byte, not an access time) and run not a byte.
+# Reading the bytes may set an access time: they are read before the first
+# look at the times and after the second.
+check_leaves() {
+	local name=$1 cfg=$2 msg=$3 data stat now
+	shift 3
+	data=$(snap_data "$@")
+	stat=$(snap_stat "$@")
+	run_cli "$name" check --config "$cfg"
+	now=$(snap_stat "$@")
+	[[ $now == "$stat" ]] || fail "iopulse check ($name) changed what it looked at:"$'\n'"$stat"$'\n'"now"$'\n'"$now"
+	now=$(snap_data "$@")
+	[[ $now == "$data" ]] || fail "iopulse check ($name) changed the bytes of what it looked at:"$'\n'"$data"$'\n'"now"$'\n'"$now"
+	check_refuses "$name" "$cfg" "$msg"
+	# run reads a header, which may set the access time (field 8); the rest stands.
+	now=$(snap_stat "$@")
+	[[ $(cut -d' ' -f1-7,9- <<<"$now") == $(cut -d' ' -f1-7,9- <<<"$stat") ]] ||
+		fail "iopulse run ($name) changed what it refused:"$'\n'"$stat"$'\n'"now"$'\n'"$now"
+	now=$(snap_data "$@")
+	[[ $now == "$data" ]] || fail "iopulse run ($name) changed the bytes of what it refused"
+}
+
+# One at a time at the daemon's probe-file name: an administrator's data, a
+# symlink to a victim, a FIFO (which check must not block on), a hard link.
+PD="$WORK/planted"
+PF="$PD/.iopulse-probe"
+VICTIM="$WORK/victim"
+mkdir "$PD"
+echo "an administrator's data" >"$VICTIM"
+dir_config "$WORK/planted.yaml" "$PD"
+for i in {1..300}; do echo "admin data $i, not iopulse's"; done >"$PF"
+check_leaves foreign-file "$WORK/planted.yaml" "$PF exists but is not an iopulse probe file (no header): refusing to touch it; remove it or choose another directory" "$PF"
+rm "$PF"
+ln -s "$VICTIM" "$PF"
+check_leaves foreign-symlink "$WORK/planted.yaml" "$PF is a symlink, not an iopulse probe file: refusing to touch it; remove it or choose another directory" "$PF" "$VICTIM"
+rm "$PF"
+mkfifo "$PF"
+check_leaves foreign-fifo "$WORK/planted.yaml" "$PF exists and is not a regular file: refusing to touch it; remove it or choose another directory" "$PF"
+rm "$PF"
+# Another name of somebody's file: writing ours would overwrite it.
+ln "$VICTIM" "$PF"
+check_leaves foreign-hardlink "$WORK/planted.yaml" "$PF has 2 hard links, and an iopulse probe file has exactly one: another file linked here, not ours; refusing to touch it; remove it or choose another directory" "$PF" "$VICTIM"
+rm "$PF"
+
+# A verify probe's own file is refused the same way. With no probe on the
+# target that uses the daemon's probe file, run leaves a file at that name
+# alone, and so does check.
+VF="$PD/.iopulse-verify.v"
+{
+	printf 'targets:\n  - name: d\n    directory: %s\n' "$(yaml_str "$PD")"
+	printf 'probes:\n  - {name: v, type: verify, target: d, interval: 10s, blocks: 2, blocks_per_run: 1}\n'
+} >"$WORK/verify.yaml"
+for i in {1..300}; do echo "admin data $i, not iopulse's"; done >"$VF"
+check_leaves foreign-verify "$WORK/verify.yaml" "$VF exists but is not an iopulse probe file (no header): refusing to touch it; remove it or choose another directory" "$VF"
+rm "$VF"
+ln -s "$VICTIM" "$PF"
+run_cli verify-leaves-probe-file check --config "$WORK/verify.yaml"
+((RC == 0)) || fail "iopulse check, a verify probe only, a symlink at $PF: status $RC, want 0 (run leaves it alone): $(cat "$ERR")"
+rm "$PF"
+
+# A probe file of ours passes, whoever owns it: as root, check must not fail on
+# the service user's (whose it must be depends on who runs the daemon).
+dir_config "$WORK/ours.yaml" "$PD"
+sed -i '3a\    size: 1MiB' "$WORK/ours.yaml"
+start_daemon "$WORK/ours.yaml"
+wait_until 60 "the daemon to lay out $PF" grep -qa '^version: 1$' "$PF"
+stop_daemon
+run_cli ours check --config "$WORK/ours.yaml"
+((RC == 0)) || fail "iopulse check, a probe file of ours: status $RC, want 0: $(cat "$ERR")"
+if (($(id -u) == 0)); then
+	chown 65534:65534 "$PF"
+	run_cli ours-other-user check --config "$WORK/ours.yaml"
+	((RC == 0)) || fail "iopulse check as root, the service user's probe file: status $RC, want 0: $(cat "$ERR")"
+fi
+rm "$PF"
+
+# kind_config FILE KIND PATH [LINE...]: one KIND target 'd' at PATH (line 2, as
+# check_refuses wants), with LINEs, and a ping on it.
+kind_config() {
+	local f=$1 kind=$2 path=$3 line
+	shift 3
+	{
+		printf 'targets:\n  - name: d\n    %s: %s\n' "$kind" "$(yaml_str "$path")"
+		for line; do printf '    %s\n' "$line"; done
+		printf 'probes:\n  - {name: p, type: ping, target: d}\n'
+	} >"$f"
+}
+
+# check_missing KIND CFG PATH: `check --config CFG` exits 66 saying the KIND
+# target at PATH does not exist.
+check_missing() {
+	run_cli "$1-missing" check --config "$2"
+	((RC == 66)) || fail "iopulse check, $1 target missing: status $RC, want 66"
+	grep -qxF "$2:2:5: target 'd': $1 '$3' does not exist" "$ERR" ||
+		fail "iopulse check, $1 target missing: no positioned message naming $3"
+}
+
+# File targets: everything run checks, through a read-only open.
+F="$WORK/data-file"
+kind_config "$WORK/file.yaml" file "$F"
+check_missing file "$WORK/file.yaml" "$F"
+head -c 1000 /dev/urandom >"$F"
+check_leaves file-small "$WORK/file.yaml" "$F is smaller than 4096 bytes: nothing to measure" "$F"
+rm "$F"
+mkfifo "$F"
+check_leaves file-fifo "$WORK/file.yaml" "$F: not a regular file" "$F"
+rm "$F"
+ln -s "$VICTIM" "$F"
+check_leaves file-symlink "$WORK/file.yaml" "$F is a symlink: name the file itself" "$F" "$VICTIM"
+rm "$F"
+
+# Device targets: a block device (under /dev/, as the configuration wants: the
+# cases of an existing one are loop devices of the test's own, below), big
+# enough, unused when written to; found without opening the device.
+NODEV="/dev/iopulse-test-no-such-device-$$"
+kind_config "$WORK/dev.yaml" device "$NODEV"
+check_missing device "$WORK/dev.yaml" "$NODEV"
+
+if (($(id -u) == 0)); then
+	# A file on tmpfs: run measures no RAM unless told to.
+	T2="$WORK/tmpfs-file"
+	mkdir "$T2"
+	mount_tmpfs "$T2" 1M
+	head -c 8192 /dev/urandom >"$T2/file"
+	kind_config "$WORK/tmpfs-file.yaml" file "$T2/file"
+	check_leaves file-tmpfs "$WORK/tmpfs-file.yaml" "$T2/file is on tmpfs/ramfs: this measures RAM, not a disk; set 'allow_memory_backed: true' if that is what you want" "$T2/file"
+	kind_config "$WORK/tmpfs-file-ok.yaml" file "$T2/file" "allow_memory_backed: true"
+	run_cli file-tmpfs-allowed check --config "$WORK/tmpfs-file-ok.yaml"
+	((RC == 0)) || fail "iopulse check, a file on tmpfs with allow_memory_backed: status $RC, want 0: $(cat "$ERR")"
+fi
+
+if (($(id -u) == 0)) && command -v losetup >/dev/null; then
+	# Loop devices of the test's own, over files in $WORK: too small to measure...
+	head -c 2048 /dev/zero >"$WORK/tiny.img"
+	attach_loop "$WORK/tiny.img"
+	kind_config "$WORK/tiny.yaml" device "$LOOP"
+	check_leaves device-tiny "$WORK/tiny.yaml" "$LOOP has 2048 bytes (no medium?): nothing to measure" "$WORK/tiny.img"
+	# ...and mounted, with a probe that writes.
+	if command -v mkfs.ext4 >/dev/null; then
+		head -c $((8 << 20)) /dev/zero >"$WORK/fs.img"
+		mkfs.ext4 -q -F "$WORK/fs.img" || fail "mkfs.ext4 $WORK/fs.img failed"
+		attach_loop "$WORK/fs.img"
+		mkdir "$WORK/mnt"
+		mount "$LOOP" "$WORK/mnt" || fail "cannot mount $LOOP on $WORK/mnt"
+		umount_fs() { ! grep -qF " $WORK/mnt " /proc/self/mountinfo || umount -l "$WORK/mnt"; }
+		CLEANUP_HOOKS=("umount_fs" "${CLEANUP_HOOKS[@]}") # before the loop is detached
+		kind_config "$WORK/mounted.yaml" device "$LOOP" "allow_device_writes: true"
+		sed -i 's/type: ping,/type: ping, op: write,/' "$WORK/mounted.yaml"
+		check_refuses device-mounted "$WORK/mounted.yaml" "$LOOP is mounted at $WORK/mnt: refusing to write to it"
+		umount "$WORK/mnt"
+	else
+		note "no mkfs.ext4: the mounted device case is not checked"
+	fi
+else
+	note "not root, or no losetup: the loop device cases are not checked"
 fi
 
 # ---- --quiet and --file-only: what the unit's ExecReload= runs -----------------
