@@ -1453,6 +1453,13 @@ static void burst_probe_free(struct probe *p)
 	burst_free(p->state);
 }
 
+/* Each job sets its engine up for the run and tears it down after. */
+static void burst_descriptors(const struct cfg_probe *c, const struct engine_ops *e,
+			      struct probe_fds *out)
+{
+	out->run = c->jobs * e->fds;
+}
+
 const struct probe_ops burst_probe_ops = {
 	.kind = CFG_PROBE_BURST,
 	.flags = PROBE_F_SKIP_IF_RUNNING | PROBE_F_OWN_TIMEOUTS | PROBE_F_EXCLUSIVE |
@@ -1463,4 +1470,5 @@ const struct probe_ops burst_probe_ops = {
 	.run = burst_probe_run,
 	.inflight_since = burst_probe_inflight_since,
 	.free = burst_probe_free,
+	.descriptors = burst_descriptors,
 };

@@ -692,8 +692,8 @@ int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out,
  * notification, which frees the record, so a record's descriptor is always the
  * connection's own.
  */
-#define ACCEPT_BATCH 32	     /* accepts per turn, before libmicrohttpd's */
-#define PEER_KEY_LEN (1 + 8) /* family, then the IPv4 address or the IPv6 /64 */
+#define ACCEPT_BATCH HTTP_ACCEPT_BATCH /* accepts per turn, before libmicrohttpd's */
+#define PEER_KEY_LEN (1 + 8)	       /* family, then the IPv4 address or the IPv6 /64 */
 
 struct peer {
 	struct peer *next;		 /* in its hash chain */
@@ -726,10 +726,14 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-unsigned http_connection_limit(uint64_t nofile)
+unsigned http_connection_limit(uint64_t nofile, uint64_t reserve)
 {
-	uint64_t reserve = HTTP_FD_RESERVE + nofile / 8;
-	uint64_t n = nofile > reserve ? nofile - reserve : 0;
+	uint64_t n;
+
+	if (!reserve)
+		reserve = HTTP_FD_RESERVE + nofile / 8;
+	reserve += HTTP_ACCEPT_BATCH;
+	n = nofile > reserve ? nofile - reserve : 0;
 
 	if (n < HTTP_CONNECTIONS_MIN)
 		return HTTP_CONNECTIONS_MIN;
@@ -1672,7 +1676,7 @@ struct http_server *http_start(int listen_fd, const struct http_limits *lim, str
 }
 
 /* @lim's limits, each 0 (or @lim NULL) for the default; the connection limit's
- * default follows RLIMIT_NOFILE. */
+ * default is what RLIMIT_NOFILE leaves after lim->fd_reserve. */
 static void set_limits(struct http_server *h, const struct http_limits *lim)
 {
 	struct rlimit rl = {.rlim_cur = 1024};
@@ -1680,7 +1684,9 @@ static void set_limits(struct http_server *h, const struct http_limits *lim)
 	(void)getrlimit(RLIMIT_NOFILE, &rl);
 	h->nofile = rl.rlim_cur;
 	h->lim.connections =
-		lim && lim->connections ? lim->connections : http_connection_limit(rl.rlim_cur);
+		lim && lim->connections
+			? lim->connections
+			: http_connection_limit(rl.rlim_cur, lim ? lim->fd_reserve : 0);
 	h->lim.per_address = lim && lim->per_address ? lim->per_address : HTTP_PER_ADDRESS_LIMIT;
 	h->lim.header_ms = lim && lim->header_ms ? lim->header_ms : HTTP_HEADER_DEADLINE_MS;
 }

@@ -22,6 +22,7 @@
 #define HTTP_CONNECTIONS_MAX	4096	    /* at most, however many descriptors we may open */
 #define HTTP_CONNECTIONS_MIN	16	    /* at least, however few */
 #define HTTP_FD_RESERVE		64	    /* descriptors left to lanes and engines, plus 1/8 */
+#define HTTP_ACCEPT_BATCH	32	    /* accepted per turn, over the limit till reaped */
 #define HTTP_PER_ADDRESS_LIMIT	16	    /* connections of one address (IPv6: one /64) */
 #define HTTP_HEADER_DEADLINE_MS 5000	    /* to send a request's headers */
 #define HTTP_TIMEOUT_SECONDS	10	    /* of silence, once a request is in */
@@ -40,15 +41,19 @@ struct http_server;
  * descriptor. Zero fields take the defaults (http_start()).
  */
 struct http_limits {
-	unsigned connections; /* open at once; 0: http_connection_limit(RLIMIT_NOFILE) */
+	unsigned connections; /* open at once; 0: http_connection_limit(RLIMIT_NOFILE, ...) */
+	uint64_t fd_reserve;  /* the rest of the daemon's descriptors; 0: not known */
 	unsigned per_address; /* of one address; 0: HTTP_PER_ADDRESS_LIMIT */
 	unsigned header_ms;   /* to send a request's headers; 0: HTTP_HEADER_DEADLINE_MS */
 };
 
 /* How many connections to serve at once with @nofile descriptors (the soft
- * RLIMIT_NOFILE): @nofile less HTTP_FD_RESERVE and an eighth, within
- * [HTTP_CONNECTIONS_MIN, HTTP_CONNECTIONS_MAX]. */
-unsigned http_connection_limit(uint64_t nofile);
+ * RLIMIT_NOFILE) of which the rest of the daemon needs @reserve (0 when not
+ * known: HTTP_FD_RESERVE and an eighth of @nofile), less the HTTP_ACCEPT_BATCH a
+ * turn may hold beyond the limit, within [HTTP_CONNECTIONS_MIN,
+ * HTTP_CONNECTIONS_MAX]. The server then holds at most the limit plus
+ * HTTP_ACCEPT_BATCH descriptors of connections. */
+unsigned http_connection_limit(uint64_t nofile, uint64_t reserve);
 
 /*
  * Listen on @host (numeric IPv4/IPv6, "" for any: one dual-stack socket, IPv4

@@ -69,6 +69,45 @@ static int lane_init_sync(struct lane *l)
 	return 0;
 }
 
+/*
+ * Counted on a running daemon (ls /proc/PID/fd, and under strace for what an
+ * open holds on the way): a lane holds its watch timerfd and /proc/stat (CPU
+ * steal); its target, its probe file and the descriptor holding the file's lock
+ * (a directory no probe needs a probe file in: the directory; a file or a
+ * device: itself); sysfs's block/ and its disk's stat once a burst checks
+ * whether the disk is busy (one more per further disk behind an md or LVM).
+ * On the way, one thing at a time on the lane's thread, but every lane at
+ * once: a path walk holds the directory reached, a symlink and "/" (an absolute
+ * symlink), or a probe's run holds what its row says.
+ */
+#define LANE_FDS	 2
+#define LANE_FDS_DISKS	 2
+#define LANE_FDS_WALKING 3
+
+void lane_descriptors(const struct config *cfg, unsigned ti, struct lane_fds *out)
+{
+	const struct cfg_target *tc = &cfg->targets[ti];
+	unsigned opening = LANE_FDS_WALKING, disks = 0, target = 1;
+
+	out->probes = 0;
+	for (unsigned i = 0; i < cfg->n_probes; i++) {
+		const struct cfg_probe *c = &cfg->probes[i];
+		struct probe_fds f;
+
+		if (c->target != ti)
+			continue;
+		probe_descriptors(c, &f);
+		out->probes += f.held;
+		if (f.run > opening)
+			opening = f.run;
+		if (tc->kind == CFG_TARGET_DIRECTORY && probe_uses_probe_file(c))
+			target = 2;
+		if (c->busy_backoff)
+			disks = LANE_FDS_DISKS;
+	}
+	out->lane = LANE_FDS + target + disks + opening;
+}
+
 int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m)
 {
 	const struct cfg_target *tc = &cfg->targets[ti];

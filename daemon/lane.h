@@ -133,6 +133,15 @@ struct lane {
 	uint64_t check_step_ns;	   /* while busy, look at least this often (lane_watch()) */
 };
 
+/* What the lane of a target holds open, for RLIMIT_NOFILE (iopulse(8)
+ * Descriptors). */
+struct lane_fds {
+	unsigned lane;	 /* itself, its target's files, room for the most it opens at once */
+	unsigned probes; /* what its probes hold between runs (probe_descriptors()) */
+};
+
+/* The descriptors the lane of target @ti in @cfg would need, in @out. */
+void lane_descriptors(const struct config *cfg, unsigned ti, struct lane_fds *out);
 /* Prepare the lane of target @ti in @cfg and its probes' series. 0 or -errno. */
 int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m);
 /* Start the thread. 0 or -errno. */

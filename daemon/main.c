@@ -438,19 +438,25 @@ static int set_engines(struct metrics *m)
 }
 
 /*
- * Descriptors a schedule needs besides those open at start (stdio, a socket
- * systemd passed), counted on a running daemon (ls /proc/PID/fd, see iopulse(8)
- * FILES): the daemon's own, held whatever the schedule: the listener, the
- * scheduler's epoll, signalfd, timerfds and eventfds, the HTTP thread's epoll and
- * eventfds, /proc files kept open by process.c; per target, its lane's timerfd
- * and eventfd and the target's directory and probe file descriptors, and two
- * more while it opens (the path walk, the lock check); per probe, its engine's
- * (an io_uring ring); and the fewest HTTP connections the server is sized for
- * (http.h), so that a scrape always has room.
+ * The daemon's own descriptors, whatever the schedule, counted on a running
+ * daemon (ls /proc/PID/fd, iopulse(8) Descriptors): the scheduler's epoll,
+ * signalfd, timerfd, two eventfds and the watchdog's timerfd; the HTTP thread's
+ * epoll and two eventfds; the /proc files process.c keeps open. The listener
+ * is open by the time of the check (bound, or passed by systemd), counted
+ * with what is open then.
  */
-#define NOFILE_DAEMON	  12
-#define NOFILE_PER_TARGET 6
-#define NOFILE_PER_PROBE  1
+#define NOFILE_DAEMON 11
+/* The fewest descriptors HTTP connections are given: HTTP_CONNECTIONS_MIN, and
+ * what one turn may accept beyond the limit (http.h). */
+#define NOFILE_HTTP (HTTP_CONNECTIONS_MIN + HTTP_ACCEPT_BATCH)
+
+/* What a configuration needs (check_nofile()). */
+struct nofile {
+	uint64_t limit;	   /* RLIMIT_NOFILE (soft, raised), UINT64_MAX: none */
+	unsigned open_now; /* open at the check: stdio, the listener */
+	struct sched_fds sched;
+	uint64_t besides_http; /* all of it but the HTTP connections */
+};
 
 /* Descriptors open now (0 if /proc cannot say). */
 static unsigned open_fds(void)
@@ -467,27 +473,34 @@ static unsigned open_fds(void)
 	return n ? n - 1 : 0; /* less opendir()'s own */
 }
 
-/* EX_OK when RLIMIT_NOFILE (raised first) holds what @cfg needs; otherwise the
- * figure and why, and EX_OSERR: running short would fail later, one target or
- * one scrape at a time, where "Too many open files" no longer says why. */
-static int check_nofile(const struct config *cfg)
+/* EX_OK when RLIMIT_NOFILE (raised first) holds what @cfg needs, with the
+ * figures in @nf; otherwise the figure and why, and EX_OSERR: running short
+ * would fail later, one target or one scrape at a time, where "Too many open
+ * files" no longer says why. */
+static int check_nofile(const struct config *cfg, struct nofile *nf)
 {
-	unsigned open_now = open_fds();
-	uint64_t need = open_now + NOFILE_DAEMON + NOFILE_PER_TARGET * (uint64_t)cfg->n_targets +
-			NOFILE_PER_PROBE * (uint64_t)cfg->n_probes + HTTP_CONNECTIONS_MIN;
 	struct rlimit rl;
+	uint64_t need;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
-	    rl.rlim_cur >= need)
+	nf->open_now = open_fds();
+	sched_descriptors(cfg, &nf->sched);
+	nf->besides_http = nf->open_now + NOFILE_DAEMON + nf->sched.lanes + nf->sched.probes;
+	need = nf->besides_http + NOFILE_HTTP;
+	nf->limit = UINT64_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return EX_OK;
+	nf->limit = rl.rlim_cur;
+	if (rl.rlim_cur >= need)
 		return EX_OK;
 	log_error("RLIMIT_NOFILE is %llu (hard limit %llu): this configuration needs at least "
-		  "%llu descriptors (%u open at start, %u for the daemon, %u for each of %u "
-		  "target%s, %u for each of %u probe%s, %u for HTTP connections); raise it "
-		  "(ulimit -n, LimitNOFILE=)",
+		  "%llu descriptors (%u open at start, %u for the daemon, %llu for %u target%s: "
+		  "lanes, files and room to open them, %llu held by %u probe%s, %u for HTTP "
+		  "connections); raise it (ulimit -n, LimitNOFILE=)",
 		  (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
-		  (unsigned long long)need, open_now, NOFILE_DAEMON, NOFILE_PER_TARGET,
-		  cfg->n_targets, cfg->n_targets == 1 ? "" : "s", NOFILE_PER_PROBE, cfg->n_probes,
-		  cfg->n_probes == 1 ? "" : "s", HTTP_CONNECTIONS_MIN);
+		  (unsigned long long)need, nf->open_now, NOFILE_DAEMON,
+		  (unsigned long long)nf->sched.lanes, cfg->n_targets,
+		  cfg->n_targets == 1 ? "" : "s", (unsigned long long)nf->sched.probes,
+		  cfg->n_probes, cfg->n_probes == 1 ? "" : "s", NOFILE_HTTP);
 	return EX_OSERR;
 }
 
@@ -638,8 +651,13 @@ static void reload_tls(void *userdata)
 }
 
 static int serve(const struct config *cfg, const char *config_path, const struct web_config *web,
-		 int listen_fd, const char *where)
+		 int listen_fd, const char *where, const struct nofile *nf)
 {
+	/* Connections get what the schedule leaves (a flood must not starve a lane
+	 * that opens its probe file again), and a reload's schedule must fit in
+	 * what the connections leave: the limit is fixed here. */
+	const struct http_limits lim = {.fd_reserve = nf->besides_http};
+	const uint64_t conns = http_connection_limit(nf->limit, nf->besides_http);
 	struct process_metrics *pm = NULL;
 	struct metrics *m = new_registry(cfg, &pm);
 	struct http_server *h = NULL;
@@ -668,7 +686,7 @@ static int serve(const struct config *cfg, const char *config_path, const struct
 	}
 	parts[0] = s;
 	parts[1] = pm;
-	h = http_start_web(listen_fd, NULL, web, m, collect, parts, &r);
+	h = http_start_web(listen_fd, &lim, web, m, collect, parts, &r);
 	if (!h) {
 		if (r == -EINVAL) /* a certificate or key that does not load: logged */
 			status = EX_CONFIG;
@@ -676,6 +694,10 @@ static int serve(const struct config *cfg, const char *config_path, const struct
 			log_error_errno(r, "Failed to start the HTTP server: %m");
 		goto out;
 	}
+	if (nf->limit != UINT64_MAX)
+		sched_set_nofile(
+			s, nf->limit - nf->open_now - NOFILE_DAEMON - conns - HTTP_ACCEPT_BATCH,
+			nf->limit);
 	sched_on_sighup(s, reload_tls, h);
 	http_set_status(h, sched_status(s));
 	if (sched_start(s) < 0)
@@ -708,6 +730,7 @@ static int cmd_run(int argc, char **argv)
 	struct options o = {0};
 	struct config *cfg = NULL;
 	struct web_config *web = NULL;
+	struct nofile nf;
 	char where[80];
 	int r, listen_fd = -1;
 
@@ -732,18 +755,17 @@ static int cmd_run(int argc, char **argv)
 		return r;
 	}
 	raise_nofile();
-	r = check_nofile(cfg);
-	if (r != EX_OK) {
-		web_config_free(web);
-		cfg_free(cfg);
-		return r;
-	}
 	block_signals();
 	r = open_listener(o.listen, cfg, &listen_fd, where, sizeof(where));
+	/* With the listener open, bound or passed by systemd: counted once. */
+	if (r == EX_OK)
+		r = check_nofile(cfg, &nf);
+	if (r != EX_OK && listen_fd >= 0)
+		close(listen_fd);
 	if (r == EX_OK)
 		warn_plain_auth(web, http_socket_is_loopback(listen_fd), where, false);
 	if (r == EX_OK)
-		r = serve(cfg, o.config, web, listen_fd, where);
+		r = serve(cfg, o.config, web, listen_fd, where, &nf);
 	web_config_free(web);
 	cfg_free(cfg);
 	return r;

@@ -428,6 +428,14 @@ static void ping_probe_free(struct probe *p)
 	free(pp);
 }
 
+/* Its engine stays set up between runs; an O_DSYNC ping keeps a descriptor of
+ * its own (reopen_dsync()). */
+static void ping_descriptors(const struct cfg_probe *c, const struct engine_ops *e,
+			     struct probe_fds *out)
+{
+	out->held = e->fds + (c->dsync ? 1 : 0);
+}
+
 const struct probe_ops ping_probe_ops = {
 	.kind = CFG_PROBE_PING,
 	.flags = PROBE_F_QD1,
@@ -437,4 +445,5 @@ const struct probe_ops ping_probe_ops = {
 	.run = ping_probe_run,
 	.inflight_since = ping_probe_inflight_since,
 	.free = ping_probe_free,
+	.descriptors = ping_descriptors,
 };

@@ -43,6 +43,16 @@ const struct engine_ops *probe_engine_of(const struct cfg_probe *c, int *err)
 	return eng_resolve(c->engine, err);
 }
 
+void probe_descriptors(const struct cfg_probe *c, struct probe_fds *out)
+{
+	const struct probe_ops *ops = probe_ops_of(c->kind);
+	const struct engine_ops *e = probe_engine_of(c, NULL);
+
+	*out = (struct probe_fds){0};
+	if (ops && e)
+		ops->descriptors(c, e, out);
+}
+
 const char *probe_engine_why(const struct cfg_probe *c)
 {
 	const struct probe_ops *ops = probe_ops_of(c->kind);

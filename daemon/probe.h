@@ -105,6 +105,13 @@ struct probe;
  * wait for the next day). Any other probe that writes is skipped then. */
 #define PROBE_F_CHECKS_PAST_BUDGET (1u << 7)
 
+/* What a probe holds open, counted on a running daemon (ls /proc/PID/fd,
+ * iopulse(8) Descriptors). */
+struct probe_fds {
+	unsigned held; /* from set-up or its first run on, between runs too */
+	unsigned run;  /* more, at most, during a run (its lane runs one at a time) */
+};
+
 struct probe_ops {
 	enum cfg_probe_kind kind;
 	unsigned flags;				       /* PROBE_F_* */
@@ -117,6 +124,9 @@ struct probe_ops {
 	int (*run)(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out);
 	uint64_t (*inflight_since)(const struct probe *p); /* 0 when idle; lock-free */
 	void (*free)(struct probe *p);
+	/* Descriptors a probe of @c on engine @e holds, for RLIMIT_NOFILE. */
+	void (*descriptors)(const struct cfg_probe *c, const struct engine_ops *e,
+			    struct probe_fds *out);
 };
 
 struct probe {
@@ -140,6 +150,10 @@ extern const struct probe_ops ping_probe_ops, burst_probe_ops, verify_probe_ops;
 
 /* The row of @kind; never NULL for a kind the configuration accepts. */
 const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind);
+
+/* What probe @c holds open (its row's descriptors(), on the engine it resolves
+ * to: none counted for an engine that is not there, it does not start). */
+void probe_descriptors(const struct cfg_probe *c, struct probe_fds *out);
 
 /* Whether probe @c does I/O on its target's probe file (not PROBE_F_OWN_FILE). */
 bool probe_uses_probe_file(const struct cfg_probe *c);

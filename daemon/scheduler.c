@@ -49,6 +49,8 @@ struct sched {
 	uint64_t status_due_ns;	   /* a held-back STATUS= change goes out then; 0: none */
 	int watchdog_fd;	   /* timerfd at half WATCHDOG_USEC; -1 without a watchdog */
 	int reload_fd;		   /* eventfd: the reload in flight has its result */
+	uint64_t nofile_room;	   /* descriptors a reload's schedule may need; 0: any */
+	uint64_t nofile;	   /* RLIMIT_NOFILE, for the message */
 	struct reload_job *reload; /* the reload in flight, or NULL */
 	bool reload_again;	   /* SIGHUP during it: reload once more after it */
 	void (*hup_fn)(void *);	   /* also called on SIGHUP (sched_on_sighup()) */
@@ -602,6 +604,8 @@ struct reload_job {
 	unsigned refs;	      /* the scheduler's and the thread's */
 	bool abandoned;	      /* the scheduler is gone: event_fd is no longer ours */
 	int event_fd;	      /* the scheduler's reload_fd, written once when done */
+	uint64_t nofile_room; /* the scheduler's, copied: refused past it */
+	uint64_t nofile;
 	int r;		      /* 0, or -errno from the load or the target check */
 	struct config *cfg;   /* the new configuration when r == 0 */
 	struct cfg_error err; /* the load's error, "" when it was the target check */
@@ -622,6 +626,33 @@ static void reload_job_put(struct reload_job *j)
 	}
 }
 
+/*
+ * Whether @nc's schedule fits in the descriptors @j leaves it: the start checked
+ * the first one (main.c) and sized the HTTP server's connection limit on what
+ * was left, which stays; a reload that needs more would fail target by target
+ * ("Too many open files") or starve a scrape. 0, or -EMFILE with the why in @err.
+ */
+static int check_reload_nofile(const struct reload_job *j, const struct config *nc,
+			       struct cfg_error *err)
+{
+	struct sched_fds f;
+
+	if (!j->nofile_room)
+		return 0;
+	sched_descriptors(nc, &f);
+	if (f.lanes + f.probes <= j->nofile_room)
+		return 0;
+	snprintf(err->msg, sizeof(err->msg),
+		 "%s: RLIMIT_NOFILE is %llu: the new schedule needs %llu descriptors (%llu for "
+		 "%u target%s, %llu for %u probe%s), %llu are left to it besides the daemon's "
+		 "own and its HTTP connections'; raise it (LimitNOFILE=, ulimit -n) and restart",
+		 nc->source, (unsigned long long)j->nofile,
+		 (unsigned long long)(f.lanes + f.probes), (unsigned long long)f.lanes,
+		 nc->n_targets, nc->n_targets == 1 ? "" : "s", (unsigned long long)f.probes,
+		 nc->n_probes, nc->n_probes == 1 ? "" : "s", (unsigned long long)j->nofile_room);
+	return -EMFILE;
+}
+
 static void *reload_thread(void *arg)
 {
 	struct reload_job *j = arg;
@@ -635,6 +666,8 @@ static void *reload_thread(void *arg)
 		r = cfg_check_budget(nc, &err);
 	if (r == 0)
 		r = check_distinct_targets(nc); /* logs what it refuses */
+	if (r == 0)
+		r = check_reload_nofile(j, nc, &err);
 	if (r < 0) {
 		cfg_free(nc);
 		nc = NULL;
@@ -702,6 +735,8 @@ static void reload_start(struct sched *s, bool again)
 	}
 	memcpy(j->path, s->path ? s->path : "", n);
 	j->event_fd = s->reload_fd;
+	j->nofile_room = s->nofile_room;
+	j->nofile = s->nofile;
 	j->refs = 2;
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_attr_init(&attr);
@@ -996,6 +1031,24 @@ static int handle_signal(struct sched *s)
 		}
 	}
 	return 0;
+}
+
+void sched_descriptors(const struct config *cfg, struct sched_fds *out)
+{
+	*out = (struct sched_fds){0};
+	for (unsigned ti = 0; ti < cfg->n_targets; ti++) {
+		struct lane_fds f;
+
+		lane_descriptors(cfg, ti, &f);
+		out->lanes += f.lane;
+		out->probes += f.probes;
+	}
+}
+
+void sched_set_nofile(struct sched *s, uint64_t room, uint64_t nofile)
+{
+	s->nofile_room = room;
+	s->nofile = nofile;
 }
 
 void sched_on_sighup(struct sched *s, void (*fn)(void *userdata), void *userdata)

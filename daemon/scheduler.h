@@ -63,6 +63,20 @@ void sched_notify_ready(struct sched *s);
  */
 int sched_run(struct sched *s);
 
+/* The descriptors a schedule needs (iopulse(8) Descriptors). */
+struct sched_fds {
+	uint64_t lanes;	 /* its targets': lanes, files, room to open (lane_descriptors()) */
+	uint64_t probes; /* what its probes hold (probe_descriptors()) */
+};
+
+/* What @cfg's schedule needs, in @out. */
+void sched_descriptors(const struct config *cfg, struct sched_fds *out);
+
+/* A reload whose schedule needs more than @room descriptors is refused, with
+ * @nofile (the RLIMIT_NOFILE that leaves @room after the daemon's own and what
+ * its HTTP connections may hold) in the message. 0 (the default): no check. */
+void sched_set_nofile(struct sched *s, uint64_t room, uint64_t nofile);
+
 /* Also call @fn(@userdata) on the scheduler's thread at each SIGHUP (before the
  * configuration reload starts); it must not block. */
 void sched_on_sighup(struct sched *s, void (*fn)(void *userdata), void *userdata);

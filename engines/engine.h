@@ -69,6 +69,9 @@ struct engine;
 struct engine_ops {
 	const char *name;
 	unsigned flags; /* ENGINE_F_* */
+	/* Descriptors one set-up holds from init to cleanup (io_uring: its ring; an
+	 * aio context and the sync engines hold none), for RLIMIT_NOFILE. */
+	unsigned fds;
 	/* Prepare for @depth requests in flight on @fd. 0 or -errno. */
 	int (*init)(struct engine *e, int fd, unsigned depth);
 	/* Queue @n requests. Returns how many were queued, or -errno. */

@@ -452,6 +452,7 @@ static int uring_cancel(struct engine *e)
 const struct engine_ops eng_io_uring_ops = {
 	.name = "io_uring",
 	.flags = 0,
+	.fds = 1, /* the ring */
 	.init = uring_init,
 	.submit = uring_submit,
 	.reap = uring_reap,

@@ -365,6 +365,7 @@ static int aio_cancel(struct engine *e)
 const struct engine_ops eng_libaio_ops = {
 	.name = "libaio",
 	.flags = 0,
+	.fds = 0, /* an aio context is no descriptor */
 	.init = aio_init,
 	.submit = aio_submit,
 	.reap = aio_reap,

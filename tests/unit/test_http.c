@@ -342,12 +342,18 @@ static void test_live_server(void **state)
 static void test_connection_limit_sizing(void **state)
 {
 	(void)state;
-	assert_int_equal(http_connection_limit(0), HTTP_CONNECTIONS_MIN);
-	assert_int_equal(http_connection_limit(16), HTTP_CONNECTIONS_MIN);
-	/* 1024, the usual soft limit: less the reserve and an eighth. */
-	assert_int_equal(http_connection_limit(1024), 1024 - HTTP_FD_RESERVE - 1024 / 8);
+	assert_int_equal(http_connection_limit(0, 0), HTTP_CONNECTIONS_MIN);
+	assert_int_equal(http_connection_limit(16, 0), HTTP_CONNECTIONS_MIN);
+	/* 1024, the usual soft limit, nothing known of the rest: less the default
+	 * reserve, an eighth, and what a turn accepts beyond the limit. */
+	assert_int_equal(http_connection_limit(1024, 0),
+			 1024 - HTTP_FD_RESERVE - 1024 / 8 - HTTP_ACCEPT_BATCH);
+	/* The schedule's figure known (main.c): what it leaves, the turn's too. */
+	assert_int_equal(http_connection_limit(1024, 731), 1024 - 731 - HTTP_ACCEPT_BATCH);
+	assert_int_equal(http_connection_limit(1024, 1000), HTTP_CONNECTIONS_MIN);
 	/* systemd's default hard limit, where the daemon raises the soft one to. */
-	assert_int_equal(http_connection_limit(524288), HTTP_CONNECTIONS_MAX);
+	assert_int_equal(http_connection_limit(524288, 0), HTTP_CONNECTIONS_MAX);
+	assert_int_equal(http_connection_limit(524288, 2000), HTTP_CONNECTIONS_MAX);
 }
 
 struct server {
