@@ -10,9 +10,10 @@
 #   - a slowloris from 127.0.0.1 itself is closed once the header deadline (5s)
 #     is past, however often it sends a byte, and 16 of them do not keep a scrape
 #     from the same address out;
-#   - under `ulimit -n 24`, a flood that exhausts the descriptors is logged at
-#     warning level (rate-limited), scrapes are answered during it, and once it
-#     closes.
+#   - at the lowest descriptor limit the daemon starts with, a flood fills the
+#     HTTP connections and never the probes' descriptors: logged at warning
+#     level (rate-limited), scrapes are answered during it and once it closes,
+#     the pings go on, and nothing says "Too many open files".
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -111,38 +112,53 @@ scrapes 5 $((DEADLINE_S + 2)) "from 127.0.0.1 next to 16 slowloris connections f
 stop_flood own16
 stop_daemon TERM 5
 
-# ---- out of descriptors -------------------------------------------------------
+# ---- a flood at the descriptor limit --------------------------------------------
 
-# The daemon under `ulimit -n 24` (soft and hard: nothing to raise): about 15
-# descriptors are its own, so a flood of 300 exhausts them.
+# The daemon at the lowest RLIMIT_NOFILE it starts with (the figure its refusal
+# below it names, iopulse(8) FILES): its HTTP connection limit is what the
+# schedule leaves, so a flood of 300 connections fills that limit and never the
+# descriptors the probes need. Scrapes are answered during the flood (the
+# longest-waiting connection gives way) and after it; the pings go on.
 cat >"$WORK/lowfd" <<EOF
 #!/bin/bash
-ulimit -n 24
+ulimit -n "\$NOFILE" || exit 99
 exec $(printf '%q' "$IOPULSE") "\$@"
 EOF
 chmod +x "$WORK/lowfd"
+rc=0
+NOFILE=16 "$WORK/lowfd" run --config "$CFG" --listen 127.0.0.1:0 >"$WORK/short.log" 2>&1 || rc=$?
+((rc == 71)) || fail "run under ulimit -n 16: status $rc, want 71:"$'\n'"$(cat "$WORK/short.log")"
+NOFILE=$(sed -n 's/.*needs at least \([0-9]*\) descriptors.*/\1/p' "$WORK/short.log")
+[[ -n $NOFILE ]] || fail "no figure in the refusal:"$'\n'"$(cat "$WORK/short.log")"
+export NOFILE
 REAL=$IOPULSE
 IOPULSE="$WORK/lowfd" start_daemon "$CFG"
 IOPULSE=$REAL
+unset NOFILE
 
-exhausted() {
-	grep -q 'warning: Cannot accept an HTTP connection: Too many open files' "$DAEMON_LOG"
+full() {
+	grep -q 'warning: All [0-9]* HTTP connections are in use' "$DAEMON_LOG"
 }
 answers_200() {
 	[[ $(curl -s -o /dev/null --max-time 5 -w '%{http_code}' "$(url)") == 200 ]]
 }
-flood fds idle 300 127.0.0.2
-wait_until 60 "a warning that descriptors ran out" exhausted
-scrapes 5 30 "while out of descriptors"
+READS='iopulse_probe_ios_total{probe="p1",target="t1",op="read"}'
+flood fds idle 300 "$OTHERS" # 16 an address at most (HTTP_PER_ADDRESS_LIMIT)
+wait_until 60 "a warning that every HTTP connection is in use" full
+scrape_metrics
+sample_into before "$PAGE" "$READS"
+scrapes 5 30 "with every HTTP connection in use"
+wait_until 60 "reads counted during the flood" scraped "$READS" '>' "$before" 0
 stop_flood fds
 t0=$(now_ms)
-# accept() rests 100 ms at a time (HTTP_ACCEPT_RETRY_MS) while out of
-# descriptors; one that stopped for good never answers.
 wait_until 60 "a 200 after the flood closed" answers_200
 note "answered $(($(now_ms) - t0))ms after the flood closed"
-n=$(grep -c 'warning: Cannot accept an HTTP connection' "$DAEMON_LOG")
+if grep -q 'Too many open files' "$DAEMON_LOG"; then
+	fail "descriptors ran out at the limit the daemon asked for:"$'\n'"$(grep 'Too many open files' "$DAEMON_LOG" | head -n 3)"
+fi
+n=$(grep -c 'warning: All [0-9]* HTTP connections are in use' "$DAEMON_LOG")
 ((n <= 10)) || fail "the warning was logged $n times: not rate-limited"
-note "warning logged $n time(s): $(grep -m 1 'warning: Cannot accept an HTTP connection' "$DAEMON_LOG")"
+note "warning logged $n time(s): $(grep -m 1 'warning: All [0-9]* HTTP connections are in use' "$DAEMON_LOG")"
 stop_daemon TERM 5
 
 echo "PASS: $TEST_NAME"
