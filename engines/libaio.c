@@ -175,9 +175,11 @@ static ssize_t aio_fdatasync_now(int fd)
 /*
  * Gives a->batch[0..n) to io_submit(). An iocb the kernel refuses on its own
  * completes at once with that error (an fdsync refused with -EINVAL runs as
- * fdatasync(2) instead); -EAGAIN, -ENOMEM or -EINTR stop the batch there, and the
- * iocbs not taken go back on the free list, the error in *err. Returns how many
- * of the batch were queued: submitted, or completed and parked.
+ * fdatasync(2) instead); -EAGAIN or -ENOMEM stop the batch there, and the iocbs
+ * not taken go back on the free list, the error in *err. -EINTR (nothing taken;
+ * seen on a loaded machine) is tried again like any interrupted call: a stop
+ * reaches the caller through its stop flag, never through this. Returns how
+ * many of the batch were queued: submitted, or completed and parked.
  */
 static unsigned aio_flush(struct engine *e, struct aio *a, unsigned n, int *err)
 {
@@ -192,7 +194,9 @@ static unsigned aio_flush(struct engine *e, struct aio *a, unsigned n, int *err)
 			off += (unsigned)r;
 			continue;
 		}
-		if (r == 0 || r == -EAGAIN || r == -ENOMEM || r == -EINTR) {
+		if (r == -EINTR)
+			continue;
+		if (r == 0 || r == -EAGAIN || r == -ENOMEM) {
 			*err = r ? r : -EAGAIN;
 			for (unsigned i = off; i < n; i++)
 				aio_put(a, a->batch[i]);
