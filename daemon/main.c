@@ -112,6 +112,21 @@ static bool config_option(const char *cmd, const char *arg, const char **config)
 }
 
 /* Parses a subcommand's options. Returns -1 to go on, or an exit status. */
+/* The option getopt_long() just refused, quoted escaped (an argument may hold
+ * a newline or an ESC), then the usage. */
+static void bad_option(char **argv, const char *usage)
+{
+	char e[ESC_SIZE(ESC_ARG_SHOWN)];
+
+	if (optopt && optopt < 0x100)
+		fprintf(stderr, "iopulse %s: invalid or incomplete option '-%s'\n", argv[0],
+			esc_str(e, sizeof(e), (char[]){(char)optopt, 0}));
+	else
+		fprintf(stderr, "iopulse %s: invalid or incomplete option '%s'\n", argv[0],
+			esc_str(e, sizeof(e), argv[optind - 1]));
+	fputs(usage, stderr);
+}
+
 static int parse_options(int argc, char **argv, const char *usage, bool run, struct options *o)
 {
 	char e[ESC_SIZE(ESC_ARG_SHOWN)];
@@ -165,7 +180,7 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 				fprintf(stderr,
 					"iopulse: invalid --log-level '%s': use error, warning, "
 					"notice, info or debug\n",
-					optarg);
+					esc_str(e, sizeof(e), optarg));
 				return EX_USAGE;
 			}
 			log_max_level = level;
@@ -174,14 +189,7 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 			fputs(usage, stdout);
 			return EX_OK;
 		default:
-			/* Quoted escaped: an argument may hold a newline or an ESC. */
-			if (optopt && optopt < 0x100)
-				fprintf(stderr, "iopulse %s: invalid or incomplete option '-%s'\n",
-					argv[0], esc_str(e, sizeof(e), (char[]){(char)optopt, 0}));
-			else
-				fprintf(stderr, "iopulse %s: invalid or incomplete option '%s'\n",
-					argv[0], esc_str(e, sizeof(e), argv[optind - 1]));
-			fputs(usage, stderr);
+			bad_option(argv, usage);
 			return EX_USAGE;
 		}
 	}
