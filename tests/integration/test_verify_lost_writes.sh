@@ -100,18 +100,20 @@ INFLIGHT='iopulse_target_inflight_seconds{target="fuse"}'
 VF="$MNT/.iopulse-verify.v1"
 HEADER_READ='read blocked (offset 0, size 4096)'
 
-# A block read caught by the freeze (a run was in flight) hangs with the file
-# open, not in its opening: thaw and try again until the freeze catches the
-# header read of the new file, which only an open does.
+# A block read or write caught by the freeze (a run was in flight; on a busy
+# machine one often is) hangs with the file open, not in its opening: thaw and
+# try again until the freeze catches the header read of the new file, which
+# only an open does.
 for ((try = 1; ; try++)); do
 	cp -p "$VF" "$VF.copy"
 	mv -T "$VF.copy" "$VF"
 	kill -USR1 "$HANGFS_PID"
 	wait_hangfs 60 "$try" "frozen"
-	wait_hangfs 60 "$try" "read blocked"
-	[[ $(grep -F "hangfs: read blocked" "$HANGFS_LOG" | tail -n 1) == *"$HEADER_READ"* ]] && break
-	((try < 3)) || fail "three freezes caught a block read, never the header read of an open"
-	note "try $try caught a block read; again"
+	blocked() { (($(grep -cF "blocked (" "$HANGFS_LOG") >= try)); }
+	wait_until 60 "a request of hangfs blocked (try $try)" blocked
+	[[ $(grep -F "blocked (" "$HANGFS_LOG" | tail -n 1) == *"hangfs: $HEADER_READ"* ]] && break
+	((try < 5)) || fail "five freezes caught a block read or write, never the header read of an open"
+	note "try $try caught a block read or write; again"
 	kill -USR2 "$HANGFS_PID"
 	wait_hangfs 60 "$try" "thawed"
 done
