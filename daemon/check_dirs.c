@@ -53,7 +53,7 @@ static unsigned probe_files(const struct config *cfg, unsigned ti, char (*names)
 		if (p->target != ti)
 			continue;
 		if (p->kind == CFG_PROBE_VERIFY) {
-			snprintf(names[n], sizeof(names[n]), VERIFY_FILE_PREFIX "%s", p->name);
+			verify_file_name(names[n], sizeof(names[n]), p->name);
 			files[n] = names[n];
 			n++;
 		}

@@ -55,6 +55,11 @@
 #include "probe.h"
 #include "verify.h"
 
+void verify_file_name(char *buf, size_t n, const char *probe)
+{
+	snprintf(buf, n, VERIFY_FILE_PREFIX "%s", probe);
+}
+
 /* '2': the blocks moved one state block along; an older file's are not ours. */
 static const char verify_magic[8] = {'I', 'O', 'P', 'V', 'R', 'F', 'Y', '2'};
 static const char state_magic[8] = {'I', 'O', 'P', 'V', 'S', 'T', 'A', '1'};
@@ -222,7 +227,7 @@ static int verify_probe_init(struct probe *p)
 	 * keep the target's pace. */
 	if (vp->file_cfg.size == CFG_MIN_TARGET_SIZE)
 		vp->file_cfg.layout_rate = 0;
-	snprintf(vp->file_name, sizeof(vp->file_name), VERIFY_FILE_PREFIX "%s", c->name);
+	verify_file_name(vp->file_name, sizeof(vp->file_name), c->name);
 	target_init(&vp->file, &vp->file_cfg);
 	vp->file.file_name = vp->file_name;
 	vp->file.inflight_ns = &vp->inflight;

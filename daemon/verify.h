@@ -19,6 +19,10 @@
  * the blocks. */
 #define VERIFY_FILE_PREFIX ".iopulse-verify."
 
+/* The file name of verify probe @probe into @buf (@n bytes): the probe opens
+ * it, `check` looks at it, and both must name the same file. */
+void verify_file_name(char *buf, size_t n, const char *probe);
+
 /* Bytes at the start of each block that say what it is (the rest is random). */
 #define VERIFY_HEADER_SIZE 40
 
