@@ -131,13 +131,15 @@ static int run_one(struct ping *p, struct io_req *req)
 	 * as the sync engine must, while the scheduler reports the target stuck and
 	 * counts the timeout. Giving up would free the lane only to queue one more
 	 * request per interval on a hung device, each holding a ring and a buffer.
-	 * Only shutdown (or an engine error) abandons the request.
+	 * Only shutdown (or an engine error) abandons the request. -EINTR is no
+	 * error of the I/O: io_getevents(2) returns it after any stop or freeze of
+	 * the process (a cgroup freeze, a debugger), with the I/O still in flight.
 	 */
 	for (;;) {
 		n = p->ops->reap(&p->eng, done, 1, 1, PROBE_WAIT_SLICE_NS);
 		if (n == 1)
 			break;
-		if (n == -ETIME && !(p->stop && atomic_load(p->stop)))
+		if ((n == -ETIME || n == -EINTR) && !(p->stop && atomic_load(p->stop)))
 			continue;
 		req->result = n < 0 ? n : -EIO;
 		req->done_ns = eng_now_ns();

@@ -393,6 +393,52 @@ static void test_stop_abandons_stuck_write(void **state)
 	target_close(&f.t);
 }
 
+/* The sync engine, but its first two reaps say -EINTR, as io_getevents(2) does
+ * after a freeze or a debugger's stop with the I/O still in flight. */
+static unsigned eintr_left;
+
+static int eintr_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		      int64_t timeout_ns)
+{
+	if (eintr_left) {
+		eintr_left--;
+		return -EINTR;
+	}
+	return eng_sync_ops.reap(e, done, min, max, timeout_ns);
+}
+
+static struct engine_ops eintr_ops;
+
+/* An interrupted wait is no failed ping: the ping waits on and reads its data. */
+static void test_interrupted_wait_is_no_error(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
+	_Atomic bool stop = false;
+	struct ping_result r;
+	struct tu_dir_target f;
+	struct ping p;
+
+	(void)state;
+	eintr_ops = eng_sync_ops;
+	eintr_ops.name = "eintr";
+	eintr_ops.reap = eintr_reap;
+	tu_open_dir_target(&f, MIB);
+	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	p.ops = &eintr_ops;
+	p.stop = &stop;
+	eintr_left = 2;
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	assert_int_equal(eintr_left, 0);
+	assert_int_equal(r.io.result, 4096);
+	/* Stopping, an interrupted wait gives up as a timed-out one does. */
+	atomic_store(&stop, true);
+	eintr_left = 1;
+	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	assert_int_equal(r.io.result, -EINTR);
+	probe_ping_cleanup(&p);
+	target_close(&f.t);
+}
+
 static void test_reinit_on_new_fd(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
@@ -769,6 +815,7 @@ int main(void)
 		cmocka_unit_test(test_write_on_file_target_refused),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_stop_abandons_stuck_write),
+		cmocka_unit_test(test_interrupted_wait_is_no_error),
 		cmocka_unit_test(test_reinit_on_new_fd),
 		cmocka_unit_test(test_null_engine),
 		cmocka_unit_test(test_io_priority_applied),
