@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "config/default_buckets.h"
-#include "daemon/hist.h"
+#include "daemon/metrics/hist.h"
 #include "tests/samples.h"
 
 /* iopulse's default classic buckets, 10 us .. 10 s. */

@@ -44,16 +44,16 @@
 #include <time.h>
 
 #include "config/default_buckets.h"
-#include "daemon/expose.h"
-#include "daemon/metrics.h"
-#include "daemon/process.h"
+#include "daemon/expose/expose.h"
+#include "daemon/metrics/metrics.h"
+#include "daemon/metrics/process.h"
 #include "tests/samples.h"
 #ifdef HAVE_HTTP_RENDER_CACHE
-#include "daemon/buf.h"
-#include "daemon/http.h"
+#include "lib/buf.h"
+#include "daemon/http/http.h"
 #endif
 #ifdef HAVE_GZPAGE
-#include "daemon/gzpage.h"
+#include "daemon/expose/gzpage.h"
 #endif
 
 #define SAMPLES_PER_SERIES 10000

@@ -94,10 +94,10 @@ fi
 
 # render_bench: the optional formats are compiled in when the headers declare them.
 defs=()
-if grep -q 'expose_openmetrics *(' "$REPO/daemon/expose.h"; then defs+=(-DHAVE_EXPOSE_OPENMETRICS); fi
-if grep -q 'expose_protobuf *(' "$REPO/daemon/expose.h"; then defs+=(-DHAVE_EXPOSE_PROTOBUF); fi
-if [ -f "$REPO/daemon/gzpage.h" ]; then defs+=(-DHAVE_GZPAGE); fi
-if grep -q 'http_render_metrics *(' "$REPO/daemon/http.h"; then defs+=(-DHAVE_HTTP_RENDER_CACHE); fi
+if grep -q 'expose_openmetrics *(' "$REPO/daemon/expose/expose.h"; then defs+=(-DHAVE_EXPOSE_OPENMETRICS); fi
+if grep -q 'expose_protobuf *(' "$REPO/daemon/expose/expose.h"; then defs+=(-DHAVE_EXPOSE_PROTOBUF); fi
+if [ -f "$REPO/daemon/expose/gzpage.h" ]; then defs+=(-DHAVE_GZPAGE); fi
+if grep -q 'http_render_metrics *(' "$REPO/daemon/http/http.h"; then defs+=(-DHAVE_HTTP_RENDER_CACHE); fi
 # The libraries libiopulse_core.a was built against (CMakeLists.txt).
 libs=()
 for pc in yaml-0.1 libmicrohttpd libsystemd zlib liburing gnutls nettle libxcrypt; do

@@ -30,8 +30,8 @@
 
 #include "config/config.h"
 #include "config/default_buckets.h"
-#include "daemon/escape.h"
-#include "engines/ioprio.h"
+#include "lib/escape.h"
+#include "lib/ioprio.h"
 
 #define CFG_FILE_MAX	   (1U << 20) /* largest configuration file we read */
 #define CFG_FILE_MAX_NAME  "1 MiB"    /* CFG_FILE_MAX, for messages */

@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../engines/io_op.h"
+#include "lib/io_op.h"
 
 /* Limits on every user-controlled quantity. */
 #define CFG_NAME_MAX	    64 /* bytes, including NUL */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "webconfig.h"
+#include "config/webconfig.h"
 
 struct wparser {
 	const char *name; /* for messages */

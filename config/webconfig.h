@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 
 #define WEB_MAX_USERS 1024 /* basic_auth_users entries */
 

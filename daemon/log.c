@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../engines/clock.h"
-#include "escape.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/escape.h"
+#include "daemon/log.h"
 
 /* Distinct texts and keys tracked at once; beyond, the oldest is reported and
  * evicted. */

@@ -23,22 +23,22 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "../config/config.h"
-#include "../config/webconfig.h"
-#include "../engines/engine.h"
-#include "../engines/ioprio.h"
-#include "check_dirs.h"
-#include "escape.h"
-#include "http.h"
-#include "log.h"
-#include "metrics.h"
-#include "oneshot.h"
-#include "probe.h"
-#include "probe_cli.h"
-#include "process.h"
-#include "scheduler.h"
-#include "stack.h"
-#include "webtls.h"
+#include "config/config.h"
+#include "config/webconfig.h"
+#include "engines/engine.h"
+#include "lib/ioprio.h"
+#include "daemon/targets/check_dirs.h"
+#include "lib/escape.h"
+#include "daemon/http/http.h"
+#include "daemon/log.h"
+#include "daemon/metrics/metrics.h"
+#include "daemon/oneshot/oneshot.h"
+#include "daemon/probes/probe.h"
+#include "daemon/oneshot/probe_cli.h"
+#include "daemon/metrics/process.h"
+#include "daemon/sched/scheduler.h"
+#include "lib/stack.h"
+#include "daemon/http/webtls.h"
 
 #include "revision.h" /* IOPULSE_REVISION, generated at build time */
 

@@ -29,8 +29,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "clock.h"
-#include "io_op.h"
+#include "lib/clock.h"
+#include "lib/io_op.h"
 
 struct io_req {
 	void *buf;	 /* aligned for O_DIRECT by the caller */

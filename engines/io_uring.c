@@ -19,7 +19,7 @@
 
 #include <liburing.h>
 
-#include "engine.h"
+#include "engines/engine.h"
 
 #define UD_EINVAL ((uint64_t)1) /* user_data bit 0: a NOP standing in for a bad op */
 

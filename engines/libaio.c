@@ -42,7 +42,7 @@
 
 #include <libaio.h>
 
-#include "engine.h"
+#include "engines/engine.h"
 
 struct aio {
 	io_context_t ctx;

@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 
-#include "engine.h"
+#include "engines/engine.h"
 
 static int null_init(struct engine *e, int fd, unsigned depth)
 {

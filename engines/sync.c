@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "engines/engine.h"
 
 static ssize_t sync_do(int fd, const struct io_req *req)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "config/config.h"
-#include "fuzz.h"
+#include "tests/fuzz/fuzz.h"
 
 /* Prints @c into a fresh malloc'd string; aborts when out of memory. */
 static char *print_config(const struct config *c, size_t *len)

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fuzz.h"
+#include "tests/fuzz/fuzz.h"
 
 #define REPLAY_MAX_INPUT (16U << 20) /* bytes: larger is not a fuzz input */
 

@@ -34,13 +34,13 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
 #include "config/config.h"
-#include "daemon/lane.h"
+#include "daemon/sched/lane.h"
 #include "daemon/log.h"
-#include "daemon/metrics.h"
-#include "engines/clock.h"
+#include "daemon/metrics/metrics.h"
+#include "lib/clock.h"
 
 #define SEC 1000000000ULL
 #define DAY (86400 * SEC)

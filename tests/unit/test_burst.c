@@ -25,10 +25,10 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
-#include "daemon/burst.h"
-#include "engines/ioprio.h"
+#include "daemon/probes/burst.h"
+#include "lib/ioprio.h"
 
 #define MIB  (1ULL << 20)
 #define MSEC 1000000ULL

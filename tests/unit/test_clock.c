@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "engines/clock.h"
+#include "lib/clock.h"
 
 /*
  * How far the TSC clock may be from CLOCK_MONOTONIC, read between two

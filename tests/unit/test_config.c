@@ -17,10 +17,10 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
 #include "config/config.h"
-#include "engines/ioprio.h"
+#include "lib/ioprio.h"
 
 #define MIB (1ULL << 20)
 #define S   1000000000ULL

@@ -32,7 +32,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/target.h"
+#include "daemon/targets/target.h"
 
 #define MIB	    (1ULL << 20)
 #define DEVICE_SIZE (16 * MIB)

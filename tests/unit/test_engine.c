@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
 #include "engines/engine.h"
 

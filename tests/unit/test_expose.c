@@ -35,9 +35,9 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
-#include "daemon/expose.h"
+#include "daemon/expose/expose.h"
 
 #define GOLDEN	    TEST_GOLDEN_DIR "/text.prom"
 #define GOLDEN_OM   TEST_GOLDEN_DIR "/openmetrics.txt"

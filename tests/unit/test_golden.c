@@ -65,15 +65,15 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
 #include "config/config.h"
-#include "daemon/expose.h"
-#include "daemon/hostload.h"
-#include "daemon/lane.h"
+#include "daemon/expose/expose.h"
+#include "daemon/targets/hostload.h"
+#include "daemon/sched/lane.h"
 #include "daemon/log.h"
-#include "daemon/metrics.h"
-#include "daemon/target.h"
+#include "daemon/metrics/metrics.h"
+#include "daemon/targets/target.h"
 #include "engines/engine.h"
 
 #define GOLDEN_TEXT TEST_GOLDEN_DIR "/burst-null.prom"

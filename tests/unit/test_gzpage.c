@@ -19,9 +19,9 @@
 
 #include <cmocka.h>
 
-#include "daemon/buf.h"
-#include "daemon/gzpage.h"
-#include "testutil.h"
+#include "lib/buf.h"
+#include "daemon/expose/gzpage.h"
+#include "tests/unit/testutil.h"
 
 #define MAX_PIECES 40
 

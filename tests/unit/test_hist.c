@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/hist.h"
+#include "daemon/metrics/hist.h"
 #include "tests/samples.h"
 
 #define MS 1000000ull

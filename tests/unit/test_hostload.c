@@ -27,10 +27,10 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
-#include "daemon/hostload.h"
-#include "engines/clock.h"
+#include "daemon/targets/hostload.h"
+#include "lib/clock.h"
 
 #define SEC NSEC_PER_SEC
 

@@ -29,10 +29,10 @@
 
 #include <cmocka.h>
 
-#include "daemon/expose.h"
-#include "daemon/gzpage.h"
-#include "daemon/http.h"
-#include "testutil.h"
+#include "daemon/expose/expose.h"
+#include "daemon/expose/gzpage.h"
+#include "daemon/http/http.h"
+#include "tests/unit/testutil.h"
 
 /* The Accept headers Prometheus 2.42 sends (scrape/scrape.go: scrapeAcceptHeader,
  * and scrapeAcceptHeaderWithProtobuf with native histograms on). */

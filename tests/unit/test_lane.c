@@ -39,13 +39,13 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
 #include "config/config.h"
-#include "daemon/hostload.h"
-#include "daemon/lane.h"
+#include "daemon/targets/hostload.h"
+#include "daemon/sched/lane.h"
 #include "daemon/log.h"
-#include "daemon/metrics.h"
+#include "daemon/metrics/metrics.h"
 #include "engines/engine.h"
 
 #define SEC 1000000000ULL

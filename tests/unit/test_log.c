@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
-#include "daemon/buf.h"
-#include "daemon/escape.h"
+#include "lib/buf.h"
+#include "lib/escape.h"
 #include "daemon/log.h"
 
 #define INTERVAL_NS 200000000ULL /* 200 ms */

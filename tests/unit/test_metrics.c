@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
-#include "daemon/metrics.h"
+#include "daemon/metrics/metrics.h"
 
 static const char *const no_labels[] = {NULL};
 static const char *const pto[] = {"probe", "target", "op", NULL};

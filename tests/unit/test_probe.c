@@ -22,11 +22,11 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
-#include "daemon/ping.h"
-#include "daemon/probe.h"
-#include "engines/ioprio.h"
+#include "daemon/probes/ping.h"
+#include "daemon/probes/probe.h"
+#include "lib/ioprio.h"
 
 #define MIB (1ULL << 20)
 #define SEC 1000000000ULL

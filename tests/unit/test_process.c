@@ -15,10 +15,10 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
-#include "daemon/expose.h"
-#include "daemon/process.h"
+#include "daemon/expose/expose.h"
+#include "daemon/metrics/process.h"
 
 static double value_of(const struct metrics_snapshot *s, const char *name, enum metric_type type,
 		       const char *help)

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "daemon/rng.h"
+#include "lib/rng.h"
 
 static void test_known_answer(void **state)
 {

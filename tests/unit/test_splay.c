@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "daemon/splay.h"
-#include "engines/clock.h"
+#include "daemon/sched/splay.h"
+#include "lib/clock.h"
 
 #define MIN (60 * NSEC_PER_SEC)
 

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/stack.h"
+#include "lib/stack.h"
 
 #define DEEP (64 * 1024) /* how deep deep_call() goes */
 

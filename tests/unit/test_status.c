@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "daemon/json.h"
-#include "daemon/status.h"
+#include "lib/json.h"
+#include "daemon/status/status.h"
 
 #define US 1000ull
 #define MS 1000000ull

@@ -30,9 +30,9 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
-#include "daemon/target.h"
+#include "daemon/targets/target.h"
 
 #define MIB (1ULL << 20)
 

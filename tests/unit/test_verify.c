@@ -19,11 +19,11 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
 #include "daemon/log.h"
-#include "daemon/probe.h"
-#include "daemon/verify.h"
+#include "daemon/probes/probe.h"
+#include "daemon/probes/verify.h"
 
 #define MIB (1ULL << 20)
 #define BS  4096u

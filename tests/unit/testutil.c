@@ -15,10 +15,10 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
+#include "tests/unit/testutil.h"
 
-#include "daemon/lane.h"
-#include "daemon/metrics.h"
+#include "daemon/sched/lane.h"
+#include "daemon/metrics/metrics.h"
 
 char tu_scratch[PATH_MAX];
 

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/target.h"
+#include "daemon/targets/target.h"
 
 struct lane;
 struct metrics_snapshot;

@@ -1,0 +1,1787 @@
+/* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <malloc.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <strings.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "daemon/expose/expose.h"
+#include "daemon/expose/gzpage.h"
+#include "daemon/http/http.h"
+#include "daemon/log.h"
+#include "daemon/status/status.h"
+#include "daemon/http/webauth.h"
+#include "daemon/http/webtls.h"
+#include "config/webconfig.h"
+
+#define TEXT_PLAIN "text/plain; charset=utf-8"
+
+enum handler {
+	H_METRICS,
+	H_HEALTHZ,
+	H_LANDING,
+	H_READYZ,
+	H_STATUS_JSON,
+	H_OTHER,
+	_H_MAX,
+};
+
+static const char *const handler_names[_H_MAX] = {
+	[H_METRICS] = "metrics", [H_HEALTHZ] = "healthz",	  [H_LANDING] = "landing",
+	[H_READYZ] = "readyz",	 [H_STATUS_JSON] = "status_json", [H_OTHER] = "other",
+};
+
+#define PEER_BUCKETS 1024 /* hash chains of client addresses */
+
+struct peer;
+struct conn;
+
+/* A list of waiting connections, oldest first (see "connections"). */
+struct conn_list {
+	struct conn *head, *tail;
+};
+
+struct http_server {
+	struct MHD_Daemon *mhd;
+	struct metrics *metrics;
+	struct metric_family *requests; /* iopulse_http_requests_total{handler,code} */
+	http_collect_fn collect;
+	void *userdata;
+	size_t last_len[3]; /* the last body's size per format: the next buffer's size */
+	/* /metrics with gzip, per format (HTTP thread only): the last page and its
+	 * compressed families (gzpage.h), and where the families end. */
+	struct gzpage *gz[3];
+	size_t last_zlen[3];
+	struct http_family_ends ends;
+	_Atomic(struct status *) status; /* what /, /readyz, /status.json show; NULL: none */
+	size_t page_len, json_len;	 /* the last / and /status.json sizes: the next buffers' */
+	struct web_tls *tls;		 /* NULL: plain HTTP */
+	struct web_auth *auth;		 /* NULL: no basic auth */
+
+	/* Everything below belongs to the server's thread (see "connections"). */
+	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */
+	int stop_fd;			  /* eventfd: http_stop() ends the thread */
+	int wake_fd;			  /* eventfd: a password check resumed a connection */
+	int mhd_fd;			  /* libmicrohttpd's epoll descriptor */
+	pthread_t thread;		  /* valid when started */
+	bool started;			  /* the thread runs */
+	struct http_limits lim;		  /* in force */
+	uint64_t nofile;		  /* RLIMIT_NOFILE (soft) at start, for the log */
+	unsigned live;			  /* connections not being closed */
+	struct conn_list waiting;	  /* all waiting connections */
+	int64_t paused_until_ms;	  /* accept() rests until then (CLOCK_MONOTONIC) */
+	bool trim_due;			  /* a reply or connection ended since the last trim */
+	int64_t trimmed_ms;		  /* when trim_heap() last trimmed */
+	struct peer *peers[PEER_BUCKETS]; /* client addresses with connections */
+};
+
+static const char landing_page[] =
+	"<!DOCTYPE html>\n<html>\n<head><title>iopulse</title></head>\n<body>\n"
+	"<h1>iopulse</h1>\n<p>Continuous storage latency probes.</p>\n"
+	"<ul>\n<li><a href=\"/metrics\">/metrics</a></li>\n"
+	"<li><a href=\"/healthz\">/healthz</a></li>\n</ul>\n</body>\n</html>\n";
+
+/* ---------------------------------------------------------------- listening */
+
+/*
+ * A plain bind(): when anything else holds the address, the port is in use and
+ * the caller says so. A process with a thread stuck in the kernel (an
+ * uninterruptible wait on a hung disk) cannot finish exiting even after SIGKILL,
+ * and its listening socket stays open until that thread returns; socket
+ * activation is how a new instance serves meanwhile: systemd holds the socket and
+ * hands the same one to each instance (http_listen_activated()), so there is no
+ * second socket to compete with the stuck one.
+ */
+
+/* A socket bound to @ss and listening, with SO_REUSEADDR (a restart binds over
+ * connections left in TIME_WAIT). The descriptor or -errno. */
+static int listening_socket(const struct sockaddr_storage *ss, bool v6only)
+{
+	socklen_t len =
+		ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), r;
+	int one = 1, v6o = v6only;
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (ss->ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6o, sizeof(v6o)) < 0) ||
+	    bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 64) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int http_listen(const char *host, uint16_t port, uint16_t *bound_port)
+{
+	struct sockaddr_storage ss = {0};
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	/* "" means every address: one dual-stack socket. */
+	bool v6 = host[0] == '\0' || strchr(host, ':'), v6only = host[0] != '\0';
+	socklen_t len = sizeof(ss);
+	int fd, r;
+
+	if (!v6) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+			return -EINVAL;
+	} else {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		if (host[0] && inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
+			return -EINVAL;
+	}
+	fd = listening_socket(&ss, v6only);
+	if (fd == -EAFNOSUPPORT && host[0] == '\0') {
+		/* Every address on a kernel without IPv6: IPv4 only. */
+		memset(&ss, 0, sizeof(ss));
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		sin->sin_addr.s_addr = htonl(INADDR_ANY);
+		fd = listening_socket(&ss, false);
+	}
+	if (fd < 0)
+		return fd;
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	*bound_port = ntohs(ss.ss_family == AF_INET ? sin->sin_port : sin6->sin6_port);
+	return fd;
+}
+
+int http_listen_activated(unsigned *n_fds)
+{
+	int n = sd_listen_fds(1), fd = SD_LISTEN_FDS_START, r, flags;
+
+	*n_fds = n > 0 ? (unsigned)n : 0;
+	if (n <= 0)
+		return n;
+	if (n > 1)
+		return -E2BIG;
+	r = sd_is_socket_inet(fd, 0, SOCK_STREAM, 1, 0);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return -ENOTSOCK;
+	/* As http_listen() makes its own: non-blocking, not inherited. */
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return -errno;
+	return fd;
+}
+
+int http_local_address(int fd, char *buf, size_t n)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN];
+	const void *a;
+	uint16_t port;
+	bool v6;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	v6 = ss.ss_family == AF_INET6;
+	if (!v6 && ss.ss_family != AF_INET)
+		return -EAFNOSUPPORT;
+	a = v6 ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+	       : (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
+	port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+			: ((struct sockaddr_in *)&ss)->sin_port);
+	if (!inet_ntop(ss.ss_family, a, ip, sizeof(ip)))
+		return -errno;
+	snprintf(buf, n, v6 ? "[%s]:%u" : "%s:%u", ip, port);
+	return 0;
+}
+
+/* 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104: a client can only be on this host. */
+static bool sockaddr_is_loopback(const struct sockaddr_storage *ss)
+{
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+	if (ss->ss_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24 == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(a6) ||
+		       (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+	return false;
+}
+
+bool http_host_is_loopback(const char *host)
+{
+	struct sockaddr_storage ss = {0};
+
+	/* Always a loopback address, never looked up (RFC 6761, 6.3). */
+	if (strcasecmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	return sockaddr_is_loopback(&ss);
+}
+
+bool http_socket_is_loopback(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && sockaddr_is_loopback(&ss);
+}
+
+/* ---------------------------------------------------------------- negotiation */
+
+/*
+ * One element of an Accept or Accept-Encoding list:
+ *   token [ "/" token ] *( OWS ";" OWS token "=" ( token / quoted-string ) )
+ * We keep the type, subtype, q (in thousandths), and the three parameters we match
+ * on. Nothing is copied: the fields point into the header.
+ */
+struct media_range {
+	const char *type, *sub; /* sub: NULL in Accept-Encoding */
+	size_t type_len, sub_len;
+	const char *version, *proto, *encoding; /* parameter values, NULL when absent */
+	size_t version_len, proto_len, encoding_len;
+	unsigned q; /* 0..1000 */
+};
+
+#define IS_OWS(c) ((c) == ' ' || (c) == '\t')
+
+static bool is_tchar(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static size_t token_len(const char *p)
+{
+	size_t n = 0;
+
+	while (is_tchar(p[n]))
+		n++;
+	return n;
+}
+
+/* A qvalue (RFC 9110): "0" [ "." 0*3DIGIT ] / "1" [ "." 0*3"0" ], in thousandths;
+ * -1 when malformed. */
+static int parse_q(const char *v, size_t n)
+{
+	unsigned q, i, scale = 100;
+
+	if (n == 0 || (v[0] != '0' && v[0] != '1') || (n > 1 && v[1] != '.') || n > 5)
+		return -1;
+	q = (unsigned)(v[0] - '0') * 1000;
+	for (i = 2; i < n; i++, scale /= 10) {
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+		q += (unsigned)(v[i] - '0') * scale;
+	}
+	return q > 1000 ? -1 : (int)q;
+}
+
+static bool eq(const char *s, size_t n, const char *lit)
+{
+	return s && n == strlen(lit) && strncasecmp(s, lit, n) == 0;
+}
+
+/* The type at *pp (after OWS) and, with @slash, "/" and the subtype; *pp moves
+ * past what was read. False when one is missing. */
+static bool parse_type(const char **pp, struct media_range *r, bool slash)
+{
+	const char *p = *pp;
+
+	while (IS_OWS(*p))
+		p++;
+	r->type = p;
+	r->type_len = token_len(p);
+	p += r->type_len;
+	*pp = p;
+	if (!r->type_len)
+		return false;
+	if (!slash)
+		return true;
+	if (*p != '/')
+		return false;
+	r->sub = ++p;
+	r->sub_len = token_len(p);
+	*pp = p + r->sub_len;
+	return r->sub_len > 0;
+}
+
+/* A parameter's value at *pp: a token, or a quoted-string (the value is what is
+ * inside); *pp moves past it. False for an unterminated quoted-string. */
+static bool parse_value(const char **pp, const char **val, size_t *n)
+{
+	const char *p = *pp;
+
+	if (*p != '"') {
+		*val = p;
+		*n = token_len(p);
+		*pp = p + *n;
+		return true;
+	}
+	*val = ++p;
+	while (*p && *p != '"')
+		p += p[0] == '\\' && p[1] ? 2 : 1;
+	*pp = p;
+	if (*p != '"')
+		return false;
+	*n = (size_t)(p - *val);
+	*pp = p + 1;
+	return true;
+}
+
+/* Keep the parameters we match on; false for a malformed q. */
+static bool set_param(struct media_range *r, const char *name, size_t name_len, const char *val,
+		      size_t n)
+{
+	if (eq(name, name_len, "q")) {
+		int q = parse_q(val, n);
+
+		if (q < 0)
+			return false;
+		r->q = (unsigned)q;
+	} else if (eq(name, name_len, "version")) {
+		r->version = val;
+		r->version_len = n;
+	} else if (eq(name, name_len, "proto")) {
+		r->proto = val;
+		r->proto_len = n;
+	} else if (eq(name, name_len, "encoding")) {
+		r->encoding = val;
+		r->encoding_len = n;
+	}
+	return true;
+}
+
+/* The parameters at *pp, *( OWS ";" OWS token "=" value ), up to the first
+ * malformed one (then false); *pp moves past what was read. */
+static bool parse_params(const char **pp, struct media_range *r)
+{
+	const char *p = *pp, *name, *val;
+	size_t name_len, n;
+	bool ok = true;
+
+	for (;;) {
+		while (IS_OWS(*p))
+			p++;
+		if (*p != ';')
+			break;
+		p++;
+		while (IS_OWS(*p))
+			p++;
+		name = p;
+		name_len = token_len(p);
+		p += name_len;
+		if (!name_len || *p != '=') {
+			ok = false;
+			break;
+		}
+		p++;
+		if (!parse_value(&p, &val, &n) || !set_param(r, name, name_len, val, n)) {
+			ok = false;
+			break;
+		}
+	}
+	*pp = p;
+	return ok;
+}
+
+/* Move *pp past the next top-level comma (a quoted comma does not count), or to
+ * the end. False when anything but OWS comes before it: the element is malformed. */
+static bool skip_element(const char **pp)
+{
+	const char *p = *pp;
+	bool ok;
+
+	while (IS_OWS(*p))
+		p++;
+	ok = !*p || *p == ',';
+	while (*p && *p != ',') {
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p += p[0] == '\\' && p[1] ? 2 : 1)
+				;
+			if (!*p)
+				break;
+		}
+		p++;
+	}
+	if (*p == ',')
+		p++;
+	*pp = p;
+	return ok;
+}
+
+/*
+ * Parse the element at *pp into @r and move *pp past it and its comma. Returns
+ * false for an empty or malformed element (skipped by the callers: a broken
+ * element must not take the whole header down). @slash: the element is a media
+ * range (type/subtype).
+ */
+static bool next_range(const char **pp, struct media_range *r, bool slash)
+{
+	bool ok;
+
+	memset(r, 0, sizeof(*r));
+	r->q = 1000;
+	ok = parse_type(pp, r, slash) && parse_params(pp, r);
+	/* Always, so that a malformed element is skipped whole. */
+	return skip_element(pp) && ok;
+}
+
+/* Parameter values compare exactly (case-sensitive), as expfmt does. */
+static bool param_is(const char *v, size_t n, const char *lit)
+{
+	return v && n == strlen(lit) && memcmp(v, lit, n) == 0;
+}
+
+/* How specifically @r names format @f: -1 no match, 0 full wildcard, 1 "text/"
+ * wildcard, 2 the type, 3 the type with a matching version parameter. */
+static int specificity(const struct media_range *r, enum http_format f)
+{
+	switch (f) {
+	case HTTP_FORMAT_PROTOBUF:
+		/* Only ever when asked for by name: never through a wildcard. */
+		if (eq(r->type, r->type_len, "application") &&
+		    eq(r->sub, r->sub_len, "vnd.google.protobuf") &&
+		    param_is(r->proto, r->proto_len, "io.prometheus.client.MetricFamily") &&
+		    param_is(r->encoding, r->encoding_len, "delimited"))
+			return 3;
+		return -1;
+	case HTTP_FORMAT_OPENMETRICS:
+		if (!eq(r->type, r->type_len, "application") ||
+		    !eq(r->sub, r->sub_len, "openmetrics-text"))
+			return -1;
+		if (!r->version)
+			return 2;
+		/* 0.0.1 is the same text for Prometheus' parser; we answer 1.0.0. */
+		return param_is(r->version, r->version_len, "1.0.0") ||
+				       param_is(r->version, r->version_len, "0.0.1")
+			       ? 3
+			       : -1;
+	case HTTP_FORMAT_TEXT:
+		if (eq(r->type, r->type_len, "*") && eq(r->sub, r->sub_len, "*"))
+			return 0;
+		if (!eq(r->type, r->type_len, "text"))
+			return -1;
+		if (eq(r->sub, r->sub_len, "*"))
+			return 1;
+		if (!eq(r->sub, r->sub_len, "plain"))
+			return -1;
+		if (!r->version)
+			return 2;
+		return param_is(r->version, r->version_len, "0.0.4") ? 3 : -1;
+	}
+	return -1;
+}
+
+#define HTTP_MAX_ACCEPT_ELEMENTS 64 /* a longer header is read that far */
+
+enum http_format http_negotiate(const char *accept)
+{
+	struct {
+		int spec;     /* of the deciding range, -1: none matched */
+		unsigned q;   /* its q */
+		unsigned pos; /* its position in the header */
+	} best[3] = {{-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
+	enum http_format f, pick = HTTP_FORMAT_TEXT;
+	const char *p = accept;
+	struct media_range r;
+	unsigned pos, found = 0;
+
+	for (pos = 0; p && *p && pos < HTTP_MAX_ACCEPT_ELEMENTS; pos++) {
+		if (!next_range(&p, &r, true))
+			continue;
+		for (f = HTTP_FORMAT_TEXT; f <= HTTP_FORMAT_PROTOBUF; f++) {
+			int sp = specificity(&r, f);
+
+			/* The most specific range decides; among equals, the best q. */
+			if (sp < 0 || sp < best[f].spec || (sp == best[f].spec && r.q <= best[f].q))
+				continue;
+			best[f].spec = sp;
+			best[f].q = r.q;
+			best[f].pos = pos;
+		}
+	}
+	for (f = HTTP_FORMAT_TEXT; f <= HTTP_FORMAT_PROTOBUF; f++) {
+		if (best[f].spec < 0 || best[f].q == 0)
+			continue;
+		if (found && (best[f].q < best[pick].q ||
+			      (best[f].q == best[pick].q && (best[f].spec < best[pick].spec ||
+							     (best[f].spec == best[pick].spec &&
+							      best[f].pos >= best[pick].pos)))))
+			continue;
+		pick = f;
+		found = 1;
+	}
+	return pick;
+}
+
+const char *http_format_content_type(enum http_format f)
+{
+	switch (f) {
+	case HTTP_FORMAT_OPENMETRICS:
+		return EXPOSE_OPENMETRICS_CONTENT_TYPE;
+	case HTTP_FORMAT_PROTOBUF:
+		return EXPOSE_PROTOBUF_CONTENT_TYPE;
+	case HTTP_FORMAT_TEXT:
+		break;
+	}
+	return EXPOSE_TEXT_CONTENT_TYPE;
+}
+
+bool http_accepts_gzip(const char *accept_encoding)
+{
+	const char *p = accept_encoding;
+	int gzip = -1, star = -1; /* q, -1 when not named */
+	struct media_range r;
+	unsigned pos;
+
+	for (pos = 0; p && *p && pos < HTTP_MAX_ACCEPT_ELEMENTS; pos++) {
+		if (!next_range(&p, &r, false))
+			continue;
+		if (eq(r.type, r.type_len, "gzip") || eq(r.type, r.type_len, "x-gzip"))
+			gzip = gzip > (int)r.q ? gzip : (int)r.q;
+		else if (eq(r.type, r.type_len, "*"))
+			star = star > (int)r.q ? star : (int)r.q;
+	}
+	return gzip >= 0 ? gzip > 0 : star > 0;
+}
+
+/* ---------------------------------------------------------------- rendering */
+
+/*
+ * The render cache: one kept piece per series per format, in the registry
+ * (metrics.h). Each format uses the cache slot of its enum value. The renderers
+ * stay pure; this only concatenates their pieces, kept or fresh, exactly as
+ * expose_*() concatenate them.
+ */
+_Static_assert(HTTP_FORMAT_PROTOBUF < METRICS_CACHE_SLOTS, "a cache slot per format");
+
+/* Family @ends: one more ends at @at. */
+static void family_ends_push(struct http_family_ends *ends, size_t at, struct buf *out)
+{
+	if (mem_grow(&ends->end, &ends->cap, ends->n + 1, sizeof(*ends->end)) < 0)
+		out->oom = 1; /* as a failed append: the caller sees -ENOMEM */
+	else
+		ends->end[ends->n++] = at;
+}
+
+int http_render_metrics(struct metrics *m, enum http_format f, struct buf *out,
+			struct http_family_ends *ends)
+{
+	bool native = f == HTTP_FORMAT_PROTOBUF;
+	struct metrics_snapshot *snap;
+	unsigned i, j;
+	int r = 0;
+
+	if (ends)
+		ends->n = 0;
+	/* Only protobuf carries native histograms: only then pay for them. */
+	snap = metrics_snapshot_cached(m, native ? METRICS_SNAP_NATIVE : 0, (unsigned)f);
+	if (!snap)
+		return -ENOMEM;
+	for (i = 0; r == 0 && i < snap->n_families; i++) {
+		const struct snap_family *sf = &snap->families[i];
+		size_t head = 0;
+
+		if (f == HTTP_FORMAT_PROTOBUF)
+			head = expose_protobuf_head(sf, out);
+		else if (f == HTTP_FORMAT_OPENMETRICS)
+			expose_openmetrics_head(sf, out);
+		else
+			expose_text_head(sf, out);
+		for (j = 0; r == 0 && j < sf->n_series; j++) {
+			const struct snap_series *ss = &sf->series[j];
+			size_t at = out->len;
+
+			if (ss->cached) {
+				buf_append(out, ss->cached, ss->cached_len);
+				continue;
+			}
+			if (f == HTTP_FORMAT_PROTOBUF)
+				r = expose_protobuf_series(sf, ss, 1, out);
+			else if (f == HTTP_FORMAT_OPENMETRICS)
+				expose_openmetrics_series(sf, ss, out);
+			else
+				expose_text_series(sf, ss, out);
+			/* Keeping it is an optimisation: a failure only costs a render. */
+			if (r == 0 && !out->oom)
+				(void)metrics_cache_store(m, ss, (unsigned)f, out->data + at,
+							  out->len - at);
+		}
+		if (f == HTTP_FORMAT_PROTOBUF)
+			expose_protobuf_tail(out, head);
+		if (ends)
+			family_ends_push(ends, out->len, out);
+	}
+	if (f == HTTP_FORMAT_OPENMETRICS)
+		expose_openmetrics_tail(out);
+	if (ends && ends->n)
+		ends->end[ends->n - 1] = out->len;
+	else if (ends && out->len)
+		family_ends_push(ends, out->len, out);
+	metrics_snapshot_free(snap);
+	if (r < 0)
+		return r;
+	return out->oom ? -ENOMEM : 0;
+}
+
+/* ---------------------------------------------------------------- connections */
+
+/*
+ * Who holds a connection, and for how long.
+ *
+ * libmicrohttpd's own limits cannot keep a scrape in. Its per-IP limit refuses
+ * the scraper's connection while another client of the same address holds every
+ * slot; its total limit refuses everyone while anybody holds them all; its
+ * timeout starts again at every byte, so a client sending a header a byte a
+ * second keeps its slot for ever; and when accept() finds no free descriptor it
+ * stops accepting until one of its own connections closes, while the backlog
+ * fills and the kernel drops new clients' SYNs (each then waits for its
+ * retransmission, up to tens of seconds later).
+ *
+ * So the listening socket is ours, and so is the thread. It polls the listening
+ * socket, libmicrohttpd's epoll descriptor and a stop eventfd; accepts and hands
+ * each connection to libmicrohttpd (MHD_add_connection()); then lets it serve
+ * (MHD_run(), epoll, no thread of its own). Its callbacks, and so every record
+ * below, run on this one thread: no locks.
+ *
+ * A connection is waiting from its accept, and again from the end of each reply,
+ * until its next request's headers are in (the access handler runs). Waiting
+ * connections are listed oldest first, all together and per address (an IPv4
+ * address, or an IPv6 /64: one host's share). A waiting connection is closed
+ *   - when it has waited lim.header_ms, however often it sent a byte;
+ *   - when a new connection from its address would exceed lim.per_address, and
+ *     it is that address's longest-waiting one (the new one itself, if its
+ *     address has nothing else waiting);
+ *   - when a new connection would exceed lim.connections, or accept() finds no
+ *     free descriptor, and it is the longest-waiting of all.
+ * A new connection thus displaces an idle or slow one, and a scrape, whose
+ * headers arrive at once, is served however many idle or slow connections there
+ * are and from wherever. Only when nothing waits (every descriptor busy with a
+ * reply, or elsewhere in the daemon) does accept() rest, HTTP_ACCEPT_RETRY_MS at
+ * a time.
+ *
+ * Closing is shutdown(): libmicrohttpd sees the hang-up on its next run and
+ * closes the connection; the descriptor stays open until the CLOSED
+ * notification, which frees the record, so a record's descriptor is always the
+ * connection's own.
+ */
+#define ACCEPT_BATCH HTTP_ACCEPT_BATCH /* accepts per turn, before libmicrohttpd's */
+#define PEER_KEY_LEN (1 + 8)	       /* family, then the IPv4 address or the IPv6 /64 */
+
+struct peer {
+	struct peer *next;		 /* in its hash chain */
+	unsigned char key[PEER_KEY_LEN]; /* see peer_key() */
+	unsigned live;			 /* its connections not being closed */
+	unsigned refs;			 /* its records, closing ones too */
+	bool verifying;			 /* a bcrypt check of its is in flight */
+	struct conn_list waiting;	 /* its waiting connections */
+};
+
+enum { WAIT_ALL, WAIT_PEER }; /* a waiting connection's lists: h->waiting, peer->waiting */
+
+struct conn {
+	struct {
+		struct conn *prev, *next;
+	} link[2];	       /* in each list, by WAIT_ALL, WAIT_PEER */
+	struct peer *peer;     /* its address */
+	int fd;		       /* libmicrohttpd's, open until CLOSED */
+	int64_t since_ms;      /* waiting since (CLOCK_MONOTONIC) */
+	bool waiting;	       /* in the lists above */
+	bool closing;	       /* shut down; libmicrohttpd closes it */
+	struct web_cert *cert; /* with TLS: the pair its handshake uses */
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+unsigned http_connection_limit(uint64_t nofile, uint64_t reserve)
+{
+	uint64_t n;
+
+	if (!reserve)
+		reserve = HTTP_FD_RESERVE + nofile / 8;
+	reserve += HTTP_ACCEPT_BATCH;
+	n = nofile > reserve ? nofile - reserve : 0;
+
+	if (n < HTTP_CONNECTIONS_MIN)
+		return HTTP_CONNECTIONS_MIN;
+	return n > HTTP_CONNECTIONS_MAX ? HTTP_CONNECTIONS_MAX : (unsigned)n;
+}
+
+/* @sa's share of the per-address limit: an IPv4 address (also IPv4-mapped IPv6),
+ * an IPv6 /64; all zero for anything else (NULL too), which then share one. */
+static void peer_key(const struct sockaddr *sa, unsigned char key[PEER_KEY_LEN])
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+
+	memset(key, 0, PEER_KEY_LEN);
+	if (sa && sa->sa_family == AF_INET) {
+		key[0] = 4;
+		memcpy(key + 1, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (sa && sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+		key[0] = 4;
+		memcpy(key + 1, &sin6->sin6_addr.s6_addr[12], 4);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		key[0] = 6;
+		memcpy(key + 1, sin6->sin6_addr.s6_addr, 8);
+	}
+}
+
+/* How many bytes of an address' key are its network's: an IPv4 /24, an IPv6
+ * /48, what one holder commonly has many addresses of (a host all of 127/8,
+ * a home or a small site a /56 or a /48); basic auth is fair between those
+ * (webauth.h). Everything for the shared all-zero key. */
+static size_t peer_net_len(const unsigned char key[PEER_KEY_LEN])
+{
+	if (key[0] == 4)
+		return 1 + 3;
+	if (key[0] == 6)
+		return 1 + 6;
+	return PEER_KEY_LEN;
+}
+
+static unsigned peer_bucket(const unsigned char key[PEER_KEY_LEN])
+{
+	uint32_t x = 2166136261u; /* FNV-1a */
+	unsigned i;
+
+	for (i = 0; i < PEER_KEY_LEN; i++)
+		x = (x ^ key[i]) * 16777619u;
+	return x % PEER_BUCKETS;
+}
+
+/* The record of @sa's address, with one more reference; NULL when out of memory. */
+static struct peer *peer_get(struct http_server *h, const struct sockaddr *sa)
+{
+	unsigned char key[PEER_KEY_LEN];
+	struct peer **head, *p;
+
+	peer_key(sa, key);
+	head = &h->peers[peer_bucket(key)];
+	for (p = *head; p; p = p->next)
+		if (memcmp(p->key, key, PEER_KEY_LEN) == 0)
+			break;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		memcpy(p->key, key, PEER_KEY_LEN);
+		p->next = *head;
+		*head = p;
+	}
+	p->refs++;
+	return p;
+}
+
+static void peer_put(struct http_server *h, struct peer *p)
+{
+	struct peer **pp;
+
+	if (--p->refs)
+		return;
+	for (pp = &h->peers[peer_bucket(p->key)]; *pp != p; pp = &(*pp)->next)
+		;
+	*pp = p->next;
+	free(p);
+}
+
+/* Append @c to @l through its link @i (WAIT_ALL, WAIT_PEER). */
+static void conn_list_append(struct conn_list *l, struct conn *c, unsigned i)
+{
+	c->link[i].next = NULL;
+	c->link[i].prev = l->tail;
+	if (l->tail)
+		l->tail->link[i].next = c;
+	else
+		l->head = c;
+	l->tail = c;
+}
+
+/* Unlink @c, which is in @l through its link @i. */
+static void conn_list_remove(struct conn_list *l, struct conn *c, unsigned i)
+{
+	if (c->link[i].prev)
+		c->link[i].prev->link[i].next = c->link[i].next;
+	else
+		l->head = c->link[i].next;
+	if (c->link[i].next)
+		c->link[i].next->link[i].prev = c->link[i].prev;
+	else
+		l->tail = c->link[i].prev;
+	c->link[i].prev = c->link[i].next = NULL;
+}
+
+static void wait_add(struct http_server *h, struct conn *c, int64_t now)
+{
+	c->since_ms = now;
+	c->waiting = true;
+	conn_list_append(&h->waiting, c, WAIT_ALL);
+	conn_list_append(&c->peer->waiting, c, WAIT_PEER);
+}
+
+static void wait_del(struct http_server *h, struct conn *c)
+{
+	if (!c->waiting)
+		return;
+	c->waiting = false;
+	conn_list_remove(&h->waiting, c, WAIT_ALL);
+	conn_list_remove(&c->peer->waiting, c, WAIT_PEER);
+}
+
+/* Close the waiting connection @c (see above). */
+static void close_waiting(struct http_server *h, struct conn *c)
+{
+	wait_del(h, c);
+	c->closing = true;
+	c->peer->live--;
+	h->live--;
+	(void)shutdown(c->fd, SHUT_RDWR);
+}
+
+static struct conn *conn_of(struct MHD_Connection *mc)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: keep the records, and the limits. */
+static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
+			  enum MHD_ConnectionNotificationCode what)
+{
+	struct http_server *h = cls;
+	const union MHD_ConnectionInfo *fd_info, *addr_info;
+	struct conn *c = *ctx;
+
+	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!c)
+			return;
+		wait_del(h, c);
+		if (c->cert)
+			web_tls_session_end(h->tls, c->cert);
+		if (!c->closing) {
+			c->peer->live--;
+			h->live--;
+		}
+		peer_put(h, c->peer);
+		free(c);
+		*ctx = NULL;
+		h->trim_due = true; /* libmicrohttpd's pool for it is freed */
+		return;
+	}
+	if (what != MHD_CONNECTION_NOTIFY_STARTED)
+		return;
+	fd_info = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr_info = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!fd_info)
+		return; /* cannot happen: libmicrohttpd knows its socket */
+	c = calloc(1, sizeof(*c));
+	if (c)
+		c->peer = peer_get(h, addr_info ? addr_info->client_addr : NULL);
+	if (!c || !c->peer) {
+		/* Untracked, it could hold its slot for ever: not served at all. */
+		free(c);
+		(void)shutdown(fd_info->connect_fd, SHUT_RDWR);
+		log_warning("Out of memory for a new HTTP connection: closing it");
+		return;
+	}
+	c->fd = fd_info->connect_fd;
+	if (h->tls) {
+		const union MHD_ConnectionInfo *ti =
+			MHD_get_connection_info(mc, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+		/* Before the handshake, which runs in a later MHD_run(). */
+		if (ti && ti->tls_session)
+			c->cert = web_tls_session_start(h->tls, ti->tls_session);
+	}
+	c->peer->live++;
+	h->live++;
+	wait_add(h, c, now_ms());
+	*ctx = c;
+	/* Never empty: the new connection waits too. */
+	if (c->peer->live > h->lim.per_address)
+		close_waiting(h, c->peer->waiting.head);
+	if (h->live > h->lim.connections) {
+		log_warning("All %u HTTP connections are in use: closing the one that waited "
+			    "longest for its request",
+			    h->lim.connections);
+		close_waiting(h, h->waiting.head);
+	}
+}
+
+struct auth_req;
+static void auth_release(struct auth_req *ar);
+
+/* *req of a request whose headers are in, until it is answered (on_request()). */
+static char headers_in;
+
+/* MHD_OPTION_NOTIFY_COMPLETED: a reply is done; kept open, the connection waits
+ * for the next request (closing, the CLOSED notification follows). */
+static void on_completed(void *cls, struct MHD_Connection *mc, void **req,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct http_server *h = cls;
+	struct conn *c = conn_of(mc);
+
+	if (*req != &headers_in) { /* a struct auth_req, or NULL */
+		auth_release(*req);
+		free(*req);
+	}
+	*req = NULL;
+	if (c && !c->closing && !c->waiting && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		wait_add(h, c, now_ms());
+	h->trim_due = true; /* the reply's body is freed */
+}
+
+/* Close the connections that have waited too long. */
+static void sweep(struct http_server *h, int64_t now)
+{
+	while (h->waiting.head && now - h->waiting.head->since_ms >= (int64_t)h->lim.header_ms)
+		close_waiting(h, h->waiting.head);
+}
+
+/* accept() errors that are the client's connection's alone: try the next one. */
+static bool accept_error_is_the_clients(int e)
+{
+	switch (e) {
+	case EINTR:
+	case ECONNABORTED:
+	case EPROTO:
+	case EPERM: /* a firewall */
+	case ENETDOWN:
+	case ENOPROTOOPT:
+	case EHOSTDOWN:
+	case ENONET:
+	case EHOSTUNREACH:
+	case EOPNOTSUPP:
+	case ENETUNREACH:
+		return true;
+	}
+	return false;
+}
+
+/* accept() errors that closing a connection may cure: out of descriptors, or of
+ * the kernel's memory. */
+static bool accept_error_is_resources(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+}
+
+/* Accept what is pending (ACCEPT_BATCH at most) and hand it to libmicrohttpd. */
+static void accept_some(struct http_server *h, int64_t now)
+{
+	unsigned i;
+
+	for (i = 0; i < ACCEPT_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd, e;
+
+		fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &len,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0) {
+			/* On failure, libmicrohttpd has closed it and said why (debug). */
+			(void)MHD_add_connection(h->mhd, fd, (struct sockaddr *)&ss, len);
+			continue;
+		}
+		e = errno;
+		if (e == EAGAIN || e == EWOULDBLOCK)
+			return;
+		if (accept_error_is_the_clients(e))
+			continue;
+		if (accept_error_is_resources(e) && h->waiting.head) {
+			/* Its descriptor is free once libmicrohttpd has closed it,
+			 * on this turn. */
+			(void)log_warning_errno(
+				-e,
+				"Cannot accept an HTTP connection: %m (RLIMIT_NOFILE "
+				"%llu); closing the one that waited longest for its "
+				"request",
+				(unsigned long long)h->nofile);
+			close_waiting(h, h->waiting.head);
+			return;
+		}
+		(void)log_warning_errno(
+			-e,
+			"Cannot accept an HTTP connection: %m (RLIMIT_NOFILE %llu); "
+			"trying again every %ums",
+			(unsigned long long)h->nofile, (unsigned)HTTP_ACCEPT_RETRY_MS);
+		h->paused_until_ms = now + HTTP_ACCEPT_RETRY_MS;
+		return;
+	}
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* How long the thread may sleep: until libmicrohttpd's next timeout, the oldest
+ * waiting connection's deadline, or the end of accept()'s rest; with none of
+ * them, poll()'s longest finite wait (INT_MAX ms, 24 days: one idle turn). */
+static int next_wake_ms(struct http_server *h, int64_t now, bool accepting)
+{
+	MHD_UNSIGNED_LONG_LONG mhd_ms;
+	int64_t t = INT_MAX;
+
+	if (MHD_get_timeout(h->mhd, &mhd_ms) == MHD_YES && mhd_ms < (MHD_UNSIGNED_LONG_LONG)t)
+		t = (int64_t)mhd_ms;
+	if (h->waiting.head)
+		t = min64(t, h->waiting.head->since_ms + h->lim.header_ms - now);
+	if (!accepting)
+		t = min64(t, h->paused_until_ms - now);
+	return t < 0 ? 0 : (int)t;
+}
+
+/*
+ * After poll() failed with @e: whether the thread carries on. With our three
+ * descriptors, poll() can fail only for want of kernel memory (ENOMEM) or for
+ * more descriptors than RLIMIT_NOFILE (EINVAL, impossible). On ENOMEM the
+ * thread waits HTTP_ACCEPT_RETRY_MS on the stop eventfd alone, then tries
+ * again (or ends, stopped meanwhile). Anything else, or that wait failing too,
+ * would fail again at once: the thread stops serving, logged, rather than spin;
+ * http_stop() joins it as ever.
+ */
+static bool poll_failed(struct http_server *h, int e)
+{
+	struct pollfd stop = {.fd = h->stop_fd, .events = POLLIN};
+
+	if (e == EINTR)
+		return true;
+	if (e == ENOMEM) {
+		(void)log_warning_errno(
+			-e, "Failed to wait for HTTP connections: %m; trying again in %ums",
+			(unsigned)HTTP_ACCEPT_RETRY_MS);
+		if (poll(&stop, 1, HTTP_ACCEPT_RETRY_MS) >= 0)
+			return !stop.revents;
+		if (errno == EINTR)
+			return true;
+		e = errno;
+	}
+	(void)log_error_errno(-e,
+			      "Failed to wait for HTTP connections: %m; no longer serving HTTP");
+	return false;
+}
+
+/*
+ * Issue 15 (memory): after a reply or a connection ended, hand the free pages of
+ * every malloc arena back to the kernel, here in the loop and not on a timer
+ * (no wake-up of its own). A scrape's short-lived blocks (the page, its gzip,
+ * libmicrohttpd's 32 KiB pool for the connection) are freed between long-lived
+ * ones (the render cache, gzpage's kept page and deflate stream), so their pages
+ * stay resident until the next scrape: glibc returns only a free top of 128 KiB
+ * or more by itself. A trim costs 15-50 us with the page faults after it, so
+ * while connections are open it comes at most every HTTP_TRIM_EVERY_MS (under
+ * load, ~1% of the CPU of the scrapes); once the last one has ended it is never
+ * put off, since the server goes idle and nothing would come later to do it.
+ */
+static void trim_heap(struct http_server *h, int64_t now)
+{
+	if (!h->trim_due || (h->live > 0 && now - h->trimmed_ms < HTTP_TRIM_EVERY_MS))
+		return;
+	h->trim_due = false;
+	h->trimmed_ms = now;
+	malloc_trim(0);
+}
+
+/* The server's thread: accept, enforce the limits, serve. */
+static void *serve(void *arg)
+{
+	struct http_server *h = arg;
+
+	for (;;) {
+		int64_t now = now_ms();
+		bool accepting = now >= h->paused_until_ms;
+		struct pollfd p[4] = {
+			{.fd = h->stop_fd, .events = POLLIN},
+			{.fd = h->mhd_fd, .events = POLLIN},
+			{.fd = accepting ? h->listen_fd : -1, .events = POLLIN},
+			{.fd = h->wake_fd, .events = POLLIN},
+		};
+		uint64_t n;
+
+		if (poll(p, 4, next_wake_ms(h, now, accepting)) < 0 && !poll_failed(h, errno))
+			break;
+		if (p[0].revents)
+			break;
+		if (p[3].revents && read(h->wake_fd, &n, sizeof(n)) < 0)
+			(void)0; /* EAGAIN: another turn read it */
+		now = now_ms();
+		if (p[2].revents)
+			accept_some(h, now);
+		sweep(h, now);
+		MHD_run(h->mhd);
+		trim_heap(h, now_ms());
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- requests */
+
+static void count_request(struct http_server *h, enum handler hd, unsigned code)
+{
+	char code_s[8];
+	const char *values[] = {handler_names[hd], code_s, NULL};
+	struct metric_series *s;
+
+	snprintf(code_s, sizeof(code_s), "%u", code);
+	s = metrics_series(h->requests, values);
+	if (s)
+		metrics_add(s, 1);
+}
+
+/* @extra: NULL, or a NULL-terminated list of header name, value pairs. */
+static enum MHD_Result reply_headers(struct http_server *h, struct MHD_Connection *c,
+				     enum handler hd, unsigned code, const char *type, void *body,
+				     size_t len, enum MHD_ResponseMemoryMode mode,
+				     const char *const *extra)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
+	enum MHD_Result ret;
+
+	if (!resp) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	for (; extra && extra[0]; extra += 2)
+		MHD_add_response_header(resp, extra[0], extra[1]);
+	ret = MHD_queue_response(c, code, resp);
+	MHD_destroy_response(resp);
+	count_request(h, hd, code);
+	return ret;
+}
+
+static enum MHD_Result reply(struct http_server *h, struct MHD_Connection *c, enum handler hd,
+			     unsigned code, const char *type, void *body, size_t len,
+			     enum MHD_ResponseMemoryMode mode)
+{
+	return reply_headers(h, c, hd, code, type, body, len, mode, NULL);
+}
+
+static enum MHD_Result reply_static(struct http_server *h, struct MHD_Connection *c,
+				    enum handler hd, unsigned code, const char *type,
+				    const char *body)
+{
+	return reply(h, c, hd, code, type, (void *)body, strlen(body), MHD_RESPMEM_PERSISTENT);
+}
+
+/*
+ * /metrics gzipped: the page @out in format @fmt through that format's gzpage,
+ * which compresses only the families that changed since its last page. 0 with
+ * the reply queued (its MHD_Result in *@ret; @out freed), or -errno, logged,
+ * with @out intact to be sent uncompressed.
+ */
+static int serve_gzip(struct http_server *h, struct MHD_Connection *c, enum http_format fmt,
+		      struct buf *out, int *ret)
+{
+	const char *gzip_hdrs[] = {MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding",
+				   MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip", NULL};
+	struct buf z;
+	char *body;
+	size_t len;
+	int r;
+
+	if (!h->gz[fmt])
+		h->gz[fmt] = gzpage_new();
+	if (!h->gz[fmt])
+		return log_warning_errno(-ENOMEM,
+					 "Failed to gzip /metrics: %m, sending it uncompressed");
+	buf_init(&z);
+	buf_prealloc(&z, h->last_zlen[fmt] + 1024);
+	r = gzpage_compress(h->gz[fmt], out, h->ends.end, h->ends.n, &z);
+	if (r < 0) {
+		buf_free(&z);
+		return log_warning_errno(r, "Failed to gzip /metrics: %m, sending it uncompressed");
+	}
+	buf_free(out); /* the previous page, handed back by gzpage */
+	h->last_zlen[fmt] = z.len;
+	body = buf_steal(&z, &len);
+	*ret = reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body, len,
+			     MHD_RESPMEM_MUST_FREE, gzip_hdrs);
+	return 0;
+}
+
+/*
+ * /metrics: negotiate the format (Accept) and compression (Accept-Encoding),
+ * snapshot, render, maybe gzip. Everything happens in memory on this thread.
+ */
+static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connection *c)
+{
+	enum http_format fmt = http_negotiate(
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+	bool gzip = http_accepts_gzip(
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
+	/* The reply depends on both request headers: caches must key on them. */
+	const char *plain_hdrs[] = {MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding", NULL};
+	struct buf out;
+	char *body;
+	size_t len;
+	int r;
+
+	if (h->collect)
+		h->collect(h->userdata);
+	buf_init(&out);
+	/* One allocation for the whole body: it is about as long as the last one. */
+	buf_prealloc(&out, h->last_len[fmt] + h->last_len[fmt] / 8 + 4096);
+	r = http_render_metrics(h->metrics, fmt, &out, gzip ? &h->ends : NULL);
+	if (r < 0) {
+		buf_free(&out);
+		log_error_errno(r, "Failed to render /metrics: %m");
+		return reply_static(h, c, H_METRICS, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
+				    "cannot render metrics\n");
+	}
+	h->last_len[fmt] = out.len;
+	if (gzip && serve_gzip(h, c, fmt, &out, &r) == 0)
+		return (enum MHD_Result)r;
+	body = buf_steal(&out, &len);
+	return reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body, len,
+			     MHD_RESPMEM_MUST_FREE, plain_hdrs);
+}
+
+/* / or /status.json (?history=1: with the ring's records) from a copy of the
+ * status, formatted without its mutex; 0 or -ENOMEM. */
+static int render_page(struct http_server *h, struct status *st, struct MHD_Connection *c,
+		       enum handler hd, struct buf *out, const char **type)
+{
+	const char *history = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "history");
+	size_t last = hd == H_LANDING ? h->page_len : h->json_len;
+	struct status_snap snap;
+	int r = status_snapshot(st, &snap);
+
+	if (r < 0)
+		return r;
+	buf_prealloc(out, last + last / 8 + 4096);
+	if (hd == H_LANDING) {
+		*type = "text/html; charset=utf-8";
+		r = status_render_html(&snap, out);
+	} else {
+		*type = "application/json";
+		r = status_render_json(&snap, out, history && strcmp(history, "1") == 0);
+	}
+	status_snap_free(&snap);
+	return r;
+}
+
+/*
+ * /, /status.json and /readyz: the live state (collected as for /metrics: atomics
+ * and the registry), then the figures the scheduler keeps, formatted in memory.
+ * A daemon without a status (tests) serves the plain landing page, 200 on
+ * /readyz.
+ */
+static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection *c,
+				    enum handler hd)
+{
+	static const char *const no_store[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-store", NULL};
+	struct status *st = atomic_load(&h->status);
+	unsigned code = MHD_HTTP_OK;
+	const char *type = TEXT_PLAIN;
+	struct buf out;
+	char *body;
+	size_t len;
+	int r = 0;
+
+	if (!st && hd == H_LANDING)
+		return reply_static(h, c, hd, MHD_HTTP_OK, "text/html; charset=utf-8",
+				    landing_page);
+	if (!st && hd == H_READYZ)
+		return reply_static(h, c, hd, MHD_HTTP_OK, TEXT_PLAIN, "ready\n");
+	if (!st)
+		return reply_static(h, c, hd, MHD_HTTP_NOT_FOUND, TEXT_PLAIN, "not found\n");
+	if (h->collect)
+		h->collect(h->userdata);
+	buf_init(&out);
+	if (hd == H_READYZ) {
+		if (!status_ready(st, &out))
+			code = MHD_HTTP_SERVICE_UNAVAILABLE;
+		else
+			buf_puts(&out, "ready\n");
+	} else {
+		r = render_page(h, st, c, hd, &out, &type);
+	}
+	if (r < 0 || out.oom) {
+		buf_free(&out);
+		log_error("Failed to render %s: out of memory", handler_names[hd]);
+		return reply_static(h, c, hd, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
+				    "out of memory\n");
+	}
+	body = buf_steal(&out, &len);
+	if (hd == H_LANDING)
+		h->page_len = len;
+	else if (hd == H_STATUS_JSON)
+		h->json_len = len;
+	return reply_headers(h, c, hd, code, type, body, len, MHD_RESPMEM_MUST_FREE, no_store);
+}
+
+/* ---------------------------------------------------------------- basic auth */
+
+/*
+ * With basic_auth_users, every path needs credentials. A request whose
+ * credentials are cached is served at once; otherwise the connection is
+ * suspended while a worker runs bcrypt (webauth.h), and resumed with the
+ * verdict: the HTTP thread never waits for a hash. An address has one check
+ * queued or running at a time (a second request meanwhile gets 429 at once),
+ * and webauth's queue shares its places between networks (peer_net_len()) and
+ * puts the checks of networks and addresses that failed lately after everybody
+ * else's: wrong passwords flooding from any number of addresses of a few
+ * networks delay a scraper of another network by the checks running, not by
+ * the flood (429 only when its share of the queue is full).
+ */
+enum auth_state { AUTH_PENDING, AUTH_OK, AUTH_FAILED };
+
+struct auth_req {
+	struct http_server *h;
+	struct MHD_Connection *c;
+	struct peer *peer; /* its verifying flag is ours until auth_release() */
+	_Atomic int state; /* enum auth_state; set by the worker */
+};
+
+static void auth_done(void *cls, bool ok)
+{
+	struct auth_req *ar = cls;
+	const uint64_t one = 1;
+	int wake_fd = ar->h->wake_fd; /* @ar may be freed once resumed */
+
+	atomic_store(&ar->state, ok ? AUTH_OK : AUTH_FAILED);
+	MHD_resume_connection(ar->c); /* thread-safe */
+	/* libmicrohttpd's own wake-up does not reach serve()'s poll() when it runs
+	 * without a listening socket of its own: ours does. */
+	if (write(wake_fd, &one, sizeof(one)) < 0)
+		(void)0; /* only a full counter, which wakes serve() as well */
+}
+
+/* On the HTTP thread, once the verdict is in or the request is gone: the
+ * address may start another check. */
+static void auth_release(struct auth_req *ar)
+{
+	if (ar && ar->peer) {
+		ar->peer->verifying = false;
+		ar->peer = NULL;
+	}
+}
+
+static enum MHD_Result reply_busy(struct http_server *h, struct MHD_Connection *c, enum handler hd)
+{
+	static const char *const hdrs[] = {MHD_HTTP_HEADER_RETRY_AFTER, "1", NULL};
+
+	return reply_headers(h, c, hd, MHD_HTTP_TOO_MANY_REQUESTS, TEXT_PLAIN,
+			     (void *)"too many password checks at once, try again\n",
+			     strlen("too many password checks at once, try again\n"),
+			     MHD_RESPMEM_PERSISTENT, hdrs);
+}
+
+/* Suspend @c while a worker checks @cr: 0 with *ret, as authorize(). */
+static int auth_start(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
+		      const struct web_cred *cr, enum MHD_Result *ret)
+{
+	static const unsigned char nobody[PEER_KEY_LEN]; /* untracked: they share one */
+	struct conn *conn = conn_of(c);
+	struct peer *peer = conn ? conn->peer : NULL;
+	const unsigned char *key = peer ? peer->key : nobody;
+	struct auth_req *ar;
+	int slot;
+
+	if (peer && peer->verifying) {
+		*ret = reply_busy(h, c, hd);
+		return 0;
+	}
+	ar = calloc(1, sizeof(*ar));
+	slot = ar ? web_auth_reserve(h->auth, key, PEER_KEY_LEN, peer_net_len(key)) : -ENOMEM;
+	if (slot < 0) {
+		*ret = ar ? reply_busy(h, c, hd) : MHD_NO;
+		free(ar);
+		return 0;
+	}
+	ar->h = h;
+	ar->c = c;
+	ar->peer = peer;
+	if (peer)
+		peer->verifying = true;
+	*req = ar; /* freed in on_completed() */
+	MHD_suspend_connection(c);
+	web_auth_submit(h->auth, slot, cr, auth_done, ar);
+	*ret = MHD_YES;
+	return 0;
+}
+
+static enum MHD_Result reply_unauthorized(struct http_server *h, struct MHD_Connection *c,
+					  enum handler hd)
+{
+	static const char *const hdrs[] = {MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					   "Basic realm=\"iopulse\", charset=\"UTF-8\"", NULL};
+
+	return reply_headers(h, c, hd, MHD_HTTP_UNAUTHORIZED, TEXT_PLAIN, (void *)"unauthorized\n",
+			     strlen("unauthorized\n"), MHD_RESPMEM_PERSISTENT, hdrs);
+}
+
+/*
+ * Whether the request may be served: 1 yes, 0 a reply was queued or the
+ * connection suspended (*ret is what to return). *req carries the verdict from
+ * the first call (suspend) to the second (resumed).
+ */
+static int authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
+		     enum MHD_Result *ret)
+{
+	struct auth_req *ar = *req;
+	/* "user:password", decoded: longer is refused (webauth.h). */
+	char buf[2 * WEB_AUTH_FIELD_MAX + 2];
+	struct web_cred cr;
+	int r;
+
+	if (!h->auth)
+		return 1;
+	if (ar) {
+		auth_release(ar);
+		if (atomic_load(&ar->state) == AUTH_OK)
+			return 1;
+		*ret = reply_unauthorized(h, c, hd);
+		return 0;
+	}
+	/* Decoded here, not by libmicrohttpd (0.9.75), whose NUL-terminated
+	 * copies would cut "secret\0anything" to "secret". */
+	r = web_auth_parse_basic(
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), buf,
+		sizeof(buf), &cr);
+	if (r < 0)
+		*ret = reply_unauthorized(h, c, hd);
+	else if (web_auth_cached(h->auth, &cr))
+		r = 1;
+	else
+		auth_start(h, c, hd, req, &cr, ret);
+	explicit_bzero(buf, sizeof(buf));
+	return r == 1;
+}
+
+/*
+ * libmicrohttpd (0.9.75) closes the connection after a reply queued in the
+ * first call for a request, the one that comes as soon as the headers are in:
+ * it has not read a body yet, so it cannot tell where the next request starts.
+ * Every scrape would then pay a new TCP connection, though Prometheus keeps its
+ * connections open. So the first call for a GET or HEAD without a body only
+ * marks *req with headers_in and returns; the second, which follows at once (there
+ * is no body to wait for), answers, and the connection stays open for the next
+ * request. A request with a body (nothing here takes one) is answered in the
+ * first call, and its connection closed with the body unread. "Content-Length:
+ * 0" (some clients send it with every GET) is no body: libmicrohttpd has none
+ * to read either, and makes the second call at once.
+ */
+static bool has_body(struct MHD_Connection *c)
+{
+	const char *len =
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	/* Digits only by now: libmicrohttpd refuses any other length (400). */
+	return (len && (!*len || len[strspn(len, "0")] != '\0')) ||
+	       MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **req)
+{
+	struct http_server *h = cls;
+	struct conn *conn = conn_of(c);
+	enum handler hd = H_OTHER;
+	bool get_or_head = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+			   strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+
+	enum MHD_Result ret;
+
+	(void)version;
+	(void)upload_data;
+	(void)upload_data_size;
+
+	if (!*req) {
+		/* The headers are in: no longer at risk of the header deadline. */
+		if (conn)
+			wait_del(h, conn);
+		if (get_or_head && !has_body(c)) {
+			*req = &headers_in;
+			return MHD_YES;
+		}
+	} else if (*req == &headers_in) {
+		*req = NULL; /* from here on, authorize()'s */
+	}
+
+	if (strcmp(url, "/metrics") == 0)
+		hd = H_METRICS;
+	else if (strcmp(url, "/healthz") == 0)
+		hd = H_HEALTHZ;
+	else if (strcmp(url, "/") == 0)
+		hd = H_LANDING;
+	else if (strcmp(url, "/readyz") == 0)
+		hd = H_READYZ;
+	else if (strcmp(url, "/status.json") == 0)
+		hd = H_STATUS_JSON;
+
+	if (!get_or_head)
+		return reply_static(h, c, hd, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN,
+				    "method not allowed: only GET and HEAD\n");
+	if (!authorize(h, c, hd, req, &ret))
+		return ret;
+	switch (hd) {
+	case H_METRICS:
+		return serve_metrics(h, c);
+	case H_HEALTHZ:
+		return reply_static(h, c, hd, MHD_HTTP_OK, TEXT_PLAIN, "ok\n");
+	case H_LANDING:
+	case H_READYZ:
+	case H_STATUS_JSON:
+		return serve_status(h, c, hd);
+	default:
+		return reply_static(h, c, hd, MHD_HTTP_NOT_FOUND, TEXT_PLAIN, "not found\n");
+	}
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	log_debug("HTTP: %s", msg);
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+/* Stop the thread, libmicrohttpd (the CLOSED notifications free the records),
+ * and free everything; for a server built only in part too. */
+static void server_free(struct http_server *h)
+{
+	const uint64_t one = 1;
+	unsigned i;
+
+	if (h->started) {
+		if (write(h->stop_fd, &one, sizeof(one)) != sizeof(one))
+			(void)log_error_errno(-errno, "Failed to stop the HTTP thread: %m");
+		pthread_join(h->thread, NULL);
+	}
+	/* Its callbacks resume the connections they suspended: before the stop. */
+	web_auth_free(h->auth);
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	web_tls_free(h->tls); /* after the connections' references are back */
+	for (i = 0; i < sizeof(h->gz) / sizeof(h->gz[0]); i++)
+		gzpage_free(h->gz[i]);
+	free(h->ends.end);
+	for (i = 0; i < PEER_BUCKETS; i++) /* left only if libmicrohttpd leaked one */
+		while (h->peers[i]) {
+			struct peer *p = h->peers[i];
+
+			h->peers[i] = p->next;
+			free(p);
+		}
+	if (h->stop_fd >= 0)
+		close(h->stop_fd);
+	if (h->wake_fd >= 0)
+		close(h->wake_fd);
+	if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	free(h);
+}
+
+/* TLS and basic auth from @web (NULL: neither). 0 or -errno, logged. */
+static int web_setup(struct http_server *h, const struct web_config *web)
+{
+	char msg[512];
+	int r;
+
+	if (!web)
+		return 0;
+	if (web->tls) {
+		if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+			log_error("%s: TLS is configured, but this libmicrohttpd was built without "
+				  "TLS support",
+				  web->source);
+			return -EOPNOTSUPP;
+		}
+		r = web_tls_new(web, &h->tls, msg, sizeof(msg));
+		if (r < 0) {
+			log_error("%s: %s", web->source, msg);
+			return r;
+		}
+	}
+	if (web->n_users) {
+		h->auth = web_auth_new(web, &r);
+		if (!h->auth)
+			return log_error_errno(r, "Failed to set up basic auth: %m");
+	}
+	return 0;
+}
+
+/* libmicrohttpd's flags and options (@opts, room for 4) for TLS and basic auth. */
+static unsigned web_options(struct http_server *h, struct MHD_OptionItem *opts)
+{
+	unsigned flags = 0, n = 0;
+
+	if (h->tls) {
+		/* No certificate of its own: GnuTLS asks web_tls_retrieve() at each
+		 * handshake, which is how SIGHUP swaps it on a running daemon. */
+		flags |= MHD_USE_TLS;
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+						    (void *)web_tls_retrieve};
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+						    (void *)web_tls_priorities(h->tls)};
+		if (web_tls_trust(h->tls))
+			opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
+							    (void *)web_tls_trust(h->tls)};
+	}
+	opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+	if (h->auth)
+		flags |= MHD_ALLOW_SUSPEND_RESUME;
+	return flags;
+}
+
+struct http_server *http_start(int listen_fd, const struct http_limits *lim, struct metrics *m,
+			       http_collect_fn collect, void *userdata, int *err)
+{
+	return http_start_web(listen_fd, lim, NULL, m, collect, userdata, err);
+}
+
+/* @lim's limits, each 0 (or @lim NULL) for the default; the connection limit's
+ * default is what RLIMIT_NOFILE leaves after lim->fd_reserve. */
+static void set_limits(struct http_server *h, const struct http_limits *lim)
+{
+	struct rlimit rl = {.rlim_cur = 1024};
+
+	(void)getrlimit(RLIMIT_NOFILE, &rl);
+	h->nofile = rl.rlim_cur;
+	h->lim.connections =
+		lim && lim->connections
+			? lim->connections
+			: http_connection_limit(rl.rlim_cur, lim ? lim->fd_reserve : 0);
+	h->lim.per_address = lim && lim->per_address ? lim->per_address : HTTP_PER_ADDRESS_LIMIT;
+	h->lim.header_ms = lim && lim->header_ms ? lim->header_ms : HTTP_HEADER_DEADLINE_MS;
+}
+
+struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
+				   const struct web_config *web, struct metrics *m,
+				   http_collect_fn collect, void *userdata, int *err)
+{
+	struct MHD_OptionItem tls_opts[4] = {{MHD_OPTION_END, 0, NULL}};
+	unsigned flags;
+	static const char *const labels[] = {"handler", "code", NULL};
+	struct http_server *h = calloc(1, sizeof(*h));
+	const union MHD_DaemonInfo *info;
+	int r;
+
+	if (!h) {
+		close(listen_fd);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	h->listen_fd = listen_fd;
+	h->stop_fd = h->wake_fd = -1;
+	h->metrics = m;
+	h->collect = collect;
+	h->userdata = userdata;
+	set_limits(h, lim);
+	h->requests = metrics_family(m, "iopulse_http_requests_total", METRIC_COUNTER,
+				     "HTTP requests answered, by handler and status code.", labels,
+				     NULL, 0);
+	if (!h->requests) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = web_setup(h, web);
+	if (r < 0)
+		goto fail;
+	flags = web_options(h, tls_opts);
+	/* The logger first, so that even option parsing speaks through our log. No
+	 * thread of its own and no listening socket: serve() runs it. Its limit must
+	 * never bite: ours closes connections, its would refuse new ones, a scrape
+	 * too. It counts a connection until an MHD_run() reaps it, and each run
+	 * reaps every one we shut down before it (they hang up). We shut down at most
+	 * one per connection added, so before a turn's k-th MHD_add_connection() it
+	 * holds at most lim.connections + k - 1, k <= ACCEPT_BATCH. (A flood of 1500
+	 * reconnecting clients at 111 connections: no refusal with + ACCEPT_BATCH,
+	 * refusals and failed scrapes with + ACCEPT_BATCH - 1.) */
+	errno = 0;
+	h->mhd = MHD_start_daemon(
+		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG | flags, 0, NULL, NULL,
+		on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_SECONDS,
+		MHD_OPTION_CONNECTION_LIMIT, h->lim.connections + ACCEPT_BATCH,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT, MHD_OPTION_ARRAY,
+		tls_opts, MHD_OPTION_END);
+	if (!h->mhd) {
+		r = errno ? -errno : -EIO;
+		goto fail;
+	}
+	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	h->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	h->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!info || h->stop_fd < 0 || h->wake_fd < 0) {
+		r = h->stop_fd < 0 || h->wake_fd < 0 ? -errno : -EIO;
+		goto fail;
+	}
+	h->mhd_fd = info->epoll_fd;
+	r = -pthread_create(&h->thread, NULL, serve, h);
+	if (r < 0)
+		goto fail;
+	h->started = true;
+	pthread_setname_np(h->thread, "iopulse-http");
+	if (h->lim.connections < HTTP_CONNECTIONS_MAX && !(lim && lim->connections))
+		log_notice("RLIMIT_NOFILE is %llu: serving at most %u HTTP connections at once",
+			   (unsigned long long)h->nofile, h->lim.connections);
+	return h;
+fail:
+	server_free(h);
+	*err = r;
+	return NULL;
+}
+
+void http_reload_tls(struct http_server *h)
+{
+	if (h && h->tls)
+		web_tls_reload(h->tls);
+}
+
+void http_set_status(struct http_server *h, struct status *st)
+{
+	atomic_store(&h->status, st);
+}
+
+void http_stop(struct http_server *h)
+{
+	if (h)
+		server_free(h);
+}

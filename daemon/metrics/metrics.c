@@ -1,0 +1,910 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics — registry of families and series, and consistent snapshots.
+ *
+ * One pthread mutex in the registry guards everything: the family list, each
+ * family's series list, and every value (including histogram series). Writers
+ * hold it for a few increments (or one histogram merge); metrics_snapshot()
+ * holds it for a deep copy and sorts after releasing it. A native snapshot
+ * holds it no longer than that: it copies each histogram (one flat array merge)
+ * and derives the native view — allocations, a walk over every bucket, span
+ * building — from the copies once the mutex is released.
+ *
+ * Render cache: every series has a generation, bumped by each update under the
+ * mutex, and a shared, reference-counted part (label values and the cache slots)
+ * that snapshots point to instead of copying: a snapshot of a series whose slot
+ * holds bytes for its current generation takes a reference to those bytes and
+ * copies nothing else. Snapshots never strdup() label values; the shared part
+ * outlives a dropped series (or a freed registry) until the last snapshot
+ * holding it is freed. Slots are read and replaced under the mutex; the bytes
+ * themselves are immutable and reference-counted, so a snapshot reads them
+ * without the mutex. Reference counts are plain integers under the mutex (no
+ * atomic operation per series): a cached snapshot is taken and freed with the
+ * mutex held for a pass over its series, so it must be freed before the
+ * registry. Plain snapshots (metrics_snapshot_ex()) copy the label values and
+ * hold no reference: they outlive the registry.
+ *
+ * Each family keeps its series sorted by label values (inserted in place), so a
+ * snapshot needs no sort of its series.
+ *
+ * Lookups are linear scans over plain arrays. We expect tens of families and at
+ * most a few hundred series (probes x targets x ops); below ~2000 series a scan is
+ * cheaper to reason about than a hash table and fast enough for series that are
+ * created once and then reused through their pointer.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "daemon/metrics/metrics.h"
+
+struct metrics {
+	pthread_mutex_t lock;		 /* guards everything below and in families/series */
+	struct metric_family **families; /* sorted by name, as snapshots are */
+	unsigned n_families;
+	size_t cap_families;
+	int native_schema;	      /* native view: schema */
+	double native_zero_threshold; /* native view: zero bucket width, seconds (> 0) */
+};
+
+struct metric_family {
+	struct metrics *reg; /* owner */
+	char *name;
+	char *help;
+	enum metric_type type;
+	unsigned n_labels;
+	char *labels[METRICS_MAX_LABELS];
+	unsigned n_bounds;	       /* histogram */
+	double *bounds_s;	       /* bounds_ns[] in seconds, stored after it */
+	struct metric_series **series; /* sorted by label values */
+	unsigned n_series;
+	size_t cap_series;
+	uint64_t bounds_ns[]; /* histogram: its classic bounds, n_bounds of them */
+};
+
+/* Immutable bytes, shared by a cache slot and the snapshots that use them. */
+struct metrics_blob {
+	unsigned refs; /* under the registry mutex */
+	size_t len;
+	char data[];
+};
+
+/* What a series shares with snapshots: its label values (immutable) and its cache
+ * slots (guarded by the registry mutex). */
+struct metrics_shared {
+	unsigned refs; /* under the registry mutex */
+	char *values[METRICS_MAX_LABELS];
+	unsigned n_extra;			   /* labels of this series only */
+	char *extra[2 * METRICS_MAX_EXTRA_LABELS]; /* their names and values, in pairs */
+	struct metrics_blob *slot[METRICS_CACHE_SLOTS];
+	uint64_t slot_gen[METRICS_CACHE_SLOTS]; /* the series generation slot[] renders */
+};
+
+struct metric_series {
+	struct metric_family *family; /* owner */
+	struct metrics_shared *shared;
+	uint64_t gen;	   /* bumped by every update; starts at 1 */
+	double value;	   /* counter / gauge */
+	struct hist *hist; /* histogram series */
+};
+
+/* ---- helpers ---- */
+
+static bool name_valid(const char *s, bool colon)
+{
+	const char *p;
+
+	if (!s || !*s)
+		return false;
+	for (p = s; *p; p++) {
+		char c = *p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+			  (colon && c == ':') || (p != s && c >= '0' && c <= '9');
+
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* Reference counts: called with the registry mutex held (or with no other
+ * thread left, in metrics_free()). */
+static void blob_unref(struct metrics_blob *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
+}
+
+static void shared_unref(struct metrics_shared *sh)
+{
+	unsigned i;
+
+	if (!sh || --sh->refs != 0)
+		return;
+	for (i = 0; i < METRICS_MAX_LABELS; i++)
+		free(sh->values[i]);
+	for (i = 0; i < 2 * sh->n_extra; i++)
+		free(sh->extra[i]);
+	for (i = 0; i < METRICS_CACHE_SLOTS; i++)
+		blob_unref(sh->slot[i]);
+	free(sh);
+}
+
+/* With the mutex held (the shared part's count), or in metrics_free(). */
+static void series_free(struct metric_series *s)
+{
+	if (!s)
+		return;
+	shared_unref(s->shared);
+	hist_free(s->hist);
+	free(s);
+}
+
+static void family_free(struct metric_family *f)
+{
+	unsigned i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->n_series; i++)
+		series_free(f->series[i]);
+	free(f->series);
+	for (i = 0; i < METRICS_MAX_LABELS; i++)
+		free(f->labels[i]);
+	free(f->name);
+	free(f->help);
+	free(f);
+}
+
+/* ---- registry ---- */
+
+struct metrics *metrics_new(void)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	if (pthread_mutex_init(&m->lock, NULL) != 0) {
+		free(m);
+		return NULL;
+	}
+	m->native_schema = METRICS_NATIVE_SCHEMA;
+	m->native_zero_threshold = METRICS_NATIVE_ZERO_THRESHOLD;
+	return m;
+}
+
+void metrics_set_native(struct metrics *m, int schema, double zero_threshold_s)
+{
+	unsigned i, j;
+
+	if (!m)
+		return;
+	if (schema < HIST_NATIVE_MIN)
+		schema = HIST_NATIVE_MIN;
+	if (schema > HIST_NATIVE_SCHEMA)
+		schema = HIST_NATIVE_SCHEMA;
+	/* "!(> 0)" also catches NaN. */
+	if (!(zero_threshold_s > 0))
+		zero_threshold_s = METRICS_NATIVE_ZERO_THRESHOLD;
+	pthread_mutex_lock(&m->lock);
+	m->native_schema = schema;
+	m->native_zero_threshold = zero_threshold_s;
+	/* Renderings with the native view are stale: make every series new. */
+	for (i = 0; i < m->n_families; i++)
+		for (j = 0; j < m->families[i]->n_series; j++)
+			m->families[i]->series[j]->gen++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_free(struct metrics *m)
+{
+	unsigned i;
+
+	if (!m)
+		return;
+	for (i = 0; i < m->n_families; i++)
+		family_free(m->families[i]);
+	free(m->families);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static bool family_matches(const struct metric_family *f, enum metric_type type,
+			   const char *const *labels, unsigned n_labels, const uint64_t *bounds_ns,
+			   unsigned n_bounds)
+{
+	unsigned i;
+
+	if (f->type != type || f->n_labels != n_labels)
+		return false;
+	for (i = 0; i < n_labels; i++)
+		if (strcmp(f->labels[i], labels[i]) != 0)
+			return false;
+	if (type == METRIC_HISTOGRAM &&
+	    (f->n_bounds != n_bounds ||
+	     (n_bounds && memcmp(f->bounds_ns, bounds_ns, n_bounds * sizeof(*bounds_ns)) != 0)))
+		return false;
+	return true;
+}
+
+static bool labels_valid(enum metric_type type, const char *const *labels, unsigned *n)
+{
+	unsigned i, j;
+
+	for (i = 0; labels && labels[i]; i++) {
+		if (i >= METRICS_MAX_LABELS || !name_valid(labels[i], false) ||
+		    strncmp(labels[i], "__", 2) == 0)
+			return false;
+		if (type == METRIC_HISTOGRAM && strcmp(labels[i], "le") == 0)
+			return false;
+		for (j = 0; j < i; j++)
+			if (strcmp(labels[i], labels[j]) == 0)
+				return false;
+	}
+	*n = i;
+	return true;
+}
+
+/* Where the family @name is in m->families, or would go (kept sorted by name so
+ * that snapshots need no sort). Under the lock. */
+static unsigned family_find(const struct metrics *m, const char *name)
+{
+	unsigned lo = 0, hi = m->n_families;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (strcmp(m->families[mid]->name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct metric_family *metrics_family(struct metrics *m, const char *name, enum metric_type type,
+				     const char *help, const char *const *labels,
+				     const uint64_t *bounds_ns, unsigned n_bounds)
+{
+	struct metric_family *f = NULL;
+	unsigned n_labels, i, at;
+	struct hist *probe;
+
+	if (!m || !name_valid(name, true) || !labels_valid(type, labels, &n_labels))
+		return NULL;
+	if (type != METRIC_COUNTER && type != METRIC_GAUGE && type != METRIC_HISTOGRAM)
+		return NULL;
+	if (type != METRIC_HISTOGRAM)
+		n_bounds = 0;
+	/* Let hist_new() judge the bounds, once, here rather than per series. */
+	if (type == METRIC_HISTOGRAM) {
+		probe = hist_new(bounds_ns, n_bounds);
+		if (!probe)
+			return NULL;
+		hist_free(probe);
+	}
+
+	pthread_mutex_lock(&m->lock);
+	at = family_find(m, name);
+	if (at < m->n_families && strcmp(m->families[at]->name, name) == 0) {
+		f = m->families[at];
+		if (!family_matches(f, type, labels, n_labels, bounds_ns, n_bounds))
+			f = NULL;
+		goto out;
+	}
+
+	if (mem_grow(&m->families, &m->cap_families, m->n_families + 1, sizeof(*m->families)) < 0)
+		goto out;
+	/* The bounds only as long as they are (issue 15, memory): a registry has
+	 * ~30 families, most of them no histogram. */
+	f = calloc(1, sizeof(*f) + n_bounds * (sizeof(*f->bounds_ns) + sizeof(*f->bounds_s)));
+	if (!f)
+		goto out;
+	f->bounds_s = (double *)(f->bounds_ns + n_bounds);
+	f->reg = m;
+	f->type = type;
+	f->name = strdup(name);
+	f->help = strdup(help ? help : "");
+	if (!f->name || !f->help)
+		goto fail;
+	f->n_labels = n_labels;
+	for (i = 0; i < n_labels; i++) {
+		f->labels[i] = strdup(labels[i]);
+		if (!f->labels[i])
+			goto fail;
+	}
+	f->n_bounds = n_bounds;
+	if (n_bounds)
+		memcpy(f->bounds_ns, bounds_ns, n_bounds * sizeof(*bounds_ns));
+	for (i = 0; i < n_bounds; i++)
+		f->bounds_s[i] = (double)bounds_ns[i] / 1e9;
+	memmove(&m->families[at + 1], &m->families[at],
+		(m->n_families - at) * sizeof(*m->families));
+	m->families[at] = f;
+	m->n_families++;
+	goto out;
+fail:
+	family_free(f);
+	f = NULL;
+out:
+	pthread_mutex_unlock(&m->lock);
+	return f;
+}
+
+/* ---- series ---- */
+
+/* The snapshot order of series: label values, compared one by one. */
+static int values_cmp(const char *const *a, const char *const *b, unsigned n)
+{
+	unsigned i;
+	int c;
+
+	for (i = 0; i < n; i++) {
+		c = strcmp(a[i], b[i]);
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+/* Then by the extra labels: their number, then names and values in pairs. */
+static int series_cmp(const struct metric_family *f, const struct metrics_shared *sh,
+		      const char *const *values, const char *const *extra, unsigned n_extra)
+{
+	int c = values_cmp((const char *const *)sh->values, values, f->n_labels);
+
+	if (c || sh->n_extra != n_extra)
+		return c ? c : sh->n_extra < n_extra ? -1 : 1;
+	return values_cmp((const char *const *)sh->extra, extra, 2 * n_extra);
+}
+
+/* Extra labels: valid names, none reserved, none the family's or given twice. */
+static bool extra_valid(const struct metric_family *f, const char *const *extra, unsigned n_extra)
+{
+	if (n_extra > METRICS_MAX_EXTRA_LABELS || (n_extra && !extra))
+		return false;
+	for (unsigned i = 0; i < n_extra; i++) {
+		const char *name = extra[2 * i];
+
+		if (!name_valid(name, false) || !strncmp(name, "__", 2) || !extra[2 * i + 1] ||
+		    (f->type == METRIC_HISTOGRAM && !strcmp(name, "le")))
+			return false;
+		for (unsigned j = 0; j < f->n_labels; j++)
+			if (!strcmp(name, f->labels[j]))
+				return false;
+		for (unsigned j = 0; j < i; j++)
+			if (!strcmp(name, extra[2 * j]))
+				return false;
+	}
+	return true;
+}
+
+struct metric_series *metrics_series(struct metric_family *f, const char *const *values)
+{
+	return metrics_series_extra(f, values, NULL, 0);
+}
+
+struct metric_series *metrics_series_extra(struct metric_family *f, const char *const *values,
+					   const char *const *extra, unsigned n_extra)
+{
+	struct metric_series *s = NULL;
+	struct metrics *m;
+	unsigned i, pos;
+
+	if (!f || (f->n_labels && !values) || !extra_valid(f, extra, n_extra))
+		return NULL;
+	for (i = 0; i < f->n_labels; i++)
+		if (!values[i])
+			return NULL;
+	m = f->reg;
+
+	pthread_mutex_lock(&m->lock);
+	/* Sorted: stop at the first series that sorts after @values. */
+	for (i = 0; i < f->n_series; i++) {
+		int c = series_cmp(f, f->series[i]->shared, values, extra, n_extra);
+
+		if (c == 0) {
+			s = f->series[i];
+			goto out;
+		}
+		if (c > 0)
+			break;
+	}
+	pos = i;
+
+	if (mem_grow(&f->series, &f->cap_series, f->n_series + 1, sizeof(*f->series)) < 0)
+		goto out;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		goto out;
+	s->family = f;
+	s->gen = 1;
+	s->shared = calloc(1, sizeof(*s->shared));
+	if (!s->shared)
+		goto fail;
+	s->shared->refs = 1;
+	for (i = 0; i < f->n_labels; i++) {
+		s->shared->values[i] = strdup(values[i]);
+		if (!s->shared->values[i])
+			goto fail;
+	}
+	for (i = 0; i < 2 * n_extra; i++) {
+		s->shared->n_extra = i / 2 + 1; /* so that a partial copy is freed */
+		s->shared->extra[i] = strdup(extra[i]);
+		if (!s->shared->extra[i])
+			goto fail;
+	}
+	if (f->type == METRIC_HISTOGRAM) {
+		s->hist = hist_new(f->bounds_ns, f->n_bounds);
+		if (!s->hist)
+			goto fail;
+	}
+	memmove(&f->series[pos + 1], &f->series[pos], (f->n_series - pos) * sizeof(*f->series));
+	f->series[pos] = s;
+	f->n_series++;
+	goto out;
+fail:
+	series_free(s);
+	s = NULL;
+out:
+	pthread_mutex_unlock(&m->lock);
+	return s;
+}
+
+void metrics_series_drop(struct metric_series *s)
+{
+	struct metric_family *f;
+	struct metrics *m;
+	unsigned i;
+
+	if (!s)
+		return;
+	f = s->family;
+	m = f->reg;
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < f->n_series; i++) {
+		if (f->series[i] == s) {
+			memmove(&f->series[i], &f->series[i + 1],
+				(f->n_series - i - 1) * sizeof(*f->series));
+			f->n_series--;
+			break;
+		}
+	}
+	shared_unref(s->shared); /* snapshots may still hold it */
+	s->shared = NULL;
+	pthread_mutex_unlock(&m->lock);
+	series_free(s);
+}
+
+/* ---- values ---- */
+
+void metrics_lock(struct metrics *m)
+{
+	pthread_mutex_lock(&m->lock);
+}
+
+void metrics_unlock(struct metrics *m)
+{
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_add_locked(struct metric_series *s, double v)
+{
+	/* Counters only go up; "!(v >= 0)" also refuses NaN. */
+	if (!s || s->family->type == METRIC_HISTOGRAM ||
+	    (s->family->type == METRIC_COUNTER && !(v >= 0)))
+		return;
+	s->value += v;
+	s->gen++;
+}
+
+void metrics_set_locked(struct metric_series *s, double v)
+{
+	if (!s || s->family->type == METRIC_HISTOGRAM)
+		return;
+	s->value = v;
+	s->gen++;
+}
+
+void metrics_observe_ns_locked(struct metric_series *s, uint64_t ns)
+{
+	if (s && s->hist) {
+		hist_record(s->hist, ns);
+		s->gen++;
+	}
+}
+
+int metrics_merge_hist_locked(struct metric_series *s, const struct hist *h)
+{
+	if (!s || !s->hist || !h)
+		return -EINVAL;
+	s->gen++; /* a failed merge changes nothing; a spurious bump only costs a render */
+	return hist_merge(s->hist, h);
+}
+
+void metrics_add(struct metric_series *s, double v)
+{
+	if (!s)
+		return;
+	metrics_lock(s->family->reg);
+	metrics_add_locked(s, v);
+	metrics_unlock(s->family->reg);
+}
+
+void metrics_set(struct metric_series *s, double v)
+{
+	if (!s)
+		return;
+	metrics_lock(s->family->reg);
+	metrics_set_locked(s, v);
+	metrics_unlock(s->family->reg);
+}
+
+void metrics_observe_ns(struct metric_series *s, uint64_t ns)
+{
+	if (!s)
+		return;
+	metrics_lock(s->family->reg);
+	metrics_observe_ns_locked(s, ns);
+	metrics_unlock(s->family->reg);
+}
+
+int metrics_merge_hist(struct metric_series *s, const struct hist *h)
+{
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	metrics_lock(s->family->reg);
+	r = metrics_merge_hist_locked(s, h);
+	metrics_unlock(s->family->reg);
+	return r;
+}
+
+double metrics_value(struct metric_series *s)
+{
+	double v;
+
+	if (!s)
+		return 0;
+	metrics_lock(s->family->reg);
+	v = s->value;
+	metrics_unlock(s->family->reg);
+	return v;
+}
+
+int metrics_read_hist(struct metric_series *s, void (*fn)(const struct hist *h, void *arg),
+		      void *arg)
+{
+	if (!s || !s->hist)
+		return -EINVAL;
+	metrics_lock(s->family->reg);
+	fn(s->hist, arg);
+	metrics_unlock(s->family->reg);
+	return 0;
+}
+
+/* ---- snapshots ---- */
+
+/* @own: the family's strings and bounds are the snapshot's own copies (a plain
+ * snapshot), not the registry's (a cached one). */
+static void snap_family_free(struct snap_family *sf, bool own)
+{
+	unsigned i, j;
+
+	for (i = 0; i < sf->n_series; i++) {
+		struct snap_series *ss = &sf->series[i];
+
+		if (!ss->shared) { /* a plain snapshot's own copies */
+			for (j = 0; j < METRICS_MAX_LABELS; j++)
+				free((char *)ss->values[j]);
+			for (j = 0; j < 2 * METRICS_MAX_EXTRA_LABELS; j++)
+				free((char *)ss->extra[j]);
+		}
+		if (ss->cached)
+			continue;
+		free(ss->cumulative);
+		hist_native_free(&ss->native);
+	}
+	free(sf->series);
+	if (!own)
+		return;
+	for (j = 0; j < METRICS_MAX_LABELS; j++)
+		free((char *)sf->labels[j]);
+	free((char *)sf->name);
+	free((char *)sf->help);
+	free((double *)sf->bounds);
+}
+
+void metrics_snapshot_free(struct metrics_snapshot *s)
+{
+	unsigned i, j;
+
+	if (!s)
+		return;
+	if (s->reg) {
+		/* A cached snapshot: its references, in one hold of the mutex. */
+		pthread_mutex_lock(&s->reg->lock);
+		for (i = 0; i < s->n_families; i++) {
+			for (j = 0; j < s->families[i].n_series; j++) {
+				struct snap_series *ss = &s->families[i].series[j];
+
+				shared_unref(ss->shared);
+				blob_unref(ss->blob);
+				ss->blob = NULL;
+			}
+		}
+		pthread_mutex_unlock(&s->reg->lock);
+	}
+	for (i = 0; i < s->n_families; i++)
+		snap_family_free(&s->families[i], !s->reg);
+	free(s->families);
+	free(s);
+}
+
+/* Called with the lock held. With @hcopy, also a copy of the series' histogram in
+ * *hcopy (for the native view, computed after the lock is released). */
+static int snap_series_copy(const struct metric_family *f, const struct metric_series *s,
+			    struct snap_series *ss, struct hist **hcopy, int slot)
+{
+	unsigned i;
+
+	ss->gen = s->gen;
+	if (slot < 0) {
+		/* A plain snapshot: copies, no references (it may outlive the registry). */
+		for (i = 0; i < f->n_labels; i++) {
+			ss->values[i] = strdup(s->shared->values[i]);
+			if (!ss->values[i])
+				return -ENOMEM;
+		}
+		for (i = 0; i < 2 * s->shared->n_extra; i++) {
+			ss->extra[i] = strdup(s->shared->extra[i]);
+			if (!ss->extra[i])
+				return -ENOMEM;
+		}
+	} else {
+		ss->shared = s->shared;
+		ss->shared->refs++;
+		for (i = 0; i < f->n_labels; i++)
+			ss->values[i] = s->shared->values[i];
+		for (i = 0; i < 2 * s->shared->n_extra; i++)
+			ss->extra[i] = s->shared->extra[i];
+	}
+	ss->n_extra = s->shared->n_extra;
+	if (slot >= 0 && s->shared->slot[slot] && s->shared->slot_gen[slot] == s->gen) {
+		ss->blob = s->shared->slot[slot];
+		ss->blob->refs++;
+		ss->cached = ss->blob->data;
+		ss->cached_len = ss->blob->len;
+		return 0;
+	}
+	if (f->type != METRIC_HISTOGRAM) {
+		ss->value = s->value;
+		return 0;
+	}
+	ss->count = hist_count(s->hist);
+	ss->sum = (double)hist_sum_ns(s->hist) / 1e9;
+	if (f->n_bounds) {
+		ss->cumulative = calloc(f->n_bounds, sizeof(*ss->cumulative));
+		if (!ss->cumulative)
+			return -ENOMEM;
+		hist_cumulative(s->hist, ss->cumulative);
+	}
+	if (hcopy) {
+		*hcopy = hist_new(f->bounds_ns, f->n_bounds);
+		if (!*hcopy)
+			return -ENOMEM;
+		return hist_merge(*hcopy, s->hist);
+	}
+	return 0;
+}
+
+/* A plain snapshot's own copies of @f's name, help, labels and bounds in @sf
+ * (which is freed on failure too). 0 or -ENOMEM. */
+static int snap_family_strdup(const struct metric_family *f, struct snap_family *sf)
+{
+	double *bounds;
+	unsigned i;
+
+	sf->name = strdup(f->name);
+	sf->help = strdup(f->help);
+	if (!sf->name || !sf->help)
+		return -ENOMEM;
+	for (i = 0; i < f->n_labels; i++) {
+		sf->labels[i] = strdup(f->labels[i]);
+		if (!sf->labels[i])
+			return -ENOMEM;
+	}
+	if (sf->n_bounds) {
+		sf->bounds = bounds = calloc(sf->n_bounds, sizeof(*bounds));
+		if (!bounds)
+			return -ENOMEM;
+		memcpy(bounds, f->bounds_s, sf->n_bounds * sizeof(*bounds));
+	}
+	return 0;
+}
+
+/* Called with the lock held; on failure the caller frees @sf. With @native, a
+ * histogram family's series get a histogram copy each in *copies (allocated here,
+ * n_series entries; the caller frees them). */
+static int snap_family_copy(const struct metric_family *f, struct snap_family *sf, bool native,
+			    struct hist ***copies, int slot)
+{
+	unsigned i;
+	int r;
+
+	sf->type = f->type;
+	sf->n_labels = f->n_labels;
+	if (f->type == METRIC_HISTOGRAM)
+		sf->n_bounds = f->n_bounds;
+	if (slot >= 0) {
+		/* A cached snapshot is freed before the registry, and a family's
+		 * name, help, labels and bounds never change nor go away before it:
+		 * point at them. */
+		sf->name = f->name;
+		sf->help = f->help;
+		for (i = 0; i < f->n_labels; i++)
+			sf->labels[i] = f->labels[i];
+		sf->bounds = sf->n_bounds ? f->bounds_s : NULL;
+	} else if (snap_family_strdup(f, sf) < 0) {
+		return -ENOMEM;
+	}
+	sf->series = calloc(f->n_series, sizeof(*sf->series));
+	if (!sf->series)
+		return -ENOMEM;
+	if (native && f->type == METRIC_HISTOGRAM) {
+		*copies = calloc(f->n_series, sizeof(**copies));
+		if (!*copies)
+			return -ENOMEM;
+	}
+	for (i = 0; i < f->n_series; i++) {
+		/* Count it first so a partial copy is freed too. */
+		sf->n_series = i + 1;
+		r = snap_series_copy(f, f->series[i], &sf->series[i],
+				     *copies ? &(*copies)[i] : NULL, slot);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The native view of every histogram series, from the copies taken under the lock
+ * (@copies[i] belongs to snap->families[i]); frees the copies. With @r < 0 (the
+ * copy failed) only frees them and returns @r. */
+static int snap_native(struct metrics_snapshot *snap, struct hist ***copies, unsigned n_copies,
+		       int schema, double zero_threshold, int r)
+{
+	unsigned i, j;
+
+	for (i = 0; i < n_copies; i++) {
+		struct snap_family *sf = &snap->families[i];
+
+		if (!copies[i])
+			continue;
+		for (j = 0; j < sf->n_series; j++) {
+			if (sf->series[j].cached)
+				continue; /* not copied: nothing to compute */
+			if (r == 0 && copies[i][j])
+				r = hist_native(copies[i][j], schema, zero_threshold,
+						&sf->series[j].native);
+			else if (r == 0)
+				r = -ENOMEM; /* a partial copy */
+			hist_free(copies[i][j]);
+		}
+		free(copies[i]);
+	}
+	free(copies);
+	return r;
+}
+
+static struct metrics_snapshot *snapshot(struct metrics *m, unsigned flags, int slot)
+{
+	bool native = flags & METRICS_SNAP_NATIVE;
+	struct metrics_snapshot *snap;
+	struct hist ***copies = NULL; /* native: per snapshot family, per series */
+	double zero_threshold = 0;
+	unsigned i, n = 0;
+	int r = 0, schema = 0;
+
+	if (!m)
+		return NULL;
+	snap = calloc(1, sizeof(*snap));
+	if (!snap)
+		return NULL;
+	snap->has_native = native;
+	if (slot >= 0)
+		snap->reg = m;
+
+	pthread_mutex_lock(&m->lock);
+	schema = m->native_schema;
+	zero_threshold = m->native_zero_threshold;
+	for (i = 0; i < m->n_families; i++)
+		if (m->families[i]->n_series)
+			n++;
+	if (n) {
+		snap->families = calloc(n, sizeof(*snap->families));
+		if (!snap->families)
+			r = -ENOMEM;
+		if (native && r == 0) {
+			copies = calloc(n, sizeof(*copies));
+			if (!copies)
+				r = -ENOMEM;
+		}
+	}
+	for (i = 0; r == 0 && i < m->n_families; i++) {
+		unsigned k = snap->n_families;
+
+		if (!m->families[i]->n_series)
+			continue;
+		snap->n_families++;
+		r = snap_family_copy(m->families[i], &snap->families[k], native,
+				     copies ? &copies[k] : &(struct hist **){NULL}, slot);
+	}
+	pthread_mutex_unlock(&m->lock);
+
+	/* Before sorting: copies[] is indexed like snap->families[] still. */
+	if (copies)
+		r = snap_native(snap, copies, snap->n_families, schema, zero_threshold, r);
+	if (r < 0) {
+		metrics_snapshot_free(snap);
+		return NULL;
+	}
+
+	/* Families and series are in order already: the registry keeps them sorted. */
+	return snap;
+}
+
+struct metrics_snapshot *metrics_snapshot_ex(struct metrics *m, unsigned flags)
+{
+	return snapshot(m, flags, -1);
+}
+
+struct metrics_snapshot *metrics_snapshot_cached(struct metrics *m, unsigned flags, unsigned slot)
+{
+	if (slot >= METRICS_CACHE_SLOTS)
+		return NULL;
+	return snapshot(m, flags, (int)slot);
+}
+
+int metrics_cache_store(struct metrics *m, const struct snap_series *ss, unsigned slot,
+			const void *data, size_t len)
+{
+	struct metrics_blob *b, *old = NULL;
+	struct metrics_shared *sh;
+
+	if (!m || !ss || !ss->shared || slot >= METRICS_CACHE_SLOTS || (len && !data))
+		return -EINVAL;
+	if (ss->cached)
+		return 0;
+	if (len > SIZE_MAX - sizeof(*b))
+		return -ENOMEM;
+	b = malloc(sizeof(*b) + len);
+	if (!b)
+		return -ENOMEM;
+	b->refs = 1;
+	b->len = len;
+	if (len)
+		memcpy(b->data, data, len);
+	sh = ss->shared;
+	pthread_mutex_lock(&m->lock);
+	/* Generations only grow: never replace a newer rendering with an older one. */
+	if (!sh->slot[slot] || ss->gen >= sh->slot_gen[slot]) {
+		old = sh->slot[slot];
+		sh->slot[slot] = b;
+		sh->slot_gen[slot] = ss->gen;
+		b = NULL;
+	}
+	blob_unref(old); /* snapshots may still hold it */
+	pthread_mutex_unlock(&m->lock);
+	free(b);
+	return 0;
+}
+
+struct metrics_snapshot *metrics_snapshot(struct metrics *m)
+{
+	return metrics_snapshot_ex(m, 0);
+}

@@ -1,0 +1,638 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include "lib/ioprio.h"
+#include "daemon/probes/probe_metrics.h"
+
+static const char *const error_names[PROBE_ERR_COUNT] = {
+	[PROBE_ERR_IO] = "io_error",	 [PROBE_ERR_SHORT] = "short_io",
+	[PROBE_ERR_TIMEOUT] = "timeout", [PROBE_ERR_TARGET_DOWN] = "target_down",
+	[PROBE_ERR_SETUP] = "setup",
+};
+
+static const double burst_quantiles[PROBE_BURST_QUANTILES] = {0.5, 0.9, 0.99, 0.999};
+static const char *const burst_percentiles[PROBE_BURST_QUANTILES] = {"50", "90", "99", "99.9"};
+
+static const char *const pto[] = {"probe", "target", "op", NULL};
+static const char *const ptr[] = {"probe", "target", "reason", NULL};
+static const char *const pt[] = {"probe", "target", NULL};
+static const char *const t_labels[] = {"target", NULL};
+
+/* The one series @values of family @name (made if new): NULL when out of memory. */
+static struct metric_series *family_series(struct metrics *m, const char *name,
+					   enum metric_type type, const char *help,
+					   const char *const *labels, const char *const *values)
+{
+	struct metric_family *f = metrics_family(m, name, type, help, labels, NULL, 0);
+
+	return f ? metrics_series(f, values) : NULL;
+}
+static const char *const wait_names[PROBE_WAIT_COUNT] = {
+	[PROBE_WAIT_BUSY] = "busy",	[PROBE_WAIT_BURST] = "burst",
+	[PROBE_WAIT_LAYOUT] = "layout", [PROBE_WAIT_DEVICE_BUSY] = "device_busy",
+	[PROBE_WAIT_BUDGET] = "budget",
+};
+
+static const char *const mismatch_names[PROBE_MISMATCH_COUNT] = {
+	[PROBE_MISMATCH_WRONG_DATA] = "wrong_data",
+	[PROBE_MISMATCH_WRONG_OFFSET] = "wrong_offset",
+	[PROBE_MISMATCH_STALE] = "stale",
+};
+
+/* ---------------------------------------------------------------- probes */
+
+/* Latency, I/Os and bytes of each op the probe issues. */
+static int op_series(struct probe_series *s, const struct config *cfg, unsigned io_ops)
+{
+	struct metric_family *lat, *ios, *bytes;
+	const char *v[4] = {s->cfg->name, s->target, NULL, NULL};
+
+	lat = metrics_family(s->m, "iopulse_probe_latency_seconds", METRIC_HISTOGRAM,
+			     "Latency of each probe I/O, by operation.", pto, cfg->buckets_ns,
+			     cfg->n_buckets);
+	ios = metrics_family(s->m, "iopulse_probe_ios_total", METRIC_COUNTER,
+			     "I/Os completed without error, by operation.", pto, NULL, 0);
+	bytes = metrics_family(s->m, "iopulse_probe_bytes_total", METRIC_COUNTER,
+			       "Bytes transferred by I/Os completed without error.", pto, NULL, 0);
+	if (!lat || !ios || !bytes)
+		return -ENOMEM;
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		if (!(io_ops & 1u << op))
+			continue;
+		v[2] = io_op_name(op);
+		s->latency[op] = metrics_series(lat, v);
+		s->ios[op] = metrics_series(ios, v);
+		s->bytes[op] = metrics_series(bytes, v);
+		if (!s->latency[op] || !s->ios[op] || !s->bytes[op])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Warm-up I/Os of each op, for a ping that may make them ('warmup_after'): a
+ * series that could only ever say 0 is left out. */
+static int warmup_series(struct probe_series *s, unsigned io_ops)
+{
+	const char *v[4] = {s->cfg->name, s->target, NULL, NULL};
+	struct metric_family *f;
+
+	if (s->cfg->kind != CFG_PROBE_PING || !s->cfg->warmup_idle_ns)
+		return 0;
+	f = metrics_family(s->m, "iopulse_probe_warmup_ios_total", METRIC_COUNTER,
+			   "Unmeasured warm-up I/Os completed without error, by operation: "
+			   "made before a ping whose target had been idle longer than its "
+			   "warmup_after, and kept out of the latency histogram.",
+			   pto, NULL, 0);
+	if (!f)
+		return -ENOMEM;
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		if (!(io_ops & 1u << op))
+			continue;
+		v[2] = io_op_name(op);
+		s->warmup[op] = metrics_series(f, v);
+		if (!s->warmup[op])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* What the probe is (type, op, engine, io_priority) and how often it runs. */
+static int info_series(struct probe_series *s, const char *engine)
+{
+	static const char *const ptoe[] = {"probe",  "target",	    "type", "op",
+					   "engine", "io_priority", NULL};
+	const struct probe_ops *ops = probe_ops_of(s->cfg->kind);
+	char prio[IOPRIO_TEXT_MAX];
+	const char *v[] = {s->cfg->name,
+			   s->target,
+			   cfg_probe_kind_name(s->cfg->kind),
+			   ops->op_name(s->cfg),
+			   engine,
+			   ioprio_format(s->cfg->io_priority, prio, sizeof(prio)),
+			   NULL};
+	struct metric_family *info, *interval;
+
+	info = metrics_family(
+		s->m, "iopulse_probe_info", METRIC_GAUGE,
+		"Always 1: what the probe is (type ping, burst or verify, its op or rw, the "
+		"engine in use, its io_priority).",
+		ptoe, NULL, 0);
+	interval = metrics_family(s->m, "iopulse_probe_interval_seconds", METRIC_GAUGE,
+				  "Time between two runs of the probe: a ping's interval, a "
+				  "burst's every.",
+				  pt, NULL, 0);
+	if (!info || !interval)
+		return -ENOMEM;
+	s->info = metrics_series(info, v);
+	v[2] = NULL;
+	s->interval = metrics_series(interval, v);
+	if (!s->info || !s->interval)
+		return -ENOMEM;
+	metrics_set(s->info, 1);
+	metrics_set(s->interval, s->cfg->interval_ns / 1e9);
+	return 0;
+}
+
+/* Runs that waited their turn (pings) or were not made, by what held the target. */
+static int wait_series(struct probe_series *s)
+{
+	struct metric_family *deferred, *skipped;
+	const char *v[] = {s->cfg->name, s->target, NULL, NULL};
+
+	deferred = metrics_family(s->m, "iopulse_probe_deferred_total", METRIC_COUNTER,
+				  "Runs that fell due while another probe had the target and "
+				  "waited their turn, by what held it (burst: a burst, which owns "
+				  "it by design; layout: the probe file being laid out; busy: "
+				  "other probes).",
+				  ptr, NULL, 0);
+	skipped =
+		metrics_family(s->m, "iopulse_probe_skipped_total", METRIC_COUNTER,
+			       "Runs not made, by reason (burst: the previous run still waited "
+			       "behind a burst, as expected; layout: behind the probe file's "
+			       "layout, as expected; busy: it waited behind other probes, or a "
+			       "burst's previous run was still going: the storage is slow for the "
+			       "schedule; device_busy: a burst held back while other work kept "
+			       "the target's disk busy; budget: a ping or burst that writes, once "
+			       "the target's max_write_per_day is written).",
+			       ptr, NULL, 0);
+	if (!deferred || !skipped)
+		return -ENOMEM;
+	for (int w = 0; w < PROBE_WAIT_BUDGET; w++) {
+		v[2] = wait_names[w];
+		s->skipped[w] = metrics_series(skipped, v);
+		if (w != PROBE_WAIT_DEVICE_BUSY)
+			s->deferred[w] = metrics_series(deferred, v);
+		if (!s->skipped[w] || (w != PROBE_WAIT_DEVICE_BUSY && !s->deferred[w]))
+			return -ENOMEM;
+	}
+	/* Nothing waits for the budget, and only writes are skipped for it (a
+	 * verify probe goes on checking: budget_series()). */
+	if (!cfg_probe_writes(s->cfg) ||
+	    probe_ops_of(s->cfg->kind)->flags & PROBE_F_CHECKS_PAST_BUDGET)
+		return 0;
+	v[2] = wait_names[PROBE_WAIT_BUDGET];
+	s->skipped[PROBE_WAIT_BUDGET] = metrics_series(skipped, v);
+	return s->skipped[PROBE_WAIT_BUDGET] ? 0 : -ENOMEM;
+}
+
+/* Runs cut short by the budget, for a probe that writes and cuts its own runs
+ * (PROBE_F_BUDGETED): a ping never is, it runs whole or not at all. */
+static int budget_series(struct probe_series *s)
+{
+	const char *v[] = {s->cfg->name, s->target, NULL};
+
+	if (!cfg_probe_writes(s->cfg) || !(probe_ops_of(s->cfg->kind)->flags & PROBE_F_BUDGETED))
+		return 0;
+	s->budget_cut = family_series(
+		s->m, "iopulse_probe_budget_cut_total", METRIC_COUNTER,
+		"Runs cut short to keep within the target's max_write_per_day: a burst that "
+		"stopped where its writes reached the day's budget, a verify probe that checked "
+		"its blocks and rewrote none.",
+		pt, v);
+	return s->budget_cut ? 0 : -ENOMEM;
+}
+
+/* The run windows and the CPU steal in them: steal inflates latency on a VM. */
+static int window_series(struct probe_series *s)
+{
+	const char *v[] = {s->cfg->name, s->target, NULL};
+
+	s->run_seconds =
+		family_series(s->m, "iopulse_probe_run_seconds_total", METRIC_COUNTER,
+			      "Wall time of the probe's runs, from before its first I/O to "
+			      "after its last.",
+			      pt, v);
+	s->steal_seconds =
+		family_series(s->m, "iopulse_probe_cpu_steal_seconds_total", METRIC_COUNTER,
+			      "CPU time the hypervisor stole during the probe's runs, per "
+			      "CPU (/proc/stat); divided by "
+			      "iopulse_probe_run_seconds_total, the share of its run time.",
+			      pt, v);
+	return s->run_seconds && s->steal_seconds ? 0 : -ENOMEM;
+}
+
+/* Blocks a verifying probe checked and the mismatches it found, by kind. */
+static int verify_series(struct probe_series *s)
+{
+	static const char *const ptk[] = {"probe", "target", "kind", NULL};
+	const char *v[] = {s->cfg->name, s->target, NULL, NULL};
+	struct metric_family *checked, *bad;
+
+	checked = metrics_family(s->m, "iopulse_verify_blocks_checked_total", METRIC_COUNTER,
+				 "Blocks a verify probe read back and checked (blocks of its own "
+				 "found in place, whether right or wrong).",
+				 pt, NULL, 0);
+	bad = metrics_family(s->m, "iopulse_verify_mismatches_total", METRIC_COUNTER,
+			     "Blocks a verify probe found wrong, by kind (wrong_data: the checksum "
+			     "fails; wrong_offset: a block written for another offset, a "
+			     "misdirected write; stale: an older generation than the last one "
+			     "synced, a lost write).",
+			     ptk, NULL, 0);
+	if (!checked || !bad)
+		return -ENOMEM;
+	s->verify_checked = metrics_series(checked, v);
+	if (!s->verify_checked)
+		return -ENOMEM;
+	for (int k = 0; k < PROBE_MISMATCH_COUNT; k++) {
+		v[2] = mismatch_names[k];
+		s->verify_mismatches[k] = metrics_series(bad, v);
+		if (!s->verify_mismatches[k])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct config *cfg,
+		       const struct cfg_probe *p, const char *target, const char *engine)
+{
+	const struct probe_ops *ops = probe_ops_of(p->kind);
+	struct metric_family *errs, *runs, *last;
+	const char *v[4] = {p->name, target, NULL, NULL};
+	int r;
+
+	*s = (struct probe_series){.m = m, .cfg = p, .target = target};
+	r = op_series(s, cfg, ops->io_ops(p));
+	if (r == 0)
+		r = warmup_series(s, ops->io_ops(p));
+	if (r == 0)
+		r = info_series(s, engine);
+	if (r == 0)
+		r = wait_series(s);
+	if (r == 0)
+		r = budget_series(s);
+	if (r == 0 && (ops->flags & PROBE_F_VERIFIES))
+		r = verify_series(s);
+	if (r < 0)
+		return r;
+	errs = metrics_family(m, "iopulse_probe_errors_total", METRIC_COUNTER,
+			      "Probe failures, by reason.", ptr, NULL, 0);
+	runs = metrics_family(m, "iopulse_probe_runs_total", METRIC_COUNTER,
+			      "Probe runs started, successful or not.", pt, NULL, 0);
+	last = metrics_family(m, "iopulse_probe_last_run_timestamp_seconds", METRIC_GAUGE,
+			      "Unix time the probe last started a run.", pt, NULL, 0);
+	if (!errs || !runs || !last)
+		return -ENOMEM;
+	for (int e = 0; e < PROBE_ERR_COUNT; e++) {
+		v[2] = error_names[e];
+		s->errors[e] = metrics_series(errs, v);
+		if (!s->errors[e])
+			return -ENOMEM;
+	}
+	v[2] = NULL;
+	s->runs = metrics_series(runs, v);
+	s->last_run = metrics_series(last, v);
+	if (!s->runs || !s->last_run)
+		return -ENOMEM;
+	return window_series(s);
+}
+
+/* The last-burst gauges, made when a burst first has something to show. */
+static int burst_series(struct probe_series *s)
+{
+	/* "quantile" is reserved for summaries; these are plain gauges. */
+	static const char *const ptoq[] = {"probe", "target", "op", "percentile", NULL};
+	const char *v[5] = {s->cfg->name, s->target, NULL, NULL, NULL};
+	unsigned io_ops = probe_ops_of(s->cfg->kind)->io_ops(s->cfg);
+	struct metric_family *iops, *bw, *q, *max, *secs;
+
+	struct metric_series *done;
+
+	if (atomic_load_explicit(&s->burst_seconds, memory_order_relaxed))
+		return 0;
+	iops = metrics_family(s->m, "iopulse_burst_iops", METRIC_GAUGE,
+			      "I/Os per second of the last finished burst, by operation.", pto,
+			      NULL, 0);
+	bw = metrics_family(s->m, "iopulse_burst_bandwidth_bytes", METRIC_GAUGE,
+			    "Bytes per second of the last finished burst, by operation.", pto, NULL,
+			    0);
+	q = metrics_family(s->m, "iopulse_burst_latency_seconds", METRIC_GAUGE,
+			   "Latency quantiles of the last finished burst, by operation.", ptoq,
+			   NULL, 0);
+	max = metrics_family(s->m, "iopulse_burst_latency_max_seconds", METRIC_GAUGE,
+			     "Largest latency of the last finished burst, by operation.", pto, NULL,
+			     0);
+	secs = metrics_family(s->m, "iopulse_burst_duration_seconds", METRIC_GAUGE,
+			      "Measured time of the last finished burst (after its ramp).", pt,
+			      NULL, 0);
+	if (!iops || !bw || !q || !max || !secs)
+		return -ENOMEM;
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		if (!(io_ops & 1u << op))
+			continue;
+		v[2] = io_op_name(op);
+		s->burst_iops[op] = metrics_series(iops, v);
+		s->burst_bw[op] = metrics_series(bw, v);
+		s->burst_max[op] = metrics_series(max, v);
+		if (!s->burst_iops[op] || !s->burst_bw[op] || !s->burst_max[op])
+			return -ENOMEM;
+		for (int i = 0; i < PROBE_BURST_QUANTILES; i++) {
+			v[3] = burst_percentiles[i];
+			s->burst_q[op][i] = metrics_series(q, v);
+			if (!s->burst_q[op][i])
+				return -ENOMEM;
+		}
+		v[3] = NULL;
+	}
+	v[2] = NULL;
+	done = metrics_series(secs, v);
+	atomic_store_explicit(&s->burst_seconds, done, memory_order_release);
+	return done ? 0 : -ENOMEM;
+}
+
+void probe_metrics_run(struct probe_series *s, double wall_s)
+{
+	metrics_add(s->runs, 1);
+	metrics_set(s->last_run, wall_s);
+}
+
+void probe_metrics_error(struct probe_series *s, enum probe_err reason)
+{
+	metrics_add(s->errors[reason], 1);
+}
+
+void probe_metrics_deferred(struct probe_series *s, enum probe_wait reason)
+{
+	metrics_add(s->deferred[reason], 1);
+}
+
+void probe_metrics_skipped(struct probe_series *s, enum probe_wait reason)
+{
+	metrics_add(s->skipped[reason], 1);
+}
+
+void probe_metrics_window(struct probe_series *s, double run_s, double steal_s)
+{
+	metrics_lock(s->m);
+	metrics_add_locked(s->run_seconds, run_s);
+	metrics_add_locked(s->steal_seconds, steal_s);
+	metrics_unlock(s->m);
+}
+
+/* Under the registry lock: the last-burst gauges of op @op. */
+static void burst_gauges_locked(struct probe_series *s, int op, const struct probe_op_outcome *o,
+				double secs)
+{
+	if (!s->burst_iops[op])
+		return;
+	metrics_set_locked(s->burst_iops[op], secs > 0 ? o->ios / secs : 0);
+	metrics_set_locked(s->burst_bw[op], secs > 0 ? o->bytes / secs : 0);
+	for (int i = 0; i < PROBE_BURST_QUANTILES; i++)
+		metrics_set_locked(s->burst_q[op][i],
+				   hist_quantile_ns(o->hist, burst_quantiles[i]) / 1e9);
+	metrics_set_locked(s->burst_max[op], hist_max_ns(o->hist) / 1e9);
+}
+
+void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o)
+{
+	double secs = o->elapsed_ns / 1e9;
+	uint64_t errors = 0, shorts = 0;
+	bool gauges = o->burst && burst_series(s) == 0;
+
+	metrics_lock(s->m);
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		const struct probe_op_outcome *oo = &o->op[op];
+
+		errors += oo->errors;
+		shorts += oo->short_ios;
+		if (!s->latency[op])
+			continue;
+		if (hist_count(oo->hist))
+			(void)metrics_merge_hist_locked(s->latency[op], oo->hist);
+		metrics_add_locked(s->ios[op], (double)oo->ios);
+		metrics_add_locked(s->bytes[op], (double)oo->bytes);
+		if (s->warmup[op])
+			metrics_add_locked(s->warmup[op], (double)oo->warmup_ios);
+		if (gauges)
+			burst_gauges_locked(s, op, oo, secs);
+	}
+	if (gauges)
+		metrics_set_locked(atomic_load_explicit(&s->burst_seconds, memory_order_relaxed),
+				   secs);
+	metrics_add_locked(s->errors[PROBE_ERR_IO], (double)errors);
+	metrics_add_locked(s->errors[PROBE_ERR_SHORT], (double)shorts);
+	metrics_add_locked(s->errors[PROBE_ERR_TIMEOUT], (double)o->timeouts);
+	if (s->budget_cut && o->budget_cut)
+		metrics_add_locked(s->budget_cut, 1);
+	if (s->verify_checked) {
+		metrics_add_locked(s->verify_checked, (double)o->blocks_checked);
+		for (int k = 0; k < PROBE_MISMATCH_COUNT; k++)
+			metrics_add_locked(s->verify_mismatches[k], (double)o->mismatches[k]);
+	}
+	metrics_unlock(s->m);
+}
+
+static void drop(struct metric_series **s)
+{
+	metrics_series_drop(*s);
+	*s = NULL;
+}
+
+void probe_metrics_drop(struct probe_series *s)
+{
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		drop(&s->latency[op]);
+		drop(&s->ios[op]);
+		drop(&s->bytes[op]);
+		drop(&s->warmup[op]);
+		drop(&s->burst_iops[op]);
+		drop(&s->burst_bw[op]);
+		drop(&s->burst_max[op]);
+		for (int i = 0; i < PROBE_BURST_QUANTILES; i++)
+			drop(&s->burst_q[op][i]);
+	}
+	for (int e = 0; e < PROBE_ERR_COUNT; e++)
+		drop(&s->errors[e]);
+	drop(&s->runs);
+	drop(&s->last_run);
+	for (int w = 0; w < PROBE_WAIT_COUNT; w++) {
+		drop(&s->deferred[w]);
+		drop(&s->skipped[w]);
+	}
+	drop(&s->budget_cut);
+	drop(&s->info);
+	drop(&s->interval);
+	drop(&s->run_seconds);
+	drop(&s->steal_seconds);
+	drop(&s->verify_checked);
+	for (int k = 0; k < PROBE_MISMATCH_COUNT; k++)
+		drop(&s->verify_mismatches[k]);
+	metrics_series_drop(atomic_exchange(&s->burst_seconds, NULL));
+}
+
+/* ---------------------------------------------------------------- targets */
+
+_Static_assert(CFG_MAX_LABELS <= METRICS_MAX_EXTRA_LABELS, "a target's labels must fit");
+
+/* iopulse_target_info for s->desc, with the target's user labels. */
+static int target_info_series(struct target_series *s)
+{
+	static const char *const labels[] = {"target", "kind",	"path", "fstype",
+					     "device", "model", NULL};
+	const struct cfg_target *t = s->cfg;
+	const char *v[] = {t->name,
+			   cfg_target_kind_name(t->kind),
+			   t->path,
+			   s->desc.fstype,
+			   s->desc.device,
+			   s->desc.model,
+			   NULL};
+	const char *extra[2 * CFG_MAX_LABELS];
+	struct metric_family *f;
+
+	f = metrics_family(s->m, "iopulse_target_info", METRIC_GAUGE,
+			   "Always 1: what the target is and is on (filesystem type, block "
+			   "device and its disk's model, empty where not known), with its "
+			   "configured labels.",
+			   labels, NULL, 0);
+	if (!f)
+		return -ENOMEM;
+	for (unsigned i = 0; i < t->n_labels; i++) {
+		extra[2 * i] = t->labels[i].name;
+		extra[2 * i + 1] = t->labels[i].value;
+	}
+	s->info = metrics_series_extra(f, v, extra, t->n_labels);
+	if (!s->info)
+		return -ENOMEM;
+	metrics_set(s->info, 1);
+	return 0;
+}
+
+/* What the probes cost the target: time busy, bytes written, ever and today. */
+static int cost_series(struct target_series *s, struct metrics *m, const char *const *tv)
+{
+	s->io_seconds = family_series(m, "iopulse_target_io_seconds_total", METRIC_COUNTER,
+				      "Time the probes kept the target busy: pings' I/O latencies, "
+				      "bursts' whole runs; rate() is the measured duty cycle.",
+				      t_labels, tv);
+	s->written = family_series(m, "iopulse_target_written_bytes_total", METRIC_COUNTER,
+				   "Bytes the probes wrote to the target (the probe file's layout "
+				   "not included).",
+				   t_labels, tv);
+	s->written_today = family_series(m, "iopulse_target_written_today_bytes", METRIC_GAUGE,
+					 "Bytes the probes wrote to the target in the current day "
+					 "(24h of the monotonic clock), against its "
+					 "max_write_per_day.",
+					 t_labels, tv);
+	s->duty = family_series(m, "iopulse_target_duty_cycle_ratio", METRIC_GAUGE,
+				"Share of the time the probes kept the target busy over the last "
+				"hour (or since the first scrape, when more recent), against its "
+				"max_duty_cycle.",
+				t_labels, tv);
+	return s->io_seconds && s->written && s->written_today && s->duty ? 0 : -ENOMEM;
+}
+
+int probe_metrics_target_init(struct target_series *s, struct metrics *m,
+			      const struct cfg_target *t)
+{
+	const char *tv[] = {t->name, NULL};
+
+	s->up = family_series(m, "iopulse_target_up", METRIC_GAUGE,
+			      "1 if the target is open and checked by its last run and no I/O on "
+			      "it is in flight past its timeout; 0 otherwise.",
+			      t_labels, tv);
+	s->inflight =
+		family_series(m, "iopulse_target_inflight_seconds", METRIC_GAUGE,
+			      "Age of the I/O in flight on the target, 0 when idle.", t_labels, tv);
+	s->layout = family_series(m, "iopulse_target_layout_progress_ratio", METRIC_GAUGE,
+				  "Progress of the probe-file layout in progress on a directory "
+				  "target (0 to 1); 1 when none is in progress.",
+				  t_labels, tv);
+	s->layout_failures =
+		family_series(m, "iopulse_target_layout_failures_total", METRIC_COUNTER,
+			      "Probe-file layouts on the target that failed (no room, a "
+			      "write error); the next is tried 10s later, doubling up "
+			      "to 1h.",
+			      t_labels, tv);
+	if (!s->up || !s->inflight || !s->layout || !s->layout_failures)
+		return -ENOMEM;
+	if (cost_series(s, m, tv) < 0)
+		return -ENOMEM;
+	s->m = m;
+	s->cfg = t;
+	s->dev_util = s->dev_queue = NULL;
+	memset(&s->desc, 0, sizeof(s->desc));
+	return target_info_series(s);
+}
+
+void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
+			      double layout_ratio)
+{
+	metrics_set(s->up, up ? 1 : 0);
+	metrics_set(s->inflight, inflight_s);
+	metrics_set(s->layout, layout_ratio);
+}
+
+void probe_metrics_layout_failed(struct target_series *s)
+{
+	metrics_add(s->layout_failures, 1);
+}
+
+void probe_metrics_target_duty(struct target_series *s, double ratio)
+{
+	metrics_set(s->duty, ratio);
+}
+
+void probe_metrics_target_spent(struct target_series *s, double busy_s, uint64_t written,
+				uint64_t written_today)
+{
+	metrics_lock(s->m);
+	metrics_add_locked(s->io_seconds, busy_s);
+	metrics_add_locked(s->written, (double)written);
+	metrics_set_locked(s->written_today, (double)written_today);
+	metrics_unlock(s->m);
+}
+
+int probe_metrics_target_info(struct target_series *s, const struct target_desc *d)
+{
+	if (s->info && !memcmp(d, &s->desc, sizeof(*d)))
+		return 0;
+	/* Removed first: a scrape may see none for a moment, never two to join on. */
+	drop(&s->info);
+	s->desc = *d;
+	return target_info_series(s);
+}
+
+void probe_metrics_target_info_drop(struct target_series *s)
+{
+	drop(&s->info);
+}
+
+int probe_metrics_target_device(struct target_series *s, double utilization, double queue_depth)
+{
+	const char *tv[] = {s->cfg->name, NULL};
+
+	if (!s->dev_util)
+		s->dev_util =
+			family_series(s->m, "iopulse_target_device_utilization_ratio", METRIC_GAUGE,
+				      "Share of time the target's disk had I/O in flight, as "
+				      "last measured before a burst (the busiest disk under it).",
+				      t_labels, tv);
+	if (!s->dev_queue)
+		s->dev_queue =
+			family_series(s->m, "iopulse_target_device_queue_depth", METRIC_GAUGE,
+				      "Average number of requests in flight on the target's "
+				      "disk, as last measured before a burst (the busiest disk "
+				      "under it).",
+				      t_labels, tv);
+	if (!s->dev_util || !s->dev_queue)
+		return -ENOMEM;
+	metrics_set(s->dev_util, utilization);
+	metrics_set(s->dev_queue, queue_depth);
+	return 0;
+}
+
+void probe_metrics_target_drop(struct target_series *s)
+{
+	drop(&s->info);
+	drop(&s->dev_util);
+	drop(&s->dev_queue);
+	drop(&s->up);
+	drop(&s->inflight);
+	drop(&s->layout);
+	drop(&s->layout_failures);
+	drop(&s->io_seconds);
+	drop(&s->written);
+	drop(&s->written_today);
+	drop(&s->duty);
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probe_metrics — the probe and target families, and outcomes turned into
+ * their series. Series are made get-or-create, so a reloaded probe that did not
+ * change finds its own again.
+ */
+#ifndef IOPULSE_PROBE_METRICS_H
+#define IOPULSE_PROBE_METRICS_H
+
+#include <stdatomic.h>
+
+#include "config/config.h"
+#include "daemon/metrics/metrics.h"
+#include "daemon/probes/probe.h"
+
+/* Why a probe waited its turn or was skipped, as the reason label says it: what
+ * held the target then. */
+enum probe_wait {
+	PROBE_WAIT_BUSY,   /* other probes: the storage is slow for the schedule */
+	PROBE_WAIT_BURST,  /* a burst, which owns the target for its duration by design */
+	PROBE_WAIT_LAYOUT, /* the probe file being laid out (first start, a new file) */
+	/* Skipped only, never deferred: other work kept the target's disk busy (a
+	 * burst's check before it starts, see lane.h). */
+	PROBE_WAIT_DEVICE_BUSY,
+	/* Skipped only, pings and bursts that write only: the day's write budget
+	 * is spent (a verify probe runs on, checking only). */
+	PROBE_WAIT_BUDGET,
+	PROBE_WAIT_COUNT,
+};
+
+/* The quantiles of the last burst exported as gauges. */
+#define PROBE_BURST_QUANTILES 4
+
+struct probe_series {
+	struct metrics *m;
+	const struct cfg_probe *cfg;
+	const char *target;
+	struct metric_series *latency[IO_OP_COUNT];
+	struct metric_series *ios[IO_OP_COUNT];
+	struct metric_series *bytes[IO_OP_COUNT];
+	struct metric_series *warmup[IO_OP_COUNT]; /* pings with 'warmup_after' only */
+	struct metric_series *errors[PROBE_ERR_COUNT];
+	struct metric_series *runs, *last_run;
+	/* By enum probe_wait; every reason exists for every probe from the start
+	 * (deferred: all but device_busy, which never defers a run; budget: a
+	 * skipped series for write probes only). */
+	struct metric_series *deferred[PROBE_WAIT_COUNT], *skipped[PROBE_WAIT_COUNT];
+	/* Runs cut short by the write budget: probes that write and cut their own
+	 * runs (PROBE_F_BUDGETED) only. */
+	struct metric_series *budget_cut;
+	/* Wall time of its runs, and the CPU time stolen from this guest meanwhile. */
+	struct metric_series *run_seconds, *steal_seconds;
+	struct metric_series *info, *interval;
+	/* Probes that verify data (PROBE_F_VERIFIES) only; every kind from the start. */
+	struct metric_series *verify_checked, *verify_mismatches[PROBE_MISMATCH_COUNT];
+	/* Last finished burst, created at its first publication (no zeros before). */
+	struct metric_series *burst_iops[IO_OP_COUNT], *burst_bw[IO_OP_COUNT];
+	struct metric_series *burst_q[IO_OP_COUNT][PROBE_BURST_QUANTILES];
+	struct metric_series *burst_max[IO_OP_COUNT];
+	/* Made last (release): a reader on another thread (the status page) that
+	 * loads it non-NULL (acquire) sees the gauges above made too. */
+	_Atomic(struct metric_series *) burst_seconds;
+};
+
+struct target_series {
+	struct metrics *m;
+	const struct cfg_target *cfg;
+	struct metric_series *up, *inflight, *layout, *layout_failures;
+	struct metric_series *io_seconds, *written, *written_today; /* what the probes cost */
+	struct metric_series *duty;
+	struct metric_series *info; /* iopulse_target_info, saying desc */
+	/* The target's disk as last measured before a burst; made at the first
+	 * measurement (none on a target without a block device). */
+	struct metric_series *dev_util, *dev_queue;
+	struct target_desc desc;
+};
+
+/* The series of probe @p on target @target (both outlive @s), @engine the one
+ * it runs on ("auto" resolved; the configured name when it could not be). 0 or
+ * -ENOMEM. */
+int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct config *cfg,
+		       const struct cfg_probe *p, const char *target, const char *engine);
+/* A run started at Unix time @wall_s. */
+void probe_metrics_run(struct probe_series *s, double wall_s);
+void probe_metrics_error(struct probe_series *s, enum probe_err reason);
+void probe_metrics_deferred(struct probe_series *s, enum probe_wait reason);
+void probe_metrics_skipped(struct probe_series *s, enum probe_wait reason);
+/* A run that took @run_s seconds (wall) while @steal_s seconds of CPU were stolen. */
+void probe_metrics_window(struct probe_series *s, double run_s, double steal_s);
+/* One run's outcome: histograms, counters and burst gauges move together. */
+void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o);
+/* Removes the series from the registry (a removed or changed probe). */
+void probe_metrics_drop(struct probe_series *s);
+
+/* The series of target @t (outlives @s); its info series says nothing is known
+ * of what it is on yet. 0 or -ENOMEM. */
+int probe_metrics_target_init(struct target_series *s, struct metrics *m,
+			      const struct cfg_target *t);
+/* iopulse_target_info says @d from now on: when it differs from what it said, the
+ * series is replaced (one per target at any time). 0 or -ENOMEM (then there is
+ * none until the next call). The caller serialises calls with the drops. */
+int probe_metrics_target_info(struct target_series *s, const struct target_desc *d);
+/* Removes the info series only (a reload: the next lane of the target makes its own). */
+void probe_metrics_target_info_drop(struct target_series *s);
+/* Scrape time: up (0/1), age of the I/O in flight, layout progress (0 to 1). */
+void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
+			      double layout_ratio);
+void probe_metrics_layout_failed(struct target_series *s);
+/* The target's disk before a burst: utilisation (0 to 1) and average queue depth.
+ * 0 or -ENOMEM. The caller serialises calls with the drops. */
+int probe_metrics_target_device(struct target_series *s, double utilization, double queue_depth);
+/* A run on the target kept it busy @busy_s and wrote @written bytes; the
+ * day's writes are @written_today. */
+void probe_metrics_target_spent(struct target_series *s, double busy_s, uint64_t written,
+				uint64_t written_today);
+/* Scrape time: the measured duty cycle (0 to 1). */
+void probe_metrics_target_duty(struct target_series *s, double ratio);
+void probe_metrics_target_drop(struct target_series *s);
+
+#endif

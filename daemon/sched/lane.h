@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lane — one thread per target; the only threads that do I/O.
+ *
+ * Probes on one target never overlap: the scheduler hands due probes to the
+ * target's lane, which runs them one at a time in the order they fell due. A
+ * probe that falls due while the lane is busy waits its turn (counted as
+ * deferred); one that falls due again before its previous turn came is
+ * coalesced (counted as skipped). Both by reason: "burst" when a burst holds the
+ * target (expected: it owns the disk for its run), "busy" for anything else (the
+ * storage is slow for the schedule). A burst whose target's disk is busy with
+ * other work when it falls due is held back (skipped, "device_busy") and tried
+ * again after a backoff (hostload.h); pings always run. Each run of a probe
+ * that writes keeps within what is left of the target's 'max_write_per_day'
+ * (a burst stops where its writes reach it); once that would not hold one more
+ * block, write probes are skipped ("budget") until the day is over, but for
+ * verify probes, which go on checking their blocks without rewriting them. A
+ * lane stuck in the kernel blocks only itself: the scheduler and the HTTP
+ * thread read its state from atomics.
+ *
+ * Each lane keeps its probes' due times and sleeps until the earliest itself
+ * (one wake-up runs everything due then); the scheduler does not wake for due
+ * runs. While a run goes on, the lane keeps a timerfd of its own armed for the
+ * earliest of the next due time and its housekeeping (lane_watch()): the
+ * scheduler's loop watches it and, when it fires, counts what fell due behind
+ * the run and checks for a hung I/O. It fires only while a run goes on: when
+ * the run outlasts the next due time, and every check_step_ns (the shortest
+ * timeout of its probes, 5 s at most) of a long run, a burst's for one, so that
+ * no I/O outlives its timeout unseen. A run that ends sooner pushes it forward,
+ * and an idle lane disarms it: short runs that keep to their schedule never
+ * wake the scheduler. Its times are on CLOCK_MONOTONIC, the timer's clock,
+ * whatever clock the probes read (engines/clock.h).
+ */
+#ifndef IOPULSE_LANE_H
+#define IOPULSE_LANE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "daemon/targets/hostload.h"
+#include "daemon/metrics/metrics.h"
+#include "daemon/probes/probe.h"
+#include "daemon/probes/probe_metrics.h"
+#include "daemon/status/status.h"
+#include "daemon/targets/target.h"
+
+/* Scrape time: the lane's busy time when a minute's first scrape came
+ * (iopulse_target_duty_cycle_ratio, lane.c). */
+#define LANE_DUTY_SLOTS 61 /* an hour of minutes, and the one leaving it */
+struct lane_duty_sample {
+	uint64_t t_ns;	  /* eng_now_ns() of the scrape; 0: none */
+	uint64_t busy_ns; /* lane busy_ns then */
+};
+
+struct lane_probe {
+	const struct cfg_probe *cfg;
+	struct probe probe;
+	bool ready;	    /* the probe is set up */
+	int init_error;	    /* its error otherwise */
+	const char *engine; /* the engine in use (auto resolved) */
+	bool queued;	    /* waiting in the lane's queue (lane mutex) */
+	uint64_t due_ns;    /* (lane mutex) next due, eng_mono_ns(); 0: not scheduled */
+	/* The probe's state as last logged (one line per change, rate-limited per
+	 * probe): 0 or the -errno of the first failure of its last run, and what
+	 * failed (an op name, or "cannot run on this target"...). */
+	int state_error;
+	char state_what[384]; /* "" while it runs without errors */
+	struct probe_series series;
+	/* A burst held back while the target's disk is busy (lane.c): */
+	uint64_t busy_due_ns;	/* lane thread: start of its last regular (not retried) run */
+	uint64_t busy_delay_ns; /* lane thread: the last retry delay since then, 0: none */
+	uint64_t busy_retry_ns; /* (lane mutex) eng_now_ns() to try again at; 0: none */
+};
+
+struct lane {
+	const struct cfg_target *cfg;
+	struct target target;
+	struct lane_probe *probes;
+	unsigned n_probes;
+
+	pthread_mutex_t mu; /* guards queue, busy, stop, queued flags */
+	pthread_cond_t cv;
+	unsigned *queue; /* ring of probe indices, capacity n_probes */
+	unsigned q_head, q_len;
+	bool busy, stop, exited;
+	bool series_gone; /* (mutex) a reload took the target's series from this lane */
+	pthread_t thread;
+	bool initialised; /* mutex and condition variable exist */
+	bool started;
+
+	_Atomic uint64_t inflight_ns;	  /* start of a target check or open, 0 when none */
+	_Atomic int running;		  /* index of the probe running, -1 when idle */
+	_Atomic bool up;		  /* target open and checked by the last run */
+	_Atomic bool stopping;		  /* shutdown: bursts and layouts give up */
+	_Atomic uint64_t timeout_claimed; /* submit time of the last I/O counted as timed out */
+	_Atomic bool stuck_logged;	  /* scheduler logged "stuck"; the lane logs the end */
+	_Atomic uint64_t run_mono_ns;	  /* CLOCK_MONOTONIC: the run in progress began */
+	bool down_logged;		  /* lane thread: "is down" logged, "up again" not yet */
+	char down_reason[512];		  /* the target's last error while down (lane mutex) */
+	/* Lane thread: backing off after a failed probe-file layout (lane.c). */
+	uint64_t layout_backoff_ns; /* wait after the last failure; 0: none failed since success */
+	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
+	int layout_error;	    /* -errno of the last failed layout */
+	/* Lane thread: the daily write budget ('max_write_per_day', lane.c). */
+	uint64_t budget_day;	/* eng_now_ns() / 24h of the day being counted */
+	uint64_t written_today; /* bytes the probes wrote in it */
+	bool budget_spent; /* write probes skipped (or only checking) until the next day (logged) */
+	_Atomic uint64_t busy_ns; /* time the probes kept the target busy, in all */
+	/* Scrape time (under the scheduler's lanes mutex): samples of busy_ns. */
+	struct lane_duty_sample duty[LANE_DUTY_SLOTS];
+
+	/* Lane thread: the disks behind the target (found again after each open),
+	 * what the log last said about them (lane.c), and /proc/stat. */
+	struct devbusy devbusy;
+	bool devbusy_found;
+	int devbusy_logged;
+	struct cpusteal steal;
+
+	struct probe_outcome outcome; /* lane thread: the run being published */
+	struct target_series series;
+	int notify_fd; /* eventfd written when 'up' changes (STATUS=), -1: none; set before start */
+	int watch_fd;  /* timerfd the scheduler watches (lane_watch()), -1: none */
+	uint64_t watch_at; /* (lane mutex) what it is armed for (eng_mono_ns()); 0: disarmed */
+	/* Called by the lane thread just before a run publishes its latencies (the
+	 * status page's figures are taken then, status_tick_until()); set before start. */
+	void (*before_publish)(void *arg);
+	void *before_publish_arg;
+	/* Scheduler: */
+	uint64_t layout_logged_ns; /* last layout progress line */
+	uint64_t check_step_ns;	   /* while busy, look at least this often (lane_watch()) */
+};
+
+/* What the lane of a target holds open, for RLIMIT_NOFILE (iopulse(8)
+ * Descriptors). */
+struct lane_fds {
+	unsigned lane;	 /* itself, its target's files, room for the most it opens at once */
+	unsigned probes; /* what its probes hold between runs (probe_descriptors()) */
+};
+
+/* The descriptors the lane of target @ti in @cfg would need, in @out. */
+void lane_descriptors(const struct config *cfg, unsigned ti, struct lane_fds *out);
+/* Prepare the lane of target @ti in @cfg and its probes' series. 0 or -errno. */
+int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m);
+/* Start the thread. 0 or -errno. */
+int lane_start(struct lane *l);
+/* Hand probe @pi (index into l->probes) to the lane now, whatever its due time
+ * (the tests use it: the daemon's lanes keep their own due times, below);
+ * never blocks on I/O. A probe that finds the lane busy waits its turn (deferred);
+ * one still waiting from its last due time, or a burst due while it runs itself,
+ * is skipped (lane_due() does the same for each due time). */
+void lane_enqueue(struct lane *l, unsigned pi);
+/* Before the thread starts: probe @pi falls due first at @due_ns (eng_mono_ns()),
+ * then every interval of it. A probe never scheduled runs only when enqueued. */
+void lane_schedule(struct lane *l, unsigned pi, uint64_t due_ns);
+/*
+ * Hand the lane each probe due at @now_ns (eng_mono_ns()) as lane_enqueue() does,
+ * earliest first, and move its due time on by its interval; one that fell behind
+ * drops its missed slots and keeps its phase. Whoever notices a due time, the lane
+ * thread or the scheduler (lane_watch()), counts it here, once. Returns the next
+ * due time of the lane's probes, 0 when none is scheduled.
+ */
+uint64_t lane_due(struct lane *l, uint64_t now_ns);
+/* Ask the thread to finish after the probe it is running. */
+void lane_request_stop(struct lane *l);
+/* Wait until the thread exited or @deadline_ns (CLOCK_MONOTONIC); true if it did. */
+bool lane_wait(struct lane *l, uint64_t deadline_ns);
+/* Scheduler: count an I/O in flight longer than its probe's timeout. The lane counts
+ * one that completes late itself; whichever sees it first claims it, so each slow
+ * I/O is counted exactly once. */
+void lane_check_timeout(struct lane *l, uint64_t now_ns);
+/*
+ * Scheduler, when watch_fd is readable: lane_check_timeout(), lane_log_layout()
+ * and lane_due() while a run goes on, then arm watch_fd again for the earliest of
+ * the next due time, the timeout of the I/O in flight, the next layout progress
+ * line and now + check_step_ns: an I/O that starts after this call cannot time
+ * out before that last one, so none outlives its timeout unseen. An idle lane
+ * leaves it disarmed (its thread wakes itself for its next due time).
+ */
+void lane_watch(struct lane *l);
+/* Scrape time: refresh target_up, in-flight age and layout progress. */
+void lane_collect(struct lane *l, uint64_t now_ns);
+/* Scrape time (HTTP thread): the target's state for the status page; never
+ * blocks on I/O (atomics, and the lane mutex, which no I/O holds). */
+void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t);
+/* Scrape time: each probe op's counters and last burst into @st. */
+void lane_status_probes(struct lane *l, struct status *st);
+/* The status page's ticks: each probe op (at most n_probes * IO_OP_COUNT) into
+ * @out, for status_tick_until(); how many. Valid until the lane is destroyed
+ * or a reload drops its series. */
+unsigned lane_status_ops(const struct lane *l, struct status_op *out);
+/* Scheduler: log the progress of a probe-file layout every few seconds. */
+void lane_log_layout(struct lane *l, uint64_t now_ns);
+/* Reload: remove the series of probe @lp from the registry (a removed or changed
+ * probe; a re-created one starts from zero). Its lane's thread must have exited. */
+void lane_drop_probe_series(struct lane_probe *lp);
+/* Reload: remove the target's series (target_up, inflight, layout progress and
+ * failures) of a removed target. Only scrape time touches them: the caller keeps
+ * sched_collect() off the lane first. */
+void lane_drop_target_series(struct lane *l);
+/* Reload: remove the target's iopulse_target_info (every old lane's: each new
+ * lane has its own). A lane abandoned in the kernel no longer touches it. */
+void lane_drop_target_info(struct lane *l);
+/* Reload: new lane @l (not started) of an unchanged target goes on from @old, its
+ * lane before the reload (exited): the target's health, what it is on (until
+ * its own first open), the day's write count and the duty cycle's window. */
+void lane_take_over(struct lane *l, struct lane *old);
+/* Free what lane_init() allocated; the thread must have exited (or never started). */
+void lane_destroy(struct lane *l);
+
+#endif

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * status — what the status page (/), /status.json and /readyz show, kept in
+ * memory, never read from a disk.
+ *
+ * Two writers, one short mutex that no I/O and no formatting ever holds:
+ *   - the tick (status_tick_*(), every STATUS_STEP_NS, under the scheduler's
+ *     tick lock; taken late, at its own time, by the first lane about to
+ *     publish a run or request for a page after it falls due, status_tick_until():
+ *     no thread wakes for it, and until a run publishes the histograms stay
+ *     as they were) copies each probe op's latency histogram out of the
+ *     registry as bucket counts (STATUS_GROUP fine buckets to one), keeps what
+ *     each step added (struct status_sparse) for the last minute and what each
+ *     10-minute block added for the last hour, and from those computes the figures of the last
+ *     minute (exactly 60 s) and the last hour (the 6 last whole blocks and the
+ *     one in progress: 60 to 70 minutes, the span says which) and the records
+ *     of the ring: one per minute for the last hour, one per 10 minutes for the
+ *     last 24 hours;
+ *   - a request (sched_collect(), on the HTTP thread) fills in each target's
+ *     live state and each probe's counters from atomics and the registry.
+ * A page copies what it shows under the mutex (status_snapshot()) and formats
+ * the copy without it.
+ * Quantiles of a window are those of hist_quantile_ns() on a histogram rebuilt
+ * from the window's bucket counts (hist_add_fine()): within 3 % (a stored
+ * bucket is 2^(8/128), 4.4 %, wide; see hist.h for the fine buckets), unless a
+ * step or block had more than STATUS_SPARSE distinct buckets (see below).
+ */
+#ifndef IOPULSE_STATUS_H
+#define IOPULSE_STATUS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "lib/clock.h"
+#include "lib/io_op.h"
+#include "lib/buf.h"
+#include "daemon/metrics/hist.h"
+#include "daemon/metrics/metrics.h"
+
+#define STATUS_GROUP	 8 /* fine histogram buckets per stored bucket */
+#define STATUS_N_GROUPS	 (1 + (HIST_N_FINE - 1 + STATUS_GROUP - 1) / STATUS_GROUP)
+#define STATUS_STEP_NS	 (10 * NSEC_PER_SEC) /* figures are recomputed this often */
+#define STATUS_MINUTE	 6		     /* steps in a minute */
+#define STATUS_BLOCK	 60		     /* steps in 10 minutes */
+#define STATUS_HOUR	 6		     /* whole 10-minute blocks in the hour window */
+#define STATUS_MINUTES	 60		     /* per-minute records: the last hour */
+#define STATUS_BLOCKS	 144		     /* per-10-minute records: the last 24 hours */
+#define STATUS_REASON	 512		     /* bytes of a target's reason, with the NUL */
+#define STATUS_QUANTILES 4		     /* of a record or a window: p50, p90, p99, max */
+#define STATUS_SPARSE	 160		     /* distinct buckets a step or block keeps */
+#define STATUS_BARS	 40		     /* bars of the page's distribution */
+
+/* The memory bound stated in iopulse(8) and checked by tests/unit/test_status.c:
+ * everything the status keeps per probe op (struct status_series), for 64. */
+#define STATUS_BOUND_SERIES 64
+#define STATUS_BOUND_BYTES  (1152 * 1024)
+
+/* Latencies in records: 16-bit log-scale codes, 0 for none; a code is
+ * 1 + round(1024 * log2(ns)), so it keeps 0.04 % of the value up to 2^41 ns. */
+uint16_t status_code(uint64_t ns);
+uint64_t status_decode(uint16_t code);
+
+/* One minute, or 10 minutes, of one probe op. */
+struct status_rec {
+	uint32_t count;		      /* I/Os measured (saturating); 0: none */
+	uint16_t q[STATUS_QUANTILES]; /* status_code() of p50, p90, p99, max */
+};
+
+/* The ring: records oldest to newest at [(head - n + i) mod size]. */
+struct status_ring {
+	struct status_rec min[STATUS_MINUTES];
+	struct status_rec blk[STATUS_BLOCKS];
+	uint16_t min_head, min_n; /* next slot to write, records held */
+	uint16_t blk_head, blk_n;
+};
+
+/* The figures of one window (exact latencies, not codes). */
+struct status_fig {
+	uint64_t count;			 /* I/Os in the window */
+	uint64_t q_ns[STATUS_QUANTILES]; /* p50, p90, p99, max; 0 when count is 0 */
+	uint64_t span_ns;		 /* what the window covers (shorter after start) */
+};
+
+/*
+ * The bucket counts a step (or a 10-minute block) added, non-zero ones only,
+ * ascending. More than STATUS_SPARSE distinct buckets are coarsened: the
+ * smallest and largest stay, the others merge in aligned runs of 2, 4, 8, ...
+ * stored buckets into the most frequent bucket of each run, the shortest runs
+ * that fit (a quantile falling in a merged run may then be off by its width;
+ * counts stay exact).
+ */
+struct status_sparse {
+	uint16_t n;
+	uint16_t g[STATUS_SPARSE];
+	uint32_t c[STATUS_SPARSE]; /* saturating */
+};
+
+/* The last hour's distribution as the page draws it: bar i holds the stored
+ * buckets first + i * per .. first + (i + 1) * per - 1. */
+struct status_bars {
+	uint16_t first, per, n;
+	uint32_t c[STATUS_BARS];
+};
+
+/* The last finished burst of a probe op, as its gauges say. */
+struct status_burst {
+	bool valid;	/* a burst has finished */
+	double iops;	/* I/Os per second */
+	double bw;	/* bytes per second */
+	double q_s[4];	/* p50, p90, p99, p99.9 in seconds */
+	double max_s;	/* largest latency */
+	double seconds; /* measured time */
+};
+
+/* What the pages show of one probe op (under the mutex; copied for a page). */
+struct status_view {
+	char probe[CFG_NAME_MAX];
+	char target[CFG_NAME_MAX];
+	char kind[8]; /* "ping", "burst", "verify" */
+	enum io_op op;
+	struct status_fig minute, hour;
+	struct status_bars hour_bars;
+	struct status_ring ring;
+	double runs, errors;	   /* the probe's (all ops), at the last request */
+	double interval_s;	   /* ping interval or burst every */
+	struct status_burst burst; /* at the last request */
+};
+
+/* One probe op: the unit of the page. */
+struct status_series {
+	struct status_view v;
+	/* The tick's own (one tick at a time). */
+	bool seen;			/* by the tick in progress */
+	bool restart;			/* its probe changed: start over at the next tick */
+	uint32_t prev[STATUS_N_GROUPS]; /* bucket counts at the last tick (mod 2^32) */
+	uint64_t prev_total, prev_at;	/* the histogram's count then, and when */
+	struct status_sparse step[STATUS_MINUTE]; /* the last minute's steps */
+	uint64_t step_at[STATUS_MINUTE];	  /* when each began */
+	struct status_sparse blk[STATUS_HOUR];	  /* the last whole blocks */
+	uint64_t blk_at[STATUS_HOUR];
+	struct status_sparse acc; /* the block in progress */
+	uint64_t acc_at;
+	unsigned steps; /* since the series appeared (or restarted) */
+};
+
+enum status_state {
+	STATUS_STARTING, /* not opened and checked yet (or laying out its probe file) */
+	STATUS_UP,
+	STATUS_DOWN,  /* cannot be opened or checked: reason says why */
+	STATUS_STUCK, /* an I/O is in flight past its probe's timeout */
+};
+
+const char *status_state_name(enum status_state s);
+
+struct status_target {
+	char name[CFG_NAME_MAX];
+	char path[1024]; /* as configured (truncated past 1023 bytes) */
+	enum status_state state;
+	char reason[STATUS_REASON]; /* down, stuck, starting: why; "" when up */
+	double inflight_s;	    /* age of the I/O or open in flight, 0 when idle */
+	char inflight_probe[CFG_NAME_MAX];
+};
+
+struct status {
+	pthread_mutex_t mu; /* guards everything below but the tick's own */
+	struct status_series **series;
+	unsigned n_series;
+	size_t cap_series;
+	struct status_target *targets;
+	unsigned n_targets;
+	size_t cap_targets;
+	char source[1024];	 /* the configuration in force */
+	bool reload_ok;		 /* the last load (start-up or SIGHUP) */
+	char reload_error[1024]; /* why it failed, "" when it did not */
+	double reload_wall_s;	 /* Unix time of the last load */
+	uint64_t start_ns;	 /* eng_now_ns() at status_new() */
+	/* The tick's own (one tick at a time). */
+	uint64_t next_tick_ns; /* 0: at once */
+	uint64_t last_tick_ns; /* the tick before the one in progress; 0: none */
+	uint64_t tick_ns;      /* the tick in progress */
+	struct hist *scratch;  /* a window's histogram */
+	uint32_t cur[STATUS_N_GROUPS];
+	uint64_t sum[STATUS_N_GROUPS];
+};
+
+/* What a page shows, copied under the mutex (status_snapshot()). */
+struct status_snap {
+	struct status_target *targets;
+	unsigned n_targets;
+	struct status_view *views;
+	unsigned n_views;
+	char source[1024];
+	bool reload_ok;
+	char reload_error[1024];
+	double reload_wall_s;
+	double uptime_s;
+};
+
+struct status *status_new(void);
+void status_free(struct status *st); /* NULL is a no-op */
+
+/* A configuration load: the one in force is @source; @ok, or @error says why
+ * not (then @source is the one still running). */
+void status_config(struct status *st, const char *source, bool ok, const char *error);
+
+/*
+ * One tick at a time (the caller serialises them). status_tick_due() is true when the figures are
+ * due (at once the first time, then every STATUS_STEP_NS); then call status_tick_op() for every
+ * probe op of the running schedule (@latency: its histogram series) and status_tick_end(). Series
+ * are keyed by probe, target and op; those not named in a tick are dropped. A series starts over
+ * when status_probe_changed() named its probe (a reload changed it: its histogram was made anew) or
+ * when its histogram's total or any bucket went down.
+ */
+bool status_tick_due(struct status *st, uint64_t now_ns);
+/* When the next tick is due: 0 before the first (at once). */
+uint64_t status_next_tick_ns(const struct status *st);
+void status_tick_op(struct status *st, const struct cfg_probe *p, const char *target, enum io_op op,
+		    struct metric_series *latency, uint64_t now_ns);
+void status_tick_end(struct status *st, uint64_t now_ns);
+void status_probe_changed(struct status *st, const char *probe);
+
+/* One probe op of the running schedule, as status_tick_op() takes it. */
+struct status_op {
+	const struct cfg_probe *p;
+	const char *target;
+	enum io_op op;
+	struct metric_series *latency;
+};
+
+/*
+ * Every tick due by @now_ns, each at its own time, over the @n probe ops @ops
+ * (the caller serialises, as for the ticks). Only the first reads anything new
+ * (the histograms change when a run publishes, which waits for this); the
+ * others take zero steps, and once every series' windows are empty (at most
+ * STATUS_QUIET_STEPS after the last change) the rest are taken at once: the
+ * cost does not grow with the time since the last tick. After more than
+ * STATUS_CATCH_UP_MAX ticks that still read (none do: a safety net), the next
+ * one starts from @now_ns. Returns the status_tick_op() calls made.
+ */
+#define STATUS_QUIET_STEPS  (STATUS_HOUR * STATUS_BLOCK + STATUS_BLOCK)
+#define STATUS_CATCH_UP_MAX (STATUS_BLOCKS * STATUS_BLOCK) /* a day of steps */
+unsigned status_tick_until(struct status *st, const struct status_op *ops, unsigned n,
+			   uint64_t now_ns);
+
+/*
+ * A request (HTTP thread): the targets' state (@n of them, in order) and each
+ * probe op's counters. status_targets_begin() makes room (0 or -ENOMEM, then
+ * the page shows none); status_set_probe() ignores an op the tick has not seen.
+ */
+int status_targets_begin(struct status *st, unsigned n);
+void status_set_target(struct status *st, unsigned i, const struct status_target *t);
+void status_set_probe(struct status *st, const char *probe, const char *target, enum io_op op,
+		      double runs, double errors, double interval_s,
+		      const struct status_burst *burst);
+
+/* Readiness: true when every target is up; else @why (may be NULL) gets one
+ * line per target that is not, "NAME: STATE: REASON", name and reason escaped
+ * (escape.h) so that each is one line. */
+bool status_ready(struct status *st, struct buf *why);
+bool status_targets_ready(const struct status_target *t, unsigned n, struct buf *why);
+
+/* A copy of what the pages show; 0 or -ENOMEM. status_snap_free() it. */
+int status_snapshot(struct status *st, struct status_snap *snap);
+void status_snap_free(struct status_snap *snap);
+
+/* The pages, appended to @out; 0 or -ENOMEM. /status.json has the records of
+ * the ring (the charts' data) only with @history. */
+int status_render_json(const struct status_snap *snap, struct buf *out, bool history);
+int status_render_html(const struct status_snap *snap, struct buf *out);
+
+/* @s with & < > " ' as character references, appended to @out. */
+void status_html_escape(struct buf *out, const char *s);
+/* "123 µs", "4.56 ms", "1.2 s" (3 significant digits, carried into the next
+ * unit when rounding reaches 1000); "–" when not @have. */
+void status_latency(struct buf *out, uint64_t ns, bool have);
+
+#endif

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * /status.json: the status page's figures for programs. The fields are
+ * documented in docs/status.schema.json and iopulse(8).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/json.h"
+#include "daemon/status/status.h"
+
+static const char *const q_names[STATUS_QUANTILES] = {"p50", "p90", "p99", "max"};
+
+/* ,"KEY":SECONDS (never first in its object). */
+static void seconds(struct buf *out, const char *key, double s)
+{
+	buf_printf(out, ",\"%s\":%.9g", key, s);
+}
+
+/* The quantiles of a window or record of @count I/Os: null when there were
+ * none, since a 0 would read as a latency of 0 (the page shows "–"). */
+static void quantiles(struct buf *out, uint64_t count, const double s[STATUS_QUANTILES])
+{
+	for (unsigned i = 0; i < STATUS_QUANTILES; i++) {
+		if (count)
+			buf_printf(out, ",\"%s_seconds\":%.9g", q_names[i], s[i]);
+		else
+			buf_printf(out, ",\"%s_seconds\":null", q_names[i]);
+	}
+}
+
+static void fig_json(struct buf *out, const char *key, const struct status_fig *f)
+{
+	double q[STATUS_QUANTILES];
+
+	buf_printf(out, ",\"%s\":{\"window_seconds\":%.3f,\"count\":%llu", key, f->span_ns / 1e9,
+		   (unsigned long long)f->count);
+	for (unsigned i = 0; i < STATUS_QUANTILES; i++)
+		q[i] = f->q_ns[i] / 1e9;
+	quantiles(out, f->count, q);
+	buf_puts(out, "}");
+}
+
+/* The records of one ring, oldest first. */
+static void recs_json(struct buf *out, const char *key, const struct status_rec *recs,
+		      unsigned size, unsigned head, unsigned n)
+{
+	buf_printf(out, ",\"%s\":[", key);
+	for (unsigned i = 0; i < n; i++) {
+		const struct status_rec *r = &recs[(head + size - n + i) % size];
+		double q[STATUS_QUANTILES];
+
+		buf_printf(out, "%s{\"count\":%u", i ? "," : "", r->count);
+		for (unsigned j = 0; j < STATUS_QUANTILES; j++)
+			q[j] = status_decode(r->q[j]) / 1e9;
+		quantiles(out, r->count, q);
+		buf_puts(out, "}");
+	}
+	buf_puts(out, "]");
+}
+
+static void burst_json(struct buf *out, const struct status_burst *b)
+{
+	if (!b->valid) {
+		buf_puts(out, ",\"last_burst\":null");
+		return;
+	}
+	buf_printf(out, ",\"last_burst\":{\"iops\":%.9g,\"bandwidth_bytes\":%.9g", b->iops, b->bw);
+	seconds(out, "p50_seconds", b->q_s[0]);
+	seconds(out, "p90_seconds", b->q_s[1]);
+	seconds(out, "p99_seconds", b->q_s[2]);
+	seconds(out, "p99_9_seconds", b->q_s[3]);
+	seconds(out, "max_seconds", b->max_s);
+	seconds(out, "duration_seconds", b->seconds);
+	buf_puts(out, "}");
+}
+
+static void series_json(struct buf *out, const struct status_view *v, bool history)
+{
+	buf_puts(out, "{\"probe\":");
+	json_string(out, v->probe);
+	buf_printf(out, ",\"type\":\"%s\",\"op\":\"%s\"", v->kind, io_op_name(v->op));
+	seconds(out, "interval_seconds", v->interval_s);
+	buf_printf(out, ",\"runs\":%.0f,\"errors\":%.0f", v->runs, v->errors);
+	fig_json(out, "last_minute", &v->minute);
+	fig_json(out, "last_hour", &v->hour);
+	burst_json(out, &v->burst);
+	if (history) {
+		recs_json(out, "minutes", v->ring.min, STATUS_MINUTES, v->ring.min_head,
+			  v->ring.min_n);
+		recs_json(out, "ten_minutes", v->ring.blk, STATUS_BLOCKS, v->ring.blk_head,
+			  v->ring.blk_n);
+	}
+	buf_puts(out, "}");
+}
+
+static void target_json(struct buf *out, const struct status_snap *snap,
+			const struct status_target *t, bool history)
+{
+	bool first = true;
+
+	buf_puts(out, "{\"name\":");
+	json_string(out, t->name);
+	buf_puts(out, ",\"path\":");
+	json_string(out, t->path);
+	buf_printf(out, ",\"state\":\"%s\",\"reason\":", status_state_name(t->state));
+	json_string(out, t->reason);
+	seconds(out, "inflight_seconds", t->inflight_s);
+	buf_puts(out, ",\"inflight_probe\":");
+	json_string(out, t->inflight_probe);
+	buf_puts(out, ",\"probes\":[");
+	for (unsigned i = 0; i < snap->n_views; i++) {
+		if (strcmp(snap->views[i].target, t->name) != 0)
+			continue;
+		if (!first)
+			buf_puts(out, ",");
+		first = false;
+		series_json(out, &snap->views[i], history);
+	}
+	buf_puts(out, "]}");
+}
+
+int status_render_json(const struct status_snap *snap, struct buf *out, bool history)
+{
+	buf_puts(out, "{\"version\":");
+	json_string(out, IOPULSE_VERSION);
+	seconds(out, "uptime_seconds", snap->uptime_s);
+	buf_printf(out, ",\"ready\":%s",
+		   status_targets_ready(snap->targets, snap->n_targets, NULL) ? "true" : "false");
+	buf_puts(out, ",\"config\":{\"source\":");
+	json_string(out, snap->source);
+	buf_printf(out, ",\"last_reload_successful\":%s,\"last_reload_error\":",
+		   snap->reload_ok ? "true" : "false");
+	json_string(out, snap->reload_error);
+	buf_printf(out, ",\"last_reload_timestamp_seconds\":%.3f},\"targets\":[",
+		   snap->reload_wall_s);
+	for (unsigned i = 0; i < snap->n_targets; i++) {
+		if (i)
+			buf_puts(out, ",");
+		target_json(out, snap, &snap->targets[i], history);
+	}
+	buf_puts(out, "]}\n");
+	return out->oom ? -ENOMEM : 0;
+}

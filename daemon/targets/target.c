@@ -1,0 +1,2595 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * target — see target.h for the contract and docs/targets.md for the design
+ * (probe-file layout, path walking, alignment, device-write checks). The
+ * decisions that shape this file's code:
+ *
+ * - O_DIRECT is set with fcntl() after open(): its EINVAL then means exactly
+ *   "no direct I/O here", where open(O_TMPFILE|O_DIRECT) is ambiguous.
+ * - Alignment: statx(STATX_DIOALIGN), else st_blksize clamped to [512, 4096]
+ *   (files) or BLKSSZGET (devices); the same with direct: false.
+ * - A writable device must be unmounted, unused and unheld, then O_EXCL; the
+ *   checks run again in every target_check(). Unknown means refused.
+ * - The layout is paced against absolute deadlines, in chunks small enough to
+ *   see a stop request within about 1/16 s.
+ */
+#include <dirent.h>
+#include <mntent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/magic.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h> /* BLKGETSIZE64, BLKSSZGET */
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/random.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engines/engine.h"
+#include "lib/rng.h"
+#include "daemon/targets/target.h"
+
+#define PROBE_MAGIC	     "IOPULSE-PROBE-FILE\n"
+#define PROBE_VERSION	     1u
+#define LAYOUT_CHUNK	     (1u << 20) /* bytes per write while laying out */
+#define FILE_TARGET_MIN_SIZE 4096u
+#define MAX_PARTITIONS	     256u /* DISK_MAX_PARTS: the most one disk can have */
+
+/* Stores a message in t->error and returns @r (negative errno). %m prints @r. */
+__attribute__((format(printf, 3, 4))) static int terr(struct target *t, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	errno = r < 0 ? -r : r;
+	va_start(ap, fmt);
+	vsnprintf(t->error, sizeof(t->error), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* Whether @a and @b describe the same file: device and inode. */
+static bool same_inode(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* "/proc/self/fd/N": how a descriptor is named to link, reopen or read it. */
+static void proc_fd_path(int fd, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
+
+void target_init(struct target *t, const struct cfg_target *cfg)
+{
+	memset(t, 0, sizeof(*t));
+	t->cfg = cfg;
+	t->fd = -1;
+	t->lock_fd = -1;
+	atomic_init(&t->layout_done, 0);
+	atomic_init(&t->layout_ended_ns, 0);
+	atomic_init(&t->layout_total, 0);
+}
+
+void target_close(struct target *t)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	if (t->lock_fd >= 0)
+		close(t->lock_fd);
+	t->fd = -1;
+	t->lock_fd = -1;
+	t->writable = false;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static bool is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static int set_flag(int fd, int flag, bool on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	fl = on ? (fl | flag) : (fl & ~flag);
+	if (fcntl(fd, F_SETFL, fl) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Switch O_DIRECT on when configured; the one clear error when it cannot be. */
+static int enable_direct(struct target *t, int fd, const char *path)
+{
+	int r;
+
+	if (!t->cfg->direct)
+		return 0;
+	r = set_flag(fd, O_DIRECT, true);
+	if (r == -EINVAL)
+		return terr(t, r,
+			    "%s: the filesystem does not support O_DIRECT; set 'direct: false' to "
+			    "measure through the page cache (not recommended)",
+			    path);
+	if (r < 0)
+		return terr(t, r, "%s: cannot enable O_DIRECT: %m", path);
+	return 0;
+}
+
+/* Fills t->mem_align / t->offset_align for the open file or block device @fd. */
+static int get_align(struct target *t, int fd, const char *path, bool blk)
+{
+	uint32_t mem = 0, off = 0;
+	struct stat st;
+
+#ifdef STATX_DIOALIGN
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+	    (stx.stx_mask & STATX_DIOALIGN)) {
+		mem = stx.stx_dio_mem_align;
+		off = stx.stx_dio_offset_align;
+	}
+#endif
+	if ((!mem || !off) && blk) {
+		int lbs = 0;
+
+		if (ioctl(fd, BLKSSZGET, &lbs) < 0)
+			return terr(t, -errno, "%s: BLKSSZGET: %m", path);
+		mem = off = lbs > 0 ? (uint32_t)lbs : 0;
+	} else if (!mem || !off) {
+		uint32_t b = 512;
+
+		if (fstat(fd, &st) < 0)
+			return terr(t, -errno, "%s: fstat: %m", path);
+		while (b < IO_MAX_ALIGN && (blksize_t)(b * 2) <= st.st_blksize)
+			b *= 2;
+		mem = off = b;
+	}
+	if (!is_pow2(mem) || !is_pow2(off) || mem > IO_MAX_ALIGN || off > IO_MAX_ALIGN)
+		return terr(t, -EINVAL,
+			    "%s: direct I/O needs %" PRIu32 "-byte buffers and %" PRIu32
+			    "-byte offsets; at most %u is supported",
+			    path, mem, off, IO_MAX_ALIGN);
+	t->mem_align = mem;
+	t->offset_align = off;
+	return 0;
+}
+
+/* An opened target file: blocking again (it was opened O_NONBLOCK so that a
+ * FIFO swapped in could not hang us), O_DIRECT as configured, alignment known. */
+static int prepare_fd(struct target *t, int fd, const char *name, bool device)
+{
+	int r = set_flag(fd, O_NONBLOCK, false);
+
+	if (r < 0)
+		return terr(t, r, "%s: %m", name);
+	r = enable_direct(t, fd, name);
+	if (r < 0)
+		return r;
+	return get_align(t, fd, name, device);
+}
+
+/* -EXDEV (t->error set): @path is on device @now, not the pinned one. */
+static int moved(struct target *t, const char *path, dev_t now, const char *tail)
+{
+	return terr(t, -EXDEV,
+		    "%s is now on a different filesystem (was dev %u:%u, now %u:%u): was it "
+		    "unmounted?%s",
+		    path, major(t->dev), minor(t->dev), major(now), minor(now), tail);
+}
+
+/* -EMEDIUMTYPE on tmpfs/ramfs, unless allowed. */
+static int check_memory_backed(struct target *t, const char *path, const struct statfs *sfs)
+{
+	long f_type = (long)sfs->f_type;
+
+	if ((f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC) && !t->cfg->allow_memory_backed)
+		return terr(t, -EMEDIUMTYPE,
+			    "%s is on tmpfs/ramfs: this measures RAM, not a disk; set "
+			    "'allow_memory_backed: true' if that is what you want",
+			    path);
+	return 0;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const unsigned char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/*
+ * An exclusive flock on every open probe file: two iopulse processes on one
+ * directory would measure each other and re-lay each other's file. It is taken
+ * on a descriptor of its own (reopened through /proc), as io_uring's file table
+ * keeps the probes' one alive past our exit and a restart would find the target
+ * busy. *lock gets the descriptor to close on target_close().
+ */
+static int lock_probe_file(struct target *t, int fd, const char *path, int *lock)
+{
+	char proc[64];
+	int lk, r;
+
+	proc_fd_path(fd, proc, sizeof(proc));
+	lk = open(proc, O_RDONLY | O_CLOEXEC);
+	if (lk < 0) /* no /proc: lock the shared description, it still works */
+		lk = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (lk < 0)
+		return terr(t, -errno, "%s: cannot open the probe file for locking: %m", path);
+	if (flock(lk, LOCK_EX | LOCK_NB) == 0) {
+		*lock = lk;
+		return 0;
+	}
+	r = errno;
+	close(lk);
+	if (r == EWOULDBLOCK)
+		return terr(t, -EBUSY,
+			    "%s is in use by another iopulse process: two daemons must not "
+			    "measure the same directory",
+			    path);
+	return terr(t, -r, "%s: cannot lock the probe file: %m", path);
+}
+
+/* Brackets a layout write, so that a hung disk shows as I/O in flight. */
+static void layout_inflight(struct target *t, bool on)
+{
+	if (t->inflight_ns)
+		atomic_store_explicit(t->inflight_ns, on ? eng_now_ns() : 0, memory_order_relaxed);
+}
+
+/* ---- paths, walked one component at a time -------------------------------- */
+
+/*
+ * A target's path is opened one O_NOFOLLOW component at a time, so every symlink
+ * on the way is judged, not followed blindly: only links owned by root or by us
+ * (an administrator's, systemd's DynamicUser= one) are followed; one planted by
+ * anybody else could lead a probe file where nobody configured it (the check of
+ * fs.protected_symlinks, made everywhere). openat2(RESOLVE_NO_SYMLINKS) cannot
+ * tell these apart and is not through every seccomp filter. Devices are not
+ * walked: /dev/disk/by-id/ names are symlinks by design.
+ */
+#define WALK_MAX_LINKS 40 /* as the kernel's MAXSYMLINKS */
+
+/* Why opening the component @comp of @path failed (-errno @r). */
+static int walk_error(struct target *t, int r, const char *comp, const char *path)
+{
+	if (r == -ENOENT)
+		return terr(t, -ENOENT, "%s: no such directory (no '%s')", path, comp);
+	if (r == -ENOTDIR)
+		return terr(t, -ENOTDIR, "%s: '%s' is not a directory", path, comp);
+	return terr(t, r, "%s: '%s': %m", path, comp);
+}
+
+/*
+ * Follows the symlink open at @lfd (O_PATH|O_NOFOLLOW, named @comp in *fd), if
+ * we trust it: @todo (the components still to walk, @rest on) becomes its
+ * target followed by @rest, and *fd the directory to walk it from. The owner
+ * and the target are read from the one object opened, never by name twice: a
+ * link swapped in between cannot slip past the check. 0, or -errno with
+ * t->error set (-ELOOP: a symlink we do not follow).
+ */
+static int walk_link(struct target *t, int *fd, int lfd, const char *comp, const char *path,
+		     char *todo, size_t len, const char *rest, unsigned *links)
+{
+	char target[PATH_MAX], joined[2 * PATH_MAX + 2];
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(lfd, &st) < 0)
+		return terr(t, -errno, "%s: '%s': %m", path, comp);
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return terr(t, -ELOOP,
+			    "%s: '%s' is a symlink owned by uid %u: iopulse follows only root's "
+			    "or its own; name the real path",
+			    path, comp, (unsigned)st.st_uid);
+	if (++*links > WALK_MAX_LINKS)
+		return terr(t, -ELOOP, "%s: too many symlinks", path);
+	n = readlinkat(lfd, "", target, sizeof(target) - 1);
+	if (n <= 0)
+		return terr(t, n < 0 ? -errno : -ENOENT, "%s: '%s': %m", path, comp);
+	target[n] = '\0';
+	if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", target, rest) >= len)
+		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+	if (target[0] == '/') {
+		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (root < 0)
+			return terr(t, -errno, "/: %m");
+		close(*fd);
+		*fd = root;
+	}
+	snprintf(todo, len, "%s", joined);
+	return 0;
+}
+
+/*
+ * @comp of *@fd, not a directory (-ENOTDIR or -ELOOP: @r): a symlink we trust
+ * is followed (walk_link()), anything else is the walk's error. Apart from
+ * walk_step() and never inlined (issue 15, memory): its buffers (16 KiB with
+ * walk_link()'s) are then on the stack only while a symlink is followed, not on
+ * every walk, which target_check() makes before each run (with GCC's stack clash
+ * probes, each page of a frame is touched and stays resident).
+ */
+static __attribute__((noinline)) int walk_follow(struct target *t, int *fd, const char *comp,
+						 const char *path, char *todo, size_t len,
+						 const char **p, unsigned *links, int r)
+{
+	char rest[2 * PATH_MAX + 2];
+	struct stat st;
+	int lfd;
+
+	lfd = openat(*fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (lfd < 0)
+		return walk_error(t, -errno, comp, path);
+	if (fstat(lfd, &st) < 0 || !S_ISLNK(st.st_mode)) {
+		close(lfd);
+		return walk_error(t, r, comp, path);
+	}
+	snprintf(rest, sizeof(rest), "%s", *p);
+	r = walk_link(t, fd, lfd, comp, path, todo, len, rest, links);
+	close(lfd);
+	if (r == 0)
+		*p = todo;
+	return r;
+}
+
+/*
+ * Opens @comp in the directory @*fd: the directory it names replaces *fd; a
+ * symlink we trust is followed by rewriting @todo (see walk_link()), and *@p
+ * then starts over on it. 0 or -errno with t->error set.
+ */
+static int walk_step(struct target *t, int *fd, const char *comp, const char *path, char *todo,
+		     size_t len, const char **p, unsigned *links)
+{
+	int nfd, r;
+
+	nfd = openat(*fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd >= 0) {
+		close(*fd);
+		*fd = nfd;
+		return 0;
+	}
+	r = -errno;
+	if (r != -ENOTDIR && r != -ELOOP)
+		return walk_error(t, r, comp, path);
+	return walk_follow(t, fd, comp, path, todo, len, p, links, r);
+}
+
+/*
+ * Opens (O_PATH) the directory @path names, walking it as above. 0 with *out
+ * set, or -errno with t->error set (-ELOOP: a symlink we do not follow).
+ */
+static int walk_to_dir(struct target *t, const char *path, int *out)
+{
+	char todo[2 * PATH_MAX + 2], comp[NAME_MAX + 1];
+	const char *p = todo;
+	unsigned links = 0;
+	int fd, r = 0;
+
+	if (!*path)
+		return terr(t, -EINVAL, "empty path");
+	if (strlen(path) >= PATH_MAX)
+		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+	snprintf(todo, sizeof(todo), "%s", path);
+	fd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return terr(t, -errno, "%s: %m", path);
+	while (r == 0) {
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		if (!n)
+			break;
+		if (n > NAME_MAX) {
+			r = terr(t, -ENAMETOOLONG, "%s: a component is too long", path);
+			break;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		p += n;
+		if (strcmp(comp, ".") != 0)
+			r = walk_step(t, &fd, comp, path, todo, sizeof(todo), &p, &links);
+	}
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*out = fd;
+	return 0;
+}
+
+/*
+ * The file target's directory, walked as above (O_PATH in *out), and its last
+ * component in @leaf: that one is never followed, a file target names the file.
+ */
+static int walk_to_file(struct target *t, const char *full, int *out, char *leaf, size_t len)
+{
+	const char *path = full;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = strlen(path);
+
+	if (!n || n >= sizeof(dir) || path[n - 1] == '/')
+		return terr(t, -EINVAL, "%s: not a file name", path);
+	if (!slash) {
+		snprintf(dir, sizeof(dir), ".");
+	} else {
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+		path = slash + 1;
+	}
+	if (strlen(path) >= len)
+		return terr(t, -ENAMETOOLONG, "%s: name too long", full);
+	snprintf(leaf, len, "%s", path);
+	return walk_to_dir(t, dir, out);
+}
+
+static int read_small(int dfd, const char *name, char *buf, size_t len);
+
+/* A file target names the file: a symlink at the end is never followed. */
+static int leaf_is_link(struct target *t, const char *path)
+{
+	return terr(t, -ELOOP, "%s is a symlink: name the file itself", path);
+}
+
+/* A device's size from sysfs, without opening the device. */
+static uint64_t device_sysfs_size(dev_t rdev)
+{
+	char path[64], buf[32];
+	int dfd;
+	uint64_t sectors = 0;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(rdev), minor(rdev));
+	dfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	if (read_small(dfd, "size", buf, sizeof(buf)) == 0)
+		sectors = strtoull(buf, NULL, 10);
+	close(dfd);
+	return sectors * 512; /* sysfs counts 512-byte sectors whatever the device's */
+}
+
+/* The leaf of a path whose walk as a directory failed (@r, t->error set): a
+ * regular file; a symlink that is not a directory's is refused as open_file()
+ * refuses it. */
+static int kind_of_leaf(struct target *t, const char *path, int r, struct target_path_info *info)
+{
+	char leaf[NAME_MAX + 1], keep[sizeof(t->error)];
+	struct stat st;
+	int pfd;
+
+	if (r != -ENOTDIR && r != -ELOOP && r != -ENOENT)
+		return r;
+	snprintf(keep, sizeof(keep), "%s", t->error);
+	if (walk_to_file(t, path, &pfd, leaf, sizeof(leaf)) < 0)
+		return terr(t, r, "%s", keep);
+	if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		close(pfd);
+		if (errno == ENOENT)
+			return terr(t, -ENOENT, "%s: no such file or directory", path);
+		return terr(t, r, "%s", keep);
+	}
+	close(pfd);
+	/* A link walk_to_dir() would not follow (another owner's) says why. */
+	if (S_ISLNK(st.st_mode) && r == -ELOOP)
+		return terr(t, r, "%s", keep);
+	if (S_ISLNK(st.st_mode))
+		return leaf_is_link(t, path);
+	if (!S_ISREG(st.st_mode))
+		return terr(t, -EINVAL, "%s is not a directory, regular file or block device",
+			    path);
+	info->kind = CFG_TARGET_FILE;
+	info->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+int target_path_info(const char *path, struct target_path_info *info, char *err, size_t len)
+{
+	struct target t = {.fd = -1};
+	struct statfs sfs;
+	struct stat st;
+	int fd, r;
+
+	*info = (struct target_path_info){0};
+	/* Devices as device_stat() takes them: through any symlink. */
+	if (stat(path, &st) == 0 && S_ISBLK(st.st_mode)) {
+		info->kind = CFG_TARGET_DEVICE;
+		info->size = device_sysfs_size(st.st_rdev);
+		return 0;
+	}
+	r = walk_to_dir(&t, path, &fd);
+	if (r == 0) {
+		if (fstatfs(fd, &sfs) == 0)
+			info->fs_type = (long)sfs.f_type;
+		close(fd);
+		info->kind = CFG_TARGET_DIRECTORY;
+		return 0;
+	}
+	r = kind_of_leaf(&t, path, r, info);
+	if (r == 0 && statfs(path, &sfs) == 0)
+		info->fs_type = (long)sfs.f_type;
+	if (r < 0)
+		snprintf(err, len, "%s", t.error);
+	return r;
+}
+
+/* ---- require_mount ------------------------------------------------------- */
+
+/*
+ * @path made absolute and lexically normal ("//", "." and ".." resolved by
+ * name, symlinks not looked at): for matching fstab's mount points by name.
+ */
+static int normal_path(const char *path, char *out, size_t len)
+{
+	char buf[2 * PATH_MAX], *save, *c;
+	size_t n = 0;
+
+	if (path[0] == '/') {
+		snprintf(buf, sizeof(buf), "%s", path);
+	} else {
+		char cwd[PATH_MAX];
+
+		if (!getcwd(cwd, sizeof(cwd)))
+			return -errno;
+		snprintf(buf, sizeof(buf), "%s/%s", cwd, path);
+	}
+	out[0] = '\0';
+	for (c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (strcmp(c, ".") == 0)
+			continue;
+		if (strcmp(c, "..") == 0) {
+			char *slash = strrchr(out, '/');
+
+			n = slash ? (size_t)(slash - out) : 0;
+			out[n] = '\0';
+			continue;
+		}
+		if (n + 1 + strlen(c) + 1 > len)
+			return -ENAMETOOLONG;
+		n += (size_t)snprintf(out + n, len - n, "/%s", c);
+	}
+	if (n == 0)
+		snprintf(out, len, "/");
+	return 0;
+}
+
+/* Whether @dir (normal) is @path (normal) or one of its ancestors. */
+static bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * The longest mount point in fstab (IOPULSE_FSTAB, else /etc/fstab; as
+ * systemd's SYSTEMD_FSTAB, so tests need not touch the real one) at or above
+ * @path, other than "/", into @out; false when none (or no fstab).
+ */
+static bool fstab_mount_point(const char *path, char *out, size_t len, const char **fstab)
+{
+	const char *file = getenv("IOPULSE_FSTAB");
+	struct mntent ent, *m;
+	char buf[4096], mp[PATH_MAX];
+	size_t best = 0;
+	FILE *f;
+
+	*fstab = file && *file ? file : "/etc/fstab";
+	f = setmntent(*fstab, "re");
+	if (!f)
+		return false;
+	while ((m = getmntent_r(f, &ent, buf, sizeof(buf)))) {
+		if (m->mnt_dir[0] != '/' || normal_path(m->mnt_dir, mp, sizeof(mp)) < 0 ||
+		    strcmp(mp, "/") == 0 || !path_within(path, mp) || strlen(mp) <= best)
+			continue;
+		best = strlen(mp);
+		snprintf(out, len, "%s", mp);
+	}
+	endmntent(f);
+	return best > 0;
+}
+
+/* Whether the directory open at @fd is the root of a mount: statx says so
+ * since Linux 5.8; before, its parent is on another device (or is itself). */
+static bool is_mount_root(int fd)
+{
+	struct statx stx;
+	struct stat st, parent;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) == 0 &&
+	    (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+		return stx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
+	if (fstat(fd, &st) < 0 || fstatat(fd, "..", &parent, 0) < 0)
+		return false;
+	return st.st_dev != parent.st_dev || st.st_ino == parent.st_ino;
+}
+
+/* The path of the directory open at @fd, as the kernel names it (symlinks
+ * resolved); else @path made absolute and normal. */
+static int dir_real_path(int fd, const char *path, char *out, size_t len)
+{
+	char proc[64];
+	ssize_t n;
+
+	proc_fd_path(fd, proc, sizeof(proc));
+	n = readlink(proc, out, len - 1);
+	if (n > 0 && (size_t)n < len - 1 && out[0] == '/') {
+		out[n] = '\0';
+		return 0;
+	}
+	return normal_path(path, out, len);
+}
+
+/*
+ * Whether the directory open at @dfd is the one open at @mfd or lies beneath
+ * it: its ancestors, climbed by "..", which crosses mount points, include
+ * @mfd's identity. By identity, not by name: a directory reached before a disk
+ * was mounted over its parent is beneath the mount point, not in the mount.
+ */
+static bool dir_beneath(int dfd, int mfd)
+{
+	struct stat m, cur, up;
+	bool found = false;
+	int fd;
+
+	if (fstat(mfd, &m) < 0 || fstat(dfd, &cur) < 0)
+		return false;
+	fd = openat(dfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (unsigned i = 0; fd >= 0 && i < PATH_MAX / 2; i++) {
+		int nfd;
+
+		if (same_inode(&cur, &m)) {
+			found = true;
+			break;
+		}
+		nfd = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = nfd;
+		if (fd < 0 || fstat(fd, &up) < 0 || same_inode(&up, &cur))
+			break; /* "/" (or the root of a detached mount) */
+		cur = up;
+	}
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+/*
+ * require_mount (see iopulse.yaml(5)): the filesystem the directory @dfd should
+ * be on is mounted, and the directory is in it, so a disk that failed to mount,
+ * was lazily unmounted, or was mounted only after we reached the directory
+ * beneath, never gets a probe file on the filesystem beneath.
+ */
+static int check_mounted(struct target *t, int dfd)
+{
+	const struct cfg_target *c = t->cfg;
+	char path[PATH_MAX], mp[PATH_MAX];
+	const char *source = "require_mount";
+	int mfd, r;
+	bool ok;
+
+	switch (c->require_mount) {
+	case CFG_MOUNT_NO:
+		return 0;
+	case CFG_MOUNT_SELF:
+		if (is_mount_root(dfd))
+			return 0;
+		return terr(t, -EXDEV,
+			    "%s is not a mount point, and 'require_mount: true' says it must be: "
+			    "not creating a probe file on the filesystem beneath",
+			    c->path);
+	case CFG_MOUNT_PATH:
+		snprintf(mp, sizeof(mp), "%s", c->mount_path);
+		break;
+	case CFG_MOUNT_AUTO:
+		/* fstab's mount points are compared by name: with the directory's
+		 * real path, and with its path as configured (an entry written
+		 * through the same symlink). Resolving each entry instead could
+		 * hang on any dead mount that fstab lists. */
+		r = dir_real_path(dfd, c->path, path, sizeof(path));
+		if (r < 0)
+			return terr(t, r, "%s: %m", c->path);
+		if (fstab_mount_point(path, mp, sizeof(mp), &source))
+			break;
+		if (normal_path(c->path, path, sizeof(path)) == 0 &&
+		    fstab_mount_point(path, mp, sizeof(mp), &source))
+			break;
+		return 0;
+	}
+	mfd = open(mp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ok = mfd >= 0 && is_mount_root(mfd) && dir_beneath(dfd, mfd);
+	if (mfd >= 0)
+		close(mfd);
+	if (ok)
+		return 0;
+	return terr(t, -EXDEV,
+		    "%s: %s (named in %s) is not mounted, or the directory is not in it: not "
+		    "creating a probe file on the filesystem beneath; set 'require_mount: false' "
+		    "to measure it anyway",
+		    c->path, mp, source);
+}
+
+/* ---- probe-file header -------------------------------------------------- */
+
+/*
+ * The first TARGET_HEADER_SIZE bytes: readable text for whoever finds the file,
+ * a NUL, then random bytes like the rest.
+ *
+ *   IOPULSE-PROBE-FILE
+ *   version: 1
+ *   size: 67108864          data bytes after the header
+ *   created: 1700000000     unix seconds
+ *
+ * A layout writes it twice: first marked "incomplete" (ours, but to be laid out
+ * again: header_parse() reads version 0), last complete, after the data is on
+ * disk. So a layout cut short by a crash is recognised as ours and redone.
+ */
+static void header_format(struct rng *rng, void *blk, uint64_t size, bool complete)
+{
+	rng_fill(rng, blk, TARGET_HEADER_SIZE);
+	/* At most ~80 bytes, NUL-terminated by snprintf: header_parse() wants the
+	 * NUL within the first 256. */
+	if (complete)
+		snprintf(blk, 256, PROBE_MAGIC "version: %u\nsize: %" PRIu64 "\ncreated: %lld\n",
+			 PROBE_VERSION, size, (long long)time(NULL));
+	else
+		snprintf(blk, 256, PROBE_MAGIC "incomplete: being laid out\n");
+}
+
+/* Whether @blk starts with our magic; if so, its version and data size. */
+static bool header_parse(const void *blk, size_t len, unsigned *version, uint64_t *size)
+{
+	const char *p = blk;
+	size_t ml = sizeof(PROBE_MAGIC) - 1;
+
+	*version = 0;
+	*size = 0;
+	if (len < ml || memcmp(p, PROBE_MAGIC, ml) != 0)
+		return false;
+	/* Ours. A malformed rest reads as version 0, which forces a re-lay. */
+	if (len >= 256 && memchr(p, '\0', 256) &&
+	    sscanf(p + ml, "version: %u size: %" SCNu64, version, size) == 2)
+		return true;
+	*version = 0;
+	*size = 0;
+	return true;
+}
+
+/* Reads the header block of the open file @fd into @hdr (TARGET_HEADER_SIZE,
+ * aligned); whether it is ours, with its version and size. */
+static int header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version,
+		       uint64_t *size)
+{
+	ssize_t n;
+
+	while ((n = pread(fd, hdr, TARGET_HEADER_SIZE, 0)) < 0 && errno == EINTR &&
+	       !(t->stop && atomic_load(t->stop)))
+		;
+	if (n < 0)
+		return -errno;
+	*ours = header_parse(hdr, (size_t)n, version, size);
+	return 0;
+}
+
+/* ---- layout ------------------------------------------------------------- */
+
+/* Bytes per layout write: LAYOUT_CHUNK, or about 1/16 s of the rate's budget
+ * when that is smaller (at least IO_MAX_ALIGN), so that a stop request is seen
+ * soon. A multiple of IO_MAX_ALIGN: every write but an unaligned tail stays
+ * O_DIRECT-aligned. */
+static size_t layout_chunk(uint64_t rate)
+{
+	uint64_t c = (rate / 16) & ~(uint64_t)(IO_MAX_ALIGN - 1);
+
+	if (!rate || c > LAYOUT_CHUNK)
+		return LAYOUT_CHUNK;
+	return c < IO_MAX_ALIGN ? IO_MAX_ALIGN : (size_t)c;
+}
+
+/* Sleeps until @start + @bytes / @rate seconds (CLOCK_MONOTONIC, absolute). */
+static void layout_pace(const struct timespec *start, uint64_t bytes, uint64_t rate)
+{
+	/* In two parts: bytes * 1e9 overflows 64 bits above 18GB. */
+	uint64_t until = eng_ns(start) + bytes / rate * NSEC_PER_SEC +
+			 (uint64_t)((double)(bytes % rate) * 1e9 / (double)rate);
+
+	while (eng_sleep_until(until) == -EINTR)
+		;
+}
+
+/*
+ * -ENOSPC (t->error set, saying @when) unless writing @need more bytes to the
+ * filesystem of @fd leaves at least keep_free: the larger of keep_free_bytes
+ * and keep_free_fraction of the filesystem. A probe must never be what fills a
+ * disk that production writes to.
+ */
+static int check_room(struct target *t, int fd, const char *path, uint64_t need, const char *when)
+{
+	char a[32], b[32], c[32];
+	struct statvfs sv;
+	uint64_t avail, reserve;
+
+	if (fstatvfs(fd, &sv) < 0)
+		return terr(t, -errno, "%s: statvfs: %m", path);
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	reserve =
+		(uint64_t)(t->cfg->keep_free_fraction * (double)sv.f_blocks * (double)sv.f_frsize);
+	if (reserve < t->cfg->keep_free_bytes)
+		reserve = t->cfg->keep_free_bytes;
+	if (avail >= need && avail - need >= reserve)
+		return 0;
+	cfg_format_bytes((double)avail, a, sizeof(a));
+	cfg_format_bytes((double)need, b, sizeof(b));
+	cfg_format_bytes((double)reserve, c, sizeof(c));
+	return terr(t, -ENOSPC,
+		    "%s: %s free %s, %s still to write, and keep_free leaves %s: not filling the "
+		    "disk; the probe file's space was freed",
+		    path, a, when, b, c);
+}
+
+/* Bytes the file open at @fd has allocated, at most @cap. */
+static uint64_t allocated(int fd, uint64_t cap)
+{
+	struct stat st;
+	uint64_t n;
+
+	if (fstat(fd, &st) < 0)
+		return 0;
+	n = (uint64_t)st.st_blocks * 512;
+	return n < cap ? n : cap;
+}
+
+/* Whether the layout of @path is to be abandoned (t->error set). */
+static bool stopping(struct target *t, const char *path)
+{
+	if (!t->stop || !atomic_load(t->stop))
+		return false;
+	terr(t, -ECANCELED, "%s: probe-file layout abandoned: stopping", path);
+	return true;
+}
+
+/* Writes the header block (incomplete or @complete) at offset 0. */
+static int write_header(struct target *t, int fd, struct rng *rng, void *buf, bool complete)
+{
+	int r;
+
+	header_format(rng, buf, t->cfg->size, complete);
+	layout_inflight(t, true);
+	r = pwrite_all(fd, buf, TARGET_HEADER_SIZE, 0);
+	layout_inflight(t, false);
+	return r;
+}
+
+static int sync_file(struct target *t, int fd)
+{
+	int r;
+
+	layout_inflight(t, true);
+	while ((r = fdatasync(fd)) < 0 && errno == EINTR)
+		;
+	layout_inflight(t, false);
+	return r < 0 ? -errno : 0;
+}
+
+/* Writes random data over [TARGET_HEADER_SIZE, total), paced and stoppable,
+ * watching free space. @buf holds LAYOUT_CHUNK bytes. */
+static int layout_data(struct target *t, int fd, const char *path, struct rng *rng, void *buf)
+{
+	uint64_t total = TARGET_HEADER_SIZE + t->cfg->size, rate = t->cfg->layout_rate;
+	uint64_t direct_end = total, off = TARGET_HEADER_SIZE;
+	size_t chunk = layout_chunk(rate);
+	struct timespec start;
+	int r;
+
+	if (t->cfg->direct)
+		direct_end = total & ~(uint64_t)(t->offset_align - 1);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (off < total) {
+		uint64_t end = off < direct_end ? direct_end : total;
+		size_t n = end - off < chunk ? (size_t)(end - off) : chunk;
+
+		/* Token-bucket style: each chunk when the bytes before it (the
+		 * header's included) are paid for. */
+		if (rate)
+			layout_pace(&start, off, rate);
+		if (stopping(t, path))
+			return -ECANCELED;
+		r = check_room(t, fd, path, total - off, "during the layout");
+		if (r < 0)
+			return r;
+		if (off == direct_end) {
+			/* An unaligned tail cannot go through O_DIRECT: write it buffered. */
+			r = set_flag(fd, O_DIRECT, false);
+			if (r < 0)
+				return terr(t, r, "%s: %m", path);
+		}
+		rng_fill(rng, buf, n);
+		layout_inflight(t, true);
+		r = pwrite_all(fd, buf, n, off);
+		layout_inflight(t, false);
+		if (r == -ENOSPC || r == -EDQUOT)
+			return terr(t, r, "%s: no space for a %" PRIu64 "-byte probe file: %m",
+				    path, total);
+		if (r < 0)
+			return terr(t, r, "%s: writing the probe file: %m", path);
+		off += n;
+		atomic_store(&t->layout_done, off);
+		if (t->layout_progress)
+			t->layout_progress(t, off, total);
+	}
+	if (direct_end != total) {
+		r = set_flag(fd, O_DIRECT, true);
+		if (r < 0)
+			return terr(t, r, "%s: %m", path);
+	}
+	return 0;
+}
+
+/*
+ * Lays out the probe file open at @fd, ours and locked, new or old, in place:
+ * an incomplete header, the old contents dropped, free space checked, random
+ * data, fdatasync, then the complete header and fdatasync again. Nothing is
+ * ever renamed over anything. On failure what it wrote is freed again (the
+ * file is cut back to its incomplete header) and t->layout_failed is set,
+ * except when stopped (-ECANCELED: nothing was touched if the stop came first).
+ */
+static int layout(struct target *t, int fd, const char *path)
+{
+	uint64_t total = TARGET_HEADER_SIZE + t->cfg->size;
+	struct rng rng;
+	void *buf;
+	int r;
+
+	atomic_store(&t->layout_done, 0);
+	if (stopping(t, path))
+		return -ECANCELED;
+	/* Straight from the kernel, not malloc: glibc raises its mmap threshold to
+	 * the size of any mapped block it frees (up to 32 MiB), after which every
+	 * block under 1 MiB (a gzip stream, a histogram copy) would come from the
+	 * heap and its pages stay resident for good. Page-aligned: O_DIRECT. */
+	buf = mmap(NULL, LAYOUT_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return terr(t, -ENOMEM, "%s: out of memory for the layout buffer", path);
+	r = rng_seed(&rng);
+	if (r < 0) {
+		terr(t, r, "getrandom: %m");
+		goto out;
+	}
+	atomic_store(&t->layout_total, total);
+	r = check_room(t, fd, path, total - allocated(fd, total), "before the layout");
+	if (r < 0)
+		goto failed;
+	r = write_header(t, fd, &rng, buf, false);
+	if (r == 0 && ftruncate(fd, TARGET_HEADER_SIZE) < 0)
+		r = -errno;
+	/* On disk before any new data: however writes are reordered, a crash can
+	 * never leave an old complete header over new, partial data. */
+	if (r == 0)
+		r = sync_file(t, fd);
+	if (r < 0) {
+		terr(t, r, "%s: writing the probe file: %m", path);
+		goto failed;
+	}
+	atomic_store(&t->layout_done, TARGET_HEADER_SIZE);
+	r = layout_data(t, fd, path, &rng, buf);
+	if (r == 0 && (r = sync_file(t, fd)) < 0)
+		terr(t, r, "%s: fdatasync: %m", path);
+	if (r == 0 && (r = write_header(t, fd, &rng, buf, true)) < 0)
+		terr(t, r, "%s: writing the probe-file header: %m", path);
+	if (r == 0 && (r = sync_file(t, fd)) < 0)
+		terr(t, r, "%s: fdatasync: %m", path);
+failed:
+	if (r < 0) {
+		/* Free what we wrote; the header stays, so the file is still ours.
+		 * Space that could not be freed is a failure even when stopped. */
+		t->layout_failed = r != -ECANCELED;
+		if (ftruncate(fd, TARGET_HEADER_SIZE) < 0)
+			t->layout_failed = true;
+	}
+out:
+	(void)munmap(buf, LAYOUT_CHUNK); /* over when the open is: layout_over() */
+	return r;
+}
+
+double target_layout_progress(const struct target *t, uint64_t *done, uint64_t *total)
+{
+	uint64_t n = atomic_load(&t->layout_total);
+	uint64_t d = atomic_load(&t->layout_done);
+
+	d = d < n ? d : n; /* the last layout's done next to a new total: not past it */
+	if (done)
+		*done = d;
+	if (total)
+		*total = n;
+	/* All written is not over: the syncs, the header and naming the file come
+	 * after, and only layout_over() makes it 1. */
+	return n ? (double)(d < n ? d : n - 1) / n : 1;
+}
+
+/* ---- directory targets -------------------------------------------------- */
+
+/* The probe file's name in the directory: the caller's, or the daemon's. */
+static const char *probe_name(const struct target *t)
+{
+	return t->file_name ? t->file_name : TARGET_PROBE_FILE;
+}
+
+/* Whether @name in @dfd is still the file open at @fd (same device and inode). */
+static bool name_is(int dfd, const char *name, int fd)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       same_inode(&a, &b);
+}
+
+/*
+ * Removes @name from @dfd only while it names the file we hold open at @fd:
+ * never a name by its pattern, never one somebody put in its place. Whether
+ * it was removed.
+ */
+static bool unlink_ours(int dfd, const char *name, int fd)
+{
+	return name_is(dfd, name, fd) && unlinkat(dfd, name, 0) == 0;
+}
+
+/*
+ * Opens @name in @dfd with @flags (plus O_NOFOLLOW, O_NONBLOCK: a FIFO swapped
+ * in cannot hang us), only while it is still the regular file @lst described.
+ * Fills @st. The descriptor, or -errno (-ESTALE: something else is there now).
+ */
+static int open_same(int dfd, const char *name, int flags, const struct stat *lst, struct stat *st)
+{
+	int fd = openat(dfd, name, flags | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) == 0 && S_ISREG(st->st_mode) && same_inode(st, lst))
+		return fd;
+	close(fd);
+	return -ESTALE;
+}
+
+/* A temporary name of ours: TMP_PREFIX + 16 random hex digits (create_tmp()). */
+#define TMP_PREFIX TARGET_PROBE_FILE ".tmp."
+
+/* Whether @name is exactly what create_tmp() makes: TMP_PREFIX + 16 hex digits. */
+static bool tmp_name(const char *name)
+{
+	size_t n = strlen(TMP_PREFIX);
+
+	if (strncmp(name, TMP_PREFIX, n) != 0 || strlen(name + n) != 16)
+		return false;
+	return strspn(name + n, "0123456789abcdef") == 16;
+}
+
+/* The entries of the directory @dfd (O_PATH will do), for readdir(); NULL on
+ * failure. closedir() closes it. */
+static DIR *dir_stream(int dfd)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
+/* lstat() of the probe file's name: 0, -ENOENT (no message), or -errno with
+ * t->error set. */
+static int stat_probe_file(struct target *t, int dfd, struct stat *lst)
+{
+	if (fstatat(dfd, probe_name(t), lst, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	return errno == ENOENT ? -ENOENT : terr(t, -errno, "%s: %m", t->file_path);
+}
+
+/* Whether @dfd holds a temporary name of ours (tmp_name()) for the file @st: its
+ * name in @name (NAME_MAX + 1 bytes). */
+static bool find_tmp_link(int dfd, const struct stat *st, char *name)
+{
+	DIR *d = dir_stream(dfd);
+	struct dirent *de;
+	struct stat tst;
+	bool found = false;
+
+	while (d && !found && (de = readdir(d))) {
+		found = tmp_name(de->d_name) &&
+			fstatat(dfd, de->d_name, &tst, AT_SYMLINK_NOFOLLOW) == 0 &&
+			S_ISREG(tst.st_mode) && same_inode(&tst, st);
+		if (found)
+			snprintf(name, NAME_MAX + 1, "%s", de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * On a filesystem with neither O_TMPFILE nor RENAME_NOREPLACE, publish_tmp()
+ * names a probe file with link() then unlink() of its temporary name: an
+ * iopulse killed in between leaves its file with two names, which
+ * may_be_ours() would refuse for ever. When the file at the probe file's name
+ * (@lst, two links) also has a temporary name of ours in this directory, and is
+ * ours in all else (a regular file of our user with our header, that no live
+ * iopulse holds locked), that name is removed: no data is lost, the file keeps
+ * its final name. 1 when it was (t->link_removed), 0 when nothing was done
+ * (may_be_ours() then refuses the file), -errno with t->error set (-EBUSY: held
+ * by another iopulse, which may be naming it right now).
+ */
+static int drop_tmp_link(struct target *t, int dfd, const struct stat *lst)
+{
+	char tmp[NAME_MAX + 1];
+	unsigned version;
+	uint64_t size;
+	struct stat st;
+	bool ours = false;
+	void *hdr;
+	int fd, lk = -1, r;
+
+	if (!S_ISREG(lst->st_mode) || lst->st_uid != geteuid())
+		return 0;
+	fd = open_same(dfd, probe_name(t), O_RDONLY, lst, &st);
+	if (fd < 0) /* gone or changed: what is there now is looked at as usual */
+		return 0;
+	if (st.st_nlink != 2 || !find_tmp_link(dfd, &st, tmp)) {
+		close(fd);
+		return 0;
+	}
+	hdr = malloc(TARGET_HEADER_SIZE);
+	r = hdr ? header_read(t, fd, hdr, &ours, &version, &size) : -ENOMEM;
+	free(hdr);
+	if (r == 0 && ours)
+		r = lock_probe_file(t, fd, t->file_path, &lk);
+	/* Identity again right before the unlink: the final name, which must outlive
+	 * the temporary one, and the temporary one itself (unlink_ours()). */
+	if (lk >= 0 && name_is(dfd, probe_name(t), fd) && unlink_ours(dfd, tmp, fd)) {
+		snprintf(t->link_removed, sizeof(t->link_removed), "%s", tmp);
+		r = 1;
+	} else if (r != -EBUSY) {
+		r = 0; /* not ours, unreadable, or changed: open_existing() says why */
+	}
+	if (lk >= 0)
+		close(lk);
+	close(fd);
+	return r;
+}
+
+/* Whether what lstat() (or fstat() once open) found at the probe file's name
+ * may be ours: -EEXIST (t->error set) for a symlink, anything but a regular
+ * file, another owner (when @owned: a check of another user's file judges it
+ * by its header, as the daemon's user would), a file with other names. */
+static int may_be_ours(struct target *t, const struct stat *lst, bool owned)
+{
+	const char *path = t->file_path;
+
+	if (S_ISLNK(lst->st_mode))
+		return terr(t, -EEXIST,
+			    "%s is a symlink, not an iopulse probe file: refusing to touch it; "
+			    "remove it or choose another directory",
+			    path);
+	if (!S_ISREG(lst->st_mode))
+		return terr(t, -EEXIST,
+			    "%s exists and is not a regular file: refusing to touch it; remove "
+			    "it or choose another directory",
+			    path);
+	if (owned && lst->st_uid != geteuid())
+		return terr(t, -EEXIST,
+			    "%s is owned by uid %u, not by us (uid %u): refusing to touch it", path,
+			    (unsigned)lst->st_uid, (unsigned)geteuid());
+	/* iopulse gives its files one name only: another name is somebody's file
+	 * linked here, which writing ours would overwrite. */
+	if (lst->st_nlink != 1)
+		return terr(t, -EEXIST,
+			    "%s has %ju hard links, and an iopulse probe file has exactly one: "
+			    "another file linked here, not ours; refusing to touch it; remove "
+			    "it or choose another directory",
+			    path, (uintmax_t)lst->st_nlink);
+	return 0;
+}
+
+/* Reads the header of the open file @fd: 0 with its @version and @size when
+ * it is ours, -EEXIST (t->error set) when it is not, or another -errno. */
+static int read_our_header(struct target *t, int fd, unsigned *version, uint64_t *size)
+{
+	const char *path = t->file_path;
+	bool ours = false;
+	void *hdr;
+	int r;
+
+	if (posix_memalign(&hdr, IO_MAX_ALIGN, TARGET_HEADER_SIZE) != 0)
+		return terr(t, -ENOMEM, "%s: out of memory", path);
+	r = header_read(t, fd, hdr, &ours, version, size);
+	free(hdr);
+	if (r < 0)
+		return terr(t, r, "%s: reading the header: %m", path);
+	if (!ours)
+		return terr(t, -EEXIST,
+			    "%s exists but is not an iopulse probe file (no header): refusing to "
+			    "touch it; remove it or choose another directory",
+			    path);
+	return 0;
+}
+
+/*
+ * Opens an existing probe file if it is ours. Returns 0 with *out set (and
+ * *relay when it must be laid out again), -ENOENT when there is none (no
+ * message), or another -errno with t->error set; -EEXIST: a file that is not
+ * ours (its header is read before anything else, the lock included, is done
+ * to it), -EBUSY: ours, and held by another iopulse.
+ */
+static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *relay)
+{
+	const char *path = t->file_path;
+	struct stat lst, st;
+	unsigned version;
+	uint64_t size;
+	int fd, r, lk = -1;
+
+	*relay = false;
+	r = stat_probe_file(t, dfd, &lst);
+	if (r == 0 && lst.st_nlink == 2) {
+		r = drop_tmp_link(t, dfd, &lst);
+		if (r > 0) /* one name less: looked at afresh */
+			r = stat_probe_file(t, dfd, &lst);
+	}
+	if (r == 0)
+		r = may_be_ours(t, &lst, true);
+	if (r < 0)
+		return r;
+	fd = open_same(dfd, probe_name(t), O_RDWR, &lst, &st);
+	if (fd == -ENOENT)
+		return -ENOENT;
+	if (fd == -ESTALE || fd == -ELOOP)
+		return terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
+			    path);
+	if (fd < 0)
+		return terr(t, fd, "%s: cannot open for writing: %m%s", path,
+			    fd == -EROFS ? TARGET_EROFS_HINT : "");
+	/* Again on what is open: a link or chown between lstat() and open(). */
+	r = may_be_ours(t, &st, true);
+	if (r == 0)
+		r = prepare_fd(t, fd, path, false);
+	if (r == 0)
+		r = read_our_header(t, fd, &version, &size);
+	if (r == 0)
+		r = lock_probe_file(t, fd, path, &lk);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+
+	/* Ours: anything wrong with it is ours to fix. */
+	if (version != PROBE_VERSION || size != t->cfg->size ||
+	    (uint64_t)st.st_size != TARGET_HEADER_SIZE + t->cfg->size ||
+	    (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
+		*relay = true;
+	*out = fd;
+	*lock = lk;
+	return 0;
+}
+
+/*
+ * What open_existing() refuses of the probe file at its name in @dfd, found
+ * without writing, locking, or removing a name (iopulse check): 0 when there
+ * is none, or one that open_existing() would take (a temporary second name of
+ * ours included: drop_tmp_link() would remove it); -EEXIST (t->error set,
+ * open_existing()'s words) when something that is not ours is there. Never
+ * opens anything but a regular file, and that read-only (open_same(): no FIFO
+ * to block on, no symlink followed). What depends on who runs it is left to
+ * run: the owner, and a file this user may not read that is not its own (the
+ * service's, checked by root or by a user other than the service's).
+ */
+static int check_existing(struct target *t, int dfd)
+{
+	char tmp[NAME_MAX + 1];
+	struct stat lst, st;
+	unsigned version;
+	uint64_t size;
+	int fd, r;
+
+	r = stat_probe_file(t, dfd, &lst);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	/* drop_tmp_link() would take the temporary name away first. */
+	st = lst;
+	if (st.st_nlink == 2 && S_ISREG(st.st_mode) && find_tmp_link(dfd, &lst, tmp))
+		st.st_nlink = 1;
+	r = may_be_ours(t, &st, false);
+	if (r < 0)
+		return r;
+	/* O_NOATIME, as open_file_fd(): a check leaves even the access time. */
+	fd = open_same(dfd, probe_name(t), O_RDONLY | O_NOATIME, &lst, &st);
+	if (fd == -EPERM)
+		fd = open_same(dfd, probe_name(t), O_RDONLY, &lst, &st);
+	if (fd == -ENOENT || ((fd == -EACCES || fd == -EPERM) && lst.st_uid != geteuid()))
+		return 0;
+	if (fd == -ESTALE || fd == -ELOOP)
+		return terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
+			    t->file_path);
+	if (fd < 0)
+		return terr(t, fd, "%s: cannot open: %m", t->file_path);
+	r = read_our_header(t, fd, &version, &size);
+	close(fd);
+	return r;
+}
+
+static int link_anon(int fd, int dfd, const char *name)
+{
+	char proc[64];
+
+	proc_fd_path(fd, proc, sizeof(proc));
+	if (linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	/* No /proc: AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH, try it anyway. */
+	if (linkat(fd, "", dfd, name, AT_EMPTY_PATH) == 0)
+		return 0;
+	return -errno;
+}
+
+/*
+ * Creates a file of our own under a fresh random name (TMP_PREFIX + 16 hex
+ * digits), for filesystems without O_TMPFILE: O_EXCL, so never over a name that
+ * exists, and random, so a name somebody else chose is never taken for ours.
+ */
+static int create_tmp(int dfd, char *tmp, size_t len)
+{
+	for (unsigned i = 0; i < 16; i++) {
+		uint64_t x;
+		int fd;
+
+		if (getrandom(&x, sizeof(x), 0) != sizeof(x))
+			return -EIO;
+		snprintf(tmp, len, TMP_PREFIX "%016" PRIx64, x);
+		fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd : -errno;
+	}
+	return -EEXIST;
+}
+
+/* Gives the file of ours at @tmp (open at @fd) the name @name, never
+ * replacing anything there. */
+static int publish_tmp(int dfd, const char *tmp, int fd, const char *name)
+{
+	if (renameat2(dfd, tmp, dfd, name, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	/* Filesystem without RENAME_NOREPLACE: link() never replaces either. */
+	if (linkat(dfd, tmp, dfd, name, 0) < 0)
+		return -errno;
+	unlink_ours(dfd, tmp, fd);
+	return 0;
+}
+
+/*
+ * Creates a fully laid-out probe file and only then gives it its name, so no
+ * one ever sees a partial file and nothing is ever replaced: O_TMPFILE + linkat,
+ * or a temporary name of our own + rename with RENAME_NOREPLACE. Both fail with
+ * -EEXIST when a name appeared in the meantime. t->unnamed: the file never gets
+ * a name (the temporary one is removed as soon as the file is locked).
+ */
+static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
+{
+	const char *path = t->file_path;
+	char tmp[64] = "";
+	int fd, r, lk = -1;
+
+	fd = openat(dfd, ".", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	if (fd < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		fd = -errno;
+	else if (fd < 0)
+		fd = create_tmp(dfd, tmp, sizeof(tmp));
+	if (fd < 0)
+		return terr(t, fd, "%s: cannot create the probe file: %m%s", path,
+			    fd == -EROFS ? TARGET_EROFS_HINT : "");
+
+	/* Locked before it has a name: nobody can take it between link and use,
+	 * and a sweep by another iopulse leaves a temporary being laid out alone. */
+	r = lock_probe_file(t, fd, path, &lk);
+	if (r < 0)
+		goto fail;
+	if (t->unnamed && tmp[0]) { /* never to be left behind: gone now, or fail */
+		if (!unlink_ours(dfd, tmp, fd)) {
+			r = terr(t, -errno ? -errno : -ESTALE,
+				 "%s: cannot remove the temporary name %s: %m", path, tmp);
+			goto fail;
+		}
+		tmp[0] = '\0';
+	}
+	r = enable_direct(t, fd, path);
+	if (r < 0)
+		goto fail;
+	r = get_align(t, fd, path, false);
+	if (r < 0)
+		goto fail;
+	r = layout(t, fd, path);
+	if (r < 0)
+		goto fail;
+
+	if (t->unnamed) /* never named: gone when we close it */
+		r = 0;
+	else if (tmp[0])
+		r = publish_tmp(dfd, tmp, fd, probe_name(t));
+	else
+		r = link_anon(fd, dfd, probe_name(t));
+	if (r < 0) {
+		if (r == -EEXIST)
+			terr(t, r, "%s appeared while we created it: not touching it", path);
+		else
+			terr(t, r, "%s: cannot name the probe file: %m", path);
+		goto fail;
+	}
+	*out = fd;
+	*lock = lk;
+	return 0;
+fail:
+	if (tmp[0])
+		unlink_ours(dfd, tmp, fd);
+	if (lk >= 0)
+		close(lk);
+	close(fd);
+	return r;
+}
+
+/*
+ * Whether the file @name in @dfd is a temporary that an iopulse killed in the
+ * middle of a layout left behind: named as create_tmp() names them, a regular
+ * file of our user with our header and no other name, that no live iopulse
+ * holds locked. Returns an open descriptor (the caller
+ * removes the name while it still names this file, and closes it) or -1.
+ */
+static int stale_tmp(struct target *t, int dfd, const char *name, void *hdr)
+{
+	struct stat lst, st;
+	unsigned version;
+	uint64_t size;
+	bool ours;
+	int fd;
+
+	if (!tmp_name(name) || fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(lst.st_mode) || lst.st_uid != geteuid() || lst.st_nlink != 1)
+		return -1;
+	fd = open_same(dfd, name, O_RDONLY, &lst, &st);
+	if (fd < 0)
+		return -1;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+	    header_read(t, fd, hdr, &ours, &version, &size) == 0 && ours)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/* Once per target: removes the temporaries stale_tmp() proves ours. */
+static void sweep_stale_tmps(struct target *t, int dfd)
+{
+	struct dirent *de;
+	void *hdr = malloc(TARGET_HEADER_SIZE);
+	DIR *d = dir_stream(dfd);
+
+	if (!d || !hdr)
+		goto out;
+	t->swept = true;
+	while ((de = readdir(d))) {
+		int tfd = stale_tmp(t, dfd, de->d_name, hdr);
+
+		if (tfd < 0)
+			continue;
+		if (unlink_ours(dfd, de->d_name, tfd))
+			t->stale_removed++;
+		close(tfd);
+	}
+out:
+	if (d)
+		closedir(d);
+	free(hdr);
+}
+
+/*
+ * -EXDEV (t->error set, ending in @tail) when the directory @st is not the one
+ * pinned: after an unmount the path names the mount point beneath; a directory
+ * removed and made again, or renamed away and replaced, is another inode.
+ */
+static int dir_identity(struct target *t, const struct stat *st, const char *tail)
+{
+	const char *dir = t->cfg->path;
+
+	if (!t->pinned || (st->st_dev == t->dev && st->st_ino == t->dir_ino))
+		return 0;
+	if (st->st_dev != t->dev)
+		return moved(t, dir, st->st_dev, tail);
+	return terr(t, -EXDEV,
+		    "%s is no longer the directory iopulse first opened (inode %llu, now %llu): "
+		    "it was replaced; restart iopulse to measure the new one%s",
+		    dir, (unsigned long long)t->dir_ino, (unsigned long long)st->st_ino, tail);
+}
+
+/*
+ * The target directory, opened by the walk above. Its identity (device,
+ * inode) is pinned the first time: afterwards a path that names another
+ * directory (replaced, a symlink swapped in, unmounted) is refused, not followed.
+ */
+static int open_target_dir(struct target *t, int *out)
+{
+	const char *dir = t->cfg->path;
+	struct statfs sfs;
+	struct stat st;
+	int dfd, r;
+
+	r = walk_to_dir(t, dir, &dfd);
+	if (r < 0)
+		return r;
+	if (fstat(dfd, &st) < 0 || fstatfs(dfd, &sfs) < 0) {
+		r = terr(t, -errno, "%s: %m", dir);
+		goto fail;
+	}
+	r = dir_identity(t, &st, "; not creating a probe file there");
+	if (r == 0)
+		r = check_memory_backed(t, dir, &sfs);
+	if (r == 0 && !t->pinned)
+		r = check_mounted(t, dfd);
+	if (r < 0)
+		goto fail;
+	if (!t->pinned) {
+		t->dev = st.st_dev;
+		t->dir_ino = st.st_ino;
+		t->fs_type = (long)sfs.f_type;
+		t->pinned = true;
+	}
+	*out = dfd;
+	return 0;
+fail:
+	close(dfd);
+	return r;
+}
+
+void target_pin_like(struct target *t, const struct target *from)
+{
+	if (!from->pinned || t->pinned)
+		return;
+	t->dev = from->dev;
+	t->dir_ino = from->dir_ino;
+	t->fs_type = from->fs_type;
+	t->pinned = true;
+}
+
+/*
+ * A dir_only target is open: the directory @dfd (open_target_dir()'s, pinned)
+ * is held as t->fd, so that target_check() and the lane see it as any open
+ * target; no byte of it is for probes.
+ */
+static void dir_only_opened(struct target *t, int dfd)
+{
+	t->fd = dfd;
+	t->lock_fd = -1;
+	t->ino = t->dir_ino;
+	t->writable = false;
+	t->data_start = 0;
+	t->data_end = 0;
+	t->error[0] = '\0';
+}
+
+/* t->file_path of a directory target: its probe file, or the directory. */
+static int probe_file_path(struct target *t)
+{
+	const char *dir = t->cfg->path;
+	int r;
+
+	if (t->dir_only)
+		r = snprintf(t->file_path, sizeof(t->file_path), "%s", dir);
+	else if (t->unnamed)
+		r = snprintf(t->file_path, sizeof(t->file_path), "%s/(unnamed probe file)", dir);
+	else
+		r = snprintf(t->file_path, sizeof(t->file_path), "%s/%s", dir, probe_name(t));
+	if (r < 0 || (size_t)r >= sizeof(t->file_path))
+		return terr(t, -ENAMETOOLONG, "%s: path too long", dir);
+	return 0;
+}
+
+static int open_directory(struct target *t)
+{
+	struct stat st;
+	bool relay = false;
+	int dfd = -1, fd = -1, lk = -1, r;
+
+	r = probe_file_path(t);
+	if (r < 0)
+		return r;
+	r = open_target_dir(t, &dfd);
+	if (r < 0)
+		return r;
+	if (!t->swept)
+		sweep_stale_tmps(t, dfd);
+	if (t->dir_only) { /* pinned and checked: held open as the target itself */
+		dir_only_opened(t, dfd);
+		return 0;
+	}
+
+	r = t->unnamed ? -ENOENT : open_existing(t, dfd, &fd, &lk, &relay);
+	if (r == -ENOENT) {
+		r = create_probe_file(t, dfd, &fd, &lk);
+	} else if (r == 0 && relay) {
+		/* Ours, locked, open: laid out again in place, never renamed over. */
+		r = layout(t, fd, t->file_path);
+		if (r < 0) {
+			close(fd);
+			close(lk);
+		}
+	}
+	if (r < 0)
+		goto out;
+
+	if (fstat(fd, &st) < 0) {
+		r = terr(t, -errno, "%s: fstat: %m", t->file_path);
+		close(fd);
+		close(lk);
+		goto out;
+	}
+	t->fd = fd;
+	t->lock_fd = lk;
+	t->ino = st.st_ino;
+	t->writable = true;
+	t->data_start = TARGET_HEADER_SIZE;
+	t->data_end = TARGET_HEADER_SIZE + t->cfg->size;
+	t->error[0] = '\0';
+out:
+	close(dfd);
+	return r;
+}
+
+/* ---- file targets ------------------------------------------------------- */
+
+/*
+ * A file or device target is open on @fd and all of its @size is measured (down
+ * to the alignment). The first open pins the device (and filesystem type) that
+ * later opens and checks must find again.
+ */
+static void whole_target_opened(struct target *t, int fd, ino_t ino, bool writable, uint64_t size,
+				dev_t dev, long fs_type)
+{
+	t->fd = fd;
+	t->ino = ino;
+	t->writable = writable;
+	t->data_start = 0;
+	t->data_end = size & ~(uint64_t)(t->offset_align - 1);
+	if (!t->pinned) {
+		t->dev = dev;
+		t->fs_type = fs_type;
+		t->pinned = true;
+	}
+	t->error[0] = '\0';
+}
+
+/*
+ * A file target opened read-only after every check: walked to, a regular file
+ * (never a symlink, never a FIFO or a device opened to find out), at least
+ * FILE_TARGET_MIN_SIZE bytes, on the pinned filesystem, not in memory unless
+ * allowed, O_DIRECT as configured. Sets t->file_path. The descriptor, with
+ * @st and @sfs, or -errno with t->error set. Nothing is written.
+ */
+static int open_file_fd(struct target *t, struct stat *st, struct statfs *sfs)
+{
+	const char *path = t->cfg->path;
+	char leaf[NAME_MAX + 1];
+	struct stat lst;
+	int pfd, fd, r;
+
+	r = snprintf(t->file_path, sizeof(t->file_path), "%s", path);
+	if (r < 0 || (size_t)r >= sizeof(t->file_path))
+		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+	r = walk_to_file(t, path, &pfd, leaf, sizeof(leaf));
+	if (r < 0)
+		return r;
+
+	/* lstat first: never open() a device or FIFO just to find out what it is. */
+	if (fstatat(pfd, leaf, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
+		r = errno == ENOENT ? terr(t, -ENOENT, "%s: no such file", path)
+				    : terr(t, -errno, "%s: %m", path);
+		close(pfd);
+		return r;
+	}
+	if (S_ISLNK(lst.st_mode) || !S_ISREG(lst.st_mode)) {
+		close(pfd);
+		if (S_ISLNK(lst.st_mode))
+			return leaf_is_link(t, path);
+		return terr(t, -EINVAL, "%s: not a regular file", path);
+	}
+
+	/* O_NOATIME keeps even the access time as it was; only the owner (or
+	 * CAP_FOWNER) may ask for it. */
+	fd = open_same(pfd, leaf, O_RDONLY | O_NOATIME, &lst, st);
+	if (fd == -EPERM)
+		fd = open_same(pfd, leaf, O_RDONLY, &lst, st);
+	close(pfd);
+	if (fd == -ESTALE || fd == -ELOOP)
+		return terr(t, -EINVAL, "%s changed while we opened it", path);
+	if (fd < 0)
+		return terr(t, fd, "%s: %m", path);
+	if (fstatfs(fd, sfs) < 0) {
+		r = terr(t, -errno, "%s: %m", path);
+		goto fail;
+	}
+	if (st->st_size < (off_t)FILE_TARGET_MIN_SIZE) {
+		r = terr(t, -EINVAL, "%s is smaller than %u bytes: nothing to measure", path,
+			 FILE_TARGET_MIN_SIZE);
+		goto fail;
+	}
+	if (t->pinned && (st->st_dev != t->dev || (long)sfs->f_type != t->fs_type)) {
+		r = moved(t, path, st->st_dev, "; not opening it");
+		goto fail;
+	}
+	r = check_memory_backed(t, path, sfs);
+	if (r < 0)
+		goto fail;
+	r = prepare_fd(t, fd, path, false);
+	if (r < 0)
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	return r;
+}
+
+static int open_file(struct target *t)
+{
+	struct statfs sfs;
+	struct stat st;
+	int fd = open_file_fd(t, &st, &sfs);
+
+	if (fd < 0)
+		return fd;
+	whole_target_opened(t, fd, st.st_ino, false, (uint64_t)st.st_size, st.st_dev,
+			    (long)sfs.f_type);
+	return 0;
+}
+
+/* ---- device targets ---------------------------------------------------- */
+
+/* The device and its partitions, as sysfs knows them. */
+struct devset {
+	unsigned n; /* [0] is the device itself */
+	dev_t dev[1 + MAX_PARTITIONS];
+	char name[1 + MAX_PARTITIONS][32]; /* sysfs name ("loop3p1"); [0] unused */
+};
+
+/* How messages name a device target: "/dev/sdb", or "/dev/disk/by-id/x (/dev/sdb)". */
+static const char *device_name(const struct target *t, char *buf, size_t len)
+{
+	if (strcmp(t->cfg->path, t->file_path) == 0)
+		return t->file_path;
+	snprintf(buf, len, "%s (%s)", t->cfg->path, t->file_path);
+	return buf;
+}
+
+/* Reads a small sysfs/proc file relative to @dfd, without the trailing newline. */
+static int read_small(int dfd, const char *name, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Fills @s with @rdev and its partitions: the subdirectories of
+ * /sys/dev/block/M:m that have a "partition" file. */
+static int devset_load(struct target *t, struct devset *s, dev_t rdev, const char *name)
+{
+	char sys[64], buf[32], sub[NAME_MAX + 16];
+	struct dirent *de;
+	unsigned ma, mi;
+	DIR *d;
+	int r = 0;
+
+	s->n = 1;
+	s->dev[0] = rdev;
+	s->name[0][0] = '\0';
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(rdev), minor(rdev));
+	d = opendir(sys);
+	if (!d)
+		return terr(t, -errno,
+			    "%s: cannot check its partitions and holders (%s: %m): refusing to "
+			    "write to it",
+			    name, sys);
+	while ((errno = 0, de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/partition", de->d_name);
+		if (faccessat(dirfd(d), sub, F_OK, 0) < 0)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/dev", de->d_name);
+		if (read_small(dirfd(d), sub, buf, sizeof(buf)) < 0 ||
+		    sscanf(buf, "%u:%u", &ma, &mi) != 2)
+			continue; /* the partition went away while we looked */
+		if (s->n == 1 + MAX_PARTITIONS) {
+			r = terr(t, -E2BIG, "%s: more than %u partitions: refusing to write to it",
+				 name, MAX_PARTITIONS);
+			break;
+		}
+		s->dev[s->n] = makedev(ma, mi);
+		snprintf(s->name[s->n], sizeof(s->name[0]), "%.31s", de->d_name);
+		s->n++;
+	}
+	if (!r && errno)
+		r = terr(t, -errno, "%s: reading %s: %m: refusing to write to it", name, sys);
+	closedir(d);
+	return r;
+}
+
+/* Index of @dev in @s, or -1. */
+static int devset_find(const struct devset *s, dev_t dev)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->dev[i] == dev)
+			return (int)i;
+	return -1;
+}
+
+/* Index in @s of the block device at @path (mountinfo/swaps source), or -1. */
+static int devset_find_path(const struct devset *s, const char *path)
+{
+	struct stat st;
+
+	/* Only device nodes: stat() on an arbitrary path could hang on a dead mount. */
+	if (strncmp(path, "/dev/", 5) != 0 || stat(path, &st) < 0 || !S_ISBLK(st.st_mode))
+		return -1;
+	return devset_find(s, st.st_rdev);
+}
+
+/* Undoes the octal escapes of /proc/self/mountinfo and /proc/swaps ("\040"), in place. */
+static void unescape_octal(char *p)
+{
+	char *w = p;
+
+	for (; *p; p++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+		    p[3] >= '0' && p[3] <= '7') {
+			*w++ = (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 | (p[3] - '0'));
+			p += 3;
+		} else {
+			*w++ = *p;
+		}
+	}
+	*w = '\0';
+}
+
+/* " (partition loop3p1)" when @i names a partition, else "". */
+static const char *part_note(const struct devset *s, int i, char *buf, size_t len)
+{
+	if (i <= 0)
+		return "";
+	snprintf(buf, len, " (partition %s)", s->name[i]);
+	return buf;
+}
+
+/* -EBUSY when the device or one of its partitions is mounted in our namespace. */
+static int check_mounts(struct target *t, const struct devset *s, const char *name)
+{
+	char *line = NULL, *tok[64], *save, note[64];
+	size_t cap = 0;
+	int r = 0;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return terr(t, -errno,
+			    "%s: cannot check whether it is mounted (/proc/self/mountinfo: %m): "
+			    "refusing to write to it",
+			    name);
+	while (getline(&line, &cap, f) > 0) {
+		unsigned n = 0, dash = 0, ma, mi;
+		int i = -1;
+
+		for (char *p = strtok_r(line, " \n", &save); p && n < 64;
+		     p = strtok_r(NULL, " \n", &save)) {
+			if (n >= 6 && !dash && strcmp(p, "-") == 0)
+				dash = n;
+			tok[n++] = p;
+		}
+		/* id parent maj:min root mountpoint options [optional...] - type source */
+		if (n < 6 || sscanf(tok[2], "%u:%u", &ma, &mi) != 2)
+			continue;
+		i = devset_find(s, makedev(ma, mi));
+		if (i < 0 && dash && dash + 2 < n) {
+			/* btrfs and others report an anonymous device: go by the source. */
+			unescape_octal(tok[dash + 2]);
+			i = devset_find_path(s, tok[dash + 2]);
+		}
+		if (i >= 0) {
+			unescape_octal(tok[4]);
+			r = terr(t, -EBUSY, "%s is mounted at %s%s: refusing to write to it", name,
+				 tok[4], part_note(s, i, note, sizeof(note)));
+			break;
+		}
+	}
+	if (!r && ferror(f))
+		r = terr(t, -EIO, "%s: cannot read /proc/self/mountinfo: refusing to write to it",
+			 name);
+	free(line);
+	fclose(f);
+	return r;
+}
+
+/* -EBUSY when the device or one of its partitions is an active swap area. */
+static int check_swaps(struct target *t, const struct devset *s, const char *name)
+{
+	char *line = NULL, note[64];
+	size_t cap = 0;
+	int r = 0;
+	FILE *f = fopen("/proc/swaps", "re");
+
+	if (!f)
+		return errno == ENOENT ? 0 : /* no swap support */
+			       terr(t, -errno,
+				    "%s: cannot check whether it is swap (/proc/swaps: %m): "
+				    "refusing to write to it",
+				    name);
+	while (getline(&line, &cap, f) > 0) {
+		int i;
+
+		line[strcspn(line, " \t\n")] = '\0'; /* Filename Type Size Used Priority */
+		unescape_octal(line);
+		i = devset_find_path(s, line);
+		if (i >= 0) {
+			r = terr(t, -EBUSY, "%s is in use as swap%s: refusing to write to it", name,
+				 part_note(s, i, note, sizeof(note)));
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return r;
+}
+
+/* -EBUSY when something (dm, md, bcache...) is stacked on the device or a partition. */
+static int check_holders(struct target *t, const struct devset *s, const char *name)
+{
+	char dir[96], note[64];
+
+	for (unsigned i = 0; i < s->n; i++) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u/holders", major(s->dev[i]),
+			 minor(s->dev[i]));
+		d = opendir(dir);
+		if (!d) {
+			if (errno == ENOENT && i > 0)
+				continue; /* the partition went away */
+			return terr(
+				t, -errno,
+				"%s: cannot check its holders (%s: %m): refusing to write to it",
+				name, dir);
+		}
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.')
+				break;
+		if (de) {
+			int r = terr(t, -EBUSY, "%s is held by %s%s: refusing to write to it", name,
+				     de->d_name, part_note(s, (int)i, note, sizeof(note)));
+
+			closedir(d);
+			return r;
+		}
+		closedir(d);
+	}
+	return 0;
+}
+
+/*
+ * Whether the device @rdev may be written: 0, -EBUSY (mounted, swap, held) or
+ * another -errno when we cannot tell; t->error set.
+ */
+static int device_in_use(struct target *t, dev_t rdev, const char *name)
+{
+	struct devset *s = malloc(sizeof(*s));
+	int r;
+
+	if (!s)
+		return terr(t, -ENOMEM, "%s: out of memory", name);
+	r = devset_load(t, s, rdev, name);
+	if (r == 0)
+		r = check_mounts(t, s, name);
+	if (r == 0)
+		r = check_swaps(t, s, name);
+	if (r == 0)
+		r = check_holders(t, s, name);
+	free(s);
+	return r;
+}
+
+static int device_size(struct target *t, int fd, const char *name, uint64_t *size)
+{
+	if (ioctl(fd, BLKGETSIZE64, size) < 0)
+		return terr(t, -errno, "%s: BLKGETSIZE64: %m", name);
+	return 0;
+}
+
+/*
+ * Stats the device path into @st (stat, not lstat: /dev/disk/by-id/... symlinks
+ * are how disks are named; never open() anything but a block device to find out
+ * what it is) and sets t->file_path to where it resolves.
+ */
+static int device_stat(struct target *t, struct stat *st)
+{
+	const char *path = t->cfg->path;
+	char real[PATH_MAX];
+	int r;
+
+	if (stat(path, st) < 0) {
+		if (errno == ENOENT)
+			return terr(t, -ENOENT, "%s: no such device", path);
+		return terr(t, -errno, "%s: %m", path);
+	}
+	if (!S_ISBLK(st->st_mode))
+		return terr(t, -ENOTBLK, "%s is not a block device%s", path,
+			    S_ISREG(st->st_mode)   ? ": for a regular file, use 'file:'"
+			    : S_ISDIR(st->st_mode) ? ": for a directory, use 'directory:'"
+						   : "");
+	if (!realpath(path, real))
+		snprintf(real, sizeof(real), "%s", path);
+	r = snprintf(t->file_path, sizeof(t->file_path), "%s", real);
+	if (r < 0 || (size_t)r >= sizeof(t->file_path))
+		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+	return 0;
+}
+
+/* Whether device @rdev may be opened as asked: the one pinned, and for writes
+ * allowed and not in use. */
+static int device_may_open(struct target *t, dev_t rdev, const char *name, bool write)
+{
+	if (t->pinned && rdev != t->dev)
+		return terr(t, -EXDEV,
+			    "%s now names device %u:%u, not %u:%u as when first opened: not "
+			    "opening it",
+			    name, major(rdev), minor(rdev), major(t->dev), minor(t->dev));
+	if (write && !t->cfg->allow_device_writes)
+		return terr(t, -EPERM,
+			    "%s: write probes on a block device overwrite its data; set "
+			    "'allow_device_writes: true' on the target to allow them",
+			    name);
+	if (write)
+		return device_in_use(t, rdev, name);
+	return 0;
+}
+
+/* Opens device @rdev (exclusively for writes) and checks it is still that
+ * device; the descriptor (its inode in @ino), or -errno with t->error set. */
+static int device_open_fd(struct target *t, dev_t rdev, const char *name, bool write, ino_t *ino)
+{
+	struct stat fst;
+	int fd, r;
+
+	fd = open(t->cfg->path,
+		  (write ? O_RDWR | O_EXCL : O_RDONLY) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		if (r == -EBUSY && write) {
+			/* Claimed since we looked: say by what, if we can see it. */
+			r = device_in_use(t, rdev, name);
+			if (r < 0)
+				return r;
+			return terr(
+				t, -EBUSY,
+				"%s is in use (EBUSY on exclusive open): refusing to write to it",
+				name);
+		}
+		return terr(t, r, "%s: cannot open%s: %m", name, write ? " for writing" : "");
+	}
+	if (fstat(fd, &fst) < 0) {
+		r = terr(t, -errno, "%s: fstat: %m", name);
+		goto fail;
+	}
+	if (!S_ISBLK(fst.st_mode) || fst.st_rdev != rdev) {
+		r = terr(t, -EINVAL, "%s changed while we opened it", name);
+		goto fail;
+	}
+	*ino = fst.st_ino;
+	return fd;
+fail:
+	close(fd);
+	return r;
+}
+
+/* -EINVAL (t->error set) when the device @name has too few bytes to measure:
+ * @size under FILE_TARGET_MIN_SIZE or its direct I/O alignment. */
+static int device_too_small(struct target *t, const char *name, uint64_t size)
+{
+	if (size < FILE_TARGET_MIN_SIZE || size < t->offset_align)
+		return terr(t, -EINVAL, "%s has %" PRIu64 " bytes (no medium?): nothing to measure",
+			    name, size);
+	return 0;
+}
+
+/*
+ * What open_device() checks before it opens the device: a block device (@st),
+ * named @name (in @nbuf), and, when some probe writes (t->want_write), writes
+ * allowed and the device unmounted, not swap, unheld. 0 or -errno, t->error set.
+ */
+static int device_checks(struct target *t, struct stat *st, const char **name, char *nbuf,
+			 size_t len)
+{
+	int r = device_stat(t, st);
+
+	if (r < 0)
+		return r;
+	*name = device_name(t, nbuf, len);
+	return device_may_open(t, st->st_rdev, *name, t->want_write);
+}
+
+static int open_device(struct target *t)
+{
+	const bool write = t->want_write;
+	char nbuf[2 * PATH_MAX + 4];
+	const char *name;
+	struct stat st;
+	uint64_t size;
+	ino_t ino = 0;
+	int fd, r;
+
+	r = device_checks(t, &st, &name, nbuf, sizeof(nbuf));
+	if (r < 0)
+		return r;
+	fd = device_open_fd(t, st.st_rdev, name, write, &ino);
+	if (fd < 0)
+		return fd;
+	r = prepare_fd(t, fd, name, true);
+	if (r < 0)
+		goto fail;
+	r = device_size(t, fd, name, &size);
+	if (r < 0)
+		goto fail;
+	r = device_too_small(t, name, size);
+	if (r < 0)
+		goto fail;
+	whole_target_opened(t, fd, ino, write, size, st.st_rdev, 0);
+	return 0;
+fail:
+	close(fd);
+	return r;
+}
+
+/* target_check() for a device target; 0 or -errno, the caller closes. */
+static int check_device(struct target *t)
+{
+	char nbuf[2 * PATH_MAX + 4];
+	const char *name = device_name(t, nbuf, sizeof(nbuf));
+	struct stat fst, st;
+	uint64_t size;
+	int r;
+
+	if (fstat(t->fd, &fst) < 0)
+		return terr(t, -errno, "%s: fstat: %m", name);
+	if (!S_ISBLK(fst.st_mode) || fst.st_rdev != t->dev)
+		return terr(t, -ESTALE, "%s: the open descriptor is not device %u:%u", name,
+			    major(t->dev), minor(t->dev));
+	if (stat(t->cfg->path, &st) < 0) {
+		if (errno == ENOENT)
+			return terr(t, -ESTALE, "%s was removed", name);
+		return terr(t, -errno, "%s: %m", name);
+	}
+	if (!S_ISBLK(st.st_mode) || st.st_rdev != t->dev)
+		return terr(t, -EXDEV,
+			    "%s now names %s %u:%u, not the device %u:%u we opened: was it "
+			    "replaced?",
+			    t->cfg->path, S_ISBLK(st.st_mode) ? "device" : "a non-device",
+			    major(st.st_rdev), minor(st.st_rdev), major(t->dev), minor(t->dev));
+	r = device_size(t, t->fd, name, &size);
+	if (r < 0)
+		return r;
+	if (size < t->data_end)
+		return terr(t, -ESTALE, "%s shrank to %" PRIu64 " bytes", name, size);
+	if (t->writable)
+		return device_in_use(t, t->dev, name);
+	return 0;
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+/*
+ * A layout is in progress until the open that made it has named, checked and
+ * returned the file: until then the target is not up yet, and a scrape must not
+ * see it neither laid out nor up (IopulseTargetDown waits for the layout, see
+ * dashboards/iopulse.rules.yml). Stamped before the total goes back to 0, so
+ * that a lane seeing 0 sees when it ended.
+ */
+static void layout_over(struct target *t)
+{
+	if (!atomic_load(&t->layout_total))
+		return;
+	atomic_store(&t->layout_ended_ns, eng_mono_ns());
+	atomic_store(&t->layout_total, 0);
+}
+
+int target_open(struct target *t)
+{
+	int r;
+
+	if (t->fd >= 0)
+		return 0;
+	t->layout_failed = false;
+	switch (t->cfg->kind) {
+	case CFG_TARGET_DIRECTORY:
+		if (t->cfg->size < CFG_MIN_TARGET_SIZE || t->cfg->size > CFG_MAX_TARGET_SIZE)
+			return terr(t, -EINVAL, "%s: probe-file size %" PRIu64 " out of range",
+				    t->cfg->path, t->cfg->size);
+		r = open_directory(t);
+		layout_over(t);
+		return r;
+	case CFG_TARGET_FILE:
+		return open_file(t);
+	case CFG_TARGET_DEVICE:
+		return open_device(t);
+	}
+	return terr(t, -EINVAL, "%s: unknown target kind", t->cfg->path);
+}
+
+/* target_check_ro() of a directory target: the directory as open_directory()
+ * opens it, then each probe file already there as open_existing() judges it. */
+static int check_ro_directory(struct target *t, const char *const *files, unsigned n_files)
+{
+	int dfd, r;
+
+	snprintf(t->file_path, sizeof(t->file_path), "%s", t->cfg->path);
+	r = open_target_dir(t, &dfd);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; r == 0 && i < n_files; i++) {
+		t->file_name = files[i];
+		r = probe_file_path(t);
+		if (r == 0)
+			r = check_existing(t, dfd);
+	}
+	close(dfd);
+	return r;
+}
+
+/*
+ * target_check_ro() of a device target: open_device()'s checks, without opening
+ * the device: the access it would open with (the effective ids, faccessat(2)),
+ * and the size sysfs gives (0 without a medium).
+ */
+static int check_ro_device(struct target *t)
+{
+	char nbuf[2 * PATH_MAX + 4];
+	const char *name;
+	struct stat st;
+	int r = device_checks(t, &st, &name, nbuf, sizeof(nbuf));
+
+	if (r < 0)
+		return r;
+	if (faccessat(AT_FDCWD, t->cfg->path, R_OK | (t->want_write ? W_OK : 0), AT_EACCESS) < 0)
+		return terr(t, -errno, "%s: cannot open%s: %m", name,
+			    t->want_write ? " for writing" : "");
+	return device_too_small(t, name, device_sysfs_size(st.st_rdev));
+}
+
+int target_check_ro(struct target *t, const char *const *files, unsigned n_files)
+{
+	struct statfs sfs;
+	struct stat st;
+	int fd;
+
+	switch (t->cfg->kind) {
+	case CFG_TARGET_DIRECTORY:
+		return check_ro_directory(t, files, n_files);
+	case CFG_TARGET_FILE:
+		fd = open_file_fd(t, &st, &sfs);
+		if (fd < 0)
+			return fd;
+		close(fd);
+		return 0;
+	case CFG_TARGET_DEVICE:
+		return check_ro_device(t);
+	}
+	return terr(t, -EINVAL, "%s: unknown target kind", t->cfg->path);
+}
+
+int target_check(struct target *t)
+{
+	const bool is_dir = t->cfg->kind == CFG_TARGET_DIRECTORY;
+	char leaf[NAME_MAX + 1];
+	struct stat fst, pst, dst;
+	int pfd = -1, r;
+
+	if (t->fd < 0)
+		return terr(t, -EBADF, "%s: not open", t->file_path);
+	if (t->cfg->kind == CFG_TARGET_DEVICE) {
+		r = check_device(t);
+		if (r < 0)
+			goto fail;
+		return 0;
+	}
+	if (fstat(t->fd, &fst) < 0) {
+		r = terr(t, -errno, "%s: fstat: %m", t->file_path);
+		goto fail;
+	}
+
+	/* The path walked again, never through a symlink. The directory first:
+	 * after an unmount "was deleted" would mislead. */
+	if (is_dir) {
+		snprintf(leaf, sizeof(leaf), "%s", probe_name(t));
+		r = walk_to_dir(t, t->cfg->path, &pfd);
+		if (r == 0 && fstat(pfd, &dst) < 0)
+			r = terr(t, -errno, "%s: %m", t->cfg->path);
+		if (r == 0)
+			r = dir_identity(t, &dst, "");
+	} else {
+		r = walk_to_file(t, t->cfg->path, &pfd, leaf, sizeof(leaf));
+		if (r == 0 && fstatat(pfd, leaf, &dst, AT_SYMLINK_NOFOLLOW) < 0)
+			r = errno == ENOENT ? terr(t, -ESTALE, "%s was deleted", t->file_path)
+					    : terr(t, -errno, "%s: %m", t->file_path);
+		if (r == 0 && dst.st_dev != t->dev)
+			r = moved(t, t->file_path, dst.st_dev, "");
+	}
+	if (r < 0)
+		goto fail;
+	/* unnamed: no name to look at, only we can reach it; dir_only: the
+	 * directory, just found to be the pinned one, is all there is. */
+	if (is_dir && (t->unnamed || t->dir_only))
+		pst = fst;
+	else if (fstatat(pfd, leaf, &pst, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			r = terr(t, -ESTALE, "%s was deleted", t->file_path);
+		else
+			r = terr(t, -errno, "%s: %m", t->file_path);
+		goto fail;
+	}
+	if ((fst.st_nlink == 0 && !(is_dir && t->unnamed)) || !same_inode(&pst, &fst)) {
+		r = terr(t, -ESTALE, "%s was deleted or replaced", t->file_path);
+		goto fail;
+	}
+	if ((uint64_t)fst.st_size < t->data_end) {
+		r = terr(t, -ESTALE, "%s shrank to %lld bytes", t->file_path,
+			 (long long)fst.st_size);
+		goto fail;
+	}
+	close(pfd);
+	return 0;
+fail:
+	if (pfd >= 0)
+		close(pfd);
+	target_close(t);
+	return r;
+}
+
+/* ---------------------------------------------------------------- bounded stat */
+
+/*
+ * stat(2) on a hung NFS or FUSE mount waits as long as the server does, and not
+ * always interruptibly: a thread that calls it is lost until the filesystem
+ * answers. So the stat runs on a helper thread, and the caller waits for it only
+ * so long; an abandoned helper finishes (and frees its job) whenever the
+ * filesystem returns. At most STAT_ABANDONED_MAX helpers are left waiting at once;
+ * beyond that, the caller gets -ETIMEDOUT without trying.
+ */
+#define STAT_ABANDONED_MAX 8
+
+static atomic_uint stat_abandoned;
+
+struct stat_job {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC */
+	unsigned refs;	   /* the caller's and the helper's */
+	bool done, abandoned;
+	int r;
+	struct stat st;
+	char path[];
+};
+
+/* Drop one reference, under j->mu; frees @j with the last. */
+static void stat_job_put(struct stat_job *j)
+{
+	bool last = --j->refs == 0;
+
+	pthread_mutex_unlock(&j->mu);
+	if (last) {
+		pthread_cond_destroy(&j->cv);
+		pthread_mutex_destroy(&j->mu);
+		free(j);
+	}
+}
+
+static void *stat_job_run(void *arg)
+{
+	struct stat_job *j = arg;
+	struct stat st;
+	int r = stat(j->path, &st) < 0 ? -errno : 0;
+
+	pthread_mutex_lock(&j->mu);
+	j->st = st;
+	j->r = r;
+	j->done = true;
+	if (j->abandoned)
+		atomic_fetch_sub(&stat_abandoned, 1);
+	pthread_cond_signal(&j->cv);
+	stat_job_put(j);
+	return NULL;
+}
+
+int target_stat_within(const char *path, struct stat *st, unsigned ms)
+{
+	size_t n = strlen(path) + 1;
+	struct stat_job *j;
+	pthread_condattr_t ca;
+	pthread_attr_t attr;
+	pthread_t thread;
+	struct timespec end;
+	int r;
+
+	if (atomic_load(&stat_abandoned) >= STAT_ABANDONED_MAX)
+		return -ETIMEDOUT;
+	j = calloc(1, sizeof(*j) + n);
+	if (!j)
+		return -ENOMEM;
+	memcpy(j->path, path, n);
+	j->refs = 2;
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&j->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	r = -pthread_create(&thread, &attr, stat_job_run, j);
+	pthread_attr_destroy(&attr);
+	pthread_mutex_lock(&j->mu);
+	if (r < 0) {
+		j->refs = 1;
+		stat_job_put(j);
+		return r;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end = eng_timespec(eng_ns(&end) + (uint64_t)ms * 1000000);
+	while (!j->done && pthread_cond_timedwait(&j->cv, &j->mu, &end) != ETIMEDOUT)
+		;
+	if (j->done) {
+		*st = j->st;
+		r = j->r;
+	} else {
+		j->abandoned = true;
+		atomic_fetch_add(&stat_abandoned, 1);
+		r = -ETIMEDOUT;
+	}
+	stat_job_put(j);
+	return r;
+}
+
+/* ---- what a target is on ------------------------------------------------- */
+
+/* The common filesystems by statfs f_type (linux/magic.h); others by number. */
+static const struct {
+	unsigned long magic;
+	const char *name;
+} fs_names[] = {
+	/* ext2 and ext3 share the magic, and the ext4 driver mounts them today. */
+	{EXT4_SUPER_MAGIC, "ext4"}, {XFS_SUPER_MAGIC, "xfs"},	 {BTRFS_SUPER_MAGIC, "btrfs"},
+	{F2FS_SUPER_MAGIC, "f2fs"}, {TMPFS_MAGIC, "tmpfs"},	 {RAMFS_MAGIC, "ramfs"},
+	{NFS_SUPER_MAGIC, "nfs"},   {FUSE_SUPER_MAGIC, "fuse"},	 {OVERLAYFS_SUPER_MAGIC, "overlay"},
+	{CEPH_SUPER_MAGIC, "ceph"}, {CIFS_SUPER_MAGIC, "cifs"},	 {SMB2_SUPER_MAGIC, "smb2"},
+	{V9FS_MAGIC, "9p"},	    {MSDOS_SUPER_MAGIC, "vfat"}, {EXFAT_SUPER_MAGIC, "exfat"},
+	{0x2fc12fc1UL, "zfs"}, /* not in linux/magic.h: ZFS is out of tree */
+};
+
+static void fstype_name(long f_type, char *buf, size_t len)
+{
+	unsigned long m = (unsigned long)f_type & 0xffffffffUL; /* f_type may sign-extend */
+
+	for (size_t i = 0; i < sizeof(fs_names) / sizeof(fs_names[0]); i++)
+		if (fs_names[i].magic == m) {
+			snprintf(buf, len, "%s", fs_names[i].name);
+			return;
+		}
+	snprintf(buf, len, "0x%lx", m);
+}
+
+/* Leading and trailing white space off (SCSI pads its model strings). */
+void target_label_text(char *s)
+{
+	size_t skip = strspn(s, " \t\n"), n;
+
+	memmove(s, s + skip, strlen(s + skip) + 1);
+	n = strlen(s);
+	while (n && strchr(" \t\n", s[n - 1]))
+		s[--n] = '\0';
+	/* The kernel passes a device's bytes through as they are; a label value
+	 * that is not UTF-8 would make Prometheus reject the whole scrape. */
+	for (unsigned char *p = (unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '_';
+}
+
+/*
+ * The kernel name of block device @dev (the link /sys/dev/block/M:m points to
+ * ends in it) and its whole disk's model: a partition's sysfs directory sits in
+ * its disk's, whose device/model holds it. Nothing when @dev has no block device
+ * (tmpfs, nfs, fuse, btrfs: anonymous device numbers).
+ */
+static void describe_device(dev_t dev, struct target_desc *d)
+{
+	char sys[64], link[PATH_MAX];
+	const char *base;
+	ssize_t n;
+	int dfd, disk;
+
+	if (major(dev) == 0)
+		return;
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	n = readlink(sys, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = '\0';
+	base = strrchr(link, '/');
+	base = base ? base + 1 : link;
+	if (strlen(base) >= sizeof(d->device))
+		return;
+	memcpy(d->device, base, strlen(base) + 1);
+	dfd = open(sys, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	disk = dfd;
+	if (faccessat(dfd, "partition", F_OK, 0) == 0)
+		disk = openat(dfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (disk >= 0 && read_small(disk, "device/model", d->model, sizeof(d->model)) == 0)
+		target_label_text(d->model);
+	else
+		d->model[0] = '\0';
+	if (disk >= 0 && disk != dfd)
+		close(disk);
+	close(dfd);
+}
+
+void target_describe(const struct target *t, struct target_desc *d)
+{
+	memset(d, 0, sizeof(*d));
+	if (!t->pinned)
+		return;
+	if (t->cfg->kind != CFG_TARGET_DEVICE)
+		fstype_name(t->fs_type, d->fstype, sizeof(d->fstype));
+	describe_device(t->dev, d);
+}
