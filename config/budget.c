@@ -74,7 +74,7 @@ static void burst_cost(const struct cfg_probe *p, const struct cfg_target *t, do
 		       struct cfg_cost *out)
 {
 	double run_ns = (double)p->ramp_ns + burst_phase_ns(p, t);
-	/* sizes are k x block_size, k uniform in 1..max/min (daemon/burst.c) */
+	/* sizes are k x block_size, k uniform in 1..max/min (a burst's jobs, daemon/probes/) */
 	double mean_bs =
 		(double)p->block_size * (double)(p->block_size_max / p->block_size + 1) / 2;
 	double ios_per_run = burst_iops(p, t) * run_ns / 1e9;
@@ -101,7 +101,7 @@ void cfg_probe_cost(const struct config *c, const struct cfg_probe *p, struct cf
 		return;
 	}
 	if (p->kind == CFG_PROBE_VERIFY) {
-		/* the state's write and sync after the blocks' (daemon/verify.c) */
+		/* the state's write and sync after the blocks' (daemon/probes/verify.c) */
 		ios = p->verify_blocks + p->verify_per_run + 1 + 2;
 		out->busy_s_per_hour = runs_per_hour * ios * (double)t->expected_latency_ns / 1e9;
 		out->write_bytes_per_day =

@@ -798,7 +798,7 @@ static int cmd_version(int argc, char **argv)
 	return EX_USAGE;
 }
 
-/* IOPULSE_CLOCK: auto (the TSC where trusted) or monotonic; engines/clock.c. */
+/* IOPULSE_CLOCK: auto (the TSC where trusted) or monotonic; lib/clock.c. */
 static int clock_from_env(void)
 {
 	const char *v = getenv("IOPULSE_CLOCK");

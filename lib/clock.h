@@ -13,7 +13,7 @@
 #define NSEC_PER_SEC 1000000000ULL
 
 /* CLOCK_MONOTONIC in nanoseconds, or the TSC scaled to it once eng_clock_init()
- * has found it trustworthy (engines/clock.c; a test may define its own). */
+ * has found it trustworthy (lib/clock.c; a test may define its own). */
 uint64_t eng_now_ns(void);
 
 enum eng_clock {
