@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * metrics — registry of families and series, and consistent snapshots.
+ * metrics — registry of families and series; its consistent snapshots are in
+ * snapshot.c, what both share in metrics_int.h.
  *
  * One pthread mutex in the registry guards everything: the family list, each
  * family's series list, and every value (including histogram series). Writers
