@@ -71,13 +71,15 @@ static int op_series(struct probe_series *s, const struct config *cfg, unsigned 
 }
 
 /* Warm-up I/Os of each op, for a ping that may make them ('warmup_after'): a
- * series that could only ever say 0 is left out. */
+ * series that could only ever say 0 is left out. Pings only, without asking
+ * the kind: 'warmup_after' is a ping key, which the configuration refuses on
+ * any other probe, so that theirs is always 0. */
 static int warmup_series(struct probe_series *s, unsigned io_ops)
 {
 	const char *v[4] = {s->cfg->name, s->target, NULL, NULL};
 	struct metric_family *f;
 
-	if (s->cfg->kind != CFG_PROBE_PING || !s->cfg->warmup_idle_ns)
+	if (!s->cfg->warmup_idle_ns)
 		return 0;
 	f = metrics_family(s->m, "iopulse_probe_warmup_ios_total", METRIC_COUNTER,
 			   "Unmeasured warm-up I/Os completed without error, by operation: "
