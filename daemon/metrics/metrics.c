@@ -263,6 +263,18 @@ out:
 	return f;
 }
 
+int metrics_declare(struct metrics *m, const struct metric_def *defs, unsigned n,
+		    const uint64_t *bounds_ns, unsigned n_bounds, struct metric_family **f)
+{
+	for (unsigned i = 0; i < n; i++) {
+		f[i] = metrics_family(m, defs[i].name, defs[i].type, defs[i].help, defs[i].labels,
+				      bounds_ns, n_bounds);
+		if (!f[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* ---- series ---- */
 
 /* The snapshot order of series: label values, compared one by one. */

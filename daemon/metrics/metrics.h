@@ -62,6 +62,27 @@ struct metric_family *metrics_family(struct metrics *m, const char *name, enum m
 				     const char *help, const char *const *labels,
 				     const uint64_t *bounds_ns, unsigned n_bounds);
 
+/*
+ * A family as a module's table declares it, one row per family (probe_metrics.c,
+ * process.c): what metrics_declare() registers, and what the unit test of
+ * iopulse(8) METRICS compares with the manual. @labels as metrics_family()'s.
+ */
+struct metric_def {
+	const char *name;
+	enum metric_type type;
+	const char *const *labels; /* NULL-terminated; NULL: none */
+	const char *help;
+};
+
+/*
+ * Declares the family of each row of @defs[0..n) in @m, as metrics_family(), into
+ * @f[0..n): the histogram rows with the bounds @bounds_ns[0..n_bounds) (the
+ * configured buckets), the others without. 0, or -ENOMEM at the first row that
+ * could not be declared (@f past it unset).
+ */
+int metrics_declare(struct metrics *m, const struct metric_def *defs, unsigned n,
+		    const uint64_t *bounds_ns, unsigned n_bounds, struct metric_family **f);
+
 /* Get or create the series with these label values (one per label name; copied).
  * The pointer stays valid until metrics_series_drop() or metrics_free(). NULL on
  * allocation failure. */

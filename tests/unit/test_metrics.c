@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for daemon/metrics: declaring families, series, values, and
- * snapshots (sorted, deep copies, empty families omitted).
+ * Unit tests for daemon/metrics: declaring families (one by one and by table),
+ * series, values, and snapshots (sorted, deep copies, empty families omitted).
  */
 #include <errno.h>
 #include <math.h>
@@ -81,6 +81,53 @@ static void test_family_declare_and_redeclare(void **state)
 	}
 	metrics_free(m);
 	metrics_free(NULL);
+}
+
+/* A table of rows: each declared as metrics_family() would, the bounds on
+ * histograms only, the same families again; a row refused stops the walk. */
+static void test_declare_table(void **state)
+{
+	static const char *const t[] = {"target", NULL};
+	static const struct metric_def defs[] = {
+		{"test_ios_total", METRIC_COUNTER, pto, "I/Os."},
+		{"test_latency_seconds", METRIC_HISTOGRAM, pto, "Latency."},
+		{"test_up", METRIC_GAUGE, NULL, "Up."},
+	};
+	static const struct metric_def bad[] = {
+		{"test_ok", METRIC_GAUGE, t, "Fine."},
+		{"test_up", METRIC_COUNTER, NULL, "Another type."},
+		{"test_never", METRIC_GAUGE, NULL, "After the refused row."},
+	};
+	struct metrics *m = metrics_new();
+	struct metric_family *f[3], *g[3] = {NULL, NULL, NULL};
+	struct metrics_snapshot *snap;
+
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(metrics_declare(m, defs, 3, bounds, 3, f), 0);
+	assert_ptr_equal(metrics_family(m, "test_ios_total", METRIC_COUNTER, "", pto, NULL, 0),
+			 f[0]);
+	assert_ptr_equal(
+		metrics_family(m, "test_latency_seconds", METRIC_HISTOGRAM, "", pto, bounds, 3),
+		f[1]);
+	assert_ptr_equal(metrics_family(m, "test_up", METRIC_GAUGE, "", no_labels, NULL, 0), f[2]);
+	assert_int_equal(metrics_declare(m, defs, 3, bounds, 3, g), 0);
+	assert_memory_equal(f, g, sizeof(f));
+	metrics_set(metrics_series(f[2], no_labels), 1);
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	assert_int_equal(snap->n_families, 1);
+	assert_string_equal(snap->families[0].name, "test_up");
+	assert_string_equal(snap->families[0].help, "Up.");
+	metrics_snapshot_free(snap);
+
+	g[1] = g[2] = NULL;
+	assert_int_equal(metrics_declare(m, bad, 3, NULL, 0, g), -ENOMEM);
+	assert_non_null(g[0]);
+	assert_null(g[1]);
+	/* test_never was not declared: any type may still have the name. */
+	assert_non_null(metrics_family(m, "test_never", METRIC_COUNTER, "", NULL, NULL, 0));
+	metrics_free(m);
 }
 
 static void test_series_counter_gauge(void **state)
@@ -688,6 +735,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_family_declare_and_redeclare),
+		cmocka_unit_test(test_declare_table),
 		cmocka_unit_test(test_series_counter_gauge),
 		cmocka_unit_test(test_histogram_observe_merge),
 		cmocka_unit_test(test_snapshot_sorted_deep_copy),
