@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * probe_metrics — the probe, burst and target families, declared by the tables
+ * below (one row a family, which registration walks), and outcomes turned into
+ * their series.
+ */
 #include <errno.h>
 #include <string.h>
 
@@ -14,20 +19,6 @@ static const char *const error_names[PROBE_ERR_COUNT] = {
 static const double burst_quantiles[PROBE_BURST_QUANTILES] = {0.5, 0.9, 0.99, 0.999};
 static const char *const burst_percentiles[PROBE_BURST_QUANTILES] = {"50", "90", "99", "99.9"};
 
-static const char *const pto[] = {"probe", "target", "op", NULL};
-static const char *const ptr[] = {"probe", "target", "reason", NULL};
-static const char *const pt[] = {"probe", "target", NULL};
-static const char *const t_labels[] = {"target", NULL};
-
-/* The one series @values of family @name (made if new): NULL when out of memory. */
-static struct metric_series *family_series(struct metrics *m, const char *name,
-					   enum metric_type type, const char *help,
-					   const char *const *labels, const char *const *values)
-{
-	struct metric_family *f = metrics_family(m, name, type, help, labels, NULL, 0);
-
-	return f ? metrics_series(f, values) : NULL;
-}
 static const char *const wait_names[PROBE_WAIT_COUNT] = {
 	[PROBE_WAIT_BUSY] = "busy",	[PROBE_WAIT_BURST] = "burst",
 	[PROBE_WAIT_LAYOUT] = "layout", [PROBE_WAIT_DEVICE_BUSY] = "device_busy",
@@ -40,30 +31,205 @@ static const char *const mismatch_names[PROBE_MISMATCH_COUNT] = {
 	[PROBE_MISMATCH_STALE] = "stale",
 };
 
+/* ---------------------------------------------------------------- families */
+
+static const char *const pt[] = {"probe", "target", NULL};
+static const char *const pto[] = {"probe", "target", "op", NULL};
+static const char *const ptr[] = {"probe", "target", "reason", NULL};
+static const char *const ptk[] = {"probe", "target", "kind", NULL};
+static const char *const ptoe[] = {"probe", "target", "type", "op", "engine", "io_priority", NULL};
+/* "quantile" is reserved for summaries; these are plain gauges. */
+static const char *const ptoq[] = {"probe", "target", "op", "percentile", NULL};
+static const char *const t_labels[] = {"target", NULL};
+static const char *const t_info[] = {"target", "kind", "path", "fstype", "device", "model", NULL};
+
+/* The rows of probe_metric_defs[], as iopulse(8) lists them (a page sorts by name). */
+enum {
+	P_LATENCY,
+	P_IOS,
+	P_BYTES,
+	P_WARMUP,
+	P_ERRORS,
+	P_RUNS,
+	P_LAST_RUN,
+	P_DEFERRED,
+	P_SKIPPED,
+	P_BUDGET_CUT,
+	P_RUN_SECONDS,
+	P_STEAL_SECONDS,
+	P_INFO,
+	P_INTERVAL,
+	P_VERIFY_CHECKED,
+	P_VERIFY_MISMATCHES,
+	P_COUNT,
+};
+
+/* Every probe declares all of them (probe_metrics_init()): a family without a
+ * series (no probe with 'warmup_after', none that verifies) is on no page. */
+const struct metric_def probe_metric_defs[P_COUNT + 1] = {
+	[P_LATENCY] = {"iopulse_probe_latency_seconds", METRIC_HISTOGRAM, pto,
+		       "Latency of each probe I/O, by operation."},
+	[P_IOS] = {"iopulse_probe_ios_total", METRIC_COUNTER, pto,
+		   "I/Os completed without error, by operation."},
+	[P_BYTES] = {"iopulse_probe_bytes_total", METRIC_COUNTER, pto,
+		     "Bytes transferred by I/Os completed without error."},
+	[P_WARMUP] = {"iopulse_probe_warmup_ios_total", METRIC_COUNTER, pto,
+		      "Unmeasured warm-up I/Os completed without error, by operation: "
+		      "made before a ping whose target had been idle longer than its "
+		      "warmup_after, and kept out of the latency histogram."},
+	[P_ERRORS] = {"iopulse_probe_errors_total", METRIC_COUNTER, ptr,
+		      "Probe failures, by reason."},
+	[P_RUNS] = {"iopulse_probe_runs_total", METRIC_COUNTER, pt,
+		    "Probe runs started, successful or not."},
+	[P_LAST_RUN] = {"iopulse_probe_last_run_timestamp_seconds", METRIC_GAUGE, pt,
+			"Unix time the probe last started a run."},
+	[P_DEFERRED] = {"iopulse_probe_deferred_total", METRIC_COUNTER, ptr,
+			"Runs that fell due while another probe had the target and "
+			"waited their turn, by what held it (burst: a burst, which owns "
+			"it by design; layout: the probe file being laid out; busy: "
+			"other probes)."},
+	[P_SKIPPED] = {"iopulse_probe_skipped_total", METRIC_COUNTER, ptr,
+		       "Runs not made, by reason (burst: the previous run still waited "
+		       "behind a burst, as expected; layout: behind the probe file's "
+		       "layout, as expected; busy: it waited behind other probes, or a "
+		       "burst's previous run was still going: the storage is slow for the "
+		       "schedule; device_busy: a burst held back while other work kept "
+		       "the target's disk busy; budget: a ping or burst that writes, once "
+		       "the target's max_write_per_day is written)."},
+	[P_BUDGET_CUT] = {"iopulse_probe_budget_cut_total", METRIC_COUNTER, pt,
+			  "Runs cut short to keep within the target's max_write_per_day: a "
+			  "burst that stopped where its writes reached the day's budget, a "
+			  "verify probe that checked its blocks and rewrote none."},
+	[P_RUN_SECONDS] = {"iopulse_probe_run_seconds_total", METRIC_COUNTER, pt,
+			   "Wall time of the probe's runs, from before its first I/O to "
+			   "after its last."},
+	[P_STEAL_SECONDS] = {"iopulse_probe_cpu_steal_seconds_total", METRIC_COUNTER, pt,
+			     "CPU time the hypervisor stole during the probe's runs, per "
+			     "CPU (/proc/stat); divided by "
+			     "iopulse_probe_run_seconds_total, the share of its run time."},
+	[P_INFO] = {"iopulse_probe_info", METRIC_GAUGE, ptoe,
+		    "Always 1: what the probe is (type ping, burst or verify, its op or rw, "
+		    "the engine in use, its io_priority)."},
+	[P_INTERVAL] = {"iopulse_probe_interval_seconds", METRIC_GAUGE, pt,
+			"Time between two runs of the probe: a ping's interval, a "
+			"burst's every."},
+	[P_VERIFY_CHECKED] = {"iopulse_verify_blocks_checked_total", METRIC_COUNTER, pt,
+			      "Blocks a verify probe read back and checked (blocks of its own "
+			      "found in place, whether right or wrong)."},
+	[P_VERIFY_MISMATCHES] = {"iopulse_verify_mismatches_total", METRIC_COUNTER, ptk,
+				 "Blocks a verify probe found wrong, by kind (wrong_data: the "
+				 "checksum fails; wrong_offset: a block written for another "
+				 "offset, a misdirected write; stale: an older generation than "
+				 "the last one synced, a lost write)."},
+	[P_COUNT] = {NULL},
+};
+
+/* The rows of burst_metric_defs[]. */
+enum {
+	B_IOPS,
+	B_BANDWIDTH,
+	B_LATENCY,
+	B_LATENCY_MAX,
+	B_DURATION,
+	B_COUNT,
+};
+
+/* The last-burst gauges: declared when a burst first has something to show. */
+const struct metric_def burst_metric_defs[B_COUNT + 1] = {
+	[B_IOPS] = {"iopulse_burst_iops", METRIC_GAUGE, pto,
+		    "I/Os per second of the last finished burst, by operation."},
+	[B_BANDWIDTH] = {"iopulse_burst_bandwidth_bytes", METRIC_GAUGE, pto,
+			 "Bytes per second of the last finished burst, by operation."},
+	[B_LATENCY] = {"iopulse_burst_latency_seconds", METRIC_GAUGE, ptoq,
+		       "Latency quantiles of the last finished burst, by operation."},
+	[B_LATENCY_MAX] = {"iopulse_burst_latency_max_seconds", METRIC_GAUGE, pto,
+			   "Largest latency of the last finished burst, by operation."},
+	[B_DURATION] = {"iopulse_burst_duration_seconds", METRIC_GAUGE, pt,
+			"Measured time of the last finished burst (after its ramp)."},
+	[B_COUNT] = {NULL},
+};
+
+/* The rows of target_metric_defs[], as iopulse(8) lists them. */
+enum {
+	T_INFO,
+	T_UP,
+	T_INFLIGHT,
+	T_LAYOUT,
+	T_DEVICE_UTILIZATION,
+	T_DEVICE_QUEUE,
+	T_LAYOUT_FAILURES,
+	T_IO_SECONDS,
+	T_DUTY,
+	T_WRITTEN,
+	T_WRITTEN_TODAY,
+	T_COUNT,
+};
+
+/* Every target declares all of them (probe_metrics_target_init()); the info and
+ * device series are made later too, and find their families by row. */
+const struct metric_def target_metric_defs[T_COUNT + 1] = {
+	[T_INFO] = {"iopulse_target_info", METRIC_GAUGE, t_info,
+		    "Always 1: what the target is and is on (filesystem type, block "
+		    "device and its disk's model, empty where not known), with its "
+		    "configured labels."},
+	[T_UP] = {"iopulse_target_up", METRIC_GAUGE, t_labels,
+		  "1 if the target is open and checked by its last run and no I/O on "
+		  "it is in flight past its timeout; 0 otherwise."},
+	[T_INFLIGHT] = {"iopulse_target_inflight_seconds", METRIC_GAUGE, t_labels,
+			"Age of the I/O in flight on the target, 0 when idle."},
+	[T_LAYOUT] = {"iopulse_target_layout_progress_ratio", METRIC_GAUGE, t_labels,
+		      "Progress of the probe-file layout in progress on a directory "
+		      "target (0 to 1); 1 when none is in progress."},
+	[T_DEVICE_UTILIZATION] = {"iopulse_target_device_utilization_ratio", METRIC_GAUGE, t_labels,
+				  "Share of time the target's disk had I/O in flight, as "
+				  "last measured before a burst (the busiest disk under it)."},
+	[T_DEVICE_QUEUE] = {"iopulse_target_device_queue_depth", METRIC_GAUGE, t_labels,
+			    "Average number of requests in flight on the target's "
+			    "disk, as last measured before a burst (the busiest disk "
+			    "under it)."},
+	[T_LAYOUT_FAILURES] = {"iopulse_target_layout_failures_total", METRIC_COUNTER, t_labels,
+			       "Probe-file layouts on the target that failed (no room, a "
+			       "write error); the next is tried 10s later, doubling up "
+			       "to 1h."},
+	[T_IO_SECONDS] = {"iopulse_target_io_seconds_total", METRIC_COUNTER, t_labels,
+			  "Time the probes kept the target busy: pings' I/O latencies, "
+			  "bursts' whole runs; rate() is the measured duty cycle."},
+	[T_DUTY] = {"iopulse_target_duty_cycle_ratio", METRIC_GAUGE, t_labels,
+		    "Share of the time the probes kept the target busy over the last "
+		    "hour (or since the first scrape, when more recent), against its "
+		    "max_duty_cycle."},
+	[T_WRITTEN] = {"iopulse_target_written_bytes_total", METRIC_COUNTER, t_labels,
+		       "Bytes the probes wrote to the target (the probe file's layout "
+		       "not included)."},
+	[T_WRITTEN_TODAY] = {"iopulse_target_written_today_bytes", METRIC_GAUGE, t_labels,
+			     "Bytes the probes wrote to the target in the current day "
+			     "(24h of the monotonic clock), against its "
+			     "max_write_per_day."},
+	[T_COUNT] = {NULL},
+};
+
+/* The family of row @def, declared if it is not yet: NULL when out of memory. */
+static struct metric_family *family_of(struct metrics *m, const struct metric_def *def)
+{
+	struct metric_family *f;
+
+	return metrics_declare(m, def, 1, NULL, 0, &f) == 0 ? f : NULL;
+}
+
 /* ---------------------------------------------------------------- probes */
 
 /* Latency, I/Os and bytes of each op the probe issues. */
-static int op_series(struct probe_series *s, const struct config *cfg, unsigned io_ops)
+static int op_series(struct probe_series *s, struct metric_family *const *f, unsigned io_ops)
 {
-	struct metric_family *lat, *ios, *bytes;
 	const char *v[4] = {s->cfg->name, s->target, NULL, NULL};
 
-	lat = metrics_family(s->m, "iopulse_probe_latency_seconds", METRIC_HISTOGRAM,
-			     "Latency of each probe I/O, by operation.", pto, cfg->buckets_ns,
-			     cfg->n_buckets);
-	ios = metrics_family(s->m, "iopulse_probe_ios_total", METRIC_COUNTER,
-			     "I/Os completed without error, by operation.", pto, NULL, 0);
-	bytes = metrics_family(s->m, "iopulse_probe_bytes_total", METRIC_COUNTER,
-			       "Bytes transferred by I/Os completed without error.", pto, NULL, 0);
-	if (!lat || !ios || !bytes)
-		return -ENOMEM;
 	for (int op = 0; op < IO_OP_COUNT; op++) {
 		if (!(io_ops & 1u << op))
 			continue;
 		v[2] = io_op_name(op);
-		s->latency[op] = metrics_series(lat, v);
-		s->ios[op] = metrics_series(ios, v);
-		s->bytes[op] = metrics_series(bytes, v);
+		s->latency[op] = metrics_series(f[P_LATENCY], v);
+		s->ios[op] = metrics_series(f[P_IOS], v);
+		s->bytes[op] = metrics_series(f[P_BYTES], v);
 		if (!s->latency[op] || !s->ios[op] || !s->bytes[op])
 			return -ENOMEM;
 	}
@@ -74,25 +240,17 @@ static int op_series(struct probe_series *s, const struct config *cfg, unsigned 
  * series that could only ever say 0 is left out. Pings only, without asking
  * the kind: 'warmup_after' is a ping key, which the configuration refuses on
  * any other probe, so that theirs is always 0. */
-static int warmup_series(struct probe_series *s, unsigned io_ops)
+static int warmup_series(struct probe_series *s, struct metric_family *const *f, unsigned io_ops)
 {
 	const char *v[4] = {s->cfg->name, s->target, NULL, NULL};
-	struct metric_family *f;
 
 	if (!s->cfg->warmup_idle_ns)
 		return 0;
-	f = metrics_family(s->m, "iopulse_probe_warmup_ios_total", METRIC_COUNTER,
-			   "Unmeasured warm-up I/Os completed without error, by operation: "
-			   "made before a ping whose target had been idle longer than its "
-			   "warmup_after, and kept out of the latency histogram.",
-			   pto, NULL, 0);
-	if (!f)
-		return -ENOMEM;
 	for (int op = 0; op < IO_OP_COUNT; op++) {
 		if (!(io_ops & 1u << op))
 			continue;
 		v[2] = io_op_name(op);
-		s->warmup[op] = metrics_series(f, v);
+		s->warmup[op] = metrics_series(f[P_WARMUP], v);
 		if (!s->warmup[op])
 			return -ENOMEM;
 	}
@@ -100,10 +258,8 @@ static int warmup_series(struct probe_series *s, unsigned io_ops)
 }
 
 /* What the probe is (type, op, engine, io_priority) and how often it runs. */
-static int info_series(struct probe_series *s, const char *engine)
+static int info_series(struct probe_series *s, struct metric_family *const *f, const char *engine)
 {
-	static const char *const ptoe[] = {"probe",  "target",	    "type", "op",
-					   "engine", "io_priority", NULL};
 	const struct probe_ops *ops = probe_ops_of(s->cfg->kind);
 	char prio[IOPRIO_TEXT_MAX];
 	const char *v[] = {s->cfg->name,
@@ -113,22 +269,10 @@ static int info_series(struct probe_series *s, const char *engine)
 			   engine,
 			   ioprio_format(s->cfg->io_priority, prio, sizeof(prio)),
 			   NULL};
-	struct metric_family *info, *interval;
 
-	info = metrics_family(
-		s->m, "iopulse_probe_info", METRIC_GAUGE,
-		"Always 1: what the probe is (type ping, burst or verify, its op or rw, the "
-		"engine in use, its io_priority).",
-		ptoe, NULL, 0);
-	interval = metrics_family(s->m, "iopulse_probe_interval_seconds", METRIC_GAUGE,
-				  "Time between two runs of the probe: a ping's interval, a "
-				  "burst's every.",
-				  pt, NULL, 0);
-	if (!info || !interval)
-		return -ENOMEM;
-	s->info = metrics_series(info, v);
+	s->info = metrics_series(f[P_INFO], v);
 	v[2] = NULL;
-	s->interval = metrics_series(interval, v);
+	s->interval = metrics_series(f[P_INTERVAL], v);
 	if (!s->info || !s->interval)
 		return -ENOMEM;
 	metrics_set(s->info, 1);
@@ -137,34 +281,15 @@ static int info_series(struct probe_series *s, const char *engine)
 }
 
 /* Runs that waited their turn (pings) or were not made, by what held the target. */
-static int wait_series(struct probe_series *s)
+static int wait_series(struct probe_series *s, struct metric_family *const *f)
 {
-	struct metric_family *deferred, *skipped;
 	const char *v[] = {s->cfg->name, s->target, NULL, NULL};
 
-	deferred = metrics_family(s->m, "iopulse_probe_deferred_total", METRIC_COUNTER,
-				  "Runs that fell due while another probe had the target and "
-				  "waited their turn, by what held it (burst: a burst, which owns "
-				  "it by design; layout: the probe file being laid out; busy: "
-				  "other probes).",
-				  ptr, NULL, 0);
-	skipped =
-		metrics_family(s->m, "iopulse_probe_skipped_total", METRIC_COUNTER,
-			       "Runs not made, by reason (burst: the previous run still waited "
-			       "behind a burst, as expected; layout: behind the probe file's "
-			       "layout, as expected; busy: it waited behind other probes, or a "
-			       "burst's previous run was still going: the storage is slow for the "
-			       "schedule; device_busy: a burst held back while other work kept "
-			       "the target's disk busy; budget: a ping or burst that writes, once "
-			       "the target's max_write_per_day is written).",
-			       ptr, NULL, 0);
-	if (!deferred || !skipped)
-		return -ENOMEM;
 	for (int w = 0; w < PROBE_WAIT_BUDGET; w++) {
 		v[2] = wait_names[w];
-		s->skipped[w] = metrics_series(skipped, v);
+		s->skipped[w] = metrics_series(f[P_SKIPPED], v);
 		if (w != PROBE_WAIT_DEVICE_BUSY)
-			s->deferred[w] = metrics_series(deferred, v);
+			s->deferred[w] = metrics_series(f[P_DEFERRED], v);
 		if (!s->skipped[w] || (w != PROBE_WAIT_DEVICE_BUSY && !s->deferred[w]))
 			return -ENOMEM;
 	}
@@ -174,71 +299,43 @@ static int wait_series(struct probe_series *s)
 	    probe_ops_of(s->cfg->kind)->flags & PROBE_F_CHECKS_PAST_BUDGET)
 		return 0;
 	v[2] = wait_names[PROBE_WAIT_BUDGET];
-	s->skipped[PROBE_WAIT_BUDGET] = metrics_series(skipped, v);
+	s->skipped[PROBE_WAIT_BUDGET] = metrics_series(f[P_SKIPPED], v);
 	return s->skipped[PROBE_WAIT_BUDGET] ? 0 : -ENOMEM;
 }
 
 /* Runs cut short by the budget, for a probe that writes and cuts its own runs
  * (PROBE_F_BUDGETED): a ping never is, it runs whole or not at all. */
-static int budget_series(struct probe_series *s)
+static int budget_series(struct probe_series *s, struct metric_family *const *f)
 {
 	const char *v[] = {s->cfg->name, s->target, NULL};
 
 	if (!cfg_probe_writes(s->cfg) || !(probe_ops_of(s->cfg->kind)->flags & PROBE_F_BUDGETED))
 		return 0;
-	s->budget_cut = family_series(
-		s->m, "iopulse_probe_budget_cut_total", METRIC_COUNTER,
-		"Runs cut short to keep within the target's max_write_per_day: a burst that "
-		"stopped where its writes reached the day's budget, a verify probe that checked "
-		"its blocks and rewrote none.",
-		pt, v);
+	s->budget_cut = metrics_series(f[P_BUDGET_CUT], v);
 	return s->budget_cut ? 0 : -ENOMEM;
 }
 
 /* The run windows and the CPU steal in them: steal inflates latency on a VM. */
-static int window_series(struct probe_series *s)
+static int window_series(struct probe_series *s, struct metric_family *const *f)
 {
 	const char *v[] = {s->cfg->name, s->target, NULL};
 
-	s->run_seconds =
-		family_series(s->m, "iopulse_probe_run_seconds_total", METRIC_COUNTER,
-			      "Wall time of the probe's runs, from before its first I/O to "
-			      "after its last.",
-			      pt, v);
-	s->steal_seconds =
-		family_series(s->m, "iopulse_probe_cpu_steal_seconds_total", METRIC_COUNTER,
-			      "CPU time the hypervisor stole during the probe's runs, per "
-			      "CPU (/proc/stat); divided by "
-			      "iopulse_probe_run_seconds_total, the share of its run time.",
-			      pt, v);
+	s->run_seconds = metrics_series(f[P_RUN_SECONDS], v);
+	s->steal_seconds = metrics_series(f[P_STEAL_SECONDS], v);
 	return s->run_seconds && s->steal_seconds ? 0 : -ENOMEM;
 }
 
 /* Blocks a verifying probe checked and the mismatches it found, by kind. */
-static int verify_series(struct probe_series *s)
+static int verify_series(struct probe_series *s, struct metric_family *const *f)
 {
-	static const char *const ptk[] = {"probe", "target", "kind", NULL};
 	const char *v[] = {s->cfg->name, s->target, NULL, NULL};
-	struct metric_family *checked, *bad;
 
-	checked = metrics_family(s->m, "iopulse_verify_blocks_checked_total", METRIC_COUNTER,
-				 "Blocks a verify probe read back and checked (blocks of its own "
-				 "found in place, whether right or wrong).",
-				 pt, NULL, 0);
-	bad = metrics_family(s->m, "iopulse_verify_mismatches_total", METRIC_COUNTER,
-			     "Blocks a verify probe found wrong, by kind (wrong_data: the checksum "
-			     "fails; wrong_offset: a block written for another offset, a "
-			     "misdirected write; stale: an older generation than the last one "
-			     "synced, a lost write).",
-			     ptk, NULL, 0);
-	if (!checked || !bad)
-		return -ENOMEM;
-	s->verify_checked = metrics_series(checked, v);
+	s->verify_checked = metrics_series(f[P_VERIFY_CHECKED], v);
 	if (!s->verify_checked)
 		return -ENOMEM;
 	for (int k = 0; k < PROBE_MISMATCH_COUNT; k++) {
 		v[2] = mismatch_names[k];
-		s->verify_mismatches[k] = metrics_series(bad, v);
+		s->verify_mismatches[k] = metrics_series(f[P_VERIFY_MISMATCHES], v);
 		if (!s->verify_mismatches[k])
 			return -ENOMEM;
 	}
@@ -249,95 +346,71 @@ int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct c
 		       const struct cfg_probe *p, const char *target, const char *engine)
 {
 	const struct probe_ops *ops = probe_ops_of(p->kind);
-	struct metric_family *errs, *runs, *last;
+	struct metric_family *f[P_COUNT];
 	const char *v[4] = {p->name, target, NULL, NULL};
 	int r;
 
 	*s = (struct probe_series){.m = m, .cfg = p, .target = target};
-	r = op_series(s, cfg, ops->io_ops(p));
+	r = metrics_declare(m, probe_metric_defs, P_COUNT, cfg->buckets_ns, cfg->n_buckets, f);
 	if (r == 0)
-		r = warmup_series(s, ops->io_ops(p));
+		r = op_series(s, f, ops->io_ops(p));
 	if (r == 0)
-		r = info_series(s, engine);
+		r = warmup_series(s, f, ops->io_ops(p));
 	if (r == 0)
-		r = wait_series(s);
+		r = info_series(s, f, engine);
 	if (r == 0)
-		r = budget_series(s);
+		r = wait_series(s, f);
+	if (r == 0)
+		r = budget_series(s, f);
 	if (r == 0 && (ops->flags & PROBE_F_VERIFIES))
-		r = verify_series(s);
+		r = verify_series(s, f);
 	if (r < 0)
 		return r;
-	errs = metrics_family(m, "iopulse_probe_errors_total", METRIC_COUNTER,
-			      "Probe failures, by reason.", ptr, NULL, 0);
-	runs = metrics_family(m, "iopulse_probe_runs_total", METRIC_COUNTER,
-			      "Probe runs started, successful or not.", pt, NULL, 0);
-	last = metrics_family(m, "iopulse_probe_last_run_timestamp_seconds", METRIC_GAUGE,
-			      "Unix time the probe last started a run.", pt, NULL, 0);
-	if (!errs || !runs || !last)
-		return -ENOMEM;
 	for (int e = 0; e < PROBE_ERR_COUNT; e++) {
 		v[2] = error_names[e];
-		s->errors[e] = metrics_series(errs, v);
+		s->errors[e] = metrics_series(f[P_ERRORS], v);
 		if (!s->errors[e])
 			return -ENOMEM;
 	}
 	v[2] = NULL;
-	s->runs = metrics_series(runs, v);
-	s->last_run = metrics_series(last, v);
+	s->runs = metrics_series(f[P_RUNS], v);
+	s->last_run = metrics_series(f[P_LAST_RUN], v);
 	if (!s->runs || !s->last_run)
 		return -ENOMEM;
-	return window_series(s);
+	return window_series(s, f);
 }
 
 /* The last-burst gauges, made when a burst first has something to show. */
 static int burst_series(struct probe_series *s)
 {
-	/* "quantile" is reserved for summaries; these are plain gauges. */
-	static const char *const ptoq[] = {"probe", "target", "op", "percentile", NULL};
 	const char *v[5] = {s->cfg->name, s->target, NULL, NULL, NULL};
 	unsigned io_ops = probe_ops_of(s->cfg->kind)->io_ops(s->cfg);
-	struct metric_family *iops, *bw, *q, *max, *secs;
-
+	struct metric_family *f[B_COUNT];
 	struct metric_series *done;
 
 	if (atomic_load_explicit(&s->burst_seconds, memory_order_relaxed))
 		return 0;
-	iops = metrics_family(s->m, "iopulse_burst_iops", METRIC_GAUGE,
-			      "I/Os per second of the last finished burst, by operation.", pto,
-			      NULL, 0);
-	bw = metrics_family(s->m, "iopulse_burst_bandwidth_bytes", METRIC_GAUGE,
-			    "Bytes per second of the last finished burst, by operation.", pto, NULL,
-			    0);
-	q = metrics_family(s->m, "iopulse_burst_latency_seconds", METRIC_GAUGE,
-			   "Latency quantiles of the last finished burst, by operation.", ptoq,
-			   NULL, 0);
-	max = metrics_family(s->m, "iopulse_burst_latency_max_seconds", METRIC_GAUGE,
-			     "Largest latency of the last finished burst, by operation.", pto, NULL,
-			     0);
-	secs = metrics_family(s->m, "iopulse_burst_duration_seconds", METRIC_GAUGE,
-			      "Measured time of the last finished burst (after its ramp).", pt,
-			      NULL, 0);
-	if (!iops || !bw || !q || !max || !secs)
+	if (metrics_declare(s->m, burst_metric_defs, B_COUNT, NULL, 0, f) < 0)
 		return -ENOMEM;
 	for (int op = 0; op < IO_OP_COUNT; op++) {
 		if (!(io_ops & 1u << op))
 			continue;
 		v[2] = io_op_name(op);
-		s->burst_iops[op] = metrics_series(iops, v);
-		s->burst_bw[op] = metrics_series(bw, v);
-		s->burst_max[op] = metrics_series(max, v);
+		s->burst_iops[op] = metrics_series(f[B_IOPS], v);
+		s->burst_bw[op] = metrics_series(f[B_BANDWIDTH], v);
+		s->burst_max[op] = metrics_series(f[B_LATENCY_MAX], v);
 		if (!s->burst_iops[op] || !s->burst_bw[op] || !s->burst_max[op])
 			return -ENOMEM;
 		for (int i = 0; i < PROBE_BURST_QUANTILES; i++) {
 			v[3] = burst_percentiles[i];
-			s->burst_q[op][i] = metrics_series(q, v);
+			s->burst_q[op][i] = metrics_series(f[B_LATENCY], v);
 			if (!s->burst_q[op][i])
 				return -ENOMEM;
 		}
 		v[3] = NULL;
 	}
 	v[2] = NULL;
-	done = metrics_series(secs, v);
+	done = metrics_series(f[B_DURATION], v);
 	atomic_store_explicit(&s->burst_seconds, done, memory_order_release);
 	return done ? 0 : -ENOMEM;
 }
@@ -469,8 +542,6 @@ _Static_assert(CFG_MAX_LABELS <= METRICS_MAX_EXTRA_LABELS, "a target's labels mu
 /* iopulse_target_info for s->desc, with the target's user labels. */
 static int target_info_series(struct target_series *s)
 {
-	static const char *const labels[] = {"target", "kind",	"path", "fstype",
-					     "device", "model", NULL};
 	const struct cfg_target *t = s->cfg;
 	const char *v[] = {t->name,
 			   cfg_target_kind_name(t->kind),
@@ -482,11 +553,7 @@ static int target_info_series(struct target_series *s)
 	const char *extra[2 * CFG_MAX_LABELS];
 	struct metric_family *f;
 
-	f = metrics_family(s->m, "iopulse_target_info", METRIC_GAUGE,
-			   "Always 1: what the target is and is on (filesystem type, block "
-			   "device and its disk's model, empty where not known), with its "
-			   "configured labels.",
-			   labels, NULL, 0);
+	f = family_of(s->m, &target_metric_defs[T_INFO]);
 	if (!f)
 		return -ENOMEM;
 	for (unsigned i = 0; i < t->n_labels; i++) {
@@ -500,55 +567,25 @@ static int target_info_series(struct target_series *s)
 	return 0;
 }
 
-/* What the probes cost the target: time busy, bytes written, ever and today. */
-static int cost_series(struct target_series *s, struct metrics *m, const char *const *tv)
-{
-	s->io_seconds = family_series(m, "iopulse_target_io_seconds_total", METRIC_COUNTER,
-				      "Time the probes kept the target busy: pings' I/O latencies, "
-				      "bursts' whole runs; rate() is the measured duty cycle.",
-				      t_labels, tv);
-	s->written = family_series(m, "iopulse_target_written_bytes_total", METRIC_COUNTER,
-				   "Bytes the probes wrote to the target (the probe file's layout "
-				   "not included).",
-				   t_labels, tv);
-	s->written_today = family_series(m, "iopulse_target_written_today_bytes", METRIC_GAUGE,
-					 "Bytes the probes wrote to the target in the current day "
-					 "(24h of the monotonic clock), against its "
-					 "max_write_per_day.",
-					 t_labels, tv);
-	s->duty = family_series(m, "iopulse_target_duty_cycle_ratio", METRIC_GAUGE,
-				"Share of the time the probes kept the target busy over the last "
-				"hour (or since the first scrape, when more recent), against its "
-				"max_duty_cycle.",
-				t_labels, tv);
-	return s->io_seconds && s->written && s->written_today && s->duty ? 0 : -ENOMEM;
-}
-
 int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 			      const struct cfg_target *t)
 {
 	const char *tv[] = {t->name, NULL};
+	struct metric_family *f[T_COUNT];
 
-	s->up = family_series(m, "iopulse_target_up", METRIC_GAUGE,
-			      "1 if the target is open and checked by its last run and no I/O on "
-			      "it is in flight past its timeout; 0 otherwise.",
-			      t_labels, tv);
-	s->inflight =
-		family_series(m, "iopulse_target_inflight_seconds", METRIC_GAUGE,
-			      "Age of the I/O in flight on the target, 0 when idle.", t_labels, tv);
-	s->layout = family_series(m, "iopulse_target_layout_progress_ratio", METRIC_GAUGE,
-				  "Progress of the probe-file layout in progress on a directory "
-				  "target (0 to 1); 1 when none is in progress.",
-				  t_labels, tv);
-	s->layout_failures =
-		family_series(m, "iopulse_target_layout_failures_total", METRIC_COUNTER,
-			      "Probe-file layouts on the target that failed (no room, a "
-			      "write error); the next is tried 10s later, doubling up "
-			      "to 1h.",
-			      t_labels, tv);
-	if (!s->up || !s->inflight || !s->layout || !s->layout_failures)
+	if (metrics_declare(m, target_metric_defs, T_COUNT, NULL, 0, f) < 0)
 		return -ENOMEM;
-	if (cost_series(s, m, tv) < 0)
+	s->up = metrics_series(f[T_UP], tv);
+	s->inflight = metrics_series(f[T_INFLIGHT], tv);
+	s->layout = metrics_series(f[T_LAYOUT], tv);
+	s->layout_failures = metrics_series(f[T_LAYOUT_FAILURES], tv);
+	/* What the probes cost the target: time busy, bytes written, ever and today. */
+	s->io_seconds = metrics_series(f[T_IO_SECONDS], tv);
+	s->written = metrics_series(f[T_WRITTEN], tv);
+	s->written_today = metrics_series(f[T_WRITTEN_TODAY], tv);
+	s->duty = metrics_series(f[T_DUTY], tv);
+	if (!s->up || !s->inflight || !s->layout || !s->layout_failures || !s->io_seconds ||
+	    !s->written || !s->written_today || !s->duty)
 		return -ENOMEM;
 	s->m = m;
 	s->cfg = t;
@@ -605,18 +642,11 @@ int probe_metrics_target_device(struct target_series *s, double utilization, dou
 	const char *tv[] = {s->cfg->name, NULL};
 
 	if (!s->dev_util)
-		s->dev_util =
-			family_series(s->m, "iopulse_target_device_utilization_ratio", METRIC_GAUGE,
-				      "Share of time the target's disk had I/O in flight, as "
-				      "last measured before a burst (the busiest disk under it).",
-				      t_labels, tv);
+		s->dev_util = metrics_series(
+			family_of(s->m, &target_metric_defs[T_DEVICE_UTILIZATION]), tv);
 	if (!s->dev_queue)
 		s->dev_queue =
-			family_series(s->m, "iopulse_target_device_queue_depth", METRIC_GAUGE,
-				      "Average number of requests in flight on the target's "
-				      "disk, as last measured before a burst (the busiest disk "
-				      "under it).",
-				      t_labels, tv);
+			metrics_series(family_of(s->m, &target_metric_defs[T_DEVICE_QUEUE]), tv);
 	if (!s->dev_util || !s->dev_queue)
 		return -ENOMEM;
 	metrics_set(s->dev_util, utilization);

@@ -13,6 +13,17 @@
 #include "daemon/metrics/metrics.h"
 #include "daemon/probes/probe.h"
 
+/*
+ * The families, one row each (probe_metrics.c): those of every probe (the
+ * verify ones included), the last-burst gauges (declared at a burst's first
+ * publication) and those of every target. Registration walks them;
+ * test_man_metrics compares them with iopulse(8) METRICS. Each table ends
+ * with a row whose name is NULL.
+ */
+extern const struct metric_def probe_metric_defs[];
+extern const struct metric_def burst_metric_defs[];
+extern const struct metric_def target_metric_defs[];
+
 /* Why a probe waited its turn or was skipped, as the reason label says it: what
  * held the target then. */
 enum probe_wait {
