@@ -18,18 +18,41 @@
 
 #include "daemon/metrics/process.h"
 
+/* The rows of process_metric_defs[]. */
+enum {
+	PROC_CPU,
+	PROC_RSS,
+	PROC_VSIZE,
+	PROC_START,
+	PROC_OPEN_FDS,
+	PROC_MAX_FDS,
+	PROC_COUNT,
+};
+
+/* client_golang's names, types and help texts; none has labels. */
+const struct metric_def process_metric_defs[PROC_COUNT + 1] = {
+	[PROC_CPU] = {"process_cpu_seconds_total", METRIC_COUNTER, NULL,
+		      "Total user and system CPU time spent in seconds."},
+	[PROC_RSS] = {"process_resident_memory_bytes", METRIC_GAUGE, NULL,
+		      "Resident memory size in bytes."},
+	[PROC_VSIZE] = {"process_virtual_memory_bytes", METRIC_GAUGE, NULL,
+			"Virtual memory size in bytes."},
+	[PROC_START] = {"process_start_time_seconds", METRIC_GAUGE, NULL,
+			"Start time of the process since unix epoch in seconds."},
+	[PROC_OPEN_FDS] = {"process_open_fds", METRIC_GAUGE, NULL,
+			   "Number of open file descriptors."},
+	[PROC_MAX_FDS] = {"process_max_fds", METRIC_GAUGE, NULL,
+			  "Maximum number of open file descriptors."},
+	[PROC_COUNT] = {NULL},
+};
+
 struct process_metrics {
-	struct metric_series *cpu;	/* process_cpu_seconds_total */
-	struct metric_series *rss;	/* process_resident_memory_bytes */
-	struct metric_series *vsize;	/* process_virtual_memory_bytes */
-	struct metric_series *start;	/* process_start_time_seconds */
-	struct metric_series *open_fds; /* process_open_fds */
-	struct metric_series *max_fds;	/* process_max_fds */
-	long clk_tck;			/* sysconf(_SC_CLK_TCK) */
-	long page_size;			/* sysconf(_SC_PAGESIZE) */
-	int statm_fd;			/* /proc/self/statm, kept open; -1 until opened */
-	DIR *fd_dir;			/* /proc/self/fd, kept open; NULL until opened */
-	bool list_fds;			/* count by listing fd_dir, not by its size */
+	struct metric_series *series[PROC_COUNT]; /* by row of process_metric_defs[] */
+	long clk_tck;				  /* sysconf(_SC_CLK_TCK) */
+	long page_size;				  /* sysconf(_SC_PAGESIZE) */
+	int statm_fd;				  /* /proc/self/statm, kept open; -1 until opened */
+	DIR *fd_dir;				  /* /proc/self/fd, kept open; NULL until opened */
+	bool list_fds;				  /* count by listing fd_dir, not by its size */
 };
 
 /*
@@ -194,16 +217,17 @@ void process_metrics_collect(struct process_metrics *p)
 	if (!p)
 		return;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
-		metrics_set(p->cpu, (double)(ticks(p, &ru.ru_utime) + ticks(p, &ru.ru_stime)) /
-					    (double)p->clk_tck);
+		metrics_set(p->series[PROC_CPU],
+			    (double)(ticks(p, &ru.ru_utime) + ticks(p, &ru.ru_stime)) /
+				    (double)p->clk_tck);
 	if (read_statm(p, &size, &resident) == 0) {
-		metrics_set(p->rss, (double)resident * (double)p->page_size);
-		metrics_set(p->vsize, (double)size * (double)p->page_size);
+		metrics_set(p->series[PROC_RSS], (double)resident * (double)p->page_size);
+		metrics_set(p->series[PROC_VSIZE], (double)size * (double)p->page_size);
 	}
 	if (count_open_fds(p, &fds) == 0)
-		metrics_set(p->open_fds, (double)fds);
+		metrics_set(p->series[PROC_OPEN_FDS], (double)fds);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-		metrics_set(p->max_fds, (double)rl.rlim_cur);
+		metrics_set(p->series[PROC_MAX_FDS], (double)rl.rlim_cur);
 }
 
 void process_metrics_list_fds(struct process_metrics *p, bool list)
@@ -217,19 +241,23 @@ static void set_start_time(struct process_metrics *p)
 	unsigned long long starttime, btime;
 
 	if (read_starttime(&starttime) == 0 && read_btime(&btime) == 0)
-		metrics_set(p->start, (double)btime + (double)starttime / (double)p->clk_tck);
+		metrics_set(p->series[PROC_START],
+			    (double)btime + (double)starttime / (double)p->clk_tck);
 }
 
-static struct metric_series *declare(struct metrics *m, const char *name, enum metric_type type,
-				     const char *help)
+/* The one series of each family, which has no labels. 0 or -ENOMEM. */
+static int declare(struct process_metrics *p, struct metrics *m)
 {
-	static const char *const no_labels[] = {NULL};
-	struct metric_family *f;
+	struct metric_family *f[PROC_COUNT];
 
-	f = metrics_family(m, name, type, help, no_labels, NULL, 0);
-	if (!f)
-		return NULL;
-	return metrics_series(f, no_labels);
+	if (metrics_declare(m, process_metric_defs, PROC_COUNT, NULL, 0, f) < 0)
+		return -ENOMEM;
+	for (int i = 0; i < PROC_COUNT; i++) {
+		p->series[i] = metrics_series(f[i], NULL);
+		if (!p->series[i])
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 struct process_metrics *process_metrics_new(struct metrics *m)
@@ -248,19 +276,7 @@ struct process_metrics *process_metrics_new(struct metrics *m)
 	if (p->page_size <= 0)
 		p->page_size = 4096;
 
-	p->cpu = declare(m, "process_cpu_seconds_total", METRIC_COUNTER,
-			 "Total user and system CPU time spent in seconds.");
-	p->rss = declare(m, "process_resident_memory_bytes", METRIC_GAUGE,
-			 "Resident memory size in bytes.");
-	p->vsize = declare(m, "process_virtual_memory_bytes", METRIC_GAUGE,
-			   "Virtual memory size in bytes.");
-	p->start = declare(m, "process_start_time_seconds", METRIC_GAUGE,
-			   "Start time of the process since unix epoch in seconds.");
-	p->open_fds =
-		declare(m, "process_open_fds", METRIC_GAUGE, "Number of open file descriptors.");
-	p->max_fds = declare(m, "process_max_fds", METRIC_GAUGE,
-			     "Maximum number of open file descriptors.");
-	if (!p->cpu || !p->rss || !p->vsize || !p->start || !p->open_fds || !p->max_fds) {
+	if (declare(p, m) < 0) {
 		free(p);
 		return NULL;
 	}

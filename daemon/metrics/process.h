@@ -13,6 +13,11 @@
 
 struct process_metrics;
 
+/* The process_* families, one row each (process.c): what process_metrics_new()
+ * declares, and what test_man_metrics compares with iopulse(8). Ends with a row
+ * whose name is NULL. */
+extern const struct metric_def process_metric_defs[];
+
 /* Declares the process_* families in @m, creates their series and collects once.
  * The series belong to @m; the returned object only points at them and must be
  * freed before @m. NULL on allocation failure or when a family of the same name
