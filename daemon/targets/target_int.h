@@ -6,13 +6,24 @@
 #ifndef IOPULSE_TARGET_INT_H
 #define IOPULSE_TARGET_INT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "daemon/targets/target.h"
 
 /* target.c */
 __attribute__((format(printf, 3, 4))) int terr(struct target *t, int r, const char *fmt, ...);
+
+/* walk.c */
+int walk_to_dir(struct target *t, const char *path, int *out);
+int walk_to_file(struct target *t, const char *full, int *out, char *leaf, size_t len);
+int leaf_is_link(struct target *t, const char *path);
+bool same_inode(const struct stat *a, const struct stat *b);
+int open_same(int dfd, const char *name, int flags, const struct stat *lst, struct stat *st);
+int moved(struct target *t, const char *path, dev_t now, const char *tail);
 
 /* blockdev.c */
 uint64_t device_sysfs_size(dev_t rdev);
