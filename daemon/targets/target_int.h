@@ -16,6 +16,7 @@
 
 /* target.c */
 __attribute__((format(printf, 3, 4))) int terr(struct target *t, int r, const char *fmt, ...);
+void proc_fd_path(int fd, char *buf, size_t len);
 
 /* walk.c */
 int walk_to_dir(struct target *t, const char *path, int *out);
@@ -24,6 +25,9 @@ int leaf_is_link(struct target *t, const char *path);
 bool same_inode(const struct stat *a, const struct stat *b);
 int open_same(int dfd, const char *name, int flags, const struct stat *lst, struct stat *st);
 int moved(struct target *t, const char *path, dev_t now, const char *tail);
+
+/* mount.c */
+int check_mounted(struct target *t, int dfd);
 
 /* blockdev.c */
 uint64_t device_sysfs_size(dev_t rdev);
