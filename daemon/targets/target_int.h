@@ -14,9 +14,14 @@
 
 #include "daemon/targets/target.h"
 
+/* A probe file's header (probefile.c): its first line, and the version it says. */
+#define PROBE_MAGIC   "IOPULSE-PROBE-FILE\n"
+#define PROBE_VERSION 1u
+
 /* target.c */
 __attribute__((format(printf, 3, 4))) int terr(struct target *t, int r, const char *fmt, ...);
 void proc_fd_path(int fd, char *buf, size_t len);
+int set_flag(int fd, int flag, bool on);
 
 /* walk.c */
 int walk_to_dir(struct target *t, const char *path, int *out);
@@ -28,6 +33,10 @@ int moved(struct target *t, const char *path, dev_t now, const char *tail);
 
 /* mount.c */
 int check_mounted(struct target *t, int dfd);
+
+/* probefile.c */
+int header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version, uint64_t *size);
+int layout(struct target *t, int fd, const char *path);
 
 /* blockdev.c */
 uint64_t device_sysfs_size(dev_t rdev);
