@@ -18,10 +18,15 @@
 #define PROBE_MAGIC   "IOPULSE-PROBE-FILE\n"
 #define PROBE_VERSION 1u
 
+#define FILE_TARGET_MIN_SIZE 4096u /* the fewest bytes a file or device target may have */
+
 /* target.c */
 __attribute__((format(printf, 3, 4))) int terr(struct target *t, int r, const char *fmt, ...);
 void proc_fd_path(int fd, char *buf, size_t len);
 int set_flag(int fd, int flag, bool on);
+int prepare_fd(struct target *t, int fd, const char *name, bool device);
+void whole_target_opened(struct target *t, int fd, ino_t ino, bool writable, uint64_t size,
+			 dev_t dev, long fs_type);
 
 /* walk.c */
 int walk_to_dir(struct target *t, const char *path, int *out);
@@ -37,6 +42,11 @@ int check_mounted(struct target *t, int dfd);
 /* probefile.c */
 int header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version, uint64_t *size);
 int layout(struct target *t, int fd, const char *path);
+
+/* device.c */
+int open_device(struct target *t);
+int check_device(struct target *t);
+int check_ro_device(struct target *t);
 
 /* blockdev.c */
 uint64_t device_sysfs_size(dev_t rdev);
