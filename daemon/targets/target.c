@@ -171,7 +171,7 @@ int prepare_fd(struct target *t, int fd, const char *name, bool device)
 }
 
 /* -EMEDIUMTYPE on tmpfs/ramfs, unless allowed. */
-static int check_memory_backed(struct target *t, const char *path, const struct statfs *sfs)
+int check_memory_backed(struct target *t, const char *path, const struct statfs *sfs)
 {
 	long f_type = (long)sfs->f_type;
 
@@ -834,8 +834,6 @@ out:
 	return r;
 }
 
-/* ---- file targets ------------------------------------------------------- */
-
 /*
  * A file or device target is open on @fd and all of its @size is measured (down
  * to the alignment). The first open pins the device (and filesystem type) that
@@ -855,89 +853,6 @@ void whole_target_opened(struct target *t, int fd, ino_t ino, bool writable, uin
 		t->pinned = true;
 	}
 	t->error[0] = '\0';
-}
-
-/*
- * A file target opened read-only after every check: walked to, a regular file
- * (never a symlink, never a FIFO or a device opened to find out), at least
- * FILE_TARGET_MIN_SIZE bytes, on the pinned filesystem, not in memory unless
- * allowed, O_DIRECT as configured. Sets t->file_path. The descriptor, with
- * @st and @sfs, or -errno with t->error set. Nothing is written.
- */
-static int open_file_fd(struct target *t, struct stat *st, struct statfs *sfs)
-{
-	const char *path = t->cfg->path;
-	char leaf[NAME_MAX + 1];
-	struct stat lst;
-	int pfd, fd, r;
-
-	r = snprintf(t->file_path, sizeof(t->file_path), "%s", path);
-	if (r < 0 || (size_t)r >= sizeof(t->file_path))
-		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
-	r = walk_to_file(t, path, &pfd, leaf, sizeof(leaf));
-	if (r < 0)
-		return r;
-
-	/* lstat first: never open() a device or FIFO just to find out what it is. */
-	if (fstatat(pfd, leaf, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
-		r = errno == ENOENT ? terr(t, -ENOENT, "%s: no such file", path)
-				    : terr(t, -errno, "%s: %m", path);
-		close(pfd);
-		return r;
-	}
-	if (S_ISLNK(lst.st_mode) || !S_ISREG(lst.st_mode)) {
-		close(pfd);
-		if (S_ISLNK(lst.st_mode))
-			return leaf_is_link(t, path);
-		return terr(t, -EINVAL, "%s: not a regular file", path);
-	}
-
-	/* O_NOATIME keeps even the access time as it was; only the owner (or
-	 * CAP_FOWNER) may ask for it. */
-	fd = open_same(pfd, leaf, O_RDONLY | O_NOATIME, &lst, st);
-	if (fd == -EPERM)
-		fd = open_same(pfd, leaf, O_RDONLY, &lst, st);
-	close(pfd);
-	if (fd == -ESTALE || fd == -ELOOP)
-		return terr(t, -EINVAL, "%s changed while we opened it", path);
-	if (fd < 0)
-		return terr(t, fd, "%s: %m", path);
-	if (fstatfs(fd, sfs) < 0) {
-		r = terr(t, -errno, "%s: %m", path);
-		goto fail;
-	}
-	if (st->st_size < (off_t)FILE_TARGET_MIN_SIZE) {
-		r = terr(t, -EINVAL, "%s is smaller than %u bytes: nothing to measure", path,
-			 FILE_TARGET_MIN_SIZE);
-		goto fail;
-	}
-	if (t->pinned && (st->st_dev != t->dev || (long)sfs->f_type != t->fs_type)) {
-		r = moved(t, path, st->st_dev, "; not opening it");
-		goto fail;
-	}
-	r = check_memory_backed(t, path, sfs);
-	if (r < 0)
-		goto fail;
-	r = prepare_fd(t, fd, path, false);
-	if (r < 0)
-		goto fail;
-	return fd;
-fail:
-	close(fd);
-	return r;
-}
-
-static int open_file(struct target *t)
-{
-	struct statfs sfs;
-	struct stat st;
-	int fd = open_file_fd(t, &st, &sfs);
-
-	if (fd < 0)
-		return fd;
-	whole_target_opened(t, fd, st.st_ino, false, (uint64_t)st.st_size, st.st_dev,
-			    (long)sfs.f_type);
-	return 0;
 }
 
 /* ---- public ------------------------------------------------------------- */

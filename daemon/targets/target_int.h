@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/types.h>
 
 #include "daemon/targets/target.h"
@@ -24,6 +25,7 @@
 __attribute__((format(printf, 3, 4))) int terr(struct target *t, int r, const char *fmt, ...);
 void proc_fd_path(int fd, char *buf, size_t len);
 int set_flag(int fd, int flag, bool on);
+int check_memory_backed(struct target *t, const char *path, const struct statfs *sfs);
 int prepare_fd(struct target *t, int fd, const char *name, bool device);
 void whole_target_opened(struct target *t, int fd, ino_t ino, bool writable, uint64_t size,
 			 dev_t dev, long fs_type);
@@ -42,6 +44,10 @@ int check_mounted(struct target *t, int dfd);
 /* probefile.c */
 int header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version, uint64_t *size);
 int layout(struct target *t, int fd, const char *path);
+
+/* file.c */
+int open_file_fd(struct target *t, struct stat *st, struct statfs *sfs);
+int open_file(struct target *t);
 
 /* device.c */
 int open_device(struct target *t);
