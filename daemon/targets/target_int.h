@@ -25,6 +25,8 @@
 __attribute__((format(printf, 3, 4))) int terr(struct target *t, int r, const char *fmt, ...);
 void proc_fd_path(int fd, char *buf, size_t len);
 int set_flag(int fd, int flag, bool on);
+int enable_direct(struct target *t, int fd, const char *path);
+int get_align(struct target *t, int fd, const char *path, bool blk);
 int check_memory_backed(struct target *t, const char *path, const struct statfs *sfs);
 int prepare_fd(struct target *t, int fd, const char *name, bool device);
 void whole_target_opened(struct target *t, int fd, ino_t ino, bool writable, uint64_t size,
@@ -44,6 +46,12 @@ int check_mounted(struct target *t, int dfd);
 /* probefile.c */
 int header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version, uint64_t *size);
 int layout(struct target *t, int fd, const char *path);
+
+/* dir.c */
+const char *probe_name(const struct target *t);
+int dir_identity(struct target *t, const struct stat *st, const char *tail);
+int open_directory(struct target *t);
+int check_ro_directory(struct target *t, const char *const *files, unsigned n_files);
 
 /* file.c */
 int open_file_fd(struct target *t, struct stat *st, struct statfs *sfs);
