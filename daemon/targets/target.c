@@ -1,42 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * target — see target.h for the contract and docs/targets.md for the design
- * (probe-file layout, path walking, alignment, device-write checks). The
- * decisions that shape this file's code:
+ * (probe-file layout, path walking, alignment, device-write checks). This file
+ * holds the entry points that open and check a target of any kind
+ * (target_open(), target_check(), target_check_ro()) and what the kinds share:
+ * the error message (terr()), O_DIRECT and alignment, the first open's pin of a
+ * whole file or device. The rest, one job a file, shared through target_int.h:
+ * walk.c (the path walk), mount.c (require_mount), dir.c, file.c and device.c
+ * (each kind), probefile.c (a probe file's header and layout), blockdev.c
+ * (what sysfs and /proc say of a block device), statwithin.c. The decisions
+ * that shape this file's code:
  *
  * - O_DIRECT is set with fcntl() after open(): its EINVAL then means exactly
  *   "no direct I/O here", where open(O_TMPFILE|O_DIRECT) is ambiguous.
  * - Alignment: statx(STATX_DIOALIGN), else st_blksize clamped to [512, 4096]
  *   (files) or BLKSSZGET (devices); the same with direct: false.
  */
-#include <dirent.h>
-#include <mntent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/magic.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/mount.h> /* BLKGETSIZE64, BLKSSZGET */
-#include <sys/file.h>
+#include <sys/mount.h> /* BLKSSZGET */
 #include <sys/stat.h>
-#include <sys/random.h>
 #include <sys/statfs.h>
-#include <sys/statvfs.h>
-#include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "engines/engine.h"
-#include "lib/rng.h"
-#include "daemon/targets/target.h"
+#include "lib/clock.h"
+#include "lib/io_op.h"
 #include "daemon/targets/target_int.h"
 
 /* Stores a message in t->error and returns @r (negative errno). %m prints @r. */
