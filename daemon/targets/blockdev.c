@@ -37,7 +37,7 @@ static int read_small(int dfd, const char *name, char *buf, size_t len)
 }
 
 /* A device's size from sysfs, without opening the device. */
-uint64_t device_sysfs_size(dev_t rdev)
+uint64_t tgt_device_sysfs_size(dev_t rdev)
 {
 	char path[64], buf[32];
 	int dfd;
@@ -78,7 +78,7 @@ static int devset_load(struct target *t, struct devset *s, dev_t rdev, const cha
 	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(rdev), minor(rdev));
 	d = opendir(sys);
 	if (!d)
-		return terr(t, -errno,
+		return tgt_terr(t, -errno,
 			    "%s: cannot check its partitions and holders (%s: %m): refusing to "
 			    "write to it",
 			    name, sys);
@@ -93,7 +93,7 @@ static int devset_load(struct target *t, struct devset *s, dev_t rdev, const cha
 		    sscanf(buf, "%u:%u", &ma, &mi) != 2)
 			continue; /* the partition went away while we looked */
 		if (s->n == 1 + MAX_PARTITIONS) {
-			r = terr(t, -E2BIG, "%s: more than %u partitions: refusing to write to it",
+			r = tgt_terr(t, -E2BIG, "%s: more than %u partitions: refusing to write to it",
 				 name, MAX_PARTITIONS);
 			break;
 		}
@@ -102,7 +102,7 @@ static int devset_load(struct target *t, struct devset *s, dev_t rdev, const cha
 		s->n++;
 	}
 	if (!r && errno)
-		r = terr(t, -errno, "%s: reading %s: %m: refusing to write to it", name, sys);
+		r = tgt_terr(t, -errno, "%s: reading %s: %m: refusing to write to it", name, sys);
 	closedir(d);
 	return r;
 }
@@ -162,7 +162,7 @@ static int check_mounts(struct target *t, const struct devset *s, const char *na
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 
 	if (!f)
-		return terr(t, -errno,
+		return tgt_terr(t, -errno,
 			    "%s: cannot check whether it is mounted (/proc/self/mountinfo: %m): "
 			    "refusing to write to it",
 			    name);
@@ -187,13 +187,13 @@ static int check_mounts(struct target *t, const struct devset *s, const char *na
 		}
 		if (i >= 0) {
 			unescape_octal(tok[4]);
-			r = terr(t, -EBUSY, "%s is mounted at %s%s: refusing to write to it", name,
+			r = tgt_terr(t, -EBUSY, "%s is mounted at %s%s: refusing to write to it", name,
 				 tok[4], part_note(s, i, note, sizeof(note)));
 			break;
 		}
 	}
 	if (!r && ferror(f))
-		r = terr(t, -EIO, "%s: cannot read /proc/self/mountinfo: refusing to write to it",
+		r = tgt_terr(t, -EIO, "%s: cannot read /proc/self/mountinfo: refusing to write to it",
 			 name);
 	free(line);
 	fclose(f);
@@ -210,7 +210,7 @@ static int check_swaps(struct target *t, const struct devset *s, const char *nam
 
 	if (!f)
 		return errno == ENOENT ? 0 : /* no swap support */
-			       terr(t, -errno,
+			       tgt_terr(t, -errno,
 				    "%s: cannot check whether it is swap (/proc/swaps: %m): "
 				    "refusing to write to it",
 				    name);
@@ -221,7 +221,7 @@ static int check_swaps(struct target *t, const struct devset *s, const char *nam
 		unescape_octal(line);
 		i = devset_find_path(s, line);
 		if (i >= 0) {
-			r = terr(t, -EBUSY, "%s is in use as swap%s: refusing to write to it", name,
+			r = tgt_terr(t, -EBUSY, "%s is in use as swap%s: refusing to write to it", name,
 				 part_note(s, i, note, sizeof(note)));
 			break;
 		}
@@ -246,7 +246,7 @@ static int check_holders(struct target *t, const struct devset *s, const char *n
 		if (!d) {
 			if (errno == ENOENT && i > 0)
 				continue; /* the partition went away */
-			return terr(
+			return tgt_terr(
 				t, -errno,
 				"%s: cannot check its holders (%s: %m): refusing to write to it",
 				name, dir);
@@ -255,7 +255,7 @@ static int check_holders(struct target *t, const struct devset *s, const char *n
 			if (de->d_name[0] != '.')
 				break;
 		if (de) {
-			int r = terr(t, -EBUSY, "%s is held by %s%s: refusing to write to it", name,
+			int r = tgt_terr(t, -EBUSY, "%s is held by %s%s: refusing to write to it", name,
 				     de->d_name, part_note(s, (int)i, note, sizeof(note)));
 
 			closedir(d);
@@ -270,13 +270,13 @@ static int check_holders(struct target *t, const struct devset *s, const char *n
  * Whether the device @rdev may be written: 0, -EBUSY (mounted, swap, held) or
  * another -errno when we cannot tell; t->error set.
  */
-int device_in_use(struct target *t, dev_t rdev, const char *name)
+int tgt_device_in_use(struct target *t, dev_t rdev, const char *name)
 {
 	struct devset *s = malloc(sizeof(*s));
 	int r;
 
 	if (!s)
-		return terr(t, -ENOMEM, "%s: out of memory", name);
+		return tgt_terr(t, -ENOMEM, "%s: out of memory", name);
 	r = devset_load(t, s, rdev, name);
 	if (r == 0)
 		r = check_mounts(t, s, name);

@@ -35,7 +35,7 @@ static const char *device_name(const struct target *t, char *buf, size_t len)
 static int device_size(struct target *t, int fd, const char *name, uint64_t *size)
 {
 	if (ioctl(fd, BLKGETSIZE64, size) < 0)
-		return terr(t, -errno, "%s: BLKGETSIZE64: %m", name);
+		return tgt_terr(t, -errno, "%s: BLKGETSIZE64: %m", name);
 	return 0;
 }
 
@@ -52,11 +52,11 @@ static int device_stat(struct target *t, struct stat *st)
 
 	if (stat(path, st) < 0) {
 		if (errno == ENOENT)
-			return terr(t, -ENOENT, "%s: no such device", path);
-		return terr(t, -errno, "%s: %m", path);
+			return tgt_terr(t, -ENOENT, "%s: no such device", path);
+		return tgt_terr(t, -errno, "%s: %m", path);
 	}
 	if (!S_ISBLK(st->st_mode))
-		return terr(t, -ENOTBLK, "%s is not a block device%s", path,
+		return tgt_terr(t, -ENOTBLK, "%s is not a block device%s", path,
 			    S_ISREG(st->st_mode)   ? ": for a regular file, use 'file:'"
 			    : S_ISDIR(st->st_mode) ? ": for a directory, use 'directory:'"
 						   : "");
@@ -64,7 +64,7 @@ static int device_stat(struct target *t, struct stat *st)
 		snprintf(real, sizeof(real), "%s", path);
 	r = snprintf(t->file_path, sizeof(t->file_path), "%s", real);
 	if (r < 0 || (size_t)r >= sizeof(t->file_path))
-		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+		return tgt_terr(t, -ENAMETOOLONG, "%s: path too long", path);
 	return 0;
 }
 
@@ -73,17 +73,17 @@ static int device_stat(struct target *t, struct stat *st)
 static int device_may_open(struct target *t, dev_t rdev, const char *name, bool write)
 {
 	if (t->pinned && rdev != t->dev)
-		return terr(t, -EXDEV,
+		return tgt_terr(t, -EXDEV,
 			    "%s now names device %u:%u, not %u:%u as when first opened: not "
 			    "opening it",
 			    name, major(rdev), minor(rdev), major(t->dev), minor(t->dev));
 	if (write && !t->cfg->allow_device_writes)
-		return terr(t, -EPERM,
+		return tgt_terr(t, -EPERM,
 			    "%s: write probes on a block device overwrite its data; set "
 			    "'allow_device_writes: true' on the target to allow them",
 			    name);
 	if (write)
-		return device_in_use(t, rdev, name);
+		return tgt_device_in_use(t, rdev, name);
 	return 0;
 }
 
@@ -100,22 +100,22 @@ static int device_open_fd(struct target *t, dev_t rdev, const char *name, bool w
 		r = -errno;
 		if (r == -EBUSY && write) {
 			/* Claimed since we looked: say by what, if we can see it. */
-			r = device_in_use(t, rdev, name);
+			r = tgt_device_in_use(t, rdev, name);
 			if (r < 0)
 				return r;
-			return terr(
+			return tgt_terr(
 				t, -EBUSY,
 				"%s is in use (EBUSY on exclusive open): refusing to write to it",
 				name);
 		}
-		return terr(t, r, "%s: cannot open%s: %m", name, write ? " for writing" : "");
+		return tgt_terr(t, r, "%s: cannot open%s: %m", name, write ? " for writing" : "");
 	}
 	if (fstat(fd, &fst) < 0) {
-		r = terr(t, -errno, "%s: fstat: %m", name);
+		r = tgt_terr(t, -errno, "%s: fstat: %m", name);
 		goto fail;
 	}
 	if (!S_ISBLK(fst.st_mode) || fst.st_rdev != rdev) {
-		r = terr(t, -EINVAL, "%s changed while we opened it", name);
+		r = tgt_terr(t, -EINVAL, "%s changed while we opened it", name);
 		goto fail;
 	}
 	*ino = fst.st_ino;
@@ -130,13 +130,13 @@ fail:
 static int device_too_small(struct target *t, const char *name, uint64_t size)
 {
 	if (size < FILE_TARGET_MIN_SIZE || size < t->offset_align)
-		return terr(t, -EINVAL, "%s has %" PRIu64 " bytes (no medium?): nothing to measure",
+		return tgt_terr(t, -EINVAL, "%s has %" PRIu64 " bytes (no medium?): nothing to measure",
 			    name, size);
 	return 0;
 }
 
 /*
- * What open_device() checks before it opens the device: a block device (@st),
+ * What tgt_open_device() checks before it opens the device: a block device (@st),
  * named @name (in @nbuf), and, when some probe writes (t->want_write), writes
  * allowed and the device unmounted, not swap, unheld. 0 or -errno, t->error set.
  */
@@ -151,7 +151,7 @@ static int device_checks(struct target *t, struct stat *st, const char **name, c
 	return device_may_open(t, st->st_rdev, *name, t->want_write);
 }
 
-int open_device(struct target *t)
+int tgt_open_device(struct target *t)
 {
 	const bool write = t->want_write;
 	char nbuf[2 * PATH_MAX + 4];
@@ -167,7 +167,7 @@ int open_device(struct target *t)
 	fd = device_open_fd(t, st.st_rdev, name, write, &ino);
 	if (fd < 0)
 		return fd;
-	r = prepare_fd(t, fd, name, true);
+	r = tgt_prepare_fd(t, fd, name, true);
 	if (r < 0)
 		goto fail;
 	r = device_size(t, fd, name, &size);
@@ -176,7 +176,7 @@ int open_device(struct target *t)
 	r = device_too_small(t, name, size);
 	if (r < 0)
 		goto fail;
-	whole_target_opened(t, fd, ino, write, size, st.st_rdev, 0);
+	tgt_whole_target_opened(t, fd, ino, write, size, st.st_rdev, 0);
 	return 0;
 fail:
 	close(fd);
@@ -184,7 +184,7 @@ fail:
 }
 
 /* target_check() for a device target; 0 or -errno, the caller closes. */
-int check_device(struct target *t)
+int tgt_check_device(struct target *t)
 {
 	char nbuf[2 * PATH_MAX + 4];
 	const char *name = device_name(t, nbuf, sizeof(nbuf));
@@ -193,17 +193,17 @@ int check_device(struct target *t)
 	int r;
 
 	if (fstat(t->fd, &fst) < 0)
-		return terr(t, -errno, "%s: fstat: %m", name);
+		return tgt_terr(t, -errno, "%s: fstat: %m", name);
 	if (!S_ISBLK(fst.st_mode) || fst.st_rdev != t->dev)
-		return terr(t, -ESTALE, "%s: the open descriptor is not device %u:%u", name,
+		return tgt_terr(t, -ESTALE, "%s: the open descriptor is not device %u:%u", name,
 			    major(t->dev), minor(t->dev));
 	if (stat(t->cfg->path, &st) < 0) {
 		if (errno == ENOENT)
-			return terr(t, -ESTALE, "%s was removed", name);
-		return terr(t, -errno, "%s: %m", name);
+			return tgt_terr(t, -ESTALE, "%s was removed", name);
+		return tgt_terr(t, -errno, "%s: %m", name);
 	}
 	if (!S_ISBLK(st.st_mode) || st.st_rdev != t->dev)
-		return terr(t, -EXDEV,
+		return tgt_terr(t, -EXDEV,
 			    "%s now names %s %u:%u, not the device %u:%u we opened: was it "
 			    "replaced?",
 			    t->cfg->path, S_ISBLK(st.st_mode) ? "device" : "a non-device",
@@ -212,18 +212,18 @@ int check_device(struct target *t)
 	if (r < 0)
 		return r;
 	if (size < t->data_end)
-		return terr(t, -ESTALE, "%s shrank to %" PRIu64 " bytes", name, size);
+		return tgt_terr(t, -ESTALE, "%s shrank to %" PRIu64 " bytes", name, size);
 	if (t->writable)
-		return device_in_use(t, t->dev, name);
+		return tgt_device_in_use(t, t->dev, name);
 	return 0;
 }
 
 /*
- * target_check_ro() of a device target: open_device()'s checks, without opening
+ * target_check_ro() of a device target: tgt_open_device()'s checks, without opening
  * the device: the access it would open with (the effective ids, faccessat(2)),
  * and the size sysfs gives (0 without a medium).
  */
-int check_ro_device(struct target *t)
+int tgt_check_ro_device(struct target *t)
 {
 	char nbuf[2 * PATH_MAX + 4];
 	const char *name;
@@ -233,7 +233,7 @@ int check_ro_device(struct target *t)
 	if (r < 0)
 		return r;
 	if (faccessat(AT_FDCWD, t->cfg->path, R_OK | (t->want_write ? W_OK : 0), AT_EACCESS) < 0)
-		return terr(t, -errno, "%s: cannot open%s: %m", name,
+		return tgt_terr(t, -errno, "%s: cannot open%s: %m", name,
 			    t->want_write ? " for writing" : "");
-	return device_too_small(t, name, device_sysfs_size(st.st_rdev));
+	return device_too_small(t, name, tgt_device_sysfs_size(st.st_rdev));
 }

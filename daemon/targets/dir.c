@@ -29,7 +29,7 @@
 #include "daemon/targets/target_int.h"
 
 /* The probe file's name in the directory: the caller's, or the daemon's. */
-const char *probe_name(const struct target *t)
+const char *tgt_probe_name(const struct target *t)
 {
 	return t->file_name ? t->file_name : TARGET_PROBE_FILE;
 }
@@ -40,7 +40,7 @@ static bool name_is(int dfd, const char *name, int fd)
 	struct stat a, b;
 
 	return fstat(fd, &a) == 0 && fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       same_inode(&a, &b);
+	       tgt_same_inode(&a, &b);
 }
 
 /*
@@ -90,12 +90,12 @@ static int lock_probe_file(struct target *t, int fd, const char *path, int *lock
 	char proc[64];
 	int lk, r;
 
-	proc_fd_path(fd, proc, sizeof(proc));
+	tgt_proc_fd_path(fd, proc, sizeof(proc));
 	lk = open(proc, O_RDONLY | O_CLOEXEC);
 	if (lk < 0) /* no /proc: lock the shared description, it still works */
 		lk = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (lk < 0)
-		return terr(t, -errno, "%s: cannot open the probe file for locking: %m", path);
+		return tgt_terr(t, -errno, "%s: cannot open the probe file for locking: %m", path);
 	if (flock(lk, LOCK_EX | LOCK_NB) == 0) {
 		*lock = lk;
 		return 0;
@@ -103,20 +103,20 @@ static int lock_probe_file(struct target *t, int fd, const char *path, int *lock
 	r = errno;
 	close(lk);
 	if (r == EWOULDBLOCK)
-		return terr(t, -EBUSY,
+		return tgt_terr(t, -EBUSY,
 			    "%s is in use by another iopulse process: two daemons must not "
 			    "measure the same directory",
 			    path);
-	return terr(t, -r, "%s: cannot lock the probe file: %m", path);
+	return tgt_terr(t, -r, "%s: cannot lock the probe file: %m", path);
 }
 
 /* lstat() of the probe file's name: 0, -ENOENT (no message), or -errno with
  * t->error set. */
 static int stat_probe_file(struct target *t, int dfd, struct stat *lst)
 {
-	if (fstatat(dfd, probe_name(t), lst, AT_SYMLINK_NOFOLLOW) == 0)
+	if (fstatat(dfd, tgt_probe_name(t), lst, AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
-	return errno == ENOENT ? -ENOENT : terr(t, -errno, "%s: %m", t->file_path);
+	return errno == ENOENT ? -ENOENT : tgt_terr(t, -errno, "%s: %m", t->file_path);
 }
 
 /* Whether @dfd holds a temporary name of ours (tmp_name()) for the file @st: its
@@ -131,7 +131,7 @@ static bool find_tmp_link(int dfd, const struct stat *st, char *name)
 	while (d && !found && (de = readdir(d))) {
 		found = tmp_name(de->d_name) &&
 			fstatat(dfd, de->d_name, &tst, AT_SYMLINK_NOFOLLOW) == 0 &&
-			S_ISREG(tst.st_mode) && same_inode(&tst, st);
+			S_ISREG(tst.st_mode) && tgt_same_inode(&tst, st);
 		if (found)
 			snprintf(name, NAME_MAX + 1, "%s", de->d_name);
 	}
@@ -164,7 +164,7 @@ static int drop_tmp_link(struct target *t, int dfd, const struct stat *lst)
 
 	if (!S_ISREG(lst->st_mode) || lst->st_uid != geteuid())
 		return 0;
-	fd = open_same(dfd, probe_name(t), O_RDONLY, lst, &st);
+	fd = tgt_open_same(dfd, tgt_probe_name(t), O_RDONLY, lst, &st);
 	if (fd < 0) /* gone or changed: what is there now is looked at as usual */
 		return 0;
 	if (st.st_nlink != 2 || !find_tmp_link(dfd, &st, tmp)) {
@@ -172,13 +172,13 @@ static int drop_tmp_link(struct target *t, int dfd, const struct stat *lst)
 		return 0;
 	}
 	hdr = malloc(TARGET_HEADER_SIZE);
-	r = hdr ? header_read(t, fd, hdr, &ours, &version, &size) : -ENOMEM;
+	r = hdr ? tgt_header_read(t, fd, hdr, &ours, &version, &size) : -ENOMEM;
 	free(hdr);
 	if (r == 0 && ours)
 		r = lock_probe_file(t, fd, t->file_path, &lk);
 	/* Identity again right before the unlink: the final name, which must outlive
 	 * the temporary one, and the temporary one itself (unlink_ours()). */
-	if (lk >= 0 && name_is(dfd, probe_name(t), fd) && unlink_ours(dfd, tmp, fd)) {
+	if (lk >= 0 && name_is(dfd, tgt_probe_name(t), fd) && unlink_ours(dfd, tmp, fd)) {
 		snprintf(t->link_removed, sizeof(t->link_removed), "%s", tmp);
 		r = 1;
 	} else if (r != -EBUSY) {
@@ -199,23 +199,23 @@ static int may_be_ours(struct target *t, const struct stat *lst, bool owned)
 	const char *path = t->file_path;
 
 	if (S_ISLNK(lst->st_mode))
-		return terr(t, -EEXIST,
+		return tgt_terr(t, -EEXIST,
 			    "%s is a symlink, not an iopulse probe file: refusing to touch it; "
 			    "remove it or choose another directory",
 			    path);
 	if (!S_ISREG(lst->st_mode))
-		return terr(t, -EEXIST,
+		return tgt_terr(t, -EEXIST,
 			    "%s exists and is not a regular file: refusing to touch it; remove "
 			    "it or choose another directory",
 			    path);
 	if (owned && lst->st_uid != geteuid())
-		return terr(t, -EEXIST,
+		return tgt_terr(t, -EEXIST,
 			    "%s is owned by uid %u, not by us (uid %u): refusing to touch it", path,
 			    (unsigned)lst->st_uid, (unsigned)geteuid());
 	/* iopulse gives its files one name only: another name is somebody's file
 	 * linked here, which writing ours would overwrite. */
 	if (lst->st_nlink != 1)
-		return terr(t, -EEXIST,
+		return tgt_terr(t, -EEXIST,
 			    "%s has %ju hard links, and an iopulse probe file has exactly one: "
 			    "another file linked here, not ours; refusing to touch it; remove "
 			    "it or choose another directory",
@@ -233,13 +233,13 @@ static int read_our_header(struct target *t, int fd, unsigned *version, uint64_t
 	int r;
 
 	if (posix_memalign(&hdr, IO_MAX_ALIGN, TARGET_HEADER_SIZE) != 0)
-		return terr(t, -ENOMEM, "%s: out of memory", path);
-	r = header_read(t, fd, hdr, &ours, version, size);
+		return tgt_terr(t, -ENOMEM, "%s: out of memory", path);
+	r = tgt_header_read(t, fd, hdr, &ours, version, size);
 	free(hdr);
 	if (r < 0)
-		return terr(t, r, "%s: reading the header: %m", path);
+		return tgt_terr(t, r, "%s: reading the header: %m", path);
 	if (!ours)
-		return terr(t, -EEXIST,
+		return tgt_terr(t, -EEXIST,
 			    "%s exists but is not an iopulse probe file (no header): refusing to "
 			    "touch it; remove it or choose another directory",
 			    path);
@@ -272,19 +272,19 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 		r = may_be_ours(t, &lst, true);
 	if (r < 0)
 		return r;
-	fd = open_same(dfd, probe_name(t), O_RDWR, &lst, &st);
+	fd = tgt_open_same(dfd, tgt_probe_name(t), O_RDWR, &lst, &st);
 	if (fd == -ENOENT)
 		return -ENOENT;
 	if (fd == -ESTALE || fd == -ELOOP)
-		return terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
+		return tgt_terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
 			    path);
 	if (fd < 0)
-		return terr(t, fd, "%s: cannot open for writing: %m%s", path,
+		return tgt_terr(t, fd, "%s: cannot open for writing: %m%s", path,
 			    fd == -EROFS ? TARGET_EROFS_HINT : "");
 	/* Again on what is open: a link or chown between lstat() and open(). */
 	r = may_be_ours(t, &st, true);
 	if (r == 0)
-		r = prepare_fd(t, fd, path, false);
+		r = tgt_prepare_fd(t, fd, path, false);
 	if (r == 0)
 		r = read_our_header(t, fd, &version, &size);
 	if (r == 0)
@@ -310,7 +310,7 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
  * is none, or one that open_existing() would take (a temporary second name of
  * ours included: drop_tmp_link() would remove it); -EEXIST (t->error set,
  * open_existing()'s words) when something that is not ours is there. Never
- * opens anything but a regular file, and that read-only (open_same(): no FIFO
+ * opens anything but a regular file, and that read-only (tgt_open_same(): no FIFO
  * to block on, no symlink followed). What depends on who runs it is left to
  * run: the owner, and a file this user may not read that is not its own (the
  * service's, checked by root or by a user other than the service's).
@@ -335,17 +335,17 @@ static int check_existing(struct target *t, int dfd)
 	r = may_be_ours(t, &st, false);
 	if (r < 0)
 		return r;
-	/* O_NOATIME, as open_file_fd(): a check leaves even the access time. */
-	fd = open_same(dfd, probe_name(t), O_RDONLY | O_NOATIME, &lst, &st);
+	/* O_NOATIME, as tgt_open_file_fd(): a check leaves even the access time. */
+	fd = tgt_open_same(dfd, tgt_probe_name(t), O_RDONLY | O_NOATIME, &lst, &st);
 	if (fd == -EPERM)
-		fd = open_same(dfd, probe_name(t), O_RDONLY, &lst, &st);
+		fd = tgt_open_same(dfd, tgt_probe_name(t), O_RDONLY, &lst, &st);
 	if (fd == -ENOENT || ((fd == -EACCES || fd == -EPERM) && lst.st_uid != geteuid()))
 		return 0;
 	if (fd == -ESTALE || fd == -ELOOP)
-		return terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
+		return tgt_terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
 			    t->file_path);
 	if (fd < 0)
-		return terr(t, fd, "%s: cannot open: %m", t->file_path);
+		return tgt_terr(t, fd, "%s: cannot open: %m", t->file_path);
 	r = read_our_header(t, fd, &version, &size);
 	close(fd);
 	return r;
@@ -355,7 +355,7 @@ static int link_anon(int fd, int dfd, const char *name)
 {
 	char proc[64];
 
-	proc_fd_path(fd, proc, sizeof(proc));
+	tgt_proc_fd_path(fd, proc, sizeof(proc));
 	if (linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) == 0)
 		return 0;
 	if (errno != ENOENT)
@@ -421,7 +421,7 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 	else if (fd < 0)
 		fd = create_tmp(dfd, tmp, sizeof(tmp));
 	if (fd < 0)
-		return terr(t, fd, "%s: cannot create the probe file: %m%s", path,
+		return tgt_terr(t, fd, "%s: cannot create the probe file: %m%s", path,
 			    fd == -EROFS ? TARGET_EROFS_HINT : "");
 
 	/* Locked before it has a name: nobody can take it between link and use,
@@ -431,33 +431,33 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 		goto fail;
 	if (t->unnamed && tmp[0]) { /* never to be left behind: gone now, or fail */
 		if (!unlink_ours(dfd, tmp, fd)) {
-			r = terr(t, -errno ? -errno : -ESTALE,
+			r = tgt_terr(t, -errno ? -errno : -ESTALE,
 				 "%s: cannot remove the temporary name %s: %m", path, tmp);
 			goto fail;
 		}
 		tmp[0] = '\0';
 	}
-	r = enable_direct(t, fd, path);
+	r = tgt_enable_direct(t, fd, path);
 	if (r < 0)
 		goto fail;
-	r = get_align(t, fd, path, false);
+	r = tgt_get_align(t, fd, path, false);
 	if (r < 0)
 		goto fail;
-	r = layout(t, fd, path);
+	r = tgt_layout(t, fd, path);
 	if (r < 0)
 		goto fail;
 
 	if (t->unnamed) /* never named: gone when we close it */
 		r = 0;
 	else if (tmp[0])
-		r = publish_tmp(dfd, tmp, fd, probe_name(t));
+		r = publish_tmp(dfd, tmp, fd, tgt_probe_name(t));
 	else
-		r = link_anon(fd, dfd, probe_name(t));
+		r = link_anon(fd, dfd, tgt_probe_name(t));
 	if (r < 0) {
 		if (r == -EEXIST)
-			terr(t, r, "%s appeared while we created it: not touching it", path);
+			tgt_terr(t, r, "%s appeared while we created it: not touching it", path);
 		else
-			terr(t, r, "%s: cannot name the probe file: %m", path);
+			tgt_terr(t, r, "%s: cannot name the probe file: %m", path);
 		goto fail;
 	}
 	*out = fd;
@@ -490,11 +490,11 @@ static int stale_tmp(struct target *t, int dfd, const char *name, void *hdr)
 	if (!tmp_name(name) || fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISREG(lst.st_mode) || lst.st_uid != geteuid() || lst.st_nlink != 1)
 		return -1;
-	fd = open_same(dfd, name, O_RDONLY, &lst, &st);
+	fd = tgt_open_same(dfd, name, O_RDONLY, &lst, &st);
 	if (fd < 0)
 		return -1;
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-	    header_read(t, fd, hdr, &ours, &version, &size) == 0 && ours)
+	    tgt_header_read(t, fd, hdr, &ours, &version, &size) == 0 && ours)
 		return fd;
 	close(fd);
 	return -1;
@@ -530,15 +530,15 @@ out:
  * pinned: after an unmount the path names the mount point beneath; a directory
  * removed and made again, or renamed away and replaced, is another inode.
  */
-int dir_identity(struct target *t, const struct stat *st, const char *tail)
+int tgt_dir_identity(struct target *t, const struct stat *st, const char *tail)
 {
 	const char *dir = t->cfg->path;
 
 	if (!t->pinned || (st->st_dev == t->dev && st->st_ino == t->dir_ino))
 		return 0;
 	if (st->st_dev != t->dev)
-		return moved(t, dir, st->st_dev, tail);
-	return terr(t, -EXDEV,
+		return tgt_moved(t, dir, st->st_dev, tail);
+	return tgt_terr(t, -EXDEV,
 		    "%s is no longer the directory iopulse first opened (inode %llu, now %llu): "
 		    "it was replaced; restart iopulse to measure the new one%s",
 		    dir, (unsigned long long)t->dir_ino, (unsigned long long)st->st_ino, tail);
@@ -556,18 +556,18 @@ static int open_target_dir(struct target *t, int *out)
 	struct stat st;
 	int dfd, r;
 
-	r = walk_to_dir(t, dir, &dfd);
+	r = tgt_walk_to_dir(t, dir, &dfd);
 	if (r < 0)
 		return r;
 	if (fstat(dfd, &st) < 0 || fstatfs(dfd, &sfs) < 0) {
-		r = terr(t, -errno, "%s: %m", dir);
+		r = tgt_terr(t, -errno, "%s: %m", dir);
 		goto fail;
 	}
-	r = dir_identity(t, &st, "; not creating a probe file there");
+	r = tgt_dir_identity(t, &st, "; not creating a probe file there");
 	if (r == 0)
-		r = check_memory_backed(t, dir, &sfs);
+		r = tgt_check_memory_backed(t, dir, &sfs);
 	if (r == 0 && !t->pinned)
-		r = check_mounted(t, dfd);
+		r = tgt_check_mounted(t, dfd);
 	if (r < 0)
 		goto fail;
 	if (!t->pinned) {
@@ -620,13 +620,13 @@ static int probe_file_path(struct target *t)
 	else if (t->unnamed)
 		r = snprintf(t->file_path, sizeof(t->file_path), "%s/(unnamed probe file)", dir);
 	else
-		r = snprintf(t->file_path, sizeof(t->file_path), "%s/%s", dir, probe_name(t));
+		r = snprintf(t->file_path, sizeof(t->file_path), "%s/%s", dir, tgt_probe_name(t));
 	if (r < 0 || (size_t)r >= sizeof(t->file_path))
-		return terr(t, -ENAMETOOLONG, "%s: path too long", dir);
+		return tgt_terr(t, -ENAMETOOLONG, "%s: path too long", dir);
 	return 0;
 }
 
-int open_directory(struct target *t)
+int tgt_open_directory(struct target *t)
 {
 	struct stat st;
 	bool relay = false;
@@ -650,7 +650,7 @@ int open_directory(struct target *t)
 		r = create_probe_file(t, dfd, &fd, &lk);
 	} else if (r == 0 && relay) {
 		/* Ours, locked, open: laid out again in place, never renamed over. */
-		r = layout(t, fd, t->file_path);
+		r = tgt_layout(t, fd, t->file_path);
 		if (r < 0) {
 			close(fd);
 			close(lk);
@@ -660,7 +660,7 @@ int open_directory(struct target *t)
 		goto out;
 
 	if (fstat(fd, &st) < 0) {
-		r = terr(t, -errno, "%s: fstat: %m", t->file_path);
+		r = tgt_terr(t, -errno, "%s: fstat: %m", t->file_path);
 		close(fd);
 		close(lk);
 		goto out;
@@ -677,9 +677,9 @@ out:
 	return r;
 }
 
-/* target_check_ro() of a directory target: the directory as open_directory()
+/* target_check_ro() of a directory target: the directory as tgt_open_directory()
  * opens it, then each probe file already there as open_existing() judges it. */
-int check_ro_directory(struct target *t, const char *const *files, unsigned n_files)
+int tgt_check_ro_directory(struct target *t, const char *const *files, unsigned n_files)
 {
 	int dfd, r;
 

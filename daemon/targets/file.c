@@ -21,7 +21,7 @@
  * allowed, O_DIRECT as configured. Sets t->file_path. The descriptor, with
  * @st and @sfs, or -errno with t->error set. Nothing is written.
  */
-int open_file_fd(struct target *t, struct stat *st, struct statfs *sfs)
+int tgt_open_file_fd(struct target *t, struct stat *st, struct statfs *sfs)
 {
 	const char *path = t->cfg->path;
 	char leaf[NAME_MAX + 1];
@@ -30,52 +30,52 @@ int open_file_fd(struct target *t, struct stat *st, struct statfs *sfs)
 
 	r = snprintf(t->file_path, sizeof(t->file_path), "%s", path);
 	if (r < 0 || (size_t)r >= sizeof(t->file_path))
-		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
-	r = walk_to_file(t, path, &pfd, leaf, sizeof(leaf));
+		return tgt_terr(t, -ENAMETOOLONG, "%s: path too long", path);
+	r = tgt_walk_to_file(t, path, &pfd, leaf, sizeof(leaf));
 	if (r < 0)
 		return r;
 
 	/* lstat first: never open() a device or FIFO just to find out what it is. */
 	if (fstatat(pfd, leaf, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
-		r = errno == ENOENT ? terr(t, -ENOENT, "%s: no such file", path)
-				    : terr(t, -errno, "%s: %m", path);
+		r = errno == ENOENT ? tgt_terr(t, -ENOENT, "%s: no such file", path)
+				    : tgt_terr(t, -errno, "%s: %m", path);
 		close(pfd);
 		return r;
 	}
 	if (S_ISLNK(lst.st_mode) || !S_ISREG(lst.st_mode)) {
 		close(pfd);
 		if (S_ISLNK(lst.st_mode))
-			return leaf_is_link(t, path);
-		return terr(t, -EINVAL, "%s: not a regular file", path);
+			return tgt_leaf_is_link(t, path);
+		return tgt_terr(t, -EINVAL, "%s: not a regular file", path);
 	}
 
 	/* O_NOATIME keeps even the access time as it was; only the owner (or
 	 * CAP_FOWNER) may ask for it. */
-	fd = open_same(pfd, leaf, O_RDONLY | O_NOATIME, &lst, st);
+	fd = tgt_open_same(pfd, leaf, O_RDONLY | O_NOATIME, &lst, st);
 	if (fd == -EPERM)
-		fd = open_same(pfd, leaf, O_RDONLY, &lst, st);
+		fd = tgt_open_same(pfd, leaf, O_RDONLY, &lst, st);
 	close(pfd);
 	if (fd == -ESTALE || fd == -ELOOP)
-		return terr(t, -EINVAL, "%s changed while we opened it", path);
+		return tgt_terr(t, -EINVAL, "%s changed while we opened it", path);
 	if (fd < 0)
-		return terr(t, fd, "%s: %m", path);
+		return tgt_terr(t, fd, "%s: %m", path);
 	if (fstatfs(fd, sfs) < 0) {
-		r = terr(t, -errno, "%s: %m", path);
+		r = tgt_terr(t, -errno, "%s: %m", path);
 		goto fail;
 	}
 	if (st->st_size < (off_t)FILE_TARGET_MIN_SIZE) {
-		r = terr(t, -EINVAL, "%s is smaller than %u bytes: nothing to measure", path,
+		r = tgt_terr(t, -EINVAL, "%s is smaller than %u bytes: nothing to measure", path,
 			 FILE_TARGET_MIN_SIZE);
 		goto fail;
 	}
 	if (t->pinned && (st->st_dev != t->dev || (long)sfs->f_type != t->fs_type)) {
-		r = moved(t, path, st->st_dev, "; not opening it");
+		r = tgt_moved(t, path, st->st_dev, "; not opening it");
 		goto fail;
 	}
-	r = check_memory_backed(t, path, sfs);
+	r = tgt_check_memory_backed(t, path, sfs);
 	if (r < 0)
 		goto fail;
-	r = prepare_fd(t, fd, path, false);
+	r = tgt_prepare_fd(t, fd, path, false);
 	if (r < 0)
 		goto fail;
 	return fd;
@@ -84,15 +84,15 @@ fail:
 	return r;
 }
 
-int open_file(struct target *t)
+int tgt_open_file(struct target *t)
 {
 	struct statfs sfs;
 	struct stat st;
-	int fd = open_file_fd(t, &st, &sfs);
+	int fd = tgt_open_file_fd(t, &st, &sfs);
 
 	if (fd < 0)
 		return fd;
-	whole_target_opened(t, fd, st.st_ino, false, (uint64_t)st.st_size, st.st_dev,
+	tgt_whole_target_opened(t, fd, st.st_ino, false, (uint64_t)st.st_size, st.st_dev,
 			    (long)sfs.f_type);
 	return 0;
 }

@@ -116,7 +116,7 @@ static int dir_real_path(int fd, const char *path, char *out, size_t len)
 	char proc[64];
 	ssize_t n;
 
-	proc_fd_path(fd, proc, sizeof(proc));
+	tgt_proc_fd_path(fd, proc, sizeof(proc));
 	n = readlink(proc, out, len - 1);
 	if (n > 0 && (size_t)n < len - 1 && out[0] == '/') {
 		out[n] = '\0';
@@ -143,14 +143,14 @@ static bool dir_beneath(int dfd, int mfd)
 	for (unsigned i = 0; fd >= 0 && i < PATH_MAX / 2; i++) {
 		int nfd;
 
-		if (same_inode(&cur, &m)) {
+		if (tgt_same_inode(&cur, &m)) {
 			found = true;
 			break;
 		}
 		nfd = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		close(fd);
 		fd = nfd;
-		if (fd < 0 || fstat(fd, &up) < 0 || same_inode(&up, &cur))
+		if (fd < 0 || fstat(fd, &up) < 0 || tgt_same_inode(&up, &cur))
 			break; /* "/" (or the root of a detached mount) */
 		cur = up;
 	}
@@ -165,7 +165,7 @@ static bool dir_beneath(int dfd, int mfd)
  * was lazily unmounted, or was mounted only after we reached the directory
  * beneath, never gets a probe file on the filesystem beneath.
  */
-int check_mounted(struct target *t, int dfd)
+int tgt_check_mounted(struct target *t, int dfd)
 {
 	const struct cfg_target *c = t->cfg;
 	char path[PATH_MAX], mp[PATH_MAX];
@@ -179,7 +179,7 @@ int check_mounted(struct target *t, int dfd)
 	case CFG_MOUNT_SELF:
 		if (is_mount_root(dfd))
 			return 0;
-		return terr(t, -EXDEV,
+		return tgt_terr(t, -EXDEV,
 			    "%s is not a mount point, and 'require_mount: true' says it must be: "
 			    "not creating a probe file on the filesystem beneath",
 			    c->path);
@@ -193,7 +193,7 @@ int check_mounted(struct target *t, int dfd)
 		 * hang on any dead mount that fstab lists. */
 		r = dir_real_path(dfd, c->path, path, sizeof(path));
 		if (r < 0)
-			return terr(t, r, "%s: %m", c->path);
+			return tgt_terr(t, r, "%s: %m", c->path);
 		if (fstab_mount_point(path, mp, sizeof(mp), &source))
 			break;
 		if (normal_path(c->path, path, sizeof(path)) == 0 &&
@@ -207,7 +207,7 @@ int check_mounted(struct target *t, int dfd)
 		close(mfd);
 	if (ok)
 		return 0;
-	return terr(t, -EXDEV,
+	return tgt_terr(t, -EXDEV,
 		    "%s: %s (named in %s) is not mounted, or the directory is not in it: not "
 		    "creating a probe file on the filesystem beneath; set 'require_mount: false' "
 		    "to measure it anyway",

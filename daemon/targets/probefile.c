@@ -72,7 +72,7 @@ static bool header_parse(const void *blk, size_t len, unsigned *version, uint64_
 
 /* Reads the header block of the open file @fd into @hdr (TARGET_HEADER_SIZE,
  * aligned); whether it is ours, with its version and size. */
-int header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version, uint64_t *size)
+int tgt_header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version, uint64_t *size)
 {
 	ssize_t n;
 
@@ -152,7 +152,7 @@ static int check_room(struct target *t, int fd, const char *path, uint64_t need,
 	uint64_t avail, reserve;
 
 	if (fstatvfs(fd, &sv) < 0)
-		return terr(t, -errno, "%s: statvfs: %m", path);
+		return tgt_terr(t, -errno, "%s: statvfs: %m", path);
 	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
 	reserve =
 		(uint64_t)(t->cfg->keep_free_fraction * (double)sv.f_blocks * (double)sv.f_frsize);
@@ -163,7 +163,7 @@ static int check_room(struct target *t, int fd, const char *path, uint64_t need,
 	cfg_format_bytes((double)avail, a, sizeof(a));
 	cfg_format_bytes((double)need, b, sizeof(b));
 	cfg_format_bytes((double)reserve, c, sizeof(c));
-	return terr(t, -ENOSPC,
+	return tgt_terr(t, -ENOSPC,
 		    "%s: %s free %s, %s still to write, and keep_free leaves %s: not filling the "
 		    "disk; the probe file's space was freed",
 		    path, a, when, b, c);
@@ -186,7 +186,7 @@ static bool stopping(struct target *t, const char *path)
 {
 	if (!t->stop || !atomic_load(t->stop))
 		return false;
-	terr(t, -ECANCELED, "%s: probe-file layout abandoned: stopping", path);
+	tgt_terr(t, -ECANCELED, "%s: probe-file layout abandoned: stopping", path);
 	return true;
 }
 
@@ -241,28 +241,28 @@ static int layout_data(struct target *t, int fd, const char *path, struct rng *r
 			return r;
 		if (off == direct_end) {
 			/* An unaligned tail cannot go through O_DIRECT: write it buffered. */
-			r = set_flag(fd, O_DIRECT, false);
+			r = tgt_set_flag(fd, O_DIRECT, false);
 			if (r < 0)
-				return terr(t, r, "%s: %m", path);
+				return tgt_terr(t, r, "%s: %m", path);
 		}
 		rng_fill(rng, buf, n);
 		layout_inflight(t, true);
 		r = pwrite_all(fd, buf, n, off);
 		layout_inflight(t, false);
 		if (r == -ENOSPC || r == -EDQUOT)
-			return terr(t, r, "%s: no space for a %" PRIu64 "-byte probe file: %m",
+			return tgt_terr(t, r, "%s: no space for a %" PRIu64 "-byte probe file: %m",
 				    path, total);
 		if (r < 0)
-			return terr(t, r, "%s: writing the probe file: %m", path);
+			return tgt_terr(t, r, "%s: writing the probe file: %m", path);
 		off += n;
 		atomic_store(&t->layout_done, off);
 		if (t->layout_progress)
 			t->layout_progress(t, off, total);
 	}
 	if (direct_end != total) {
-		r = set_flag(fd, O_DIRECT, true);
+		r = tgt_set_flag(fd, O_DIRECT, true);
 		if (r < 0)
-			return terr(t, r, "%s: %m", path);
+			return tgt_terr(t, r, "%s: %m", path);
 	}
 	return 0;
 }
@@ -275,7 +275,7 @@ static int layout_data(struct target *t, int fd, const char *path, struct rng *r
  * file is cut back to its incomplete header) and t->layout_failed is set,
  * except when stopped (-ECANCELED: nothing was touched if the stop came first).
  */
-int layout(struct target *t, int fd, const char *path)
+int tgt_layout(struct target *t, int fd, const char *path)
 {
 	uint64_t total = TARGET_HEADER_SIZE + t->cfg->size;
 	struct rng rng;
@@ -291,10 +291,10 @@ int layout(struct target *t, int fd, const char *path)
 	 * heap and its pages stay resident for good. Page-aligned: O_DIRECT. */
 	buf = mmap(NULL, LAYOUT_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
-		return terr(t, -ENOMEM, "%s: out of memory for the layout buffer", path);
+		return tgt_terr(t, -ENOMEM, "%s: out of memory for the layout buffer", path);
 	r = rng_seed(&rng);
 	if (r < 0) {
-		terr(t, r, "getrandom: %m");
+		tgt_terr(t, r, "getrandom: %m");
 		goto out;
 	}
 	atomic_store(&t->layout_total, total);
@@ -309,17 +309,17 @@ int layout(struct target *t, int fd, const char *path)
 	if (r == 0)
 		r = sync_file(t, fd);
 	if (r < 0) {
-		terr(t, r, "%s: writing the probe file: %m", path);
+		tgt_terr(t, r, "%s: writing the probe file: %m", path);
 		goto failed;
 	}
 	atomic_store(&t->layout_done, TARGET_HEADER_SIZE);
 	r = layout_data(t, fd, path, &rng, buf);
 	if (r == 0 && (r = sync_file(t, fd)) < 0)
-		terr(t, r, "%s: fdatasync: %m", path);
+		tgt_terr(t, r, "%s: fdatasync: %m", path);
 	if (r == 0 && (r = write_header(t, fd, &rng, buf, true)) < 0)
-		terr(t, r, "%s: writing the probe-file header: %m", path);
+		tgt_terr(t, r, "%s: writing the probe-file header: %m", path);
 	if (r == 0 && (r = sync_file(t, fd)) < 0)
-		terr(t, r, "%s: fdatasync: %m", path);
+		tgt_terr(t, r, "%s: fdatasync: %m", path);
 failed:
 	if (r < 0) {
 		/* Free what we wrote; the header stays, so the file is still ours.

@@ -4,7 +4,7 @@
  * (probe-file layout, path walking, alignment, device-write checks). This file
  * holds the entry points that open and check a target of any kind
  * (target_open(), target_check(), target_check_ro()) and what the kinds share:
- * the error message (terr()), O_DIRECT and alignment, the first open's pin of a
+ * the error message (tgt_terr()), O_DIRECT and alignment, the first open's pin of a
  * whole file or device. The rest, one job a file, shared through target_int.h:
  * walk.c (the path walk), mount.c (require_mount), dir.c, file.c and device.c
  * (each kind), probefile.c (a probe file's header and layout), blockdev.c
@@ -37,7 +37,7 @@
 #include "daemon/targets/target_int.h"
 
 /* Stores a message in t->error and returns @r (negative errno). %m prints @r. */
-__attribute__((format(printf, 3, 4))) int terr(struct target *t, int r, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) int tgt_terr(struct target *t, int r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -49,7 +49,7 @@ __attribute__((format(printf, 3, 4))) int terr(struct target *t, int r, const ch
 }
 
 /* "/proc/self/fd/N": how a descriptor is named to link, reopen or read it. */
-void proc_fd_path(int fd, char *buf, size_t len)
+void tgt_proc_fd_path(int fd, char *buf, size_t len)
 {
 	snprintf(buf, len, "/proc/self/fd/%d", fd);
 }
@@ -83,7 +83,7 @@ static bool is_pow2(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
-int set_flag(int fd, int flag, bool on)
+int tgt_set_flag(int fd, int flag, bool on)
 {
 	int fl = fcntl(fd, F_GETFL);
 
@@ -96,25 +96,25 @@ int set_flag(int fd, int flag, bool on)
 }
 
 /* Switch O_DIRECT on when configured; the one clear error when it cannot be. */
-int enable_direct(struct target *t, int fd, const char *path)
+int tgt_enable_direct(struct target *t, int fd, const char *path)
 {
 	int r;
 
 	if (!t->cfg->direct)
 		return 0;
-	r = set_flag(fd, O_DIRECT, true);
+	r = tgt_set_flag(fd, O_DIRECT, true);
 	if (r == -EINVAL)
-		return terr(t, r,
+		return tgt_terr(t, r,
 			    "%s: the filesystem does not support O_DIRECT; set 'direct: false' to "
 			    "measure through the page cache (not recommended)",
 			    path);
 	if (r < 0)
-		return terr(t, r, "%s: cannot enable O_DIRECT: %m", path);
+		return tgt_terr(t, r, "%s: cannot enable O_DIRECT: %m", path);
 	return 0;
 }
 
 /* Fills t->mem_align / t->offset_align for the open file or block device @fd. */
-int get_align(struct target *t, int fd, const char *path, bool blk)
+int tgt_get_align(struct target *t, int fd, const char *path, bool blk)
 {
 	uint32_t mem = 0, off = 0;
 	struct stat st;
@@ -132,19 +132,19 @@ int get_align(struct target *t, int fd, const char *path, bool blk)
 		int lbs = 0;
 
 		if (ioctl(fd, BLKSSZGET, &lbs) < 0)
-			return terr(t, -errno, "%s: BLKSSZGET: %m", path);
+			return tgt_terr(t, -errno, "%s: BLKSSZGET: %m", path);
 		mem = off = lbs > 0 ? (uint32_t)lbs : 0;
 	} else if (!mem || !off) {
 		uint32_t b = 512;
 
 		if (fstat(fd, &st) < 0)
-			return terr(t, -errno, "%s: fstat: %m", path);
+			return tgt_terr(t, -errno, "%s: fstat: %m", path);
 		while (b < IO_MAX_ALIGN && (blksize_t)(b * 2) <= st.st_blksize)
 			b *= 2;
 		mem = off = b;
 	}
 	if (!is_pow2(mem) || !is_pow2(off) || mem > IO_MAX_ALIGN || off > IO_MAX_ALIGN)
-		return terr(t, -EINVAL,
+		return tgt_terr(t, -EINVAL,
 			    "%s: direct I/O needs %" PRIu32 "-byte buffers and %" PRIu32
 			    "-byte offsets; at most %u is supported",
 			    path, mem, off, IO_MAX_ALIGN);
@@ -155,25 +155,25 @@ int get_align(struct target *t, int fd, const char *path, bool blk)
 
 /* An opened target file: blocking again (it was opened O_NONBLOCK so that a
  * FIFO swapped in could not hang us), O_DIRECT as configured, alignment known. */
-int prepare_fd(struct target *t, int fd, const char *name, bool device)
+int tgt_prepare_fd(struct target *t, int fd, const char *name, bool device)
 {
-	int r = set_flag(fd, O_NONBLOCK, false);
+	int r = tgt_set_flag(fd, O_NONBLOCK, false);
 
 	if (r < 0)
-		return terr(t, r, "%s: %m", name);
-	r = enable_direct(t, fd, name);
+		return tgt_terr(t, r, "%s: %m", name);
+	r = tgt_enable_direct(t, fd, name);
 	if (r < 0)
 		return r;
-	return get_align(t, fd, name, device);
+	return tgt_get_align(t, fd, name, device);
 }
 
 /* -EMEDIUMTYPE on tmpfs/ramfs, unless allowed. */
-int check_memory_backed(struct target *t, const char *path, const struct statfs *sfs)
+int tgt_check_memory_backed(struct target *t, const char *path, const struct statfs *sfs)
 {
 	long f_type = (long)sfs->f_type;
 
 	if ((f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC) && !t->cfg->allow_memory_backed)
-		return terr(t, -EMEDIUMTYPE,
+		return tgt_terr(t, -EMEDIUMTYPE,
 			    "%s is on tmpfs/ramfs: this measures RAM, not a disk; set "
 			    "'allow_memory_backed: true' if that is what you want",
 			    path);
@@ -185,7 +185,7 @@ int check_memory_backed(struct target *t, const char *path, const struct statfs 
  * to the alignment). The first open pins the device (and filesystem type) that
  * later opens and checks must find again.
  */
-void whole_target_opened(struct target *t, int fd, ino_t ino, bool writable, uint64_t size,
+void tgt_whole_target_opened(struct target *t, int fd, ino_t ino, bool writable, uint64_t size,
 			 dev_t dev, long fs_type)
 {
 	t->fd = fd;
@@ -228,17 +228,17 @@ int target_open(struct target *t)
 	switch (t->cfg->kind) {
 	case CFG_TARGET_DIRECTORY:
 		if (t->cfg->size < CFG_MIN_TARGET_SIZE || t->cfg->size > CFG_MAX_TARGET_SIZE)
-			return terr(t, -EINVAL, "%s: probe-file size %" PRIu64 " out of range",
+			return tgt_terr(t, -EINVAL, "%s: probe-file size %" PRIu64 " out of range",
 				    t->cfg->path, t->cfg->size);
-		r = open_directory(t);
+		r = tgt_open_directory(t);
 		layout_over(t);
 		return r;
 	case CFG_TARGET_FILE:
-		return open_file(t);
+		return tgt_open_file(t);
 	case CFG_TARGET_DEVICE:
-		return open_device(t);
+		return tgt_open_device(t);
 	}
-	return terr(t, -EINVAL, "%s: unknown target kind", t->cfg->path);
+	return tgt_terr(t, -EINVAL, "%s: unknown target kind", t->cfg->path);
 }
 
 int target_check_ro(struct target *t, const char *const *files, unsigned n_files)
@@ -249,17 +249,17 @@ int target_check_ro(struct target *t, const char *const *files, unsigned n_files
 
 	switch (t->cfg->kind) {
 	case CFG_TARGET_DIRECTORY:
-		return check_ro_directory(t, files, n_files);
+		return tgt_check_ro_directory(t, files, n_files);
 	case CFG_TARGET_FILE:
-		fd = open_file_fd(t, &st, &sfs);
+		fd = tgt_open_file_fd(t, &st, &sfs);
 		if (fd < 0)
 			return fd;
 		close(fd);
 		return 0;
 	case CFG_TARGET_DEVICE:
-		return check_ro_device(t);
+		return tgt_check_ro_device(t);
 	}
-	return terr(t, -EINVAL, "%s: unknown target kind", t->cfg->path);
+	return tgt_terr(t, -EINVAL, "%s: unknown target kind", t->cfg->path);
 }
 
 int target_check(struct target *t)
@@ -270,34 +270,34 @@ int target_check(struct target *t)
 	int pfd = -1, r;
 
 	if (t->fd < 0)
-		return terr(t, -EBADF, "%s: not open", t->file_path);
+		return tgt_terr(t, -EBADF, "%s: not open", t->file_path);
 	if (t->cfg->kind == CFG_TARGET_DEVICE) {
-		r = check_device(t);
+		r = tgt_check_device(t);
 		if (r < 0)
 			goto fail;
 		return 0;
 	}
 	if (fstat(t->fd, &fst) < 0) {
-		r = terr(t, -errno, "%s: fstat: %m", t->file_path);
+		r = tgt_terr(t, -errno, "%s: fstat: %m", t->file_path);
 		goto fail;
 	}
 
 	/* The path walked again, never through a symlink. The directory first:
 	 * after an unmount "was deleted" would mislead. */
 	if (is_dir) {
-		snprintf(leaf, sizeof(leaf), "%s", probe_name(t));
-		r = walk_to_dir(t, t->cfg->path, &pfd);
+		snprintf(leaf, sizeof(leaf), "%s", tgt_probe_name(t));
+		r = tgt_walk_to_dir(t, t->cfg->path, &pfd);
 		if (r == 0 && fstat(pfd, &dst) < 0)
-			r = terr(t, -errno, "%s: %m", t->cfg->path);
+			r = tgt_terr(t, -errno, "%s: %m", t->cfg->path);
 		if (r == 0)
-			r = dir_identity(t, &dst, "");
+			r = tgt_dir_identity(t, &dst, "");
 	} else {
-		r = walk_to_file(t, t->cfg->path, &pfd, leaf, sizeof(leaf));
+		r = tgt_walk_to_file(t, t->cfg->path, &pfd, leaf, sizeof(leaf));
 		if (r == 0 && fstatat(pfd, leaf, &dst, AT_SYMLINK_NOFOLLOW) < 0)
-			r = errno == ENOENT ? terr(t, -ESTALE, "%s was deleted", t->file_path)
-					    : terr(t, -errno, "%s: %m", t->file_path);
+			r = errno == ENOENT ? tgt_terr(t, -ESTALE, "%s was deleted", t->file_path)
+					    : tgt_terr(t, -errno, "%s: %m", t->file_path);
 		if (r == 0 && dst.st_dev != t->dev)
-			r = moved(t, t->file_path, dst.st_dev, "");
+			r = tgt_moved(t, t->file_path, dst.st_dev, "");
 	}
 	if (r < 0)
 		goto fail;
@@ -307,17 +307,17 @@ int target_check(struct target *t)
 		pst = fst;
 	else if (fstatat(pfd, leaf, &pst, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
-			r = terr(t, -ESTALE, "%s was deleted", t->file_path);
+			r = tgt_terr(t, -ESTALE, "%s was deleted", t->file_path);
 		else
-			r = terr(t, -errno, "%s: %m", t->file_path);
+			r = tgt_terr(t, -errno, "%s: %m", t->file_path);
 		goto fail;
 	}
-	if ((fst.st_nlink == 0 && !(is_dir && t->unnamed)) || !same_inode(&pst, &fst)) {
-		r = terr(t, -ESTALE, "%s was deleted or replaced", t->file_path);
+	if ((fst.st_nlink == 0 && !(is_dir && t->unnamed)) || !tgt_same_inode(&pst, &fst)) {
+		r = tgt_terr(t, -ESTALE, "%s was deleted or replaced", t->file_path);
 		goto fail;
 	}
 	if ((uint64_t)fst.st_size < t->data_end) {
-		r = terr(t, -ESTALE, "%s shrank to %lld bytes", t->file_path,
+		r = tgt_terr(t, -ESTALE, "%s shrank to %lld bytes", t->file_path,
 			 (long long)fst.st_size);
 		goto fail;
 	}

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * walk — reaching a target by its path: the path opened one component at a
- * time, symlinks judged rather than followed (walk_to_dir(), walk_to_file()),
+ * time, symlinks judged rather than followed (tgt_walk_to_dir(), tgt_walk_to_file()),
  * and what a path names told by those rules (target_path_info()); then what
  * every kind of target checks of what it reached: the same inode
- * (same_inode(), open_same()), the pinned filesystem (moved()).
+ * (tgt_same_inode(), tgt_open_same()), the pinned filesystem (tgt_moved()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,10 +34,10 @@
 static int walk_error(struct target *t, int r, const char *comp, const char *path)
 {
 	if (r == -ENOENT)
-		return terr(t, -ENOENT, "%s: no such directory (no '%s')", path, comp);
+		return tgt_terr(t, -ENOENT, "%s: no such directory (no '%s')", path, comp);
 	if (r == -ENOTDIR)
-		return terr(t, -ENOTDIR, "%s: '%s' is not a directory", path, comp);
-	return terr(t, r, "%s: '%s': %m", path, comp);
+		return tgt_terr(t, -ENOTDIR, "%s: '%s' is not a directory", path, comp);
+	return tgt_terr(t, r, "%s: '%s': %m", path, comp);
 }
 
 /*
@@ -56,25 +56,25 @@ static int walk_link(struct target *t, int *fd, int lfd, const char *comp, const
 	ssize_t n;
 
 	if (fstat(lfd, &st) < 0)
-		return terr(t, -errno, "%s: '%s': %m", path, comp);
+		return tgt_terr(t, -errno, "%s: '%s': %m", path, comp);
 	if (st.st_uid != 0 && st.st_uid != geteuid())
-		return terr(t, -ELOOP,
+		return tgt_terr(t, -ELOOP,
 			    "%s: '%s' is a symlink owned by uid %u: iopulse follows only root's "
 			    "or its own; name the real path",
 			    path, comp, (unsigned)st.st_uid);
 	if (++*links > WALK_MAX_LINKS)
-		return terr(t, -ELOOP, "%s: too many symlinks", path);
+		return tgt_terr(t, -ELOOP, "%s: too many symlinks", path);
 	n = readlinkat(lfd, "", target, sizeof(target) - 1);
 	if (n <= 0)
-		return terr(t, n < 0 ? -errno : -ENOENT, "%s: '%s': %m", path, comp);
+		return tgt_terr(t, n < 0 ? -errno : -ENOENT, "%s: '%s': %m", path, comp);
 	target[n] = '\0';
 	if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", target, rest) >= len)
-		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+		return tgt_terr(t, -ENAMETOOLONG, "%s: path too long", path);
 	if (target[0] == '/') {
 		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 		if (root < 0)
-			return terr(t, -errno, "/: %m");
+			return tgt_terr(t, -errno, "/: %m");
 		close(*fd);
 		*fd = root;
 	}
@@ -139,7 +139,7 @@ static int walk_step(struct target *t, int *fd, const char *comp, const char *pa
  * Opens (O_PATH) the directory @path names, walking it as above. 0 with *out
  * set, or -errno with t->error set (-ELOOP: a symlink we do not follow).
  */
-int walk_to_dir(struct target *t, const char *path, int *out)
+int tgt_walk_to_dir(struct target *t, const char *path, int *out)
 {
 	char todo[2 * PATH_MAX + 2], comp[NAME_MAX + 1];
 	const char *p = todo;
@@ -147,13 +147,13 @@ int walk_to_dir(struct target *t, const char *path, int *out)
 	int fd, r = 0;
 
 	if (!*path)
-		return terr(t, -EINVAL, "empty path");
+		return tgt_terr(t, -EINVAL, "empty path");
 	if (strlen(path) >= PATH_MAX)
-		return terr(t, -ENAMETOOLONG, "%s: path too long", path);
+		return tgt_terr(t, -ENAMETOOLONG, "%s: path too long", path);
 	snprintf(todo, sizeof(todo), "%s", path);
 	fd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return terr(t, -errno, "%s: %m", path);
+		return tgt_terr(t, -errno, "%s: %m", path);
 	while (r == 0) {
 		size_t n;
 
@@ -163,7 +163,7 @@ int walk_to_dir(struct target *t, const char *path, int *out)
 		if (!n)
 			break;
 		if (n > NAME_MAX) {
-			r = terr(t, -ENAMETOOLONG, "%s: a component is too long", path);
+			r = tgt_terr(t, -ENAMETOOLONG, "%s: a component is too long", path);
 			break;
 		}
 		memcpy(comp, p, n);
@@ -184,7 +184,7 @@ int walk_to_dir(struct target *t, const char *path, int *out)
  * The file target's directory, walked as above (O_PATH in *out), and its last
  * component in @leaf: that one is never followed, a file target names the file.
  */
-int walk_to_file(struct target *t, const char *full, int *out, char *leaf, size_t len)
+int tgt_walk_to_file(struct target *t, const char *full, int *out, char *leaf, size_t len)
 {
 	const char *path = full;
 	char dir[PATH_MAX];
@@ -192,7 +192,7 @@ int walk_to_file(struct target *t, const char *full, int *out, char *leaf, size_
 	size_t n = strlen(path);
 
 	if (!n || n >= sizeof(dir) || path[n - 1] == '/')
-		return terr(t, -EINVAL, "%s: not a file name", path);
+		return tgt_terr(t, -EINVAL, "%s: not a file name", path);
 	if (!slash) {
 		snprintf(dir, sizeof(dir), ".");
 	} else {
@@ -200,19 +200,19 @@ int walk_to_file(struct target *t, const char *full, int *out, char *leaf, size_
 		path = slash + 1;
 	}
 	if (strlen(path) >= len)
-		return terr(t, -ENAMETOOLONG, "%s: name too long", full);
+		return tgt_terr(t, -ENAMETOOLONG, "%s: name too long", full);
 	snprintf(leaf, len, "%s", path);
-	return walk_to_dir(t, dir, out);
+	return tgt_walk_to_dir(t, dir, out);
 }
 
 /* A file target names the file: a symlink at the end is never followed. */
-int leaf_is_link(struct target *t, const char *path)
+int tgt_leaf_is_link(struct target *t, const char *path)
 {
-	return terr(t, -ELOOP, "%s is a symlink: name the file itself", path);
+	return tgt_terr(t, -ELOOP, "%s is a symlink: name the file itself", path);
 }
 
 /* The leaf of a path whose walk as a directory failed (@r, t->error set): a
- * regular file; a symlink that is not a directory's is refused as open_file()
+ * regular file; a symlink that is not a directory's is refused as tgt_open_file()
  * refuses it. */
 static int kind_of_leaf(struct target *t, const char *path, int r, struct target_path_info *info)
 {
@@ -223,22 +223,22 @@ static int kind_of_leaf(struct target *t, const char *path, int r, struct target
 	if (r != -ENOTDIR && r != -ELOOP && r != -ENOENT)
 		return r;
 	snprintf(keep, sizeof(keep), "%s", t->error);
-	if (walk_to_file(t, path, &pfd, leaf, sizeof(leaf)) < 0)
-		return terr(t, r, "%s", keep);
+	if (tgt_walk_to_file(t, path, &pfd, leaf, sizeof(leaf)) < 0)
+		return tgt_terr(t, r, "%s", keep);
 	if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		close(pfd);
 		if (errno == ENOENT)
-			return terr(t, -ENOENT, "%s: no such file or directory", path);
-		return terr(t, r, "%s", keep);
+			return tgt_terr(t, -ENOENT, "%s: no such file or directory", path);
+		return tgt_terr(t, r, "%s", keep);
 	}
 	close(pfd);
-	/* A link walk_to_dir() would not follow (another owner's) says why. */
+	/* A link tgt_walk_to_dir() would not follow (another owner's) says why. */
 	if (S_ISLNK(st.st_mode) && r == -ELOOP)
-		return terr(t, r, "%s", keep);
+		return tgt_terr(t, r, "%s", keep);
 	if (S_ISLNK(st.st_mode))
-		return leaf_is_link(t, path);
+		return tgt_leaf_is_link(t, path);
 	if (!S_ISREG(st.st_mode))
-		return terr(t, -EINVAL, "%s is not a directory, regular file or block device",
+		return tgt_terr(t, -EINVAL, "%s is not a directory, regular file or block device",
 			    path);
 	info->kind = CFG_TARGET_FILE;
 	info->size = (uint64_t)st.st_size;
@@ -256,10 +256,10 @@ int target_path_info(const char *path, struct target_path_info *info, char *err,
 	/* Devices as device_stat() takes them: through any symlink. */
 	if (stat(path, &st) == 0 && S_ISBLK(st.st_mode)) {
 		info->kind = CFG_TARGET_DEVICE;
-		info->size = device_sysfs_size(st.st_rdev);
+		info->size = tgt_device_sysfs_size(st.st_rdev);
 		return 0;
 	}
-	r = walk_to_dir(&t, path, &fd);
+	r = tgt_walk_to_dir(&t, path, &fd);
 	if (r == 0) {
 		if (fstatfs(fd, &sfs) == 0)
 			info->fs_type = (long)sfs.f_type;
@@ -276,7 +276,7 @@ int target_path_info(const char *path, struct target_path_info *info, char *err,
 }
 
 /* Whether @a and @b describe the same file: device and inode. */
-bool same_inode(const struct stat *a, const struct stat *b)
+bool tgt_same_inode(const struct stat *a, const struct stat *b)
 {
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
@@ -286,22 +286,22 @@ bool same_inode(const struct stat *a, const struct stat *b)
  * in cannot hang us), only while it is still the regular file @lst described.
  * Fills @st. The descriptor, or -errno (-ESTALE: something else is there now).
  */
-int open_same(int dfd, const char *name, int flags, const struct stat *lst, struct stat *st)
+int tgt_open_same(int dfd, const char *name, int flags, const struct stat *lst, struct stat *st)
 {
 	int fd = openat(dfd, name, flags | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, st) == 0 && S_ISREG(st->st_mode) && same_inode(st, lst))
+	if (fstat(fd, st) == 0 && S_ISREG(st->st_mode) && tgt_same_inode(st, lst))
 		return fd;
 	close(fd);
 	return -ESTALE;
 }
 
 /* -EXDEV (t->error set): @path is on device @now, not the pinned one. */
-int moved(struct target *t, const char *path, dev_t now, const char *tail)
+int tgt_moved(struct target *t, const char *path, dev_t now, const char *tail)
 {
-	return terr(t, -EXDEV,
+	return tgt_terr(t, -EXDEV,
 		    "%s is now on a different filesystem (was dev %u:%u, now %u:%u): was it "
 		    "unmounted?%s",
 		    path, major(t->dev), minor(t->dev), major(now), minor(now), tail);
