@@ -38,7 +38,7 @@
 #include "daemon/metrics/process.h"
 #include "daemon/sched/scheduler.h"
 #include "lib/stack.h"
-#include "daemon/http/webtls.h"
+#include "daemon/http/tls.h"
 
 #include "revision.h" /* IOPULSE_REVISION, generated at build time */
 

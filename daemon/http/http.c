@@ -26,8 +26,8 @@
 #include "daemon/http/http.h"
 #include "daemon/log.h"
 #include "daemon/status/status.h"
-#include "daemon/http/webauth.h"
-#include "daemon/http/webtls.h"
+#include "daemon/http/auth.h"
+#include "daemon/http/tls.h"
 #include "config/webconfig.h"
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"

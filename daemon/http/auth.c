@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "config/webconfig.h"
-#include "daemon/http/webauth.h"
+#include "daemon/http/auth.h"
 
 enum job_state { JOB_FREE, JOB_RESERVED, JOB_QUEUED, JOB_RUNNING };
 
