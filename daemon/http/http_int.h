@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http_int — what the files of daemon/http share and nothing else sees: the
+ * server's record, the records of connections and of client addresses, and
+ * the functions one file calls in another. The interface is http.h.
+ */
+#ifndef IOPULSE_HTTP_INT_H
+#define IOPULSE_HTTP_INT_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/http/http.h"
+
+struct gzpage;
+struct status;
+struct web_auth;
+struct web_cert;
+struct web_tls;
+
+#define PEER_BUCKETS 1024 /* hash chains of client addresses */
+
+struct peer;
+struct conn;
+
+/* A list of waiting connections, oldest first (see "connections"). */
+struct conn_list {
+	struct conn *head, *tail;
+};
+
+struct http_server {
+	struct MHD_Daemon *mhd;
+	struct metrics *metrics;
+	struct metric_family *requests; /* iopulse_http_requests_total{handler,code} */
+	http_collect_fn collect;
+	void *userdata;
+	size_t last_len[3]; /* the last body's size per format: the next buffer's size */
+	/* /metrics with gzip, per format (HTTP thread only): the last page and its
+	 * compressed families (gzpage.h), and where the families end. */
+	struct gzpage *gz[3];
+	size_t last_zlen[3];
+	struct http_family_ends ends;
+	_Atomic(struct status *) status; /* what /, /readyz, /status.json show; NULL: none */
+	size_t page_len, json_len;	 /* the last / and /status.json sizes: the next buffers' */
+	struct web_tls *tls;		 /* NULL: plain HTTP */
+	struct web_auth *auth;		 /* NULL: no basic auth */
+
+	/* Everything below belongs to the server's thread (see "connections"). */
+	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */
+	int stop_fd;			  /* eventfd: http_stop() ends the thread */
+	int wake_fd;			  /* eventfd: a password check resumed a connection */
+	int mhd_fd;			  /* libmicrohttpd's epoll descriptor */
+	pthread_t thread;		  /* valid when started */
+	bool started;			  /* the thread runs */
+	struct http_limits lim;		  /* in force */
+	uint64_t nofile;		  /* RLIMIT_NOFILE (soft) at start, for the log */
+	unsigned live;			  /* connections not being closed */
+	struct conn_list waiting;	  /* all waiting connections */
+	int64_t paused_until_ms;	  /* accept() rests until then (CLOCK_MONOTONIC) */
+	bool trim_due;			  /* a reply or connection ended since the last trim */
+	int64_t trimmed_ms;		  /* when trim_heap() last trimmed */
+	struct peer *peers[PEER_BUCKETS]; /* client addresses with connections */
+};
+
+#define ACCEPT_BATCH HTTP_ACCEPT_BATCH /* accepts per turn, before libmicrohttpd's */
+#define PEER_KEY_LEN (1 + 8)	       /* family, then the IPv4 address or the IPv6 /64 */
+
+struct peer {
+	struct peer *next;		 /* in its hash chain */
+	unsigned char key[PEER_KEY_LEN]; /* see peer_key() */
+	unsigned live;			 /* its connections not being closed */
+	unsigned refs;			 /* its records, closing ones too */
+	bool verifying;			 /* a bcrypt check of its is in flight */
+	struct conn_list waiting;	 /* its waiting connections */
+};
+
+enum { WAIT_ALL, WAIT_PEER }; /* a waiting connection's lists: h->waiting, peer->waiting */
+
+struct conn {
+	struct {
+		struct conn *prev, *next;
+	} link[2];	       /* in each list, by WAIT_ALL, WAIT_PEER */
+	struct peer *peer;     /* its address */
+	int fd;		       /* libmicrohttpd's, open until CLOSED */
+	int64_t since_ms;      /* waiting since (CLOCK_MONOTONIC) */
+	bool waiting;	       /* in the lists above */
+	bool closing;	       /* shut down; libmicrohttpd closes it */
+	struct web_cert *cert; /* with TLS: the pair its handshake uses */
+};
+
+/* ---- conn.c ---- */
+
+/* *req of a request whose headers are in, until it is answered (on_request()). */
+extern char headers_in;
+
+size_t peer_net_len(const unsigned char key[PEER_KEY_LEN]);
+void wait_del(struct http_server *h, struct conn *c);
+struct conn *conn_of(struct MHD_Connection *mc);
+void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
+		   enum MHD_ConnectionNotificationCode what);
+void on_completed(void *cls, struct MHD_Connection *mc, void **req,
+		  enum MHD_RequestTerminationCode toe);
+void *serve(void *arg);
+
+/* ---- http.c ---- */
+
+struct auth_req;
+void auth_release(struct auth_req *ar);
+
+#endif
