@@ -92,6 +92,18 @@ struct conn {
 	struct web_cert *cert; /* with TLS: the pair its handshake uses */
 };
 
+#define TEXT_PLAIN "text/plain; charset=utf-8"
+
+enum handler {
+	H_METRICS,
+	H_HEALTHZ,
+	H_LANDING,
+	H_READYZ,
+	H_STATUS_JSON,
+	H_OTHER,
+	_H_MAX,
+};
+
 /* ---- conn.c ---- */
 
 /* *req of a request whose headers are in, until it is answered (on_request()). */
@@ -106,9 +118,18 @@ void on_completed(void *cls, struct MHD_Connection *mc, void **req,
 		  enum MHD_RequestTerminationCode toe);
 void *serve(void *arg);
 
-/* ---- http.c ---- */
+/* ---- authorize.c ---- */
 
 struct auth_req;
 void auth_release(struct auth_req *ar);
+int authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
+	      enum MHD_Result *ret);
+
+/* ---- http.c ---- */
+
+/* @extra: NULL, or a NULL-terminated list of header name, value pairs. */
+enum MHD_Result reply_headers(struct http_server *h, struct MHD_Connection *c, enum handler hd,
+			      unsigned code, const char *type, void *body, size_t len,
+			      enum MHD_ResponseMemoryMode mode, const char *const *extra);
 
 #endif
