@@ -125,7 +125,12 @@ void auth_release(struct auth_req *ar);
 int authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
 	      enum MHD_Result *ret);
 
-/* ---- http.c ---- */
+/* ---- route.c ---- */
+
+/* MHD_AccessHandlerCallback: answer a request. */
+enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			   const char *version, const char *upload_data, size_t *upload_data_size,
+			   void **req);
 
 /* @extra: NULL, or a NULL-terminated list of header name, value pairs. */
 enum MHD_Result reply_headers(struct http_server *h, struct MHD_Connection *c, enum handler hd,
