@@ -20,10 +20,10 @@
 /*
  * With basic_auth_users, every path needs credentials. A request whose
  * credentials are cached is served at once; otherwise the connection is
- * suspended while a worker runs bcrypt (webauth.h), and resumed with the
+ * suspended while a worker runs bcrypt (auth.h), and resumed with the
  * verdict: the HTTP thread never waits for a hash. An address has one check
  * queued or running at a time (a second request meanwhile gets 429 at once),
- * and webauth's queue shares its places between networks (peer_net_len()) and
+ * and auth.c's queue shares its places between networks (peer_net_len()) and
  * puts the checks of networks and addresses that failed lately after everybody
  * else's: wrong passwords flooding from any number of addresses of a few
  * networks delay a scraper of another network by the checks running, not by
@@ -125,7 +125,7 @@ int authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, 
 	      enum MHD_Result *ret)
 {
 	struct auth_req *ar = *req;
-	/* "user:password", decoded: longer is refused (webauth.h). */
+	/* "user:password", decoded: longer is refused (auth.h). */
 	char buf[2 * WEB_AUTH_FIELD_MAX + 2];
 	struct web_cred cr;
 	int r;

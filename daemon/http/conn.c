@@ -106,7 +106,7 @@ static void peer_key(const struct sockaddr *sa, unsigned char key[PEER_KEY_LEN])
 /* How many bytes of an address' key are its network's: an IPv4 /24, an IPv6
  * /48, what one holder commonly has many addresses of (a host all of 127/8,
  * a home or a small site a /56 or a /48); basic auth is fair between those
- * (webauth.h). Everything for the shared all-zero key. */
+ * (auth.h). Everything for the shared all-zero key. */
 size_t peer_net_len(const unsigned char key[PEER_KEY_LEN])
 {
 	if (key[0] == 4)

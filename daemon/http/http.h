@@ -8,7 +8,7 @@
  * unsafe on an open port (no connection timeout, no per-IP limit), so every limit
  * is set explicitly; only GET and HEAD are answered. Connections that hold a
  * slot without sending a request (idle, or a header a byte at a time) make room
- * for new ones: see http.c.
+ * for new ones: see conn.c.
  */
 #ifndef IOPULSE_HTTP_H
 #define IOPULSE_HTTP_H

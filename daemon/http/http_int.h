@@ -27,7 +27,7 @@ struct web_tls;
 struct peer;
 struct conn;
 
-/* A list of waiting connections, oldest first (see "connections"). */
+/* A list of waiting connections, oldest first (see conn.c). */
 struct conn_list {
 	struct conn *head, *tail;
 };
@@ -49,7 +49,7 @@ struct http_server {
 	struct web_tls *tls;		 /* NULL: plain HTTP */
 	struct web_auth *auth;		 /* NULL: no basic auth */
 
-	/* Everything below belongs to the server's thread (see "connections"). */
+	/* Everything below belongs to the server's thread (see conn.c). */
 	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */
 	int stop_fd;			  /* eventfd: http_stop() ends the thread */
 	int wake_fd;			  /* eventfd: a password check resumed a connection */

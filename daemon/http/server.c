@@ -1,36 +1,32 @@
 /* SPDX-License-Identifier: MIT */
-#include <arpa/inet.h>
+/*
+ * server — the server's lifecycle (http.h): libmicrohttpd set up to serve the
+ * connections conn.c hands it, with TLS (tls.c) and basic auth (auth.c) from
+ * the web configuration, and its log routed to ours; the thread started and
+ * stopped, everything freed; the TLS reload of SIGHUP.
+ */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <malloc.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <strings.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "daemon/expose/expose.h"
-#include "daemon/expose/gzpage.h"
-#include "daemon/http/http.h"
-#include "daemon/http/http_int.h"
-#include "daemon/log.h"
-#include "daemon/status/status.h"
-#include "daemon/http/auth.h"
-#include "daemon/http/tls.h"
 #include "config/webconfig.h"
+#include "daemon/expose/gzpage.h"
+#include "daemon/http/auth.h"
+#include "daemon/http/http_int.h"
+#include "daemon/http/tls.h"
+#include "daemon/log.h"
 
+/* MHD_OPTION_EXTERNAL_LOGGER: libmicrohttpd speaks through our log, at debug level. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
@@ -40,8 +36,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	msg[strcspn(msg, "\n")] = '\0';
 	log_debug("HTTP: %s", msg);
 }
-
-/* ---------------------------------------------------------------- lifecycle */
 
 /* Stop the thread, libmicrohttpd (the CLOSED notifications free the records),
  * and free everything; for a server built only in part too. */
