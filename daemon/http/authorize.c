@@ -23,7 +23,7 @@
  * suspended while a worker runs bcrypt (auth.h), and resumed with the
  * verdict: the HTTP thread never waits for a hash. An address has one check
  * queued or running at a time (a second request meanwhile gets 429 at once),
- * and auth.c's queue shares its places between networks (peer_net_len()) and
+ * and auth.c's queue shares its places between networks (http_peer_net_len()) and
  * puts the checks of networks and addresses that failed lately after everybody
  * else's: wrong passwords flooding from any number of addresses of a few
  * networks delay a scraper of another network by the checks running, not by
@@ -34,7 +34,7 @@ enum auth_state { AUTH_PENDING, AUTH_OK, AUTH_FAILED };
 struct auth_req {
 	struct http_server *h;
 	struct MHD_Connection *c;
-	struct peer *peer; /* its verifying flag is ours until auth_release() */
+	struct peer *peer; /* its verifying flag is ours until http_auth_release() */
 	_Atomic int state; /* enum auth_state; set by the worker */
 };
 
@@ -46,15 +46,15 @@ static void auth_done(void *cls, bool ok)
 
 	atomic_store(&ar->state, ok ? AUTH_OK : AUTH_FAILED);
 	MHD_resume_connection(ar->c); /* thread-safe */
-	/* libmicrohttpd's own wake-up does not reach serve()'s poll() when it runs
+	/* libmicrohttpd's own wake-up does not reach http_serve()'s poll() when it runs
 	 * without a listening socket of its own: ours does. */
 	if (write(wake_fd, &one, sizeof(one)) < 0)
-		(void)0; /* only a full counter, which wakes serve() as well */
+		(void)0; /* only a full counter, which wakes http_serve() as well */
 }
 
 /* On the HTTP thread, once the verdict is in or the request is gone: the
  * address may start another check. */
-void auth_release(struct auth_req *ar)
+void http_auth_release(struct auth_req *ar)
 {
 	if (ar && ar->peer) {
 		ar->peer->verifying = false;
@@ -66,18 +66,18 @@ static enum MHD_Result reply_busy(struct http_server *h, struct MHD_Connection *
 {
 	static const char *const hdrs[] = {MHD_HTTP_HEADER_RETRY_AFTER, "1", NULL};
 
-	return reply_headers(h, c, hd, MHD_HTTP_TOO_MANY_REQUESTS, TEXT_PLAIN,
-			     (void *)"too many password checks at once, try again\n",
-			     strlen("too many password checks at once, try again\n"),
-			     MHD_RESPMEM_PERSISTENT, hdrs);
+	return http_reply_headers(h, c, hd, MHD_HTTP_TOO_MANY_REQUESTS, TEXT_PLAIN,
+				  (void *)"too many password checks at once, try again\n",
+				  strlen("too many password checks at once, try again\n"),
+				  MHD_RESPMEM_PERSISTENT, hdrs);
 }
 
-/* Suspend @c while a worker checks @cr: 0 with *ret, as authorize(). */
+/* Suspend @c while a worker checks @cr: 0 with *ret, as http_authorize(). */
 static int auth_start(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
 		      const struct web_cred *cr, enum MHD_Result *ret)
 {
 	static const unsigned char nobody[PEER_KEY_LEN]; /* untracked: they share one */
-	struct conn *conn = conn_of(c);
+	struct conn *conn = http_conn_of(c);
 	struct peer *peer = conn ? conn->peer : NULL;
 	const unsigned char *key = peer ? peer->key : nobody;
 	struct auth_req *ar;
@@ -88,7 +88,7 @@ static int auth_start(struct http_server *h, struct MHD_Connection *c, enum hand
 		return 0;
 	}
 	ar = calloc(1, sizeof(*ar));
-	slot = ar ? web_auth_reserve(h->auth, key, PEER_KEY_LEN, peer_net_len(key)) : -ENOMEM;
+	slot = ar ? web_auth_reserve(h->auth, key, PEER_KEY_LEN, http_peer_net_len(key)) : -ENOMEM;
 	if (slot < 0) {
 		*ret = ar ? reply_busy(h, c, hd) : MHD_NO;
 		free(ar);
@@ -99,7 +99,7 @@ static int auth_start(struct http_server *h, struct MHD_Connection *c, enum hand
 	ar->peer = peer;
 	if (peer)
 		peer->verifying = true;
-	*req = ar; /* freed in on_completed() */
+	*req = ar; /* freed in http_on_completed() */
 	MHD_suspend_connection(c);
 	web_auth_submit(h->auth, slot, cr, auth_done, ar);
 	*ret = MHD_YES;
@@ -112,8 +112,9 @@ static enum MHD_Result reply_unauthorized(struct http_server *h, struct MHD_Conn
 	static const char *const hdrs[] = {MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					   "Basic realm=\"iopulse\", charset=\"UTF-8\"", NULL};
 
-	return reply_headers(h, c, hd, MHD_HTTP_UNAUTHORIZED, TEXT_PLAIN, (void *)"unauthorized\n",
-			     strlen("unauthorized\n"), MHD_RESPMEM_PERSISTENT, hdrs);
+	return http_reply_headers(h, c, hd, MHD_HTTP_UNAUTHORIZED, TEXT_PLAIN,
+				  (void *)"unauthorized\n", strlen("unauthorized\n"),
+				  MHD_RESPMEM_PERSISTENT, hdrs);
 }
 
 /*
@@ -121,8 +122,8 @@ static enum MHD_Result reply_unauthorized(struct http_server *h, struct MHD_Conn
  * connection suspended (*ret is what to return). *req carries the verdict from
  * the first call (suspend) to the second (resumed).
  */
-int authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
-	      enum MHD_Result *ret)
+int http_authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
+		   enum MHD_Result *ret)
 {
 	struct auth_req *ar = *req;
 	/* "user:password", decoded: longer is refused (auth.h). */
@@ -133,7 +134,7 @@ int authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, 
 	if (!h->auth)
 		return 1;
 	if (ar) {
-		auth_release(ar);
+		http_auth_release(ar);
 		if (atomic_load(&ar->state) == AUTH_OK)
 			return 1;
 		*ret = reply_unauthorized(h, c, hd);

@@ -107,7 +107,7 @@ static void peer_key(const struct sockaddr *sa, unsigned char key[PEER_KEY_LEN])
  * /48, what one holder commonly has many addresses of (a host all of 127/8,
  * a home or a small site a /56 or a /48); basic auth is fair between those
  * (auth.h). Everything for the shared all-zero key. */
-size_t peer_net_len(const unsigned char key[PEER_KEY_LEN])
+size_t http_peer_net_len(const unsigned char key[PEER_KEY_LEN])
 {
 	if (key[0] == 4)
 		return 1 + 3;
@@ -195,7 +195,7 @@ static void wait_add(struct http_server *h, struct conn *c, int64_t now)
 	conn_list_append(&c->peer->waiting, c, WAIT_PEER);
 }
 
-void wait_del(struct http_server *h, struct conn *c)
+void http_wait_del(struct http_server *h, struct conn *c)
 {
 	if (!c->waiting)
 		return;
@@ -207,14 +207,14 @@ void wait_del(struct http_server *h, struct conn *c)
 /* Close the waiting connection @c (see above). */
 static void close_waiting(struct http_server *h, struct conn *c)
 {
-	wait_del(h, c);
+	http_wait_del(h, c);
 	c->closing = true;
 	c->peer->live--;
 	h->live--;
 	(void)shutdown(c->fd, SHUT_RDWR);
 }
 
-struct conn *conn_of(struct MHD_Connection *mc)
+struct conn *http_conn_of(struct MHD_Connection *mc)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -223,8 +223,8 @@ struct conn *conn_of(struct MHD_Connection *mc)
 }
 
 /* MHD_OPTION_NOTIFY_CONNECTION: keep the records, and the limits. */
-void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
-		   enum MHD_ConnectionNotificationCode what)
+void http_on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
+			enum MHD_ConnectionNotificationCode what)
 {
 	struct http_server *h = cls;
 	const union MHD_ConnectionInfo *fd_info, *addr_info;
@@ -233,7 +233,7 @@ void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
 	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (!c)
 			return;
-		wait_del(h, c);
+		http_wait_del(h, c);
 		if (c->cert)
 			web_tls_session_end(h->tls, c->cert);
 		if (!c->closing) {
@@ -286,18 +286,18 @@ void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
 	}
 }
 
-char headers_in;
+char http_headers_in;
 
 /* MHD_OPTION_NOTIFY_COMPLETED: a reply is done; kept open, the connection waits
  * for the next request (closing, the CLOSED notification follows). */
-void on_completed(void *cls, struct MHD_Connection *mc, void **req,
-		  enum MHD_RequestTerminationCode toe)
+void http_on_completed(void *cls, struct MHD_Connection *mc, void **req,
+		       enum MHD_RequestTerminationCode toe)
 {
 	struct http_server *h = cls;
-	struct conn *c = conn_of(mc);
+	struct conn *c = http_conn_of(mc);
 
-	if (*req != &headers_in) { /* a struct auth_req, or NULL */
-		auth_release(*req);
+	if (*req != &http_headers_in) { /* a struct auth_req, or NULL */
+		http_auth_release(*req);
 		free(*req);
 	}
 	*req = NULL;
@@ -458,7 +458,7 @@ static void trim_heap(struct http_server *h, int64_t now)
 }
 
 /* The server's thread: accept, enforce the limits, serve. */
-void *serve(void *arg)
+void *http_serve(void *arg)
 {
 	struct http_server *h = arg;
 

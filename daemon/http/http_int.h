@@ -106,35 +106,35 @@ enum handler {
 
 /* ---- conn.c ---- */
 
-/* *req of a request whose headers are in, until it is answered (on_request()). */
-extern char headers_in;
+/* *req of a request whose headers are in, until it is answered (http_on_request()). */
+extern char http_headers_in;
 
-size_t peer_net_len(const unsigned char key[PEER_KEY_LEN]);
-void wait_del(struct http_server *h, struct conn *c);
-struct conn *conn_of(struct MHD_Connection *mc);
-void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
-		   enum MHD_ConnectionNotificationCode what);
-void on_completed(void *cls, struct MHD_Connection *mc, void **req,
-		  enum MHD_RequestTerminationCode toe);
-void *serve(void *arg);
+size_t http_peer_net_len(const unsigned char key[PEER_KEY_LEN]);
+void http_wait_del(struct http_server *h, struct conn *c);
+struct conn *http_conn_of(struct MHD_Connection *mc);
+void http_on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
+			enum MHD_ConnectionNotificationCode what);
+void http_on_completed(void *cls, struct MHD_Connection *mc, void **req,
+		       enum MHD_RequestTerminationCode toe);
+void *http_serve(void *arg);
 
 /* ---- authorize.c ---- */
 
 struct auth_req;
-void auth_release(struct auth_req *ar);
-int authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
-	      enum MHD_Result *ret);
+void http_auth_release(struct auth_req *ar);
+int http_authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
+		   enum MHD_Result *ret);
 
 /* ---- route.c ---- */
 
 /* MHD_AccessHandlerCallback: answer a request. */
-enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			   const char *version, const char *upload_data, size_t *upload_data_size,
-			   void **req);
+enum MHD_Result http_on_request(void *cls, struct MHD_Connection *c, const char *url,
+				const char *method, const char *version, const char *upload_data,
+				size_t *upload_data_size, void **req);
 
 /* @extra: NULL, or a NULL-terminated list of header name, value pairs. */
-enum MHD_Result reply_headers(struct http_server *h, struct MHD_Connection *c, enum handler hd,
-			      unsigned code, const char *type, void *body, size_t len,
-			      enum MHD_ResponseMemoryMode mode, const char *const *extra);
+enum MHD_Result http_reply_headers(struct http_server *h, struct MHD_Connection *c, enum handler hd,
+				   unsigned code, const char *type, void *body, size_t len,
+				   enum MHD_ResponseMemoryMode mode, const char *const *extra);
 
 #endif

@@ -42,9 +42,9 @@ static void count_request(struct http_server *h, enum handler hd, unsigned code)
 }
 
 /* @extra: NULL, or a NULL-terminated list of header name, value pairs. */
-enum MHD_Result reply_headers(struct http_server *h, struct MHD_Connection *c, enum handler hd,
-			      unsigned code, const char *type, void *body, size_t len,
-			      enum MHD_ResponseMemoryMode mode, const char *const *extra)
+enum MHD_Result http_reply_headers(struct http_server *h, struct MHD_Connection *c, enum handler hd,
+				   unsigned code, const char *type, void *body, size_t len,
+				   enum MHD_ResponseMemoryMode mode, const char *const *extra)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
 	enum MHD_Result ret;
@@ -69,7 +69,7 @@ static enum MHD_Result reply(struct http_server *h, struct MHD_Connection *c, en
 			     unsigned code, const char *type, void *body, size_t len,
 			     enum MHD_ResponseMemoryMode mode)
 {
-	return reply_headers(h, c, hd, code, type, body, len, mode, NULL);
+	return http_reply_headers(h, c, hd, code, type, body, len, mode, NULL);
 }
 
 static enum MHD_Result reply_static(struct http_server *h, struct MHD_Connection *c,
@@ -110,8 +110,8 @@ static int serve_gzip(struct http_server *h, struct MHD_Connection *c, enum http
 	buf_free(out); /* the previous page, handed back by gzpage */
 	h->last_zlen[fmt] = z.len;
 	body = buf_steal(&z, &len);
-	*ret = reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body, len,
-			     MHD_RESPMEM_MUST_FREE, gzip_hdrs);
+	*ret = http_reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body,
+				  len, MHD_RESPMEM_MUST_FREE, gzip_hdrs);
 	return 0;
 }
 
@@ -148,8 +148,8 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 	if (gzip && serve_gzip(h, c, fmt, &out, &r) == 0)
 		return (enum MHD_Result)r;
 	body = buf_steal(&out, &len);
-	return reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body, len,
-			     MHD_RESPMEM_MUST_FREE, plain_hdrs);
+	return http_reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body,
+				  len, MHD_RESPMEM_MUST_FREE, plain_hdrs);
 }
 
 /* / or /status.json (?history=1: with the ring's records) from a copy of the
@@ -223,7 +223,7 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
 		h->page_len = len;
 	else if (hd == H_STATUS_JSON)
 		h->json_len = len;
-	return reply_headers(h, c, hd, code, type, body, len, MHD_RESPMEM_MUST_FREE, no_store);
+	return http_reply_headers(h, c, hd, code, type, body, len, MHD_RESPMEM_MUST_FREE, no_store);
 }
 
 /*
@@ -232,7 +232,7 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
  * it has not read a body yet, so it cannot tell where the next request starts.
  * Every scrape would then pay a new TCP connection, though Prometheus keeps its
  * connections open. So the first call for a GET or HEAD without a body only
- * marks *req with headers_in and returns; the second, which follows at once (there
+ * marks *req with http_headers_in and returns; the second, which follows at once (there
  * is no body to wait for), answers, and the connection stays open for the next
  * request. A request with a body (nothing here takes one) is answered in the
  * first call, and its connection closed with the body unread. "Content-Length:
@@ -249,12 +249,12 @@ static bool has_body(struct MHD_Connection *c)
 	       MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 }
 
-enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			   const char *version, const char *upload_data, size_t *upload_data_size,
-			   void **req)
+enum MHD_Result http_on_request(void *cls, struct MHD_Connection *c, const char *url,
+				const char *method, const char *version, const char *upload_data,
+				size_t *upload_data_size, void **req)
 {
 	struct http_server *h = cls;
-	struct conn *conn = conn_of(c);
+	struct conn *conn = http_conn_of(c);
 	enum handler hd = H_OTHER;
 	bool get_or_head = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
 			   strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
@@ -268,13 +268,13 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (!*req) {
 		/* The headers are in: no longer at risk of the header deadline. */
 		if (conn)
-			wait_del(h, conn);
+			http_wait_del(h, conn);
 		if (get_or_head && !has_body(c)) {
-			*req = &headers_in;
+			*req = &http_headers_in;
 			return MHD_YES;
 		}
-	} else if (*req == &headers_in) {
-		*req = NULL; /* from here on, authorize()'s */
+	} else if (*req == &http_headers_in) {
+		*req = NULL; /* from here on, http_authorize()'s */
 	}
 
 	if (strcmp(url, "/metrics") == 0)
@@ -291,7 +291,7 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (!get_or_head)
 		return reply_static(h, c, hd, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN,
 				    "method not allowed: only GET and HEAD\n");
-	if (!authorize(h, c, hd, req, &ret))
+	if (!http_authorize(h, c, hd, req, &ret))
 		return ret;
 	switch (hd) {
 	case H_METRICS:

@@ -181,7 +181,7 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 		goto fail;
 	flags = web_options(h, tls_opts);
 	/* The logger first, so that even option parsing speaks through our log. No
-	 * thread of its own and no listening socket: serve() runs it. Its limit must
+	 * thread of its own and no listening socket: http_serve() runs it. Its limit must
 	 * never bite: ours closes connections, its would refuse new ones, a scrape
 	 * too. It counts a connection until an MHD_run() reaps it, and each run
 	 * reaps every one we shut down before it (they hang up). We shut down at most
@@ -192,9 +192,9 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 	errno = 0;
 	h->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG | flags, 0, NULL, NULL,
-		on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_SECONDS,
+		http_on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_NOTIFY_CONNECTION, http_on_connection, h, MHD_OPTION_NOTIFY_COMPLETED,
+		http_on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_SECONDS,
 		MHD_OPTION_CONNECTION_LIMIT, h->lim.connections + ACCEPT_BATCH,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT, MHD_OPTION_ARRAY,
 		tls_opts, MHD_OPTION_END);
@@ -210,7 +210,7 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 		goto fail;
 	}
 	h->mhd_fd = info->epoll_fd;
-	r = -pthread_create(&h->thread, NULL, serve, h);
+	r = -pthread_create(&h->thread, NULL, http_serve, h);
 	if (r < 0)
 		goto fail;
 	h->started = true;
