@@ -9,7 +9,6 @@
 
 #include <microhttpd.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,10 +43,10 @@ struct http_server {
 	struct gzpage *gz[3];
 	size_t last_zlen[3];
 	struct http_family_ends ends;
-	_Atomic(struct status *) status; /* what /, /readyz, /status.json show; NULL: none */
-	size_t page_len, json_len;	 /* the last / and /status.json sizes: the next buffers' */
-	struct web_tls *tls;		 /* NULL: plain HTTP */
-	struct web_auth *auth;		 /* NULL: no basic auth */
+	struct status *status;	   /* what /, /readyz, /status.json show */
+	size_t page_len, json_len; /* the last / and /status.json sizes: the next buffers' */
+	struct web_tls *tls;	   /* NULL: plain HTTP */
+	struct web_auth *auth;	   /* NULL: no basic auth */
 
 	/* Everything below belongs to the server's thread (see conn.c). */
 	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */

@@ -6,7 +6,6 @@
  * iopulse_http_requests_total.
  */
 #include <microhttpd.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +21,6 @@ static const char *const handler_names[_H_MAX] = {
 	[H_METRICS] = "metrics", [H_HEALTHZ] = "healthz",	  [H_LANDING] = "landing",
 	[H_READYZ] = "readyz",	 [H_STATUS_JSON] = "status_json", [H_OTHER] = "other",
 };
-
-static const char landing_page[] =
-	"<!DOCTYPE html>\n<html>\n<head><title>iopulse</title></head>\n<body>\n"
-	"<h1>iopulse</h1>\n<p>Continuous storage latency probes.</p>\n"
-	"<ul>\n<li><a href=\"/metrics\">/metrics</a></li>\n"
-	"<li><a href=\"/healthz\">/healthz</a></li>\n</ul>\n</body>\n</html>\n";
 
 static void count_request(struct http_server *h, enum handler hd, unsigned code)
 {
@@ -179,14 +172,12 @@ static int render_page(struct http_server *h, struct status *st, struct MHD_Conn
 /*
  * /, /status.json and /readyz: the live state (collected as for /metrics: atomics
  * and the registry), then the figures the scheduler keeps, formatted in memory.
- * A daemon without a status (tests) serves the plain landing page, 200 on
- * /readyz.
  */
 static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection *c,
 				    enum handler hd)
 {
 	static const char *const no_store[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-store", NULL};
-	struct status *st = atomic_load(&h->status);
+	struct status *st = h->status;
 	unsigned code = MHD_HTTP_OK;
 	const char *type = TEXT_PLAIN;
 	struct buf out;
@@ -194,13 +185,6 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
 	size_t len;
 	int r = 0;
 
-	if (!st && hd == H_LANDING)
-		return reply_static(h, c, hd, MHD_HTTP_OK, "text/html; charset=utf-8",
-				    landing_page);
-	if (!st && hd == H_READYZ)
-		return reply_static(h, c, hd, MHD_HTTP_OK, TEXT_PLAIN, "ready\n");
-	if (!st)
-		return reply_static(h, c, hd, MHD_HTTP_NOT_FOUND, TEXT_PLAIN, "not found\n");
 	if (h->collect)
 		h->collect(h->userdata);
 	buf_init(&out);

@@ -9,7 +9,6 @@
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -125,12 +124,6 @@ static unsigned web_options(struct http_server *h, struct MHD_OptionItem *opts)
 	return flags;
 }
 
-struct http_server *http_start(int listen_fd, const struct http_limits *lim, struct metrics *m,
-			       http_collect_fn collect, void *userdata, int *err)
-{
-	return http_start_web(listen_fd, lim, NULL, m, collect, userdata, err);
-}
-
 /* @lim's limits, each 0 (or @lim NULL) for the default; the connection limit's
  * default is what RLIMIT_NOFILE leaves after lim->fd_reserve. */
 static void set_limits(struct http_server *h, const struct http_limits *lim)
@@ -147,9 +140,9 @@ static void set_limits(struct http_server *h, const struct http_limits *lim)
 	h->lim.header_ms = lim && lim->header_ms ? lim->header_ms : HTTP_HEADER_DEADLINE_MS;
 }
 
-struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
-				   const struct web_config *web, struct metrics *m,
-				   http_collect_fn collect, void *userdata, int *err)
+struct http_server *http_start(int listen_fd, const struct http_limits *lim,
+			       const struct web_config *web, struct status *st, struct metrics *m,
+			       http_collect_fn collect, void *userdata, int *err)
 {
 	struct MHD_OptionItem tls_opts[4] = {{MHD_OPTION_END, 0, NULL}};
 	unsigned flags;
@@ -165,6 +158,7 @@ struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
 	}
 	h->listen_fd = listen_fd;
 	h->stop_fd = h->wake_fd = -1;
+	h->status = st;
 	h->metrics = m;
 	h->collect = collect;
 	h->userdata = userdata;
@@ -229,11 +223,6 @@ void http_reload_tls(struct http_server *h)
 {
 	if (h && h->tls)
 		web_tls_reload(h->tls);
-}
-
-void http_set_status(struct http_server *h, struct status *st)
-{
-	atomic_store(&h->status, st);
 }
 
 void http_stop(struct http_server *h)
