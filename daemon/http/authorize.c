@@ -62,19 +62,20 @@ void http_auth_release(struct auth_req *ar)
 	}
 }
 
-static enum MHD_Result reply_busy(struct http_server *h, struct MHD_Connection *c, enum handler hd)
+static enum MHD_Result reply_busy(struct http_server *h, struct MHD_Connection *c,
+				  const struct route *rt)
 {
 	static const char *const hdrs[] = {MHD_HTTP_HEADER_RETRY_AFTER, "1", NULL};
 
-	return http_reply_headers(h, c, hd, MHD_HTTP_TOO_MANY_REQUESTS, TEXT_PLAIN,
+	return http_reply_headers(h, c, rt, MHD_HTTP_TOO_MANY_REQUESTS, TEXT_PLAIN,
 				  (void *)"too many password checks at once, try again\n",
 				  strlen("too many password checks at once, try again\n"),
 				  MHD_RESPMEM_PERSISTENT, hdrs);
 }
 
 /* Suspend @c while a worker checks @cr: 0 with *ret, as http_authorize(). */
-static int auth_start(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
-		      const struct web_cred *cr, enum MHD_Result *ret)
+static int auth_start(struct http_server *h, struct MHD_Connection *c, const struct route *rt,
+		      void **req, const struct web_cred *cr, enum MHD_Result *ret)
 {
 	static const unsigned char nobody[PEER_KEY_LEN]; /* untracked: they share one */
 	struct conn *conn = http_conn_of(c);
@@ -84,13 +85,13 @@ static int auth_start(struct http_server *h, struct MHD_Connection *c, enum hand
 	int slot;
 
 	if (peer && peer->verifying) {
-		*ret = reply_busy(h, c, hd);
+		*ret = reply_busy(h, c, rt);
 		return 0;
 	}
 	ar = calloc(1, sizeof(*ar));
 	slot = ar ? web_auth_reserve(h->auth, key, PEER_KEY_LEN, http_peer_net_len(key)) : -ENOMEM;
 	if (slot < 0) {
-		*ret = ar ? reply_busy(h, c, hd) : MHD_NO;
+		*ret = ar ? reply_busy(h, c, rt) : MHD_NO;
 		free(ar);
 		return 0;
 	}
@@ -107,12 +108,12 @@ static int auth_start(struct http_server *h, struct MHD_Connection *c, enum hand
 }
 
 static enum MHD_Result reply_unauthorized(struct http_server *h, struct MHD_Connection *c,
-					  enum handler hd)
+					  const struct route *rt)
 {
 	static const char *const hdrs[] = {MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					   "Basic realm=\"iopulse\", charset=\"UTF-8\"", NULL};
 
-	return http_reply_headers(h, c, hd, MHD_HTTP_UNAUTHORIZED, TEXT_PLAIN,
+	return http_reply_headers(h, c, rt, MHD_HTTP_UNAUTHORIZED, TEXT_PLAIN,
 				  (void *)"unauthorized\n", strlen("unauthorized\n"),
 				  MHD_RESPMEM_PERSISTENT, hdrs);
 }
@@ -122,8 +123,8 @@ static enum MHD_Result reply_unauthorized(struct http_server *h, struct MHD_Conn
  * connection suspended (*ret is what to return). *req carries the verdict from
  * the first call (suspend) to the second (resumed).
  */
-int http_authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
-		   enum MHD_Result *ret)
+int http_authorize(struct http_server *h, struct MHD_Connection *c, const struct route *rt,
+		   void **req, enum MHD_Result *ret)
 {
 	struct auth_req *ar = *req;
 	/* "user:password", decoded: longer is refused (auth.h). */
@@ -137,7 +138,7 @@ int http_authorize(struct http_server *h, struct MHD_Connection *c, enum handler
 		http_auth_release(ar);
 		if (atomic_load(&ar->state) == AUTH_OK)
 			return 1;
-		*ret = reply_unauthorized(h, c, hd);
+		*ret = reply_unauthorized(h, c, rt);
 		return 0;
 	}
 	/* Decoded here, not by libmicrohttpd (0.9.75), whose NUL-terminated
@@ -146,11 +147,11 @@ int http_authorize(struct http_server *h, struct MHD_Connection *c, enum handler
 		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), buf,
 		sizeof(buf), &cr);
 	if (r < 0)
-		*ret = reply_unauthorized(h, c, hd);
+		*ret = reply_unauthorized(h, c, rt);
 	else if (web_auth_cached(h->auth, &cr))
 		r = 1;
 	else
-		auth_start(h, c, hd, req, &cr, ret);
+		auth_start(h, c, rt, req, &cr, ret);
 	explicit_bzero(buf, sizeof(buf));
 	return r == 1;
 }

@@ -93,15 +93,8 @@ struct conn {
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 
-enum handler {
-	H_METRICS,
-	H_HEALTHZ,
-	H_LANDING,
-	H_READYZ,
-	H_STATUS_JSON,
-	H_OTHER,
-	_H_MAX,
-};
+/* A path, its methods and its handler (route.c). */
+struct route;
 
 /* ---- conn.c ---- */
 
@@ -121,8 +114,8 @@ void *http_serve(void *arg);
 
 struct auth_req;
 void http_auth_release(struct auth_req *ar);
-int http_authorize(struct http_server *h, struct MHD_Connection *c, enum handler hd, void **req,
-		   enum MHD_Result *ret);
+int http_authorize(struct http_server *h, struct MHD_Connection *c, const struct route *rt,
+		   void **req, enum MHD_Result *ret);
 
 /* ---- route.c ---- */
 
@@ -132,8 +125,9 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *c, const char 
 				size_t *upload_data_size, void **req);
 
 /* @extra: NULL, or a NULL-terminated list of header name, value pairs. */
-enum MHD_Result http_reply_headers(struct http_server *h, struct MHD_Connection *c, enum handler hd,
-				   unsigned code, const char *type, void *body, size_t len,
-				   enum MHD_ResponseMemoryMode mode, const char *const *extra);
+enum MHD_Result http_reply_headers(struct http_server *h, struct MHD_Connection *c,
+				   const struct route *rt, unsigned code, const char *type,
+				   void *body, size_t len, enum MHD_ResponseMemoryMode mode,
+				   const char *const *extra);
 
 #endif

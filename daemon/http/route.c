@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * route — what each path answers: /metrics (negotiated, maybe gzipped),
- * /healthz, the status pages (/, /readyz, /status.json) and 404, after the
- * method and basic auth (authorize.c); every reply counted in
- * iopulse_http_requests_total.
+ * route — what each path answers, from one table (routes[]): its path, the
+ * methods it takes and its handler, which answer 404 and 405 too. /metrics
+ * (negotiated, maybe gzipped), /healthz, the status pages (/, /readyz,
+ * /status.json), after the method and basic auth (authorize.c); every reply
+ * counted in iopulse_http_requests_total by the route's name.
  */
 #include <microhttpd.h>
 #include <stdbool.h>
@@ -17,15 +18,34 @@
 #include "daemon/status/status.h"
 #include "lib/buf.h"
 
-static const char *const handler_names[_H_MAX] = {
-	[H_METRICS] = "metrics", [H_HEALTHZ] = "healthz",	  [H_LANDING] = "landing",
-	[H_READYZ] = "readyz",	 [H_STATUS_JSON] = "status_json", [H_OTHER] = "other",
+/* The methods a route takes: a set of these bits. */
+enum { METHOD_GET = 1u << 0, METHOD_HEAD = 1u << 1 };
+
+/* Each bit's method, in the order Allow: lists them. */
+static const char *const method_names[] = {MHD_HTTP_METHOD_GET, MHD_HTTP_METHOD_HEAD};
+
+#define N_METHODS (sizeof(method_names) / sizeof(method_names[0]))
+
+typedef enum MHD_Result route_fn(struct http_server *h, struct MHD_Connection *c,
+				 const struct route *rt);
+
+/* A status page's body, from @st into @out; *@type and *@code when it is not
+ * text/plain or not 200. 0 or -ENOMEM. */
+typedef int page_fn(struct http_server *h, struct status *st, struct MHD_Connection *c,
+		    struct buf *out, const char **type, unsigned *code);
+
+struct route {
+	const char *path; /* NULL: every path no other route has */
+	const char *name; /* the handler label of iopulse_http_requests_total */
+	unsigned methods; /* METHOD_*: what it answers; anything else is a 405 */
+	route_fn *serve;
+	page_fn *page; /* serve_status()'s body; NULL for the others */
 };
 
-static void count_request(struct http_server *h, enum handler hd, unsigned code)
+static void count_request(struct http_server *h, const struct route *rt, unsigned code)
 {
 	char code_s[8];
-	const char *values[] = {handler_names[hd], code_s, NULL};
+	const char *values[] = {rt->name, code_s, NULL};
 	struct metric_series *s;
 
 	snprintf(code_s, sizeof(code_s), "%u", code);
@@ -35,9 +55,10 @@ static void count_request(struct http_server *h, enum handler hd, unsigned code)
 }
 
 /* @extra: NULL, or a NULL-terminated list of header name, value pairs. */
-enum MHD_Result http_reply_headers(struct http_server *h, struct MHD_Connection *c, enum handler hd,
-				   unsigned code, const char *type, void *body, size_t len,
-				   enum MHD_ResponseMemoryMode mode, const char *const *extra)
+enum MHD_Result http_reply_headers(struct http_server *h, struct MHD_Connection *c,
+				   const struct route *rt, unsigned code, const char *type,
+				   void *body, size_t len, enum MHD_ResponseMemoryMode mode,
+				   const char *const *extra)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
 	enum MHD_Result ret;
@@ -48,28 +69,70 @@ enum MHD_Result http_reply_headers(struct http_server *h, struct MHD_Connection 
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	for (; extra && extra[0]; extra += 2)
 		MHD_add_response_header(resp, extra[0], extra[1]);
 	ret = MHD_queue_response(c, code, resp);
 	MHD_destroy_response(resp);
-	count_request(h, hd, code);
+	count_request(h, rt, code);
 	return ret;
 }
 
-static enum MHD_Result reply(struct http_server *h, struct MHD_Connection *c, enum handler hd,
-			     unsigned code, const char *type, void *body, size_t len,
-			     enum MHD_ResponseMemoryMode mode)
+static enum MHD_Result reply(struct http_server *h, struct MHD_Connection *c,
+			     const struct route *rt, unsigned code, const char *type, void *body,
+			     size_t len, enum MHD_ResponseMemoryMode mode)
 {
-	return http_reply_headers(h, c, hd, code, type, body, len, mode, NULL);
+	return http_reply_headers(h, c, rt, code, type, body, len, mode, NULL);
 }
 
 static enum MHD_Result reply_static(struct http_server *h, struct MHD_Connection *c,
-				    enum handler hd, unsigned code, const char *type,
+				    const struct route *rt, unsigned code, const char *type,
 				    const char *body)
 {
-	return reply(h, c, hd, code, type, (void *)body, strlen(body), MHD_RESPMEM_PERSISTENT);
+	return reply(h, c, rt, code, type, (void *)body, strlen(body), MHD_RESPMEM_PERSISTENT);
+}
+
+/* The methods of @set into @out, @sep between two of them, @last before the
+ * last one. */
+static void put_methods(struct buf *out, unsigned set, const char *sep, const char *last)
+{
+	unsigned i, left = (unsigned)__builtin_popcount(set);
+
+	for (i = 0; i < N_METHODS; i++) {
+		if (!(set & 1u << i))
+			continue;
+		buf_puts(out, method_names[i]);
+		if (--left)
+			buf_puts(out, left > 1 ? sep : last);
+	}
+}
+
+/* 405: @rt's methods in Allow: ("GET, HEAD") and in the body ("only GET and
+ * HEAD"). */
+static enum MHD_Result reply_not_allowed(struct http_server *h, struct MHD_Connection *c,
+					 const struct route *rt)
+{
+	const char *hdrs[] = {MHD_HTTP_HEADER_ALLOW, NULL, NULL};
+	struct buf allow, body;
+	enum MHD_Result ret = MHD_NO;
+	char *text;
+	size_t len;
+
+	buf_init(&allow);
+	buf_init(&body);
+	put_methods(&allow, rt->methods, ", ", ", ");
+	buf_puts(&allow, ""); /* a string even for no method */
+	buf_puts(&body, "method not allowed: only ");
+	put_methods(&body, rt->methods, ", ", " and ");
+	buf_puts(&body, "\n");
+	if (!allow.oom && !body.oom) {
+		hdrs[1] = allow.data;
+		text = buf_steal(&body, &len);
+		ret = http_reply_headers(h, c, rt, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN, text,
+					 len, MHD_RESPMEM_MUST_FREE, hdrs);
+	}
+	buf_free(&allow);
+	buf_free(&body);
+	return ret;
 }
 
 /*
@@ -78,8 +141,8 @@ static enum MHD_Result reply_static(struct http_server *h, struct MHD_Connection
  * the reply queued (its MHD_Result in *@ret; @out freed), or -errno, logged,
  * with @out intact to be sent uncompressed.
  */
-static int serve_gzip(struct http_server *h, struct MHD_Connection *c, enum http_format fmt,
-		      struct buf *out, int *ret)
+static int serve_gzip(struct http_server *h, struct MHD_Connection *c, const struct route *rt,
+		      enum http_format fmt, struct buf *out, int *ret)
 {
 	const char *gzip_hdrs[] = {MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding",
 				   MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip", NULL};
@@ -103,8 +166,8 @@ static int serve_gzip(struct http_server *h, struct MHD_Connection *c, enum http
 	buf_free(out); /* the previous page, handed back by gzpage */
 	h->last_zlen[fmt] = z.len;
 	body = buf_steal(&z, &len);
-	*ret = http_reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body,
-				  len, MHD_RESPMEM_MUST_FREE, gzip_hdrs);
+	*ret = http_reply_headers(h, c, rt, MHD_HTTP_OK, http_format_content_type(fmt), body, len,
+				  MHD_RESPMEM_MUST_FREE, gzip_hdrs);
 	return 0;
 }
 
@@ -112,7 +175,8 @@ static int serve_gzip(struct http_server *h, struct MHD_Connection *c, enum http
  * /metrics: negotiate the format (Accept) and compression (Accept-Encoding),
  * snapshot, render, maybe gzip. Everything happens in memory on this thread.
  */
-static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connection *c)
+static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connection *c,
+				     const struct route *rt)
 {
 	enum http_format fmt = http_negotiate(
 		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
@@ -134,80 +198,145 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 	if (r < 0) {
 		buf_free(&out);
 		log_error_errno(r, "Failed to render /metrics: %m");
-		return reply_static(h, c, H_METRICS, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
+		return reply_static(h, c, rt, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
 				    "cannot render metrics\n");
 	}
 	h->last_len[fmt] = out.len;
-	if (gzip && serve_gzip(h, c, fmt, &out, &r) == 0)
+	if (gzip && serve_gzip(h, c, rt, fmt, &out, &r) == 0)
 		return (enum MHD_Result)r;
 	body = buf_steal(&out, &len);
-	return http_reply_headers(h, c, H_METRICS, MHD_HTTP_OK, http_format_content_type(fmt), body,
-				  len, MHD_RESPMEM_MUST_FREE, plain_hdrs);
+	return http_reply_headers(h, c, rt, MHD_HTTP_OK, http_format_content_type(fmt), body, len,
+				  MHD_RESPMEM_MUST_FREE, plain_hdrs);
 }
 
 /* / or /status.json (?history=1: with the ring's records) from a copy of the
- * status, formatted without its mutex; 0 or -ENOMEM. */
-static int render_page(struct http_server *h, struct status *st, struct MHD_Connection *c,
-		       enum handler hd, struct buf *out, const char **type)
+ * status, formatted without its mutex, in a buffer about the size of the last
+ * one (*@last, which gets this one's); 0 or -ENOMEM. */
+static int render_page(struct status *st, struct MHD_Connection *c, bool json, size_t *last,
+		       struct buf *out)
 {
 	const char *history = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "history");
-	size_t last = hd == H_LANDING ? h->page_len : h->json_len;
 	struct status_snap snap;
 	int r = status_snapshot(st, &snap);
 
 	if (r < 0)
 		return r;
-	buf_prealloc(out, last + last / 8 + 4096);
-	if (hd == H_LANDING) {
-		*type = "text/html; charset=utf-8";
-		r = status_render_html(&snap, out);
-	} else {
-		*type = "application/json";
+	buf_prealloc(out, *last + *last / 8 + 4096);
+	if (json)
 		r = status_render_json(&snap, out, history && strcmp(history, "1") == 0);
-	}
+	else
+		r = status_render_html(&snap, out);
 	status_snap_free(&snap);
+	if (r >= 0 && !out->oom)
+		*last = out->len;
 	return r;
 }
 
+/* The status page. */
+static int page_html(struct http_server *h, struct status *st, struct MHD_Connection *c,
+		     struct buf *out, const char **type, unsigned *code)
+{
+	(void)code;
+	*type = "text/html; charset=utf-8";
+	return render_page(st, c, false, &h->page_len, out);
+}
+
+/* /status.json. */
+static int page_json(struct http_server *h, struct status *st, struct MHD_Connection *c,
+		     struct buf *out, const char **type, unsigned *code)
+{
+	(void)code;
+	*type = "application/json";
+	return render_page(st, c, true, &h->json_len, out);
+}
+
+/* /readyz: "ready", or 503 and why. */
+static int page_readyz(struct http_server *h, struct status *st, struct MHD_Connection *c,
+		       struct buf *out, const char **type, unsigned *code)
+{
+	(void)h;
+	(void)c;
+	(void)type;
+	if (!status_ready(st, out))
+		*code = MHD_HTTP_SERVICE_UNAVAILABLE;
+	else
+		buf_puts(out, "ready\n");
+	return 0;
+}
+
 /*
- * /, /status.json and /readyz: the live state (collected as for /metrics: atomics
- * and the registry), then the figures the scheduler keeps, formatted in memory.
+ * /, /status.json and /readyz (@rt->page): the live state (collected as for
+ * /metrics: atomics and the registry), then the figures the scheduler keeps,
+ * formatted in memory.
  */
 static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection *c,
-				    enum handler hd)
+				    const struct route *rt)
 {
 	static const char *const no_store[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-store", NULL};
-	struct status *st = h->status;
 	unsigned code = MHD_HTTP_OK;
 	const char *type = TEXT_PLAIN;
 	struct buf out;
 	char *body;
 	size_t len;
-	int r = 0;
+	int r;
 
 	if (h->collect)
 		h->collect(h->userdata);
 	buf_init(&out);
-	if (hd == H_READYZ) {
-		if (!status_ready(st, &out))
-			code = MHD_HTTP_SERVICE_UNAVAILABLE;
-		else
-			buf_puts(&out, "ready\n");
-	} else {
-		r = render_page(h, st, c, hd, &out, &type);
-	}
+	r = rt->page(h, h->status, c, &out, &type, &code);
 	if (r < 0 || out.oom) {
 		buf_free(&out);
-		log_error("Failed to render %s: out of memory", handler_names[hd]);
-		return reply_static(h, c, hd, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
+		log_error("Failed to render %s: out of memory", rt->name);
+		return reply_static(h, c, rt, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
 				    "out of memory\n");
 	}
 	body = buf_steal(&out, &len);
-	if (hd == H_LANDING)
-		h->page_len = len;
-	else if (hd == H_STATUS_JSON)
-		h->json_len = len;
-	return http_reply_headers(h, c, hd, code, type, body, len, MHD_RESPMEM_MUST_FREE, no_store);
+	return http_reply_headers(h, c, rt, code, type, body, len, MHD_RESPMEM_MUST_FREE, no_store);
+}
+
+static enum MHD_Result serve_healthz(struct http_server *h, struct MHD_Connection *c,
+				     const struct route *rt)
+{
+	return reply_static(h, c, rt, MHD_HTTP_OK, TEXT_PLAIN, "ok\n");
+}
+
+static enum MHD_Result serve_not_found(struct http_server *h, struct MHD_Connection *c,
+				       const struct route *rt)
+{
+	return reply_static(h, c, rt, MHD_HTTP_NOT_FOUND, TEXT_PLAIN, "not found\n");
+}
+
+#define GET_HEAD (METHOD_GET | METHOD_HEAD)
+
+/* Every path served, and the last entry for all others. */
+static const struct route routes[] = {
+	{"/metrics", "metrics", GET_HEAD, serve_metrics, NULL},
+	{"/healthz", "healthz", GET_HEAD, serve_healthz, NULL},
+	{"/", "landing", GET_HEAD, serve_status, page_html},
+	{"/readyz", "readyz", GET_HEAD, serve_status, page_readyz},
+	{"/status.json", "status_json", GET_HEAD, serve_status, page_json},
+	{NULL, "other", GET_HEAD, serve_not_found, NULL},
+};
+
+/* The route of @url: its own, or the last. */
+static const struct route *route_of(const char *url)
+{
+	const struct route *rt = routes;
+
+	while (rt->path && strcmp(rt->path, url) != 0)
+		rt++;
+	return rt;
+}
+
+/* @method's METHOD_* bit; 0 for a method no route takes. */
+static unsigned method_bit(const char *method)
+{
+	unsigned i;
+
+	for (i = 0; i < N_METHODS; i++)
+		if (strcmp(method, method_names[i]) == 0)
+			return 1u << i;
+	return 0;
 }
 
 /*
@@ -215,13 +344,14 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
  * first call for a request, the one that comes as soon as the headers are in:
  * it has not read a body yet, so it cannot tell where the next request starts.
  * Every scrape would then pay a new TCP connection, though Prometheus keeps its
- * connections open. So the first call for a GET or HEAD without a body only
- * marks *req with http_headers_in and returns; the second, which follows at once (there
- * is no body to wait for), answers, and the connection stays open for the next
- * request. A request with a body (nothing here takes one) is answered in the
- * first call, and its connection closed with the body unread. "Content-Length:
- * 0" (some clients send it with every GET) is no body: libmicrohttpd has none
- * to read either, and makes the second call at once.
+ * connections open. So the first call for a request its route takes (GET or
+ * HEAD) without a body only marks *req with http_headers_in and returns; the
+ * second, which follows at once (there is no body to wait for), answers, and
+ * the connection stays open for the next request. A request with a body
+ * (nothing here takes one) is answered in the first call, and its connection
+ * closed with the body unread. "Content-Length: 0" (some clients send it with
+ * every GET) is no body: libmicrohttpd has none to read either, and makes the
+ * second call at once.
  */
 static bool has_body(struct MHD_Connection *c)
 {
@@ -239,10 +369,8 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *c, const char 
 {
 	struct http_server *h = cls;
 	struct conn *conn = http_conn_of(c);
-	enum handler hd = H_OTHER;
-	bool get_or_head = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
-			   strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-
+	const struct route *rt = route_of(url);
+	bool allowed = rt->methods & method_bit(method);
 	enum MHD_Result ret;
 
 	(void)version;
@@ -253,7 +381,7 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *c, const char 
 		/* The headers are in: no longer at risk of the header deadline. */
 		if (conn)
 			http_wait_del(h, conn);
-		if (get_or_head && !has_body(c)) {
+		if (allowed && !has_body(c)) {
 			*req = &http_headers_in;
 			return MHD_YES;
 		}
@@ -261,32 +389,9 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *c, const char 
 		*req = NULL; /* from here on, http_authorize()'s */
 	}
 
-	if (strcmp(url, "/metrics") == 0)
-		hd = H_METRICS;
-	else if (strcmp(url, "/healthz") == 0)
-		hd = H_HEALTHZ;
-	else if (strcmp(url, "/") == 0)
-		hd = H_LANDING;
-	else if (strcmp(url, "/readyz") == 0)
-		hd = H_READYZ;
-	else if (strcmp(url, "/status.json") == 0)
-		hd = H_STATUS_JSON;
-
-	if (!get_or_head)
-		return reply_static(h, c, hd, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT_PLAIN,
-				    "method not allowed: only GET and HEAD\n");
-	if (!http_authorize(h, c, hd, req, &ret))
+	if (!allowed)
+		return reply_not_allowed(h, c, rt);
+	if (!http_authorize(h, c, rt, req, &ret))
 		return ret;
-	switch (hd) {
-	case H_METRICS:
-		return serve_metrics(h, c);
-	case H_HEALTHZ:
-		return reply_static(h, c, hd, MHD_HTTP_OK, TEXT_PLAIN, "ok\n");
-	case H_LANDING:
-	case H_READYZ:
-	case H_STATUS_JSON:
-		return serve_status(h, c, hd);
-	default:
-		return reply_static(h, c, hd, MHD_HTTP_NOT_FOUND, TEXT_PLAIN, "not found\n");
-	}
+	return rt->serve(h, c, rt);
 }
