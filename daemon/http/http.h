@@ -73,7 +73,8 @@ int http_listen(const char *host, uint16_t port, uint16_t *bound_port);
  */
 int http_listen_activated(unsigned *n_fds);
 
-/* "ADDR:PORT" (IPv6 in brackets) of the socket @fd is bound to. 0 or -errno. */
+/* "ADDR:PORT" (IPv6 in brackets, addr_format()) of the socket @fd is bound to.
+ * 0 or -errno (-ENOSPC: cut short to @n bytes). */
 int http_local_address(int fd, char *buf, size_t n);
 
 /* Whether the numeric address @host ("" is every address: no; "localhost", in

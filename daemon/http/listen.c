@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/http/http.h"
+#include "lib/addr.h"
 
 /*
  * A plain bind(): when anything else holds the address, the port is in use and
@@ -133,8 +133,7 @@ int http_local_address(int fd, char *buf, size_t n)
 			: ((struct sockaddr_in *)&ss)->sin_port);
 	if (!inet_ntop(ss.ss_family, a, ip, sizeof(ip)))
 		return -errno;
-	snprintf(buf, n, v6 ? "[%s]:%u" : "%s:%u", ip, port);
-	return 0;
+	return addr_format(buf, n, ip, port);
 }
 
 /* 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104: a client can only be on this host. */

@@ -6,7 +6,7 @@
  * each format, plain and compressed, byte for byte. Binding: a port held by any
  * other socket is in use, whatever that socket is; nothing is ever shared.
  * Which listening addresses are loopback ones (the warning of basic auth over
- * plain HTTP).
+ * plain HTTP), and how a bound address is written.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -940,6 +940,33 @@ static void test_loopback(void **state)
 	assert_false(http_socket_is_loopback(-1));
 }
 
+/* Where a socket is bound, as the log says it: "ADDR:PORT", IPv6 in brackets;
+ * too small a buffer is -ENOSPC, not a silent cut. */
+static void test_local_address(void **state)
+{
+	char where[64], tiny[8], want[64];
+	uint16_t port = 0;
+	int fd;
+
+	(void)state;
+	fd = http_listen("127.0.0.1", 0, &port);
+	assert_true(fd >= 0);
+	assert_int_equal(http_local_address(fd, where, sizeof(where)), 0);
+	snprintf(want, sizeof(want), "127.0.0.1:%u", port);
+	assert_string_equal(where, want);
+	assert_int_equal(http_local_address(fd, tiny, sizeof(tiny)), -ENOSPC);
+	close(fd);
+	assert_int_equal(http_local_address(-1, where, sizeof(where)), -EBADF);
+	if (!have_ipv6_loopback())
+		return;
+	fd = http_listen("::1", 0, &port);
+	assert_true(fd >= 0);
+	assert_int_equal(http_local_address(fd, where, sizeof(where)), 0);
+	snprintf(want, sizeof(want), "[::1]:%u", port);
+	assert_string_equal(where, want);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -957,6 +984,7 @@ int main(void)
 		cmocka_unit_test(test_listen_alone),
 		cmocka_unit_test(test_listen_overlapping),
 		cmocka_unit_test(test_loopback),
+		cmocka_unit_test(test_local_address),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
