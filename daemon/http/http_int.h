@@ -101,19 +101,28 @@ struct route;
 /* *req of a request whose headers are in, until it is answered (http_on_request()). */
 extern char http_headers_in;
 
+/* How many bytes of an address' @key are its network's (auth.h's fairness). */
 size_t http_peer_net_len(const unsigned char key[PEER_KEY_LEN]);
+/* @c no longer waits: its request's headers are in. */
 void http_wait_del(struct http_server *h, struct conn *c);
+/* The record of @mc; NULL when it has none. */
 struct conn *http_conn_of(struct MHD_Connection *mc);
+/* MHD_OPTION_NOTIFY_CONNECTION and MHD_OPTION_NOTIFY_COMPLETED (cls: the server). */
 void http_on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
 			enum MHD_ConnectionNotificationCode what);
 void http_on_completed(void *cls, struct MHD_Connection *mc, void **req,
 		       enum MHD_RequestTerminationCode toe);
+/* The server's thread (arg: the server), until http_stop(). */
 void *http_serve(void *arg);
 
 /* ---- authorize.c ---- */
 
+/* A request's password check, in *req from its suspension until it is done. */
 struct auth_req;
+/* On the HTTP thread, once @ar's verdict is in or its request gone (NULL: no-op). */
 void http_auth_release(struct auth_req *ar);
+/* Whether the request may be served: 1 yes; 0 a reply was queued or the
+ * connection suspended, *@ret what to return to libmicrohttpd. */
 int http_authorize(struct http_server *h, struct MHD_Connection *c, const struct route *rt,
 		   void **req, enum MHD_Result *ret);
 
@@ -124,7 +133,9 @@ enum MHD_Result http_on_request(void *cls, struct MHD_Connection *c, const char 
 				const char *method, const char *version, const char *upload_data,
 				size_t *upload_data_size, void **req);
 
-/* @extra: NULL, or a NULL-terminated list of header name, value pairs. */
+/* Queue the reply @code with @body (@mode: libmicrohttpd's), Content-Type @type
+ * and @extra (NULL, or a NULL-terminated list of header name, value pairs),
+ * counted under @rt's name. */
 enum MHD_Result http_reply_headers(struct http_server *h, struct MHD_Connection *c,
 				   const struct route *rt, unsigned code, const char *type,
 				   void *body, size_t len, enum MHD_ResponseMemoryMode mode,
