@@ -48,11 +48,6 @@ static const char *const client_auth_names[] = {
 	[WEB_REQUIRE_AND_VERIFY_CLIENT_CERT] = "RequireAndVerifyClientCert",
 };
 
-const char *web_client_auth_name(enum web_client_auth a)
-{
-	return client_auth_names[a];
-}
-
 /* A scalar value, or an error naming @key. */
 static int want_scalar(struct wparser *p, const yaml_node_t *v, const char *key)
 {

@@ -60,9 +60,6 @@ int web_config_load_file(const char *path, struct web_config **out, struct cfg_e
 int web_config_load_string(const char *name, const char *dir, const char *text, size_t len,
 			   struct web_config **out, struct cfg_error *err);
 
-/* The name of a client_auth_type, as in the file. */
-const char *web_client_auth_name(enum web_client_auth a);
-
 /* Frees; NULL is a no-op. */
 void web_config_free(struct web_config *w);
 

@@ -38,7 +38,7 @@
 #include "daemon/metrics/process.h"
 #include "daemon/sched/scheduler.h"
 #include "lib/stack.h"
-#include "daemon/http/webtls.h"
+#include "daemon/http/tls.h"
 
 #include "revision.h" /* IOPULSE_REVISION, generated at build time */
 
@@ -694,7 +694,7 @@ static int serve(const struct config *cfg, const char *config_path, const struct
 	}
 	parts[0] = s;
 	parts[1] = pm;
-	h = http_start_web(listen_fd, &lim, web, m, collect, parts, &r);
+	h = http_start(listen_fd, &lim, web, sched_status(s), m, collect, parts, &r);
 	if (!h) {
 		if (r == -EINVAL) /* a certificate or key that does not load: logged */
 			status = EX_CONFIG;
@@ -707,7 +707,6 @@ static int serve(const struct config *cfg, const char *config_path, const struct
 			s, nf->limit - nf->open_now - NOFILE_DAEMON - conns - HTTP_ACCEPT_BATCH,
 			nf->limit);
 	sched_on_sighup(s, reload_tls, h);
-	http_set_status(h, sched_status(s));
 	if (sched_start(s) < 0)
 		goto out;
 	log_info("iopulse %s: %u probe(s) on %u target(s) from %s", IOPULSE_VERSION, cfg->n_probes,

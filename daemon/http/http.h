@@ -8,7 +8,7 @@
  * unsafe on an open port (no connection timeout, no per-IP limit), so every limit
  * is set explicitly; only GET and HEAD are answered. Connections that hold a
  * slot without sending a request (idle, or a header a byte at a time) make room
- * for new ones: see http.c.
+ * for new ones: see conn.c.
  */
 #ifndef IOPULSE_HTTP_H
 #define IOPULSE_HTTP_H
@@ -73,7 +73,8 @@ int http_listen(const char *host, uint16_t port, uint16_t *bound_port);
  */
 int http_listen_activated(unsigned *n_fds);
 
-/* "ADDR:PORT" (IPv6 in brackets) of the socket @fd is bound to. 0 or -errno. */
+/* "ADDR:PORT" (IPv6 in brackets, addr_format()) of the socket @fd is bound to.
+ * 0 or -errno (-ENOSPC: cut short to @n bytes). */
 int http_local_address(int fd, char *buf, size_t n);
 
 /* Whether the numeric address @host ("" is every address: no; "localhost", in
@@ -85,29 +86,24 @@ bool http_socket_is_loopback(int fd);
 /* Called on the HTTP thread before each /metrics snapshot, to refresh gauges. */
 typedef void (*http_collect_fn)(void *userdata);
 
-/* Serve on the listening socket @listen_fd (ownership passes to the server, even
- * on failure) from a thread of its own, within @lim (NULL: the defaults). NULL on
- * failure, with *err = -errno. */
-struct http_server *http_start(int listen_fd, const struct http_limits *lim, struct metrics *m,
-			       http_collect_fn collect, void *userdata, int *err);
-
 struct web_config;
+struct status;
 
-/* As http_start(), with TLS and basic auth from @web (webconfig.h; NULL: neither;
- * it need not outlive the call). Errors in its files are logged. */
-struct http_server *http_start_web(int listen_fd, const struct http_limits *lim,
-				   const struct web_config *web, struct metrics *m,
-				   http_collect_fn collect, void *userdata, int *err);
+/*
+ * Serve on the listening socket @listen_fd (ownership passes to the server, even
+ * on failure) from a thread of its own, within @lim (NULL: the defaults): the
+ * registry @m on /metrics, the status page of @st (which must outlive the
+ * server) on /, /readyz and /status.json, with TLS and basic auth from @web
+ * (webconfig.h; NULL: neither; it need not outlive the call; errors in its files
+ * are logged). NULL on failure, with *err = -errno.
+ */
+struct http_server *http_start(int listen_fd, const struct http_limits *lim,
+			       const struct web_config *web, struct status *st, struct metrics *m,
+			       http_collect_fn collect, void *userdata, int *err);
 
 /* SIGHUP: read the TLS certificate and key again (on a thread of their own; a
  * bad pair keeps the old one, logged). No-op without TLS. */
 void http_reload_tls(struct http_server *h);
-
-struct status;
-
-/* Serve the status page on /, /readyz and /status.json from @st (which must
- * outlive the server; NULL: a landing page, /readyz always ready). */
-void http_set_status(struct http_server *h, struct status *st);
 
 /* Stop serving and free; NULL is a no-op. */
 void http_stop(struct http_server *h);

@@ -6,7 +6,7 @@
  * each format, plain and compressed, byte for byte. Binding: a port held by any
  * other socket is in use, whatever that socket is; nothing is ever shared.
  * Which listening addresses are loopback ones (the warning of basic auth over
- * plain HTTP).
+ * plain HTTP), and how a bound address is written.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,6 +32,7 @@
 #include "daemon/expose/expose.h"
 #include "daemon/expose/gzpage.h"
 #include "daemon/http/http.h"
+#include "daemon/status/status.h"
 #include "tests/unit/testutil.h"
 
 /* The Accept headers Prometheus 2.42 sends (scrape/scrape.go: scrapeAcceptHeader,
@@ -275,6 +276,7 @@ static void test_live_server(void **state)
 	};
 	static const uint64_t bounds[] = {1000000, 10000000};
 	struct metrics *m = metrics_new();
+	struct status *st = status_new();
 	struct metric_family *f;
 	struct http_server *h;
 	uint16_t port = 0;
@@ -284,11 +286,12 @@ static void test_live_server(void **state)
 
 	(void)state;
 	assert_non_null(m);
+	assert_non_null(st);
 	f = metrics_family(m, "t_latency_seconds", METRIC_HISTOGRAM, "Latency.", NULL, bounds, 2);
 	metrics_observe_ns(metrics_series(f, NULL), 2000000);
 	fd = http_listen("127.0.0.1", 0, &port);
 	assert_true(fd >= 0);
-	h = http_start(fd, NULL, m, NULL, NULL, &err);
+	h = http_start(fd, NULL, NULL, st, m, NULL, NULL, &err);
 	assert_non_null(h);
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -334,6 +337,7 @@ static void test_live_server(void **state)
 		free(r.body);
 	}
 	http_stop(h);
+	status_free(st);
 	metrics_free(m);
 }
 
@@ -358,6 +362,7 @@ static void test_connection_limit_sizing(void **state)
 
 struct server {
 	struct metrics *m;
+	struct status *st;
 	struct http_server *h;
 	uint16_t port;
 };
@@ -368,15 +373,18 @@ static void server_start(struct server *s, const struct http_limits *lim)
 
 	s->m = metrics_new();
 	assert_non_null(s->m);
+	s->st = status_new();
+	assert_non_null(s->st);
 	fd = http_listen("127.0.0.1", 0, &s->port);
 	assert_true(fd >= 0);
-	s->h = http_start(fd, lim, s->m, NULL, NULL, &err);
+	s->h = http_start(fd, lim, NULL, s->st, s->m, NULL, NULL, &err);
 	assert_non_null(s->h);
 }
 
 static void server_stop(struct server *s)
 {
 	http_stop(s->h);
+	status_free(s->st);
 	metrics_free(s->m);
 }
 
@@ -932,6 +940,33 @@ static void test_loopback(void **state)
 	assert_false(http_socket_is_loopback(-1));
 }
 
+/* Where a socket is bound, as the log says it: "ADDR:PORT", IPv6 in brackets;
+ * too small a buffer is -ENOSPC, not a silent cut. */
+static void test_local_address(void **state)
+{
+	char where[64], tiny[8], want[64];
+	uint16_t port = 0;
+	int fd;
+
+	(void)state;
+	fd = http_listen("127.0.0.1", 0, &port);
+	assert_true(fd >= 0);
+	assert_int_equal(http_local_address(fd, where, sizeof(where)), 0);
+	snprintf(want, sizeof(want), "127.0.0.1:%u", port);
+	assert_string_equal(where, want);
+	assert_int_equal(http_local_address(fd, tiny, sizeof(tiny)), -ENOSPC);
+	close(fd);
+	assert_int_equal(http_local_address(-1, where, sizeof(where)), -EBADF);
+	if (!have_ipv6_loopback())
+		return;
+	fd = http_listen("::1", 0, &port);
+	assert_true(fd >= 0);
+	assert_int_equal(http_local_address(fd, where, sizeof(where)), 0);
+	snprintf(want, sizeof(want), "[::1]:%u", port);
+	assert_string_equal(where, want);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -949,6 +984,7 @@ int main(void)
 		cmocka_unit_test(test_listen_alone),
 		cmocka_unit_test(test_listen_overlapping),
 		cmocka_unit_test(test_loopback),
+		cmocka_unit_test(test_local_address),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

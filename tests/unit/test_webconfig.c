@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "config/webconfig.h"
-#include "daemon/http/webauth.h"
+#include "daemon/http/auth.h"
 
 /* Bcrypt hashes of "secret" at cost 4 (the cheapest: tests, not security) and 5. */
 static char hash[128], hash5[128];

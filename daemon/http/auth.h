@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * webauth — basic auth against basic_auth_users' bcrypt hashes (webconfig.h).
+ * auth — basic auth against basic_auth_users' bcrypt hashes (webconfig.h).
  *
  * A bcrypt verification costs tens to hundreds of milliseconds, and the HTTP
- * thread serves every connection (http.c): verifications run on
+ * thread serves every connection (conn.c): verifications run on
  * WEB_AUTH_WORKERS threads of their own, from a queue of WEB_AUTH_JOBS. Who
  * gets a place and who is served first is fair between networks as well as
- * addresses (the caller's keys: http.c's address is an IPv4 address or an IPv6
+ * addresses (the caller's keys: conn.c's address is an IPv4 address or an IPv6
  * /64, its network an IPv4 /24 or an IPv6 /48, the address key's first bytes),
  * because one attacker easily holds hundreds of addresses of one network (all
  * of 127/8 on this host, 256 /64s in a home /56). A check that failed makes its
@@ -28,8 +28,8 @@
  * users' highest cost, so it costs at least as much as a wrong password. Users
  * and passwords are bytes with a length: one with a NUL in it matches nothing.
  */
-#ifndef IOPULSE_WEBAUTH_H
-#define IOPULSE_WEBAUTH_H
+#ifndef IOPULSE_AUTH_H
+#define IOPULSE_AUTH_H
 
 #include <stdbool.h>
 #include <stddef.h>

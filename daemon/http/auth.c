@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "config/webconfig.h"
-#include "daemon/http/webauth.h"
+#include "daemon/http/auth.h"
 
 enum job_state { JOB_FREE, JOB_RESERVED, JOB_QUEUED, JOB_RUNNING };
 
@@ -299,7 +299,7 @@ int web_auth_reserve(struct web_auth *a, const void *who, size_t len, size_t net
 		n_net += !j->addr_failed && j->net_len == net_len &&
 			 memcmp(j->who, who, net_len) == 0;
 	}
-	/* The shares of webauth.h; no worker: nothing would ever run it. */
+	/* The shares of auth.h; no worker: nothing would ever run it. */
 	full = !a->n_workers || !free_job || (net_failed && n_suspect >= WEB_AUTH_SUSPECT_JOBS) ||
 	       (addr_failed ? n_failed >= WEB_AUTH_FAILED_JOBS : n_net >= WEB_AUTH_NET_JOBS);
 	if (full) {

@@ -11,7 +11,7 @@
 
 #include "config/webconfig.h"
 #include "daemon/log.h"
-#include "daemon/http/webtls.h"
+#include "daemon/http/tls.h"
 
 #define CHAIN_MAX 16 /* certificates in cert_file: the leaf and its chain */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * webtls — the TLS side of the web configuration (webconfig.h) for
+ * tls — the TLS side of the web configuration (webconfig.h) for
  * libmicrohttpd's GnuTLS: the certificate and key (read once by descriptor,
  * handed to GnuTLS from memory), the client CA, the priority string for
  * min_version / max_version, and client_auth_type set per session.
@@ -11,8 +11,8 @@
  * thread of its own and swaps only a good pair in; each connection holds a
  * reference to the pair it started with, so nothing it uses is freed under it.
  */
-#ifndef IOPULSE_WEBTLS_H
-#define IOPULSE_WEBTLS_H
+#ifndef IOPULSE_TLS_H
+#define IOPULSE_TLS_H
 
 #include <gnutls/gnutls.h>
 #include <gnutls/abstract.h>
