@@ -73,6 +73,17 @@ int http_listen(const char *host, uint16_t port, uint16_t *bound_port);
  */
 int http_listen_activated(unsigned *n_fds);
 
+struct config;
+/*
+ * The listening socket of `iopulse run`: the service manager's wins over
+ * 'listen:' and @listen (--listen, may be NULL). Says why it fails in the log.
+ * EX_OK with *fd and where it serves in @where, or the exit status: EX_USAGE for
+ * a bad --listen or passed socket, EX_UNAVAILABLE for an address taken or not
+ * ours, EXIT_FAILURE otherwise.
+ */
+int http_open_listener(const char *listen, const struct config *cfg, int *fd, char *where,
+		       size_t len);
+
 /* "ADDR:PORT" (IPv6 in brackets, addr_format()) of the socket @fd is bound to.
  * 0 or -errno (-ENOSPC: cut short to @n bytes). */
 int http_local_address(int fd, char *buf, size_t n);

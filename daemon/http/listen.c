@@ -9,13 +9,17 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sysexits.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "daemon/http/http.h"
+#include "daemon/log.h"
 #include "lib/addr.h"
 
 /*
@@ -169,4 +173,92 @@ bool http_socket_is_loopback(int fd)
 	socklen_t len = sizeof(ss);
 
 	return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && sockaddr_is_loopback(&ss);
+}
+
+/* "[::1]:10035", "0.0.0.0:10035": where iopulse serves, for messages. */
+static void format_address(char *buf, size_t len, const char *host, uint16_t port)
+{
+	bool v6 = strchr(host, ':');
+
+	snprintf(buf, len, "%s%s%s:%u", v6 ? "[" : "", host[0] ? host : "0.0.0.0", v6 ? "]" : "",
+		 port);
+}
+
+/* The socket the service manager passed, if any (*fd -1 when none). EX_OK or EX_USAGE. */
+static int activated_listener(int *fd, char *where, size_t len)
+{
+	unsigned n_fds;
+	int r = http_listen_activated(&n_fds);
+
+	if (r == -E2BIG)
+		log_error("The service manager passed %u sockets; iopulse serves on exactly one "
+			  "(check ListenStream= in the .socket unit)",
+			  n_fds);
+	else if (r == -ENOTSOCK)
+		log_error("The socket passed by the service manager is not a listening TCP "
+			  "socket (check ListenStream= in the .socket unit)");
+	else if (r < 0)
+		log_error_errno(r, "Cannot use the socket passed by the service manager: %m");
+	if (r < 0)
+		return EX_USAGE;
+	*fd = r > 0 ? r : -1;
+	if (r > 0) {
+		if (http_local_address(r, where, len) < 0)
+			snprintf(where, len, "?");
+		log_info("Using the socket passed by the service manager (%s); 'listen:' and "
+			 "--listen are ignored",
+			 where);
+	}
+	return EX_OK;
+}
+
+/* Bind 'listen:' (or --listen). EX_OK, or EX_UNAVAILABLE when the address is taken
+ * or not ours to take, EXIT_FAILURE otherwise. */
+static int bound_listener(const char *host, uint16_t port, int *fd, char *where, size_t len)
+{
+	char addr[80];
+	uint16_t bound;
+	int r = http_listen(host, port, &bound);
+
+	if (r >= 0) {
+		*fd = r;
+		format_address(where, len, host, bound);
+		return EX_OK;
+	}
+	format_address(addr, sizeof(addr), host, port);
+	if (r == -EADDRINUSE)
+		log_error("Cannot listen on %s: address already in use; stop what holds it, "
+			  "pick another address ('listen:' or --listen), or run under "
+			  "iopulse.socket so that systemd holds the port for every instance",
+			  addr);
+	else
+		log_error_errno(r, "Cannot listen on %s: %m", addr);
+	return r == -EADDRINUSE || r == -EADDRNOTAVAIL || r == -EACCES ? EX_UNAVAILABLE
+								       : EXIT_FAILURE;
+}
+
+/*
+ * The listening socket: one from the service manager wins over 'listen:' and
+ * --listen (systemd holds it across restarts, so even a stuck old instance
+ * cannot keep the port from a new one). EX_OK with *fd and @where, or the exit
+ * status.
+ */
+int http_open_listener(const char *listen, const struct config *cfg, int *fd, char *where,
+		       size_t len)
+{
+	char host[64];
+	uint16_t port = cfg->listen_port;
+	int r;
+
+	snprintf(host, sizeof(host), "%s", cfg->listen_host);
+	if (listen && cfg_parse_listen(listen, host, sizeof(host), &port) < 0) {
+		log_error("Invalid --listen '%s': expected ADDR:PORT with a numeric address, "
+			  "e.g. 127.0.0.1:10035 or [::1]:10035",
+			  listen);
+		return EX_USAGE;
+	}
+	r = activated_listener(fd, where, len);
+	if (r != EX_OK || *fd >= 0)
+		return r;
+	return bound_listener(host, port, fd, where, len);
 }
