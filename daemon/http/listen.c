@@ -175,15 +175,6 @@ bool http_socket_is_loopback(int fd)
 	return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && sockaddr_is_loopback(&ss);
 }
 
-/* "[::1]:10035", "0.0.0.0:10035": where iopulse serves, for messages. */
-static void format_address(char *buf, size_t len, const char *host, uint16_t port)
-{
-	bool v6 = strchr(host, ':');
-
-	snprintf(buf, len, "%s%s%s:%u", v6 ? "[" : "", host[0] ? host : "0.0.0.0", v6 ? "]" : "",
-		 port);
-}
-
 /* The socket the service manager passed, if any (*fd -1 when none). EX_OK or EX_USAGE. */
 static int activated_listener(int *fd, char *where, size_t len)
 {
@@ -222,10 +213,10 @@ static int bound_listener(const char *host, uint16_t port, int *fd, char *where,
 
 	if (r >= 0) {
 		*fd = r;
-		format_address(where, len, host, bound);
+		addr_format(where, len, host[0] ? host : "0.0.0.0", bound);
 		return EX_OK;
 	}
-	format_address(addr, sizeof(addr), host, port);
+	addr_format(addr, sizeof(addr), host[0] ? host : "0.0.0.0", port);
 	if (r == -EADDRINUSE)
 		log_error("Cannot listen on %s: address already in use; stop what holds it, "
 			  "pick another address ('listen:' or --listen), or run under "
