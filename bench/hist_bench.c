@@ -10,7 +10,7 @@
  * stream; the best round counts (least disturbed by the machine). Prints one
  * line per variant: ns/sample and the ratio to the floor.
  *
- *   cc -O2 -I. -o hist_bench bench/hist_bench.c daemon/hist.c -lm -lpthread
+ *   cc -O2 -I. -o hist_bench bench/hist_bench.c daemon/metrics/hist.c -lm -lpthread
  *   ./hist_bench [SAMPLES [ROUNDS]]
  */
 #define _GNU_SOURCE

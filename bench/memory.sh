@@ -12,7 +12,7 @@
 #   - iopulse's own private memory (Private_Clean + Private_Dirty) by kind: the
 #     binary's mappings, the main heap, other malloc arenas (an rw-p mapping that
 #     starts 64 MiB-aligned with its reserve, ---p, after it), and the rest of the
-#     anonymous memory: thread stacks, the histograms (mmap'd, daemon/hist.c) and
+#     anonymous memory: thread stacks, the histograms (mmap'd, daemon/metrics/hist.c) and
 #     what else is mapped alone. The kernel merges neighbouring anonymous mappings
 #     (a stack with the mapping made after it), so these three are one figure.
 #   - per shared library: Rss, Pss and Private, its .bss included (the anonymous

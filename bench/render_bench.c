@@ -4,7 +4,7 @@
  * without HTTP: snapshot + render of a registry shaped like the daemon's under
  * bench/scrape.sh, in each format the renderers offer.
  *
- * The registry holds the families the daemon declares (daemon/lane.c, http.c,
+ * The registry holds the families the daemon declares (daemon/sched/lane.c, daemon/http/,
  * main.c, process.c) for PAIRS write pings with fdatasync and PAIRS read pings
  * on one directory target: 3 * PAIRS latency histogram series (write, fdatasync,
  * read) with the default classic buckets, each fed 10000 lognormal latencies
@@ -24,14 +24,14 @@
  * the daemon's /metrics handler does per scrape: http_render_metrics() through
  * the registry's render cache, with K latency series (and their ios counters)
  * updated before each scrape, plus iopulse_http_requests_total as every scrape
- * bumps it — K = 0, 1, 10 and all; with HAVE_GZPAGE (daemon/gzpage.h exists)
+ * bumps it — K = 0, 1, 10 and all; with HAVE_GZPAGE (daemon/expose/gzpage.h exists)
  * each format also gzipped as /metrics gzips it (a gzpage kept across scrapes,
  * compressing only the families that changed). Under bench/scrape.sh's load (pings every
  * 50 ms, thousands of scrapes per second) a scrape sees ~0-2 changed series.
  *
  * bench/scrape.sh builds it against the Release libiopulse_core.a and defines
  * HAVE_EXPOSE_OPENMETRICS / HAVE_EXPOSE_PROTOBUF / HAVE_HTTP_RENDER_CACHE /
- * HAVE_GZPAGE from what daemon/expose.h, daemon/http.h and daemon/ declare:
+ * HAVE_GZPAGE from what daemon/expose/expose.h, daemon/http/http.h and daemon/ declare:
  *
  *   ./render_bench [PAIRS [ROUNDS]]        (default 50 pairs, 7 rounds)
  */

@@ -56,7 +56,7 @@ int expose_protobuf(const struct metrics_snapshot *snap, struct buf *out);
  * then one piece per series (and, in OpenMetrics, the tail at the end);
  * expose_text(), expose_openmetrics() and expose_protobuf() are exactly these
  * loops. A piece depends only on its family's name, labels and bounds and on its
- * series, so a caller that keeps the pieces of unchanged series (http.c's render
+ * series, so a caller that keeps the pieces of unchanged series (daemon/http/render.c
  * cache) assembles the same bytes by concatenating kept and fresh pieces.
  * Protobuf: expose_protobuf_head() opens the family's delimited record and
  * returns where it starts, for expose_protobuf_tail() to close; a piece is one

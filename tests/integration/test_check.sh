@@ -195,7 +195,7 @@ grep -q '^targets:' "$OUT" || fail "iopulse check, target directory missing: no 
 touch "$D"
 run_cli dir-file check --config "$WORK/dir.yaml"
 ((RC == 66)) || fail "iopulse check, target directory is a file: status $RC, want 66"
-# run's own words (target.c walks the path): the component that is not one.
+# run's own words (daemon/targets/walk.c walks the path): the component that is not one.
 grep -qxF "$WORK/dir.yaml:2:5: target 'd': $D: '${D##*/}' is not a directory" "$ERR" ||
 	fail "iopulse check, target directory is a file: no message"
 rm "$D"

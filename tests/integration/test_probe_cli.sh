@@ -287,7 +287,7 @@ EOF
 
 # ---- refusals and usage errors --------------------------------------------
 
-# Symlinks: exactly target.c's rules, as the daemon applies them. Our own
+# Symlinks: exactly daemon/targets/'s rules, as the daemon applies them. Our own
 # link to a directory is followed; to a file, refused (a file target names the
 # file); another user's, in a sticky directory, refused with the daemon's words.
 ln -s "$DIR" "$WORK/link"
@@ -342,7 +342,7 @@ bad() {
 	[[ ! -s $WORK/bad.out ]] || fail "iopulse probe $*: ran something:"$'\n'"$(cat "$WORK/bad.out")"
 }
 bad 64 "-S/--working-set 8k: must be between 1MiB and 1TiB" -S 8k "$DIR"
-# IOPULSE_CLOCK: monotonic forces the clock_gettime path (engines/clock.c), which
+# IOPULSE_CLOCK: monotonic forces the clock_gettime path (lib/clock.c), which
 # must measure as well; anything else is refused before anything runs.
 IOPULSE_CLOCK=monotonic run_probe 0 "$WORK/mono.out" --rw randread -Q 4 -c 200 "$DIR"
 grep -q '^read: 200 requests completed' "$WORK/mono.out" || fail "IOPULSE_CLOCK=monotonic burst:"$'\n'"$(cat "$WORK/mono.out")"

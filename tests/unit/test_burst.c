@@ -38,7 +38,7 @@ static const uint64_t bounds[] = {100000, 1000000, 10000000, 100000000};
 #define N_BOUNDS (sizeof(bounds) / sizeof(bounds[0]))
 
 /*
- * Replaces engines/clock.c in this binary (a static library's object is only
+ * Replaces lib/clock.c in this binary (a static library's object is only
  * pulled in when nothing else defines it): the real clock, unless a test sets
  * fake_step_ns (fake_clock()). Then every thread has a fake clock of its own,
  * from fake_base on, that moves on by fake_step_ns at each of that thread's

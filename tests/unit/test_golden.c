@@ -19,7 +19,7 @@
  *
  * What makes it reproducible:
  *   - this file defines eng_now_ns(), the clock of engines, bursts and lanes. The
- *     real one is alone in engines/clock.c, so with iopulse_core a static library
+ *     real one is alone in lib/clock.c, so with iopulse_core a static library
  *     the linker takes this definition and never pulls clock.o from the archive.
  *     Each call advances the clock by 1000 + (call * 7919) % 200000 ns, so
  *     latencies spread over the buckets from 1us to ~200us;
@@ -90,7 +90,7 @@
 static _Atomic uint64_t clock_calls;
 static _Atomic uint64_t clock_ns = CLOCK_START_NS;
 
-/* Replaces engines/clock.c in this binary (see the top of the file). Only the lane
+/* Replaces lib/clock.c in this binary (see the top of the file). Only the lane
  * thread calls it while a scenario runs, so the sequence is the same every time;
  * atomics all the same, in case that ever changes. */
 uint64_t eng_now_ns(void)
@@ -261,7 +261,7 @@ static void run_scenario(unsigned n, struct pages *out)
 	assert_int_equal(expose_text(snap, &out->text), 0);
 	assert_int_equal(expose_openmetrics(snap, &out->om), 0);
 	metrics_snapshot_free(snap);
-	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE); /* as http.c for protobuf */
+	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE); /* as daemon/http/render.c for protobuf */
 	assert_non_null(snap);
 	assert_int_equal(expose_protobuf(snap, &out->pb), 0);
 	metrics_snapshot_free(snap);

@@ -15,7 +15,7 @@
  *   - a stop while the disks are measured before a burst starts no burst.
  *
  * This file defines eng_now_ns(), the clock of engines, probes and lanes, as
- * tests/unit/test_golden.c does (the real one is alone in engines/clock.c, which
+ * tests/unit/test_golden.c does (the real one is alone in lib/clock.c, which
  * the linker then leaves out of the static library): the backoff is checked
  * without sleeping. The log's own rate limit runs on the real clock.
  */

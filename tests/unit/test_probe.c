@@ -31,7 +31,7 @@
 #define MIB (1ULL << 20)
 #define SEC 1000000000ULL
 
-/* Replaces engines/clock.c in this binary (a static library's object is only
+/* Replaces lib/clock.c in this binary (a static library's object is only
  * pulled in when nothing else defines it): the real clock unless a test sets
  * fake_now_ns, as the warm-up tests do to step over idle periods. */
 static uint64_t fake_now_ns;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * webconfig and webauth: every malformed web config gives one exact
+ * webconfig and the http auth: every malformed web config gives one exact
  * "file:line:col: message"; valid ones give exporter-toolkit's values, relative
  * paths resolved against the file's directory; the credential cache admits only
  * the exact user and password that verified (CVE-2022-46146), bytes and length
