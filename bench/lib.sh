@@ -56,6 +56,7 @@ rotated() {
 }
 
 # parse TOOL OUT: "ios iops cpu_s own_cpu_s" of one run timed into OUT: TOOL iopulse
+# (or base, an older iopulse)
 # is `iopulse probe --json` (its first probe's first op), any other fio's JSON (its
 # first job's reads, or writes when it read nothing). cpu_s is the whole process's
 # user+sys from OUT.time; own_cpu_s is fio's job usr+sys% x runtime (its start-up
@@ -66,7 +67,7 @@ parse() {
 		tool, out = sys.argv[1], sys.argv[2]
 		u, s, e = map(float, open(out + ".time").read().split()[-3:])
 		j = json.load(open(out))
-		if tool == "iopulse":
+		if tool in ("iopulse", "base"):
 		    p = j["probes"][0]
 		    assert p["status"] == "ok", p
 		    op = p["ops"][0]

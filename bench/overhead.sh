@@ -23,6 +23,10 @@
 # not count a fixed cost per run. Also shown: whole-process figures, and plain
 # IOPS as each tool reports it.
 # Target: iopulse >= 3x fio in I/Os per CPU-second in every round, >= 4x median (issue 15).
+#
+# IOPULSE_BASE=/path/to/an/older/iopulse adds that binary to every round, as a
+# third tool run the same way, and prints new/old: whether a change cost
+# anything (issue 23: no regression, old and new binary in the same run).
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -53,8 +57,11 @@ iopulse_run() {
 		    ios: $4
 		    every: 24h
 	YAML
-	timed "$1" "$IOPULSE" probe --config "$WORK/overhead.yaml" --json
+	timed "$1" "${BIN:-$IOPULSE}" probe --config "$WORK/overhead.yaml" --json
 }
+
+# base_run OUT RW QD IOS: iopulse_run with IOPULSE_BASE.
+base_run() { BIN=$IOPULSE_BASE iopulse_run "$@"; }
 
 # fio_run OUT RW QD IOS
 fio_run() {
@@ -89,12 +96,18 @@ for sc in $SCENARIOS; do
 	n_fio=$(calibrate fio "$rw" "$qd")
 	su_iop=$(startup iopulse "$rw" "$qd")
 	su_fio=$(startup fio "$rw" "$qd")
+	tools=(iopulse fio)
+	if [ -n "${IOPULSE_BASE:-}" ]; then
+		tools+=(base)
+		su_base=$(startup base "$rw" "$qd")
+	fi
 	say "overhead: $rw QD$qd: iopulse ios=$n_iop start-up ${su_iop}s," \
 		"fio ios=$n_fio start-up ${su_fio}s, $ROUNDS rounds"
 	for r in $(seq "$ROUNDS"); do
-		for tool in $(rotated "$r" iopulse fio); do
+		for tool in $(rotated "$r" "${tools[@]}"); do
 			n=$n_iop su=$su_iop
 			[ "$tool" = fio ] && n=$n_fio su=$su_fio
+			[ "$tool" = base ] && su=$su_base
 			"${tool}_run" "$WORK/out" "$rw" "$qd" "$n"
 			echo "$tool $rw QD$qd $r $(parse "$tool" "$WORK/out") $su" >>"$RES"
 		done
@@ -139,4 +152,15 @@ print("(iopulse over fio in the same round): min/median/max. whole = the ratio w
 print("start-up counted; ratio' = iopulse's whole process over fio's own job CPU")
 print("(usr+sys% x runtime: its start-up and main thread left out). Target: >= 3x in")
 print("every round, >= 4x median. Numbers compare within one run only.")
+base = [r for r in rows if r[0] == "base"]
+if base:
+    print()
+    print("new/old: this iopulse over IOPULSE_BASE in I/Os per CPU-second, each round's")
+    print("pair in that round (min/median/max); below 1.00 is a regression.")
+    for sc in dict.fromkeys((r[1], r[2]) for r in rows):
+        net = lambda r: float(r[4]) / max(float(r[6]) - float(r[8]), 1e-3)
+        new = {int(r[3]): net(r) for r in rows if (r[1], r[2]) == sc and r[0] == "iopulse"}
+        old = {int(r[3]): net(r) for r in base if (r[1], r[2]) == sc}
+        per = sorted(new[k] / old[k] for k in new if k in old)
+        print("%-14s new/old %.2f/%.2f/%.2fx" % (sc[0] + " " + sc[1], per[0], med(per), per[-1]))
 PY
