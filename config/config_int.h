@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config_int — what the files that read a configuration (config.c and the
+ * files it is split into) share: the parser's state, the schema's types
+ * (struct key, one row per key), and what each file defines for the others.
+ * Private to config/: config.h is the interface.
+ */
+#ifndef IOPULSE_CONFIG_INT_H
+#define IOPULSE_CONFIG_INT_H
+
+#include <yaml.h>
+
+#include "config/config.h"
+
+struct probe_refs {
+	const yaml_node_t *target; /* value node of 'target' */
+	const yaml_node_t *writes; /* value node of 'op' (ping) or 'rw' (burst), or NULL */
+	const yaml_node_t *ws;	   /* value node of 'working_set', NULL when defaulted */
+	const yaml_node_t *bs;	   /* value node of 'block_size', NULL when defaulted */
+	const yaml_node_t *item;
+};
+
+struct parser {
+	const char *name;
+	struct cfg_error *err;
+	yaml_document_t *doc;
+	struct config *c;
+	struct probe_refs *refs;
+};
+
+/* Where a key is valid: bits of the items it may appear in. */
+#define W_TARGET_KIND(k) (1U << (k))	   /* enum cfg_target_kind */
+#define W_PROBE_KIND(k)	 (1U << (3 + (k))) /* enum cfg_probe_kind */
+#define W_DIRECTORY	 W_TARGET_KIND(CFG_TARGET_DIRECTORY)
+#define W_FILE		 W_TARGET_KIND(CFG_TARGET_FILE)
+#define W_DEVICE	 W_TARGET_KIND(CFG_TARGET_DEVICE)
+#define W_TARGET	 (W_DIRECTORY | W_FILE | W_DEVICE)
+#define W_PING		 W_PROBE_KIND(CFG_PROBE_PING)
+#define W_BURST		 W_PROBE_KIND(CFG_PROBE_BURST)
+#define W_VERIFY	 W_PROBE_KIND(CFG_PROBE_VERIFY)
+#define W_PROBE		 (W_PING | W_BURST | W_VERIFY)
+#define W_TOP		 (1U << 6)
+
+#define SCHEMA_MAX   64 /* rows; struct item has a slot for each */
+#define PRINT_GROUPS 3	/* values of struct key.print_group */
+
+struct key;
+
+/* A mapping being read: the top level, a target or a probe. */
+struct item {
+	const struct section *sec;
+	void *base;	/* the struct config, cfg_target or cfg_probe it fills */
+	unsigned valid; /* W_* of its kind; all of the section's while not known */
+	int kind;	/* a probe's kind from its 'type', -1 while not known */
+	const yaml_node_t *key[SCHEMA_MAX];   /* by row: the key as written, or NULL */
+	const yaml_node_t *value[SCHEMA_MAX]; /* by row: its value */
+};
+
+/* How one kind of value is read, printed and compared. */
+struct key_type {
+	const char *word; /* as iopulse.yaml(5) names it; NULL: the key's names, "a, b or c" */
+	int (*parse)(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it);
+	/* Writes " value\n" (or, for a list, "\n" and the items) after "key:". */
+	void (*print)(FILE *f, const struct key *k, const void *base, const struct config *c);
+	/* Whether the field is the same in @a and @b (of configurations @ac and @bc). */
+	bool (*same)(const struct key *k, const void *a, const void *b, const struct config *ac,
+		     const struct config *bc);
+	/* Sets the default where it cannot be written as one scalar (NULL: parse .def). */
+	void (*set_default)(const struct key *k, void *base);
+};
+
+struct key {
+	const char *name;
+	unsigned where; /* W_*: the items it is valid in */
+	const struct key_type *type;
+	size_t off, size; /* of the field it fills (FIELD()) */
+	const char *def;  /* the default, as written in YAML; NULL: none */
+	bool required;
+	int64_t min, max;		 /* limits, for the types that have them */
+	const char *const *names;	 /* enums: the values, in enum order, NULL-terminated */
+	const char *elsewhere;		 /* written where not valid: why, or what to use instead */
+	bool (*shown)(const void *base); /* cfg_print: printed only when this says so */
+	unsigned print_group; /* cfg_print prints an item's keys by group, then in table order */
+	const char *help;     /* one line, what it is for */
+};
+
+/* A section of the file: the rows whose 'where' meet @mask. */
+struct section {
+	unsigned mask;
+	const char *where; /* for messages: "at top level", "in target", "in probe" */
+	const char *noun;  /* "configuration", "target", "probe" */
+	/* The error for a key that is valid in another kind of item only. */
+	int (*misplaced)(struct parser *p, const struct item *it, const struct key *k,
+			 const yaml_node_t *knode);
+};
+
+#endif
