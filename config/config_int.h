@@ -94,4 +94,16 @@ struct section {
 			 const yaml_node_t *knode);
 };
 
+/* yaml.c */
+__attribute__((format(printf, 3, 4))) int fail_at(struct parser *p, const yaml_node_t *n,
+						  const char *fmt, ...);
+yaml_node_t *node_get(struct parser *p, int index);
+const char *node_str(const yaml_node_t *n);
+const char *node_kind(const yaml_node_t *n);
+bool scalar_is(const yaml_node_t *n, const char *lit);
+bool node_is_null(const yaml_node_t *n);
+bool node_has_nul(const yaml_node_t *n);
+int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+	       const char **out);
+
 #endif
