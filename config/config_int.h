@@ -106,4 +106,7 @@ bool node_has_nul(const yaml_node_t *n);
 int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
 	       const char **out);
 
+/* env.c */
+int expand_env(struct parser *p, const yaml_node_t *n, const char *key, const char *in, char **out);
+
 #endif
