@@ -109,4 +109,27 @@ int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const ch
 /* env.c */
 int expand_env(struct parser *p, const yaml_node_t *n, const char *key, const char *in, char **out);
 
+/* values.c */
+struct size_words;
+int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out);
+extern const struct size_words words_size;
+extern const struct size_words words_keep_free;
+int size_error(struct parser *p, const yaml_node_t *n, const char *what, const char *s, int r,
+	       const struct size_words *w);
+int get_size(struct parser *p, const yaml_node_t *n, const char *key, const struct size_words *w,
+	     uint64_t *out);
+int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
+int get_uint(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
+int check_count(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v, uint64_t lo,
+		uint64_t hi);
+int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double max,
+		const char *example, double *out);
+int get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
+int check_range(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v, uint64_t lo,
+		uint64_t hi, bool is_duration);
+int get_enum(struct parser *p, const yaml_node_t *n, const char *key, const char *const *names,
+	     const char *expect, unsigned *out);
+int get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out);
+int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi, int *out);
+
 #endif
