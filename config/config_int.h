@@ -132,4 +132,22 @@ int get_enum(struct parser *p, const yaml_node_t *n, const char *key, const char
 int get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out);
 int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi, int *out);
 
+/* types.c */
+void print_str(FILE *f, const char *s);
+void print_path(FILE *f, const char *s);
+const void *cfield(const struct key *k, const void *base);
+void enum_word(const char *const *names, char *buf, size_t len);
+bool str_same(const char *a, const char *b);
+extern const struct key_type type_name;
+extern const struct key_type type_size;
+extern const struct key_type type_rate;
+extern const struct key_type type_duration;
+extern const struct key_type type_count;
+extern const struct key_type type_int;
+extern const struct key_type type_percent;
+extern const struct key_type type_bool;
+extern const struct key_type type_enum;
+extern const struct key_type type_engine;
+extern const struct key_type type_io_priority;
+
 #endif
