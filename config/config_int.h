@@ -150,4 +150,16 @@ extern const struct key_type type_enum;
 extern const struct key_type type_engine;
 extern const struct key_type type_io_priority;
 
+/* types_top.c */
+extern const struct key_type type_listen;
+extern const struct key_type type_buckets;
+extern const struct key_type type_targets;
+extern const struct key_type type_probes;
+
+/* config.c */
+int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
+int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
+void print_targets(FILE *f, const struct key *k, const void *base, const struct config *c);
+void print_probes(FILE *f, const struct key *k, const void *base, const struct config *c);
+
 #endif
