@@ -156,6 +156,13 @@ extern const struct key_type type_buckets;
 extern const struct key_type type_targets;
 extern const struct key_type type_probes;
 
+/* types_target.c */
+extern const struct key_type type_target_path;
+extern const struct key_type type_keep_free;
+extern const struct key_type type_require_mount;
+bool shown_if_labels(const void *base);
+extern const struct key_type type_labels;
+
 /* config.c */
 int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
 int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
