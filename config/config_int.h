@@ -163,6 +163,11 @@ extern const struct key_type type_require_mount;
 bool shown_if_labels(const void *base);
 extern const struct key_type type_labels;
 
+/* types_probe.c */
+extern const struct key_type type_target_ref;
+extern const struct key_type type_block_size;
+extern const struct key_type type_block_range;
+
 /* config.c */
 int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
 int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
