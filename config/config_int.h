@@ -168,8 +168,22 @@ extern const struct key_type type_target_ref;
 extern const struct key_type type_block_size;
 extern const struct key_type type_block_range;
 
+/* schema.c */
+extern const struct key schema[];
+extern const unsigned schema_rows; /* of schema[] */
+#define SCHEMA_END (schema + schema_rows)
+extern const char *const probe_kind_names[];
+extern const char *const rw_names[];
+extern const struct section sec_top;
+extern const struct section sec_target;
+extern const struct section sec_probe;
+
 /* config.c */
+int target_misplaced(struct parser *p, const struct item *it, const struct key *k,
+		     const yaml_node_t *knode);
 int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
+int probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
+		    const yaml_node_t *knode);
 int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
 void print_targets(FILE *f, const struct key *k, const void *base, const struct config *c);
 void print_probes(FILE *f, const struct key *k, const void *base, const struct config *c);
