@@ -178,12 +178,22 @@ extern const struct section sec_top;
 extern const struct section sec_target;
 extern const struct section sec_probe;
 
-/* config.c */
+/* check.c */
 int target_misplaced(struct parser *p, const struct item *it, const struct key *k,
 		     const yaml_node_t *knode);
-int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
+int check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it);
 int probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
 		    const yaml_node_t *knode);
+int check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, unsigned idx);
+int resolve_probes(struct parser *p);
+
+/* config.c */
+bool is_close(const char *s, const char *cand);
+bool in_section(const struct item *it, const struct key *k);
+const yaml_node_t *item_key(const struct item *it, const char *name);
+const yaml_node_t *item_value(const struct item *it, const char *name);
+const yaml_node_t *later_key(const yaml_node_t *a, const yaml_node_t *b);
+int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
 int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
 void print_targets(FILE *f, const struct key *k, const void *base, const struct config *c);
 void print_probes(FILE *f, const struct key *k, const void *base, const struct config *c);
