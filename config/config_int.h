@@ -187,7 +187,7 @@ int probe_misplaced(struct parser *p, const struct item *it, const struct key *k
 int check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, unsigned idx);
 int resolve_probes(struct parser *p);
 
-/* config.c */
+/* walk.c */
 bool is_close(const char *s, const char *cand);
 bool in_section(const struct item *it, const struct key *k);
 const yaml_node_t *item_key(const struct item *it, const char *name);
@@ -195,6 +195,9 @@ const yaml_node_t *item_value(const struct item *it, const char *name);
 const yaml_node_t *later_key(const yaml_node_t *a, const yaml_node_t *b);
 int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
 int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
+int parse_root(struct parser *p, const yaml_node_t *root);
+
+/* config.c */
 void print_targets(FILE *f, const struct key *k, const void *base, const struct config *c);
 void print_probes(FILE *f, const struct key *k, const void *base, const struct config *c);
 
