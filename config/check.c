@@ -18,7 +18,7 @@ int target_misplaced(struct parser *p, const struct item *it, const struct key *
 	const struct cfg_target *t = it->base;
 
 	return fail_at(p, knode, "'%s' is only valid on %s targets: target '%s' is a %s%s", k->name,
-		       cfg_target_kind_name((enum cfg_target_kind)__builtin_ctz(k->where)), t->name,
+		       cfg_target_kind_name(W_TARGET_KIND_OF(k->where)), t->name,
 		       cfg_target_kind_name(t->kind), k->elsewhere);
 }
 
@@ -62,8 +62,7 @@ int probe_misplaced(struct parser *p, const struct item *it, const struct key *k
 			       "blocks of its own in a file of its own, one at a time",
 			       k->name);
 	return fail_at(p, knode, "'%s' is a %s key; %s", k->name,
-		       cfg_probe_kind_name((enum cfg_probe_kind)(__builtin_ctz(k->where) - 3)),
-		       k->elsewhere);
+		       cfg_probe_kind_name(W_PROBE_KIND_OF(k->where)), k->elsewhere);
 }
 
 /* "the largest " before 'block_size' in a message when it is a range. */

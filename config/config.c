@@ -376,7 +376,7 @@ const char *cfg_target_kind_name(enum cfg_target_kind k)
 
 const char *cfg_probe_kind_name(enum cfg_probe_kind k)
 {
-	return (unsigned)k <= CFG_PROBE_VERIFY ? probe_kind_names[k] : "unknown";
+	return (unsigned)k < CFG_PROBE_KINDS ? probe_kind_names[k] : "unknown";
 }
 
 const char *cfg_rw_name(enum cfg_rw rw)

@@ -132,6 +132,7 @@ enum cfg_probe_kind {
 	CFG_PROBE_PING,	  /* QD1, one I/O per interval */
 	CFG_PROBE_BURST,  /* fio-style: iodepth x jobs for a duration or a number of I/Os */
 	CFG_PROBE_VERIFY, /* directory only: writes checksummed blocks, checks them later */
+	CFG_PROBE_KINDS,  /* how many there are; not a kind */
 };
 
 /* Burst access pattern, as fio's rw=. */

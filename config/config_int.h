@@ -28,9 +28,18 @@ struct parser {
 	struct probe_refs *refs;
 };
 
-/* Where a key is valid: bits of the items it may appear in. */
-#define W_TARGET_KIND(k) (1U << (k))	   /* enum cfg_target_kind */
-#define W_PROBE_KIND(k)	 (1U << (3 + (k))) /* enum cfg_probe_kind */
+/*
+ * Where a key is valid: bits of the items it may appear in. W_TOP is bit 0;
+ * from W_PROBE_SHIFT comes a bit for each of the CFG_PROBE_KINDS kinds of
+ * probe, then from W_TARGET_SHIFT, last, one for each kind of target. A kind
+ * added to either enum gets a bit of its own: the target bits move up with the
+ * count of probe kinds, and nothing lies above them.
+ */
+#define W_TOP		 (1U << 0)
+#define W_PROBE_SHIFT	 1
+#define W_TARGET_SHIFT	 (W_PROBE_SHIFT + CFG_PROBE_KINDS)
+#define W_PROBE_KIND(k)	 (1U << (W_PROBE_SHIFT + (k)))	/* enum cfg_probe_kind */
+#define W_TARGET_KIND(k) (1U << (W_TARGET_SHIFT + (k))) /* enum cfg_target_kind */
 #define W_DIRECTORY	 W_TARGET_KIND(CFG_TARGET_DIRECTORY)
 #define W_FILE		 W_TARGET_KIND(CFG_TARGET_FILE)
 #define W_DEVICE	 W_TARGET_KIND(CFG_TARGET_DEVICE)
@@ -38,8 +47,12 @@ struct parser {
 #define W_PING		 W_PROBE_KIND(CFG_PROBE_PING)
 #define W_BURST		 W_PROBE_KIND(CFG_PROBE_BURST)
 #define W_VERIFY	 W_PROBE_KIND(CFG_PROBE_VERIFY)
-#define W_PROBE		 (W_PING | W_BURST | W_VERIFY)
-#define W_TOP		 (1U << 6)
+#define W_PROBE		 (((1U << CFG_PROBE_KINDS) - 1) << W_PROBE_SHIFT) /* every kind's */
+_Static_assert(W_TARGET_SHIFT + CFG_TARGET_DEVICE < 32, "the W_* bits must fit 'unsigned'");
+
+/* The kind of the lowest target (probe) bit in @w, a row's 'where'. */
+#define W_TARGET_KIND_OF(w) ((enum cfg_target_kind)(__builtin_ctz(W_TARGET & (w)) - W_TARGET_SHIFT))
+#define W_PROBE_KIND_OF(w)  ((enum cfg_probe_kind)(__builtin_ctz(W_PROBE & (w)) - W_PROBE_SHIFT))
 
 #define SCHEMA_MAX   64 /* rows; struct item has a slot for each */
 #define PRINT_GROUPS 3	/* values of struct key.print_group */

@@ -29,6 +29,8 @@ static const char *const sync_names[] = {"none", "fdatasync", NULL};
 const char *const probe_kind_names[] = {"ping", "burst", "verify", NULL};
 static const char *const engine_names[] = {"auto", "io_uring", "libaio", "sync", "null", NULL};
 const char *const rw_names[] = {"randread", "randwrite", "randrw", "read", "write", NULL};
+_Static_assert(sizeof(probe_kind_names) / sizeof(probe_kind_names[0]) == CFG_PROBE_KINDS + 1,
+	       "a name for each kind of probe");
 
 static bool shown_if_randrw(const void *base)
 {

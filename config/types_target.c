@@ -125,7 +125,7 @@ static int parse_target_path(struct parser *p, const struct key *k, const yaml_n
 		return r;
 	if (!*t->path)
 		return fail_at(p, v, "'%s' must not be empty", k->name);
-	t->kind = (enum cfg_target_kind)__builtin_ctz(k->where);
+	t->kind = W_TARGET_KIND_OF(k->where);
 	if (t->kind == CFG_TARGET_DEVICE && !device_path_valid(t->path))
 		return fail_at(p, v,
 			       "'device' must be a block device under /dev/, as in "
