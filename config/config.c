@@ -30,9 +30,8 @@
 #include "config/config_int.h"
 #include "lib/escape.h"
 
-#define CFG_FILE_MAX	   (1U << 20) /* largest configuration file we read */
-#define CFG_FILE_MAX_NAME  "1 MiB"    /* CFG_FILE_MAX, for messages */
-#define CFG_DEFAULT_SOURCE "<embedded default>"
+#define CFG_FILE_MAX	  (1U << 20) /* largest configuration file we read */
+#define CFG_FILE_MAX_NAME "1 MiB"    /* CFG_FILE_MAX, for messages */
 
 int cfg_load_string(const char *name, const char *text, size_t len, struct config **out,
 		    struct cfg_error *err)
@@ -200,7 +199,7 @@ int cfg_load_file(const char *path, struct config **out, struct cfg_error *err)
 
 int cfg_load_default(struct config **out, struct cfg_error *err)
 {
-	return cfg_load_string(CFG_DEFAULT_SOURCE, cfg_default_yaml, strlen(cfg_default_yaml), out,
+	return cfg_load_string(CFG_EMBEDDED_NAME, cfg_default_yaml, strlen(cfg_default_yaml), out,
 			       err);
 }
 
