@@ -11,6 +11,8 @@
 #include "config/config.h"
 #include "config/config_int.h"
 
+/* ---- targets ----------------------------------------------------------------- */
+
 /* A key written on a target of a kind it is not valid on. */
 int target_misplaced(struct parser *p, const struct item *it, const struct key *k,
 		     const yaml_node_t *knode)
@@ -51,6 +53,8 @@ int check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it)
 			return it->sec->misplaced(p, it, k, it->key[k - schema]);
 	return 0;
 }
+
+/* ---- probes ------------------------------------------------------------------ */
 
 /* A key of the other kind of probe: what this kind does instead. */
 int probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
@@ -260,6 +264,8 @@ int check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, u
 				       pr->name, p->c->probes[i].pos.line);
 	return 0;
 }
+
+/* ---- probes and their targets ------------------------------------------------ */
 
 /*
  * A working set the probe can use, on a directory target (whose size is known

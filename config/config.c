@@ -16,6 +16,13 @@
  * Every scalar is read as a string whatever its implicit YAML tag, so
  * "name: 123" is the name "123"; only plain true/false are booleans and only
  * plain "", "~" and "null" count as a missing value.
+ *
+ * The work is split by job: yaml.c loads the document and reads its nodes;
+ * walk.c walks it by the table of keys in schema.c; values.c and types*.c
+ * read, print and compare each kind of value (env.c expands ${NAME} in
+ * paths); check.c checks keys against each other and probes against their
+ * targets. This file loads from a string, a file or the embedded default,
+ * frees, prints and looks up.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +39,8 @@
 
 #define CFG_FILE_MAX	  (1U << 20) /* largest configuration file we read */
 #define CFG_FILE_MAX_NAME "1 MiB"    /* CFG_FILE_MAX, for messages */
+
+/* ---- loading ----------------------------------------------------------------- */
 
 int cfg_load_string(const char *name, const char *text, size_t len, struct config **out,
 		    struct cfg_error *err)

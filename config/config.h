@@ -91,7 +91,7 @@
 
 /*
  * The defaults as numbers, for code and tests that build these structs by hand.
- * The configuration's own defaults are the schema rows' (config.c), as written
+ * The configuration's own defaults are the schema rows' (schema.c), as written
  * in YAML; test_config checks that the two agree.
  */
 #define CFG_DEFAULT_LISTEN	"127.0.0.1:10035"

@@ -18,8 +18,8 @@
  * a mapping, the unknown, duplicate, misplaced and missing-key errors and their
  * suggestions, the defaults, cfg_print(), cfg_target_same()/cfg_probe_same()
  * and the key entries of iopulse.yaml(5) (a unit test compares them) all come
- * from the rows. Checks between keys stay in code: check_target_kind(),
- * check_ping(), check_burst() and resolve_probes().
+ * from the rows. Checks between keys stay in code, in check.c:
+ * check_target_kind(), check_ping(), check_burst() and resolve_probes().
  */
 
 /* ---- the table ---- */

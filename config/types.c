@@ -130,7 +130,7 @@ static bool same_chars(const struct key *k, const void *a, const void *b, const 
 	return strcmp(cfield(k, a), cfield(k, b)) == 0;
 }
 
-/* ---- types: names, paths ---- */
+/* ---- types: names ---- */
 
 static int parse_name(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
 {

@@ -90,6 +90,8 @@ static int parse_block_size(struct parser *p, const struct key *k, const yaml_no
 	return 0;
 }
 
+/* ---- types: target ---- */
+
 /* A probe's 'target': resolved to an index once every target is read. */
 static int parse_target_ref(struct parser *p, const struct key *k, const yaml_node_t *v,
 			    struct item *it)

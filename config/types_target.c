@@ -110,6 +110,8 @@ static int parse_keep_free(struct parser *p, const struct key *k, const yaml_nod
 	return get_size(p, v, "keep_free", &words_keep_free, &t->keep_free_bytes);
 }
 
+/* ---- types: paths, require_mount, keep_free ---- */
+
 /* 'directory', 'file' or 'device': the path, and so the target's kind (the row's). */
 static int parse_target_path(struct parser *p, const struct key *k, const yaml_node_t *v,
 			     struct item *it)

@@ -177,6 +177,8 @@ static int parse_buckets(struct parser *p, const struct key *k, const yaml_node_
 	return 0;
 }
 
+/* ---- types ---- */
+
 static void print_listen(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
 	char buf[96];

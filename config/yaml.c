@@ -13,7 +13,7 @@
 #include "config/config.h"
 #include "config/config_int.h"
 
-/* ---- parser state and errors --------------------------------------------- */
+/* ---- errors and nodes ---------------------------------------------------- */
 
 int cfg_fail_at_v(struct cfg_error *err, const char *name, const yaml_node_t *n, const char *fmt,
 		  va_list ap)
@@ -110,6 +110,8 @@ int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const ch
 	*out = node_str(n);
 	return 0;
 }
+
+/* ---- the document -------------------------------------------------------- */
 
 static int syntax_error(struct parser *p, yaml_parser_t *yp, const char *text, size_t len)
 {
