@@ -91,7 +91,7 @@
 
 /*
  * The defaults as numbers, for code and tests that build these structs by hand.
- * The configuration's own defaults are the schema rows' (config.c), as written
+ * The configuration's own defaults are the schema rows' (schema.c), as written
  * in YAML; test_config checks that the two agree.
  */
 #define CFG_DEFAULT_LISTEN	"127.0.0.1:10035"
@@ -132,6 +132,7 @@ enum cfg_probe_kind {
 	CFG_PROBE_PING,	  /* QD1, one I/O per interval */
 	CFG_PROBE_BURST,  /* fio-style: iodepth x jobs for a duration or a number of I/Os */
 	CFG_PROBE_VERIFY, /* directory only: writes checksummed blocks, checks them later */
+	CFG_PROBE_KINDS,  /* how many there are; not a kind */
 };
 
 /* Burst access pattern, as fio's rw=. */
@@ -230,7 +231,7 @@ struct cfg_probe {
 };
 
 struct config {
-	char *source;	      /* file name, or "<embedded default>" */
+	char *source;	      /* file name, or CFG_EMBEDDED_NAME */
 	char listen_host[64]; /* numeric IPv4/IPv6 literal without brackets; "" = any */
 	uint16_t listen_port;
 	uint64_t buckets_ns[CFG_MAX_BUCKETS]; /* classic histogram bounds, ascending */
@@ -250,6 +251,8 @@ struct cfg_error {
 
 /* The embedded default configuration, as YAML text (config/default.yaml). */
 extern const char cfg_default_yaml[];
+/* Its name: the source of the configuration it loads, and what messages call it. */
+#define CFG_EMBEDDED_NAME "<embedded default>"
 
 /*
  * Parse and validate the YAML file at @path. On success stores a new config in
@@ -288,7 +291,7 @@ __attribute__((format(printf, 4, 0))) int cfg_fail_at_v(struct cfg_error *err, c
 							const struct yaml_node_s *n,
 							const char *fmt, va_list ap);
 
-/* As cfg_load_string() on cfg_default_yaml, named "<embedded default>". */
+/* As cfg_load_string() on cfg_default_yaml, named CFG_EMBEDDED_NAME. */
 int cfg_load_default(struct config **out, struct cfg_error *err);
 
 /* Frees a config; NULL is a no-op. */

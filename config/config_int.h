@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config_int — what the files that read a configuration (config.c and the
+ * files it is split into) share: the parser's state, the schema's types
+ * (struct key, one row per key), and what each file defines for the others.
+ * Private to config/: config.h is the interface.
+ */
+#ifndef IOPULSE_CONFIG_INT_H
+#define IOPULSE_CONFIG_INT_H
+
+#include <yaml.h>
+
+#include "config/config.h"
+
+struct probe_refs {
+	const yaml_node_t *target; /* value node of 'target' */
+	const yaml_node_t *writes; /* value node of 'op' (ping) or 'rw' (burst), or NULL */
+	const yaml_node_t *ws;	   /* value node of 'working_set', NULL when defaulted */
+	const yaml_node_t *bs;	   /* value node of 'block_size', NULL when defaulted */
+	const yaml_node_t *item;
+};
+
+struct parser {
+	const char *name;
+	struct cfg_error *err;
+	yaml_document_t *doc;
+	struct config *c;
+	struct probe_refs *refs;
+};
+
+/*
+ * Where a key is valid: bits of the items it may appear in. W_TOP is bit 0;
+ * from W_PROBE_SHIFT comes a bit for each of the CFG_PROBE_KINDS kinds of
+ * probe, then from W_TARGET_SHIFT, last, one for each kind of target. A kind
+ * added to either enum gets a bit of its own: the target bits move up with the
+ * count of probe kinds, and nothing lies above them.
+ */
+#define W_TOP		 (1U << 0)
+#define W_PROBE_SHIFT	 1
+#define W_TARGET_SHIFT	 (W_PROBE_SHIFT + CFG_PROBE_KINDS)
+#define W_PROBE_KIND(k)	 (1U << (W_PROBE_SHIFT + (k)))	/* enum cfg_probe_kind */
+#define W_TARGET_KIND(k) (1U << (W_TARGET_SHIFT + (k))) /* enum cfg_target_kind */
+#define W_DIRECTORY	 W_TARGET_KIND(CFG_TARGET_DIRECTORY)
+#define W_FILE		 W_TARGET_KIND(CFG_TARGET_FILE)
+#define W_DEVICE	 W_TARGET_KIND(CFG_TARGET_DEVICE)
+#define W_TARGET	 (W_DIRECTORY | W_FILE | W_DEVICE)
+#define W_PING		 W_PROBE_KIND(CFG_PROBE_PING)
+#define W_BURST		 W_PROBE_KIND(CFG_PROBE_BURST)
+#define W_VERIFY	 W_PROBE_KIND(CFG_PROBE_VERIFY)
+#define W_PROBE		 (((1U << CFG_PROBE_KINDS) - 1) << W_PROBE_SHIFT) /* every kind's */
+_Static_assert(W_TARGET_SHIFT + CFG_TARGET_DEVICE < 32, "the W_* bits must fit 'unsigned'");
+
+/* The kind of the lowest target (probe) bit in @w, a row's 'where'. */
+#define W_TARGET_KIND_OF(w) ((enum cfg_target_kind)(__builtin_ctz(W_TARGET & (w)) - W_TARGET_SHIFT))
+#define W_PROBE_KIND_OF(w)  ((enum cfg_probe_kind)(__builtin_ctz(W_PROBE & (w)) - W_PROBE_SHIFT))
+
+#define SCHEMA_MAX   64 /* rows; struct item has a slot for each */
+#define PRINT_GROUPS 3	/* values of struct key.print_group */
+
+struct key;
+
+/* A mapping being read: the top level, a target or a probe. */
+struct item {
+	const struct section *sec;
+	void *base;	/* the struct config, cfg_target or cfg_probe it fills */
+	unsigned valid; /* W_* of its kind; all of the section's while not known */
+	int kind;	/* a probe's kind from its 'type', -1 while not known */
+	const yaml_node_t *key[SCHEMA_MAX];   /* by row: the key as written, or NULL */
+	const yaml_node_t *value[SCHEMA_MAX]; /* by row: its value */
+};
+
+/* How one kind of value is read, printed and compared. */
+struct key_type {
+	const char *word; /* as iopulse.yaml(5) names it; NULL: the key's names, "a, b or c" */
+	int (*parse)(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it);
+	/* Writes " value\n" (or, for a list, "\n" and the items) after "key:". */
+	void (*print)(FILE *f, const struct key *k, const void *base, const struct config *c);
+	/* Whether the field is the same in @a and @b (of configurations @ac and @bc). */
+	bool (*same)(const struct key *k, const void *a, const void *b, const struct config *ac,
+		     const struct config *bc);
+	/* Sets the default where it cannot be written as one scalar (NULL: parse .def). */
+	void (*set_default)(const struct key *k, void *base);
+};
+
+struct key {
+	const char *name;
+	unsigned where; /* W_*: the items it is valid in */
+	const struct key_type *type;
+	size_t off, size; /* of the field it fills (FIELD()) */
+	const char *def;  /* the default, as written in YAML; NULL: none */
+	bool required;
+	int64_t min, max;		 /* limits, for the types that have them */
+	const char *const *names;	 /* enums: the values, in enum order, NULL-terminated */
+	const char *elsewhere;		 /* written where not valid: why, or what to use instead */
+	bool (*shown)(const void *base); /* cfg_print: printed only when this says so */
+	unsigned print_group; /* cfg_print prints an item's keys by group, then in table order */
+	const char *help;     /* one line, what it is for */
+};
+
+/* A section of the file: the rows whose 'where' meet @mask. */
+struct section {
+	unsigned mask;
+	const char *where; /* for messages: "at top level", "in target", "in probe" */
+	const char *noun;  /* "configuration", "target", "probe" */
+	/* The error for a key that is valid in another kind of item only. */
+	int (*misplaced)(struct parser *p, const struct item *it, const struct key *k,
+			 const yaml_node_t *knode);
+};
+
+/* yaml.c */
+__attribute__((format(printf, 3, 4))) int fail_at(struct parser *p, const yaml_node_t *n,
+						  const char *fmt, ...);
+yaml_node_t *node_get(struct parser *p, int index);
+const char *node_str(const yaml_node_t *n);
+const char *node_kind(const yaml_node_t *n);
+bool scalar_is(const yaml_node_t *n, const char *lit);
+bool node_is_null(const yaml_node_t *n);
+bool node_has_nul(const yaml_node_t *n);
+int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+	       const char **out);
+
+/* env.c */
+int expand_env(struct parser *p, const yaml_node_t *n, const char *key, const char *in, char **out);
+
+/* values.c */
+struct size_words;
+int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out);
+extern const struct size_words words_size;
+extern const struct size_words words_keep_free;
+int size_error(struct parser *p, const yaml_node_t *n, const char *what, const char *s, int r,
+	       const struct size_words *w);
+int get_size(struct parser *p, const yaml_node_t *n, const char *key, const struct size_words *w,
+	     uint64_t *out);
+int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
+int get_uint(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
+int check_count(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v, uint64_t lo,
+		uint64_t hi);
+int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double max,
+		const char *example, double *out);
+int get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
+int check_range(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v, uint64_t lo,
+		uint64_t hi, bool is_duration);
+int get_enum(struct parser *p, const yaml_node_t *n, const char *key, const char *const *names,
+	     const char *expect, unsigned *out);
+int get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out);
+int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi, int *out);
+
+/* types.c */
+void print_str(FILE *f, const char *s);
+void print_path(FILE *f, const char *s);
+const void *cfield(const struct key *k, const void *base);
+void enum_word(const char *const *names, char *buf, size_t len);
+bool str_same(const char *a, const char *b);
+extern const struct key_type type_name;
+extern const struct key_type type_size;
+extern const struct key_type type_rate;
+extern const struct key_type type_duration;
+extern const struct key_type type_count;
+extern const struct key_type type_int;
+extern const struct key_type type_percent;
+extern const struct key_type type_bool;
+extern const struct key_type type_enum;
+extern const struct key_type type_engine;
+extern const struct key_type type_io_priority;
+
+/* types_top.c */
+extern const struct key_type type_listen;
+extern const struct key_type type_buckets;
+extern const struct key_type type_targets;
+extern const struct key_type type_probes;
+
+/* types_target.c */
+extern const struct key_type type_target_path;
+extern const struct key_type type_keep_free;
+extern const struct key_type type_require_mount;
+bool shown_if_labels(const void *base);
+extern const struct key_type type_labels;
+
+/* types_probe.c */
+extern const struct key_type type_target_ref;
+extern const struct key_type type_block_size;
+extern const struct key_type type_block_range;
+
+/* schema.c */
+extern const struct key schema[];
+extern const unsigned schema_rows; /* of schema[] */
+#define SCHEMA_END (schema + schema_rows)
+extern const char *const probe_kind_names[];
+extern const char *const rw_names[];
+extern const struct section sec_top;
+extern const struct section sec_target;
+extern const struct section sec_probe;
+
+/* check.c */
+int target_misplaced(struct parser *p, const struct item *it, const struct key *k,
+		     const yaml_node_t *knode);
+int check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it);
+int probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
+		    const yaml_node_t *knode);
+int check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, unsigned idx);
+int resolve_probes(struct parser *p);
+
+/* walk.c */
+bool is_close(const char *s, const char *cand);
+bool in_section(const struct item *it, const struct key *k);
+const yaml_node_t *item_key(const struct item *it, const char *name);
+const yaml_node_t *item_value(const struct item *it, const char *name);
+const yaml_node_t *later_key(const yaml_node_t *a, const yaml_node_t *b);
+int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
+int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
+int parse_root(struct parser *p, const yaml_node_t *root);
+
+/* config.c */
+void print_targets(FILE *f, const struct key *k, const void *base, const struct config *c);
+void print_probes(FILE *f, const struct key *k, const void *base, const struct config *c);
+
+#endif

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * yaml — the libyaml side of reading a configuration: the one document of a
+ * text loaded within the nesting limit, syntax errors, the position of a node
+ * in messages, and what a node holds.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "config/config.h"
+#include "config/config_int.h"
+
+/* ---- errors and nodes ---------------------------------------------------- */
+
+int cfg_fail_at_v(struct cfg_error *err, const char *name, const yaml_node_t *n, const char *fmt,
+		  va_list ap)
+{
+	char *msg = err->msg;
+	size_t size = sizeof(err->msg);
+	int w;
+
+	if (n)
+		w = snprintf(msg, size, "%s:%zu:%zu: ", name, n->start_mark.line + 1,
+			     n->start_mark.column + 1);
+	else
+		w = snprintf(msg, size, "%s: ", name);
+	if (w >= 0 && (size_t)w < size)
+		vsnprintf(msg + w, size - (size_t)w, fmt, ap);
+	return -EINVAL;
+}
+
+__attribute__((format(printf, 3, 4))) int fail_at(struct parser *p, const yaml_node_t *n,
+						  const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = cfg_fail_at_v(p->err, p->name, n, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+yaml_node_t *node_get(struct parser *p, int index)
+{
+	return yaml_document_get_node(p->doc, index);
+}
+
+const char *node_str(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+/* "a list", "a mapping", "'text'" — what the user wrote, for "got ..." */
+const char *node_kind(const yaml_node_t *n)
+{
+	switch (n->type) {
+	case YAML_SEQUENCE_NODE:
+		return "a list";
+	case YAML_MAPPING_NODE:
+		return "a mapping";
+	default:
+		return "a string";
+	}
+}
+
+/*
+ * Whether @n is a scalar holding exactly @lit. By length, not as a C string:
+ * "null\0x" (a NUL byte in double quotes) is not "null".
+ */
+bool scalar_is(const yaml_node_t *n, const char *lit)
+{
+	size_t len = strlen(lit);
+
+	return n->type == YAML_SCALAR_NODE && n->data.scalar.length == len &&
+	       !memcmp(n->data.scalar.value, lit, len);
+}
+
+bool node_is_null(const yaml_node_t *n)
+{
+	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	return scalar_is(n, "") || scalar_is(n, "~") || scalar_is(n, "null") ||
+	       scalar_is(n, "Null") || scalar_is(n, "NULL");
+}
+
+/*
+ * A scalar holding a NUL byte ("a\0b" in double quotes): as a C string it would
+ * silently end there, so every value and key is checked for one.
+ */
+bool node_has_nul(const yaml_node_t *n)
+{
+	return n->type == YAML_SCALAR_NODE &&
+	       memchr(n->data.scalar.value, '\0', n->data.scalar.length);
+}
+
+/* The value of a key that must be a scalar; @what is "a duration", "a string", ... */
+int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+	       const char **out)
+{
+	if (n->type != YAML_SCALAR_NODE)
+		return fail_at(p, n, "'%s' must be %s, got %s", key, what, node_kind(n));
+	if (node_has_nul(n))
+		return fail_at(p, n, "'%s' must not contain a NUL byte (\\0)", key);
+	if (node_is_null(n))
+		return fail_at(p, n, "missing value for '%s'", key);
+	*out = node_str(n);
+	return 0;
+}
+
+/* ---- the document -------------------------------------------------------- */
+
+static int syntax_error(struct parser *p, yaml_parser_t *yp, const char *text, size_t len)
+{
+	size_t line = yp->problem_mark.line, col = yp->problem_mark.column;
+
+	if (yp->error == YAML_MEMORY_ERROR) {
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s: out of memory", p->name);
+		return -ENOMEM;
+	}
+	if (yp->error == YAML_READER_ERROR) {
+		/* The reader reports a byte offset only. */
+		line = col = 0;
+		for (size_t i = 0; i < yp->problem_offset && i < len; i++) {
+			if (text[i] == '\n') {
+				line++;
+				col = 0;
+			} else {
+				col++;
+			}
+		}
+	}
+	snprintf(p->err->msg, sizeof(p->err->msg), "%s:%zu:%zu: YAML syntax error: %s%s%s%s",
+		 p->name, line + 1, col + 1, yp->problem ? yp->problem : "unknown error",
+		 yp->context ? " (" : "", yp->context ? yp->context : "", yp->context ? ")" : "");
+	return -EINVAL;
+}
+
+/*
+ * libyaml (0.2.5) has no limit on nesting, and its scanner costs time quadratic
+ * in the depth: "[[[[..." 100,000 deep takes it a minute to refuse. A schedule is
+ * three levels deep. One pass over the events, before the document is built,
+ * stops at the first collection deeper than CFG_MAX_DEPTH; the scanner looks
+ * ahead a bounded distance, so that takes microseconds whatever follows. A
+ * syntax error is left for the document loader to report, as before.
+ */
+static int check_depth(struct parser *p, const char *text, size_t len)
+{
+	yaml_parser_t yp;
+	yaml_event_t ev;
+	unsigned depth = 0;
+	int r = 0;
+
+	if (!yaml_parser_initialize(&yp)) {
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s: out of memory", p->name);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+	while (yaml_parser_parse(&yp, &ev)) {
+		yaml_event_type_t type = ev.type;
+
+		if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) {
+			if (++depth > CFG_MAX_DEPTH) {
+				snprintf(p->err->msg, sizeof(p->err->msg),
+					 "%s:%zu:%zu: lists and mappings nested more than %u deep, "
+					 "the limit for a configuration file",
+					 p->name, ev.start_mark.line + 1, ev.start_mark.column + 1,
+					 CFG_MAX_DEPTH);
+				r = -EINVAL;
+			}
+		} else if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT) {
+			depth--;
+		}
+		yaml_event_delete(&ev);
+		if (r < 0 || type == YAML_STREAM_END_EVENT)
+			break;
+	}
+	yaml_parser_delete(&yp);
+	return r;
+}
+
+/*
+ * Loads the one YAML document of @text into @doc (to be deleted by the caller
+ * on success). An empty file, a syntax error and a second document are errors.
+ */
+static int load_document(struct parser *p, const char *text, size_t len, yaml_document_t *doc,
+			 const char *empty)
+{
+	yaml_parser_t yp;
+	yaml_document_t extra;
+	const yaml_node_t *root;
+	int r = 0;
+
+	if (!yaml_parser_initialize(&yp)) {
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s: out of memory", p->name);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&yp, doc)) {
+		r = syntax_error(p, &yp, text, len);
+		yaml_parser_delete(&yp);
+		return r;
+	}
+	root = yaml_document_get_root_node(doc);
+	if (!root || node_is_null(root)) {
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s:1:1: %s", p->name, empty);
+		r = -EINVAL;
+	} else if (!yaml_parser_load(&yp, &extra)) {
+		/* A second document would be silently ignored: refuse it. */
+		r = syntax_error(p, &yp, text, len);
+	} else {
+		if (yaml_document_get_root_node(&extra))
+			r = fail_at(p, yaml_document_get_root_node(&extra),
+				    "only one YAML document is allowed in a configuration");
+		yaml_document_delete(&extra);
+	}
+	yaml_parser_delete(&yp);
+	if (r < 0)
+		yaml_document_delete(doc);
+	return r;
+}
+
+int cfg_yaml_load(const char *name, const char *text, size_t len, yaml_document_t *doc,
+		  const char *empty, struct cfg_error *err)
+{
+	struct parser p = {.name = name, .err = err};
+	int r = check_depth(&p, text, len);
+
+	return r < 0 ? r : load_document(&p, text, len, doc, empty);
+}
