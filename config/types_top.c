@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "config/config_int.h"
 #include "config/default_buckets.h"
+#include "lib/addr.h"
 
 static const uint64_t default_buckets_ns[] = CFG_DEFAULT_BUCKETS_NS;
 
@@ -185,10 +186,7 @@ static void print_listen(FILE *f, const struct key *k, const void *base, const s
 
 	(void)k;
 	(void)base;
-	if (strchr(c->listen_host, ':'))
-		snprintf(buf, sizeof(buf), "[%s]:%u", c->listen_host, c->listen_port);
-	else
-		snprintf(buf, sizeof(buf), "%s:%u", c->listen_host, c->listen_port);
+	addr_format(buf, sizeof(buf), c->listen_host, c->listen_port);
 	fputc(' ', f);
 	print_str(f, buf);
 	fputc('\n', f);
