@@ -77,7 +77,7 @@ fi
 # ---------------------------------------------------------------- build
 
 # Release, as dev.sh bench builds it (GCC 12 -O3 maybe-uninitialized false
-# positives in config/config.c stay warnings). The library is built even with
+# positives in config/ stay warnings). The library is built even with
 # IOPULSE set: render_bench links it. A build directory that is already
 # configured (BUILD=build-bench from ./dev.sh bench) keeps its own settings.
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
