@@ -104,6 +104,12 @@ struct probe;
  * reads and checks, and writes nothing (a verify probe: corruption does not
  * wait for the next day). Any other probe that writes is skipped then. */
 #define PROBE_F_CHECKS_PAST_BUDGET (1u << 7)
+/* Splayed with 'splay: true' (splay.h): its runs fall at a phase of the wall
+ * clock hashed from the host and its name, so that a fleet's runs spread over
+ * the interval (a burst: in step they would load shared storage together).
+ * Without it a probe first runs within a second of start (a ping: small and
+ * frequent, and at random phases a lane's pings would collide for ever). */
+#define PROBE_F_SPLAY (1u << 8)
 
 /* What a probe holds open, counted on a running daemon (ls /proc/PID/fd,
  * iopulse(8) Descriptors). */

@@ -18,6 +18,7 @@
 #include "engines/engine.h"
 #include "daemon/sched/lane.h"
 #include "daemon/log.h"
+#include "daemon/probes/probe.h"
 #include "daemon/sched/scheduler.h"
 #include "daemon/sched/splay.h"
 #include "daemon/targets/target.h"
@@ -348,7 +349,7 @@ static void log_splay(const struct sched *s, const uint64_t *due, uint64_t now)
 		const struct cfg_probe *p = &s->cfg->probes[i];
 		uint64_t ms = NSEC_PER_SEC / 1000;
 
-		if (p->kind != CFG_PROBE_BURST)
+		if (!(probe_ops_of(p->kind)->flags & PROBE_F_SPLAY))
 			continue;
 		cfg_format_duration(splay_offset(s->host_id, p->name, p->interval_ns) / ms * ms,
 				    phase, sizeof(phase));
