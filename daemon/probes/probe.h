@@ -110,6 +110,10 @@ struct probe;
  * Without it a probe first runs within a second of start (a ping: small and
  * frequent, and at random phases a lane's pings would collide for ever). */
 #define PROBE_F_SPLAY (1u << 8)
+/* Held back while other work keeps its target's disks busy, with its
+ * 'busy_backoff' (a burst: it would measure the other work, and add to it).
+ * The others never are: a ping is the canary, one I/O. */
+#define PROBE_F_BUSY_BACKOFF (1u << 9)
 
 /* What a probe holds open, counted on a running daemon (ls /proc/PID/fd,
  * iopulse(8) Descriptors). */

@@ -697,12 +697,12 @@ static void log_disk_state(struct lane *l, struct lane_probe *lp, const struct d
 }
 
 /*
- * Before a burst: whether other work keeps the target's disks busy, so that the
- * burst is held back (counted as skipped, "device_busy") and tried again later
- * (devbusy_retry_at()); @retry: this run is such a retry. Pings are never held
- * back: they are the canary, one I/O each. Also true, not counted, when a stop
- * came while the disks were measured: a burst starting at shutdown would only
- * be aborted.
+ * Before a burst (a kind with PROBE_F_BUSY_BACKOFF): whether other work keeps
+ * the target's disks busy, so that the burst is held back (counted as skipped,
+ * "device_busy") and tried again later (devbusy_retry_at()); @retry: this run
+ * is such a retry. Pings are never held back: they are the canary, one I/O
+ * each. Also true, not counted, when a stop came while the disks were
+ * measured: a burst starting at shutdown would only be aborted.
  */
 static bool lane_disk_busy(struct lane *l, struct lane_probe *lp, bool retry)
 {
@@ -711,7 +711,8 @@ static bool lane_disk_busy(struct lane *l, struct lane_probe *lp, bool retry)
 	uint64_t at = 0;
 	bool busy;
 
-	if (lp->cfg->kind != CFG_PROBE_BURST || !lp->cfg->busy_backoff || !lp->ready)
+	if (!(probe_ops_of(lp->cfg->kind)->flags & PROBE_F_BUSY_BACKOFF) ||
+	    !lp->cfg->busy_backoff || !lp->ready)
 		return false;
 	if (!retry) {
 		lp->busy_due_ns = eng_now_ns();
