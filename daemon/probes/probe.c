@@ -205,7 +205,10 @@ void probe_outcome_measured(struct probe_outcome *out, enum io_op op, uint64_t b
 
 bool probe_depth_ignored(const struct cfg_probe *p, const char *engine, char *why, size_t len)
 {
-	if (p->kind != CFG_PROBE_BURST || p->iodepth <= 1 || strcmp(engine, "sync") != 0)
+	const struct probe_ops *ops = probe_ops_of(p->kind);
+
+	if (!ops || !(ops->flags & PROBE_F_IODEPTH) || p->iodepth <= 1 ||
+	    strcmp(engine, "sync") != 0)
 		return false;
 	snprintf(why, len,
 		 "Probe %s: the sync engine runs one I/O at a time, so 'iodepth: %u' acts as "

@@ -114,6 +114,9 @@ struct probe;
  * 'busy_backoff' (a burst: it would measure the other work, and add to it).
  * The others never are: a ping is the canary, one I/O. */
 #define PROBE_F_BUSY_BACKOFF (1u << 9)
+/* Keeps its 'iodepth' I/Os in flight (a burst's jobs): on an engine that runs
+ * one at a time (sync) that is one, which probe_depth_ignored() says. */
+#define PROBE_F_IODEPTH (1u << 10)
 
 /* What a probe holds open, counted on a running daemon (ls /proc/PID/fd,
  * iopulse(8) Descriptors). */
@@ -218,9 +221,9 @@ bool probe_outcome_io(struct probe *p, struct probe_outcome *out, enum io_op op,
 void probe_outcome_measured(struct probe_outcome *out, enum io_op op, uint64_t bytes,
 			    uint64_t lat_ns);
 
-/* Whether @p's iodepth is more than @engine can do (sync: one I/O at a time, so
- * a burst runs at queue depth 1 whatever it says, as fio warns); if so, the
- * warning in @why. */
+/* Whether @p's iodepth (PROBE_F_IODEPTH) is more than @engine can do (sync: one
+ * I/O at a time, so a burst runs at queue depth 1 whatever it says, as fio
+ * warns); if so, the warning in @why. */
 bool probe_depth_ignored(const struct cfg_probe *p, const char *engine, char *why, size_t len);
 
 #endif
