@@ -140,6 +140,10 @@ struct probe_ops {
 	/* Descriptors a probe of @c on engine @e holds, for RLIMIT_NOFILE. */
 	void (*descriptors)(const struct cfg_probe *c, const struct engine_ops *e,
 			    struct probe_fds *out);
+	/* A kind with a file of its own (PROBE_F_OWN_FILE): that file's name in the
+	 * target's directory for the probe named @probe, into @buf (@n bytes), for
+	 * `check` to look at the file the probe opens. NULL for the others. */
+	void (*own_file_name)(char *buf, size_t n, const char *probe);
 };
 
 struct probe {
