@@ -117,6 +117,11 @@ struct probe;
 /* Keeps its 'iodepth' I/Os in flight (a burst's jobs): on an engine that runs
  * one at a time (sync) that is one, which probe_depth_ignored() says. */
 #define PROBE_F_IODEPTH (1u << 10)
+/* A run is one request (a ping), as ioping's: `iopulse probe` repeats it -c
+ * times at its interval, prints a line per request as ioping does and ioping's
+ * exact min/avg/max/mdev of them. Any other kind runs once there, and its -c
+ * counts that run's I/Os. */
+#define PROBE_F_REQUESTS (1u << 11)
 
 /* What a probe holds open, counted on a running daemon (ls /proc/PID/fd,
  * iopulse(8) Descriptors). */
