@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * probe — what every probe kind implements (struct probe_ops, one table row per
- * kind, as engines) and the one thing a run produces: a struct probe_outcome.
- * The lane, probe_metrics and oneshot consume outcomes and know no kind.
+ * kind, as engines; the table is kinds.c's) and the one thing a run produces:
+ * a struct probe_outcome. The lane, probe_metrics and oneshot consume outcomes
+ * and know no kind: what differs between kinds they ask of the row, its
+ * PROBE_F_* flags and hooks.
  */
 #ifndef IOPULSE_PROBE_H
 #define IOPULSE_PROBE_H
@@ -168,9 +170,10 @@ struct probe {
 	void *_Atomic state;
 };
 
+/* The rows, each in its kind's own file; kinds.c's table lists them. */
 extern const struct probe_ops ping_probe_ops, burst_probe_ops, verify_probe_ops;
 
-/* The row of @kind; never NULL for a kind the configuration accepts. */
+/* The row of @kind (kinds.c); never NULL for a kind the configuration accepts. */
 const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind);
 
 /* What probe @c holds open (its row's descriptors(), on the engine it resolves
