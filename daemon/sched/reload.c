@@ -77,9 +77,32 @@ const char *sched_source(const struct sched *s)
 	return s->path ? s->path : "<embedded default>";
 }
 
+/*
+ * A reload reads and checks the new file on a thread of its own: reading may take
+ * as long as the file's filesystem likes (a hung NFS mount), and checking the
+ * targets stats each of them (STAT_WAIT_MS apiece), while this loop must go on
+ * running probes, feeding the watchdog and acting on SIGTERM. The thread hands
+ * its result back through reload_fd and the swap happens here. One reload is in
+ * flight at a time; a SIGHUP meanwhile is remembered and starts one more when it
+ * is done. On exit, a reload still in flight is abandoned like a lane stuck in
+ * the kernel: its thread frees the job whenever the read returns.
+ */
+struct reload_job {
+	pthread_mutex_t mu;   /* guards everything below */
+	unsigned refs;	      /* the scheduler's and the thread's */
+	bool abandoned;	      /* the scheduler is gone: event_fd is no longer ours */
+	int event_fd;	      /* the scheduler's reload_fd, written once when done */
+	uint64_t nofile_room; /* the scheduler's, copied: refused past it */
+	uint64_t nofile;
+	int r;		      /* 0, or -errno from the load or the target check */
+	struct config *cfg;   /* the new configuration when r == 0 */
+	struct cfg_error err; /* the load's error, "" when it was the target check */
+	char path[];	      /* what to read; "": the embedded default */
+};
+
 /* Drop one reference, under j->mu; frees @j (and a result nobody took) with the
  * last. */
-void reload_job_put(struct reload_job *j)
+static void reload_job_put(struct reload_job *j)
 {
 	bool last = --j->refs == 0;
 
@@ -436,6 +459,13 @@ static int reload_apply(struct sched *s, struct config *nc)
 		return r;
 	reload_done(s, nc, stuck);
 	return 0;
+}
+
+void reload_abandon(struct reload_job *j)
+{
+	pthread_mutex_lock(&j->mu);
+	j->abandoned = true;
+	reload_job_put(j);
 }
 
 /* reload_fd: the reload thread is done. Apply or refuse its result, then start

@@ -654,9 +654,7 @@ void sched_free(struct sched *s)
 	if (s->reload) {
 		/* Its thread may never return: it frees the job, and must not write
 		 * reload_fd after it is closed (below) and its number reused. */
-		pthread_mutex_lock(&s->reload->mu);
-		s->reload->abandoned = true;
-		reload_job_put(s->reload);
+		reload_abandon(s->reload);
 	}
 	if (s->lanes_mu_init)
 		pthread_mutex_destroy(&s->lanes_mu);

@@ -61,29 +61,6 @@ struct sched {
 	char host_id[SPLAY_HOST_ID_MAX]; /* what the probes' phases derive from (splay.h) */
 };
 
-/*
- * A reload reads and checks the new file on a thread of its own: reading may take
- * as long as the file's filesystem likes (a hung NFS mount), and checking the
- * targets stats each of them (STAT_WAIT_MS apiece), while this loop must go on
- * running probes, feeding the watchdog and acting on SIGTERM. The thread hands
- * its result back through reload_fd and the swap happens here. One reload is in
- * flight at a time; a SIGHUP meanwhile is remembered and starts one more when it
- * is done. On exit, a reload still in flight is abandoned like a lane stuck in
- * the kernel: its thread frees the job whenever the read returns.
- */
-struct reload_job {
-	pthread_mutex_t mu;   /* guards everything below */
-	unsigned refs;	      /* the scheduler's and the thread's */
-	bool abandoned;	      /* the scheduler is gone: event_fd is no longer ours */
-	int event_fd;	      /* the scheduler's reload_fd, written once when done */
-	uint64_t nofile_room; /* the scheduler's, copied: refused past it */
-	uint64_t nofile;
-	int r;		      /* 0, or -errno from the load or the target check */
-	struct config *cfg;   /* the new configuration when r == 0 */
-	struct cfg_error err; /* the load's error, "" when it was the target check */
-	char path[];	      /* what to read; "": the embedded default */
-};
-
 /* scheduler.c */
 /* 0, or -EINVAL (logged) when two targets of @cfg are one directory, file or
  * device; -ENOMEM. */
@@ -111,7 +88,8 @@ const char *sched_source(const struct sched *s);
 void reload_start(struct sched *s, bool again);
 /* reload_fd: the reload thread is done. 0, or -errno when no schedule runs. */
 int reload_finish(struct sched *s);
-/* Drop one reference, under j->mu; frees @j with the last. */
-void reload_job_put(struct reload_job *j);
+/* At exit, a reload still in flight: its thread frees @j whenever its read
+ * returns, and no longer writes the scheduler's reload_fd. */
+void reload_abandon(struct reload_job *j);
 
 #endif
