@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * oneshot — see oneshot.h: each selected probe run on its target, opened as
+ * the daemon's lane opens it, and its runs added up for oneshot_print.c.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>

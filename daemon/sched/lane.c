@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * lane — see lane.h: a lane set up for its target and probes, its thread and
+ * the queue it runs from (due times, hand-over, retries, the watch timer armed
+ * for a run), stopped and handed over at a reload. One run is lane_run.c's;
+ * what the scheduler and the scrapes see of a lane, lane_watch.c's.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * scheduler — see scheduler.h: the lanes set up and started with their first
+ * due times, STATUS= and the status page's figures, and the epoll loop on the
+ * main thread. A reload is reload.c's.
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * splay — see splay.h: the probes' phases, hashed from the host's id and their
+ * names, and their first due times.
+ */
 #include <errno.h>
 #include <string.h>
 #include <systemd/sd-id128.h>
