@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * oneshot — see oneshot.h: each selected probe run on its target, opened as
+ * the daemon's lane opens it, and its runs added up for oneshot_print.c.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -105,28 +109,29 @@ static bool more(const struct oneshot_opts *o, unsigned i, uint64_t start)
 	return !o->deadline_ns || now_ns() - start < o->deadline_ns;
 }
 
-/* Pings o->count times (0: until the deadline or a signal) at a fixed rate, as
- * the daemon; a burst once. Everything measured adds up in ps->out. */
+/* Pings (PROBE_F_REQUESTS) o->count times (0: until the deadline or a signal)
+ * at a fixed rate, as the daemon; a burst once. Everything measured adds up in
+ * ps->out. */
 static int run_runs(struct probe_sum *ps, struct probe *probe, const struct oneshot_opts *o)
 {
 	const struct cfg_probe *p = ps->cfg;
-	const bool ping = p->kind == CFG_PROBE_PING;
+	const bool per_request = probe_ops_of(p->kind)->flags & PROBE_F_REQUESTS;
 	uint64_t interval = o->interval_ns >= 0 ? (uint64_t)o->interval_ns : p->interval_ns;
 	uint64_t start = now_ns(), when;
 	struct probe_outcome before;
 	int r = 0;
 
-	for (unsigned i = 0; ping ? more(o, i, start) : i < 1; i++) {
+	for (unsigned i = 0; per_request ? more(o, i, start) : i < 1; i++) {
 		when = start + i * interval;
 		if (i > 0 && interval && o->deadline_ns && when > start + o->deadline_ns)
 			when = start + o->deadline_ns;
 		if (i > 0 && interval)
 			sleep_until(when);
-		if (atomic_load(&stop_requested) || (ping && !more(o, i, start)))
+		if (atomic_load(&stop_requested) || (per_request && !more(o, i, start)))
 			break;
 		before = ps->out;
 		r = probe_run(probe, &stop_requested, &ps->out);
-		if (ping)
+		if (per_request)
 			ping_done(ps, &before, o);
 		if (r < 0) {
 			snprintf(ps->message, sizeof(ps->message), "cannot run on %s: %s",
@@ -285,8 +290,8 @@ static bool run_one(struct probe_sum *ps, const struct cfg_probe *p, struct targ
 			ps->error = ps->error ? ps->error : -EIO;
 	if (ps->error && !ps->message[0])
 		snprintf(ps->message, sizeof(ps->message), "I/O errors");
-	if (!o->json)
-		oneshot_print_human(ps, o, p->kind == CFG_PROBE_PING && !o->quiet && ps->requests);
+	if (!o->json) /* only a kind run request by request counts requests */
+		oneshot_print_human(ps, o, !o->quiet && ps->requests);
 	return ps->error != 0;
 }
 

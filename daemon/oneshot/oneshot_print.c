@@ -207,7 +207,7 @@ static void print_latency(const struct probe_sum *ps, int op)
 	const struct hist *h = ps->out.op[op].hist;
 	char a[32], b[32], c[32], d[32];
 
-	if (ps->cfg->kind == CFG_PROBE_PING && ps->req[op].n) {
+	if (probe_ops_of(ps->cfg->kind)->flags & PROBE_F_REQUESTS && ps->req[op].n) {
 		print_mdev_line("  ", &ps->req[op]);
 	} else {
 		fmt_time(a, sizeof(a), hist_min_ns(h));
@@ -284,7 +284,7 @@ static void print_json_latency(const struct probe_sum *ps, int op)
 	json_seconds("min", hist_min_ns(s->hist), true);
 	json_seconds("avg", s->ios ? hist_sum_ns(s->hist) / hist_count(s->hist) : 0, true);
 	json_seconds("max", hist_max_ns(s->hist), true);
-	if (ps->cfg->kind == CFG_PROBE_PING)
+	if (probe_ops_of(ps->cfg->kind)->flags & PROBE_F_REQUESTS)
 		json_seconds("mdev", (uint64_t)stats_mdev(&ps->req[op]), true);
 	json_seconds("p50", hist_quantile_ns(s->hist, 0.5), true);
 	json_seconds("p90", hist_quantile_ns(s->hist, 0.9), true);
@@ -344,7 +344,7 @@ static void print_json_probe(const struct probe_sum *ps)
 		printf(", \"error\": ");
 		print_json_string(ps->message);
 	}
-	if (p->kind == CFG_PROBE_PING)
+	if (probe_ops_of(p->kind)->flags & PROBE_F_REQUESTS)
 		printf(", \"requests\": %" PRIu64, ps->requests);
 	if (probe_ops_of(p->kind)->flags & PROBE_F_VERIFIES)
 		printf(", \"verify\": {\"blocks_checked\": %" PRIu64 ", \"wrong_data\": %" PRIu64

@@ -23,6 +23,7 @@
 #include "lib/json.h"
 #include "daemon/oneshot/oneshot.h"
 #include "daemon/oneshot/probe_cli.h"
+#include "daemon/probes/probe.h"
 #include "daemon/targets/target.h"
 
 #define PROBE_CLI_DEFAULT_WS (64ULL << 20)  /* as the daemon: see iopulse(8) */
@@ -722,7 +723,9 @@ static int load(struct cli *c, char **operands, unsigned n, struct config **cfg)
 			p->sequential = c->sequential;
 			p->alternate = c->read_write;
 			p->dsync = c->dsync;
-			if (p->kind == CFG_PROBE_BURST && c->o.count && c->duration_ns)
+			/* -c of a kind not run request by request: its one run's I/Os. */
+			if (!(probe_ops_of(p->kind)->flags & PROBE_F_REQUESTS) && c->o.count &&
+			    c->duration_ns)
 				p->ios = c->o.count; /* with its 'duration', the first to come */
 		}
 		return EX_OK;

@@ -440,7 +440,7 @@ static void ping_descriptors(const struct cfg_probe *c, const struct engine_ops 
 
 const struct probe_ops ping_probe_ops = {
 	.kind = CFG_PROBE_PING,
-	.flags = PROBE_F_QD1,
+	.flags = PROBE_F_QD1 | PROBE_F_REQUESTS,
 	.io_ops = ping_io_ops,
 	.op_name = ping_op_name,
 	.init = ping_probe_init,

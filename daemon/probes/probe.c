@@ -1,31 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * probe — the table of probe kinds, their common set-up, and outcomes.
- *
- * A new kind is one file with its struct probe_ops and one row below.
+ * probe — what every probe kind shares: the questions asked of a kind's row,
+ * the common set-up and run, and outcomes. It knows no kind: their table is
+ * kinds.c's.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "lib/ioprio.h"
-#include "daemon/probes/burst.h"
-#include "daemon/probes/ping.h"
 #include "daemon/probes/probe.h"
-
-static const struct probe_ops *const kinds[] = {
-	&ping_probe_ops,
-	&burst_probe_ops,
-	&verify_probe_ops,
-};
-
-const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind)
-{
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (kinds[i]->kind == kind)
-			return kinds[i];
-	return NULL;
-}
 
 bool probe_uses_probe_file(const struct cfg_probe *c)
 {
@@ -221,7 +205,10 @@ void probe_outcome_measured(struct probe_outcome *out, enum io_op op, uint64_t b
 
 bool probe_depth_ignored(const struct cfg_probe *p, const char *engine, char *why, size_t len)
 {
-	if (p->kind != CFG_PROBE_BURST || p->iodepth <= 1 || strcmp(engine, "sync") != 0)
+	const struct probe_ops *ops = probe_ops_of(p->kind);
+
+	if (!ops || !(ops->flags & PROBE_F_IODEPTH) || p->iodepth <= 1 ||
+	    strcmp(engine, "sync") != 0)
 		return false;
 	snprintf(why, len,
 		 "Probe %s: the sync engine runs one I/O at a time, so 'iodepth: %u' acts as "

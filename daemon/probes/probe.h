@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * probe — what every probe kind implements (struct probe_ops, one table row per
- * kind, as engines) and the one thing a run produces: a struct probe_outcome.
- * The lane, probe_metrics and oneshot consume outcomes and know no kind.
+ * kind, as engines; the table is kinds.c's) and the one thing a run produces:
+ * a struct probe_outcome. The lane, probe_metrics and oneshot consume outcomes
+ * and know no kind: what differs between kinds they ask of the row, its
+ * PROBE_F_* flags and hooks.
  */
 #ifndef IOPULSE_PROBE_H
 #define IOPULSE_PROBE_H
@@ -104,6 +106,24 @@ struct probe;
  * reads and checks, and writes nothing (a verify probe: corruption does not
  * wait for the next day). Any other probe that writes is skipped then. */
 #define PROBE_F_CHECKS_PAST_BUDGET (1u << 7)
+/* Splayed with 'splay: true' (splay.h): its runs fall at a phase of the wall
+ * clock hashed from the host and its name, so that a fleet's runs spread over
+ * the interval (a burst: in step they would load shared storage together).
+ * Without it a probe first runs within a second of start (a ping: small and
+ * frequent, and at random phases a lane's pings would collide for ever). */
+#define PROBE_F_SPLAY (1u << 8)
+/* Held back while other work keeps its target's disks busy, with its
+ * 'busy_backoff' (a burst: it would measure the other work, and add to it).
+ * The others never are: a ping is the canary, one I/O. */
+#define PROBE_F_BUSY_BACKOFF (1u << 9)
+/* Keeps its 'iodepth' I/Os in flight (a burst's jobs): on an engine that runs
+ * one at a time (sync) that is one, which probe_depth_ignored() says. */
+#define PROBE_F_IODEPTH (1u << 10)
+/* A run is one request (a ping), as ioping's: `iopulse probe` repeats it -c
+ * times at its interval, prints a line per request as ioping does and ioping's
+ * exact min/avg/max/mdev of them. Any other kind runs once there, and its -c
+ * counts that run's I/Os. */
+#define PROBE_F_REQUESTS (1u << 11)
 
 /* What a probe holds open, counted on a running daemon (ls /proc/PID/fd,
  * iopulse(8) Descriptors). */
@@ -127,6 +147,10 @@ struct probe_ops {
 	/* Descriptors a probe of @c on engine @e holds, for RLIMIT_NOFILE. */
 	void (*descriptors)(const struct cfg_probe *c, const struct engine_ops *e,
 			    struct probe_fds *out);
+	/* A kind with a file of its own (PROBE_F_OWN_FILE): that file's name in the
+	 * target's directory for the probe named @probe, into @buf (@n bytes), for
+	 * `check` to look at the file the probe opens. NULL for the others. */
+	void (*own_file_name)(char *buf, size_t n, const char *probe);
 };
 
 struct probe {
@@ -146,9 +170,10 @@ struct probe {
 	void *_Atomic state;
 };
 
+/* The rows, each in its kind's own file; kinds.c's table lists them. */
 extern const struct probe_ops ping_probe_ops, burst_probe_ops, verify_probe_ops;
 
-/* The row of @kind; never NULL for a kind the configuration accepts. */
+/* The row of @kind (kinds.c); never NULL for a kind the configuration accepts. */
 const struct probe_ops *probe_ops_of(enum cfg_probe_kind kind);
 
 /* What probe @c holds open (its row's descriptors(), on the engine it resolves
@@ -208,9 +233,9 @@ bool probe_outcome_io(struct probe *p, struct probe_outcome *out, enum io_op op,
 void probe_outcome_measured(struct probe_outcome *out, enum io_op op, uint64_t bytes,
 			    uint64_t lat_ns);
 
-/* Whether @p's iodepth is more than @engine can do (sync: one I/O at a time, so
- * a burst runs at queue depth 1 whatever it says, as fio warns); if so, the
- * warning in @why. */
+/* Whether @p's iodepth (PROBE_F_IODEPTH) is more than @engine can do (sync: one
+ * I/O at a time, so a burst runs at queue depth 1 whatever it says, as fio
+ * warns); if so, the warning in @why. */
 bool probe_depth_ignored(const struct cfg_probe *p, const char *engine, char *why, size_t len);
 
 #endif

@@ -675,4 +675,5 @@ const struct probe_ops verify_probe_ops = {
 	.inflight_since = verify_probe_inflight_since,
 	.free = verify_probe_free,
 	.descriptors = verify_descriptors,
+	.own_file_name = verify_file_name,
 };

@@ -48,7 +48,7 @@
 #include "daemon/targets/target.h"
 
 /* Scrape time: the lane's busy time when a minute's first scrape came
- * (iopulse_target_duty_cycle_ratio, lane.c). */
+ * (iopulse_target_duty_cycle_ratio, lane_watch.c). */
 #define LANE_DUTY_SLOTS 61 /* an hour of minutes, and the one leaving it */
 struct lane_duty_sample {
 	uint64_t t_ns;	  /* eng_now_ns() of the scrape; 0: none */
@@ -69,7 +69,7 @@ struct lane_probe {
 	int state_error;
 	char state_what[384]; /* "" while it runs without errors */
 	struct probe_series series;
-	/* A burst held back while the target's disk is busy (lane.c): */
+	/* A burst held back while the target's disk is busy (lane_run.c): */
 	uint64_t busy_due_ns;	/* lane thread: start of its last regular (not retried) run */
 	uint64_t busy_delay_ns; /* lane thread: the last retry delay since then, 0: none */
 	uint64_t busy_retry_ns; /* (lane mutex) eng_now_ns() to try again at; 0: none */
@@ -100,11 +100,11 @@ struct lane {
 	_Atomic uint64_t run_mono_ns;	  /* CLOCK_MONOTONIC: the run in progress began */
 	bool down_logged;		  /* lane thread: "is down" logged, "up again" not yet */
 	char down_reason[512];		  /* the target's last error while down (lane mutex) */
-	/* Lane thread: backing off after a failed probe-file layout (lane.c). */
+	/* Lane thread: backing off after a failed probe-file layout (lane_run.c). */
 	uint64_t layout_backoff_ns; /* wait after the last failure; 0: none failed since success */
 	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
 	int layout_error;	    /* -errno of the last failed layout */
-	/* Lane thread: the daily write budget ('max_write_per_day', lane.c). */
+	/* Lane thread: the daily write budget ('max_write_per_day', lane_run.c). */
 	uint64_t budget_day;	/* eng_now_ns() / 24h of the day being counted */
 	uint64_t written_today; /* bytes the probes wrote in it */
 	bool budget_spent; /* write probes skipped (or only checking) until the next day (logged) */
@@ -113,7 +113,7 @@ struct lane {
 	struct lane_duty_sample duty[LANE_DUTY_SLOTS];
 
 	/* Lane thread: the disks behind the target (found again after each open),
-	 * what the log last said about them (lane.c), and /proc/stat. */
+	 * what the log last said about them (lane_run.c), and /proc/stat. */
 	struct devbusy devbusy;
 	bool devbusy_found;
 	int devbusy_logged;

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * splay — see splay.h: the probes' phases, hashed from the host's id and their
+ * names, and their first due times.
+ */
 #include <errno.h>
 #include <string.h>
 #include <systemd/sd-id128.h>
 #include <unistd.h>
 
 #include "engines/engine.h"
+#include "daemon/probes/probe.h"
 #include "daemon/sched/splay.h"
 
 #define FNV_PRIME 0x100000001b3ULL /* FNV-1a 64 prime */
@@ -83,14 +88,15 @@ void splay_first_due(const struct config *cfg, const char *host_id, uint64_t mon
 		unsplayed_first_due(cfg, ti, mono_now, due);
 	if (!cfg->splay)
 		return;
-	/* Bursts only: pings are small and frequent, a fleet's pings in step load
-	 * nothing, and pings at random phases on one lane would collide for ever,
-	 * counting a "busy" deferral at every run. Their even spread stays. */
+	/* The kinds with PROBE_F_SPLAY only (bursts): pings are small and frequent,
+	 * a fleet's pings in step load nothing, and pings at random phases on one
+	 * lane would collide for ever, counting a "busy" deferral at every run.
+	 * Their even spread stays. */
 	for (unsigned i = 0; i < cfg->n_probes; i++) {
 		const struct cfg_probe *p = &cfg->probes[i];
 		uint64_t phase, into;
 
-		if (p->kind != CFG_PROBE_BURST)
+		if (!(probe_ops_of(p->kind)->flags & PROBE_F_SPLAY))
 			continue;
 		phase = splay_offset(host_id, p->name, p->interval_ns);
 		into = real_now % p->interval_ns; /* where the wall clock is */

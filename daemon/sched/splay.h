@@ -3,12 +3,13 @@
 #define IOPULSE_SPLAY_H
 
 /*
- * Splay: when each probe first runs. With 'splay: true' a burst's runs fall at
- * wall-clock times whose remainder modulo its 'every' is an offset hashed from
- * the host's id and the probe's name, so one configuration deployed on a fleet
- * spreads its bursts over the interval, host by host, and a restart or reload
- * keeps each host's phase. Pings, and every probe with 'splay: false', run
- * within a second of start, a target's spread evenly. Nothing here logs or
+ * Splay: when each probe first runs. With 'splay: true' the runs of a kind
+ * with PROBE_F_SPLAY (a burst) fall at wall-clock times whose remainder modulo
+ * its 'every' is an offset hashed from the host's id and the probe's name, so
+ * one configuration deployed on a fleet spreads its bursts over the interval,
+ * host by host, and a restart or reload keeps each host's phase. The others
+ * (pings), and every probe with 'splay: false', run within a second of start,
+ * a target's spread evenly. Nothing here logs or
  * reads a clock: the caller passes the host id and the times (the unit tests
  * inject them).
  */

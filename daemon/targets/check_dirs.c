@@ -12,7 +12,6 @@
 #include "lib/escape.h"
 #include "daemon/probes/probe.h"
 #include "daemon/targets/target.h"
-#include "daemon/probes/verify.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,8 +37,9 @@ static const char *user_name(char *buf, size_t len)
 /*
  * The probe-file names run would open in the directory target @ti: the
  * daemon's when a probe on it uses it (else the lane keeps none, and leaves a
- * file there alone), and each verify probe's own. Into @names (CFG_MAX_PROBES
- * + 1 of them, pointed to by @files); how many.
+ * file there alone), and each own file of a probe that has one (a verify
+ * probe's: its row's own_file_name). Into @names (CFG_MAX_PROBES + 1 of them,
+ * pointed to by @files); how many.
  */
 static unsigned probe_files(const struct config *cfg, unsigned ti, char (*names)[NAME_MAX + 1],
 			    const char **files)
@@ -49,11 +49,12 @@ static unsigned probe_files(const struct config *cfg, unsigned ti, char (*names)
 
 	for (unsigned i = 0; i < cfg->n_probes && n < CFG_MAX_PROBES; i++) {
 		const struct cfg_probe *p = &cfg->probes[i];
+		const struct probe_ops *ops = probe_ops_of(p->kind);
 
 		if (p->target != ti)
 			continue;
-		if (p->kind == CFG_PROBE_VERIFY) {
-			verify_file_name(names[n], sizeof(names[n]), p->name);
+		if (ops && ops->own_file_name) {
+			ops->own_file_name(names[n], sizeof(names[n]), p->name);
 			files[n] = names[n];
 			n++;
 		}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * probe: pings over real targets in a mkdtemp directory of our own under
- * $TEST_TMPDIR: offsets, fresh write data, fdatasync timing, refusals.
+ * $TEST_TMPDIR: offsets, fresh write data, fdatasync timing, refusals; and the
+ * kind table, the rows the rest of the daemon asks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -802,6 +803,47 @@ static void test_io_priority_realtime_refused(void **state)
 	target_close(&f.t);
 }
 
+/* A row for every kind the configuration accepts, each with every hook a probe
+ * calls, and a file name exactly when it has a file of its own; none past. */
+static void test_kind_table(void **state)
+{
+	(void)state;
+	for (int k = CFG_PROBE_PING; k <= CFG_PROBE_VERIFY; k++) {
+		const struct probe_ops *ops = probe_ops_of((enum cfg_probe_kind)k);
+
+		assert_non_null(ops);
+		assert_int_equal(ops->kind, k);
+		assert_non_null(ops->io_ops);
+		assert_non_null(ops->op_name);
+		assert_non_null(ops->init);
+		assert_non_null(ops->run);
+		assert_non_null(ops->inflight_since);
+		assert_non_null(ops->free);
+		assert_non_null(ops->descriptors);
+		assert_int_equal(!!(ops->flags & PROBE_F_OWN_FILE), ops->own_file_name != NULL);
+	}
+	assert_null(probe_ops_of((enum cfg_probe_kind)(CFG_PROBE_VERIFY + 1)));
+}
+
+/* The warning that sync ignores an iodepth: for a kind that keeps one in flight
+ * (PROBE_F_IODEPTH: a burst), above 1, on sync only. */
+static void test_depth_ignored(void **state)
+{
+	struct cfg_probe c = {.name = "b", .kind = CFG_PROBE_BURST, .iodepth = 8};
+	char why[256];
+
+	(void)state;
+	assert_true(probe_depth_ignored(&c, "sync", why, sizeof(why)));
+	assert_string_equal(why, "Probe b: the sync engine runs one I/O at a time, so 'iodepth: 8' "
+				 "acts as 1; use io_uring or libaio for a queue");
+	assert_false(probe_depth_ignored(&c, "io_uring", why, sizeof(why)));
+	c.iodepth = 1;
+	assert_false(probe_depth_ignored(&c, "sync", why, sizeof(why)));
+	c.iodepth = 8;
+	c.kind = CFG_PROBE_PING;
+	assert_false(probe_depth_ignored(&c, "sync", why, sizeof(why)));
+}
+
 int main(void)
 {
 	if (!getenv("TEST_TMPDIR")) {
@@ -824,6 +866,8 @@ int main(void)
 		cmocka_unit_test(test_warmup_write_sync),
 		cmocka_unit_test(test_warmup_stuck_stop),
 		cmocka_unit_test(test_io_priority_realtime_refused),
+		cmocka_unit_test(test_kind_table),
+		cmocka_unit_test(test_depth_ignored),
 	};
 
 	return cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);

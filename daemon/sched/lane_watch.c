@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lane_watch — what the scheduler and the scrapes see of a lane while its
+ * thread runs (lane.h): an I/O in flight past its timeout, a layout's
+ * progress, the watch timer armed again, the duty cycle and the status page's
+ * marks. From atomics, and the lane mutex, which no I/O holds.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engines/engine.h"
+#include "daemon/log.h"
+#include "daemon/sched/lane_int.h"
+
+static uint64_t age(uint64_t now_ns, uint64_t since_ns)
+{
+	/* since may be newer than a clock read taken before it was stored */
+	return since_ns && now_ns > since_ns ? now_ns - since_ns : 0;
+}
+
+/* The probe whose I/O is in flight and since when; NULL when idle. Reads each
+ * atomic once, so the probe and its timeout belong together. */
+static struct lane_probe *inflight_probe(struct lane *l, uint64_t *since)
+{
+	int pi = atomic_load(&l->running);
+	struct lane_probe *lp = pi < 0 ? NULL : &l->probes[pi];
+
+	*since = atomic_load(&l->inflight_ns);
+	if (lp && !*since)
+		*since = probe_inflight_since(&lp->probe);
+	return lp && *since ? lp : NULL;
+}
+
+void lane_check_timeout(struct lane *l, uint64_t now_ns)
+{
+	uint64_t since;
+	struct lane_probe *lp = inflight_probe(l, &since);
+	char key[LOG_KEY_MAX];
+
+	/* A burst counts its own timeouts (and aborts). */
+	if (!lp || (lp->ready && lp->probe.ops->flags & PROBE_F_OWN_TIMEOUTS) ||
+	    age(now_ns, since) < lp->cfg->timeout_ns ||
+	    !probe_claim_timeout(&l->timeout_claimed, since))
+		return;
+	probe_metrics_error(&lp->series, PROBE_ERR_TIMEOUT);
+	atomic_store(&l->stuck_logged, true);
+	log_state_error(target_key(l, key),
+			"Probe %s: I/O on target %s in flight for over %.3gs (timeout), target is "
+			"stuck",
+			lp->cfg->name, l->cfg->name, lp->cfg->timeout_ns / 1e9);
+}
+
+#define DUTY_MINUTE_NS (60 * NSEC_PER_SEC)
+#define DUTY_WINDOW_NS (3600 * NSEC_PER_SEC)
+
+/*
+ * The share of the time the probes kept the target busy over the last hour
+ * (or since the first scrape, when that is more recent): from the lane's busy
+ * time at the first scrape of each minute, kept for an hour, to now. Between
+ * scrapes, so without a clock read on the lane thread. 0 at the first scrape.
+ */
+static double lane_duty(struct lane *l, uint64_t now_ns)
+{
+	struct lane_duty_sample *s = &l->duty[now_ns / DUTY_MINUTE_NS % LANE_DUTY_SLOTS];
+	uint64_t busy = atomic_load(&l->busy_ns);
+	const struct lane_duty_sample *oldest = NULL;
+
+	if (!s->t_ns || s->t_ns / DUTY_MINUTE_NS != now_ns / DUTY_MINUTE_NS)
+		*s = (struct lane_duty_sample){.t_ns = now_ns, .busy_ns = busy};
+	for (unsigned i = 0; i < LANE_DUTY_SLOTS; i++) {
+		const struct lane_duty_sample *d = &l->duty[i];
+
+		if (d->t_ns && d->t_ns <= now_ns && now_ns - d->t_ns <= DUTY_WINDOW_NS &&
+		    (!oldest || d->t_ns < oldest->t_ns))
+			oldest = d;
+	}
+	if (!oldest || oldest->t_ns == now_ns || busy < oldest->busy_ns)
+		return 0;
+	return (double)(busy - oldest->busy_ns) / (double)(now_ns - oldest->t_ns);
+}
+
+void lane_collect(struct lane *l, uint64_t now_ns)
+{
+	uint64_t since;
+	struct lane_probe *lp = inflight_probe(l, &since);
+	bool stuck = lp && age(now_ns, since) >= lp->cfg->timeout_ns;
+
+	probe_metrics_target_set(&l->series, atomic_load(&l->up) && !stuck,
+				 age(now_ns, since) / 1e9,
+				 target_layout_progress(&l->target, NULL, NULL));
+	probe_metrics_target_duty(&l->series, lane_duty(l, now_ns));
+}
+
+/* Why the target is not up, for the status page; @lp/@a: the I/O in flight. */
+static void status_reason(struct lane *l, struct status_target *t, const struct lane_probe *lp,
+			  uint64_t a)
+{
+	uint64_t total;
+	double share = target_layout_progress(&l->target, NULL, &total);
+
+	if (t->state == STATUS_STUCK) {
+		snprintf(t->reason, sizeof(t->reason),
+			 "I/O of probe %s in flight for %.1fs, past its %.3gs timeout",
+			 lp->cfg->name, a / 1e9, lp->cfg->timeout_ns / 1e9);
+	} else if (t->state == STATUS_DOWN) {
+		pthread_mutex_lock(&l->mu);
+		snprintf(t->reason, sizeof(t->reason), "%s", l->down_reason);
+		pthread_mutex_unlock(&l->mu);
+		if (!t->reason[0])
+			t->state = STATUS_STARTING;
+	}
+	if (t->state != STATUS_STARTING)
+		return;
+	if (total)
+		snprintf(t->reason, sizeof(t->reason), "laying out the probe file, %.0f%% done",
+			 100.0 * share);
+	else
+		snprintf(t->reason, sizeof(t->reason), "not checked yet");
+}
+
+void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
+{
+	uint64_t since;
+	struct lane_probe *lp = inflight_probe(l, &since);
+	uint64_t a = age(now_ns, since);
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", l->cfg->name);
+	snprintf(t->path, sizeof(t->path), "%s", l->cfg->path);
+	t->inflight_s = lp ? a / 1e9 : 0;
+	if (lp)
+		snprintf(t->inflight_probe, sizeof(t->inflight_probe), "%s", lp->cfg->name);
+	if (lp && a >= lp->cfg->timeout_ns)
+		t->state = STATUS_STUCK;
+	else if (atomic_load(&l->up))
+		t->state = STATUS_UP;
+	else
+		t->state = STATUS_DOWN; /* or starting, when no reason is known */
+	status_reason(l, t, lp, a);
+}
+
+void lane_status_probes(struct lane *l, struct status *st)
+{
+	for (unsigned pi = 0; pi < l->n_probes; pi++) {
+		const struct probe_series *s = &l->probes[pi].series;
+		/* Made lazily by the lane thread, last: acquire, then the rest is there. */
+		struct metric_series *secs =
+			atomic_load_explicit(&s->burst_seconds, memory_order_acquire);
+		double errors = 0;
+
+		for (int e = 0; e < PROBE_ERR_COUNT; e++)
+			errors += metrics_value(s->errors[e]);
+
+		for (int op = 0; op < IO_OP_COUNT; op++) {
+			struct status_burst b = {.valid = secs != NULL};
+
+			if (!s->latency[op])
+				continue;
+			if (b.valid) {
+				b.iops = metrics_value(s->burst_iops[op]);
+				b.bw = metrics_value(s->burst_bw[op]);
+				for (int i = 0; i < 4; i++)
+					b.q_s[i] = metrics_value(s->burst_q[op][i]);
+				b.max_s = metrics_value(s->burst_max[op]);
+				b.seconds = metrics_value(secs);
+			}
+			status_set_probe(st, l->probes[pi].cfg->name, l->cfg->name, op,
+					 metrics_value(s->runs), errors,
+					 l->probes[pi].cfg->interval_ns / 1e9, &b);
+		}
+	}
+}
+
+unsigned lane_status_ops(const struct lane *l, struct status_op *out)
+{
+	unsigned n = 0;
+
+	for (unsigned pi = 0; pi < l->n_probes; pi++)
+		for (int op = 0; op < IO_OP_COUNT; op++)
+			if (l->probes[pi].series.latency[op])
+				out[n++] = (struct status_op){
+					.p = l->probes[pi].cfg,
+					.target = l->cfg->name,
+					.op = op,
+					.latency = l->probes[pi].series.latency[op]};
+	return n;
+}
+
+void lane_log_layout(struct lane *l, uint64_t now_ns)
+{
+	uint64_t done, total;
+	double share = target_layout_progress(&l->target, &done, &total);
+
+	if (!total) {
+		l->layout_logged_ns = 0;
+		return;
+	}
+	if (!l->layout_logged_ns) { /* first sight: wait a period, short layouts stay quiet */
+		l->layout_logged_ns = now_ns;
+		return;
+	}
+	if (now_ns - l->layout_logged_ns < LAYOUT_LOG_NS)
+		return;
+	l->layout_logged_ns = now_ns;
+	log_info("Target %s: laying out the probe file, %.0f%% (%" PRIu64 " of %" PRIu64 " MiB)",
+		 l->cfg->name, 100.0 * share, done >> 20, total >> 20);
+}
+
+/* When the scheduler looks at a running lane next (lane_watch()), on
+ * CLOCK_MONOTONIC (@mono_ns, like @due_ns): the timeout and the layout line are
+ * on the probes' clock (@now_ns), converted by what is left of them. */
+static uint64_t lane_watch_next(struct lane *l, uint64_t now_ns, uint64_t mono_ns, uint64_t due_ns)
+{
+	uint64_t since, next = earliest(due_ns, mono_ns + l->check_step_ns);
+	struct lane_probe *lp = inflight_probe(l, &since);
+
+	/* Not yet timed out (else it was counted just now): look again when it is. */
+	if (lp && age(now_ns, since) < lp->cfg->timeout_ns)
+		next = earliest(next, mono_at(since + lp->cfg->timeout_ns, now_ns, mono_ns));
+	if (l->layout_logged_ns)
+		next = earliest(next,
+				mono_at(l->layout_logged_ns + LAYOUT_LOG_NS, now_ns, mono_ns));
+	return next;
+}
+
+void lane_watch(struct lane *l)
+{
+	uint64_t ticks, now = eng_now_ns(), due;
+
+	if (read(l->watch_fd, &ticks, sizeof(ticks)) != (ssize_t)sizeof(ticks))
+		return; /* armed anew since it fired: not due yet */
+	lane_check_timeout(l, now);
+	lane_log_layout(l, now);
+	pthread_mutex_lock(&l->mu);
+	l->watch_at = 0; /* fired: disarmed */
+	/* Idle, its thread wakes for its next due time itself (and re-arms the
+	 * timer when a run starts). */
+	if (l->busy) {
+		uint64_t mono = eng_mono_ns();
+
+		due = lane_due(l, mono);
+		lane_arm(l, lane_watch_next(l, now, mono, due));
+	}
+	pthread_mutex_unlock(&l->mu);
+}
