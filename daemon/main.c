@@ -271,7 +271,7 @@ static void warn_io_priority(const struct cfg_probe *p)
 	if (!ioprio_is_realtime(p->io_priority) || ioprio_check_allowed(p->io_priority) == 0)
 		return;
 	fprintf(stderr,
-		"warning: probe %s: 'io_priority: %s' needs CAP_SYS_ADMIN (or CAP_SYS_NICE), "
+		"warning: probe %s: 'io_priority: %s' " IOPRIO_RT_NEEDS ", "
 		"which this process lacks; the probe would not run\n",
 		p->name, ioprio_format(p->io_priority, buf, sizeof(buf)));
 }

@@ -29,6 +29,10 @@ int ioprio_parse(const char *s, int *out);
 /* @prio as ioprio_parse() reads it, into @buf; returns @buf. */
 const char *ioprio_format(int prio, char *buf, size_t len);
 
+/* What a realtime 'io_priority' needs, as every message that refuses one says
+ * it: "'io_priority: rt/0' " IOPRIO_RT_NEEDS ", which ...". */
+#define IOPRIO_RT_NEEDS "needs CAP_SYS_ADMIN (or CAP_SYS_NICE)"
+
 /* Whether @prio is of the realtime class, which needs CAP_SYS_ADMIN (or, since
  * Linux 5.x, CAP_SYS_NICE) to set. */
 int ioprio_is_realtime(int prio);

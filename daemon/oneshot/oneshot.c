@@ -56,7 +56,7 @@ static void setup_failed(struct probe_sum *ps, const struct probe *probe, int r)
 			 r == -EOPNOTSUPP ? "is not available on this system" : "is not built in");
 	else if (r == -EPERM && ioprio_is_realtime(p->io_priority))
 		snprintf(ps->message, sizeof(ps->message),
-			 "'io_priority: %s' needs CAP_SYS_ADMIN (or CAP_SYS_NICE)",
+			 "'io_priority: %s' " IOPRIO_RT_NEEDS,
 			 ioprio_format(p->io_priority, buf, sizeof(buf)));
 	else
 		snprintf(ps->message, sizeof(ps->message), "cannot set up the %s: %s",

@@ -33,7 +33,7 @@ static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct
 			  lp->cfg->engine,
 			  r == -ENOENT ? "not built in" : "not available on this system");
 	else if (r == -EPERM && ioprio_is_realtime(lp->cfg->io_priority))
-		log_error("Probe %s: 'io_priority: %s' needs CAP_SYS_ADMIN (or CAP_SYS_NICE), "
+		log_error("Probe %s: 'io_priority: %s' " IOPRIO_RT_NEEDS ", "
 			  "which iopulse lacks; the probe will not run",
 			  lp->cfg->name, ioprio_format(lp->cfg->io_priority, why, sizeof(why)));
 	else if (r < 0)

@@ -74,7 +74,7 @@ static bool probe_changed(const struct config *oc, const struct cfg_probe *op,
 /* What a reload reads, for messages. */
 const char *sched_source(const struct sched *s)
 {
-	return s->path ? s->path : "<embedded default>";
+	return s->path ? s->path : CFG_EMBEDDED_NAME;
 }
 
 /*
