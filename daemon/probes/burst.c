@@ -351,7 +351,7 @@ static void job_main(struct burst_job *j)
 	if (r == 0)
 		(void)eng_register_buffer(&j->eng, j->bufs, (size_t)b->depth * b->buf_stride);
 	if (gate_pass(b, r))
-		job_loop(j);
+		burst_job_loop(j);
 	if (r == 0 && !j->wedged)
 		eng_cleanup(&j->eng);
 }

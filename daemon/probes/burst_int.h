@@ -117,6 +117,6 @@ static inline uint64_t max_u64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 /* Runs job @j of its burst to the end (burst_job.c): see the top of that file. */
-void job_loop(struct burst_job *j);
+void burst_job_loop(struct burst_job *j);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * burst_job — one job of a burst (burst.c): its submit/reap loop.
  *
- * Each job runs one loop (job_loop), and every iteration of it is one batch:
+ * Each job runs one loop (burst_job_loop), and every iteration of it is one batch:
  *
  *   1. how many may go out: the free slots, bounded by the rate schedule and, in
  *      `ios` mode, by the job's share claimed from one shared atomic counter
@@ -132,7 +132,7 @@ enum job_phase {
 	JOB_CANCELLED, /* until phase_end, then abandon */
 };
 
-/* One job's loop state: locals of job_loop(), written back to the job at the end. */
+/* One job's loop state: locals of burst_job_loop(), written back to the job at the end. */
 struct job_run {
 	struct burst_job *j;
 	struct burst *b;
@@ -563,7 +563,7 @@ static void check_timeout(struct job_run *st)
 }
 
 /* One batch per iteration: see the top of the file. */
-void job_loop(struct burst_job *j)
+void burst_job_loop(struct burst_job *j)
 {
 	struct job_run st;
 
