@@ -18,6 +18,7 @@
 #include "lib/buf.h"
 #include "daemon/probes/ping.h"
 #include "daemon/probes/probe.h"
+#include "daemon/probes/qd1.h"
 
 /* How often a wait for a slow I/O looks at the stop flag. */
 #define PROBE_WAIT_SLICE_NS 100000000LL
@@ -80,20 +81,6 @@ static void inflight_set(struct ping *p, uint64_t ns)
  * is leaked on purpose: a late completion may still DMA into it. The in-flight
  * stamp stays set meanwhile, since a teardown may itself wait on the device.
  */
-/* Buffers the kernel may still write into are parked here and never freed; kept
- * reachable so that a leak checker does not flag the deliberate leak. */
-static pthread_mutex_t parked_mu = PTHREAD_MUTEX_INITIALIZER;
-static void **parked;
-static size_t n_parked, cap_parked;
-
-static void park_buffer(void *buf)
-{
-	pthread_mutex_lock(&parked_mu);
-	if (mem_grow(&parked, &cap_parked, n_parked + 1, sizeof(*parked)) == 0)
-		parked[n_parked++] = buf;
-	pthread_mutex_unlock(&parked_mu);
-}
-
 static void abandon_inflight(struct ping *p)
 {
 	void *fresh = NULL;
