@@ -23,7 +23,7 @@
 /* How often a wait for a slow I/O looks at the stop flag. */
 #define PROBE_WAIT_SLICE_NS 100000000LL
 
-int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
+int probe_ping_init(struct ping *p, const struct cfg_probe *cfg, const struct engine_ops *ops)
 {
 	int r;
 
@@ -37,9 +37,7 @@ int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
 
 	if (cfg->block_size == 0 || cfg->block_size > CFG_MAX_BLOCK_SIZE)
 		return -EINVAL;
-	p->ops = eng_resolve_qd1(cfg->engine, &r); /* as probe_engine_of() for a ping */
-	if (!p->ops)
-		return r;
+	p->ops = ops;
 	if (posix_memalign(&p->buf, PROBE_BUF_ALIGN, cfg->block_size) != 0) {
 		p->buf = NULL;
 		return -ENOMEM;
@@ -346,7 +344,7 @@ static int ping_probe_init(struct probe *p)
 
 	if (!pp)
 		return -ENOMEM;
-	r = probe_ping_init(&pp->ping, p->cfg);
+	r = probe_ping_init(&pp->ping, p->cfg, p->engine);
 	if (r < 0) {
 		free(pp);
 		return r;

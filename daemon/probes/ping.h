@@ -50,9 +50,9 @@ struct ping_result {
 	struct ping_io warm_io, warm_sync;
 };
 
-/* Prepare a ping for @cfg (buffers sized for its block size at max alignment).
- * 0 or -errno (-ENOENT: unknown engine). */
-int probe_ping_init(struct ping *p, const struct cfg_probe *cfg);
+/* Prepare a ping for @cfg on engine @ops (buffers sized for its block size at
+ * max alignment). 0 or -errno. */
+int probe_ping_init(struct ping *p, const struct cfg_probe *cfg, const struct engine_ops *ops);
 void probe_ping_cleanup(struct ping *p);
 
 /*
