@@ -57,24 +57,6 @@ struct ping_result {
 	struct ping_io warm_io, warm_sync;
 };
 
-/* Prepare a ping for @cfg on engine @ops (buffers sized for its block size at
- * max alignment). 0 or -errno. */
-int probe_ping_init(struct ping *p, const struct cfg_probe *cfg, const struct engine_ops *ops);
-void probe_ping_cleanup(struct ping *p);
-
-/*
- * One ping against an open target: a random offset aligned to the target's
- * offset alignment inside [data_start, data_start + working_set), one QD1 I/O
- * (fresh random bytes for a write), then fdatasync if configured; first the
- * same, unmeasured, elsewhere when 'warmup_after' says the target was idle
- * (t->last_io_ns, which probe_run() keeps when probe_init() set t->idle_tracked)
- * and, for a write, p->write_left holds both writes. Returns 0 when
- * the I/O was issued (results in @r, which may hold errors), or -errno when it
- * could not be (-EINVAL: block size not a multiple of the alignment, working
- * set larger than the target; -EBADF: target not writable for a write ping).
- */
-int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r);
-
 /* How often a wait for a slow I/O looks at the stop flag. */
 #define PROBE_WAIT_SLICE_NS 100000000LL
 
@@ -85,7 +67,7 @@ static void close_dsync(struct ping *p)
 	p->dsync_fd = -1;
 }
 
-void probe_ping_cleanup(struct ping *p)
+static void probe_ping_cleanup(struct ping *p)
 {
 	if (p->eng_fd >= 0)
 		eng_cleanup(&p->eng);
@@ -95,7 +77,10 @@ void probe_ping_cleanup(struct ping *p)
 	p->buf = NULL;
 }
 
-int probe_ping_init(struct ping *p, const struct cfg_probe *cfg, const struct engine_ops *ops)
+/* Prepares a ping for @cfg on engine @ops (buffers sized for its block size at
+ * max alignment). 0 or -errno. */
+static int probe_ping_init(struct ping *p, const struct cfg_probe *cfg,
+			   const struct engine_ops *ops)
 {
 	int r;
 
@@ -328,7 +313,18 @@ static bool warmup_fits(const struct ping *p)
 	return p->cfg->op != IO_WRITE || p->write_left / 2 >= p->cfg->block_size;
 }
 
-int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
+/*
+ * One ping against an open target: a random offset aligned to the target's
+ * offset alignment inside [data_start, data_start + working_set), one QD1 I/O
+ * (fresh random bytes for a write), then fdatasync if configured; first the
+ * same, unmeasured, elsewhere when 'warmup_after' says the target was idle
+ * (t->last_io_ns, which probe_run() keeps when probe_init() set t->idle_tracked)
+ * and, for a write, p->write_left holds both writes. Returns 0 when
+ * the I/O was issued (results in @r, which may hold errors), or -errno when it
+ * could not be (-EINVAL: block size not a multiple of the alignment, working
+ * set larger than the target; -EBADF: target not writable for a write ping).
+ */
+static int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 {
 	const struct cfg_probe *cfg = p->cfg;
 	const uint64_t bs = cfg->block_size;
