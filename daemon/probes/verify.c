@@ -51,8 +51,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "daemon/log.h"
+#include "daemon/log.h" /* LOG_LVL_*: what its notes are, it never logs */
 #include "daemon/probes/probe.h"
+#include "daemon/probes/probe_notes.h"
 #include "daemon/probes/verify.h"
 
 void verify_file_name(char *buf, size_t n, const char *probe)
@@ -176,7 +177,9 @@ struct verify_probe {
 	uint64_t window_gen;	 /* first check: the state's next_gen, and the */
 	unsigned window_n;	 /* blocks after it a crash may have left torn */
 	struct rng rng;
-	_Atomic uint64_t inflight; /* submit time of the I/O in flight, 0 idle */
+	_Atomic uint64_t inflight;	  /* submit time of the I/O in flight, 0 idle */
+	struct probe_notes notes;	  /* the run's lines for the log (out->notes) */
+	char note_key[CFG_NAME_MAX + 16]; /* "Verify NAME": its mismatches' log key */
 };
 
 static const char *verify_op_name(const struct cfg_probe *c)
@@ -199,6 +202,7 @@ static void verify_probe_free(struct probe *p)
 	free(vp->buf);
 	free(vp->state_buf);
 	free(vp->expected);
+	probe_notes_free(&vp->notes);
 	free(vp);
 }
 
@@ -228,6 +232,7 @@ static int verify_probe_init(struct probe *p)
 	if (vp->file_cfg.size == CFG_MIN_TARGET_SIZE)
 		vp->file_cfg.layout_rate = 0;
 	verify_file_name(vp->file_name, sizeof(vp->file_name), c->name);
+	snprintf(vp->note_key, sizeof(vp->note_key), "Verify %s", c->name);
 	target_init(&vp->file, &vp->file_cfg);
 	vp->file.file_name = vp->file_name;
 	vp->file.inflight_ns = &vp->inflight;
@@ -269,9 +274,10 @@ static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct p
 	r = opened ? target_open(&vp->file) : target_check(&vp->file);
 	atomic_store(&vp->inflight, 0);
 	if (vp->file.link_removed[0]) { /* removed, whatever came next: say so */
-		log_notice("Probe %s: removed %s, a second name of %s left by an iopulse killed "
-			   "while naming it",
-			   p->cfg->name, vp->file.link_removed, vp->file.file_path);
+		probe_notes_add(&vp->notes, LOG_LVL_NOTICE, NULL,
+				"Probe %s: removed %s, a second name of %s left by an iopulse "
+				"killed while naming it",
+				p->cfg->name, vp->file.link_removed, vp->file.file_path);
 		vp->file.link_removed[0] = '\0';
 	}
 	if (r < 0) {
@@ -336,11 +342,12 @@ static enum probe_mismatch mismatch_of(enum verify_result res)
 }
 
 /*
- * Logs one mismatch. Mismatches are rare events, not per-I/O noise, and the
- * offset and generations are what a reader needs to take to the storage's
- * owner; the per-key limit of log.h keeps a file gone bad from flooding.
+ * Says one mismatch, in a note for the log. Mismatches are rare events, not
+ * per-I/O noise, and the offset and generations are what a reader needs to
+ * take to the storage's owner; the per-key limit of log.h keeps a file gone
+ * bad from flooding.
  */
-static void report(const struct probe *p, enum verify_result res, uint64_t off, uint64_t expected,
+static void report(struct probe *p, enum verify_result res, uint64_t off, uint64_t expected,
 		   uint64_t found)
 {
 	static const char *const what[] = {
@@ -350,11 +357,9 @@ static void report(const struct probe *p, enum verify_result res, uint64_t off, 
 		[VERIFY_STALE] = "stale (an older generation: a lost write)",
 		[VERIFY_NEWER] = "wrong data (a generation never written there)",
 	};
-	const struct verify_probe *vp = p->state;
-	char key[CFG_NAME_MAX + 16];
+	struct verify_probe *vp = p->state;
 
-	snprintf(key, sizeof(key), "Verify %s", p->cfg->name);
-	log_state_error(key,
+	probe_notes_add(&vp->notes, LOG_LVL_ERROR, vp->note_key,
 			"Probe %s: block at offset %" PRIu64 " of %s: %s; expected generation "
 			"%" PRIu64 ", found %" PRIu64 " (0: none)",
 			p->cfg->name, off, vp->file.file_path, what[res], expected, found);
@@ -480,10 +485,10 @@ static int load_state(struct probe *p, struct probe_outcome *out)
 	/* Said at every open without one (but of a file just laid out): opens are
 	 * rare, and until the blocks are rewritten a write lost before goes unseen. */
 	if (why && !(vp->laid_out && level == LOG_LVL_NOTICE))
-		(void)log_full_errno(level, 0,
-				     "Probe %s: no saved state in %s (%s): its blocks are taken as "
-				     "they are, a write lost before now goes unseen, ignoring",
-				     p->cfg->name, vp->file.file_path, why);
+		probe_notes_add(&vp->notes, level, NULL,
+				"Probe %s: no saved state in %s (%s): its blocks are taken as they "
+				"are, a write lost before now goes unseen, ignoring",
+				p->cfg->name, vp->file.file_path, why);
 	return 0;
 }
 
@@ -511,10 +516,11 @@ static bool forgiven(struct probe *p, unsigned i, enum verify_result res, uint64
 	if (res != VERIFY_WRONG_DATA || j >= vp->window_n ||
 	    !block_torn(vp->buf, p->cfg->block_size, off, vp->window_gen + j))
 		return false;
-	log_notice("Probe %s: block at offset %" PRIu64 " of %s is torn (its checksum fails), "
-		   "where the last run before the file was opened may have been writing it when "
-		   "stopped: not counted, rewritten now",
-		   p->cfg->name, off, vp->file.file_path);
+	probe_notes_add(&vp->notes, LOG_LVL_NOTICE, NULL,
+			"Probe %s: block at offset %" PRIu64 " of %s is torn (its checksum "
+			"fails), where the last run before the file was opened may have been "
+			"writing it when stopped: not counted, rewritten now",
+			p->cfg->name, off, vp->file.file_path);
 	vp->expected[i] = GEN_FLAGGED;
 	return true;
 }
@@ -617,7 +623,9 @@ static void write_blocks(struct probe *p, const _Atomic bool *stop, struct probe
 	save_state(p, out);
 }
 
-static int verify_probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
+/* One run: the probe's file ready, its state read when it was opened, every
+ * block checked, then rewritten in turn when the budget holds the writes. */
+static int verify_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
 {
 	struct verify_probe *vp = p->state;
 	int r = verify_file_ready(p, stop, out);
@@ -643,6 +651,17 @@ static int verify_probe_run(struct probe *p, const _Atomic bool *stop, struct pr
 	}
 	write_blocks(p, stop, out);
 	return 0;
+}
+
+static int verify_probe_run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
+{
+	struct verify_probe *vp = p->state;
+	int r;
+
+	probe_notes_clear(&vp->notes);
+	r = verify_run(p, stop, out);
+	probe_notes_out(&vp->notes, out); /* what it found, for its consumer to say */
+	return r;
 }
 
 static uint64_t verify_probe_inflight_since(const struct probe *p)

@@ -135,6 +135,29 @@ static void file_io(struct fixture *x, bool write, int i, unsigned char *buf)
 	close(fd);
 }
 
+/* The last run's notes for the log at @level (0: any) that say @words. */
+static unsigned notes_with(const struct fixture *x, int level, const char *words)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < x->out.n_notes; i++) {
+		const struct probe_note *note = &x->out.notes[i];
+
+		n += (!level || note->level == level) && strstr(note->text, words);
+	}
+	return n;
+}
+
+/* Fails the test, printing the last run's notes. */
+static void fail_notes(const struct fixture *x)
+{
+	for (unsigned i = 0; i < x->out.n_notes; i++)
+		print_message("note %u (level %d, key %s): %s\n", i, x->out.notes[i].level,
+			      x->out.notes[i].key ? x->out.notes[i].key : "none",
+			      x->out.notes[i].text);
+	fail_msg("the run's notes do not say what they should");
+}
+
 static uint64_t mismatches(const struct fixture *x)
 {
 	uint64_t n = 0;
@@ -190,6 +213,7 @@ static void test_corruption_kinds(void **state)
 {
 	static unsigned char a[BS], b[BS], old[BS];
 	struct fixture x;
+	char *log;
 
 	(void)state;
 	fixture_open(&x, 4, 1);
@@ -204,16 +228,34 @@ static void test_corruption_kinds(void **state)
 	/* Block 2 holds block 3's contents: a misdirected write. */
 	file_io(&x, false, 3, b);
 	file_io(&x, true, 2, b);
+	tu_capture_begin();
 	run(&x); /* checks all four, then rewrites block 0 */
+	log = tu_capture_end();
 	assert_int_equal(x.out.blocks_checked, 4);
 	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_WRONG_DATA], 1);
 	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_WRONG_OFFSET], 1);
 	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_STALE], 0);
+	/* The probe logs nothing itself: its notes say each one, for the lane to
+	 * log under the probe's own key, an error. */
+	assert_string_equal(log, "");
+	free(log);
+	assert_int_equal(x.out.n_notes, 2);
+	for (unsigned i = 0; i < 2; i++)
+		assert_string_equal(x.out.notes[i].key, "Verify v");
+	if (notes_with(&x, LOG_LVL_ERROR, "Probe v: block at offset 12288 of ") != 1 ||
+	    notes_with(&x, LOG_LVL_ERROR, ": wrong data (checksum fails") != 1 ||
+	    notes_with(&x, LOG_LVL_ERROR, "Probe v: block at offset 16384 of ") != 1 ||
+	    notes_with(&x, LOG_LVL_ERROR, ": wrong offset (a block written for another") != 1)
+		fail_notes(&x);
 
 	/* Block 0's newer generation is lost: the old one is back. */
 	file_io(&x, true, 0, old);
 	run(&x);
 	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_STALE], 1);
+	if (x.out.n_notes != 1 ||
+	    notes_with(&x, LOG_LVL_ERROR, "Probe v: block at offset 8192 of ") != 1 ||
+	    notes_with(&x, LOG_LVL_ERROR, ": stale (an older generation: a lost write)") != 1)
+		fail_notes(&x);
 	/* Found wrong once is counted once: blocks 0 and 2 are not checked again
 	 * until rewritten (block 1 was, by the last run). */
 	assert_int_equal(x.out.blocks_checked, 2);
@@ -287,22 +329,6 @@ static void restart(struct fixture *x)
 	assert_int_equal(probe_init(&x->p, &x->cfg, &x->f.t, NULL, 0), 0);
 }
 
-/* One run after a restart, its log captured; the caller frees it. */
-static char *run_logged(struct fixture *x)
-{
-	char *log;
-
-	tu_capture_begin();
-	probe_outcome_clear(&x->out);
-	if (probe_run(&x->p, NULL, &x->out) != 0) {
-		free(tu_capture_end());
-		fail_msg("run: %s", x->out.why ? x->out.why : "?");
-	}
-	log = tu_capture_end();
-	assert_int_equal(x->out.io_error, 0);
-	return log;
-}
-
 /* A write lost across a restart is stale: the generations a new probe expects
  * come from the state saved in the file, not from what it finds. */
 static void test_restart_stale(void **state)
@@ -373,7 +399,6 @@ static void test_restart_torn(void **state)
 	static unsigned char head[BS];
 	struct fixture x;
 	struct rng rng;
-	char *log;
 
 	(void)state;
 	fixture_open(&x, 4, 1);
@@ -387,14 +412,16 @@ static void test_restart_torn(void **state)
 	verify_block_fill(head, BS, block_at(2), 7, &rng);
 	tear(&x, 2, head);
 	restart(&x);
-	log = run_logged(&x);
+	run(&x);
 	assert_int_equal(x.out.blocks_checked, 4);
 	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_WRONG_DATA], 1);
 	assert_int_equal(mismatches(&x), 1);
-	if (tu_count(log, "torn") != 1 || !strstr(log, "offset 12288 of") ||
-	    !strstr(log, "block at offset 16384 of") || !strstr(log, "wrong data"))
-		fail_msg("the log says: %s", log);
-	free(log);
+	if (notes_with(&x, 0, "torn") != 1 ||
+	    notes_with(&x, LOG_LVL_NOTICE, "Probe v: block at offset 12288 of ") != 1 ||
+	    notes_with(&x, LOG_LVL_NOTICE, " is torn (its checksum fails)") != 1 ||
+	    notes_with(&x, LOG_LVL_ERROR, "block at offset 16384 of") != 1 ||
+	    notes_with(&x, LOG_LVL_ERROR, "wrong data") != 1)
+		fail_notes(&x);
 	/* Block 1 rewritten by that run, block 2 by the next: all right again. */
 	right_again(&x, 2, 4);
 	fixture_close(&x);
@@ -406,7 +433,6 @@ static void test_state_damaged(void **state)
 {
 	static unsigned char old[BS], st[BS];
 	struct fixture x;
-	char *log;
 
 	(void)state;
 	fixture_open(&x, 4, 1);
@@ -419,13 +445,15 @@ static void test_state_damaged(void **state)
 	st[100] ^= 1;
 	file_io(&x, true, -1, st);
 	restart(&x);
-	log = run_logged(&x);
+	run(&x);
 	assert_int_equal(x.out.blocks_checked, 4);
 	assert_int_equal(mismatches(&x), 0);
-	if (tu_count(log, "warning: Probe v: no saved state in ") != 1 ||
-	    !strstr(log, "(it is damaged: its checksum fails): its blocks are taken as they are"))
-		fail_msg("the log says: %s", log);
-	free(log);
+	if (x.out.n_notes != 1 ||
+	    notes_with(&x, LOG_LVL_WARNING, "Probe v: no saved state in ") != 1 ||
+	    notes_with(&x, 0,
+		       "(it is damaged: its checksum fails): its blocks are taken as they "
+		       "are") != 1)
+		fail_notes(&x);
 	/* The state saved again: a write lost across the next restart is seen. */
 	file_io(&x, false, 2, old);
 	run(&x);
@@ -446,7 +474,6 @@ static void test_old_format(void **state)
 	static unsigned char b[BS];
 	struct fixture x;
 	struct rng rng;
-	char *log;
 
 	(void)state;
 	fixture_open(&x, 4, 1);
@@ -458,13 +485,12 @@ static void test_old_format(void **state)
 		file_io(&x, true, i - 1, b);
 	}
 	restart(&x);
-	log = run_logged(&x);
+	run(&x);
 	assert_int_equal(x.out.blocks_checked, 0);
 	assert_int_equal(mismatches(&x), 0);
-	if (!strstr(log, "notice: Probe v: no saved state in ") ||
-	    !strstr(log, "(there is none: a new file, or one an older iopulse wrote)"))
-		fail_msg("the log says: %s", log);
-	free(log);
+	if (notes_with(&x, LOG_LVL_NOTICE, "Probe v: no saved state in ") != 1 ||
+	    notes_with(&x, 0, "(there is none: a new file, or one an older iopulse wrote)") != 1)
+		fail_notes(&x);
 	right_again(&x, 4, 4);
 	fixture_close(&x);
 }
@@ -698,8 +724,5 @@ int main(void)
 		cmocka_unit_test(test_replaced_directory),
 	};
 
-	/* Tests read the mismatches logged, and every test's probe is "v": no
-	 * limit on its lines carried from one test to the next. */
-	log_set_ratelimit(0, 0);
 	return cmocka_run_group_tests_name("verify", tests, tu_scratch_setup, tu_scratch_teardown);
 }
