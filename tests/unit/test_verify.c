@@ -705,6 +705,224 @@ static void test_replaced_directory(void **state)
 	fixture_close(&x);
 }
 
+/* ---------------------------------------------------------------- engines */
+
+/*
+ * via: the sync engine, counting what a verify probe asks of it; it can also
+ * make each request take via_slow_ns (by its completion stamp), say -EINTR at
+ * its first via_eintr waits (as io_getevents(2) does after a freeze), or, with
+ * via_stuck, take requests and never complete them, each wait noting the
+ * probe's in-flight time and the third setting via_stop, as shutdown would.
+ */
+static unsigned via_inits, via_cleanups, via_reaps, via_ops[IO_OP_COUNT];
+static int via_fd;
+static uint64_t via_slow_ns;
+static unsigned via_eintr;
+static bool via_stuck;
+static _Atomic bool via_stop;
+static const struct probe *via_probe;
+static uint64_t via_submitted, via_inflight; /* stuck: its submit time, the one published */
+static const void *via_buf;		     /* the buffer of the last request stuck */
+
+static void via_reset(const struct probe *p)
+{
+	via_inits = via_cleanups = via_reaps = 0;
+	memset(via_ops, 0, sizeof(via_ops));
+	via_slow_ns = 0;
+	via_eintr = 0;
+	via_stuck = false;
+	atomic_store(&via_stop, false);
+	via_probe = p;
+	via_submitted = via_inflight = 0;
+	via_buf = NULL;
+}
+
+static int via_init(struct engine *e, int fd, unsigned depth)
+{
+	via_inits++;
+	via_fd = fd;
+	return eng_sync_ops.init(e, fd, depth);
+}
+
+static int via_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	int r;
+
+	if (via_stuck) {
+		via_submitted = reqs[0]->submit_ns;
+		via_buf = reqs[0]->buf;
+		return (int)n;
+	}
+	r = eng_sync_ops.submit(e, reqs, n);
+	for (int i = 0; i < r; i++) {
+		via_ops[reqs[i]->op]++;
+		if (via_slow_ns)
+			reqs[i]->done_ns = reqs[i]->submit_ns + via_slow_ns;
+	}
+	return r;
+}
+
+static int via_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		    int64_t timeout_ns)
+{
+	via_reaps++;
+	if (via_eintr) {
+		via_eintr--;
+		return -EINTR;
+	}
+	if (!via_stuck)
+		return eng_sync_ops.reap(e, done, min, max, timeout_ns);
+	via_inflight = probe_inflight_since(via_probe);
+	if (via_reaps >= 3)
+		atomic_store(&via_stop, true);
+	return -ETIME;
+}
+
+static void via_cleanup(struct engine *e)
+{
+	via_cleanups++;
+	eng_sync_ops.cleanup(e);
+}
+
+static const struct engine_ops via_ops_table = {
+	.name = "via",
+	.flags = ENGINE_F_SYNC,
+	.init = via_init,
+	.submit = via_submit,
+	.reap = via_reap,
+	.cancel = eng_sync_cancel,
+	.cleanup = via_cleanup,
+};
+
+/* @x's probe set up again on the via engine: as probe_init() sets a probe up
+ * on the engine it resolves, one of the test's here. */
+static void fixture_via(struct fixture *x)
+{
+	x->p.ops->free(&x->p);
+	x->p.engine = &via_ops_table;
+	assert_int_equal(x->p.ops->init(&x->p), 0);
+	via_reset(&x->p);
+}
+
+/* Every read, write and fdatasync of a run goes through the probe's engine,
+ * set up once on the probe's own file and kept between runs; a file opened
+ * anew gets an engine set up anew, for its descriptor. */
+static void test_engine_requests(void **state)
+{
+	struct stat a, b;
+	struct fixture x;
+
+	(void)state;
+	fixture_open(&x, 4, 1);
+	fixture_via(&x);
+	for (int i = 0; i < 6; i++) {
+		memset(via_ops, 0, sizeof(via_ops));
+		run(&x);
+		for (int op = 0; op < IO_OP_COUNT; op++)
+			assert_int_equal(via_ops[op], x.out.op[op].ios);
+		assert_true(via_ops[IO_READ] >= 4 && via_ops[IO_FDATASYNC] >= 1);
+	}
+	assert_int_equal(x.out.blocks_checked, 4);
+	assert_int_equal(via_inits, 1);
+	assert_int_equal(fstat(via_fd, &a), 0);
+	assert_int_equal(stat(x.file, &b), 0);
+	assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+
+	assert_int_equal(unlink(x.file), 0);
+	probe_outcome_clear(&x.out);
+	assert_int_equal(probe_run(&x.p, NULL, &x.out), -ESTALE);
+	run(&x);
+	assert_int_equal(via_inits, 2);
+	assert_int_equal(via_cleanups, 1);
+	assert_int_equal(fstat(via_fd, &a), 0);
+	assert_int_equal(stat(x.file, &b), 0);
+	assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	fixture_close(&x);
+	assert_int_equal(via_cleanups, 2);
+}
+
+/* An I/O slower than the probe's timeout is counted as a timeout, as a ping's
+ * is, and measured all the same; a wait the kernel interrupts is no error. */
+static void test_engine_timeouts(void **state)
+{
+	struct fixture x;
+	uint64_t ios = 0;
+
+	(void)state;
+	fixture_open(&x, 4, 2);
+	x.cfg.timeout_ns = 1000000;
+	fixture_via(&x);
+	run(&x);
+	via_slow_ns = 2 * x.cfg.timeout_ns;
+	run(&x);
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		ios += x.out.op[op].ios;
+		assert_int_equal(x.out.op[op].errors, 0);
+	}
+	assert_true(ios > 0);
+	assert_int_equal(x.out.timeouts, ios);
+	assert_int_equal(hist_max_ns(x.out.op[IO_READ].hist), via_slow_ns);
+	assert_false(x.out.incomplete);
+
+	via_slow_ns = 0;
+	x.cfg.timeout_ns = CFG_DEFAULT_TIMEOUT_NS;
+	via_eintr = 2;
+	run(&x);
+	assert_int_equal(via_eintr, 0);
+	assert_int_equal(x.out.timeouts, 0);
+	assert_int_equal(x.out.blocks_checked, 4);
+	assert_int_equal(mismatches(&x), 0);
+	assert_false(x.out.incomplete);
+	fixture_close(&x);
+}
+
+/*
+ * An I/O that never completes is in flight (probe_inflight_since(), as the
+ * scheduler watches it) for as long as it hangs, and at shutdown the probe
+ * gives up on it: it returns, having measured and counted nothing, the engine
+ * torn down and the request's buffer left to the kernel. The next run sets the
+ * engine up again with a fresh buffer, and finds every block as it was.
+ */
+static void test_engine_stuck_stop(void **state)
+{
+	const void *stuck_buf;
+	struct fixture x;
+
+	(void)state;
+	fixture_open(&x, 4, 1);
+	fixture_via(&x);
+	for (int i = 0; i < 4; i++)
+		run(&x);
+	via_stuck = true;
+	via_reaps = 0;
+	probe_outcome_clear(&x.out);
+	assert_int_equal(probe_run(&x.p, &via_stop, &x.out), 0);
+	assert_int_equal(via_reaps, 3);
+	assert_true(via_submitted != 0);
+	assert_int_equal(via_inflight, via_submitted);
+	assert_int_equal(probe_inflight_since(&x.p), 0);
+	assert_int_equal(via_cleanups, 1);
+	assert_true(x.out.incomplete);
+	assert_int_equal(x.out.io_error, 0);
+	assert_int_equal(x.out.blocks_checked, 0);
+	for (int op = 0; op < IO_OP_COUNT; op++)
+		assert_int_equal(x.out.op[op].ios + x.out.op[op].errors, 0);
+	stuck_buf = via_buf;
+
+	via_stuck = false;
+	atomic_store(&via_stop, false);
+	run(&x);
+	assert_int_equal(via_inits, 2);
+	assert_int_equal(x.out.blocks_checked, 4);
+	assert_int_equal(mismatches(&x), 0);
+	via_stuck = true;
+	via_reaps = 0;
+	probe_outcome_clear(&x.out);
+	assert_int_equal(probe_run(&x.p, &via_stop, &x.out), 0);
+	assert_ptr_not_equal(via_buf, stuck_buf); /* the old one may still be written */
+	fixture_close(&x);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
@@ -722,6 +940,9 @@ int main(void)
 		cmocka_unit_test(test_foreign_file_refused),
 		cmocka_unit_test(test_planted_refused),
 		cmocka_unit_test(test_replaced_directory),
+		cmocka_unit_test(test_engine_requests),
+		cmocka_unit_test(test_engine_timeouts),
+		cmocka_unit_test(test_engine_stuck_stop),
 	};
 
 	return cmocka_run_group_tests_name("verify", tests, tu_scratch_setup, tu_scratch_teardown);
