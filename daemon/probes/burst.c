@@ -191,8 +191,16 @@ static unsigned chain_slots(const struct burst *b)
 	return b->depth;
 }
 
-struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *ops,
-			const uint64_t *bounds_ns, unsigned n_bounds, int *err)
+static void burst_free(struct burst *b);
+
+/*
+ * Prepare a burst for @cfg (a CFG_PROBE_BURST probe), with classic histogram
+ * bounds @bounds_ns[0..n_bounds). @ops is the engine (resolved by the caller).
+ * NULL on failure with *err = -errno (-EINVAL: a value out of range or bad bounds;
+ * -E2BIG: buffers above BURST_MAX_BUFFER_BYTES; -ENOMEM). @cfg is copied.
+ */
+static struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *ops,
+			       const uint64_t *bounds_ns, unsigned n_bounds, int *err)
 {
 	struct burst *b = NULL;
 	int r = -EINVAL;
@@ -250,7 +258,8 @@ fail:
 	return NULL;
 }
 
-void burst_free(struct burst *b)
+/* NULL is a no-op. */
+static void burst_free(struct burst *b)
 {
 	if (!b)
 		return;
@@ -267,7 +276,9 @@ void burst_free(struct burst *b)
 	free(b);
 }
 
-uint64_t burst_inflight_since(const struct burst *b)
+/* Submit time (CLOCK_MONOTONIC ns) of the oldest I/O in flight in any job, 0 when
+ * none: lock-free, for the scheduler's stuck detection and the in-flight gauge. */
+static uint64_t burst_inflight_since(const struct burst *b)
 {
 	uint64_t oldest = 0;
 
@@ -490,7 +501,6 @@ static int bufs_get(struct burst *b)
 		memset(p, 0, len);
 		j->bufs = p;
 		j->bufs_len = len;
-		b->buf_bytes += len;
 		for (unsigned k = 0; k < b->nslots; k++) /* a chain's: shared, see chain_slots() */
 			j->slots[k].req.buf = (char *)p + (k % b->depth) * b->buf_stride;
 	}
@@ -507,7 +517,6 @@ static void bufs_put(struct burst *b)
 		if (!j->bufs || j->wedged)
 			continue;
 		munmap(j->bufs, j->bufs_len);
-		b->buf_bytes -= j->bufs_len;
 		j->bufs = NULL;
 		j->bufs_len = 0;
 		for (unsigned k = 0; k < b->nslots; k++)
@@ -585,8 +594,36 @@ static void results_sum(struct burst *b, struct burst_result *res)
 	res->write_limited = atomic_load(&b->write_spent);
 }
 
-int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
-	      const struct burst_result **result)
+/*
+ * Run the burst once against the open target @t and block until it is done:
+ * duration or ios reached, an error, a timeout, or *stop set (checked at least
+ * every few milliseconds). Results (reset at the start of each run) stay valid
+ * until the next run or burst_free(). Returns 0 when the burst ran (the result
+ * may still hold I/O errors), or -errno when it could not start (-EINVAL: block
+ * size not a multiple of the target's alignment, working set larger than the
+ * target or smaller than a block, or a sequential job's part smaller than a
+ * block; -EBADF: a write burst on a read-only target; -ENOMEM: no memory for
+ * the buffers; engine init failures; -EBUSY: an earlier run had to abandon I/O
+ * stuck in the kernel — free this burst and make a new one). burst_why() says
+ * why in words for all but the engine's failures. @stop may be NULL.
+ *
+ * In 'ios' mode the measured part lasts at most 'every' less 'ramp', and at
+ * most CFG_MAX_DURATION_NS: the configuration bounds ios / rate_iops, but
+ * without a rate the length depends on the device, and a burst must neither
+ * hold its target for good nor overlap itself. A burst cut short there has
+ * result.error = -ETIME, and burst_why() says so. With both 'ios' and a
+ * 'duration' (the configuration takes one; iopulse probe -c with -w sets both),
+ * whichever comes first ends it, without an error.
+ *
+ * On *stop, an I/O older than timeout_ns (result.error = -ETIMEDOUT), or a fatal
+ * submit error, the jobs stop submitting, wait up to 100ms for what is in flight,
+ * cancel it, wait up to 100ms more, then abandon what is still in the kernel
+ * (its buffers are never freed or reused). An engine that completes inside
+ * submit() (sync) cannot be interrupted: an I/O stuck in the kernel blocks
+ * burst_run() until it returns; burst_inflight_since() shows it meanwhile.
+ */
+static int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
+		     const struct burst_result **result)
 {
 	struct burst_result *res;
 	unsigned started;
@@ -656,17 +693,27 @@ int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
 	return 0;
 }
 
-const char *burst_why(const struct burst *b)
+/* Why the last burst_run() could not start, or ended with result.error -ETIME,
+ * in words naming the key and the figures ("'block_size' (512) is not a multiple
+ * of the target's direct I/O alignment (4KiB)"); NULL when errno says it all.
+ * Valid until the next run or burst_free(). */
+static const char *burst_why(const struct burst *b)
 {
 	return b && b->why[0] ? b->why : NULL;
 }
 
-uint64_t burst_buffer_bytes(const struct burst *b)
-{
-	return b ? b->buf_bytes : 0;
-}
-
-void burst_limit_writes(struct burst *b, uint64_t bytes)
+/*
+ * The runs from now on write at most @bytes (UINT64_MAX: no limit), ramp
+ * included: the jobs claim each batch's writes from one shared count before
+ * submitting it, and a batch that would go past is cut before its first write
+ * that does not fit; the burst then drains and ends (result.write_limited),
+ * without an error, its figures those of the I/Os made. So what it writes
+ * stays within @bytes, never past by even one I/O. It ends short of it by less
+ * than 'block_size_max' with one job; with more, by a batch (iodepth I/Os) of
+ * each other job at most, claimed by them when the first write did not fit.
+ * Not during a run.
+ */
+static void burst_limit_writes(struct burst *b, uint64_t bytes)
 {
 	b->write_limit = bytes;
 	b->limited = bytes != UINT64_MAX;

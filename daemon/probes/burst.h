@@ -12,7 +12,9 @@
  * recorded with index arithmetic into the job's own histogram, and job results
  * are merged after the run.
  * Written data is fresh random bytes per I/O. The caller (a lane) owns the
- * target; no other probe runs on it during a burst.
+ * target; no other probe runs on it during a burst. Its way in is
+ * burst_probe_ops (probe.h), as for every kind: init, run, free; burst.c and
+ * burst_job.c have the rest.
  */
 #ifndef IOPULSE_BURST_H
 #define IOPULSE_BURST_H

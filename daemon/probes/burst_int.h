@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * burst_int — what burst.c (set-up, runs, the probe kind) and burst_job.c (one
- * job's loop) share: a burst, its jobs and their queue slots. Not for other
- * files: burst.h is the burst's own header.
+ * job's loop) share: a burst, its jobs and their queue slots, and what a run
+ * found. Not for other files: a burst is run through burst_probe_ops (probe.h).
  */
 #ifndef IOPULSE_BURST_INT_H
 #define IOPULSE_BURST_INT_H
@@ -45,77 +45,6 @@ struct burst;
  * block_size_max, each rounded up to 4KiB), the configuration's own:
  * burst_new() refuses more with -E2BIG. */
 #define BURST_MAX_BUFFER_BYTES CFG_MAX_BURST_BUFFER
-
-/*
- * Prepare a burst for @cfg (a CFG_PROBE_BURST probe), with classic histogram
- * bounds @bounds_ns[0..n_bounds). @ops is the engine (resolved by the caller).
- * NULL on failure with *err = -errno (-EINVAL: a value out of range or bad bounds;
- * -E2BIG: buffers above BURST_MAX_BUFFER_BYTES; -ENOMEM). @cfg is copied.
- */
-struct burst *burst_new(const struct cfg_probe *cfg, const struct engine_ops *ops,
-			const uint64_t *bounds_ns, unsigned n_bounds, int *err);
-
-/* NULL is a no-op. */
-void burst_free(struct burst *b);
-
-/*
- * Run the burst once against the open target @t and block until it is done:
- * duration or ios reached, an error, a timeout, or *stop set (checked at least
- * every few milliseconds). Results (reset at the start of each run) stay valid
- * until the next run or burst_free(). Returns 0 when the burst ran (the result
- * may still hold I/O errors), or -errno when it could not start (-EINVAL: block
- * size not a multiple of the target's alignment, working set larger than the
- * target or smaller than a block, or a sequential job's part smaller than a
- * block; -EBADF: a write burst on a read-only target; -ENOMEM: no memory for
- * the buffers; engine init failures; -EBUSY: an earlier run had to abandon I/O
- * stuck in the kernel — free this burst and make a new one). burst_why() says
- * why in words for all but the engine's failures. @stop may be NULL.
- *
- * In 'ios' mode the measured part lasts at most 'every' less 'ramp', and at
- * most CFG_MAX_DURATION_NS: the configuration bounds ios / rate_iops, but
- * without a rate the length depends on the device, and a burst must neither
- * hold its target for good nor overlap itself. A burst cut short there has
- * result.error = -ETIME, and burst_why() says so. With both 'ios' and a
- * 'duration' (the configuration takes one; iopulse probe -c with -w sets both),
- * whichever comes first ends it, without an error.
- *
- * On *stop, an I/O older than timeout_ns (result.error = -ETIMEDOUT), or a fatal
- * submit error, the jobs stop submitting, wait up to 100ms for what is in flight,
- * cancel it, wait up to 100ms more, then abandon what is still in the kernel
- * (its buffers are never freed or reused). An engine that completes inside
- * submit() (sync) cannot be interrupted: an I/O stuck in the kernel blocks
- * burst_run() until it returns; burst_inflight_since() shows it meanwhile.
- */
-int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop,
-	      const struct burst_result **result);
-
-/* Submit time (CLOCK_MONOTONIC ns) of the oldest I/O in flight in any job, 0 when
- * none: lock-free, for the scheduler's stuck detection and the in-flight gauge. */
-uint64_t burst_inflight_since(const struct burst *b);
-
-/* Why the last burst_run() could not start, or ended with result.error -ETIME,
- * in words naming the key and the figures ("'block_size' (512) is not a multiple
- * of the target's direct I/O alignment (4KiB)"); NULL when errno says it all.
- * Valid until the next run or burst_free(). */
-const char *burst_why(const struct burst *b);
-
-/* Bytes of I/O buffers the burst holds: 0 between runs, unless a run abandoned
- * I/O stuck in the kernel (those buffers stay until burst_free()). For tests
- * and diagnostics; not synchronised with a run in progress. */
-uint64_t burst_buffer_bytes(const struct burst *b);
-
-/*
- * The runs from now on write at most @bytes (UINT64_MAX: no limit), ramp
- * included: the jobs claim each batch's writes from one shared count before
- * submitting it, and a batch that would go past is cut before its first write
- * that does not fit; the burst then drains and ends (result.write_limited),
- * without an error, its figures those of the I/Os made. So what it writes
- * stays within @bytes, never past by even one I/O. It ends short of it by less
- * than 'block_size_max' with one job; with more, by a batch (iodepth I/Os) of
- * each other job at most, claimed by them when the first write did not fit.
- * Not during a run.
- */
-void burst_limit_writes(struct burst *b, uint64_t bytes);
 
 /* One queue slot. The request comes first: a completion's io_req * is its slot. */
 struct burst_slot {
@@ -181,8 +110,7 @@ struct burst {
 	struct hist *hist[IO_DIR_COUNT]; /* merged results */
 	struct burst_result result;
 	bool wedged;
-	uint64_t buf_bytes; /* I/O buffers held now, all jobs */
-	char why[320];	    /* the last run's problem in words, "" when none */
+	char why[320]; /* the last run's problem in words, "" when none */
 
 	/* Per run, set before the jobs start (and t0.. by the start gate). */
 	const struct target *t;
