@@ -144,4 +144,10 @@ static inline uint64_t max_u64(uint64_t a, uint64_t b)
 /* Runs job @j of its burst to the end (burst_job.c): see the top of that file. */
 void burst_job_loop(struct burst_job *j);
 
+/* The jobs' threads (burst_job.c): a job's engine set up, the start gate passed,
+ * its loop, its engine torn down; and the gate told that fewer jobs started. */
+void job_main(struct burst_job *j);
+void *job_thread(void *arg);
+void gate_shrink(struct burst *b, unsigned started, int error);
+
 #endif

@@ -29,11 +29,13 @@
  * of our own: rng draws, a multiply, hist_record() and a few increments.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "daemon/probes/burst_int.h"
+#include "lib/ioprio.h"
 #include "lib/rng.h"
 
 #define BURST_STOP_POLL_NS    5000000ULL   /* longest wait without looking at *stop */
@@ -598,4 +600,84 @@ void burst_job_loop(struct burst_job *j)
 	}
 	j->last_done_ns = st.tl.last_done;
 	j->error = st.error;
+}
+
+/* ---------------------------------------------------------------- threads */
+
+/* Wait until every started job has set up its engine. The last one in sets the
+ * common start time. Returns false when any job failed (nobody runs then). */
+static bool gate_pass(struct burst *b, int init_error)
+{
+	bool ok;
+
+	pthread_mutex_lock(&b->gate_mu);
+	if (init_error < 0 && !b->gate_error)
+		b->gate_error = init_error;
+	if (++b->gate_waiting >= b->gate_expected && !b->gate_open) {
+		b->t0 = eng_now_ns();
+		b->measure_start = b->t0 + b->cfg.ramp_ns;
+		b->deadline = b->measure_start +
+			      (b->cfg.duration_ns ? b->cfg.duration_ns : b->ios_max_ns);
+		b->gate_open = true;
+		pthread_cond_broadcast(&b->gate_cv);
+	}
+	while (!b->gate_open)
+		pthread_cond_wait(&b->gate_cv, &b->gate_mu);
+	ok = b->gate_error == 0;
+	pthread_mutex_unlock(&b->gate_mu);
+	return ok;
+}
+
+/* Thread creation failed after @started jobs (the caller's job 0 included). */
+void gate_shrink(struct burst *b, unsigned started, int error)
+{
+	pthread_mutex_lock(&b->gate_mu);
+	b->gate_expected = started;
+	if (!b->gate_error)
+		b->gate_error = error;
+	if (b->gate_waiting >= b->gate_expected && !b->gate_open) {
+		b->gate_open = true;
+		pthread_cond_broadcast(&b->gate_cv);
+	}
+	pthread_mutex_unlock(&b->gate_mu);
+}
+
+/*
+ * The probe's 'io_priority' on a job thread of its own: job 0 runs on the
+ * caller's thread, whose priority probe_run() sets and puts back, and the others
+ * end with the run, so nothing needs putting back. 0 or -errno.
+ */
+static int job_priority(const struct burst_job *j)
+{
+	if (j->idx == 0 || !j->b->cfg.io_priority)
+		return 0;
+	return ioprio_thread_set(j->b->cfg.io_priority);
+}
+
+void job_main(struct burst_job *j)
+{
+	struct burst *b = j->b;
+	int r = job_priority(j);
+
+	if (r == 0)
+		r = eng_init(&j->eng, b->ops, b->t->fd, b->nslots);
+	/* A sync chain's requests run one after the other inside submit(): the
+	 * engine moves the in-flight stamp to each one's start as it goes. */
+	if (r == 0)
+		j->eng.started = &j->inflight_since;
+
+	/* Best effort: the job's buffers never change, so the kernel may keep them
+	 * pinned for the whole run instead of pinning them per I/O. */
+	if (r == 0)
+		(void)eng_register_buffer(&j->eng, j->bufs, (size_t)b->depth * b->buf_stride);
+	if (gate_pass(b, r))
+		burst_job_loop(j);
+	if (r == 0 && !j->wedged)
+		eng_cleanup(&j->eng);
+}
+
+void *job_thread(void *arg)
+{
+	job_main(arg);
+	return NULL;
 }
