@@ -38,7 +38,6 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "lib/ioprio.h"
 #include "daemon/probes/burst.h"
 #include "daemon/probes/burst_int.h"
 #include "daemon/probes/probe.h"
@@ -574,16 +573,16 @@ static int burst_run(struct burst *b, struct target *t, const _Atomic bool *stop
 	for (unsigned i = 1; i < b->jobs; i++) {
 		struct burst_job *j = b->job[i];
 
-		r = pthread_create(&j->thread, NULL, job_thread, j);
+		r = pthread_create(&j->thread, NULL, burst_job_thread, j);
 		if (r != 0) {
-			gate_shrink(b, started, -r);
+			burst_gate_shrink(b, started, -r);
 			break;
 		}
 		j->thread_started = true;
 		pthread_setname_np(j->thread, "iopulse-burst");
 		started++;
 	}
-	job_main(b->job[0]);
+	burst_job_main(b->job[0]);
 	for (unsigned i = 1; i < b->jobs; i++)
 		if (b->job[i]->thread_started)
 			pthread_join(b->job[i]->thread, NULL);

@@ -141,13 +141,14 @@ static inline uint64_t max_u64(uint64_t a, uint64_t b)
 {
 	return a > b ? a : b;
 }
-/* Runs job @j of its burst to the end (burst_job.c): see the top of that file. */
-void burst_job_loop(struct burst_job *j);
+/* Runs job @j of a run (burst_job.c): its engine set up, the start gate passed
+ * with the other jobs, its loop (see the top of that file) to the end, its
+ * engine torn down. burst_job_thread() is the same for pthread_create(). */
+void burst_job_main(struct burst_job *j);
+void *burst_job_thread(void *arg);
 
-/* The jobs' threads (burst_job.c): a job's engine set up, the start gate passed,
- * its loop, its engine torn down; and the gate told that fewer jobs started. */
-void job_main(struct burst_job *j);
-void *job_thread(void *arg);
-void gate_shrink(struct burst *b, unsigned started, int error);
+/* Thread creation failed after @started jobs (the caller's job 0 included):
+ * the start gate waits for those alone, and the run fails with @error. */
+void burst_gate_shrink(struct burst *b, unsigned started, int error);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * burst_job — one job of a burst (burst.c): its submit/reap loop.
+ * burst_job — one job of a burst (burst.c): its thread, and its submit/reap loop.
  *
  * Each job runs one loop (burst_job_loop), and every iteration of it is one batch:
  *
@@ -565,7 +565,7 @@ static void check_timeout(struct job_run *st)
 }
 
 /* One batch per iteration: see the top of the file. */
-void burst_job_loop(struct burst_job *j)
+static void burst_job_loop(struct burst_job *j)
 {
 	struct job_run st;
 
@@ -629,7 +629,7 @@ static bool gate_pass(struct burst *b, int init_error)
 }
 
 /* Thread creation failed after @started jobs (the caller's job 0 included). */
-void gate_shrink(struct burst *b, unsigned started, int error)
+void burst_gate_shrink(struct burst *b, unsigned started, int error)
 {
 	pthread_mutex_lock(&b->gate_mu);
 	b->gate_expected = started;
@@ -654,7 +654,7 @@ static int job_priority(const struct burst_job *j)
 	return ioprio_thread_set(j->b->cfg.io_priority);
 }
 
-void job_main(struct burst_job *j)
+void burst_job_main(struct burst_job *j)
 {
 	struct burst *b = j->b;
 	int r = job_priority(j);
@@ -676,8 +676,8 @@ void job_main(struct burst_job *j)
 		eng_cleanup(&j->eng);
 }
 
-void *job_thread(void *arg)
+void *burst_job_thread(void *arg)
 {
-	job_main(arg);
+	burst_job_main(arg);
 	return NULL;
 }
