@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * verify: the block format and its check, and the verify probe over a real
- * directory target in a mkdtemp directory of our own under $TEST_TMPDIR, its
- * file corrupted behind its back the three ways it tells apart.
+ * verify: the verify probe, through verify_probe_ops as the daemon runs it, over
+ * a real directory target in a mkdtemp directory of our own under
+ * $TEST_TMPDIR: its file corrupted behind its back the three ways it tells
+ * apart, a byte of its blocks at a time, torn and left by an older iopulse;
+ * and its I/O seen through an engine of our own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,48 +29,6 @@
 
 #define MIB (1ULL << 20)
 #define BS  4096u
-
-/* ---------------------------------------------------------------- format */
-
-static void test_block_check(void **state)
-{
-	static unsigned char b[BS], zero[BS];
-	const uint64_t off = 5 * BS;
-	struct rng rng;
-	uint64_t found;
-
-	(void)state;
-	rng_seed_with(&rng, 42);
-	verify_block_fill(b, BS, off, 7, &rng);
-	/* Random payload: nothing a compressing backend could drop. */
-	assert_memory_not_equal(b + VERIFY_HEADER_SIZE, zero, BS - VERIFY_HEADER_SIZE);
-	assert_int_equal(verify_block_check(b, BS, off, 7, &found), VERIFY_OK);
-	assert_int_equal(found, 7);
-	/* Not known (after a restart): taken as it is. */
-	assert_int_equal(verify_block_check(b, BS, off, 0, &found), VERIFY_OK);
-	/* A newer generation was synced there: this one is a lost write. */
-	assert_int_equal(verify_block_check(b, BS, off, 8, &found), VERIFY_STALE);
-	assert_int_equal(found, 7);
-	/* A generation never synced there is not a lost write. */
-	assert_int_equal(verify_block_check(b, BS, off, 6, &found), VERIFY_NEWER);
-	/* Read at another offset: a misdirected write. */
-	assert_int_equal(verify_block_check(b, BS, off + BS, 7, &found), VERIFY_WRONG_OFFSET);
-	assert_int_equal(verify_block_check(b, BS, off + BS, 0, &found), VERIFY_WRONG_OFFSET);
-	/* Another block size is another block. */
-	assert_int_equal(verify_block_check(b, BS / 2, off, 7, &found), VERIFY_WRONG_DATA);
-	/* One bit of payload, or of the header, changed. */
-	b[BS - 1] ^= 1;
-	assert_int_equal(verify_block_check(b, BS, off, 7, &found), VERIFY_WRONG_DATA);
-	assert_int_equal(verify_block_check(b, BS, off, 0, &found), VERIFY_WRONG_DATA);
-	b[BS - 1] ^= 1;
-	b[24] ^= 1; /* the generation */
-	assert_int_equal(verify_block_check(b, BS, off, 7, &found), VERIFY_WRONG_DATA);
-	b[24] ^= 1;
-	/* No block of ours: nothing written yet, or a block lost whole. */
-	assert_int_equal(verify_block_check(zero, BS, off, 0, &found), VERIFY_UNWRITTEN);
-	assert_int_equal(found, 0);
-	assert_int_equal(verify_block_check(zero, BS, off, 7, &found), VERIFY_WRONG_DATA);
-}
 
 /* ---------------------------------------------------------------- probe */
 
@@ -269,6 +229,40 @@ static void test_corruption_kinds(void **state)
 }
 
 /*
+ * Everything a block carries is checked: one bit changed in its magic, its
+ * checksum, its size, offset, generation or nonce, or anywhere in its payload
+ * is wrong data, and so are zeros where a block was synced. Its payload is
+ * random: nothing a compressing backend could drop.
+ */
+static void test_block_damage(void **state)
+{
+	static const unsigned at[] = {0, 8, 12, 16, 24, 32, BS / 2, BS - 1};
+	static unsigned char b[BS], zero[BS];
+	struct fixture x;
+
+	(void)state;
+	fixture_open(&x, 10, 1);
+	for (int i = 0; i < 11; i++) /* every block written, then all checked */
+		run(&x);
+	assert_int_equal(x.out.blocks_checked, 10);
+	assert_int_equal(mismatches(&x), 0);
+	file_io(&x, false, 0, b);
+	assert_memory_not_equal(b + VERIFY_HEADER_SIZE, zero, BS - VERIFY_HEADER_SIZE);
+	for (unsigned k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+		file_io(&x, false, (int)k + 1, b);
+		b[at[k]] ^= 1;
+		file_io(&x, true, (int)k + 1, b);
+	}
+	file_io(&x, true, 9, zero);
+	run(&x);
+	assert_int_equal(x.out.blocks_checked, 10);
+	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_WRONG_DATA], 9);
+	assert_int_equal(mismatches(&x), 9);
+	assert_int_equal(notes_with(&x, LOG_LVL_ERROR, ": wrong data (checksum fails"), 9);
+	fixture_close(&x);
+}
+
+/*
  * What is left of the target's write budget (p.write_left) too small for a
  * run's writes: the run still reads and checks every block, finds the one
  * changed behind its back, and writes nothing (budget_cut); the blocks are
@@ -396,21 +390,29 @@ static void tear(struct fixture *x, int i, const unsigned char *head)
  * restart; torn anywhere else, it is wrong data. */
 static void test_restart_torn(void **state)
 {
-	static unsigned char head[BS];
+	static unsigned char st[BS], b1[BS], b2[BS], head1[BS], head2[BS];
 	struct fixture x;
-	struct rng rng;
 
 	(void)state;
 	fixture_open(&x, 4, 1);
 	for (int i = 0; i < 5; i++) /* generation 5 in block 0, block 1 next */
 		run(&x);
-	/* Generation 6 reached block 1's first sectors, not the rest. */
-	rng_seed_with(&rng, 1);
-	verify_block_fill(head, BS, block_at(1), 6, &rng);
-	tear(&x, 1, head);
-	/* Block 2 torn the same way by some write never made. */
-	verify_block_fill(head, BS, block_at(2), 7, &rng);
-	tear(&x, 2, head);
+	file_io(&x, false, -1, st);
+	file_io(&x, false, 1, b1);
+	file_io(&x, false, 2, b2);
+	run(&x); /* generations 6 and 7 in blocks 1 and 2: their first halves */
+	run(&x);
+	file_io(&x, false, 1, head1);
+	file_io(&x, false, 2, head2);
+	/* The run that wrote generation 6 stopped by a crash: the state names
+	 * block 1 next, and generation 6 reached its first sectors, not the rest. */
+	file_io(&x, true, -1, st);
+	file_io(&x, true, 1, b1);
+	tear(&x, 1, head1);
+	/* Block 2 torn the same way by generation 7, which that state does not
+	 * name: no crash of a run the state knows could have done it. */
+	file_io(&x, true, 2, b2);
+	tear(&x, 2, head2);
 	restart(&x);
 	run(&x);
 	assert_int_equal(x.out.blocks_checked, 4);
@@ -468,21 +470,24 @@ static void test_state_damaged(void **state)
 
 /* A file of the format before states were saved (its blocks one place
  * earlier, their magic's last byte '1'): no state, and none of its blocks
- * taken for ours, so nothing is counted; they are rewritten in turn. */
+ * taken for ours, so nothing is counted; they are rewritten in turn. Each
+ * block of ours carries the offset the old format gave the block one place
+ * further on, which it stands at (the state block is as large as a block
+ * here): with its magic's last byte '1' it is that old block, and one more
+ * takes the state's place. */
 static void test_old_format(void **state)
 {
 	static unsigned char b[BS];
 	struct fixture x;
-	struct rng rng;
 
 	(void)state;
 	fixture_open(&x, 4, 1);
-	run(&x);
-	rng_seed_with(&rng, 2);
-	for (int i = 0; i < 4; i++) {
-		verify_block_fill(b, BS, TARGET_HEADER_SIZE + (uint64_t)i * BS, 10 + i, &rng);
+	for (int i = 0; i < 4; i++)
+		run(&x);
+	for (int i = 3; i >= -1; i--) {
+		file_io(&x, false, i < 0 ? 0 : i, b);
 		b[7] = '1';
-		file_io(&x, true, i - 1, b);
+		file_io(&x, true, i, b);
 	}
 	restart(&x);
 	run(&x);
@@ -926,9 +931,9 @@ static void test_engine_stuck_stop(void **state)
 int main(void)
 {
 	static const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_block_check),
 		cmocka_unit_test(test_runs_clean),
 		cmocka_unit_test(test_corruption_kinds),
+		cmocka_unit_test(test_block_damage),
 		cmocka_unit_test(test_budget_left),
 		cmocka_unit_test(test_restart_stale),
 		cmocka_unit_test(test_restart_state_behind),
