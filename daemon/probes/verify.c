@@ -114,6 +114,29 @@ static uint32_t block_crc(const unsigned char *b, size_t size)
 	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), b + SIZE_AT, (uInt)(size - SIZE_AT));
 }
 
+/* What reading a block back found. */
+enum verify_result {
+	VERIFY_OK,	     /* ours, intact, at its offset, the generation expected */
+	VERIFY_UNWRITTEN,    /* no block of ours there, and none was expected */
+	VERIFY_WRONG_DATA,   /* checksum fails, or a block was expected and none is there */
+	VERIFY_WRONG_OFFSET, /* intact, but written for another offset (misdirected) */
+	VERIFY_STALE,	     /* intact, but an older generation than the last one synced */
+	VERIFY_NEWER,	     /* intact, but a newer generation than was ever synced there */
+};
+
+/* Fills the block @buf of @size bytes at file offset @offset as generation @gen:
+ * header, random payload from @rng (never zeros: compressing backends), checksum. */
+void verify_block_fill(void *buf, size_t size, uint64_t offset, uint64_t gen, struct rng *rng);
+
+/*
+ * Checks the block @buf of @size bytes read at @offset against @expected, the
+ * generation last written there and synced (0: not known, as with no saved state:
+ * any intact block of ours is taken as it is). *@found is the generation the
+ * block carries (0 when it carries none).
+ */
+enum verify_result verify_block_check(const void *buf, size_t size, uint64_t offset,
+				      uint64_t expected, uint64_t *found);
+
 void verify_block_fill(void *buf, size_t size, uint64_t offset, uint64_t gen, struct rng *rng)
 {
 	unsigned char *b = buf;
