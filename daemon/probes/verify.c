@@ -52,7 +52,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "daemon/log.h" /* LOG_LVL_*: what its notes are, it never logs */
@@ -60,6 +59,7 @@
 #include "daemon/probes/probe_notes.h"
 #include "daemon/probes/qd1.h"
 #include "daemon/probes/verify.h"
+#include "lib/rng.h"
 
 void verify_file_name(char *buf, size_t n, const char *probe)
 {
@@ -126,18 +126,8 @@ enum verify_result {
 
 /* Fills the block @buf of @size bytes at file offset @offset as generation @gen:
  * header, random payload from @rng (never zeros: compressing backends), checksum. */
-void verify_block_fill(void *buf, size_t size, uint64_t offset, uint64_t gen, struct rng *rng);
-
-/*
- * Checks the block @buf of @size bytes read at @offset against @expected, the
- * generation last written there and synced (0: not known, as with no saved state:
- * any intact block of ours is taken as it is). *@found is the generation the
- * block carries (0 when it carries none).
- */
-enum verify_result verify_block_check(const void *buf, size_t size, uint64_t offset,
-				      uint64_t expected, uint64_t *found);
-
-void verify_block_fill(void *buf, size_t size, uint64_t offset, uint64_t gen, struct rng *rng)
+static void verify_block_fill(void *buf, size_t size, uint64_t offset, uint64_t gen,
+			      struct rng *rng)
 {
 	unsigned char *b = buf;
 
@@ -149,8 +139,14 @@ void verify_block_fill(void *buf, size_t size, uint64_t offset, uint64_t gen, st
 	put32(b + CRC_AT, block_crc(b, size));
 }
 
-enum verify_result verify_block_check(const void *buf, size_t size, uint64_t offset,
-				      uint64_t expected, uint64_t *found)
+/*
+ * Checks the block @buf of @size bytes read at @offset against @expected, the
+ * generation last written there and synced (0: not known, as with no saved state:
+ * any intact block of ours is taken as it is). *@found is the generation the
+ * block carries (0 when it carries none).
+ */
+static enum verify_result verify_block_check(const void *buf, size_t size, uint64_t offset,
+					     uint64_t expected, uint64_t *found)
 {
 	const unsigned char *b = buf;
 

@@ -3,16 +3,14 @@
  * verify — the verify probe: blocks that carry their own checksum, offset and
  * generation, written into a file of the probe's own in a directory target and
  * read back on later runs, so that storage which loses, misdirects or corrupts
- * writes is caught, not only storage that is slow. The block format and its
- * check are here for the tests; the probe itself is verify_probe_ops (probe.h).
+ * writes is caught, not only storage that is slow. Its way in is
+ * verify_probe_ops (probe.h), as for every kind; here is what others need of
+ * its file: its name, and how much of each block says what it is.
  */
 #ifndef IOPULSE_VERIFY_H
 #define IOPULSE_VERIFY_H
 
 #include <stddef.h>
-#include <stdint.h>
-
-#include "lib/rng.h"
 
 /* The probe's file in its directory target: VERIFY_FILE_PREFIX + probe name.
  * After target.c's header, a state block of CFG_VERIFY_STATE_SIZE bytes, then
