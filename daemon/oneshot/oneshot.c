@@ -131,6 +131,7 @@ static int run_runs(struct probe_sum *ps, struct probe *probe, const struct ones
 			break;
 		before = ps->out;
 		r = probe_run(probe, &stop_requested, &ps->out);
+		probe_outcome_say(&ps->out); /* what it found, for the log (stderr) */
 		if (per_request)
 			ping_done(ps, &before, o);
 		if (r < 0) {

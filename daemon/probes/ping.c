@@ -9,25 +9,74 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/buf.h"
+#include "lib/rng.h"
 #include "daemon/probes/ping.h"
 #include "daemon/probes/probe.h"
+#include "daemon/probes/qd1.h"
 
-/* How often a wait for a slow I/O looks at the stop flag. */
-#define PROBE_WAIT_SLICE_NS 100000000LL
+struct ping {
+	const struct cfg_probe *cfg;
+	void *buf; /* block_size bytes, aligned for O_DIRECT */
+	struct rng rng;
+	struct qd1 q;	     /* set up on the first run, again when the fd changes */
+	int eng_fd;	     /* target fd q was set up for; -1: not set up */
+	int dsync_fd;	     /* cfg->dsync: eng_fd reopened with O_DSYNC; else -1 */
+	uint64_t next_slot;  /* cfg->sequential: the block the next I/O goes to */
+	uint64_t runs;	     /* cfg->alternate: requests so far (even: a write) */
+	uint64_t write_left; /* bytes a run may write (probe.h); UINT64_MAX: no limit */
+};
 
-int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
+/* One timed I/O of a ping. */
+struct ping_io {
+	ssize_t result;	    /* bytes, or -errno */
+	uint64_t submit_ns; /* CLOCK_MONOTONIC submit time */
+	uint64_t lat_ns;    /* latency */
+};
+
+struct ping_result {
+	enum io_op op;	     /* IO_READ or IO_WRITE: cfg->op, or its turn (cfg->alternate) */
+	uint64_t offset;     /* where the I/O went */
+	struct ping_io io;   /* the read or write */
+	struct ping_io sync; /* the fdatasync when cfg->sync == CFG_SYNC_FDATASYNC, else 0 */
+	/* 'warmup_after': the target was idle, so an unmeasured I/O (and fdatasync) of
+	 * the same kind went first, to another block; else all 0. */
+	bool warmed;
+	struct ping_io warm_io, warm_sync;
+};
+
+static void close_dsync(struct ping *p)
+{
+	if (p->dsync_fd >= 0)
+		close(p->dsync_fd);
+	p->dsync_fd = -1;
+}
+
+static void probe_ping_cleanup(struct ping *p)
+{
+	qd1_close(&p->q);
+	p->eng_fd = -1;
+	close_dsync(p);
+	free(p->buf);
+	p->buf = NULL;
+}
+
+/* Prepares a ping for @cfg on engine @ops (buffers sized for its block size at
+ * max alignment). 0 or -errno. */
+static int probe_ping_init(struct ping *p, const struct cfg_probe *cfg,
+			   const struct engine_ops *ops)
 {
 	int r;
 
-	/* Everything starts clear, inflight_ns included: the caller sets it after
-	 * init. On failure nothing is left to clean up. */
+	/* Everything starts clear, q.inflight_ns included: the caller sets it
+	 * after init. On failure nothing is left to clean up. */
 	memset(p, 0, sizeof(*p));
 	p->eng_fd = -1;
 	p->dsync_fd = -1;
@@ -36,9 +85,7 @@ int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
 
 	if (cfg->block_size == 0 || cfg->block_size > CFG_MAX_BLOCK_SIZE)
 		return -EINVAL;
-	p->ops = eng_resolve_qd1(cfg->engine, &r); /* as probe_engine_of() for a ping */
-	if (!p->ops)
-		return r;
+	qd1_init(&p->q, ops, NULL);
 	if (posix_memalign(&p->buf, PROBE_BUF_ALIGN, cfg->block_size) != 0) {
 		p->buf = NULL;
 		return -ENOMEM;
@@ -51,118 +98,20 @@ int probe_ping_init(struct ping *p, const struct cfg_probe *cfg)
 	return 0;
 }
 
-static void close_dsync(struct ping *p)
-{
-	if (p->dsync_fd >= 0)
-		close(p->dsync_fd);
-	p->dsync_fd = -1;
-}
-
-void probe_ping_cleanup(struct ping *p)
-{
-	if (p->eng_fd >= 0)
-		eng_cleanup(&p->eng);
-	p->eng_fd = -1;
-	close_dsync(p);
-	free(p->buf);
-	p->buf = NULL;
-}
-
-static void inflight_set(struct ping *p, uint64_t ns)
-{
-	if (p->inflight_ns)
-		atomic_store_explicit(p->inflight_ns, ns, memory_order_relaxed);
-}
-
-/*
- * After a timeout: cancel, then tear the engine down (set up again on the next
- * run) and leave the buffer to the kernel, allocating a fresh one. The old buffer
- * is leaked on purpose: a late completion may still DMA into it. The in-flight
- * stamp stays set meanwhile, since a teardown may itself wait on the device.
- */
-/* Buffers the kernel may still write into are parked here and never freed; kept
- * reachable so that a leak checker does not flag the deliberate leak. */
-static pthread_mutex_t parked_mu = PTHREAD_MUTEX_INITIALIZER;
-static void **parked;
-static size_t n_parked, cap_parked;
-
-static void park_buffer(void *buf)
-{
-	pthread_mutex_lock(&parked_mu);
-	if (mem_grow(&parked, &cap_parked, n_parked + 1, sizeof(*parked)) == 0)
-		parked[n_parked++] = buf;
-	pthread_mutex_unlock(&parked_mu);
-}
-
-static void abandon_inflight(struct ping *p)
-{
-	void *fresh = NULL;
-
-	if (p->ops->cancel)
-		(void)p->ops->cancel(&p->eng);
-	eng_cleanup(&p->eng);
-	p->eng_fd = -1;
-	close_dsync(p);
-	park_buffer(p->buf);
-	if (posix_memalign(&fresh, PROBE_BUF_ALIGN, p->cfg->block_size) == 0)
-		p->buf = fresh;
-	else
-		p->buf = NULL; /* the next run allocates again */
-}
-
-/* Submit one request, wait for it; result and done_ns end up in @req. */
-static int run_one(struct ping *p, struct io_req *req)
-{
-	struct io_req *const reqs[1] = {req};
-	struct io_req *done[1];
-	int n;
-
-	req->result = 0;
-	req->done_ns = 0;
-	req->submit_ns = eng_now_ns();
-	inflight_set(p, req->submit_ns);
-	n = p->ops->submit(&p->eng, reqs, 1);
-	if (n != 1) {
-		inflight_set(p, 0);
-		return n < 0 ? n : -EAGAIN;
-	}
-	/*
-	 * A ping past its timeout is not abandoned: the lane keeps waiting, exactly
-	 * as the sync engine must, while the scheduler reports the target stuck and
-	 * counts the timeout. Giving up would free the lane only to queue one more
-	 * request per interval on a hung device, each holding a ring and a buffer.
-	 * Only shutdown (or an engine error) abandons the request. -EINTR is no
-	 * error of the I/O: io_getevents(2) returns it after any stop or freeze of
-	 * the process (a cgroup freeze, a debugger), with the I/O still in flight.
-	 */
-	for (;;) {
-		n = p->ops->reap(&p->eng, done, 1, 1, PROBE_WAIT_SLICE_NS);
-		if (n == 1)
-			break;
-		if ((n == -ETIME || n == -EINTR) && !(p->stop && atomic_load(p->stop)))
-			continue;
-		req->result = n < 0 ? n : -EIO;
-		req->done_ns = eng_now_ns();
-		abandon_inflight(p);
-		break;
-	}
-	inflight_set(p, 0);
-	return 0;
-}
-
-static uint64_t elapsed(const struct io_req *req)
-{
-	return req->done_ns > req->submit_ns ? req->done_ns - req->submit_ns : 0;
-}
-
-/* One I/O on the engine, its result and timing in @io. 0, or -errno as run_one(). */
+/* One I/O on the engine, its result and timing in @io. 0, or -errno as qd1_io().
+ * One abandoned took the engine down: set up again, O_DSYNC descriptor and
+ * all, by the next run. */
 static int timed(struct ping *p, struct io_req *req, struct ping_io *io)
 {
-	int r = run_one(p, req);
+	int r = qd1_io(&p->q, req, req->buf ? &p->buf : NULL);
 
 	if (r < 0)
 		return r;
-	*io = (struct ping_io){req->result, req->submit_ns, elapsed(req)};
+	if (!p->q.open) {
+		p->eng_fd = -1;
+		close_dsync(p);
+	}
+	*io = (struct ping_io){req->result, req->submit_ns, qd1_elapsed(req)};
 	return 0;
 }
 
@@ -193,7 +142,7 @@ static int ping_setup(struct ping *p, const struct target *t, uint64_t *ws)
 	uint64_t avail;
 	int ret;
 
-	if (!p->ops)
+	if (!p->q.ops)
 		return -EINVAL;
 	if (!p->buf && posix_memalign(&p->buf, PROBE_BUF_ALIGN, bs) != 0) {
 		p->buf = NULL; /* after a timeout abandoned the old one */
@@ -214,8 +163,7 @@ static int ping_setup(struct ping *p, const struct target *t, uint64_t *ws)
 		return -EINVAL;
 
 	if (p->eng_fd != t->fd) {
-		if (p->eng_fd >= 0)
-			eng_cleanup(&p->eng);
+		qd1_close(&p->q);
 		p->eng_fd = -1;
 		close_dsync(p);
 		if (cfg->dsync) {
@@ -224,7 +172,7 @@ static int ping_setup(struct ping *p, const struct target *t, uint64_t *ws)
 				return ret;
 			p->dsync_fd = ret;
 		}
-		ret = eng_init(&p->eng, p->ops, cfg->dsync ? p->dsync_fd : t->fd, 1);
+		ret = qd1_open(&p->q, cfg->dsync ? p->dsync_fd : t->fd);
 		if (ret < 0) {
 			close_dsync(p);
 			return ret;
@@ -235,7 +183,7 @@ static int ping_setup(struct ping *p, const struct target *t, uint64_t *ws)
 }
 
 /* The ping's I/O @op at @offset (fresh data for a write), then its fdatasync
- * if it has one: into @io and @sync. 0, or -errno as run_one(). */
+ * if it has one: into @io and @sync. 0, or -errno as qd1_io(). */
 static int ping_ios(struct ping *p, enum io_op op, uint64_t offset, struct ping_io *io,
 		    struct ping_io *sync)
 {
@@ -288,7 +236,18 @@ static bool warmup_fits(const struct ping *p)
 	return p->cfg->op != IO_WRITE || p->write_left / 2 >= p->cfg->block_size;
 }
 
-int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
+/*
+ * One ping against an open target: a random offset aligned to the target's
+ * offset alignment inside [data_start, data_start + working_set), one QD1 I/O
+ * (fresh random bytes for a write), then fdatasync if configured; first the
+ * same, unmeasured, elsewhere when 'warmup_after' says the target was idle
+ * (t->last_io_ns, which probe_run() keeps when probe_init() set t->idle_tracked)
+ * and, for a write, p->write_left holds both writes. Returns 0 when
+ * the I/O was issued (results in @r, which may hold errors), or -errno when it
+ * could not be (-EINVAL: block size not a multiple of the alignment, working
+ * set larger than the target; -EBADF: target not writable for a write ping).
+ */
+static int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 {
 	const struct cfg_probe *cfg = p->cfg;
 	const uint64_t bs = cfg->block_size;
@@ -325,7 +284,7 @@ int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
 		ret = ping_ios(p, r->op, t->data_start + other * bs, &r->warm_io, &r->warm_sync);
 		if (ret < 0)
 			return ret;
-		if (p->eng_fd < 0 || (p->stop && atomic_load(p->stop))) {
+		if (p->eng_fd < 0 || (p->q.stop && atomic_load(p->q.stop))) {
 			/* Abandoned (shutdown, an engine error): nothing measured. */
 			r->io.result = r->sync.result = -ETIME;
 			return 0;
@@ -359,13 +318,13 @@ static int ping_probe_init(struct probe *p)
 
 	if (!pp)
 		return -ENOMEM;
-	r = probe_ping_init(&pp->ping, p->cfg);
+	r = probe_ping_init(&pp->ping, p->cfg, p->engine);
 	if (r < 0) {
 		free(pp);
 		return r;
 	}
 	atomic_init(&pp->inflight, 0);
-	pp->ping.inflight_ns = &pp->inflight;
+	pp->ping.q.inflight_ns = &pp->inflight;
 	p->state = pp;
 	return 0;
 }
@@ -396,7 +355,7 @@ static int ping_probe_run(struct probe *p, const _Atomic bool *stop, struct prob
 	struct ping_result res;
 	int r;
 
-	pp->ping.stop = stop;
+	pp->ping.q.stop = stop;
 	pp->ping.write_left = p->write_left;
 	r = probe_ping_run(&pp->ping, p->target, &res);
 	/* A ping that shutdown overtook measured the shutdown, not the disk. */

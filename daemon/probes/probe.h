@@ -51,6 +51,14 @@ struct probe_op_outcome {
 	uint64_t warmup_bytes; /* a burst's ramp; their bytes: written to the device all the same */
 };
 
+/* A line for the log that a run has to say (a verify probe's mismatch): its
+ * consumer says it (probe_outcome_say()); a probe never logs itself. */
+struct probe_note {
+	int level;	  /* LOG_LVL_* (daemon/log.h) */
+	const char *key;  /* set: limited per key, as a change of state (log.h) */
+	const char *text; /* the whole line: "Probe NAME: ..." */
+};
+
 /* Runs add to it; the consumer clears it when it wants one run's worth. */
 struct probe_outcome {
 	struct probe_op_outcome op[IO_OP_COUNT];
@@ -78,6 +86,11 @@ struct probe_outcome {
 	/* It wrote less than a run writes, to keep within p->write_left: a burst
 	 * stopped there, a verify probe checked its blocks and rewrote none. */
 	bool budget_cut;
+
+	/* What the last run has to say in the log, in order: the probe's, valid
+	 * until it runs again or is freed. */
+	const struct probe_note *notes;
+	unsigned n_notes;
 };
 
 struct probe;
@@ -218,6 +231,8 @@ void probe_outcome_clear(struct probe_outcome *o);
 void probe_outcome_free(struct probe_outcome *o);
 /* Records the first I/O failure of a run. */
 void probe_outcome_io_error(struct probe_outcome *o, int err, const char *what);
+/* Says @o's notes in the log: a run's consumer (a lane, oneshot), after each run. */
+void probe_outcome_say(const struct probe_outcome *o);
 /*
  * One I/O of a probe that times each of its own (a ping, a verify probe) into
  * @out->op[@op]: submitted at @submit_ns, @lat_ns long, @result bytes or -errno,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * burst: IOPS bursts over the null and sync engines and over engines of our own
- * (a recording one, one that never completes), on real targets in a mkdtemp
- * directory of our own under $TEST_TMPDIR: exact counts, ramp, jobs, offsets,
+ * burst: IOPS bursts through burst_probe_ops as the daemon runs them (the row's
+ * init, run and free; the outcome), over the null and sync engines and over
+ * engines of our own (a recording one, one that never completes), on real
+ * targets in a mkdtemp directory of our own under $TEST_TMPDIR: exact counts, ramp, jobs, offsets,
  * sizes, the read/write mix, the rate cap, fresh write data, refusals, stop and
  * timeouts. Prints the null engine's rate at QD32 (information, not a check).
  */
@@ -27,7 +28,7 @@
 
 #include "tests/unit/testutil.h"
 
-#include "daemon/probes/burst.h"
+#include "daemon/probes/probe.h"
 #include "lib/ioprio.h"
 
 #define MIB  (1ULL << 20)
@@ -53,7 +54,7 @@ static const uint64_t bounds[] = {100000, 1000000, 10000000, 100000000};
  */
 static uint64_t fake_step_ns, fake_base, fake_max_age;
 static _Thread_local uint64_t fake_now;
-static struct burst *fake_watch;
+static const struct probe *fake_watch;
 
 uint64_t eng_now_ns(void)
 {
@@ -65,7 +66,7 @@ uint64_t eng_now_ns(void)
 		if (fake_now < fake_base) /* a job thread's first read */
 			fake_now = fake_base;
 		fake_now += fake_step_ns;
-		since = fake_watch ? burst_inflight_since(fake_watch) : 0;
+		since = fake_watch ? probe_inflight_since(fake_watch) : 0;
 		if (since && fake_now - since > fake_max_age)
 			fake_max_age = fake_now - since;
 		return fake_now;
@@ -82,7 +83,7 @@ static uint64_t now_ns(void)
 
 /* Starts the fake clock at @step_ns a read, watching @b. Its start lies in the
  * real clock's past, so that eng_sleep_until() a fake time returns at once. */
-static void fake_clock(uint64_t step_ns, struct burst *b)
+static void fake_clock(uint64_t step_ns, const struct probe *b)
 {
 	fake_base = 1000 * MSEC;
 	fake_now = fake_base;
@@ -124,13 +125,28 @@ static struct cfg_probe burst_cfg(enum cfg_rw rw, uint64_t bs, unsigned depth, u
 	return c;
 }
 
-static uint64_t total_ios(const struct burst_result *r)
+/* A run's figures as the burst counts them, from its outcome: each direction's
+ * (its ramp's are the outcome's warm-ups), the measured phase and the whole
+ * run, timeouts, the error that ended it (why: in words, "" when none), and
+ * whether a stop or the write limit cut it short. */
+struct dir_figures {
+	uint64_t ios, bytes, errors, short_ios, ramp_ios, ramp_bytes;
+};
+
+struct figures {
+	struct dir_figures dir[IO_DIR_COUNT];
+	uint64_t elapsed_ns, busy_ns, timeouts;
+	int error;
+	bool stopped, write_limited;
+};
+
+static uint64_t total_ios(const struct figures *r)
 {
 	return r->dir[IO_READ].ios + r->dir[IO_WRITE].ios;
 }
 
-/* No errors of any kind (run_once() checked histogram counts == ios already). */
-static void assert_clean(const struct burst_result *r)
+/* No errors of any kind (run_probe() checked histogram counts == ios already). */
+static void assert_clean(const struct figures *r)
 {
 	for (int d = 0; d < IO_DIR_COUNT; d++) {
 		assert_int_equal(r->dir[d].errors, 0);
@@ -141,43 +157,83 @@ static void assert_clean(const struct burst_result *r)
 	assert_false(r->stopped);
 }
 
-/* What run_once() limits a burst's writes to (burst_limit_writes()). */
+/* What run_probe() leaves a burst to write (p->write_left, as a lane sets it). */
 static uint64_t run_write_limit = UINT64_MAX;
 
-/* Run @cfg once over @ops on @t; the burst is freed, the result copied. */
+/* One run of a burst: what the row's run returned, how long it took for real,
+ * and its figures (the histograms' counts and extremes: the histograms are the
+ * outcome's, gone after the run). */
 struct run {
 	int ret;
 	uint64_t wall_ns;
-	struct burst_result res; /* hist pointers are gone after the run */
-	uint64_t hist_count[IO_DIR_COUNT];
+	struct figures res;
+	uint64_t hist_count[IO_DIR_COUNT], hist_min[IO_DIR_COUNT], hist_max[IO_DIR_COUNT];
+	char why[512];
 };
 
+/* A burst probe for @cfg on @t as probe_init() sets one up, its kind then set
+ * up again on engine @ops, as on the engine it resolved; an outcome for it. */
+static void burst_on(struct probe *p, struct probe_outcome *out, const struct cfg_probe *cfg,
+		     const struct engine_ops *ops, struct target *t)
+{
+	assert_int_equal(probe_init(p, cfg, t, bounds, N_BOUNDS), 0);
+	p->ops->free(p);
+	p->engine = ops;
+	assert_int_equal(p->ops->init(p), 0);
+	assert_int_equal(probe_outcome_init(out, bounds, N_BOUNDS), 0);
+}
+
+static void burst_done(struct probe *p, struct probe_outcome *out)
+{
+	probe_outcome_free(out);
+	probe_free(p);
+}
+
+/* One run of @p with @stop through its row's run (job 0 on this thread, as on
+ * a lane's), @out cleared first: what it did. */
+static struct run run_probe(struct probe *p, struct probe_outcome *out, const _Atomic bool *stop)
+{
+	struct run r = {0};
+	uint64_t start;
+
+	probe_outcome_clear(out);
+	p->write_left = run_write_limit;
+	start = now_ns();
+	r.ret = p->ops->run(p, stop, out);
+	r.wall_ns = now_ns() - start;
+	for (int d = 0; d < IO_DIR_COUNT; d++) {
+		const struct probe_op_outcome *o = &out->op[d];
+
+		r.res.dir[d] = (struct dir_figures){o->ios,	  o->bytes,	 o->errors,
+						    o->short_ios, o->warmup_ios, o->warmup_bytes};
+		r.hist_count[d] = hist_count(o->hist);
+		r.hist_min[d] = hist_min_ns(o->hist);
+		r.hist_max[d] = hist_max_ns(o->hist);
+		assert_int_equal(r.hist_count[d], o->ios);
+	}
+	r.res.elapsed_ns = out->elapsed_ns;
+	r.res.busy_ns = out->busy_ns;
+	r.res.timeouts = out->timeouts;
+	r.res.error = out->error;
+	r.res.stopped = out->incomplete;
+	r.res.write_limited = out->budget_cut;
+	snprintf(r.why, sizeof(r.why), "%s", out->why ? out->why : "");
+	return r;
+}
+
+/* Run @cfg once over @ops on @t; the probe is freed after, nothing in flight. */
 static struct run run_once(const struct cfg_probe *cfg, const struct engine_ops *ops,
 			   struct target *t, const _Atomic bool *stop)
 {
-	const struct burst_result *res = NULL;
-	struct run out = {0};
-	struct burst *b;
-	uint64_t start;
-	int err = 1;
+	struct probe_outcome out;
+	struct probe p;
+	struct run r;
 
-	b = burst_new(cfg, ops, bounds, N_BOUNDS, &err);
-	assert_non_null(b);
-	assert_int_equal(err, 0);
-	burst_limit_writes(b, run_write_limit);
-	start = now_ns();
-	out.ret = burst_run(b, t, stop, &res);
-	out.wall_ns = now_ns() - start;
-	assert_non_null(res);
-	out.res = *res;
-	for (int d = 0; d < IO_DIR_COUNT; d++) {
-		out.hist_count[d] = hist_count(res->dir[d].hist);
-		assert_int_equal(out.hist_count[d], res->dir[d].ios);
-		out.res.dir[d].hist = NULL;
-	}
-	assert_int_equal(burst_inflight_since(b), 0);
-	burst_free(b);
-	return out;
+	burst_on(&p, &out, cfg, ops, t);
+	r = run_probe(&p, &out, stop);
+	assert_int_equal(probe_inflight_since(&p), 0);
+	burst_done(&p, &out);
+	return r;
 }
 
 /* run_once() without @stop, which must succeed with no errors of any kind. */
@@ -589,28 +645,22 @@ static void test_sync_chain(void **state)
 	(void)state;
 	for (size_t k = 0; k < sizeof(rws) / sizeof(rws[0]); k++) {
 		struct cfg_probe cfg = burst_cfg(rws[k], 4096, 1, 1);
-		const struct burst_result *res = NULL;
 		const int d = rws[k] == CFG_RW_RANDWRITE ? IO_WRITE : IO_READ;
-		struct burst *b;
-		int err = 1;
+		struct run r;
 
 		cfg.ios = 1000;
 		rec_reset(0);
 		rec_step_ns = 3000;
 		rec_max_batch = 0;
-		b = burst_new(&cfg, &rec_ops, bounds, N_BOUNDS, &err);
-		assert_non_null(b);
-		assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
-		assert_clean(res);
-		assert_int_equal(res->dir[d].ios, 1000);
-		assert_int_equal(hist_count(res->dir[d].hist), 1000);
-		assert_int_equal(hist_min_ns(res->dir[d].hist), 3000);
-		assert_int_equal(hist_max_ns(res->dir[d].hist), 3000);
+		r = run_clean(&cfg, &rec_ops, target4m());
+		assert_int_equal(r.res.dir[d].ios, 1000);
+		assert_int_equal(r.hist_count[d], 1000);
+		assert_int_equal(r.hist_min[d], 3000);
+		assert_int_equal(r.hist_max[d], 3000);
 		if (d == IO_WRITE)
 			assert_int_equal(rec_max_batch, 1);
 		else
 			assert_true(rec_max_batch > 1);
-		burst_free(b);
 		rec_step_ns = 0;
 		rec_done();
 	}
@@ -630,22 +680,23 @@ static void test_sync_chain_inflight(void **state)
 	(void)state;
 	for (size_t k = 0; k < sizeof(engines) / sizeof(engines[0]); k++) {
 		struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 1, 1);
-		const struct burst_result *res = NULL;
-		struct burst *b;
-		int err = 1;
+		struct probe_outcome out;
+		struct probe p;
+		struct run r;
 
 		cfg.ios = 200;
-		b = burst_new(&cfg, engines[k], bounds, N_BOUNDS, &err);
-		assert_non_null(b);
-		fake_clock(100 * USEC, b);
-		assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
+		burst_on(&p, &out, &cfg, engines[k], target4m());
+		fake_clock(100 * USEC, &p);
+		r = run_probe(&p, &out, NULL);
 		fake_step_ns = 0;
-		assert_clean(res);
-		assert_int_equal(res->dir[IO_READ].ios, 200);
-		assert_int_equal(hist_max_ns(res->dir[IO_READ].hist), 100 * USEC);
+		fake_watch = NULL;
+		burst_done(&p, &out);
+		assert_int_equal(r.ret, 0);
+		assert_clean(&r.res);
+		assert_int_equal(r.res.dir[IO_READ].ios, 200);
+		assert_int_equal(r.hist_max[IO_READ], 100 * USEC);
 		assert_true(fake_max_age >= 100 * USEC);
 		assert_true(fake_max_age <= 200 * USEC);
-		burst_free(b);
 	}
 }
 
@@ -869,9 +920,10 @@ static struct run run_limited(const struct cfg_probe *cfg, uint64_t limit)
 }
 
 /*
- * burst_limit_writes(): the jobs' writes add up to the limit at most, never
- * one I/O past it, whatever the jobs, depth, sizes and mix, ramp included; the
- * burst then ends without an error, long before its duration or its 'ios'.
+ * A write limit (what is left of the day's budget, p->write_left): the jobs'
+ * writes add up to the limit at most, never one I/O past it, whatever the
+ * jobs, depth, sizes and mix, ramp included; the burst then ends without an
+ * error, long before its duration or its 'ios'.
  * Reads are not limited, and without a limit nothing changes.
  */
 static void test_write_limit(void **state)
@@ -1147,95 +1199,79 @@ static void test_ios_cut_short(void **state)
 	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 2);
 	static const char tail[] = "'ios' issued: a burst ends before it is due again ('every' "
 				   "less 'ramp') and within 10m; lower 'ios'";
-	const struct burst_result *res;
-	struct burst *b;
-	uint64_t start, wall;
-	int err = 1;
+	struct run r;
 
 	(void)state;
 	cfg.ios = 1000;
 	cfg.rate_iops = 100; /* 10s of them */
 	cfg.ramp_ns = 100 * MSEC;
 	cfg.interval_ns = 400 * MSEC;
-	b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
-	assert_non_null(b);
-	start = now_ns();
-	assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
-	wall = now_ns() - start;
-	print_message("ios cut short after %.0f ms: %" PRIu64 " I/Os\n", wall / 1e6,
-		      total_ios(res));
-	assert_true(wall >= 400 * MSEC); /* ramp + 'every' less 'ramp' */
-	assert_int_equal(res->error, -ETIME);
-	assert_false(res->stopped);
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	print_message("ios cut short after %.0f ms: %" PRIu64 " I/Os\n", r.wall_ns / 1e6,
+		      total_ios(&r.res));
+	assert_true(r.wall_ns >= 400 * MSEC); /* ramp + 'every' less 'ramp' */
+	assert_int_equal(r.res.error, -ETIME);
+	assert_false(r.res.stopped);
 	/* Never more than the slots due by then (a ramp that fell behind may catch
 	 * up after it), each job's first among them: how many fewer is the
 	 * machine's. */
-	assert_true(total_ios(res) + res->dir[IO_READ].ramp_ios >= cfg.jobs);
-	assert_rate_cap(&cfg, total_ios(res) + res->dir[IO_READ].ramp_ios, 400 * MSEC);
-	assert_non_null(burst_why(b));
-	assert_true(strncmp(burst_why(b), "stopped after 300ms with ", 25) == 0);
+	assert_true(total_ios(&r.res) + r.res.dir[IO_READ].ramp_ios >= cfg.jobs);
+	assert_rate_cap(&cfg, total_ios(&r.res) + r.res.dir[IO_READ].ramp_ios, 400 * MSEC);
+	assert_true(strncmp(r.why, "stopped after 300ms with ", 25) == 0);
 
 	/* The same on the fake clock, where the jobs keep to the rate: 30 slots of
 	 * the 300ms measured. */
-	burst_free(b);
-	b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
-	assert_non_null(b);
 	fake_clock(FAKE_STEP_NS, NULL); /* target4m() is open: no layout on it */
-	assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
 	fake_step_ns = 0;
-	assert_int_equal(res->error, -ETIME);
-	assert_true(total_ios(res) >= 20 && total_ios(res) <= 40);
-	assert_non_null(burst_why(b));
-	assert_true(strncmp(burst_why(b), "stopped after 300ms with ", 25) == 0);
-	assert_non_null(strstr(burst_why(b), " of its 1000 "));
-	assert_string_equal(burst_why(b) + strlen(burst_why(b)) - strlen(tail), tail);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.res.error, -ETIME);
+	assert_true(total_ios(&r.res) >= 20 && total_ios(&r.res) <= 40);
+	assert_true(strncmp(r.why, "stopped after 300ms with ", 25) == 0);
+	assert_non_null(strstr(r.why, " of its 1000 "));
+	assert_true(strlen(r.why) > strlen(tail));
+	assert_string_equal(r.why + strlen(r.why) - strlen(tail), tail);
 
 	/* No rate: as many as the device does in that time, never a billion. */
 	cfg.ios = CFG_MAX_IOS;
 	cfg.rate_iops = 0;
-	burst_free(b);
-	b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
-	assert_non_null(b);
-	start = now_ns();
-	assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
-	wall = now_ns() - start;
-	assert_true(wall >= 400 * MSEC);
-	assert_int_equal(res->error, -ETIME);
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_true(r.wall_ns >= 400 * MSEC);
+	assert_int_equal(r.res.error, -ETIME);
 	/* Each job's first batch goes out at the start, in the ramp. */
-	assert_true(res->dir[IO_READ].ramp_ios >= cfg.jobs && total_ios(res) < CFG_MAX_IOS);
-	assert_non_null(burst_why(b));
-	assert_non_null(strstr(burst_why(b), " of its 1000000000 'ios' issued: "));
-	assert_non_null(strstr(burst_why(b), "; lower 'ios' or set 'rate_iops'"));
+	assert_true(r.res.dir[IO_READ].ramp_ios >= cfg.jobs && total_ios(&r.res) < CFG_MAX_IOS);
+	assert_non_null(strstr(r.why, " of its 1000000000 'ios' issued: "));
+	assert_non_null(strstr(r.why, "; lower 'ios' or set 'rate_iops'"));
 
 	/* Within the time: no complaint. */
 	cfg.ios = 20;
 	cfg.rate_iops = 100;
-	burst_free(b);
-	b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
-	assert_non_null(b);
-	assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
-	assert_int_equal(res->error, 0);
-	assert_int_equal(total_ios(res), 20);
-	assert_null(burst_why(b));
-	burst_free(b);
+	r = run_once(&cfg, &eng_null_ops, target4m(), NULL);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.res.error, 0);
+	assert_int_equal(total_ios(&r.res), 20);
+	assert_string_equal(r.why, "");
 }
 
 /* ---------------------------------------------------------------- refusals */
 
-/* What burst_run() says to @cfg, with 100 I/Os, on @t. */
+/* What a run of @cfg, with 100 I/Os, on @t returns. */
 static int run_100(struct cfg_probe cfg, struct target *t)
 {
 	cfg.ios = 100;
 	return run_once(&cfg, &eng_null_ops, t, NULL).ret;
 }
 
-/* The error of burst_new(), which must refuse @cfg. */
-static int new_refusal(const struct cfg_probe *cfg)
+/* What probe_init() says to @cfg. */
+static int init_refusal(const struct cfg_probe *cfg)
 {
-	int err = 0;
+	struct probe p;
+	int r = probe_init(&p, cfg, target4m(), bounds, N_BOUNDS);
 
-	assert_null(burst_new(cfg, &eng_null_ops, bounds, N_BOUNDS, &err));
-	return err;
+	probe_free(&p);
+	return r;
 }
 
 static void test_refusals(void **state)
@@ -1303,51 +1339,44 @@ static void test_refusals(void **state)
 		t2.mem_align = 8192;
 		assert_int_equal(run_100(burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1), &t2), -EINVAL);
 	}
+}
 
-	/* burst_new refusals. */
+/* What set-up refuses: a value out of range, buffers beyond the limit. */
+static void test_init_refusals(void **state)
+{
+	struct cfg_probe cfg;
+
+	(void)state;
 	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 0, 1);
 	cfg.ios = 1;
-	assert_int_equal(new_refusal(&cfg), -EINVAL);
+	assert_int_equal(init_refusal(&cfg), -EINVAL);
 	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1); /* neither ios nor duration */
-	assert_int_equal(new_refusal(&cfg), -EINVAL);
+	assert_int_equal(init_refusal(&cfg), -EINVAL);
 	cfg = burst_cfg(CFG_RW_RANDREAD, 8192, 4, 1);
 	cfg.block_size_max = 4096;
 	cfg.ios = 1;
-	assert_int_equal(new_refusal(&cfg), -EINVAL);
+	assert_int_equal(init_refusal(&cfg), -EINVAL);
 	cfg = burst_cfg(CFG_RW_RANDREAD, 16 * MIB, 256, 64);
 	cfg.ios = 1;
-	assert_int_equal(new_refusal(&cfg), -E2BIG);
+	assert_int_equal(init_refusal(&cfg), -E2BIG);
 	/* The configuration's limit, to the byte: 16 x 16MiB = 256MiB, not 17. */
 	cfg = burst_cfg(CFG_RW_RANDREAD, 16 * MIB, 17, 1);
 	cfg.ios = 1;
-	assert_int_equal(new_refusal(&cfg), -E2BIG);
+	assert_int_equal(init_refusal(&cfg), -E2BIG);
 	cfg.iodepth = 16;
-	{
-		int err = 1;
-		struct burst *b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
-
-		assert_non_null(b);
-		assert_int_equal(err, 0);
-		burst_free(b);
-	}
-	burst_free(NULL);
+	assert_int_equal(init_refusal(&cfg), 0);
 }
 
-/* What burst_run() says to @cfg (100 I/Os) on @t: its return, and burst_why()
- * in @why ("" when NULL). */
+/* What a run of @cfg (100 I/Os) on @t says: its return, and why in words in
+ * @why ("" when the outcome says none). */
 static int run_why(struct cfg_probe cfg, struct target *t, char *why, size_t len)
 {
-	const struct burst_result *res;
-	struct burst *b;
-	int err = 1, r;
+	struct run r;
 
 	cfg.ios = 100;
-	b = burst_new(&cfg, &eng_null_ops, bounds, N_BOUNDS, &err);
-	assert_non_null(b);
-	r = burst_run(b, t, NULL, &res);
-	snprintf(why, len, "%s", burst_why(b) ? burst_why(b) : "");
-	burst_free(b);
-	return r;
+	r = run_once(&cfg, &eng_null_ops, t, NULL);
+	snprintf(why, len, "%s", r.why);
+	return r.ret;
 }
 
 #define assert_why(cfg, t, err, msg)                                                               \
@@ -1431,32 +1460,30 @@ static uint64_t rss_bytes(void)
 	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-/* peek: the rec engine, looking at the burst's buffers when a job sets up its
- * engine (before the clock starts). */
-static struct burst *peek_burst;
+/* peek: the rec engine, looking at the process's resident memory when a job
+ * sets up its engine (before the clock starts). */
 static uint64_t peek_rss_base;
-static _Atomic uint64_t peek_bytes, peek_rss;
+static _Atomic uint64_t peek_rss;
 
 static int peek_init(struct engine *e, int fd, unsigned depth)
 {
-	atomic_store(&peek_bytes, burst_buffer_bytes(peek_burst));
 	atomic_store(&peek_rss, rss_bytes() - peek_rss_base);
 	return rec_init(e, fd, depth);
 }
 
 static const struct engine_ops peek_ops = REC_OPS("peek", peek_init);
 
-/* A burst holds its buffers only while it runs: none after burst_new() or
- * between runs (whatever its schedule), all of them, resident, before the clock
- * starts. Checked with the burst's own count and the process's resident size
- * (64MiB of buffers against a 16MiB allowance for everything else). */
+/* A burst holds its buffers only while it runs: none once set up or between
+ * runs (whatever its schedule), all of them, resident, before the clock
+ * starts. Checked with the process's resident size (64MiB of buffers against a
+ * 16MiB allowance for everything else). */
 static void test_buffers_per_run(void **state)
 {
 	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDWRITE, 256 * 1024, 64, 4);
 	const uint64_t want = 4ULL * 64 * 256 * 1024, slack = 16 * MIB;
-	const struct burst_result *res;
+	struct probe_outcome out;
+	struct probe p;
 	uint64_t base;
-	int err = 1;
 
 	(void)state;
 	assert_int_equal(cfg_burst_buffer_bytes(&cfg), want);
@@ -1464,26 +1491,24 @@ static void test_buffers_per_run(void **state)
 	target4m();
 	rec_reset(0);
 	base = rss_bytes();
-	peek_burst = burst_new(&cfg, &peek_ops, bounds, N_BOUNDS, &err);
-	assert_non_null(peek_burst);
-	assert_int_equal(burst_buffer_bytes(peek_burst), 0);
+	burst_on(&p, &out, &cfg, &peek_ops, target4m());
 	assert_true(rss_bytes() < base + slack);
 	peek_rss_base = base;
 
-	for (int run = 0; run < 2; run++) {
-		atomic_store(&peek_bytes, 0);
-		assert_int_equal(burst_run(peek_burst, target4m(), NULL, &res), 0);
-		assert_int_equal(res->dir[IO_WRITE].ios, 1000);
-		assert_int_equal(res->error, 0);
+	for (int i = 0; i < 2; i++) {
+		struct run r;
+
+		atomic_store(&peek_rss, 0);
+		r = run_probe(&p, &out, NULL);
+		assert_int_equal(r.ret, 0);
+		assert_int_equal(r.res.dir[IO_WRITE].ios, 1000);
+		assert_int_equal(r.res.error, 0);
 		/* During the run, before the clock: all of them, faulted in. */
-		assert_int_equal(atomic_load(&peek_bytes), want);
 		assert_true(atomic_load(&peek_rss) >= want);
 		/* After: none. */
-		assert_int_equal(burst_buffer_bytes(peek_burst), 0);
 		assert_true(rss_bytes() < base + slack);
 	}
-	burst_free(peek_burst);
-	peek_burst = NULL;
+	burst_done(&p, &out);
 	rec_done();
 }
 
@@ -1536,7 +1561,7 @@ static void test_errors(void **state)
 	assert_true(r.wall_ns < cfg.duration_ns / 2);
 	rec_done();
 
-	/* An engine that cannot start: burst_run() says so, every job cleans up. */
+	/* An engine that cannot start: the run says so, every job cleans up. */
 	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 8, 4);
 	cfg.ios = 100;
 	r = run_once(&cfg, &fail_ops, target4m(), NULL);
@@ -1626,38 +1651,48 @@ static void test_timeout(void **state)
 	assert_true(r.wall_ns < cfg.duration_ns / 2);
 }
 
-/* Cancel does nothing: the I/O stays in the "kernel". burst_run still returns
- * promptly, and the burst refuses to run again. */
+/* Cancel does nothing: the I/O stays in the "kernel". The run still returns
+ * promptly, and the I/O it abandoned is still in flight. The burst cannot run
+ * again with its buffers in the kernel's hands: the next run goes on a fresh
+ * one, which the probe keeps from then on (the old one is kept for good). */
 static void test_timeout_wedged(void **state)
 {
 	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDWRITE, 4096, 2, 1);
-	const struct burst_result *res;
-	struct burst *b;
-	uint64_t start, wall;
-	int err;
+	struct probe_outcome out;
+	struct probe p;
+	uint64_t start, since;
+	void *old;
+	struct run r;
 
 	(void)state;
 	cfg.duration_ns = 10000 * MSEC;
 	cfg.timeout_ns = 50 * MSEC;
 	hang_cancel_works = false;
-	b = burst_new(&cfg, &hang_ops, bounds, N_BOUNDS, &err);
-	assert_non_null(b);
+	burst_on(&p, &out, &cfg, &hang_ops, target4m());
 	start = now_ns();
-	assert_int_equal(burst_run(b, target4m(), NULL, &res), 0);
-	wall = now_ns() - start;
-	assert_int_equal(res->timeouts, 2);
-	assert_int_equal(res->error, -ETIMEDOUT); /* returned at all: abandoned, not waited */
-	assert_true(wall < cfg.duration_ns / 2);
+	r = run_probe(&p, &out, NULL);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.res.timeouts, 2);
+	assert_int_equal(r.res.error, -ETIMEDOUT); /* returned at all: abandoned, not waited */
+	assert_true(r.wall_ns < cfg.duration_ns / 2);
 	/* The abandoned I/O is still "in flight". */
-	assert_true(burst_inflight_since(b) >= start && burst_inflight_since(b) <= start + wall);
-	assert_int_equal(burst_run(b, target4m(), NULL, &res), -EBUSY);
-	burst_free(b);
+	since = probe_inflight_since(&p);
+	assert_true(since >= start && since <= start + r.wall_ns);
+	old = p.state;
+	start = now_ns();
+	r = run_probe(&p, &out, NULL);
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.res.timeouts, 2);
+	assert_ptr_not_equal(p.state, old);
+	since = probe_inflight_since(&p);
+	assert_true(since >= start && since <= start + r.wall_ns);
+	burst_done(&p, &out);
 	hang_cancel_works = true;
 }
 
 struct bg_run {
-	struct burst *b;
-	struct target *t;
+	struct probe *p;
+	struct probe_outcome *out;
 	const _Atomic bool *stop;
 	int ret;
 };
@@ -1665,9 +1700,8 @@ struct bg_run {
 static void *run_bg(void *arg)
 {
 	struct bg_run *bg = arg;
-	const struct burst_result *res;
 
-	bg->ret = burst_run(bg->b, bg->t, bg->stop, &res);
+	bg->ret = bg->p->ops->run(bg->p, bg->stop, bg->out);
 	return NULL;
 }
 
@@ -1679,29 +1713,30 @@ static void test_inflight_since(void **state)
 {
 	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 3);
 	_Atomic bool stop = false;
-	struct bg_run bg = {.t = target4m(), .stop = &stop};
 	const struct timespec tick = {.tv_nsec = 1000000};
+	struct probe_outcome out;
+	struct probe p;
+	struct bg_run bg = {.p = &p, .out = &out, .stop = &stop};
 	pthread_t th;
 	uint64_t start, since = 0;
-	int err;
 
 	(void)state;
 	cfg.duration_ns = 600000 * MSEC;
 	cfg.timeout_ns = 600000 * MSEC;
 	hang_cancel_works = true;
-	bg.b = burst_new(&cfg, &hang_ops, bounds, N_BOUNDS, &err);
-	assert_non_null(bg.b);
-	assert_int_equal(burst_inflight_since(bg.b), 0);
+	burst_on(&p, &out, &cfg, &hang_ops, target4m());
+	assert_int_equal(probe_inflight_since(&p), 0);
 	start = now_ns();
 	assert_int_equal(pthread_create(&th, NULL, run_bg, &bg), 0);
-	for (unsigned i = 0; i < 60000 && !(since = burst_inflight_since(bg.b)); i++)
+	for (unsigned i = 0; i < 60000 && !(since = probe_inflight_since(&p)); i++)
 		nanosleep(&tick, NULL);
 	assert_true(since >= start && since <= now_ns());
 	atomic_store(&stop, true);
 	pthread_join(th, NULL);
 	assert_int_equal(bg.ret, 0);
-	assert_int_equal(burst_inflight_since(bg.b), 0);
-	burst_free(bg.b);
+	assert_true(out.incomplete);
+	assert_int_equal(probe_inflight_since(&p), 0);
+	burst_done(&p, &out);
 }
 
 /* ---------------------------------------------------------------- calibration */
@@ -1766,7 +1801,7 @@ static int prio_init(struct engine *e, int fd, unsigned depth)
 }
 
 /* A burst's job threads take its 'io_priority' themselves: not inherited from
- * the caller's thread, which probe_run() sets for job 0 (not burst_run()). */
+ * the caller's thread, which probe_run() sets for job 0 (not the row's run). */
 static void test_io_priority_jobs(void **state)
 {
 	static const struct engine_ops prio_ops = {
@@ -1819,6 +1854,7 @@ int main(void)
 		cmocka_unit_test(test_sync_write_lands),
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_init_refusals),
 		cmocka_unit_test(test_refusal_reasons),
 		cmocka_unit_test(test_buffers_per_run),
 		cmocka_unit_test(test_ios_cut_short),

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * probe: pings over real targets in a mkdtemp directory of our own under
- * $TEST_TMPDIR: offsets, fresh write data, fdatasync timing, refusals; and the
+ * $TEST_TMPDIR, through ping_probe_ops as the daemon runs them (probe_init,
+ * probe_run, probe_free), some on engines of our own that note what the ping
+ * asks of them: offsets, fresh write data, fdatasync timing, refusals; and the
  * kind table, the rows the rest of the daemon asks.
  */
 #include <errno.h>
@@ -25,7 +27,6 @@
 
 #include "tests/unit/testutil.h"
 
-#include "daemon/probes/ping.h"
 #include "daemon/probes/probe.h"
 #include "lib/ioprio.h"
 
@@ -76,14 +77,182 @@ static unsigned distinct_bytes(const unsigned char *p, size_t len)
 	return n;
 }
 
+/* ---------------------------------------------------------------- engines */
+
+/*
+ * spy: hands every request to spy_real (the sync engine unless a test says
+ * otherwise) and notes it in seen[0..n_seen): its op, offset, length and
+ * buffer, the descriptor the engine was set up on, the submitting thread's I/O
+ * priority, and a copy of the data it moved (a write's before, a read's after).
+ */
+#define SEEN_MAX      8
+#define SEEN_DATA_MAX 65536
+
+struct seen_req {
+	enum io_op op;
+	uint64_t offset;
+	uint32_t len;
+	const void *buf;
+	int fd;
+	int prio;
+	unsigned char data[SEEN_DATA_MAX];
+};
+
+static const struct engine_ops *spy_real = &eng_sync_ops;
+static struct seen_req seen[SEEN_MAX];
+static unsigned n_seen, spy_submits, spy_inits;
+static int spy_fd = -1; /* the descriptor of the last set-up */
+
+static int spy_init(struct engine *e, int fd, unsigned depth)
+{
+	spy_inits++;
+	spy_fd = fd;
+	return spy_real->init(e, fd, depth);
+}
+
+/* The requests the engine took, as they were when it returned (sync and null
+ * engines complete them inside submit()). */
+static int spy_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	int r = spy_real->submit(e, reqs, n);
+
+	spy_submits++;
+	for (int i = 0; i < r && n_seen < SEEN_MAX; i++) {
+		const struct io_req *req = reqs[i];
+		struct seen_req *s = &seen[n_seen++];
+
+		*s = (struct seen_req){.op = req->op,
+				       .offset = req->offset,
+				       .len = req->len,
+				       .buf = req->buf,
+				       .fd = spy_fd,
+				       .prio = ioprio_thread_get()};
+		if (req->buf && req->len <= SEEN_DATA_MAX)
+			memcpy(s->data, req->buf, req->len);
+	}
+	return r;
+}
+
+static const struct engine_ops spy_ops = {
+	.name = "spy",
+	.flags = ENGINE_F_SYNC,
+	.init = spy_init,
+	.submit = spy_submit,
+	.reap = eng_sync_reap,
+	.cancel = eng_sync_cancel,
+	.cleanup = eng_sync_cleanup,
+};
+
+/* stuck: accepts every request and never completes one: each reap times out. */
+static unsigned stuck_submits, stuck_inits, stuck_cleanups;
+static const void *stuck_buf[4]; /* the buffer of each submit */
+
+static int stuck_init(struct engine *e, int fd, unsigned depth)
+{
+	(void)e;
+	(void)fd;
+	(void)depth;
+	stuck_inits++;
+	return 0;
+}
+
+static int stuck_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	assert_non_null(e->ops); /* never on a torn-down engine */
+	if (stuck_submits < sizeof(stuck_buf) / sizeof(stuck_buf[0]))
+		stuck_buf[stuck_submits] = reqs[0]->buf;
+	stuck_submits += n;
+	return (int)n;
+}
+
+static int stuck_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
+		      int64_t timeout_ns)
+{
+	(void)e;
+	(void)done;
+	(void)min;
+	(void)max;
+	(void)timeout_ns;
+	return -ETIME;
+}
+
+static void stuck_cleanup(struct engine *e)
+{
+	(void)e;
+	stuck_cleanups++;
+}
+
+static const struct engine_ops stuck_ops = {
+	.name = "stuck",
+	.init = stuck_init,
+	.submit = stuck_submit,
+	.reap = stuck_reap,
+	.cleanup = stuck_cleanup,
+};
+
+static void stuck_reset(void)
+{
+	stuck_submits = stuck_inits = stuck_cleanups = 0;
+	memset(stuck_buf, 0, sizeof(stuck_buf));
+}
+
+/* ---------------------------------------------------------------- probes */
+
+/* A ping probe for @cfg on @t as probe_init() sets it up, its kind then set up
+ * again on engine @e (NULL: the one @cfg names); and an outcome for it. */
+static void ping_on(struct probe *p, struct probe_outcome *out, const struct cfg_probe *cfg,
+		    struct target *t, const struct engine_ops *e)
+{
+	assert_int_equal(probe_init(p, cfg, t, NULL, 0), 0);
+	if (e) {
+		p->ops->free(p);
+		p->engine = e;
+		assert_int_equal(p->ops->init(p), 0);
+	}
+	assert_int_equal(probe_outcome_init(out, (const uint64_t[]){1000}, 1), 0);
+	n_seen = 0;
+	spy_submits = 0;
+	spy_inits = 0;
+}
+
+/* Frees what ping_on() made, and puts the real clock back. */
+static void ping_done(struct probe *p, struct probe_outcome *out)
+{
+	probe_outcome_free(out);
+	probe_free(p);
+	probe_free(p); /* idempotent */
+	fake_now_ns = 0;
+}
+
+/* One run of @p with @stop, its outcome alone in @out, the requests it made in
+ * seen[0..n_seen): 0 or -errno as probe_run(). */
+static int run(struct probe *p, const _Atomic bool *stop, struct probe_outcome *out)
+{
+	probe_outcome_clear(out);
+	n_seen = 0;
+	return probe_run(p, stop, out);
+}
+
+/* The run's one @op of @bytes: done in full, measured, nothing wrong. */
+static void expect_one(const struct probe_outcome *out, enum io_op op, uint64_t bytes)
+{
+	assert_int_equal(out->op[op].ios, 1);
+	assert_int_equal(out->op[op].bytes, bytes);
+	assert_int_equal(out->op[op].errors + out->op[op].short_ios, 0);
+	assert_true(out->op[op].io_ns > 0);
+	assert_int_equal(out->io_error, 0);
+	assert_false(out->incomplete);
+}
+
+/* ---------------------------------------------------------------- tests */
+
 static void test_read_offsets(void **state)
 {
 	static const uint64_t sizes[] = {4096, 8192, 65536};
+	static unsigned char check[65536];
 	struct tu_dir_target f;
-	unsigned char *check = malloc(65536);
 
 	(void)state;
-	assert_non_null(check);
 	tu_open_dir_target(&f, MIB);
 	int rfd = open(f.t.file_path, O_RDONLY | O_CLOEXEC);
 	assert_true(rfd >= 0);
@@ -92,45 +261,44 @@ static void test_read_offsets(void **state)
 		for (int wsi = 0; wsi < 2; wsi++) {
 			struct cfg_probe cfg = ping_cfg(IO_READ, sizes[s]);
 			uint64_t ws = wsi ? 256 * 1024 : MIB, lo = UINT64_MAX, hi = 0;
-			struct ping p;
-			_Atomic uint64_t inflight = 12345;
+			struct probe_outcome out;
+			struct probe p;
 
 			cfg.working_set = wsi ? ws : 0;
-			assert_int_equal(probe_ping_init(&p, &cfg), 0);
-			assert_null(p.inflight_ns);
-			p.inflight_ns = &inflight;
-			assert_true(((uintptr_t)p.buf % 4096) == 0);
+			ping_on(&p, &out, &cfg, &f.t, &spy_ops);
+			assert_int_equal(probe_inflight_since(&p), 0);
 			for (int i = 0; i < 400; i++) {
-				struct ping_result r;
+				const struct seen_req *r = &seen[0];
 
-				assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-				assert_int_equal(r.io.result, (ssize_t)sizes[s]);
-				assert_int_equal(r.offset % f.t.offset_align, 0);
-				assert_int_equal((r.offset - f.t.data_start) % sizes[s], 0);
-				assert_true(r.offset >= f.t.data_start);
-				assert_true(r.offset + sizes[s] <= f.t.data_start + ws);
-				assert_true(r.io.lat_ns > 0);
-				assert_int_equal(r.sync.lat_ns, 0);
-				assert_int_equal(atomic_load(&inflight), 0);
-				lo = r.offset < lo ? r.offset : lo;
-				hi = r.offset > hi ? r.offset : hi;
+				assert_int_equal(run(&p, NULL, &out), 0);
+				expect_one(&out, IO_READ, sizes[s]);
+				assert_int_equal(out.op[IO_FDATASYNC].ios, 0);
+				assert_int_equal(n_seen, 1);
+				assert_int_equal(r->op, IO_READ);
+				assert_int_equal(r->len, sizes[s]);
+				assert_true(((uintptr_t)r->buf % 4096) == 0);
+				assert_int_equal(r->offset % f.t.offset_align, 0);
+				assert_int_equal((r->offset - f.t.data_start) % sizes[s], 0);
+				assert_true(r->offset >= f.t.data_start);
+				assert_true(r->offset + sizes[s] <= f.t.data_start + ws);
+				assert_int_equal(probe_inflight_since(&p), 0);
+				lo = r->offset < lo ? r->offset : lo;
+				hi = r->offset > hi ? r->offset : hi;
 				/* The data read is the file's at that offset. */
 				if (i % 50 == 0) {
 					assert_int_equal(
-						pread(rfd, check, sizes[s], (off_t)r.offset),
+						pread(rfd, check, sizes[s], (off_t)r->offset),
 						(ssize_t)sizes[s]);
-					assert_memory_equal(check, p.buf, sizes[s]);
+					assert_memory_equal(check, r->data, sizes[s]);
 				}
 			}
 			/* Offsets spread over the working set, not stuck in a corner. */
 			assert_true(lo < f.t.data_start + ws / 4);
 			assert_true(hi + sizes[s] > f.t.data_start + ws * 3 / 4);
-			probe_ping_cleanup(&p);
-			probe_ping_cleanup(&p); /* idempotent */
+			ping_done(&p, &out);
 		}
 	}
 	close(rfd);
-	free(check);
 	target_close(&f.t);
 }
 
@@ -138,45 +306,50 @@ static void test_write_fresh_data(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
 	unsigned char first[4096], got[4096];
-	struct ping_result r1, r2;
+	struct probe_outcome out;
 	struct tu_dir_target f;
-	struct ping p;
+	struct probe p;
+	uint64_t off;
 
 	(void)state;
 	tu_open_dir_target(&f, MIB);
 	cfg.working_set = 4096; /* one slot: both writes land on the same block */
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	ping_on(&p, &out, &cfg, &f.t, &spy_ops);
 
-	assert_int_equal(probe_ping_run(&p, &f.t, &r1), 0);
-	assert_int_equal(r1.io.result, 4096);
-	assert_int_equal(r1.offset, f.t.data_start);
-	memcpy(first, p.buf, sizeof(first));
+	assert_int_equal(run(&p, NULL, &out), 0);
+	expect_one(&out, IO_WRITE, 4096);
+	assert_int_equal(n_seen, 1);
+	off = seen[0].offset;
+	assert_int_equal(off, f.t.data_start);
+	memcpy(first, seen[0].data, sizeof(first));
 	assert_true(distinct_bytes(first, sizeof(first)) > 220);
 
 	int rfd = open(f.t.file_path, O_RDONLY | O_CLOEXEC);
 	assert_true(rfd >= 0);
-	assert_int_equal(pread(rfd, got, sizeof(got), (off_t)r1.offset), 4096);
+	assert_int_equal(pread(rfd, got, sizeof(got), (off_t)off), 4096);
 	assert_memory_equal(got, first, sizeof(got));
 
-	assert_int_equal(probe_ping_run(&p, &f.t, &r2), 0);
-	assert_int_equal(r2.offset, r1.offset);
-	assert_int_equal(pread(rfd, got, sizeof(got), (off_t)r2.offset), 4096);
+	assert_int_equal(run(&p, NULL, &out), 0);
+	expect_one(&out, IO_WRITE, 4096);
+	assert_int_equal(seen[0].offset, off);
+	assert_int_equal(pread(rfd, got, sizeof(got), (off_t)off), 4096);
 	assert_memory_not_equal(got, first, sizeof(got));
-	assert_memory_equal(got, p.buf, sizeof(got));
+	assert_memory_equal(got, seen[0].data, sizeof(got));
 	assert_true(distinct_bytes(got, sizeof(got)) > 220);
 	close(rfd);
 
 	/* Many writes over the whole file stay inside it. */
-	probe_ping_cleanup(&p);
+	ping_done(&p, &out);
 	cfg.working_set = 0;
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	ping_on(&p, &out, &cfg, &f.t, &spy_ops);
 	for (int i = 0; i < 100; i++) {
-		assert_int_equal(probe_ping_run(&p, &f.t, &r1), 0);
-		assert_int_equal(r1.io.result, 4096);
-		assert_true(r1.offset >= f.t.data_start && r1.offset + 4096 <= f.t.data_end);
-		assert_int_equal(r1.offset % f.t.offset_align, 0);
+		assert_int_equal(run(&p, NULL, &out), 0);
+		expect_one(&out, IO_WRITE, 4096);
+		off = seen[0].offset;
+		assert_true(off >= f.t.data_start && off + 4096 <= f.t.data_end);
+		assert_int_equal(off % f.t.offset_align, 0);
 	}
-	probe_ping_cleanup(&p);
+	ping_done(&p, &out);
 	target_close(&f.t);
 
 	/* The header is intact after all that. */
@@ -193,33 +366,32 @@ static void test_write_fresh_data(void **state)
 static void test_fdatasync_timed_apart(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
-	struct ping_result r;
+	struct probe_outcome out;
 	struct tu_dir_target f;
-	struct ping p;
-	_Atomic uint64_t inflight = 0;
+	struct probe p;
 
 	(void)state;
 	tu_open_dir_target(&f, MIB);
 	cfg.sync = CFG_SYNC_FDATASYNC;
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
-	p.inflight_ns = &inflight;
+	ping_on(&p, &out, &cfg, &f.t, &spy_ops);
 	for (int i = 0; i < 5; i++) {
-		assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-		assert_int_equal(r.io.result, 4096);
-		assert_true(r.io.lat_ns > 0);
-		assert_int_equal(r.sync.result, 0);
-		assert_true(r.sync.lat_ns > 0);
-		assert_int_equal(atomic_load(&inflight), 0);
+		assert_int_equal(run(&p, NULL, &out), 0);
+		expect_one(&out, IO_WRITE, 4096);
+		expect_one(&out, IO_FDATASYNC, 0);
+		assert_int_equal(n_seen, 2);
+		assert_int_equal(seen[1].op, IO_FDATASYNC);
+		assert_int_equal(probe_inflight_since(&p), 0);
 	}
-	probe_ping_cleanup(&p);
+	ping_done(&p, &out);
 
 	/* A read ping never syncs, whatever cfg.sync says. */
 	cfg.op = IO_READ;
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-	assert_int_equal(r.sync.lat_ns, 0);
-	assert_int_equal(r.sync.result, 0);
-	probe_ping_cleanup(&p);
+	ping_on(&p, &out, &cfg, &f.t, &spy_ops);
+	assert_int_equal(run(&p, NULL, &out), 0);
+	expect_one(&out, IO_READ, 4096);
+	assert_int_equal(out.op[IO_FDATASYNC].ios + out.op[IO_FDATASYNC].errors, 0);
+	assert_int_equal(n_seen, 1);
+	ping_done(&p, &out);
 	target_close(&f.t);
 }
 
@@ -228,11 +400,11 @@ static void test_write_on_file_target_refused(void **state)
 	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
 	char dir[PATH_MAX], path[PATH_MAX + 32];
 	unsigned char content[65536], after[65536];
+	struct probe_outcome out;
 	struct cfg_target tcfg;
-	struct ping_result r;
 	struct target t;
 	struct stat a, b;
-	struct ping p;
+	struct probe p;
 	int fd;
 
 	(void)state;
@@ -251,18 +423,19 @@ static void test_write_on_file_target_refused(void **state)
 		.name = "f", .kind = CFG_TARGET_FILE, .path = path, .direct = true};
 	target_init(&t, &tcfg);
 	assert_int_equal(target_open(&t), 0);
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	ping_on(&p, &out, &cfg, &t, &spy_ops);
 	for (int i = 0; i < 10; i++)
-		assert_int_equal(probe_ping_run(&p, &t, &r), -EBADF);
-	probe_ping_cleanup(&p);
+		assert_int_equal(run(&p, NULL, &out), -EBADF);
+	assert_int_equal(spy_submits, 0);
+	ping_done(&p, &out);
 
 	/* Reads work on it. */
 	cfg.op = IO_READ;
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
-	assert_int_equal(probe_ping_run(&p, &t, &r), 0);
-	assert_int_equal(r.io.result, 4096);
-	assert_memory_equal(p.buf, content + r.offset, 4096);
-	probe_ping_cleanup(&p);
+	ping_on(&p, &out, &cfg, &t, &spy_ops);
+	assert_int_equal(run(&p, NULL, &out), 0);
+	expect_one(&out, IO_READ, 4096);
+	assert_memory_equal(seen[0].data, content + seen[0].offset, 4096);
+	ping_done(&p, &out);
 	target_close(&t);
 
 	assert_int_equal(stat(path, &b), 0);
@@ -275,122 +448,96 @@ static void test_write_on_file_target_refused(void **state)
 	assert_memory_equal(after, content, sizeof(content));
 }
 
+/* Sets @p up for @cfg on @t and runs it once: what the run returns. */
+static int run_refused(const struct cfg_probe *cfg, struct target *t)
+{
+	struct probe_outcome out;
+	struct probe p;
+	int r;
+
+	ping_on(&p, &out, cfg, t, NULL);
+	r = run(&p, NULL, &out);
+	ping_done(&p, &out);
+	return r;
+}
+
 static void test_refusals(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
-	struct ping_result r;
+	struct probe_outcome out;
 	struct tu_dir_target f;
-	struct ping p;
+	struct probe p;
 
 	(void)state;
-	strcpy(cfg.engine, "warp-drive");
-	assert_int_equal(probe_ping_init(&p, &cfg), -ENOENT);
-	probe_ping_cleanup(&p); /* safe after a failed init */
-	strcpy(cfg.engine, "sync");
-
 	tu_open_dir_target(&f, MIB);
+	strcpy(cfg.engine, "warp-drive");
+	assert_int_equal(probe_init(&p, &cfg, &f.t, NULL, 0), -ENOENT);
+	probe_free(&p); /* safe after a failed init */
+	strcpy(cfg.engine, "sync");
 
 	/* Working set bigger than the target, or smaller than a block. */
 	cfg.working_set = 2 * MIB;
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), -EINVAL);
-	probe_ping_cleanup(&p);
+	assert_int_equal(run_refused(&cfg, &f.t), -EINVAL);
 	cfg.working_set = 2048;
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), -EINVAL);
-	probe_ping_cleanup(&p);
+	assert_int_equal(run_refused(&cfg, &f.t), -EINVAL);
 	cfg.working_set = 0;
 
 	/* Block size not a multiple of the offset alignment. */
 	cfg.block_size = 4096 + 1;
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), -EINVAL);
-	probe_ping_cleanup(&p);
+	assert_int_equal(run_refused(&cfg, &f.t), -EINVAL);
 	cfg.block_size = 4096;
 
 	/* Block size beyond the limit. */
 	cfg.block_size = CFG_MAX_BLOCK_SIZE + 4096;
-	assert_int_equal(probe_ping_init(&p, &cfg), -EINVAL);
+	assert_int_equal(probe_init(&p, &cfg, &f.t, NULL, 0), -EINVAL);
+	probe_free(&p);
 	cfg.block_size = 4096;
 
 	/* A target wanting more buffer alignment than we allocate. */
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	ping_on(&p, &out, &cfg, &f.t, NULL);
 	uint32_t saved = f.t.mem_align;
 	f.t.mem_align = 8192;
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), -EINVAL);
+	assert_int_equal(run(&p, NULL, &out), -EINVAL);
 	f.t.mem_align = saved;
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	assert_int_equal(run(&p, NULL, &out), 0);
 
 	/* A closed target. */
 	target_close(&f.t);
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), -EBADF);
-	probe_ping_cleanup(&p);
+	assert_int_equal(run(&p, NULL, &out), -EBADF);
+	ping_done(&p, &out);
 }
-
-/* An engine whose I/O never completes: every reap times out. */
-static int stuck_init(struct engine *e, int fd, unsigned depth)
-{
-	(void)e;
-	(void)fd;
-	(void)depth;
-	return 0;
-}
-
-static unsigned stuck_submits;
-
-static int stuck_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
-{
-	(void)reqs;
-	assert_non_null(e->ops); /* never on a torn-down engine */
-	stuck_submits += n;
-	return (int)n;
-}
-
-static int stuck_reap(struct engine *e, struct io_req **done, unsigned min, unsigned max,
-		      int64_t timeout_ns)
-{
-	(void)e;
-	(void)done;
-	(void)min;
-	(void)max;
-	(void)timeout_ns;
-	return -ETIME;
-}
-
-static const struct engine_ops stuck_ops = {
-	.name = "stuck",
-	.init = stuck_init,
-	.submit = stuck_submit,
-	.reap = stuck_reap,
-};
 
 /* Shutdown during a stuck write ping (with fdatasync): the wait gives up, the
  * request and its buffer are abandoned, and no fdatasync is attempted on the
- * torn-down engine. */
+ * torn-down engine. The next run sets the engine up again, with a fresh buffer:
+ * the kernel may still own the old one. Nothing was measured: the daemon keeps
+ * none of it. */
 static void test_stop_abandons_stuck_write(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
 	_Atomic bool stop = true;
-	struct ping_result r;
+	struct probe_outcome out;
 	struct tu_dir_target f;
-	struct ping p;
-	void *old_buf;
+	struct probe p;
 
 	(void)state;
 	tu_open_dir_target(&f, MIB);
 	cfg.sync = CFG_SYNC_FDATASYNC;
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
-	p.ops = &stuck_ops;
-	p.stop = &stop;
-	old_buf = p.buf;
-	stuck_submits = 0;
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	stuck_reset();
+	ping_on(&p, &out, &cfg, &f.t, &stuck_ops);
+	assert_int_equal(run(&p, &stop, &out), 0);
 	assert_int_equal(stuck_submits, 1); /* the write only: no fdatasync after it */
-	assert_int_equal(r.io.result, -ETIME);
-	assert_int_equal(r.sync.result, -ETIME);
-	assert_int_equal(p.eng_fd, -1);
-	assert_ptr_not_equal(p.buf, old_buf); /* the kernel may still own the old one */
-	probe_ping_cleanup(&p);
+	assert_int_equal(stuck_cleanups, 1);
+	assert_true(out.discard && out.incomplete);
+	for (int op = 0; op < IO_OP_COUNT; op++)
+		assert_int_equal(out.op[op].ios + out.op[op].errors, 0);
+	assert_int_equal(probe_inflight_since(&p), 0);
+
+	assert_int_equal(run(&p, &stop, &out), 0);
+	assert_int_equal(stuck_inits, 2);
+	assert_int_equal(stuck_submits, 2);
+	assert_ptr_not_equal(stuck_buf[1], stuck_buf[0]);
+	ping_done(&p, &out);
 	target_close(&f.t);
 }
 
@@ -415,46 +562,52 @@ static void test_interrupted_wait_is_no_error(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
 	_Atomic bool stop = false;
-	struct ping_result r;
+	struct probe_outcome out;
 	struct tu_dir_target f;
-	struct ping p;
+	struct probe p;
 
 	(void)state;
 	eintr_ops = eng_sync_ops;
 	eintr_ops.name = "eintr";
 	eintr_ops.reap = eintr_reap;
 	tu_open_dir_target(&f, MIB);
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
-	p.ops = &eintr_ops;
-	p.stop = &stop;
+	ping_on(&p, &out, &cfg, &f.t, &eintr_ops);
 	eintr_left = 2;
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	assert_int_equal(run(&p, &stop, &out), 0);
 	assert_int_equal(eintr_left, 0);
-	assert_int_equal(r.io.result, 4096);
-	/* Stopping, an interrupted wait gives up as a timed-out one does. */
+	expect_one(&out, IO_READ, 4096);
+	assert_false(out.discard);
+	/* Stopping, an interrupted wait gives up as a timed-out one does: nothing
+	 * measured, and shutdown overtook it. */
 	atomic_store(&stop, true);
 	eintr_left = 1;
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-	assert_int_equal(r.io.result, -EINTR);
-	probe_ping_cleanup(&p);
+	assert_int_equal(run(&p, &stop, &out), 0);
+	assert_int_equal(eintr_left, 0);
+	assert_int_equal(out.op[IO_READ].ios, 0);
+	assert_int_equal(out.io_error, -EINTR);
+	assert_true(out.discard);
+	ping_done(&p, &out);
 	target_close(&f.t);
 }
 
 static void test_reinit_on_new_fd(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
-	struct ping_result r;
+	struct probe_outcome out;
 	struct tu_dir_target f;
-	struct ping p;
+	struct probe p;
 	int old_fd, blocker;
 
 	(void)state;
 	tu_open_dir_target(&f, MIB);
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
-	assert_int_equal(p.eng_fd, -1);
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-	assert_int_equal(p.eng_fd, f.t.fd);
+	ping_on(&p, &out, &cfg, &f.t, &spy_ops);
+	assert_int_equal(spy_inits, 0); /* on the first run */
+	assert_int_equal(run(&p, NULL, &out), 0);
+	assert_int_equal(spy_inits, 1);
+	assert_int_equal(seen[0].fd, f.t.fd);
 	old_fd = f.t.fd;
+	assert_int_equal(run(&p, NULL, &out), 0);
+	assert_int_equal(spy_inits, 1); /* kept between runs */
 
 	/* Re-open on another descriptor number (the old one is taken). */
 	target_close(&f.t);
@@ -468,11 +621,12 @@ static void test_reinit_on_new_fd(void **state)
 	assert_int_equal(blocker, old_fd);
 	assert_int_equal(target_open(&f.t), 0);
 	assert_true(f.t.fd != old_fd);
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-	assert_int_equal(r.io.result, 4096);
-	assert_int_equal(p.eng_fd, f.t.fd);
+	assert_int_equal(run(&p, NULL, &out), 0);
+	expect_one(&out, IO_READ, 4096);
+	assert_int_equal(spy_inits, 2);
+	assert_int_equal(seen[0].fd, f.t.fd);
 	close(blocker);
-	probe_ping_cleanup(&p);
+	ping_done(&p, &out);
 	target_close(&f.t);
 }
 
@@ -480,9 +634,9 @@ static void test_null_engine(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
 	unsigned char before[8192], after[8192];
-	struct ping_result r;
+	struct probe_outcome out;
 	struct tu_dir_target f;
-	struct ping p;
+	struct probe p;
 	int fd;
 
 	(void)state;
@@ -494,46 +648,20 @@ static void test_null_engine(void **state)
 	strcpy(cfg.engine, "null");
 	cfg.working_set = 8192;
 	cfg.sync = CFG_SYNC_FDATASYNC;
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
+	ping_on(&p, &out, &cfg, &f.t, NULL);
+	assert_ptr_equal(p.engine, &eng_null_ops);
 	for (int i = 0; i < 100; i++) {
-		assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
-		assert_int_equal(r.io.result, 4096);
-		assert_int_equal(r.sync.result, 0);
+		assert_int_equal(run(&p, NULL, &out), 0);
+		assert_int_equal(out.op[IO_WRITE].ios, 1);
+		assert_int_equal(out.op[IO_FDATASYNC].ios, 1);
+		assert_int_equal(out.io_error, 0);
 	}
-	probe_ping_cleanup(&p);
+	ping_done(&p, &out);
 	assert_int_equal(pread(fd, after, sizeof(after), TARGET_HEADER_SIZE), 8192);
 	assert_memory_equal(before, after, sizeof(after));
 	close(fd);
 	target_close(&f.t);
 }
-
-/* The null engine, noting the submitting thread's I/O priority at each submit,
- * and each request (its op and offset) in seen[0..n_seen). */
-static int spy_prio[4];
-static unsigned spy_submits;
-static struct io_req seen[8];
-static unsigned n_seen;
-
-static int spy_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
-{
-	if (spy_submits < sizeof(spy_prio) / sizeof(spy_prio[0]))
-		spy_prio[spy_submits] = ioprio_thread_get();
-	spy_submits++;
-	for (unsigned i = 0; i < n; i++)
-		if (n_seen < sizeof(seen) / sizeof(seen[0]))
-			seen[n_seen++] = *reqs[i];
-	return eng_null_ops.submit(e, reqs, n);
-}
-
-static const struct engine_ops spy_ops = {
-	.name = "spy",
-	.flags = ENGINE_F_SYNC,
-	.init = stuck_init,
-	.submit = spy_submit,
-	.reap = eng_sync_reap,
-	.cancel = eng_sync_cancel,
-	.cleanup = eng_sync_cleanup,
-};
 
 /* 'io_priority' is the thread's while the ping's I/O (and its fdatasync) is
  * submitted, and the thread has its own back after; none leaves it alone. */
@@ -546,6 +674,7 @@ static void test_io_priority_applied(void **state)
 	(void)state;
 	assert_true(before >= 0);
 	tu_open_dir_target(&f, MIB);
+	spy_real = &eng_null_ops;
 	for (size_t i = 0; i < sizeof(prios) / sizeof(prios[0]); i++) {
 		struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
 		struct probe_outcome out;
@@ -555,26 +684,22 @@ static void test_io_priority_applied(void **state)
 		cfg.sync = CFG_SYNC_FDATASYNC;
 		assert_int_equal(ioprio_parse(prios[i], &cfg.io_priority), 0);
 		want = cfg.io_priority ? cfg.io_priority : before;
-		assert_int_equal(probe_init(&p, &cfg, &f.t, NULL, 0), 0);
-		/* struct ping comes first in the ping probe's state: its engine ops. */
-		((struct ping *)p.state)->ops = &spy_ops;
-		assert_int_equal(probe_outcome_init(&out, (const uint64_t[]){1000}, 1), 0);
-		spy_submits = 0;
-		assert_int_equal(probe_run(&p, NULL, &out), 0);
+		ping_on(&p, &out, &cfg, &f.t, &spy_ops);
+		assert_int_equal(run(&p, NULL, &out), 0);
 		assert_int_equal(spy_submits, 2); /* the write and its fdatasync */
-		assert_int_equal(spy_prio[0], want);
-		assert_int_equal(spy_prio[1], want);
+		assert_int_equal(seen[0].prio, want);
+		assert_int_equal(seen[1].prio, want);
 		assert_int_equal(out.op[IO_WRITE].ios, 1);
 		assert_int_equal(ioprio_thread_get(), before);
-		probe_outcome_free(&out);
-		probe_free(&p);
+		ping_done(&p, &out);
 	}
+	spy_real = &eng_sync_ops;
 	target_close(&f.t);
 }
 
 /* 'engine: auto' is sync for a ping (QD1: the least added to each I/O) and the
- * best queueing engine here for a burst; a named engine is that engine, both
- * for the probe (iopulse_probe_info's label) and for the ping that runs. */
+ * best queueing engine here for a burst; a named engine is that engine, for
+ * the probe (iopulse_probe_info's label), which is the one the ping runs on. */
 static void test_auto_engine(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
@@ -589,14 +714,12 @@ static void test_auto_engine(void **state)
 	assert_int_equal(err, 0);
 	assert_int_equal(probe_init(&p, &cfg, &f.t, NULL, 0), 0);
 	assert_ptr_equal(p.engine, &eng_sync_ops);
-	assert_ptr_equal(((struct ping *)p.state)->ops, &eng_sync_ops);
 	assert_non_null(strstr(probe_engine_why(&cfg), "QD1"));
 	probe_free(&p);
 
 	strcpy(cfg.engine, "null");
 	assert_int_equal(probe_init(&p, &cfg, &f.t, NULL, 0), 0);
 	assert_ptr_equal(p.engine, &eng_null_ops);
-	assert_ptr_equal(((struct ping *)p.state)->ops, &eng_null_ops);
 	probe_free(&p);
 
 	cfg.kind = CFG_PROBE_BURST;
@@ -605,23 +728,6 @@ static void test_auto_engine(void **state)
 	assert_int_equal(err, 0);
 	assert_null(strstr(probe_engine_why(&cfg), "QD1"));
 	target_close(&f.t);
-}
-
-/* A probe for @cfg on @t whose ping notes its requests (spy_ops), and an outcome. */
-static void note_probe(struct probe *p, struct probe_outcome *out, const struct cfg_probe *cfg,
-		       struct target *t)
-{
-	assert_int_equal(probe_init(p, cfg, t, NULL, 0), 0);
-	((struct ping *)p->state)->ops = &spy_ops; /* struct ping comes first */
-	assert_int_equal(probe_outcome_init(out, (const uint64_t[]){1000}, 1), 0);
-}
-
-/* Frees what note_probe() made, and puts the real clock back. */
-static void note_done(struct probe *p, struct probe_outcome *out)
-{
-	probe_outcome_free(out);
-	probe_free(p);
-	fake_now_ns = 0;
 }
 
 /* @op's measured I/Os (all in the histogram, nothing else) and warm-ups in @out,
@@ -635,7 +741,7 @@ static void expect_counts(const struct probe_outcome *out, enum io_op op, uint64
 	assert_int_equal(out->op[op].warmup_bytes, op == IO_FDATASYNC ? 0 : warm * 4096);
 }
 
-/* One run at @now_ns: the requests it made, in seen[0..return). */
+/* One run at @now_ns, adding to @out: the requests it made, in seen[0..return). */
 static unsigned run_at(struct probe *p, struct probe_outcome *out, uint64_t now_ns)
 {
 	fake_now_ns = now_ns;
@@ -662,7 +768,8 @@ static void test_warmup_after_idle(void **state)
 	tu_open_dir_target(&f, MIB);
 	cfg.warmup_idle_ns = 60 * SEC;
 	cfg.working_set = 2 * 4096; /* two blocks: the warm-up must take the other */
-	note_probe(&p, &out, &cfg, &f.t);
+	spy_real = &eng_null_ops;
+	ping_on(&p, &out, &cfg, &f.t, &spy_ops);
 	/* Nothing since start: warm up. Two reads, different blocks, one measured. */
 	assert_int_equal(run_at(&p, &out, t0), 2);
 	assert_int_equal(seen[0].op, IO_READ);
@@ -688,20 +795,21 @@ static void test_warmup_after_idle(void **state)
 	fake_now_ns = t0 + 3600 * SEC;
 	f.t.last_io_ns = fake_now_ns - SEC;
 	assert_int_equal(run_at(&p, &out, fake_now_ns), 1);
-	note_done(&p, &out);
+	ping_done(&p, &out);
 
 	/* Off (the default): never, not even at the first ping; and on a target
 	 * where no probe warms up, no clock is read to keep its last I/O time. */
 	target_close(&f.t);
 	tu_open_dir_target(&f, MIB);
 	cfg.warmup_idle_ns = 0;
-	note_probe(&p, &out, &cfg, &f.t);
+	ping_on(&p, &out, &cfg, &f.t, &spy_ops);
 	assert_int_equal(run_at(&p, &out, t0), 1);
 	assert_int_equal(run_at(&p, &out, t0 + 3600 * SEC), 1);
 	expect_counts(&out, IO_READ, 2, 0);
 	assert_false(f.t.idle_tracked);
 	assert_int_equal(f.t.last_io_ns, 0);
-	note_done(&p, &out);
+	ping_done(&p, &out);
+	spy_real = &eng_sync_ops;
 	target_close(&f.t);
 }
 
@@ -718,7 +826,8 @@ static void test_warmup_write_sync(void **state)
 	tu_open_dir_target(&f, MIB);
 	cfg.sync = CFG_SYNC_FDATASYNC;
 	cfg.warmup_idle_ns = SEC;
-	note_probe(&p, &out, &cfg, &f.t);
+	spy_real = &eng_null_ops;
+	ping_on(&p, &out, &cfg, &f.t, &spy_ops);
 	assert_int_equal(run_at(&p, &out, 5 * SEC), 4);
 	assert_int_equal(seen[0].op, IO_WRITE);
 	assert_int_equal(seen[1].op, IO_FDATASYNC);
@@ -727,7 +836,8 @@ static void test_warmup_write_sync(void **state)
 	assert_int_not_equal(seen[0].offset, seen[2].offset);
 	expect_counts(&out, IO_WRITE, 1, 1);
 	expect_counts(&out, IO_FDATASYNC, 1, 1);
-	note_done(&p, &out);
+	ping_done(&p, &out);
+	spy_real = &eng_sync_ops;
 	target_close(&f.t);
 }
 
@@ -737,23 +847,21 @@ static void test_warmup_stuck_stop(void **state)
 {
 	struct cfg_probe cfg = ping_cfg(IO_READ, 4096);
 	_Atomic bool stop = true;
-	struct ping_result r;
+	struct probe_outcome out;
 	struct tu_dir_target f;
-	struct ping p;
+	struct probe p;
 
 	(void)state;
 	tu_open_dir_target(&f, MIB);
 	cfg.warmup_idle_ns = SEC;
-	assert_int_equal(probe_ping_init(&p, &cfg), 0);
-	p.ops = &stuck_ops;
-	p.stop = &stop;
-	stuck_submits = 0;
-	assert_int_equal(probe_ping_run(&p, &f.t, &r), 0);
+	stuck_reset();
+	ping_on(&p, &out, &cfg, &f.t, &stuck_ops);
+	assert_int_equal(run(&p, &stop, &out), 0);
 	assert_int_equal(stuck_submits, 1);
-	assert_true(r.warmed);
-	assert_int_equal(r.warm_io.result, -ETIME);
-	assert_int_equal(r.io.result, -ETIME);
-	probe_ping_cleanup(&p);
+	assert_true(out.discard && out.incomplete);
+	expect_counts(&out, IO_READ, 0, 0);
+	assert_int_equal(out.op[IO_READ].errors, 0);
+	ping_done(&p, &out);
 	target_close(&f.t);
 }
 
