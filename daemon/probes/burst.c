@@ -746,7 +746,8 @@ static void burst_descriptors(const struct cfg_probe *c, const struct engine_ops
 const struct probe_ops burst_probe_ops = {
 	.kind = CFG_PROBE_BURST,
 	.flags = PROBE_F_SKIP_IF_RUNNING | PROBE_F_OWN_TIMEOUTS | PROBE_F_EXCLUSIVE |
-		 PROBE_F_BUDGETED | PROBE_F_SPLAY | PROBE_F_BUSY_BACKOFF | PROBE_F_IODEPTH,
+		 PROBE_F_BUDGETED | PROBE_F_SPLAY | PROBE_F_BUSY_BACKOFF | PROBE_F_IODEPTH |
+		 PROBE_F_RUN_FIGURES,
 	.io_ops = burst_io_ops,
 	.op_name = burst_op_name,
 	.init = burst_probe_init,

@@ -137,6 +137,9 @@ struct probe;
  * exact min/avg/max/mdev of them. Any other kind runs once there, and its -c
  * counts that run's I/Os. */
 #define PROBE_F_REQUESTS (1u << 11)
+/* Each run has figures of its own (a burst's IOPS, bandwidth, quantiles): the
+ * status page shows the last run's in a table of the kind's runs. */
+#define PROBE_F_RUN_FIGURES (1u << 12)
 
 /* What a probe holds open, counted on a running daemon (ls /proc/PID/fd,
  * iopulse(8) Descriptors). */

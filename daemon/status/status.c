@@ -288,6 +288,7 @@ static struct status_series *series_add(struct status *st, const struct cfg_prob
 	snprintf(ss->v.probe, sizeof(ss->v.probe), "%s", p->name);
 	snprintf(ss->v.target, sizeof(ss->v.target), "%s", target);
 	snprintf(ss->v.kind, sizeof(ss->v.kind), "%s", cfg_probe_kind_name(p->kind));
+	ss->v.run_figures = probe_ops_of(p->kind)->flags & PROBE_F_RUN_FIGURES;
 	ss->v.op = op;
 	ss->v.interval_s = p->interval_ns / 1e9;
 	pthread_mutex_lock(&st->mu);
@@ -448,6 +449,7 @@ static void series_describe(struct status *st, struct status_series *ss, const s
 		return;
 	pthread_mutex_lock(&st->mu);
 	snprintf(ss->v.kind, sizeof(ss->v.kind), "%s", kind);
+	ss->v.run_figures = probe_ops_of(p->kind)->flags & PROBE_F_RUN_FIGURES;
 	ss->v.interval_s = p->interval_ns / 1e9;
 	pthread_mutex_unlock(&st->mu);
 }

@@ -126,6 +126,7 @@ struct status_view {
 	double runs, errors;	   /* the probe's (all ops), at the last request */
 	double interval_s;	   /* ping interval or burst every */
 	struct status_burst burst; /* at the last request */
+	bool run_figures;	   /* the kind's runs have figures (PROBE_F_RUN_FIGURES) */
 };
 
 /* One probe op: the unit of the page. */

@@ -474,14 +474,13 @@ static void target_section(struct buf *out, const struct status_snap *snap,
 	for (unsigned i = 0; i < snap->n_views; i++)
 		if (strcmp(snap->views[i].target, t->name) == 0) {
 			series_row(out, &snap->views[i]);
-			bursts |= strcmp(snap->views[i].kind, "burst") == 0;
+			bursts |= snap->views[i].run_figures;
 		}
 	buf_puts(out, "</tbody>\n</table>\n");
 	if (bursts) {
 		buf_puts(out, burst_head);
 		for (unsigned i = 0; i < snap->n_views; i++)
-			if (strcmp(snap->views[i].target, t->name) == 0 &&
-			    strcmp(snap->views[i].kind, "burst") == 0)
+			if (strcmp(snap->views[i].target, t->name) == 0 && snap->views[i].run_figures)
 				burst_row(out, &snap->views[i]);
 		buf_puts(out, "</tbody>\n</table>\n");
 	}
