@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "config/config_int.h"
+#include "lib/errtext.h"
 
 /* ---- errors and nodes ---------------------------------------------------- */
 
@@ -28,7 +29,7 @@ int cfg_fail_at_v(struct cfg_error *err, const char *name, const yaml_node_t *n,
 	else
 		w = snprintf(msg, size, "%s: ", name);
 	if (w >= 0 && (size_t)w < size)
-		vsnprintf(msg + w, size - (size_t)w, fmt, ap);
+		errtext_v(msg + w, size - (size_t)w, -EINVAL, fmt, ap);
 	return -EINVAL;
 }
 

@@ -41,6 +41,7 @@
 #include "daemon/probes/burst.h"
 #include "daemon/probes/burst_int.h"
 #include "daemon/probes/probe.h"
+#include "lib/errtext.h"
 #include "lib/rng.h"
 
 #define BURST_SYNC_CHAIN 16U /* sync engine, reads: requests per submit, at least */
@@ -316,7 +317,7 @@ __attribute__((format(printf, 3, 4))) static int why(struct burst *b, int err, c
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(b->why, sizeof(b->why), fmt, ap);
+	errtext_v(b->why, sizeof(b->why), err, fmt, ap);
 	va_end(ap);
 	return err;
 }

@@ -59,6 +59,7 @@
 #include "daemon/probes/probe_notes.h"
 #include "daemon/probes/qd1.h"
 #include "daemon/probes/verify.h"
+#include "lib/errtext.h"
 #include "lib/rng.h"
 
 void verify_file_name(char *buf, size_t n, const char *probe)
@@ -325,11 +326,11 @@ static int verify_file_ready(struct probe *p, const _Atomic bool *stop, struct p
 	}
 	if (r < 0) {
 		if (!opened && r == -ESTALE) /* whichever check found it: one clear line */
-			snprintf(vp->why, sizeof(vp->why),
-				 "%s was replaced or removed; starting over with a new one",
-				 vp->file.file_path);
+			errtext(vp->why, sizeof(vp->why), r,
+				"%s was replaced or removed; starting over with a new one",
+				vp->file.file_path);
 		else
-			snprintf(vp->why, sizeof(vp->why), "%s", vp->file.error);
+			errtext(vp->why, sizeof(vp->why), r, "%s", vp->file.error);
 		out->why = vp->why;
 		out->target_down = true;
 		return r;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/errtext.h"
 #include "lib/io_op.h"
 #include "daemon/targets/target_int.h"
 
@@ -41,9 +42,8 @@ __attribute__((format(printf, 3, 4))) int tgt_terr(struct target *t, int r, cons
 {
 	va_list ap;
 
-	errno = r < 0 ? -r : r;
 	va_start(ap, fmt);
-	vsnprintf(t->error, sizeof(t->error), fmt, ap);
+	errtext_v(t->error, sizeof(t->error), r, fmt, ap);
 	va_end(ap);
 	return r;
 }
