@@ -24,6 +24,7 @@
 #include "daemon/http/http_int.h"
 #include "daemon/http/tls.h"
 #include "daemon/log.h"
+#include "lib/fd.h"
 
 /* MHD_OPTION_EXTERNAL_LOGGER: libmicrohttpd speaks through our log, at debug level. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -63,12 +64,9 @@ static void server_free(struct http_server *h)
 			h->peers[i] = p->next;
 			free(p);
 		}
-	if (h->stop_fd >= 0)
-		close(h->stop_fd);
-	if (h->wake_fd >= 0)
-		close(h->wake_fd);
-	if (h->listen_fd >= 0)
-		close(h->listen_fd);
+	h->stop_fd = safe_close(h->stop_fd);
+	h->wake_fd = safe_close(h->wake_fd);
+	h->listen_fd = safe_close(h->listen_fd);
 	free(h);
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/metrics/process.h"
+#include "lib/fd.h"
 
 /* The rows of process_metric_defs[]. */
 enum {
@@ -290,8 +291,7 @@ void process_metrics_free(struct process_metrics *p)
 {
 	if (!p)
 		return;
-	if (p->statm_fd >= 0)
-		close(p->statm_fd);
+	p->statm_fd = safe_close(p->statm_fd);
 	if (p->fd_dir)
 		closedir(p->fd_dir);
 	free(p);

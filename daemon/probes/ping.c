@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/fd.h"
 #include "lib/rng.h"
 #include "daemon/probes/ping.h"
 #include "daemon/probes/probe.h"
@@ -54,8 +55,7 @@ struct ping_result {
 
 static void close_dsync(struct ping *p)
 {
-	if (p->dsync_fd >= 0)
-		close(p->dsync_fd);
+	p->dsync_fd = safe_close(p->dsync_fd);
 	p->dsync_fd = -1;
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engines/engine.h"
+#include "lib/fd.h"
 #include "lib/ioprio.h"
 #include "daemon/sched/lane_int.h"
 #include "daemon/log.h"
@@ -508,8 +509,7 @@ void lane_destroy(struct lane *l)
 	target_close(&l->target);
 	free(l->probes);
 	free(l->queue);
-	if (l->watch_fd >= 0)
-		close(l->watch_fd);
+	l->watch_fd = safe_close(l->watch_fd);
 	l->watch_fd = -1;
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);

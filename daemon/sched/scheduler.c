@@ -27,6 +27,7 @@
 #include "daemon/sched/scheduler_int.h"
 #include "daemon/sched/splay.h"
 #include "daemon/targets/target.h"
+#include "lib/fd.h"
 
 #define STATUS_MIN_NS NSEC_PER_SEC /* STATUS= at most once a second */
 
@@ -669,19 +670,14 @@ void sched_free(struct sched *s)
 	free(s->tick_ops);
 	free(s->path);
 	free(s->abandoned);
-	if (s->epoll_fd >= 0)
-		close(s->epoll_fd);
-	if (s->timer_fd >= 0)
-		close(s->timer_fd);
+	s->epoll_fd = safe_close(s->epoll_fd);
+	s->timer_fd = safe_close(s->timer_fd);
 	/* Lanes abandoned in the kernel may still write wake_fd: it stays open then. */
 	log_set_notify_fd(-1);
 	if (s->wake_fd >= 0 && !leak && !s->stuck_before)
 		close(s->wake_fd);
-	if (s->signal_fd >= 0)
-		close(s->signal_fd);
-	if (s->watchdog_fd >= 0)
-		close(s->watchdog_fd);
-	if (s->reload_fd >= 0)
-		close(s->reload_fd);
+	s->signal_fd = safe_close(s->signal_fd);
+	s->watchdog_fd = safe_close(s->watchdog_fd);
+	s->reload_fd = safe_close(s->reload_fd);
 	free(s);
 }

@@ -25,6 +25,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "lib/fd.h"
 #include "lib/io_op.h"
 #include "daemon/targets/target_int.h"
 
@@ -184,8 +185,7 @@ static int drop_tmp_link(struct target *t, int dfd, const struct stat *lst)
 	} else if (r != -EBUSY) {
 		r = 0; /* not ours, unreadable, or changed: open_existing() says why */
 	}
-	if (lk >= 0)
-		close(lk);
+	lk = safe_close(lk);
 	close(fd);
 	return r;
 }
@@ -466,8 +466,7 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 fail:
 	if (tmp[0])
 		unlink_ours(dfd, tmp, fd);
-	if (lk >= 0)
-		close(lk);
+	lk = safe_close(lk);
 	close(fd);
 	return r;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "daemon/targets/hostload.h"
+#include "lib/fd.h"
 
 struct hostload_roots hostload_roots;
 uint64_t devbusy_window_ns = DEVBUSY_WINDOW_NS;
@@ -49,8 +50,7 @@ void devbusy_close(struct devbusy *d)
 {
 	for (unsigned i = 0; i < d->n; i++)
 		close(d->stat_fd[i]);
-	if (d->block_fd >= 0)
-		close(d->block_fd);
+	d->block_fd = safe_close(d->block_fd);
 	devbusy_init(d);
 }
 
@@ -266,8 +266,7 @@ int cpusteal_open(struct cpusteal *c, const char *proc)
 
 void cpusteal_close(struct cpusteal *c)
 {
-	if (c->fd >= 0)
-		close(c->fd);
+	c->fd = safe_close(c->fd);
 	c->fd = -1;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/targets/target_int.h"
+#include "lib/fd.h"
 
 /*
  * @path made absolute and lexically normal ("//", "." and ".." resolved by
@@ -154,8 +155,7 @@ static bool dir_beneath(int dfd, int mfd)
 			break; /* "/" (or the root of a detached mount) */
 		cur = up;
 	}
-	if (fd >= 0)
-		close(fd);
+	fd = safe_close(fd);
 	return found;
 }
 
@@ -203,8 +203,7 @@ int tgt_check_mounted(struct target *t, int dfd)
 	}
 	mfd = open(mp, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	ok = mfd >= 0 && is_mount_root(mfd) && dir_beneath(dfd, mfd);
-	if (mfd >= 0)
-		close(mfd);
+	mfd = safe_close(mfd);
 	if (ok)
 		return 0;
 	return tgt_terr(t, -EXDEV,

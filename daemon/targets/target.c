@@ -34,6 +34,7 @@
 
 #include "lib/clock.h"
 #include "lib/errtext.h"
+#include "lib/fd.h"
 #include "lib/io_op.h"
 #include "daemon/targets/target_int.h"
 
@@ -67,10 +68,8 @@ void target_init(struct target *t, const struct cfg_target *cfg)
 
 void target_close(struct target *t)
 {
-	if (t->fd >= 0)
-		close(t->fd);
-	if (t->lock_fd >= 0)
-		close(t->lock_fd);
+	t->fd = safe_close(t->fd);
+	t->lock_fd = safe_close(t->lock_fd);
 	t->fd = -1;
 	t->lock_fd = -1;
 	t->writable = false;
@@ -324,8 +323,7 @@ int target_check(struct target *t)
 	close(pfd);
 	return 0;
 fail:
-	if (pfd >= 0)
-		close(pfd);
+	pfd = safe_close(pfd);
 	target_close(t);
 	return r;
 }
