@@ -19,6 +19,9 @@
 
 #include "daemon/metrics/metrics.h"
 
+/* The server's families (iopulse(8) METRICS), NULL-terminated. */
+extern const struct metric_def http_metric_defs[];
+
 #define HTTP_CONNECTIONS_MAX	4096	    /* at most, however many descriptors we may open */
 #define HTTP_CONNECTIONS_MIN	16	    /* at least, however few */
 #define HTTP_FD_RESERVE		64	    /* descriptors left to lanes and engines, plus 1/8 */

@@ -138,13 +138,19 @@ static void set_limits(struct http_server *h, const struct http_limits *lim)
 	h->lim.header_ms = lim && lim->header_ms ? lim->header_ms : HTTP_HEADER_DEADLINE_MS;
 }
 
+static const char *const request_labels[] = {"handler", "code", NULL};
+const struct metric_def http_metric_defs[] = {
+	{"iopulse_http_requests_total", METRIC_COUNTER, request_labels,
+	 "HTTP requests answered, by handler and status code."},
+	{NULL},
+};
+
 struct http_server *http_start(int listen_fd, const struct http_limits *lim,
 			       const struct web_config *web, struct status *st, struct metrics *m,
 			       http_collect_fn collect, void *userdata, int *err)
 {
 	struct MHD_OptionItem tls_opts[4] = {{MHD_OPTION_END, 0, NULL}};
 	unsigned flags;
-	static const char *const labels[] = {"handler", "code", NULL};
 	struct http_server *h = calloc(1, sizeof(*h));
 	const union MHD_DaemonInfo *info;
 	int r;
@@ -161,10 +167,7 @@ struct http_server *http_start(int listen_fd, const struct http_limits *lim,
 	h->collect = collect;
 	h->userdata = userdata;
 	set_limits(h, lim);
-	h->requests = metrics_family(m, "iopulse_http_requests_total", METRIC_COUNTER,
-				     "HTTP requests answered, by handler and status code.", labels,
-				     NULL, 0);
-	if (!h->requests) {
+	if (metrics_declare(m, http_metric_defs, 1, NULL, 0, &h->requests) < 0) {
 		r = -ENOMEM;
 		goto fail;
 	}

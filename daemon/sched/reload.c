@@ -32,22 +32,24 @@ static void set_reload_gauges(struct sched *s, bool ok)
 
 /* iopulse_config_last_reload_successful and _success_timestamp_seconds, as
  * Prometheus exports them. */
+const struct metric_def reload_metric_defs[] = {
+	{"iopulse_config_last_reload_successful", METRIC_GAUGE, NULL,
+	 "1 if the last configuration load (start-up or SIGHUP) succeeded, 0 if it failed and "
+	 "the previous schedule kept running."},
+	{"iopulse_config_last_reload_success_timestamp_seconds", METRIC_GAUGE, NULL,
+	 "Unix time of the last successful configuration load (start-up or SIGHUP)."},
+	{NULL},
+};
+
 int reload_series(struct sched *s)
 {
 	static const char *const none[] = {NULL};
-	struct metric_family *ok, *when;
+	struct metric_family *f[2];
 
-	ok = metrics_family(s->metrics, "iopulse_config_last_reload_successful", METRIC_GAUGE,
-			    "1 if the last configuration load (start-up or SIGHUP) succeeded, 0 "
-			    "if it failed and the previous schedule kept running.",
-			    none, NULL, 0);
-	when = metrics_family(s->metrics, "iopulse_config_last_reload_success_timestamp_seconds",
-			      METRIC_GAUGE,
-			      "Unix time of the last successful configuration load (start-up or "
-			      "SIGHUP).",
-			      none, NULL, 0);
-	s->m_reload_ok = ok ? metrics_series(ok, none) : NULL;
-	s->m_reload_time = when ? metrics_series(when, none) : NULL;
+	if (metrics_declare(s->metrics, reload_metric_defs, 2, NULL, 0, f) < 0)
+		return -ENOMEM;
+	s->m_reload_ok = metrics_series(f[0], none);
+	s->m_reload_time = metrics_series(f[1], none);
 	if (!s->m_reload_ok || !s->m_reload_time)
 		return -ENOMEM;
 	set_reload_gauges(s, true);

@@ -27,6 +27,9 @@
 #include "config/config.h"
 #include "daemon/metrics/metrics.h"
 
+/* The reload's families (iopulse(8) METRICS), NULL-terminated. */
+extern const struct metric_def reload_metric_defs[];
+
 struct sched;
 
 /* Lanes and series for @cfg (which must outlive the scheduler). NULL on failure
