@@ -131,7 +131,6 @@ static int run_runs(struct probe_sum *ps, struct probe *probe, const struct ones
 			break;
 		before = ps->out;
 		r = probe_run(probe, &stop_requested, &ps->out);
-		probe_outcome_say(&ps->out); /* what it found, for the log (stderr) */
 		if (per_request)
 			ping_done(ps, &before, o);
 		if (r < 0) {
@@ -153,6 +152,7 @@ static int run_probe(struct probe_sum *ps, struct target *t, const struct config
 
 	if (probe.engine)
 		ps->engine = probe.engine->name;
+	probe.say = probe_note_log; /* what a run finds, on stderr as it is found */
 	if (r < 0) {
 		setup_failed(ps, &probe, r);
 		probe_free(&probe);

@@ -51,8 +51,8 @@ struct probe_op_outcome {
 	uint64_t warmup_bytes; /* a burst's ramp; their bytes: written to the device all the same */
 };
 
-/* A line for the log that a run has to say (a verify probe's mismatch): its
- * consumer says it (probe_outcome_say()); a probe never logs itself. */
+/* A line for the log that a run has to say (a verify probe's mismatch): handed
+ * to the probe's say() as it is found; a probe never logs itself. */
 struct probe_note {
 	int level;	  /* LOG_LVL_* (daemon/log.h) */
 	const char *key;  /* set: limited per key, as a change of state (log.h) */
@@ -181,6 +181,10 @@ struct probe {
 	 * 'max_write_per_day' today. UINT64_MAX (probe_init()): no limit; the lane
 	 * sets it before each run of a probe that writes. */
 	uint64_t write_left;
+	/* Where a run's notes go the moment they are found (a lane's and oneshot's:
+	 * probe_note_log(), the log), so that a run stuck in the kernel after it
+	 * found something has said it already. NULL: kept on the outcome (tests). */
+	void (*say)(const struct probe_note *note);
 	/* The kind's own; NULL until init succeeded. Atomic: the scheduler reads the
 	 * in-flight time through it while the lane may replace it (a burst after -EBUSY). */
 	void *_Atomic state;
@@ -234,8 +238,8 @@ void probe_outcome_clear(struct probe_outcome *o);
 void probe_outcome_free(struct probe_outcome *o);
 /* Records the first I/O failure of a run. */
 void probe_outcome_io_error(struct probe_outcome *o, int err, const char *what);
-/* Says @o's notes in the log: a run's consumer (a lane, oneshot), after each run. */
-void probe_outcome_say(const struct probe_outcome *o);
+/* Says @note in the log (the lane's and oneshot's struct probe say). */
+void probe_note_log(const struct probe_note *note);
 /*
  * One I/O of a probe that times each of its own (a ping, a verify probe) into
  * @out->op[@op]: submitted at @submit_ns, @lat_ns long, @result bytes or -errno,

@@ -18,13 +18,19 @@ void probe_notes_add(struct probe_notes *n, int level, const char *key, const ch
 	char *text;
 	int len;
 
-	if (n->bytes >= PROBE_NOTES_MAX_BYTES || mem_grow(&n->v, &n->cap, n->n + 1, sizeof(*n->v)))
+	if (!n->say &&
+	    (n->bytes >= PROBE_NOTES_MAX_BYTES || mem_grow(&n->v, &n->cap, n->n + 1, sizeof(*n->v))))
 		return;
 	va_start(ap, fmt);
 	len = vasprintf(&text, fmt, ap);
 	va_end(ap);
 	if (len < 0)
 		return;
+	if (n->say) {
+		n->say(&(struct probe_note){.level = level, .key = key, .text = text});
+		free(text);
+		return;
+	}
 	n->v[n->n++] = (struct probe_note){.level = level, .key = key, .text = text};
 	n->bytes += (size_t)len;
 }
@@ -50,11 +56,7 @@ void probe_notes_free(struct probe_notes *n)
 	*n = (struct probe_notes){0};
 }
 
-void probe_outcome_say(const struct probe_outcome *o)
+void probe_note_log(const struct probe_note *n)
 {
-	for (unsigned i = 0; i < o->n_notes; i++) {
-		const struct probe_note *n = &o->notes[i];
-
-		(void)log_state_full_errno(n->key, n->level, 0, "%s", n->text);
-	}
+	(void)log_state_full_errno(n->key, n->level, 0, "%s", n->text);
 }

@@ -18,14 +18,15 @@
 #define PROBE_NOTES_MAX_BYTES (1u << 20)
 
 struct probe_notes {
+	void (*say)(const struct probe_note *note); /* set: said at once, not kept */
 	struct probe_note *v;
 	size_t n, cap;
 	size_t bytes; /* of text in v[0..n) */
 };
 
 /* Adds a line at @level (LOG_LVL_*), limited per @key (NULL: per text; the
- * caller's, to outlive the notes). Without memory, or past the limit, the line
- * is dropped. */
+ * caller's, to outlive the notes): said at once through n->say if set, else
+ * kept. Without memory, or past the limit of kept text, the line is dropped. */
 __attribute__((format(printf, 4, 5))) void probe_notes_add(struct probe_notes *n, int level,
 							   const char *key, const char *fmt, ...);
 

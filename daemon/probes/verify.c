@@ -737,6 +737,7 @@ static int verify_probe_run(struct probe *p, const _Atomic bool *stop, struct pr
 	int r;
 
 	probe_notes_clear(&vp->notes);
+	vp->notes.say = p->say;
 	r = verify_run(p, stop, out);
 	probe_notes_out(&vp->notes, out); /* what it found, for its consumer to say */
 	return r;

@@ -27,6 +27,7 @@ static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct
 	if (lp->probe.engine)
 		lp->engine = lp->probe.engine->name;
 	lp->probe.timeout_claimed = &l->timeout_claimed;
+	lp->probe.say = probe_note_log; /* what a run finds, logged as it is found */
 	lp->ready = r == 0;
 	lp->init_error = r;
 	if (r == -ENOENT || r == -EOPNOTSUPP)

@@ -598,8 +598,6 @@ void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 	}
 	probe_outcome_clear(o);
 	r = lane_measure_run(l, lp, o);
-	/* What the probe found, for the log: probes never log themselves. */
-	probe_outcome_say(o);
 	lane_account(l, o); /* the I/O happened, whatever becomes of the results */
 	if (o->discard)
 		return;

@@ -846,6 +846,44 @@ static void test_engine_requests(void **state)
 	assert_int_equal(via_cleanups, 2);
 }
 
+/* What the probe's say() was handed, and the writes the engine had seen then. */
+static unsigned said, said_writes;
+
+static void say_counting(const struct probe_note *note)
+{
+	(void)note;
+	if (!said++)
+		said_writes = via_ops[IO_WRITE];
+}
+
+/* A note is said the moment it is found: before the run's write phase, which
+ * may hang in the kernel on a failing disk (and a daemon stopped then exits
+ * without finishing it), not after the run. Said notes are not kept. */
+static void test_notes_said_at_once(void **state)
+{
+	static unsigned char a[BS];
+	struct fixture x;
+
+	(void)state;
+	fixture_open(&x, 4, 1);
+	fixture_via(&x);
+	for (int i = 0; i < 4; i++) /* every block written once */
+		run(&x);
+	file_io(&x, false, 1, a);
+	a[BS / 2] ^= 0xff;
+	file_io(&x, true, 1, a);
+	x.p.say = say_counting;
+	said = said_writes = 0;
+	memset(via_ops, 0, sizeof(via_ops));
+	run(&x);
+	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_WRONG_DATA], 1);
+	assert_int_equal(said, 1);
+	assert_int_equal(said_writes, 0); /* said before the first write */
+	assert_true(via_ops[IO_WRITE] >= 1); /* and the run wrote after */
+	assert_int_equal(x.out.n_notes, 0);
+	fixture_close(&x);
+}
+
 /* An I/O slower than the probe's timeout is counted as a timeout, as a ping's
  * is, and measured all the same; a wait the kernel interrupts is no error. */
 static void test_engine_timeouts(void **state)
@@ -946,6 +984,7 @@ int main(void)
 		cmocka_unit_test(test_planted_refused),
 		cmocka_unit_test(test_replaced_directory),
 		cmocka_unit_test(test_engine_requests),
+		cmocka_unit_test(test_notes_said_at_once),
 		cmocka_unit_test(test_engine_timeouts),
 		cmocka_unit_test(test_engine_stuck_stop),
 	};
