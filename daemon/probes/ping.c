@@ -56,7 +56,6 @@ struct ping_result {
 static void close_dsync(struct ping *p)
 {
 	p->dsync_fd = safe_close(p->dsync_fd);
-	p->dsync_fd = -1;
 }
 
 static void probe_ping_cleanup(struct ping *p)

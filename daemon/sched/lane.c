@@ -511,7 +511,6 @@ void lane_destroy(struct lane *l)
 	free(l->probes);
 	free(l->queue);
 	l->watch_fd = safe_close(l->watch_fd);
-	l->watch_fd = -1;
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);
 	l->probes = NULL;

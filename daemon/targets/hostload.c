@@ -267,7 +267,6 @@ int cpusteal_open(struct cpusteal *c, const char *proc)
 void cpusteal_close(struct cpusteal *c)
 {
 	c->fd = safe_close(c->fd);
-	c->fd = -1;
 }
 
 double cpusteal_seconds(const struct cpusteal *c, uint64_t before, uint64_t after)

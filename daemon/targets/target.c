@@ -70,8 +70,6 @@ void target_close(struct target *t)
 {
 	t->fd = safe_close(t->fd);
 	t->lock_fd = safe_close(t->lock_fd);
-	t->fd = -1;
-	t->lock_fd = -1;
 	t->writable = false;
 }
 
