@@ -311,7 +311,6 @@ static int check_web_files(const struct web_config *web)
 	return EX_OK;
 }
 
-
 /*
  * Basic auth over plain HTTP: base64 is no cipher, so the password crosses the
  * network as readable as the page, unless only this host can connect. @where
@@ -358,8 +357,8 @@ static int cmd_check(int argc, char **argv)
 	if (r == EX_OK)
 		r = check_web_files(web);
 	if (r == EX_OK) {
-		addr_format(where, sizeof(where), cfg->listen_host[0] ? cfg->listen_host : "0.0.0.0",
-			    cfg->listen_port);
+		addr_format(where, sizeof(where),
+			    cfg->listen_host[0] ? cfg->listen_host : "0.0.0.0", cfg->listen_port);
 		warn_plain_auth(web, http_host_is_loopback(cfg->listen_host), where, true);
 	}
 	web_config_free(web);

@@ -14,9 +14,9 @@
 
 /* @fmt into @buf (@size bytes, NUL-terminated, cut short as vsnprintf() cuts),
  * errno set to -@r (or @r when positive) first. Returns @r. */
-__attribute__((format(printf, 4, 0))) int errtext_v(char *buf, size_t size, int r,
-						     const char *fmt, va_list ap);
-__attribute__((format(printf, 4, 5))) int errtext(char *buf, size_t size, int r,
-						   const char *fmt, ...);
+__attribute__((format(printf, 4, 0))) int errtext_v(char *buf, size_t size, int r, const char *fmt,
+						    va_list ap);
+__attribute__((format(printf, 4, 5))) int errtext(char *buf, size_t size, int r, const char *fmt,
+						  ...);
 
 #endif

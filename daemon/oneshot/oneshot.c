@@ -55,8 +55,7 @@ static void setup_failed(struct probe_sum *ps, const struct probe *probe, int r)
 		snprintf(ps->message, sizeof(ps->message), "engine '%s' %s", p->engine,
 			 r == -EOPNOTSUPP ? "is not available on this system" : "is not built in");
 	else if (r == -EPERM && ioprio_is_realtime(p->io_priority))
-		snprintf(ps->message, sizeof(ps->message),
-			 "'io_priority: %s' " IOPRIO_RT_NEEDS,
+		snprintf(ps->message, sizeof(ps->message), "'io_priority: %s' " IOPRIO_RT_NEEDS,
 			 ioprio_format(p->io_priority, buf, sizeof(buf)));
 	else
 		snprintf(ps->message, sizeof(ps->message), "cannot set up the %s: %s",

@@ -18,8 +18,8 @@ void probe_notes_add(struct probe_notes *n, int level, const char *key, const ch
 	char *text;
 	int len;
 
-	if (!n->say &&
-	    (n->bytes >= PROBE_NOTES_MAX_BYTES || mem_grow(&n->v, &n->cap, n->n + 1, sizeof(*n->v))))
+	if (!n->say && (n->bytes >= PROBE_NOTES_MAX_BYTES ||
+			mem_grow(&n->v, &n->cap, n->n + 1, sizeof(*n->v))))
 		return;
 	va_start(ap, fmt);
 	len = vasprintf(&text, fmt, ap);

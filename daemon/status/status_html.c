@@ -480,7 +480,8 @@ static void target_section(struct buf *out, const struct status_snap *snap,
 	if (bursts) {
 		buf_puts(out, burst_head);
 		for (unsigned i = 0; i < snap->n_views; i++)
-			if (strcmp(snap->views[i].target, t->name) == 0 && snap->views[i].run_figures)
+			if (strcmp(snap->views[i].target, t->name) == 0 &&
+			    snap->views[i].run_figures)
 				burst_row(out, &snap->views[i]);
 		buf_puts(out, "</tbody>\n</table>\n");
 	}

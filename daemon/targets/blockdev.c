@@ -79,9 +79,9 @@ static int devset_load(struct target *t, struct devset *s, dev_t rdev, const cha
 	d = opendir(sys);
 	if (!d)
 		return tgt_terr(t, -errno,
-			    "%s: cannot check its partitions and holders (%s: %m): refusing to "
-			    "write to it",
-			    name, sys);
+				"%s: cannot check its partitions and holders (%s: %m): refusing to "
+				"write to it",
+				name, sys);
 	while ((errno = 0, de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -93,8 +93,9 @@ static int devset_load(struct target *t, struct devset *s, dev_t rdev, const cha
 		    sscanf(buf, "%u:%u", &ma, &mi) != 2)
 			continue; /* the partition went away while we looked */
 		if (s->n == 1 + MAX_PARTITIONS) {
-			r = tgt_terr(t, -E2BIG, "%s: more than %u partitions: refusing to write to it",
-				 name, MAX_PARTITIONS);
+			r = tgt_terr(t, -E2BIG,
+				     "%s: more than %u partitions: refusing to write to it", name,
+				     MAX_PARTITIONS);
 			break;
 		}
 		s->dev[s->n] = makedev(ma, mi);
@@ -162,10 +163,11 @@ static int check_mounts(struct target *t, const struct devset *s, const char *na
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 
 	if (!f)
-		return tgt_terr(t, -errno,
-			    "%s: cannot check whether it is mounted (/proc/self/mountinfo: %m): "
-			    "refusing to write to it",
-			    name);
+		return tgt_terr(
+			t, -errno,
+			"%s: cannot check whether it is mounted (/proc/self/mountinfo: %m): "
+			"refusing to write to it",
+			name);
 	while (getline(&line, &cap, f) > 0) {
 		unsigned n = 0, dash = 0, ma, mi;
 		int i = -1;
@@ -187,14 +189,14 @@ static int check_mounts(struct target *t, const struct devset *s, const char *na
 		}
 		if (i >= 0) {
 			unescape_octal(tok[4]);
-			r = tgt_terr(t, -EBUSY, "%s is mounted at %s%s: refusing to write to it", name,
-				 tok[4], part_note(s, i, note, sizeof(note)));
+			r = tgt_terr(t, -EBUSY, "%s is mounted at %s%s: refusing to write to it",
+				     name, tok[4], part_note(s, i, note, sizeof(note)));
 			break;
 		}
 	}
 	if (!r && ferror(f))
-		r = tgt_terr(t, -EIO, "%s: cannot read /proc/self/mountinfo: refusing to write to it",
-			 name);
+		r = tgt_terr(t, -EIO,
+			     "%s: cannot read /proc/self/mountinfo: refusing to write to it", name);
 	free(line);
 	fclose(f);
 	return r;
@@ -211,9 +213,9 @@ static int check_swaps(struct target *t, const struct devset *s, const char *nam
 	if (!f)
 		return errno == ENOENT ? 0 : /* no swap support */
 			       tgt_terr(t, -errno,
-				    "%s: cannot check whether it is swap (/proc/swaps: %m): "
-				    "refusing to write to it",
-				    name);
+					"%s: cannot check whether it is swap (/proc/swaps: %m): "
+					"refusing to write to it",
+					name);
 	while (getline(&line, &cap, f) > 0) {
 		int i;
 
@@ -221,8 +223,8 @@ static int check_swaps(struct target *t, const struct devset *s, const char *nam
 		unescape_octal(line);
 		i = devset_find_path(s, line);
 		if (i >= 0) {
-			r = tgt_terr(t, -EBUSY, "%s is in use as swap%s: refusing to write to it", name,
-				 part_note(s, i, note, sizeof(note)));
+			r = tgt_terr(t, -EBUSY, "%s is in use as swap%s: refusing to write to it",
+				     name, part_note(s, i, note, sizeof(note)));
 			break;
 		}
 	}
@@ -255,8 +257,9 @@ static int check_holders(struct target *t, const struct devset *s, const char *n
 			if (de->d_name[0] != '.')
 				break;
 		if (de) {
-			int r = tgt_terr(t, -EBUSY, "%s is held by %s%s: refusing to write to it", name,
-				     de->d_name, part_note(s, (int)i, note, sizeof(note)));
+			int r = tgt_terr(t, -EBUSY, "%s is held by %s%s: refusing to write to it",
+					 name, de->d_name,
+					 part_note(s, (int)i, note, sizeof(note)));
 
 			closedir(d);
 			return r;

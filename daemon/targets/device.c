@@ -57,9 +57,9 @@ static int device_stat(struct target *t, struct stat *st)
 	}
 	if (!S_ISBLK(st->st_mode))
 		return tgt_terr(t, -ENOTBLK, "%s is not a block device%s", path,
-			    S_ISREG(st->st_mode)   ? ": for a regular file, use 'file:'"
-			    : S_ISDIR(st->st_mode) ? ": for a directory, use 'directory:'"
-						   : "");
+				S_ISREG(st->st_mode)   ? ": for a regular file, use 'file:'"
+				: S_ISDIR(st->st_mode) ? ": for a directory, use 'directory:'"
+						       : "");
 	if (!realpath(path, real))
 		snprintf(real, sizeof(real), "%s", path);
 	r = snprintf(t->file_path, sizeof(t->file_path), "%s", real);
@@ -74,14 +74,14 @@ static int device_may_open(struct target *t, dev_t rdev, const char *name, bool 
 {
 	if (t->pinned && rdev != t->dev)
 		return tgt_terr(t, -EXDEV,
-			    "%s now names device %u:%u, not %u:%u as when first opened: not "
-			    "opening it",
-			    name, major(rdev), minor(rdev), major(t->dev), minor(t->dev));
+				"%s now names device %u:%u, not %u:%u as when first opened: not "
+				"opening it",
+				name, major(rdev), minor(rdev), major(t->dev), minor(t->dev));
 	if (write && !t->cfg->allow_device_writes)
 		return tgt_terr(t, -EPERM,
-			    "%s: write probes on a block device overwrite its data; set "
-			    "'allow_device_writes: true' on the target to allow them",
-			    name);
+				"%s: write probes on a block device overwrite its data; set "
+				"'allow_device_writes: true' on the target to allow them",
+				name);
 	if (write)
 		return tgt_device_in_use(t, rdev, name);
 	return 0;
@@ -130,8 +130,9 @@ fail:
 static int device_too_small(struct target *t, const char *name, uint64_t size)
 {
 	if (size < FILE_TARGET_MIN_SIZE || size < t->offset_align)
-		return tgt_terr(t, -EINVAL, "%s has %" PRIu64 " bytes (no medium?): nothing to measure",
-			    name, size);
+		return tgt_terr(t, -EINVAL,
+				"%s has %" PRIu64 " bytes (no medium?): nothing to measure", name,
+				size);
 	return 0;
 }
 
@@ -196,7 +197,7 @@ int tgt_check_device(struct target *t)
 		return tgt_terr(t, -errno, "%s: fstat: %m", name);
 	if (!S_ISBLK(fst.st_mode) || fst.st_rdev != t->dev)
 		return tgt_terr(t, -ESTALE, "%s: the open descriptor is not device %u:%u", name,
-			    major(t->dev), minor(t->dev));
+				major(t->dev), minor(t->dev));
 	if (stat(t->cfg->path, &st) < 0) {
 		if (errno == ENOENT)
 			return tgt_terr(t, -ESTALE, "%s was removed", name);
@@ -204,10 +205,10 @@ int tgt_check_device(struct target *t)
 	}
 	if (!S_ISBLK(st.st_mode) || st.st_rdev != t->dev)
 		return tgt_terr(t, -EXDEV,
-			    "%s now names %s %u:%u, not the device %u:%u we opened: was it "
-			    "replaced?",
-			    t->cfg->path, S_ISBLK(st.st_mode) ? "device" : "a non-device",
-			    major(st.st_rdev), minor(st.st_rdev), major(t->dev), minor(t->dev));
+				"%s now names %s %u:%u, not the device %u:%u we opened: was it "
+				"replaced?",
+				t->cfg->path, S_ISBLK(st.st_mode) ? "device" : "a non-device",
+				major(st.st_rdev), minor(st.st_rdev), major(t->dev), minor(t->dev));
 	r = device_size(t, t->fd, name, &size);
 	if (r < 0)
 		return r;
@@ -234,6 +235,6 @@ int tgt_check_ro_device(struct target *t)
 		return r;
 	if (faccessat(AT_FDCWD, t->cfg->path, R_OK | (t->want_write ? W_OK : 0), AT_EACCESS) < 0)
 		return tgt_terr(t, -errno, "%s: cannot open%s: %m", name,
-			    t->want_write ? " for writing" : "");
+				t->want_write ? " for writing" : "");
 	return device_too_small(t, name, tgt_device_sysfs_size(st.st_rdev));
 }

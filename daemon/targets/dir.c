@@ -105,9 +105,9 @@ static int lock_probe_file(struct target *t, int fd, const char *path, int *lock
 	close(lk);
 	if (r == EWOULDBLOCK)
 		return tgt_terr(t, -EBUSY,
-			    "%s is in use by another iopulse process: two daemons must not "
-			    "measure the same directory",
-			    path);
+				"%s is in use by another iopulse process: two daemons must not "
+				"measure the same directory",
+				path);
 	return tgt_terr(t, -r, "%s: cannot lock the probe file: %m", path);
 }
 
@@ -200,26 +200,26 @@ static int may_be_ours(struct target *t, const struct stat *lst, bool owned)
 
 	if (S_ISLNK(lst->st_mode))
 		return tgt_terr(t, -EEXIST,
-			    "%s is a symlink, not an iopulse probe file: refusing to touch it; "
-			    "remove it or choose another directory",
-			    path);
+				"%s is a symlink, not an iopulse probe file: refusing to touch it; "
+				"remove it or choose another directory",
+				path);
 	if (!S_ISREG(lst->st_mode))
 		return tgt_terr(t, -EEXIST,
-			    "%s exists and is not a regular file: refusing to touch it; remove "
-			    "it or choose another directory",
-			    path);
+				"%s exists and is not a regular file: refusing to touch it; remove "
+				"it or choose another directory",
+				path);
 	if (owned && lst->st_uid != geteuid())
 		return tgt_terr(t, -EEXIST,
-			    "%s is owned by uid %u, not by us (uid %u): refusing to touch it", path,
-			    (unsigned)lst->st_uid, (unsigned)geteuid());
+				"%s is owned by uid %u, not by us (uid %u): refusing to touch it",
+				path, (unsigned)lst->st_uid, (unsigned)geteuid());
 	/* iopulse gives its files one name only: another name is somebody's file
 	 * linked here, which writing ours would overwrite. */
 	if (lst->st_nlink != 1)
 		return tgt_terr(t, -EEXIST,
-			    "%s has %ju hard links, and an iopulse probe file has exactly one: "
-			    "another file linked here, not ours; refusing to touch it; remove "
-			    "it or choose another directory",
-			    path, (uintmax_t)lst->st_nlink);
+				"%s has %ju hard links, and an iopulse probe file has exactly one: "
+				"another file linked here, not ours; refusing to touch it; remove "
+				"it or choose another directory",
+				path, (uintmax_t)lst->st_nlink);
 	return 0;
 }
 
@@ -239,10 +239,11 @@ static int read_our_header(struct target *t, int fd, unsigned *version, uint64_t
 	if (r < 0)
 		return tgt_terr(t, r, "%s: reading the header: %m", path);
 	if (!ours)
-		return tgt_terr(t, -EEXIST,
-			    "%s exists but is not an iopulse probe file (no header): refusing to "
-			    "touch it; remove it or choose another directory",
-			    path);
+		return tgt_terr(
+			t, -EEXIST,
+			"%s exists but is not an iopulse probe file (no header): refusing to "
+			"touch it; remove it or choose another directory",
+			path);
 	return 0;
 }
 
@@ -277,10 +278,10 @@ static int open_existing(struct target *t, int dfd, int *out, int *lock, bool *r
 		return -ENOENT;
 	if (fd == -ESTALE || fd == -ELOOP)
 		return tgt_terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
-			    path);
+				path);
 	if (fd < 0)
 		return tgt_terr(t, fd, "%s: cannot open for writing: %m%s", path,
-			    fd == -EROFS ? TARGET_EROFS_HINT : "");
+				fd == -EROFS ? TARGET_EROFS_HINT : "");
 	/* Again on what is open: a link or chown between lstat() and open(). */
 	r = may_be_ours(t, &st, true);
 	if (r == 0)
@@ -343,7 +344,7 @@ static int check_existing(struct target *t, int dfd)
 		return 0;
 	if (fd == -ESTALE || fd == -ELOOP)
 		return tgt_terr(t, -EEXIST, "%s changed while we opened it: refusing to touch it",
-			    t->file_path);
+				t->file_path);
 	if (fd < 0)
 		return tgt_terr(t, fd, "%s: cannot open: %m", t->file_path);
 	r = read_our_header(t, fd, &version, &size);
@@ -422,7 +423,7 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 		fd = create_tmp(dfd, tmp, sizeof(tmp));
 	if (fd < 0)
 		return tgt_terr(t, fd, "%s: cannot create the probe file: %m%s", path,
-			    fd == -EROFS ? TARGET_EROFS_HINT : "");
+				fd == -EROFS ? TARGET_EROFS_HINT : "");
 
 	/* Locked before it has a name: nobody can take it between link and use,
 	 * and a sweep by another iopulse leaves a temporary being laid out alone. */
@@ -432,7 +433,7 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 	if (t->unnamed && tmp[0]) { /* never to be left behind: gone now, or fail */
 		if (!unlink_ours(dfd, tmp, fd)) {
 			r = tgt_terr(t, -errno ? -errno : -ESTALE,
-				 "%s: cannot remove the temporary name %s: %m", path, tmp);
+				     "%s: cannot remove the temporary name %s: %m", path, tmp);
 			goto fail;
 		}
 		tmp[0] = '\0';
@@ -537,10 +538,11 @@ int tgt_dir_identity(struct target *t, const struct stat *st, const char *tail)
 		return 0;
 	if (st->st_dev != t->dev)
 		return tgt_moved(t, dir, st->st_dev, tail);
-	return tgt_terr(t, -EXDEV,
-		    "%s is no longer the directory iopulse first opened (inode %llu, now %llu): "
-		    "it was replaced; restart iopulse to measure the new one%s",
-		    dir, (unsigned long long)t->dir_ino, (unsigned long long)st->st_ino, tail);
+	return tgt_terr(
+		t, -EXDEV,
+		"%s is no longer the directory iopulse first opened (inode %llu, now %llu): "
+		"it was replaced; restart iopulse to measure the new one%s",
+		dir, (unsigned long long)t->dir_ino, (unsigned long long)st->st_ino, tail);
 }
 
 /*

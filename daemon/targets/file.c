@@ -65,7 +65,7 @@ int tgt_open_file_fd(struct target *t, struct stat *st, struct statfs *sfs)
 	}
 	if (st->st_size < (off_t)FILE_TARGET_MIN_SIZE) {
 		r = tgt_terr(t, -EINVAL, "%s is smaller than %u bytes: nothing to measure", path,
-			 FILE_TARGET_MIN_SIZE);
+			     FILE_TARGET_MIN_SIZE);
 		goto fail;
 	}
 	if (t->pinned && (st->st_dev != t->dev || (long)sfs->f_type != t->fs_type)) {
@@ -93,6 +93,6 @@ int tgt_open_file(struct target *t)
 	if (fd < 0)
 		return fd;
 	tgt_whole_target_opened(t, fd, st.st_ino, false, (uint64_t)st.st_size, st.st_dev,
-			    (long)sfs.f_type);
+				(long)sfs.f_type);
 	return 0;
 }

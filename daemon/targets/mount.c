@@ -179,10 +179,11 @@ int tgt_check_mounted(struct target *t, int dfd)
 	case CFG_MOUNT_SELF:
 		if (is_mount_root(dfd))
 			return 0;
-		return tgt_terr(t, -EXDEV,
-			    "%s is not a mount point, and 'require_mount: true' says it must be: "
-			    "not creating a probe file on the filesystem beneath",
-			    c->path);
+		return tgt_terr(
+			t, -EXDEV,
+			"%s is not a mount point, and 'require_mount: true' says it must be: "
+			"not creating a probe file on the filesystem beneath",
+			c->path);
 	case CFG_MOUNT_PATH:
 		snprintf(mp, sizeof(mp), "%s", c->mount_path);
 		break;
@@ -206,9 +207,10 @@ int tgt_check_mounted(struct target *t, int dfd)
 	mfd = safe_close(mfd);
 	if (ok)
 		return 0;
-	return tgt_terr(t, -EXDEV,
-		    "%s: %s (named in %s) is not mounted, or the directory is not in it: not "
-		    "creating a probe file on the filesystem beneath; set 'require_mount: false' "
-		    "to measure it anyway",
-		    c->path, mp, source);
+	return tgt_terr(
+		t, -EXDEV,
+		"%s: %s (named in %s) is not mounted, or the directory is not in it: not "
+		"creating a probe file on the filesystem beneath; set 'require_mount: false' "
+		"to measure it anyway",
+		c->path, mp, source);
 }

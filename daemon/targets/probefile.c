@@ -72,7 +72,8 @@ static bool header_parse(const void *blk, size_t len, unsigned *version, uint64_
 
 /* Reads the header block of the open file @fd into @hdr (TARGET_HEADER_SIZE,
  * aligned); whether it is ours, with its version and size. */
-int tgt_header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version, uint64_t *size)
+int tgt_header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version,
+		    uint64_t *size)
 {
 	ssize_t n;
 
@@ -163,10 +164,11 @@ static int check_room(struct target *t, int fd, const char *path, uint64_t need,
 	cfg_format_bytes((double)avail, a, sizeof(a));
 	cfg_format_bytes((double)need, b, sizeof(b));
 	cfg_format_bytes((double)reserve, c, sizeof(c));
-	return tgt_terr(t, -ENOSPC,
-		    "%s: %s free %s, %s still to write, and keep_free leaves %s: not filling the "
-		    "disk; the probe file's space was freed",
-		    path, a, when, b, c);
+	return tgt_terr(
+		t, -ENOSPC,
+		"%s: %s free %s, %s still to write, and keep_free leaves %s: not filling the "
+		"disk; the probe file's space was freed",
+		path, a, when, b, c);
 }
 
 /* Bytes the file open at @fd has allocated, at most @cap. */
@@ -251,7 +253,7 @@ static int layout_data(struct target *t, int fd, const char *path, struct rng *r
 		layout_inflight(t, false);
 		if (r == -ENOSPC || r == -EDQUOT)
 			return tgt_terr(t, r, "%s: no space for a %" PRIu64 "-byte probe file: %m",
-				    path, total);
+					path, total);
 		if (r < 0)
 			return tgt_terr(t, r, "%s: writing the probe file: %m", path);
 		off += n;

@@ -101,10 +101,11 @@ int tgt_enable_direct(struct target *t, int fd, const char *path)
 		return 0;
 	r = tgt_set_flag(fd, O_DIRECT, true);
 	if (r == -EINVAL)
-		return tgt_terr(t, r,
-			    "%s: the filesystem does not support O_DIRECT; set 'direct: false' to "
-			    "measure through the page cache (not recommended)",
-			    path);
+		return tgt_terr(
+			t, r,
+			"%s: the filesystem does not support O_DIRECT; set 'direct: false' to "
+			"measure through the page cache (not recommended)",
+			path);
 	if (r < 0)
 		return tgt_terr(t, r, "%s: cannot enable O_DIRECT: %m", path);
 	return 0;
@@ -142,9 +143,9 @@ int tgt_get_align(struct target *t, int fd, const char *path, bool blk)
 	}
 	if (!is_pow2(mem) || !is_pow2(off) || mem > IO_MAX_ALIGN || off > IO_MAX_ALIGN)
 		return tgt_terr(t, -EINVAL,
-			    "%s: direct I/O needs %" PRIu32 "-byte buffers and %" PRIu32
-			    "-byte offsets; at most %u is supported",
-			    path, mem, off, IO_MAX_ALIGN);
+				"%s: direct I/O needs %" PRIu32 "-byte buffers and %" PRIu32
+				"-byte offsets; at most %u is supported",
+				path, mem, off, IO_MAX_ALIGN);
 	t->mem_align = mem;
 	t->offset_align = off;
 	return 0;
@@ -171,9 +172,9 @@ int tgt_check_memory_backed(struct target *t, const char *path, const struct sta
 
 	if ((f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC) && !t->cfg->allow_memory_backed)
 		return tgt_terr(t, -EMEDIUMTYPE,
-			    "%s is on tmpfs/ramfs: this measures RAM, not a disk; set "
-			    "'allow_memory_backed: true' if that is what you want",
-			    path);
+				"%s is on tmpfs/ramfs: this measures RAM, not a disk; set "
+				"'allow_memory_backed: true' if that is what you want",
+				path);
 	return 0;
 }
 
@@ -183,7 +184,7 @@ int tgt_check_memory_backed(struct target *t, const char *path, const struct sta
  * later opens and checks must find again.
  */
 void tgt_whole_target_opened(struct target *t, int fd, ino_t ino, bool writable, uint64_t size,
-			 dev_t dev, long fs_type)
+			     dev_t dev, long fs_type)
 {
 	t->fd = fd;
 	t->ino = ino;
@@ -226,7 +227,7 @@ int target_open(struct target *t)
 	case CFG_TARGET_DIRECTORY:
 		if (t->cfg->size < CFG_MIN_TARGET_SIZE || t->cfg->size > CFG_MAX_TARGET_SIZE)
 			return tgt_terr(t, -EINVAL, "%s: probe-file size %" PRIu64 " out of range",
-				    t->cfg->path, t->cfg->size);
+					t->cfg->path, t->cfg->size);
 		r = tgt_open_directory(t);
 		layout_over(t);
 		return r;
@@ -315,7 +316,7 @@ int target_check(struct target *t)
 	}
 	if ((uint64_t)fst.st_size < t->data_end) {
 		r = tgt_terr(t, -ESTALE, "%s shrank to %lld bytes", t->file_path,
-			 (long long)fst.st_size);
+			     (long long)fst.st_size);
 		goto fail;
 	}
 	close(pfd);

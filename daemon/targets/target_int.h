@@ -30,7 +30,7 @@ int tgt_get_align(struct target *t, int fd, const char *path, bool blk);
 int tgt_check_memory_backed(struct target *t, const char *path, const struct statfs *sfs);
 int tgt_prepare_fd(struct target *t, int fd, const char *name, bool device);
 void tgt_whole_target_opened(struct target *t, int fd, ino_t ino, bool writable, uint64_t size,
-			 dev_t dev, long fs_type);
+			     dev_t dev, long fs_type);
 
 /* walk.c */
 int tgt_walk_to_dir(struct target *t, const char *path, int *out);
@@ -44,7 +44,8 @@ int tgt_moved(struct target *t, const char *path, dev_t now, const char *tail);
 int tgt_check_mounted(struct target *t, int dfd);
 
 /* probefile.c */
-int tgt_header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version, uint64_t *size);
+int tgt_header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version,
+		    uint64_t *size);
 int tgt_layout(struct target *t, int fd, const char *path);
 
 /* dir.c */

@@ -58,10 +58,11 @@ static int walk_link(struct target *t, int *fd, int lfd, const char *comp, const
 	if (fstat(lfd, &st) < 0)
 		return tgt_terr(t, -errno, "%s: '%s': %m", path, comp);
 	if (st.st_uid != 0 && st.st_uid != geteuid())
-		return tgt_terr(t, -ELOOP,
-			    "%s: '%s' is a symlink owned by uid %u: iopulse follows only root's "
-			    "or its own; name the real path",
-			    path, comp, (unsigned)st.st_uid);
+		return tgt_terr(
+			t, -ELOOP,
+			"%s: '%s' is a symlink owned by uid %u: iopulse follows only root's "
+			"or its own; name the real path",
+			path, comp, (unsigned)st.st_uid);
 	if (++*links > WALK_MAX_LINKS)
 		return tgt_terr(t, -ELOOP, "%s: too many symlinks", path);
 	n = readlinkat(lfd, "", target, sizeof(target) - 1);
@@ -239,7 +240,7 @@ static int kind_of_leaf(struct target *t, const char *path, int r, struct target
 		return tgt_leaf_is_link(t, path);
 	if (!S_ISREG(st.st_mode))
 		return tgt_terr(t, -EINVAL, "%s is not a directory, regular file or block device",
-			    path);
+				path);
 	info->kind = CFG_TARGET_FILE;
 	info->size = (uint64_t)st.st_size;
 	return 0;
@@ -302,7 +303,7 @@ int tgt_open_same(int dfd, const char *name, int flags, const struct stat *lst, 
 int tgt_moved(struct target *t, const char *path, dev_t now, const char *tail)
 {
 	return tgt_terr(t, -EXDEV,
-		    "%s is now on a different filesystem (was dev %u:%u, now %u:%u): was it "
-		    "unmounted?%s",
-		    path, major(t->dev), minor(t->dev), major(now), minor(now), tail);
+			"%s is now on a different filesystem (was dev %u:%u, now %u:%u): was it "
+			"unmounted?%s",
+			path, major(t->dev), minor(t->dev), major(now), minor(now), tail);
 }

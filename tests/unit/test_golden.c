@@ -261,7 +261,8 @@ static void run_scenario(unsigned n, struct pages *out)
 	assert_int_equal(expose_text(snap, &out->text), 0);
 	assert_int_equal(expose_openmetrics(snap, &out->om), 0);
 	metrics_snapshot_free(snap);
-	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE); /* as daemon/http/render.c for protobuf */
+	/* As daemon/http/render.c for protobuf. */
+	snap = metrics_snapshot_ex(m, METRICS_SNAP_NATIVE);
 	assert_non_null(snap);
 	assert_int_equal(expose_protobuf(snap, &out->pb), 0);
 	metrics_snapshot_free(snap);

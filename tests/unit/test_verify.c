@@ -878,7 +878,7 @@ static void test_notes_said_at_once(void **state)
 	run(&x);
 	assert_int_equal(x.out.mismatches[PROBE_MISMATCH_WRONG_DATA], 1);
 	assert_int_equal(said, 1);
-	assert_int_equal(said_writes, 0); /* said before the first write */
+	assert_int_equal(said_writes, 0);    /* said before the first write */
 	assert_true(via_ops[IO_WRITE] >= 1); /* and the run wrote after */
 	assert_int_equal(x.out.n_notes, 0);
 	fixture_close(&x);
