@@ -168,7 +168,7 @@ void lane_status_probes(struct lane *l, struct status *st)
 			}
 			status_set_probe(st, l->probes[pi].cfg->name, l->cfg->name, op,
 					 metrics_value(s->runs), errors,
-					 l->probes[pi].cfg->interval_ns / 1e9, &b);
+					 l->probes[pi].cfg->interval_ns / 1e9, &b, 0, NULL);
 		}
 	}
 }

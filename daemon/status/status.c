@@ -38,10 +38,11 @@ uint64_t status_decode(uint16_t code)
 const char *status_state_name(enum status_state s)
 {
 	static const char *const names[] = {
-		[STATUS_STARTING] = "starting",
+		[STATUS_STARTING] = "starting", /* as /status.json and the metrics name them */
 		[STATUS_UP] = "up",
 		[STATUS_DOWN] = "down",
 		[STATUS_STUCK] = "stuck",
+		[STATUS_SLOW] = "slow",
 	};
 
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
@@ -672,10 +673,13 @@ void status_set_target(struct status *st, unsigned i, const struct status_target
 
 void status_set_probe(struct status *st, const char *probe, const char *target, enum io_op op,
 		      double runs, double errors, double interval_s,
-		      const struct status_burst *burst)
+		      const struct status_burst *burst, uint64_t waited_ns,
+		      struct status_regress *out)
 {
+	struct status_regress none = {0};
 	int i;
 
+	(void)waited_ns; /* the baseline comes next */
 	pthread_mutex_lock(&st->mu);
 	i = find_series(st, probe, target, op);
 	if (i >= 0) {
@@ -684,6 +688,8 @@ void status_set_probe(struct status *st, const char *probe, const char *target, 
 		st->series[i]->v.interval_s = interval_s;
 		st->series[i]->v.burst = *burst;
 	}
+	if (out)
+		*out = i >= 0 ? st->series[i]->v.regress : none;
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -692,8 +698,8 @@ bool status_targets_ready(const struct status_target *t, unsigned n, struct buf 
 	bool ready = true;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (t[i].state == STATUS_UP)
-			continue;
+		if (t[i].state == STATUS_UP || t[i].state == STATUS_SLOW)
+			continue; /* slow is up: measured, only slower than its baseline */
 		ready = false;
 		if (!why)
 			continue;

@@ -114,6 +114,19 @@ struct status_burst {
 	double seconds; /* measured time */
 };
 
+/*
+ * A probe op against its own baseline (status_set_probe()): latencies in ns,
+ * [0] the p50, [1] the p99.
+ */
+struct status_regress {
+	bool have_baseline;
+	uint64_t baseline_ns[2]; /* p50, p99 */
+	bool have_recent;
+	uint64_t recent_ns[2]; /* p50, p99, raised to waited_ns */
+	double ratio;	       /* recent p50 / baseline p50; 0 unless both */
+	bool slow;	       /* recent p50 > factor x baseline p50 and > floor */
+};
+
 /* What the pages show of one probe op (under the mutex; copied for a page). */
 struct status_view {
 	char probe[CFG_NAME_MAX];
@@ -123,10 +136,11 @@ struct status_view {
 	struct status_fig minute, hour;
 	struct status_bars hour_bars;
 	struct status_ring ring;
-	double runs, errors;	   /* the probe's (all ops), at the last request */
-	double interval_s;	   /* ping interval or burst every */
-	struct status_burst burst; /* at the last request */
-	bool run_figures;	   /* the kind's runs have figures (PROBE_F_RUN_FIGURES) */
+	double runs, errors;	       /* the probe's (all ops), at the last request */
+	double interval_s;	       /* ping interval or burst every */
+	struct status_burst burst;     /* at the last request */
+	bool run_figures;	       /* the kind's runs have figures (PROBE_F_RUN_FIGURES) */
+	struct status_regress regress; /* at the last request */
 };
 
 /* One probe op: the unit of the page. */
@@ -151,6 +165,7 @@ enum status_state {
 	STATUS_UP,
 	STATUS_DOWN,  /* cannot be opened or checked: reason says why */
 	STATUS_STUCK, /* an I/O is in flight past its probe's timeout */
+	STATUS_SLOW,  /* up, but a probe op is slow (struct status_regress) */
 };
 
 const char *status_state_name(enum status_state s);
@@ -162,6 +177,8 @@ struct status_target {
 	char reason[STATUS_REASON]; /* down, stuck, starting: why; "" when up */
 	double inflight_s;	    /* age of the I/O or open in flight, 0 when idle */
 	char inflight_probe[CFG_NAME_MAX];
+	double since_s;	      /* Unix time the current state began (the lane's) */
+	char reason_code[16]; /* bounded code of the state: "none", "slow", "stuck", ... */
 };
 
 struct status {
@@ -228,6 +245,9 @@ struct status_op {
 	const char *target;
 	enum io_op op;
 	struct metric_series *latency;
+	double slow_factor;	 /* the target's slow_factor; 0: never slow */
+	uint64_t slow_floor_ns;	 /* the target's slow_floor */
+	unsigned warmup_minutes; /* the target's baseline_warmup, in minutes */
 };
 
 /*
@@ -254,11 +274,12 @@ int status_targets_begin(struct status *st, unsigned n);
 void status_set_target(struct status *st, unsigned i, const struct status_target *t);
 void status_set_probe(struct status *st, const char *probe, const char *target, enum io_op op,
 		      double runs, double errors, double interval_s,
-		      const struct status_burst *burst);
+		      const struct status_burst *burst, uint64_t waited_ns,
+		      struct status_regress *out);
 
-/* Readiness: true when every target is up; else @why (may be NULL) gets one
- * line per target that is not, "NAME: STATE: REASON", name and reason escaped
- * (escape.h) so that each is one line. */
+/* Readiness: true when every target is up (or slow: up, only slower); else @why (may be NULL) gets
+ * one line per target that is not, "NAME: STATE: REASON", name and reason escaped (escape.h) so
+ * that each is one line. */
 bool status_ready(struct status *st, struct buf *why);
 bool status_targets_ready(const struct status_target *t, unsigned n, struct buf *why);
 
