@@ -1575,6 +1575,61 @@ static void test_regress_gauges(void **state)
 	metrics_snapshot_free(snap);
 }
 
+/* What each probe waits on: its own I/O in flight (not another probe's), or,
+ * once the target is stuck, that I/O for every probe of the target. */
+static void test_waited(void **state)
+{
+	struct fixture *f = *state;
+	struct lane *l = &f->lane;
+	struct status *st = status_new();
+	struct status_op ops[2 * IO_OP_COUNT];
+	uint64_t timeout = l->probes[0].cfg->timeout_ns;
+	unsigned n = lane_status_ops(l, ops);
+	struct status_target t;
+
+	assert_non_null(st);
+	assert_int_equal(n, 2);
+	assert_true(ops[0].slow_factor == 4 && ops[0].slow_floor_ns == 1000000);
+	assert_int_equal(ops[0].warmup_minutes, 10);
+	status_tick_until(st, ops, n, eng_now_ns()); /* the page knows the ops */
+	/* Probe p1's read in flight for 1s, within its timeout: p1 waits, p2 does not. */
+	atomic_store(&l->running, 0);
+	atomic_store(&l->inflight_ns, eng_now_ns() - SEC);
+	lane_status_probes(l, st, eng_now_ns());
+	assert_true(l->probes[0].regress[IO_READ].have_recent);
+	assert_true(l->probes[0].regress[IO_READ].recent_ns[0] >= SEC);
+	assert_false(l->probes[1].regress[IO_READ].have_recent);
+	lane_status(l, eng_now_ns(), &t);
+	assert_int_equal(t.state, STATUS_STARTING); /* (never run: no baseline, not slow) */
+	/* Past its timeout: stuck, and every probe waits behind it. */
+	atomic_store(&l->inflight_ns, eng_now_ns() - timeout - SEC);
+	lane_status_probes(l, st, eng_now_ns());
+	for (int pi = 0; pi < 2; pi++) {
+		assert_true(l->probes[pi].regress[IO_READ].have_recent);
+		assert_true(l->probes[pi].regress[IO_READ].recent_ns[0] >= timeout + SEC);
+		assert_true(l->probes[pi].regress[IO_READ].recent_ns[1] >= timeout + SEC);
+	}
+	lane_status(l, eng_now_ns(), &t);
+	assert_int_equal(t.state, STATUS_STUCK);
+	/* Nothing in flight: nobody waits. */
+	atomic_store(&l->inflight_ns, 0);
+	atomic_store(&l->running, -1);
+	lane_status_probes(l, st, eng_now_ns());
+	for (int pi = 0; pi < 2; pi++)
+		assert_false(l->probes[pi].regress[IO_READ].have_recent);
+	status_free(st);
+}
+
+static int two_pings_fixture(void **state)
+{
+	return fixture_with(state,
+			    "    size: 1MiB\n"
+			    "    direct: false\n"
+			    "    allow_memory_backed: true\n",
+			    "{name: p1, type: ping, target: t1, op: read, engine: null}\n"
+			    "  - {name: p2, type: ping, target: t1, op: read, engine: null}");
+}
+
 /* The configuration's slow_factor and slow_floor, as gauges. */
 static void test_slow_config_gauges(void **state)
 {
@@ -1630,6 +1685,7 @@ int main(void)
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_slow_config_gauges, slow_fixture,
 						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_waited, two_pings_fixture, fixture_teardown),
 	};
 
 	/* No disks to find (test_hostload tests the busy check): the bursts here run
