@@ -213,7 +213,11 @@ num "$J_RATIO" '>' "$M_FACTOR" || fail "/status.json: slow with a ratio of $J_RA
 [[ $J_SLOW == true ]] || fail "/status.json: the read is not slow while the target is"
 num "$M_RECENT" '>' "$M_FLOOR" || fail "slow with a recent p50 of $M_RECENT (floor $M_FLOOR)"
 num "$M_UP" '==' 1 || fail "iopulse_target_up is $M_UP while slow, want 1 (slow is up)"
-[[ $(http_status GET /readyz) == 200 ]] || fail "/readyz is not ready while the target is slow"
+# (not ready all the same: target gone is down)
+curl -sS --max-time 10 -o "$WORK/readyz.txt" "$(url /readyz)" || fail "GET /readyz failed"
+if ! grep -q '^gone: down: ' "$WORK/readyz.txt" || grep -q '^hung:' "$WORK/readyz.txt"; then
+	fail "/readyz while hung is slow and gone down: $(cat "$WORK/readyz.txt")"
+fi
 since_slow=$J_SINCE
 # The state stays, and keeps its since.
 look hung
