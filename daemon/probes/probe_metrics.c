@@ -41,10 +41,9 @@ static const char *const ptk[] = {"probe", "target", "kind", NULL};
 static const char *const ptoe[] = {"probe", "target", "type", "op", "engine", "io_priority", NULL};
 /* "quantile" is reserved for summaries; these are plain gauges. */
 static const char *const ptoq[] = {"probe", "target", "op", "percentile", NULL};
-/* The latency quantiles a baseline and a recent figure have: the label is
- * "quantile" as the contract of the rules has it; plain gauges all the same. */
-static const char *const ptoqu[] = {"probe", "target", "op", "quantile", NULL};
-static const char *const regress_quantiles[PROBE_REGRESS_QUANTILES] = {"0.5", "0.99"};
+/* The quantiles a baseline and a recent figure have, as the burst gauges say
+ * theirs (ptoq): p50 and p99. */
+static const char *const regress_percentiles[PROBE_REGRESS_QUANTILES] = {"50", "99"};
 static const char *const t_labels[] = {"target", NULL};
 static const char *const t_state[] = {"target", "state", NULL};
 static const char *const t_reason[] = {"target", "reason", NULL};
@@ -134,13 +133,13 @@ const struct metric_def probe_metric_defs[P_COUNT + 1] = {
 				 "checksum fails; wrong_offset: a block written for another "
 				 "offset, a misdirected write; stale: an older generation than "
 				 "the last one synced, a lost write)."},
-	[P_BASELINE] = {"iopulse_probe_latency_baseline_seconds", METRIC_GAUGE, ptoqu,
+	[P_BASELINE] = {"iopulse_probe_latency_baseline_seconds", METRIC_GAUGE, ptoq,
 			"The op's usual latency: the weighted median of the last day's "
-			"per-minute and per-10-minute quantiles (quantile 0.5: of the "
-			"p50s, 0.99: of the p99s), slow minutes left out; absent while "
+			"per-minute and per-10-minute quantiles (percentile 50: of the "
+			"p50s, 99: of the p99s), slow minutes left out; absent while "
 			"the baseline warms up."},
-	[P_RECENT] = {"iopulse_probe_latency_recent_seconds", METRIC_GAUGE, ptoqu,
-		      "The op's latency over the last minute (quantile 0.5 or 0.99), at "
+	[P_RECENT] = {"iopulse_probe_latency_recent_seconds", METRIC_GAUGE, ptoq,
+		      "The op's latency over the last minute (percentile 50 or 99), at "
 		      "least the age of an I/O it is waiting on; absent with no I/O in "
 		      "the last minute and none waited on."},
 	[P_RATIO] = {"iopulse_probe_latency_ratio", METRIC_GAUGE, pto,
@@ -610,10 +609,10 @@ int probe_metrics_regress(struct probe_series *s, int op, const uint64_t *baseli
 	int r = regress_gauge(s, &s->ratio[op], P_RATIO, op, NULL, ratio > 0, ratio);
 
 	for (int i = 0; i < PROBE_REGRESS_QUANTILES; i++) {
-		if (regress_gauge(s, &s->baseline[op][i], P_BASELINE, op, regress_quantiles[i],
+		if (regress_gauge(s, &s->baseline[op][i], P_BASELINE, op, regress_percentiles[i],
 				  baseline_ns != NULL, baseline_ns ? baseline_ns[i] / 1e9 : 0) < 0)
 			r = -ENOMEM;
-		if (regress_gauge(s, &s->recent[op][i], P_RECENT, op, regress_quantiles[i],
+		if (regress_gauge(s, &s->recent[op][i], P_RECENT, op, regress_percentiles[i],
 				  recent_ns != NULL, recent_ns ? recent_ns[i] / 1e9 : 0) < 0)
 			r = -ENOMEM;
 	}
