@@ -146,13 +146,17 @@ in_state() {
 	[[ $J_STATE == "$2" && $M_STATE == "$2" && $J_CODE == "$3" && $M_REASON == "$3" ]]
 }
 
+# near A B: within a millisecond (the precision of /status.json's since).
+near() {
+	awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(d < 0.001 && d > -0.001) }'
+}
+
 # since_between LOW HIGH: the state began within [LOW, HIGH] (Unix seconds), the
-# same in both pages (to the millisecond: the JSON's precision).
+# same in both pages.
 since_between() {
-	awk -v a="$J_SINCE" -v b="$M_SINCE" 'BEGIN { d = a - b; exit !(d < 0.001 && d > -0.001) }' ||
-		fail "since is $J_SINCE in /status.json, $M_SINCE in /metrics"
+	near "$J_SINCE" "$M_SINCE" || fail "since is $J_SINCE in /status.json, $M_SINCE in /metrics"
 	if ! num "$M_SINCE" '>=' "$1" || ! num "$M_SINCE" '<=' "$2"; then
-		fail "$J_STATE since $M_SINCE, not within [$1, $2]"
+		fail "$M_STATE since $M_SINCE, not within [$1, $2]"
 	fi
 }
 
@@ -255,8 +259,9 @@ fi
 since_slow=$J_SINCE
 # The state stays, and keeps its since.
 look hung
-[[ $J_STATE == slow && $J_SINCE == "$since_slow" && $M_SINCE == "$since_slow" ]] ||
-	fail "slow since $since_slow, then $J_STATE since $J_SINCE / $M_SINCE"
+[[ $J_STATE == slow && $M_STATE == slow && $J_SINCE == "$since_slow" ]] ||
+	fail "slow since $since_slow, then $J_STATE/$M_STATE since $J_SINCE"
+near "$M_SINCE" "$since_slow" || fail "slow since $since_slow, then since $M_SINCE in /metrics"
 note "slow since $since_slow ($(awk -v a="$since_slow" -v b="$t1" 'BEGIN { printf "%.0f", a - b }')s after the slowdown): ratio $M_RATIO, recent ${M_RECENT}s"
 
 # ---- 4. fast again ---------------------------------------------------------------
