@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "lib/ioprio.h"
-#include "daemon/probes/probe_metrics.h"
+#include "daemon/probes/probe_metrics_int.h"
 
 static const char *const error_names[PROBE_ERR_COUNT] = {
 	[PROBE_ERR_IO] = "io_error",	 [PROBE_ERR_SHORT] = "short_io",
@@ -251,14 +251,6 @@ const struct metric_def target_metric_defs[T_COUNT + 1] = {
 			  "be over, too, for the target to be slow."},
 	[T_COUNT] = {NULL},
 };
-
-/* The family of row @def, declared if it is not yet: NULL when out of memory. */
-static struct metric_family *family_of(struct metrics *m, const struct metric_def *def)
-{
-	struct metric_family *f;
-
-	return metrics_declare(m, def, 1, NULL, 0, &f) == 0 ? f : NULL;
-}
 
 /* ---------------------------------------------------------------- probes */
 
@@ -539,12 +531,6 @@ void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o
 			metrics_add_locked(s->verify_mismatches[k], (double)o->mismatches[k]);
 	}
 	metrics_unlock(s->m);
-}
-
-static void drop(struct metric_series **s)
-{
-	metrics_series_drop(*s);
-	*s = NULL;
 }
 
 void probe_metrics_drop(struct probe_series *s)
