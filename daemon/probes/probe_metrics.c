@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * probe_metrics — the probe, burst and target families, declared by the tables
- * below (one row a family, which registration walks), and outcomes turned into
- * their series.
+ * probe_metrics — the probe and burst families, declared by the tables below
+ * (one row a family, which registration walks), and outcomes turned into their
+ * series; the target families are in target_metrics.c.
  */
 #include <errno.h>
 #include <stdio.h>
