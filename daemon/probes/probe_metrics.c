@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * probe_metrics — the probe, burst and target families, declared by the tables
- * below (one row a family, which registration walks), and outcomes turned into
- * their series.
+ * probe_metrics — the probe and burst families, declared by the tables below
+ * (one row a family, which registration walks), and outcomes turned into their
+ * series; the target families are in target_metrics.c.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/ioprio.h"
-#include "daemon/probes/probe_metrics.h"
+#include "daemon/probes/probe_metrics_int.h"
 
 static const char *const error_names[PROBE_ERR_COUNT] = {
 	[PROBE_ERR_IO] = "io_error",	 [PROBE_ERR_SHORT] = "short_io",
@@ -40,8 +41,9 @@ static const char *const ptk[] = {"probe", "target", "kind", NULL};
 static const char *const ptoe[] = {"probe", "target", "type", "op", "engine", "io_priority", NULL};
 /* "quantile" is reserved for summaries; these are plain gauges. */
 static const char *const ptoq[] = {"probe", "target", "op", "percentile", NULL};
-static const char *const t_labels[] = {"target", NULL};
-static const char *const t_info[] = {"target", "kind", "path", "fstype", "device", "model", NULL};
+/* The quantiles a baseline and a recent figure have, as the burst gauges say
+ * theirs (ptoq): p50 and p99. */
+static const char *const regress_percentiles[PROBE_REGRESS_QUANTILES] = {"50", "99"};
 
 /* The rows of probe_metric_defs[], as iopulse(8) lists them (a page sorts by name). */
 enum {
@@ -61,6 +63,9 @@ enum {
 	P_INTERVAL,
 	P_VERIFY_CHECKED,
 	P_VERIFY_MISMATCHES,
+	P_BASELINE,
+	P_RECENT,
+	P_RATIO,
 	P_COUNT,
 };
 
@@ -121,6 +126,19 @@ const struct metric_def probe_metric_defs[P_COUNT + 1] = {
 				 "checksum fails; wrong_offset: a block written for another "
 				 "offset, a misdirected write; stale: an older generation than "
 				 "the last one synced, a lost write)."},
+	[P_BASELINE] = {"iopulse_probe_latency_baseline_seconds", METRIC_GAUGE, ptoq,
+			"The op's usual latency: the weighted median of the last day's "
+			"per-minute and per-10-minute quantiles (percentile 50: of the "
+			"p50s, 99: of the p99s), slow minutes left out; absent while "
+			"the baseline warms up."},
+	[P_RECENT] = {"iopulse_probe_latency_recent_seconds", METRIC_GAUGE, ptoq,
+		      "The op's latency over the last minute (percentile 50 or 99), at "
+		      "least the age of an I/O it is waiting on; absent with no I/O in "
+		      "the last minute and none waited on."},
+	[P_RATIO] = {"iopulse_probe_latency_ratio", METRIC_GAUGE, pto,
+		     "Recent p50 over baseline p50; absent unless both are there. Over the "
+		     "target's slow_factor (and the recent p50 over its slow_floor), the "
+		     "target is slow."},
 	[P_COUNT] = {NULL},
 };
 
@@ -148,73 +166,6 @@ const struct metric_def burst_metric_defs[B_COUNT + 1] = {
 			"Measured time of the last finished burst (after its ramp)."},
 	[B_COUNT] = {NULL},
 };
-
-/* The rows of target_metric_defs[], as iopulse(8) lists them. */
-enum {
-	T_INFO,
-	T_UP,
-	T_INFLIGHT,
-	T_LAYOUT,
-	T_DEVICE_UTILIZATION,
-	T_DEVICE_QUEUE,
-	T_LAYOUT_FAILURES,
-	T_IO_SECONDS,
-	T_DUTY,
-	T_WRITTEN,
-	T_WRITTEN_TODAY,
-	T_COUNT,
-};
-
-/* Every target declares all of them (probe_metrics_target_init()); the info and
- * device series are made later too, and find their families by row. */
-const struct metric_def target_metric_defs[T_COUNT + 1] = {
-	[T_INFO] = {"iopulse_target_info", METRIC_GAUGE, t_info,
-		    "Always 1: what the target is and is on (filesystem type, block "
-		    "device and its disk's model, empty where not known), with its "
-		    "configured labels."},
-	[T_UP] = {"iopulse_target_up", METRIC_GAUGE, t_labels,
-		  "1 if the target is open and checked by its last run and no I/O on "
-		  "it is in flight past its timeout; 0 otherwise."},
-	[T_INFLIGHT] = {"iopulse_target_inflight_seconds", METRIC_GAUGE, t_labels,
-			"Age of the I/O in flight on the target, 0 when idle."},
-	[T_LAYOUT] = {"iopulse_target_layout_progress_ratio", METRIC_GAUGE, t_labels,
-		      "Progress of the probe-file layout in progress on a directory "
-		      "target (0 to 1); 1 when none is in progress."},
-	[T_DEVICE_UTILIZATION] = {"iopulse_target_device_utilization_ratio", METRIC_GAUGE, t_labels,
-				  "Share of time the target's disk had I/O in flight, as "
-				  "last measured before a burst (the busiest disk under it)."},
-	[T_DEVICE_QUEUE] = {"iopulse_target_device_queue_depth", METRIC_GAUGE, t_labels,
-			    "Average number of requests in flight on the target's "
-			    "disk, as last measured before a burst (the busiest disk "
-			    "under it)."},
-	[T_LAYOUT_FAILURES] = {"iopulse_target_layout_failures_total", METRIC_COUNTER, t_labels,
-			       "Probe-file layouts on the target that failed (no room, a "
-			       "write error); the next is tried 10s later, doubling up "
-			       "to 1h."},
-	[T_IO_SECONDS] = {"iopulse_target_io_seconds_total", METRIC_COUNTER, t_labels,
-			  "Time the probes kept the target busy: pings' I/O latencies, "
-			  "bursts' whole runs; rate() is the measured duty cycle."},
-	[T_DUTY] = {"iopulse_target_duty_cycle_ratio", METRIC_GAUGE, t_labels,
-		    "Share of the time the probes kept the target busy over the last "
-		    "hour (or since the first scrape, when more recent), against its "
-		    "max_duty_cycle."},
-	[T_WRITTEN] = {"iopulse_target_written_bytes_total", METRIC_COUNTER, t_labels,
-		       "Bytes the probes wrote to the target (the probe file's layout "
-		       "not included)."},
-	[T_WRITTEN_TODAY] = {"iopulse_target_written_today_bytes", METRIC_GAUGE, t_labels,
-			     "Bytes the probes wrote to the target in the current day "
-			     "(24h of the monotonic clock), against its "
-			     "max_write_per_day."},
-	[T_COUNT] = {NULL},
-};
-
-/* The family of row @def, declared if it is not yet: NULL when out of memory. */
-static struct metric_family *family_of(struct metrics *m, const struct metric_def *def)
-{
-	struct metric_family *f;
-
-	return metrics_declare(m, def, 1, NULL, 0, &f) == 0 ? f : NULL;
-}
 
 /* ---------------------------------------------------------------- probes */
 
@@ -497,12 +448,6 @@ void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o
 	metrics_unlock(s->m);
 }
 
-static void drop(struct metric_series **s)
-{
-	metrics_series_drop(*s);
-	*s = NULL;
-}
-
 void probe_metrics_drop(struct probe_series *s)
 {
 	for (int op = 0; op < IO_OP_COUNT; op++) {
@@ -533,138 +478,55 @@ void probe_metrics_drop(struct probe_series *s)
 	for (int k = 0; k < PROBE_MISMATCH_COUNT; k++)
 		drop(&s->verify_mismatches[k]);
 	metrics_series_drop(atomic_exchange(&s->burst_seconds, NULL));
+	probe_metrics_regress_drop(s);
 }
 
-/* ---------------------------------------------------------------- targets */
-
-_Static_assert(CFG_MAX_LABELS <= METRICS_MAX_EXTRA_LABELS, "a target's labels must fit");
-
-/* iopulse_target_info for s->desc, with the target's user labels. */
-static int target_info_series(struct target_series *s)
+/* Gauge @row of @s with @v (label values: the probe's, op @op, then @q), made
+ * when @have, set to @v, or dropped when not: absent rather than a 0 or a NaN
+ * that would read as a figure. 0 or -ENOMEM. */
+static int regress_gauge(struct probe_series *s, struct metric_series **g, int row, int op,
+			 const char *q, bool have, double v)
 {
-	const struct cfg_target *t = s->cfg;
-	const char *v[] = {t->name,
-			   cfg_target_kind_name(t->kind),
-			   t->path,
-			   s->desc.fstype,
-			   s->desc.device,
-			   s->desc.model,
-			   NULL};
-	const char *extra[2 * CFG_MAX_LABELS];
-	struct metric_family *f;
+	const char *vals[] = {s->cfg->name, s->target, io_op_name(op), q, NULL};
 
-	f = family_of(s->m, &target_metric_defs[T_INFO]);
-	if (!f)
-		return -ENOMEM;
-	for (unsigned i = 0; i < t->n_labels; i++) {
-		extra[2 * i] = t->labels[i].name;
-		extra[2 * i + 1] = t->labels[i].value;
-	}
-	s->info = metrics_series_extra(f, v, extra, t->n_labels);
-	if (!s->info)
-		return -ENOMEM;
-	metrics_set(s->info, 1);
-	return 0;
-}
-
-int probe_metrics_target_init(struct target_series *s, struct metrics *m,
-			      const struct cfg_target *t)
-{
-	const char *tv[] = {t->name, NULL};
-	struct metric_family *f[T_COUNT];
-
-	if (metrics_declare(m, target_metric_defs, T_COUNT, NULL, 0, f) < 0)
-		return -ENOMEM;
-	s->up = metrics_series(f[T_UP], tv);
-	s->inflight = metrics_series(f[T_INFLIGHT], tv);
-	s->layout = metrics_series(f[T_LAYOUT], tv);
-	s->layout_failures = metrics_series(f[T_LAYOUT_FAILURES], tv);
-	/* What the probes cost the target: time busy, bytes written, ever and today. */
-	s->io_seconds = metrics_series(f[T_IO_SECONDS], tv);
-	s->written = metrics_series(f[T_WRITTEN], tv);
-	s->written_today = metrics_series(f[T_WRITTEN_TODAY], tv);
-	s->duty = metrics_series(f[T_DUTY], tv);
-	if (!s->up || !s->inflight || !s->layout || !s->layout_failures || !s->io_seconds ||
-	    !s->written || !s->written_today || !s->duty)
-		return -ENOMEM;
-	s->m = m;
-	s->cfg = t;
-	s->dev_util = s->dev_queue = NULL;
-	memset(&s->desc, 0, sizeof(s->desc));
-	return target_info_series(s);
-}
-
-void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
-			      double layout_ratio)
-{
-	metrics_set(s->up, up ? 1 : 0);
-	metrics_set(s->inflight, inflight_s);
-	metrics_set(s->layout, layout_ratio);
-}
-
-void probe_metrics_layout_failed(struct target_series *s)
-{
-	metrics_add(s->layout_failures, 1);
-}
-
-void probe_metrics_target_duty(struct target_series *s, double ratio)
-{
-	metrics_set(s->duty, ratio);
-}
-
-void probe_metrics_target_spent(struct target_series *s, double busy_s, uint64_t written,
-				uint64_t written_today)
-{
-	metrics_lock(s->m);
-	metrics_add_locked(s->io_seconds, busy_s);
-	metrics_add_locked(s->written, (double)written);
-	metrics_set_locked(s->written_today, (double)written_today);
-	metrics_unlock(s->m);
-}
-
-int probe_metrics_target_info(struct target_series *s, const struct target_desc *d)
-{
-	if (s->info && !memcmp(d, &s->desc, sizeof(*d)))
+	if (!have || !(v >= 0 && v < 1e300)) {
+		drop(g);
 		return 0;
-	/* Removed first: a scrape may see none for a moment, never two to join on. */
-	drop(&s->info);
-	s->desc = *d;
-	return target_info_series(s);
-}
+	}
+	if (!*g) {
+		struct metric_family *f = family_of(s->m, &probe_metric_defs[row]);
 
-void probe_metrics_target_info_drop(struct target_series *s)
-{
-	drop(&s->info);
-}
-
-int probe_metrics_target_device(struct target_series *s, double utilization, double queue_depth)
-{
-	const char *tv[] = {s->cfg->name, NULL};
-
-	if (!s->dev_util)
-		s->dev_util = metrics_series(
-			family_of(s->m, &target_metric_defs[T_DEVICE_UTILIZATION]), tv);
-	if (!s->dev_queue)
-		s->dev_queue =
-			metrics_series(family_of(s->m, &target_metric_defs[T_DEVICE_QUEUE]), tv);
-	if (!s->dev_util || !s->dev_queue)
-		return -ENOMEM;
-	metrics_set(s->dev_util, utilization);
-	metrics_set(s->dev_queue, queue_depth);
+		*g = f ? metrics_series(f, vals) : NULL;
+		if (!*g)
+			return -ENOMEM;
+	}
+	metrics_set(*g, v);
 	return 0;
 }
 
-void probe_metrics_target_drop(struct target_series *s)
+int probe_metrics_regress(struct probe_series *s, int op, const uint64_t *baseline_ns,
+			  const uint64_t *recent_ns, double ratio)
 {
-	drop(&s->info);
-	drop(&s->dev_util);
-	drop(&s->dev_queue);
-	drop(&s->up);
-	drop(&s->inflight);
-	drop(&s->layout);
-	drop(&s->layout_failures);
-	drop(&s->io_seconds);
-	drop(&s->written);
-	drop(&s->written_today);
-	drop(&s->duty);
+	int r = regress_gauge(s, &s->ratio[op], P_RATIO, op, NULL, ratio > 0, ratio);
+
+	for (int i = 0; i < PROBE_REGRESS_QUANTILES; i++) {
+		if (regress_gauge(s, &s->baseline[op][i], P_BASELINE, op, regress_percentiles[i],
+				  baseline_ns != NULL, baseline_ns ? baseline_ns[i] / 1e9 : 0) < 0)
+			r = -ENOMEM;
+		if (regress_gauge(s, &s->recent[op][i], P_RECENT, op, regress_percentiles[i],
+				  recent_ns != NULL, recent_ns ? recent_ns[i] / 1e9 : 0) < 0)
+			r = -ENOMEM;
+	}
+	return r;
+}
+
+void probe_metrics_regress_drop(struct probe_series *s)
+{
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		for (int i = 0; i < PROBE_REGRESS_QUANTILES; i++) {
+			drop(&s->baseline[op][i]);
+			drop(&s->recent[op][i]);
+		}
+		drop(&s->ratio[op]);
+	}
 }
