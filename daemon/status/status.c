@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "lib/escape.h"
 #include "daemon/probes/probe.h"
 #include "daemon/status/status.h"
 #include "daemon/status/status_int.h"
