@@ -433,7 +433,8 @@ static void regress_cells(struct buf *out, const struct status_view *v)
 		buf_printf(out, "warming up (%u of %u min)", v->base_minutes,
 			   v->warmup_minutes ? v->warmup_minutes : 1);
 	else if (g->ratio > 0 && isfinite(g->ratio))
-		buf_printf(out, "%.3g\xc3\x97%s", g->ratio, g->slow ? " slow" : "");
+		buf_printf(out, "%.*f\xc3\x97%s", g->ratio < 100 ? 1 : 0, g->ratio,
+			   g->slow ? " slow" : "");
 	else
 		buf_puts(out, "\xe2\x80\x93");
 	buf_puts(out, "</td>");
