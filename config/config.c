@@ -302,12 +302,13 @@ int cfg_probe_index(const struct config *c, const char *name)
 	return -1;
 }
 
-/* Every field a row of @sec names is the same in @a and @b. */
+/* Every field a row of @sec names is the same in @a and @b, but a judgement's. */
 static bool item_same(const struct section *sec, const void *a, const void *b,
 		      const struct config *ac, const struct config *bc)
 {
 	for (const struct key *k = schema; k < SCHEMA_END; k++)
-		if ((k->where & sec->mask) && (!k->type->same || !k->type->same(k, a, b, ac, bc)))
+		if ((k->where & sec->mask) && !k->judgement &&
+		    (!k->type->same || !k->type->same(k, a, b, ac, bc)))
 			return false;
 	return true;
 }

@@ -115,6 +115,14 @@
 #define CFG_MIN_EXPECTED_LATENCY_NS   1000ULL	    /* 1us */
 #define CFG_MAX_EXPECTED_LATENCY_NS   1000000000ULL /* 1s */
 #define CFG_MAX_WRITE_PER_DAY	      (1ULL << 50)  /* 1PiB */
+/* A target's slow state (iopulse.yaml(5) slow_factor, slow_floor, baseline_warmup). */
+#define CFG_DEFAULT_SLOW_FACTOR	       4.0
+#define CFG_MAX_SLOW_FACTOR	       1000
+#define CFG_DEFAULT_SLOW_FLOOR_NS      1000000ULL	 /* 1ms */
+#define CFG_MAX_SLOW_FLOOR_NS	       60000000000ULL	 /* 1m */
+#define CFG_DEFAULT_BASELINE_WARMUP_NS 600000000000ULL	 /* 10m */
+#define CFG_MIN_BASELINE_WARMUP_NS     60000000000ULL	 /* 1m: whole minutes */
+#define CFG_MAX_BASELINE_WARMUP_NS     86400000000000ULL /* 24h */
 
 /* Native histograms (protobuf scrapes). */
 #define CFG_MIN_NATIVE_SCHEMA	  (-4)		/* Prometheus' coarsest schema */
@@ -190,7 +198,13 @@ struct cfg_target {
 	double max_duty_cycle;	    /* budget: share of the time probes may keep it busy; 1: any */
 	uint64_t max_write_per_day; /* budget: probe bytes written a day; 0 = no limit */
 	uint64_t expected_latency_ns; /* budget: one I/O's time, for the projection */
-	struct cfg_pos pos;	      /* of the list item */
+	/* Slow: a probe op's recent p50 over slow_factor x its baseline p50 and over
+	 * slow_floor_ns; the baseline counts once baseline_warmup_ns of minutes
+	 * with I/O are in it (whole minutes). */
+	double slow_factor;	     /* > 1, at most CFG_MAX_SLOW_FACTOR */
+	uint64_t slow_floor_ns;	     /* 0: no floor */
+	uint64_t baseline_warmup_ns; /* whole minutes, 1m..24h */
+	struct cfg_pos pos;	     /* of the list item */
 };
 
 struct cfg_probe {
@@ -316,7 +330,9 @@ int cfg_parse_listen(const char *s, char *host, size_t host_len, uint16_t *port)
 
 /*
  * Whether two targets have the same definition: every key, not the position in
- * the file. A reload keeps a target's lane (and its state) only when it is.
+ * the file, nor the keys that judge its figures (slow_factor, slow_floor,
+ * baseline_warmup): those apply without making it another target. A reload
+ * keeps a target's lane state (and its probes' figures) only when it is.
  */
 bool cfg_target_same(const struct cfg_target *a, const struct cfg_target *b);
 
@@ -394,11 +410,13 @@ const char *cfg_require_mount_name(enum cfg_require_mount m);
  * and "30s1m" are -EDOM.
  * Percentages: "75%", "12.5%" -> 0.75, 0.125; range 0..100%.
  * Counts (cfg_parse_uint): plain decimal digits only, "32"; no sign, fraction or unit.
+ * Numbers (cfg_parse_number): "4", "2.5"; no sign, exponent or unit, at most 18 digits.
  */
 int cfg_parse_uint(const char *s, uint64_t *out);
 int cfg_parse_size(const char *s, uint64_t *out);
 int cfg_parse_duration(const char *s, uint64_t *out_ns);
 int cfg_parse_percent(const char *s, double *out);
+int cfg_parse_number(const char *s, double *out);
 
 /* Formats for cfg_print() and messages: "4KiB", "64MiB", "4097"; "500ms", "10s", "1m30s". */
 void cfg_format_size(uint64_t bytes, char *buf, size_t len);
@@ -407,5 +425,7 @@ void cfg_format_bytes(double bytes, char *buf, size_t len);
 void cfg_format_duration(uint64_t ns, char *buf, size_t len);
 /* "70%", "12.5%": the shortest form cfg_parse_percent() reads back to @fraction exactly. */
 void cfg_format_percent(double fraction, char *buf, size_t len);
+/* "4", "2.5": the shortest form cfg_parse_number() reads back to @v exactly. */
+void cfg_format_number(double v, char *buf, size_t len);
 
 #endif

@@ -94,7 +94,11 @@ struct key {
 	const char *elsewhere;		 /* written where not valid: why, or what to use instead */
 	bool (*shown)(const void *base); /* cfg_print: printed only when this says so */
 	unsigned print_group; /* cfg_print prints an item's keys by group, then in table order */
-	const char *help;     /* one line, what it is for */
+	/* How the figures are judged, not what is measured or how: a change does not
+	 * make the target (or probe) another one (cfg_target_same() ignores it), so
+	 * a reload keeps its state and its baselines and the new value applies. */
+	bool judgement;
+	const char *help; /* one line, what it is for */
 };
 
 /* A section of the file: the rows whose 'where' meet @mask. */
@@ -137,6 +141,7 @@ int check_count(struct parser *p, const yaml_node_t *n, const char *key, uint64_
 		uint64_t hi);
 int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double max,
 		const char *example, double *out);
+int get_number(struct parser *p, const yaml_node_t *n, const char *key, double *out);
 int get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
 int check_range(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v, uint64_t lo,
 		uint64_t hi, bool is_duration);
@@ -155,6 +160,8 @@ extern const struct key_type type_name;
 extern const struct key_type type_size;
 extern const struct key_type type_rate;
 extern const struct key_type type_duration;
+extern const struct key_type type_minutes;
+extern const struct key_type type_factor;
 extern const struct key_type type_count;
 extern const struct key_type type_int;
 extern const struct key_type type_percent;

@@ -18,8 +18,10 @@
  * a mapping, the unknown, duplicate, misplaced and missing-key errors and their
  * suggestions, the defaults, cfg_print(), cfg_target_same()/cfg_probe_same()
  * and the key entries of iopulse.yaml(5) (a unit test compares them) all come
- * from the rows. Checks between keys stay in code, in check.c:
- * check_target_kind(), check_ping(), check_burst() and resolve_probes().
+ * from the rows (a judgement row, how figures are judged, is left out of the
+ * comparisons: a reload applies it and keeps what was measured). Checks
+ * between keys stay in code, in check.c: check_target_kind(), check_ping(),
+ * check_burst() and resolve_probes().
  */
 
 /* ---- the table ---- */
@@ -110,6 +112,14 @@ const struct key schema[] = {
 	{"expected_latency", W_TARGET, &type_duration, TGT(expected_latency_ns), .def = "2ms",
 	 .min = CFG_MIN_EXPECTED_LATENCY_NS, .max = CFG_MAX_EXPECTED_LATENCY_NS,
 	 .help = "time one I/O keeps the target busy, for the projected budget"},
+	{"slow_factor", W_TARGET, &type_factor, TGT(slow_factor), .def = "4", .min = 1,
+	 .max = CFG_MAX_SLOW_FACTOR, .judgement = true,
+	 .help = "slow when recent latency is over this many times its baseline"},
+	{"slow_floor", W_TARGET, &type_duration, TGT(slow_floor_ns), .def = "1ms", .min = 0,
+	 .max = CFG_MAX_SLOW_FLOOR_NS, .judgement = true, .help = "and over this; 0s: no floor"},
+	{"baseline_warmup", W_TARGET, &type_minutes, TGT(baseline_warmup_ns), .def = "10m",
+	 .min = CFG_MIN_BASELINE_WARMUP_NS, .max = CFG_MAX_BASELINE_WARMUP_NS, .judgement = true,
+	 .help = "minutes with I/O a baseline needs before it is used"},
 	{"labels", W_TARGET, &type_labels, TGT(labels), .shown = shown_if_labels,
 	 .help = "extra labels of the target's iopulse_target_info series"},
 

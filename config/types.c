@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * types — the types of value any part of the file may have: names, sizes,
- * rates, durations, counts, signed numbers, percentages, booleans, enums, the
- * engine and 'io_priority', each read, printed and compared as struct
- * key_type says; and the helpers that print a value.
+ * rates, durations (whole minutes too), counts, signed numbers, factors,
+ * percentages, booleans, enums, the engine and 'io_priority', each read,
+ * printed and compared as struct key_type says; and the helpers that print a
+ * value.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -238,6 +239,51 @@ static void print_duration(FILE *f, const struct key *k, const void *base, const
 
 const struct key_type type_duration = {"duration", parse_duration, print_duration, same_bytes,
 				       NULL};
+
+/* A duration of whole minutes from min to max. */
+static int parse_minutes(struct parser *p, const struct key *k, const yaml_node_t *v,
+			 struct item *it)
+{
+	uint64_t *out = field(k, it->base);
+	char got[32];
+	int r;
+
+	r = parse_duration(p, k, v, it);
+	if (r < 0 || *out % (60 * 1000000000ULL) == 0)
+		return r;
+	cfg_format_duration(*out, got, sizeof(got));
+	return fail_at(p, v, "'%s' must be whole minutes, as in 10m or 1h30m, got %s", k->name,
+		       got);
+}
+
+const struct key_type type_minutes = {"duration", parse_minutes, print_duration, same_bytes, NULL};
+
+/* A number over min (not min itself: a factor of 1 is no change), at most max. */
+static int parse_factor(struct parser *p, const struct key *k, const yaml_node_t *v,
+			struct item *it)
+{
+	double *out = field(k, it->base);
+	char got[32];
+	int r;
+
+	r = get_number(p, v, k->name, out);
+	if (r < 0 || (*out > (double)k->min && *out <= (double)k->max))
+		return r;
+	cfg_format_number(*out, got, sizeof(got));
+	return fail_at(p, v, "'%s' must be over %lld and at most %lld, got %s", k->name,
+		       (long long)k->min, (long long)k->max, got);
+}
+
+static void print_number(FILE *f, const struct key *k, const void *base, const struct config *c)
+{
+	char buf[32];
+
+	(void)c;
+	cfg_format_number(*(const double *)cfield(k, base), buf, sizeof(buf));
+	fprintf(f, " %s\n", buf);
+}
+
+const struct key_type type_factor = {"number", parse_factor, print_number, same_bytes, NULL};
 
 /* A count from min to max, into an unsigned or a uint64_t field. */
 static int parse_count(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Units: sizes ("4KiB"), durations ("1m30s"), percentages ("12.5%") and plain
- * counts ("32").
+ * Units: sizes ("4KiB"), durations ("1m30s"), percentages ("12.5%"), plain
+ * counts ("32") and plain numbers ("2.5").
  *
  * Every parser takes the whole string or fails, without locale (strtod and
  * friends read "1,5" in some locales and skip leading blanks), and checks
@@ -188,36 +188,90 @@ int cfg_parse_duration(const char *s, uint64_t *out_ns)
 	return 0;
 }
 
-int cfg_parse_percent(const char *s, double *out)
+/*
+ * A decimal at *s, "12" or "12.5" (no sign, no exponent), as the exact
+ * quotient *mant / *div, *div being @scale times a power of ten: one division
+ * of two exact integers makes the double ("12.5%" is exactly 0.125). At most
+ * 18 digits (-ERANGE); -EINVAL without a digit first or after the point.
+ */
+static int parse_decimal(const char **s, uint64_t scale, uint64_t *mant, uint64_t *div)
 {
-	uint64_t mant = 0, div = 100;
+	const char *p = *s;
 	unsigned digits = 0;
 	bool seen_dot = false;
 
-	if (!s || !is_digit(*s))
+	*mant = 0;
+	*div = scale;
+	if (!is_digit(*p))
 		return -EINVAL;
-	for (; *s && *s != '%'; s++) {
-		if (*s == '.' && !seen_dot) {
+	for (; is_digit(*p) || (*p == '.' && !seen_dot); p++) {
+		if (*p == '.') {
 			seen_dot = true;
-			if (!is_digit(s[1]))
+			if (!is_digit(p[1]))
 				return -EINVAL;
 			continue;
 		}
-		if (!is_digit(*s))
-			return -EINVAL;
 		if (++digits > 18)
 			return -ERANGE;
-		mant = mant * 10 + (uint64_t)(*s - '0');
+		*mant = *mant * 10 + (uint64_t)(*p - '0');
 		if (seen_dot)
-			div *= 10;
+			*div *= 10;
 	}
+	*s = p;
+	return 0;
+}
+
+int cfg_parse_percent(const char *s, double *out)
+{
+	uint64_t mant, div;
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	r = parse_decimal(&s, 100, &mant, &div);
+	if (r < 0)
+		return r;
 	if (*s != '%' || s[1] != '\0')
 		return -EINVAL;
-	/* One division of two exact integers: "12.5%" is exactly 0.125. */
 	if (mant > div)
 		return -ERANGE;
 	*out = (double)mant / (double)div;
 	return 0;
+}
+
+int cfg_parse_number(const char *s, double *out)
+{
+	uint64_t mant, div;
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	r = parse_decimal(&s, 1, &mant, &div);
+	if (r < 0)
+		return r;
+	if (*s != '\0')
+		return -EINVAL;
+	*out = (double)mant / (double)div;
+	return 0;
+}
+
+/*
+ * @shown (@value as written, before @suffix) with the fewest decimals that
+ * @parse reads back to the very same @value: "12.5%", not
+ * "12.500000000000002%". A value that came from the parser always has such a
+ * form, the one it was written in.
+ */
+static void format_shortest(double value, double shown, const char *suffix,
+			    int (*parse)(const char *, double *), char *buf, size_t len)
+{
+	for (int decimals = 0; decimals <= 16; decimals++) {
+		double back;
+
+		snprintf(buf, len, "%.*f%s", decimals, shown, suffix);
+		if (parse(buf, &back) == 0 && back == value)
+			return;
+	}
+	snprintf(buf, len, "%.16f%s", shown, suffix);
 }
 
 void cfg_format_percent(double fraction, char *buf, size_t len)
@@ -230,20 +284,19 @@ void cfg_format_percent(double fraction, char *buf, size_t len)
 		snprintf(buf, len, "%g%%", pct);
 		return;
 	}
-	/*
-	 * fraction * 100 is rarely exact, so print the fewest decimals that
-	 * cfg_parse_percent() reads back to the very same double: "12.5%", not
-	 * "12.500000000000002%". A value that came from the parser always has
-	 * such a form, the one it was written in.
-	 */
-	for (int decimals = 0; decimals <= 16; decimals++) {
-		double back;
+	/* fraction * 100 is rarely exact: what reads back to @fraction itself. */
+	format_shortest(fraction, pct, "%", cfg_parse_percent, buf, len);
+}
 
-		snprintf(buf, len, "%.*f%%", decimals, pct);
-		if (cfg_parse_percent(buf, &back) == 0 && back == fraction)
-			return;
+void cfg_format_number(double v, char *buf, size_t len)
+{
+	if (!buf || !len)
+		return;
+	if (!(v >= 0.0 && v < 1e18)) {
+		snprintf(buf, len, "%g", v);
+		return;
 	}
-	snprintf(buf, len, "%.16f%%", pct);
+	format_shortest(v, v, "", cfg_parse_number, buf, len);
 }
 
 void cfg_format_size(uint64_t bytes, char *buf, size_t len)

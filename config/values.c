@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * values — one scalar read as a boolean, a size, a rate, a count, a percentage,
- * a duration, one of a list of names, a name or a signed number, with the
+ * a number, a duration, one of a list of names, a name or a signed number, with the
  * message for each way it can be wrong.
  */
 #include <errno.h>
@@ -238,6 +238,26 @@ int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double 
 			       "invalid percentage '%s' for '%s': expected a number and %%, "
 			       "as in %s or 12.5%%",
 			       s, key, example);
+	return 0;
+}
+
+/* A plain number, as "slow_factor: 2.5". */
+int get_number(struct parser *p, const yaml_node_t *n, const char *key, double *out)
+{
+	const char *s = NULL;
+	int r;
+
+	r = get_scalar(p, n, key, "a number", &s);
+	if (r < 0)
+		return r;
+	r = cfg_parse_number(s, out);
+	if (r == -ERANGE)
+		return fail_at(p, n, "invalid number '%s' for '%s': too many digits", s, key);
+	if (r < 0)
+		return fail_at(p, n,
+			       "invalid number '%s' for '%s': expected a plain number, as in 4 or "
+			       "2.5",
+			       s, key);
 	return 0;
 }
 

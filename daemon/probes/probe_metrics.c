@@ -5,6 +5,7 @@
  * their series.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/ioprio.h"
@@ -40,7 +41,16 @@ static const char *const ptk[] = {"probe", "target", "kind", NULL};
 static const char *const ptoe[] = {"probe", "target", "type", "op", "engine", "io_priority", NULL};
 /* "quantile" is reserved for summaries; these are plain gauges. */
 static const char *const ptoq[] = {"probe", "target", "op", "percentile", NULL};
+/* The latency quantiles a baseline and a recent figure have: the label is
+ * "quantile" as the contract of the rules has it; plain gauges all the same. */
+static const char *const ptoqu[] = {"probe", "target", "op", "quantile", NULL};
+static const char *const regress_quantiles[PROBE_REGRESS_QUANTILES] = {"0.5", "0.99"};
 static const char *const t_labels[] = {"target", NULL};
+static const char *const t_state[] = {"target", "state", NULL};
+static const char *const t_reason[] = {"target", "reason", NULL};
+
+const char *const probe_target_states[PROBE_TARGET_STATES + 1] = {"starting", "up",   "slow",
+								  "stuck",    "down", NULL};
 static const char *const t_info[] = {"target", "kind", "path", "fstype", "device", "model", NULL};
 
 /* The rows of probe_metric_defs[], as iopulse(8) lists them (a page sorts by name). */
@@ -61,6 +71,9 @@ enum {
 	P_INTERVAL,
 	P_VERIFY_CHECKED,
 	P_VERIFY_MISMATCHES,
+	P_BASELINE,
+	P_RECENT,
+	P_RATIO,
 	P_COUNT,
 };
 
@@ -121,6 +134,19 @@ const struct metric_def probe_metric_defs[P_COUNT + 1] = {
 				 "checksum fails; wrong_offset: a block written for another "
 				 "offset, a misdirected write; stale: an older generation than "
 				 "the last one synced, a lost write)."},
+	[P_BASELINE] = {"iopulse_probe_latency_baseline_seconds", METRIC_GAUGE, ptoqu,
+			"The op's usual latency: the weighted median of the last day's "
+			"per-minute and per-10-minute quantiles (quantile 0.5: of the "
+			"p50s, 0.99: of the p99s), slow minutes left out; absent while "
+			"the baseline warms up."},
+	[P_RECENT] = {"iopulse_probe_latency_recent_seconds", METRIC_GAUGE, ptoqu,
+		      "The op's latency over the last minute (quantile 0.5 or 0.99), at "
+		      "least the age of an I/O it is waiting on; absent with no I/O in "
+		      "the last minute and none waited on."},
+	[P_RATIO] = {"iopulse_probe_latency_ratio", METRIC_GAUGE, pto,
+		     "Recent p50 over baseline p50; absent unless both are there. Over the "
+		     "target's slow_factor (and the recent p50 over its slow_floor), the "
+		     "target is slow."},
 	[P_COUNT] = {NULL},
 };
 
@@ -162,6 +188,11 @@ enum {
 	T_DUTY,
 	T_WRITTEN,
 	T_WRITTEN_TODAY,
+	T_STATE,
+	T_STATE_SINCE,
+	T_REASON,
+	T_SLOW_FACTOR,
+	T_SLOW_FLOOR,
 	T_COUNT,
 };
 
@@ -205,6 +236,20 @@ const struct metric_def target_metric_defs[T_COUNT + 1] = {
 			     "Bytes the probes wrote to the target in the current day "
 			     "(24h of the monotonic clock), against its "
 			     "max_write_per_day."},
+	[T_STATE] = {"iopulse_target_state", METRIC_GAUGE, t_state,
+		     "1 for the target's state (starting, up, slow, stuck or down), 0 for "
+		     "the others."},
+	[T_STATE_SINCE] = {"iopulse_target_state_since_timestamp_seconds", METRIC_GAUGE, t_labels,
+			   "Unix time the target's current state began."},
+	[T_REASON] = {"iopulse_target_reason_info", METRIC_GAUGE, t_reason,
+		      "Always 1, one series a target: the bounded code of why it is in its "
+		      "state (none when up)."},
+	[T_SLOW_FACTOR] = {"iopulse_target_slow_factor", METRIC_GAUGE, t_labels,
+			   "The target's slow_factor: how many times its baseline a probe "
+			   "op's recent latency must be for the target to be slow."},
+	[T_SLOW_FLOOR] = {"iopulse_target_slow_floor_seconds", METRIC_GAUGE, t_labels,
+			  "The target's slow_floor: the latency a probe op's recent p50 must "
+			  "be over, too, for the target to be slow."},
 	[T_COUNT] = {NULL},
 };
 
@@ -533,6 +578,57 @@ void probe_metrics_drop(struct probe_series *s)
 	for (int k = 0; k < PROBE_MISMATCH_COUNT; k++)
 		drop(&s->verify_mismatches[k]);
 	metrics_series_drop(atomic_exchange(&s->burst_seconds, NULL));
+	probe_metrics_regress_drop(s);
+}
+
+/* Gauge @row of @s with @v (label values: the probe's, op @op, then @q), made
+ * when @have, set to @v, or dropped when not: absent rather than a 0 or a NaN
+ * that would read as a figure. 0 or -ENOMEM. */
+static int regress_gauge(struct probe_series *s, struct metric_series **g, int row, int op,
+			 const char *q, bool have, double v)
+{
+	const char *vals[] = {s->cfg->name, s->target, io_op_name(op), q, NULL};
+
+	if (!have || !(v >= 0 && v < 1e300)) {
+		drop(g);
+		return 0;
+	}
+	if (!*g) {
+		struct metric_family *f = family_of(s->m, &probe_metric_defs[row]);
+
+		*g = f ? metrics_series(f, vals) : NULL;
+		if (!*g)
+			return -ENOMEM;
+	}
+	metrics_set(*g, v);
+	return 0;
+}
+
+int probe_metrics_regress(struct probe_series *s, int op, const uint64_t *baseline_ns,
+			  const uint64_t *recent_ns, double ratio)
+{
+	int r = regress_gauge(s, &s->ratio[op], P_RATIO, op, NULL, ratio > 0, ratio);
+
+	for (int i = 0; i < PROBE_REGRESS_QUANTILES; i++) {
+		if (regress_gauge(s, &s->baseline[op][i], P_BASELINE, op, regress_quantiles[i],
+				  baseline_ns != NULL, baseline_ns ? baseline_ns[i] / 1e9 : 0) < 0)
+			r = -ENOMEM;
+		if (regress_gauge(s, &s->recent[op][i], P_RECENT, op, regress_quantiles[i],
+				  recent_ns != NULL, recent_ns ? recent_ns[i] / 1e9 : 0) < 0)
+			r = -ENOMEM;
+	}
+	return r;
+}
+
+void probe_metrics_regress_drop(struct probe_series *s)
+{
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		for (int i = 0; i < PROBE_REGRESS_QUANTILES; i++) {
+			drop(&s->baseline[op][i]);
+			drop(&s->recent[op][i]);
+		}
+		drop(&s->ratio[op]);
+	}
 }
 
 /* ---------------------------------------------------------------- targets */
@@ -584,11 +680,27 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 	s->written = metrics_series(f[T_WRITTEN], tv);
 	s->written_today = metrics_series(f[T_WRITTEN_TODAY], tv);
 	s->duty = metrics_series(f[T_DUTY], tv);
+	/* How it is judged, and in what state it is: every state from the start. */
+	s->since = metrics_series(f[T_STATE_SINCE], tv);
+	s->slow_factor = metrics_series(f[T_SLOW_FACTOR], tv);
+	s->slow_floor = metrics_series(f[T_SLOW_FLOOR], tv);
 	if (!s->up || !s->inflight || !s->layout || !s->layout_failures || !s->io_seconds ||
-	    !s->written || !s->written_today || !s->duty)
+	    !s->written || !s->written_today || !s->duty || !s->since || !s->slow_factor ||
+	    !s->slow_floor)
 		return -ENOMEM;
+	for (int i = 0; i < PROBE_TARGET_STATES; i++) {
+		const char *sv[] = {t->name, probe_target_states[i], NULL};
+
+		s->state[i] = metrics_series(f[T_STATE], sv);
+		if (!s->state[i])
+			return -ENOMEM;
+	}
+	metrics_set(s->slow_factor, t->slow_factor);
+	metrics_set(s->slow_floor, t->slow_floor_ns / 1e9);
 	s->m = m;
 	s->cfg = t;
+	s->reason = NULL;
+	s->reason_code[0] = '\0';
 	s->dev_util = s->dev_queue = NULL;
 	memset(&s->desc, 0, sizeof(s->desc));
 	return target_info_series(s);
@@ -600,6 +712,30 @@ void probe_metrics_target_set(struct target_series *s, bool up, double inflight_
 	metrics_set(s->up, up ? 1 : 0);
 	metrics_set(s->inflight, inflight_s);
 	metrics_set(s->layout, layout_ratio);
+}
+
+int probe_metrics_target_state(struct target_series *s, const char *state, double since_s,
+			       const char *reason)
+{
+	const char *rv[] = {s->cfg->name, reason, NULL};
+	struct metric_family *f;
+
+	metrics_lock(s->m);
+	for (int i = 0; i < PROBE_TARGET_STATES; i++)
+		metrics_set_locked(s->state[i], !strcmp(state, probe_target_states[i]));
+	metrics_set_locked(s->since, since_s);
+	metrics_unlock(s->m);
+	if (s->reason && !strcmp(s->reason_code, reason))
+		return 0;
+	/* Replaced, the old one first: never two to join on. */
+	drop(&s->reason);
+	snprintf(s->reason_code, sizeof(s->reason_code), "%s", reason);
+	f = family_of(s->m, &target_metric_defs[T_REASON]);
+	s->reason = f ? metrics_series(f, rv) : NULL;
+	if (!s->reason)
+		return -ENOMEM;
+	metrics_set(s->reason, 1);
+	return 0;
 }
 
 void probe_metrics_layout_failed(struct target_series *s)
@@ -635,6 +771,7 @@ int probe_metrics_target_info(struct target_series *s, const struct target_desc 
 void probe_metrics_target_info_drop(struct target_series *s)
 {
 	drop(&s->info);
+	drop(&s->reason);
 }
 
 int probe_metrics_target_device(struct target_series *s, double utilization, double queue_depth)
@@ -667,4 +804,10 @@ void probe_metrics_target_drop(struct target_series *s)
 	drop(&s->written);
 	drop(&s->written_today);
 	drop(&s->duty);
+	drop(&s->reason);
+	drop(&s->since);
+	drop(&s->slow_factor);
+	drop(&s->slow_floor);
+	for (int i = 0; i < PROBE_TARGET_STATES; i++)
+		drop(&s->state[i]);
 }

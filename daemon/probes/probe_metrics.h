@@ -41,6 +41,14 @@ enum probe_wait {
 
 /* The quantiles of the last burst exported as gauges. */
 #define PROBE_BURST_QUANTILES 4
+/* Of a probe op's baseline and recent latency: p50 and p99. */
+#define PROBE_REGRESS_QUANTILES 2
+/* The states of a target, as iopulse_target_state's state label says them
+ * (NULL-terminated): status_state_name()'s words. */
+#define PROBE_TARGET_STATES 5
+extern const char *const probe_target_states[PROBE_TARGET_STATES + 1];
+/* The longest reason code, with its NUL (target_reason_code(), the lane's). */
+#define PROBE_REASON_MAX 16
 
 struct probe_series {
 	struct metrics *m;
@@ -71,6 +79,11 @@ struct probe_series {
 	/* Made last (release): a reader on another thread (the status page) that
 	 * loads it non-NULL (acquire) sees the gauges above made too. */
 	_Atomic(struct metric_series *) burst_seconds;
+	/* Scrape time: the op against its own baseline (p50, p99), each there only
+	 * while it has a value (probe_metrics_regress()). */
+	struct metric_series *baseline[IO_OP_COUNT][PROBE_REGRESS_QUANTILES];
+	struct metric_series *recent[IO_OP_COUNT][PROBE_REGRESS_QUANTILES];
+	struct metric_series *ratio[IO_OP_COUNT];
 };
 
 struct target_series {
@@ -80,6 +93,12 @@ struct target_series {
 	struct metric_series *io_seconds, *written, *written_today; /* what the probes cost */
 	struct metric_series *duty;
 	struct metric_series *info; /* iopulse_target_info, saying desc */
+	/* Scrape time: its state (one series per probe_target_states[]), since
+	 * when, why (one series, saying reason_code), how it is judged. */
+	struct metric_series *state[PROBE_TARGET_STATES], *since;
+	struct metric_series *reason;
+	char reason_code[PROBE_REASON_MAX];
+	struct metric_series *slow_factor, *slow_floor;
 	/* The target's disk as last measured before a burst; made at the first
 	 * measurement (none on a target without a block device). */
 	struct metric_series *dev_util, *dev_queue;
@@ -102,6 +121,17 @@ void probe_metrics_window(struct probe_series *s, double run_s, double steal_s);
 void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o);
 /* Removes the series from the registry (a removed or changed probe). */
 void probe_metrics_drop(struct probe_series *s);
+/*
+ * Scrape time: op @op (enum io_op) against its baseline: the baseline and the
+ * recent latency, p50 and p99 in ns (NULL: none), and the recent p50 over the
+ * baseline's (<= 0: none). What has no value has no series (made and dropped
+ * here): never a NaN, never a 0 that reads as a latency. 0 or -ENOMEM (then
+ * some are missing until the next call).
+ */
+int probe_metrics_regress(struct probe_series *s, int op, const uint64_t *baseline_ns,
+			  const uint64_t *recent_ns, double ratio);
+/* Removes those series (a reload: the probe's next lane makes its own). */
+void probe_metrics_regress_drop(struct probe_series *s);
 
 /* The series of target @t (outlives @s); its info series says nothing is known
  * of what it is on yet. 0 or -ENOMEM. */
@@ -111,8 +141,18 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
  * series is replaced (one per target at any time). 0 or -ENOMEM (then there is
  * none until the next call). The caller serialises calls with the drops. */
 int probe_metrics_target_info(struct target_series *s, const struct target_desc *d);
-/* Removes the info series only (a reload: the next lane of the target makes its own). */
+/* Removes the series each lane of the target makes its own (a reload: the next
+ * lane makes them anew): iopulse_target_info and iopulse_target_reason_info. */
 void probe_metrics_target_info_drop(struct target_series *s);
+/*
+ * Scrape time: the target is in @state (one of probe_target_states[]: its
+ * series 1, the others 0) since Unix time @since_s, for the bounded reason
+ * @reason (at most PROBE_REASON_MAX - 1 bytes): its one reason series is
+ * replaced when that changes. 0 or -ENOMEM (then there is no reason series
+ * until the next call).
+ */
+int probe_metrics_target_state(struct target_series *s, const char *state, double since_s,
+			       const char *reason);
 /* Scrape time: up (0/1), age of the I/O in flight, layout progress (0 to 1). */
 void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
 			      double layout_ratio);

@@ -132,6 +132,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	l->notify_fd = -1;
 	l->watch_fd = -1;
 	l->check_step_ns = LAYOUT_LOG_NS; /* or the shortest timeout of its probes */
+	l->start_wall_s = wall_now_s();	  /* starting since (before any scrape sees it) */
 	target_init(&l->target, tc);
 	r = lane_init_sync(l);
 	if (r < 0)
@@ -478,6 +479,9 @@ void lane_drop_target_info(struct lane *l)
 	l->series_gone = true;
 	probe_metrics_target_info_drop(&l->series);
 	pthread_mutex_unlock(&l->mu);
+	/* Scrape time's only, and scrapes no longer see this lane. */
+	for (unsigned pi = 0; pi < l->n_probes; pi++)
+		probe_metrics_regress_drop(&l->probes[pi].series);
 }
 
 void lane_take_over(struct lane *l, struct lane *old)
@@ -491,7 +495,15 @@ void lane_take_over(struct lane *l, struct lane *old)
 	/* The duty cycle's window goes on from the same busy time. */
 	atomic_store(&l->busy_ns, atomic_load(&old->busy_ns));
 	memcpy(l->duty, old->duty, sizeof(l->duty));
+	/* The same state since the same time: a reload is no new state. */
+	l->start_wall_s = old->start_wall_s;
+	l->shown_state = old->shown_state;
+	l->shown_since_s = old->shown_since_s;
 	pthread_mutex_lock(&l->mu);
+	memcpy(l->down_reason, old->down_reason, sizeof(l->down_reason));
+	memcpy(l->down_code, old->down_code, sizeof(l->down_code));
+	l->down_wall_s = old->down_wall_s;
+	l->up_wall_s = old->up_wall_s;
 	if (!l->series_gone && probe_metrics_target_info(&l->series, &old->series.desc) < 0)
 		log_warning("Target %s: out of memory for iopulse_target_info, ignoring",
 			    l->cfg->name);

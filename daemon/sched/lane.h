@@ -69,6 +69,8 @@ struct lane_probe {
 	int state_error;
 	char state_what[384]; /* "" while it runs without errors */
 	struct probe_series series;
+	/* Scrape time: each op against its baseline, as the last request found. */
+	struct status_regress regress[IO_OP_COUNT];
 	/* A burst held back while the target's disk is busy (lane_run.c): */
 	uint64_t busy_due_ns;	/* lane thread: start of its last regular (not retried) run */
 	uint64_t busy_delay_ns; /* lane thread: the last retry delay since then, 0: none */
@@ -100,6 +102,16 @@ struct lane {
 	_Atomic uint64_t run_mono_ns;	  /* CLOCK_MONOTONIC: the run in progress began */
 	bool down_logged;		  /* lane thread: "is down" logged, "up again" not yet */
 	char down_reason[512];		  /* the target's last error while down (lane mutex) */
+	char down_code[PROBE_REASON_MAX]; /* its bounded code (target_reason_code(); lane mutex) */
+	double down_wall_s;		  /* Unix time it went down, 0 while not (lane mutex) */
+	double up_wall_s;		  /* Unix time it last turned up (lane mutex) */
+	double start_wall_s;		  /* Unix time the lane (or its first) started */
+	/* Scrape time (under the scheduler's lanes mutex), lane_status(): the state
+	 * the last request showed and since when (0: none yet), and whether a
+	 * probe op was slow (lane_status_probes()). */
+	enum status_state shown_state;
+	double shown_since_s;
+	bool slow;
 	/* Lane thread: backing off after a failed probe-file layout (lane_run.c). */
 	uint64_t layout_backoff_ns; /* wait after the last failure; 0: none failed since success */
 	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
@@ -180,13 +192,30 @@ void lane_check_timeout(struct lane *l, uint64_t now_ns);
  * leaves it disarmed (its thread wakes itself for its next due time).
  */
 void lane_watch(struct lane *l);
-/* Scrape time: refresh target_up, in-flight age and layout progress. */
-void lane_collect(struct lane *l, uint64_t now_ns);
-/* Scrape time (HTTP thread): the target's state for the status page; never
- * blocks on I/O (atomics, and the lane mutex, which no I/O holds). */
+/*
+ * A request (HTTP thread, under the scheduler's lanes mutex), in this order,
+ * so that the page and /metrics say the same: lane_status_probes(), then
+ * lane_status(), then lane_collect_target() with its @t. None blocks on I/O
+ * (atomics, and the lane mutex, which no I/O holds).
+ *
+ * lane_status_probes(): each probe op's counters, last burst and what it waits
+ * on into @st, and its figures against its baseline back (lp->regress, and
+ * whether one is slow): a probe waits on the target's I/O in flight when it is
+ * its own, and every probe of the target once that is stuck (a burst or a
+ * layout in progress does not make the others slow).
+ */
+void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns);
+/* The target's state (slow: up, and a probe op slow at the last
+ * lane_status_probes()), its reason and bounded code, and since when: the
+ * time it began where known (stuck: its I/O's start plus its timeout; down:
+ * when it went down; up: when it came up), else the first request that saw it. */
 void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t);
-/* Scrape time: each probe op's counters and last burst into @st. */
-void lane_status_probes(struct lane *l, struct status *st);
+/* The target's series from @t (lane_status()'s): up, in-flight age, layout
+ * progress, duty cycle, state, since and reason; and each probe op's baseline,
+ * recent and ratio gauges from lp->regress. */
+void lane_collect_target(struct lane *l, uint64_t now_ns, const struct status_target *t);
+/* Scrape time without a status page: lane_status(), then lane_collect_target(). */
+void lane_collect(struct lane *l, uint64_t now_ns);
 /* The status page's ticks: each probe op (at most n_probes * IO_OP_COUNT) into
  * @out, for status_tick_until(); how many. Valid until the lane is destroyed
  * or a reload drops its series. */
@@ -200,12 +229,15 @@ void lane_drop_probe_series(struct lane_probe *lp);
  * failures) of a removed target. Only scrape time touches them: the caller keeps
  * sched_collect() off the lane first. */
 void lane_drop_target_series(struct lane *l);
-/* Reload: remove the target's iopulse_target_info (every old lane's: each new
- * lane has its own). A lane abandoned in the kernel no longer touches it. */
+/* Reload: remove what each lane of the target makes its own (every old lane's:
+ * each new lane has its own): iopulse_target_info, iopulse_target_reason_info
+ * and its probes' baseline, recent and ratio gauges. A lane abandoned in the
+ * kernel no longer touches them. */
 void lane_drop_target_info(struct lane *l);
 /* Reload: new lane @l (not started) of an unchanged target goes on from @old, its
- * lane before the reload (exited): the target's health, what it is on (until
- * its own first open), the day's write count and the duty cycle's window. */
+ * lane before the reload (exited): the target's health, its state and since
+ * when, why it is down, what it is on (until its own first open), the day's
+ * write count and the duty cycle's window. */
 void lane_take_over(struct lane *l, struct lane *old);
 /* Free what lane_init() allocated; the thread must have exited (or never started). */
 void lane_destroy(struct lane *l);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "daemon/sched/lane.h"
 
@@ -32,6 +33,16 @@ static inline const char *target_key(const struct lane *l, char *buf)
 
 /* One run of @lp; @retry: a burst held back earlier, tried again (lane_disk_busy()). */
 void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry);
+
+/* Unix time now, for the times a state began: read when a state changes and
+ * at scrape time, never per I/O. */
+static inline double wall_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static inline uint64_t earliest(uint64_t a, uint64_t b)
 {

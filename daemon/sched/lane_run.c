@@ -36,11 +36,32 @@ static void set_up(struct lane *l, bool up)
 }
 
 /* The status page reads the reason from the HTTP thread: under the lane mutex,
- * which is never held across I/O. */
-static void set_down_reason(struct lane *l, const char *why)
+ * which is never held across I/O. The target is down for @why, its bounded
+ * @code (target_reason_code()); the time it went down is its first reason's. */
+static void set_down_reason(struct lane *l, const char *why, const char *code)
 {
+	double now = l->down_wall_s ? 0 : wall_now_s(); /* (only this thread writes it) */
+
 	pthread_mutex_lock(&l->mu);
 	snprintf(l->down_reason, sizeof(l->down_reason), "%s", why);
+	snprintf(l->down_code, sizeof(l->down_code), "%s", code);
+	if (!l->down_wall_s)
+		l->down_wall_s = now;
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* Up: no reason, and since when, when it was not up (the first open, back up
+ * after an outage). Only then: a run that finds it up as it was takes no lock. */
+static void clear_down_reason(struct lane *l)
+{
+	if (atomic_load(&l->up) && !l->down_reason[0])
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->down_reason[0] = '\0';
+	l->down_code[0] = '\0';
+	l->down_wall_s = 0;
+	if (!atomic_load(&l->up))
+		l->up_wall_s = wall_now_s();
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -54,18 +75,19 @@ static void set_down_reason(struct lane *l, const char *why)
  */
 static void target_down(struct lane *l, int r)
 {
+	const char *code = target_reason_code(&l->target, r);
 	char key[LOG_KEY_MAX];
 
 	set_up(l, false);
 	if (l->down_logged) {
-		if (strcmp(l->down_reason, l->target.error) != 0) {
-			set_down_reason(l, l->target.error);
+		if (strcmp(l->down_reason, l->target.error) != 0 || strcmp(l->down_code, code)) {
+			set_down_reason(l, l->target.error, code);
 			log_debug("Target %s is still down: %s", l->cfg->name, l->target.error);
 		}
 		return;
 	}
 	l->down_logged = true;
-	set_down_reason(l, l->target.error);
+	set_down_reason(l, l->target.error, code);
 	log_state_error_errno(target_key(l, key), r, "Target %s is down: %s", l->cfg->name,
 			      l->target.error);
 }
@@ -78,8 +100,8 @@ static void target_is_up(struct lane *l)
 		log_state_notice(target_key(l, key), "Target %s is up again (%s)", l->cfg->name,
 				 l->target.file_path);
 		l->down_logged = false;
-		set_down_reason(l, "");
 	}
+	clear_down_reason(l);
 	set_up(l, true);
 }
 
@@ -134,7 +156,7 @@ static void layout_failed(struct lane *l, int r)
 	series_end(l);
 	set_up(l, false);
 	cfg_format_duration(l->layout_backoff_ns, when, sizeof(when));
-	set_down_reason(l, l->target.error);
+	set_down_reason(l, l->target.error, target_reason_code(&l->target, r));
 	log_state_error_errno(target_key(l, key), r, "Target %s is %sdown: %s, retrying in %s",
 			      l->cfg->name, l->down_logged ? "still " : "", l->target.error, when);
 	l->down_logged = true;

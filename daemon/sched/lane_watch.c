@@ -81,43 +81,111 @@ static double lane_duty(struct lane *l, uint64_t now_ns)
 	return (double)(busy - oldest->busy_ns) / (double)(now_ns - oldest->t_ns);
 }
 
-void lane_collect(struct lane *l, uint64_t now_ns)
-{
-	uint64_t since;
-	struct lane_probe *lp = inflight_probe(l, &since);
-	bool stuck = lp && age(now_ns, since) >= lp->cfg->timeout_ns;
+_Static_assert(PROBE_REASON_MAX == sizeof(((struct status_target *)0)->reason_code),
+	       "a lane's reason code fits the status page's");
 
-	probe_metrics_target_set(&l->series, atomic_load(&l->up) && !stuck,
-				 age(now_ns, since) / 1e9,
-				 target_layout_progress(&l->target, NULL, NULL));
+void lane_collect_target(struct lane *l, uint64_t now_ns, const struct status_target *t)
+{
+	probe_metrics_target_set(&l->series, t->state == STATUS_UP || t->state == STATUS_SLOW,
+				 t->inflight_s, target_layout_progress(&l->target, NULL, NULL));
 	probe_metrics_target_duty(&l->series, lane_duty(l, now_ns));
+	if (probe_metrics_target_state(&l->series, status_state_name(t->state), t->since_s,
+				       t->reason_code) < 0)
+		log_warning("Target %s: out of memory for iopulse_target_reason_info, ignoring",
+			    l->cfg->name);
+	for (unsigned pi = 0; pi < l->n_probes; pi++) {
+		struct lane_probe *lp = &l->probes[pi];
+
+		for (int op = 0; op < IO_OP_COUNT; op++) {
+			const struct status_regress *g = &lp->regress[op];
+
+			if (lp->series.latency[op] &&
+			    probe_metrics_regress(
+				    &lp->series, op, g->have_baseline ? g->baseline_ns : NULL,
+				    g->have_recent ? g->recent_ns : NULL, g->ratio) < 0)
+				log_warning("Probe %s: out of memory for its baseline gauges, "
+					    "ignoring",
+					    lp->cfg->name);
+		}
+	}
 }
 
-/* Why the target is not up, for the status page; @lp/@a: the I/O in flight. */
-static void status_reason(struct lane *l, struct status_target *t, const struct lane_probe *lp,
-			  uint64_t a)
+void lane_collect(struct lane *l, uint64_t now_ns)
 {
+	struct status_target t;
+
+	lane_status(l, now_ns, &t);
+	lane_collect_target(l, now_ns, &t);
+}
+
+/*
+ * Why the target is in state t->state, for the status page (t->reason, and
+ * t->reason_code, the bounded one), and when that began where the lane knows
+ * it (Unix time; 0: not known); @lp/@a: the I/O in flight, @now_wall_s now.
+ * A target down without a reason has not been checked yet: starting.
+ */
+static double status_reason(struct lane *l, struct status_target *t, const struct lane_probe *lp,
+			    uint64_t a, double now_wall_s)
+{
+	char *code = t->reason_code;
+	size_t len = sizeof(t->reason_code);
+	double began = 0;
 	uint64_t total;
 	double share = target_layout_progress(&l->target, NULL, &total);
 
-	if (t->state == STATUS_STUCK) {
+	switch (t->state) {
+	case STATUS_STUCK:
 		snprintf(t->reason, sizeof(t->reason),
 			 "I/O of probe %s in flight for %.1fs, past its %.3gs timeout",
 			 lp->cfg->name, a / 1e9, lp->cfg->timeout_ns / 1e9);
-	} else if (t->state == STATUS_DOWN) {
+		snprintf(code, len, "stuck");
+		/* it became stuck when its I/O reached the timeout */
+		return now_wall_s - (double)(a - lp->cfg->timeout_ns) / 1e9;
+	case STATUS_SLOW:
+		snprintf(code, len, "slow");
+		return 0;
+	case STATUS_UP:
+		snprintf(code, len, "none");
+		pthread_mutex_lock(&l->mu);
+		began = l->up_wall_s;
+		pthread_mutex_unlock(&l->mu);
+		return began;
+	case STATUS_DOWN:
 		pthread_mutex_lock(&l->mu);
 		snprintf(t->reason, sizeof(t->reason), "%s", l->down_reason);
+		snprintf(code, len, "%s", l->down_code[0] ? l->down_code : "other");
+		began = l->down_wall_s;
 		pthread_mutex_unlock(&l->mu);
-		if (!t->reason[0])
-			t->state = STATUS_STARTING;
+		if (t->reason[0])
+			return began;
+		t->state = STATUS_STARTING;
+		break;
+	case STATUS_STARTING:
+		break;
 	}
-	if (t->state != STATUS_STARTING)
-		return;
 	if (total)
 		snprintf(t->reason, sizeof(t->reason), "laying out the probe file, %.0f%% done",
 			 100.0 * share);
 	else
 		snprintf(t->reason, sizeof(t->reason), "not checked yet");
+	snprintf(code, len, "%s", total ? "layout" : "not_checked");
+	return l->start_wall_s;
+}
+
+/*
+ * Since when the target is in @state: kept while it stays in it; on a change,
+ * @began (when the lane knows the state began) when that is after the last
+ * state began and not in the future, else now: the first request that sees
+ * it. Up after slow or stuck, for one, says now (it came up long before).
+ */
+static double state_since(struct lane *l, enum status_state state, double began, double now_wall_s)
+{
+	if (l->shown_since_s && state == l->shown_state)
+		return l->shown_since_s;
+	l->shown_state = state;
+	l->shown_since_s =
+		began > 0 && began >= l->shown_since_s && began <= now_wall_s ? began : now_wall_s;
+	return l->shown_since_s;
 }
 
 void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
@@ -125,6 +193,7 @@ void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
 	uint64_t since;
 	struct lane_probe *lp = inflight_probe(l, &since);
 	uint64_t a = age(now_ns, since);
+	double now_wall = wall_now_s(), began;
 
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%s", l->cfg->name);
@@ -135,19 +204,29 @@ void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
 	if (lp && a >= lp->cfg->timeout_ns)
 		t->state = STATUS_STUCK;
 	else if (atomic_load(&l->up))
-		t->state = STATUS_UP;
+		t->state = l->slow ? STATUS_SLOW : STATUS_UP;
 	else
 		t->state = STATUS_DOWN; /* or starting, when no reason is known */
-	status_reason(l, t, lp, a);
+	began = status_reason(l, t, lp, a, now_wall);
+	t->since_s = state_since(l, t->state, began, now_wall);
 }
 
-void lane_status_probes(struct lane *l, struct status *st)
+void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns)
 {
+	uint64_t since;
+	const struct lane_probe *in = inflight_probe(l, &since);
+	uint64_t a = age(now_ns, since);
+	bool stuck = in && a >= in->cfg->timeout_ns;
+
+	l->slow = false;
 	for (unsigned pi = 0; pi < l->n_probes; pi++) {
-		const struct probe_series *s = &l->probes[pi].series;
+		struct lane_probe *lp = &l->probes[pi];
+		const struct probe_series *s = &lp->series;
 		/* Made lazily by the lane thread, last: acquire, then the rest is there. */
 		struct metric_series *secs =
 			atomic_load_explicit(&s->burst_seconds, memory_order_acquire);
+		/* Its own I/O, or any once the target is stuck: every probe waits then. */
+		uint64_t waited = in && (in == lp || stuck) ? a : 0;
 		double errors = 0;
 
 		for (int e = 0; e < PROBE_ERR_COUNT; e++)
@@ -156,6 +235,7 @@ void lane_status_probes(struct lane *l, struct status *st)
 		for (int op = 0; op < IO_OP_COUNT; op++) {
 			struct status_burst b = {.valid = secs != NULL};
 
+			memset(&lp->regress[op], 0, sizeof(lp->regress[op]));
 			if (!s->latency[op])
 				continue;
 			if (b.valid) {
@@ -166,9 +246,10 @@ void lane_status_probes(struct lane *l, struct status *st)
 				b.max_s = metrics_value(s->burst_max[op]);
 				b.seconds = metrics_value(secs);
 			}
-			status_set_probe(st, l->probes[pi].cfg->name, l->cfg->name, op,
-					 metrics_value(s->runs), errors,
-					 l->probes[pi].cfg->interval_ns / 1e9, &b);
+			status_set_probe(st, lp->cfg->name, l->cfg->name, op,
+					 metrics_value(s->runs), errors, lp->cfg->interval_ns / 1e9,
+					 &b, waited, &lp->regress[op]);
+			l->slow = l->slow || lp->regress[op].slow;
 		}
 	}
 }
@@ -184,7 +265,11 @@ unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 					.p = l->probes[pi].cfg,
 					.target = l->cfg->name,
 					.op = op,
-					.latency = l->probes[pi].series.latency[op]};
+					.latency = l->probes[pi].series.latency[op],
+					.slow_factor = l->cfg->slow_factor,
+					.slow_floor_ns = l->cfg->slow_floor_ns,
+					.warmup_minutes = (unsigned)(l->cfg->baseline_warmup_ns /
+								     (60 * NSEC_PER_SEC))};
 	return n;
 }
 

@@ -601,15 +601,16 @@ void sched_collect(struct sched *s)
 		return;
 	}
 	room = status_targets_begin(s->st, s->n_lanes) == 0;
+	/* The probes' figures first, the target's state (slow) from them, then the
+	 * series from that same state: the page and /metrics agree. */
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		struct status_target t;
 
-		lane_collect(&s->lanes[li], now);
-		if (!room)
-			continue;
+		lane_status_probes(&s->lanes[li], s->st, now);
 		lane_status(&s->lanes[li], now, &t);
-		status_set_target(s->st, li, &t);
-		lane_status_probes(&s->lanes[li], s->st);
+		lane_collect_target(&s->lanes[li], now, &t);
+		if (room)
+			status_set_target(s->st, li, &t);
 	}
 	pthread_mutex_unlock(&s->lanes_mu);
 }

@@ -38,10 +38,11 @@ uint64_t status_decode(uint16_t code)
 const char *status_state_name(enum status_state s)
 {
 	static const char *const names[] = {
-		[STATUS_STARTING] = "starting",
+		[STATUS_STARTING] = "starting", /* as /status.json and the metrics name them */
 		[STATUS_UP] = "up",
 		[STATUS_DOWN] = "down",
 		[STATUS_STUCK] = "stuck",
+		[STATUS_SLOW] = "slow",
 	};
 
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
@@ -233,10 +234,14 @@ static struct status_rec fig_rec(const struct status_fig *f)
 	return r;
 }
 
-static void ring_push(struct status_rec *recs, unsigned size, uint16_t *head, uint16_t *n,
-		      struct status_rec r)
+/* Record @r, taken while the series was @slow or not, into a ring and its bits. */
+static void ring_push(struct status_rec *recs, uint8_t *bits, unsigned size, uint16_t *head,
+		      uint16_t *n, struct status_rec r, bool slow)
 {
+	uint8_t bit = (uint8_t)(1u << (*head % 8));
+
 	recs[*head] = r;
+	bits[*head / 8] = (uint8_t)(slow ? bits[*head / 8] | bit : bits[*head / 8] & ~bit);
 	*head = (uint16_t)((*head + 1) % size);
 	if (*n < size)
 		(*n)++;
@@ -277,20 +282,23 @@ static int find_series(const struct status *st, const char *probe, const char *t
 /* A new series for probe op @p / @op on @target (the tick calls;
  * the mutex guards the array for readers). NULL when out of memory (retried
  * next tick). */
-static struct status_series *series_add(struct status *st, const struct cfg_probe *p,
-					const char *target, enum io_op op)
+static struct status_series *series_add(struct status *st, const struct status_op *o)
 {
+	const struct cfg_probe *p = o->p;
 	struct status_series *ss = calloc(1, sizeof(*ss));
 	int r;
 
 	if (!ss)
 		return NULL;
 	snprintf(ss->v.probe, sizeof(ss->v.probe), "%s", p->name);
-	snprintf(ss->v.target, sizeof(ss->v.target), "%s", target);
+	snprintf(ss->v.target, sizeof(ss->v.target), "%s", o->target);
 	snprintf(ss->v.kind, sizeof(ss->v.kind), "%s", cfg_probe_kind_name(p->kind));
 	ss->v.run_figures = probe_ops_of(p->kind)->flags & PROBE_F_RUN_FIGURES;
-	ss->v.op = op;
+	ss->v.op = o->op;
 	ss->v.interval_s = p->interval_ns / 1e9;
+	ss->v.slow_factor = o->slow_factor;
+	ss->v.slow_floor_ns = o->slow_floor_ns;
+	ss->v.warmup_minutes = o->warmup_minutes;
 	pthread_mutex_lock(&st->mu);
 	r = mem_grow(&st->series, &st->cap_series, st->n_series + 1, sizeof(*st->series));
 	if (r == 0)
@@ -317,8 +325,12 @@ static void series_reset(struct status *st, struct status_series *ss, const uint
 	memset(ss->blk, 0, sizeof(ss->blk));
 	memset(&ss->acc, 0, sizeof(ss->acc));
 	ss->steps = 0;
+	ss->blk_io = ss->blk_slow = 0;
 	ss->restart = false;
 	pthread_mutex_lock(&st->mu);
+	ss->v.regress.have_baseline = false;
+	ss->v.regress.baseline_ns[0] = ss->v.regress.baseline_ns[1] = 0;
+	ss->v.base_minutes = 0;
 	memset(&ss->v.ring, 0, sizeof(ss->v.ring));
 	memset(&ss->v.minute, 0, sizeof(ss->v.minute));
 	memset(&ss->v.hour, 0, sizeof(ss->v.hour));
@@ -405,19 +417,52 @@ static void set_windows(struct status *st, struct status_series *ss, uint64_t no
 	ss->v.minute = *minute;
 	ss->v.hour = hour;
 	ss->v.hour_bars = bars;
+	status_regress_update(&ss->v, ss->waited_ns);
 	pthread_mutex_unlock(&st->mu);
+}
+
+/* At a minute mark: the baseline of @ss's records, for the pages and for the
+ * judgement of the next minute (the ring is the tick's to write: read as is). */
+static void baseline_update(struct status *st, struct status_series *ss)
+{
+	uint64_t ns[2];
+	unsigned minutes;
+	bool have = status_baseline(&ss->v.ring, ss->v.warmup_minutes, ns, &minutes);
+
+	pthread_mutex_lock(&st->mu);
+	ss->v.regress.have_baseline = have;
+	ss->v.regress.baseline_ns[0] = ns[0];
+	ss->v.regress.baseline_ns[1] = ns[1];
+	ss->v.base_minutes = minutes;
+	status_regress_update(&ss->v, ss->waited_ns);
+	pthread_mutex_unlock(&st->mu);
+}
+
+/* The minute that ends now was slow: judged against the baseline before it. */
+static bool minute_slow(const struct status_series *ss, const struct status_fig *minute)
+{
+	const struct status_view *v = &ss->v;
+
+	return minute->count && v->regress.have_baseline &&
+	       status_is_slow(minute->q_ns[0], v->regress.baseline_ns[0], v->slow_factor,
+			      v->slow_floor_ns);
 }
 
 /* One step of @ss with st->cur holding its histogram's bucket counts now. */
 static void series_step(struct status *st, struct status_series *ss, uint64_t now, uint64_t total)
 {
 	struct status_fig minute, block = {0};
-	bool minute_mark, block_mark;
+	bool minute_mark, block_mark, min_slow = false, blk_slow = false;
 
 	step_in(st, ss, now, total);
 	minute_mark = ss->steps % STATUS_MINUTE == 0; /* the minute window is then exactly one */
 	block_mark = ss->steps % STATUS_BLOCK == 0;
 	minute_window(st, ss, now, &minute);
+	if (minute_mark && minute.count) {
+		min_slow = minute_slow(ss, &minute);
+		ss->blk_io++;
+		ss->blk_slow += min_slow;
+	}
 	if (block_mark) { /* the block in progress is whole: it joins the hour's */
 		unsigned slot = (ss->steps / STATUS_BLOCK - 1) % STATUS_HOUR;
 
@@ -428,46 +473,58 @@ static void series_step(struct status *st, struct status_series *ss, uint64_t no
 		ss->blk_at[slot] = ss->acc_at;
 		memset(&ss->acc, 0, sizeof(ss->acc));
 		ss->acc_at = now;
+		/* Slow when more than half of its minutes with I/O were. */
+		blk_slow = 2 * ss->blk_slow > ss->blk_io;
+		ss->blk_io = ss->blk_slow = 0;
 	}
 	set_windows(st, ss, now, &minute);
 	pthread_mutex_lock(&st->mu);
 	if (minute_mark)
-		ring_push(ss->v.ring.min, STATUS_MINUTES, &ss->v.ring.min_head, &ss->v.ring.min_n,
-			  fig_rec(&minute));
+		ring_push(ss->v.ring.min, ss->v.ring.min_slow, STATUS_MINUTES, &ss->v.ring.min_head,
+			  &ss->v.ring.min_n, fig_rec(&minute), min_slow);
 	if (block_mark)
-		ring_push(ss->v.ring.blk, STATUS_BLOCKS, &ss->v.ring.blk_head, &ss->v.ring.blk_n,
-			  fig_rec(&block));
+		ring_push(ss->v.ring.blk, ss->v.ring.blk_slow, STATUS_BLOCKS, &ss->v.ring.blk_head,
+			  &ss->v.ring.blk_n, fig_rec(&block), blk_slow);
 	pthread_mutex_unlock(&st->mu);
+	if (minute_mark)
+		baseline_update(st, ss);
 }
 
-/* A reload may have changed a probe's kind or interval under the same name. */
-static void series_describe(struct status *st, struct status_series *ss, const struct cfg_probe *p)
+/* A reload may have changed a probe's kind or interval under the same name, or
+ * its target's slow settings. */
+static void series_describe(struct status *st, struct status_series *ss, const struct status_op *o)
 {
+	const struct cfg_probe *p = o->p;
 	const char *kind = cfg_probe_kind_name(p->kind);
+	struct status_view *v = &ss->v;
 
-	if (strcmp(ss->v.kind, kind) == 0 && ss->v.interval_s == p->interval_ns / 1e9)
+	if (strcmp(v->kind, kind) == 0 && v->interval_s == p->interval_ns / 1e9 &&
+	    v->slow_factor == o->slow_factor && v->slow_floor_ns == o->slow_floor_ns &&
+	    v->warmup_minutes == o->warmup_minutes)
 		return;
 	pthread_mutex_lock(&st->mu);
-	snprintf(ss->v.kind, sizeof(ss->v.kind), "%s", kind);
-	ss->v.run_figures = probe_ops_of(p->kind)->flags & PROBE_F_RUN_FIGURES;
-	ss->v.interval_s = p->interval_ns / 1e9;
+	snprintf(v->kind, sizeof(v->kind), "%s", kind);
+	v->run_figures = probe_ops_of(p->kind)->flags & PROBE_F_RUN_FIGURES;
+	v->interval_s = p->interval_ns / 1e9;
+	v->slow_factor = o->slow_factor;
+	v->slow_floor_ns = o->slow_floor_ns;
+	v->warmup_minutes = o->warmup_minutes;
 	pthread_mutex_unlock(&st->mu);
 }
 
-void status_tick_op(struct status *st, const struct cfg_probe *p, const char *target, enum io_op op,
-		    struct metric_series *latency, uint64_t now_ns)
+void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_ns)
 {
 	struct groups_read g = {.c = st->cur};
 	struct status_series *ss;
-	int i = find_series(st, p->name, target, op);
+	int i = find_series(st, o->p->name, o->target, o->op);
 
-	ss = i >= 0 ? st->series[i] : series_add(st, p, target, op);
+	ss = i >= 0 ? st->series[i] : series_add(st, o);
 	if (!ss)
 		return;
 	ss->seen = true;
-	if (metrics_read_hist(latency, read_groups, &g) < 0)
+	if (metrics_read_hist(o->latency, read_groups, &g) < 0)
 		return;
-	series_describe(st, ss, p);
+	series_describe(st, ss, o);
 	if (i < 0 && !st->last_tick_ns) {
 		/* The daemon's first tick: the windows start here. */
 		series_reset(st, ss, st->cur, g.total, now_ns);
@@ -539,8 +596,8 @@ static uint64_t marks(uint64_t from, uint64_t to, unsigned every)
 
 /* @count empty records into a ring: only the last @size are written (the
  * others would be overwritten), the head moves by all of them. */
-static void ring_push_empty(struct status_rec *recs, unsigned size, uint16_t *head, uint16_t *n,
-			    uint64_t count)
+static void ring_push_empty(struct status_rec *recs, uint8_t *bits, unsigned size, uint16_t *head,
+			    uint16_t *n, uint64_t count)
 {
 	const struct status_rec none = fig_rec(&(struct status_fig){0});
 
@@ -549,7 +606,7 @@ static void ring_push_empty(struct status_rec *recs, unsigned size, uint16_t *he
 		count = size;
 	}
 	for (uint64_t i = 0; i < count; i++)
-		ring_push(recs, size, head, n, none);
+		ring_push(recs, bits, size, head, n, none, false);
 }
 
 /* What series_step() does for a step that added nothing to a quiet series,
@@ -564,15 +621,16 @@ static void quiet_step(struct status *st, struct status_series *ss, uint64_t now
 	ss->steps++;
 	if (ss->steps % STATUS_BLOCK == 0) {
 		slot = (ss->steps / STATUS_BLOCK - 1) % STATUS_HOUR;
+		ss->blk_io = ss->blk_slow = 0; /* 0 already: a quiet block has no I/O */
 		ss->blk[slot].n = 0;
 		ss->blk_at[slot] = ss->acc_at;
 		ss->acc_at = now;
 	}
 	pthread_mutex_lock(&st->mu);
-	ring_push_empty(ss->v.ring.min, STATUS_MINUTES, &ss->v.ring.min_head, &ss->v.ring.min_n,
-			ss->steps % STATUS_MINUTE == 0);
-	ring_push_empty(ss->v.ring.blk, STATUS_BLOCKS, &ss->v.ring.blk_head, &ss->v.ring.blk_n,
-			ss->steps % STATUS_BLOCK == 0);
+	ring_push_empty(ss->v.ring.min, ss->v.ring.min_slow, STATUS_MINUTES, &ss->v.ring.min_head,
+			&ss->v.ring.min_n, ss->steps % STATUS_MINUTE == 0);
+	ring_push_empty(ss->v.ring.blk, ss->v.ring.blk_slow, STATUS_BLOCKS, &ss->v.ring.blk_head,
+			&ss->v.ring.blk_n, ss->steps % STATUS_BLOCK == 0);
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -591,10 +649,12 @@ static void series_skip(struct status *st, struct status_series *ss, uint64_t at
 		uint64_t m = k - keep, from = ss->steps, to = from + m, last_block;
 
 		pthread_mutex_lock(&st->mu);
-		ring_push_empty(ss->v.ring.min, STATUS_MINUTES, &ss->v.ring.min_head,
-				&ss->v.ring.min_n, marks(from, to, STATUS_MINUTE));
-		ring_push_empty(ss->v.ring.blk, STATUS_BLOCKS, &ss->v.ring.blk_head,
-				&ss->v.ring.blk_n, marks(from, to, STATUS_BLOCK));
+		ring_push_empty(ss->v.ring.min, ss->v.ring.min_slow, STATUS_MINUTES,
+				&ss->v.ring.min_head, &ss->v.ring.min_n,
+				marks(from, to, STATUS_MINUTE));
+		ring_push_empty(ss->v.ring.blk, ss->v.ring.blk_slow, STATUS_BLOCKS,
+				&ss->v.ring.blk_head, &ss->v.ring.blk_n,
+				marks(from, to, STATUS_BLOCK));
 		pthread_mutex_unlock(&st->mu);
 		last_block = to / STATUS_BLOCK * STATUS_BLOCK;
 		if (last_block > from)
@@ -609,6 +669,7 @@ static void series_skip(struct status *st, struct status_series *ss, uint64_t at
 	at += (k - 1) * STATUS_STEP_NS;
 	minute_window(st, ss, at, &minute);
 	set_windows(st, ss, at, &minute);
+	baseline_update(st, ss); /* the records moved on: as at each minute mark on the way */
 }
 
 /* The @k ticks due from st->next_tick_ns on, at once, when every series is
@@ -641,7 +702,7 @@ unsigned status_tick_until(struct status *st, const struct status_op *ops, unsig
 			break;
 		status_tick_due(st, at);
 		for (unsigned i = 0; i < n; i++)
-			status_tick_op(st, ops[i].p, ops[i].target, ops[i].op, ops[i].latency, at);
+			status_tick_op(st, &ops[i], at);
 		status_tick_end(st, at);
 		ticks++;
 		calls += n;
@@ -672,18 +733,25 @@ void status_set_target(struct status *st, unsigned i, const struct status_target
 
 void status_set_probe(struct status *st, const char *probe, const char *target, enum io_op op,
 		      double runs, double errors, double interval_s,
-		      const struct status_burst *burst)
+		      const struct status_burst *burst, uint64_t waited_ns,
+		      struct status_regress *out)
 {
+	struct status_series *ss;
 	int i;
 
 	pthread_mutex_lock(&st->mu);
 	i = find_series(st, probe, target, op);
-	if (i >= 0) {
-		st->series[i]->v.runs = runs;
-		st->series[i]->v.errors = errors;
-		st->series[i]->v.interval_s = interval_s;
-		st->series[i]->v.burst = *burst;
+	ss = i >= 0 ? st->series[i] : NULL;
+	if (ss) {
+		ss->v.runs = runs;
+		ss->v.errors = errors;
+		ss->v.interval_s = interval_s;
+		ss->v.burst = *burst;
+		ss->waited_ns = waited_ns;
+		status_regress_update(&ss->v, waited_ns);
 	}
+	if (out)
+		*out = ss ? ss->v.regress : (struct status_regress){0};
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -692,8 +760,8 @@ bool status_targets_ready(const struct status_target *t, unsigned n, struct buf 
 	bool ready = true;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (t[i].state == STATUS_UP)
-			continue;
+		if (t[i].state == STATUS_UP || t[i].state == STATUS_SLOW)
+			continue; /* slow is up: measured, only slower than its baseline */
 		ready = false;
 		if (!why)
 			continue;

@@ -24,6 +24,20 @@
  * from the window's bucket counts (hist_add_fine()): within 3 % (a stored
  * bucket is 2^(8/128), 4.4 %, wide; see hist.h for the fine buckets), unless a
  * step or block had more than STATUS_SPARSE distinct buckets (see below).
+ *
+ * Each probe op is also judged against its own baseline (docs/measurement.md,
+ * "Baseline and the slow state"): at each minute mark the tick takes the
+ * weighted median of the p50 codes, and apart of the p99 codes, of the ring's
+ * records: the minute records (weight 1) and the 10-minute records older than
+ * the STATUS_HOUR newest (weight 10; those overlap the minute records). Records
+ * without I/O are out, and so are records taken while the series was slow: a
+ * minute whose p50 was over slow_factor x the baseline p50 and over
+ * slow_floor at its close, a block when more than half of its minutes with I/O
+ * were, so that a regression cannot drag its own baseline up. The baseline is
+ * used once the records kept are worth warmup_minutes (a block is worth 10);
+ * after a whole day slow none are left: it warms up again, on the new level.
+ * A request compares the last minute (raised to the age of an I/O waited on)
+ * with it: struct status_regress.
  */
 #ifndef IOPULSE_STATUS_H
 #define IOPULSE_STATUS_H
@@ -74,7 +88,15 @@ struct status_ring {
 	struct status_rec blk[STATUS_BLOCKS];
 	uint16_t min_head, min_n; /* next slot to write, records held */
 	uint16_t blk_head, blk_n;
+	/* Bit i (status_bit()): record [i] was taken while the series was slow. */
+	uint8_t min_slow[(STATUS_MINUTES + 7) / 8];
+	uint8_t blk_slow[(STATUS_BLOCKS + 7) / 8];
 };
+
+static inline bool status_bit(const uint8_t *bits, unsigned i)
+{
+	return bits[i / 8] >> (i % 8) & 1;
+}
 
 /* The figures of one window (exact latencies, not codes). */
 struct status_fig {
@@ -114,6 +136,19 @@ struct status_burst {
 	double seconds; /* measured time */
 };
 
+/*
+ * A probe op against its own baseline (status_set_probe()): latencies in ns,
+ * [0] the p50, [1] the p99.
+ */
+struct status_regress {
+	bool have_baseline;
+	uint64_t baseline_ns[2]; /* p50, p99 */
+	bool have_recent;
+	uint64_t recent_ns[2]; /* p50, p99, raised to waited_ns */
+	double ratio;	       /* recent p50 / baseline p50; 0 unless both */
+	bool slow;	       /* recent p50 > factor x baseline p50 and > floor */
+};
+
 /* What the pages show of one probe op (under the mutex; copied for a page). */
 struct status_view {
 	char probe[CFG_NAME_MAX];
@@ -127,6 +162,14 @@ struct status_view {
 	double interval_s;	   /* ping interval or burst every */
 	struct status_burst burst; /* at the last request */
 	bool run_figures;	   /* the kind's runs have figures (PROBE_F_RUN_FIGURES) */
+	/* Against the baseline: the target's settings (struct status_op) at the last
+	 * tick, the minutes' worth of records the baseline has (kept ones, up to
+	 * 1440), and the figures. regress's baseline fields are the tick's (written
+	 * at a minute mark, under the mutex), the others the last request's. */
+	double slow_factor;
+	uint64_t slow_floor_ns;
+	unsigned warmup_minutes, base_minutes;
+	struct status_regress regress;
 };
 
 /* One probe op: the unit of the page. */
@@ -143,7 +186,9 @@ struct status_series {
 	uint64_t blk_at[STATUS_HOUR];
 	struct status_sparse acc; /* the block in progress */
 	uint64_t acc_at;
-	unsigned steps; /* since the series appeared (or restarted) */
+	unsigned steps;		  /* since the series appeared (or restarted) */
+	uint8_t blk_io, blk_slow; /* minutes of the block in progress with I/O; slow ones */
+	uint64_t waited_ns;	  /* the last request's (under the mutex) */
 };
 
 enum status_state {
@@ -151,6 +196,7 @@ enum status_state {
 	STATUS_UP,
 	STATUS_DOWN,  /* cannot be opened or checked: reason says why */
 	STATUS_STUCK, /* an I/O is in flight past its probe's timeout */
+	STATUS_SLOW,  /* up, but a probe op is slow (struct status_regress) */
 };
 
 const char *status_state_name(enum status_state s);
@@ -162,6 +208,8 @@ struct status_target {
 	char reason[STATUS_REASON]; /* down, stuck, starting: why; "" when up */
 	double inflight_s;	    /* age of the I/O or open in flight, 0 when idle */
 	char inflight_probe[CFG_NAME_MAX];
+	double since_s;	      /* Unix time the current state began (the lane's) */
+	char reason_code[16]; /* bounded code of the state: "none", "slow", "stuck", ... */
 };
 
 struct status {
@@ -206,29 +254,31 @@ void status_free(struct status *st); /* NULL is a no-op */
  * not (then @source is the one still running). */
 void status_config(struct status *st, const char *source, bool ok, const char *error);
 
-/*
- * One tick at a time (the caller serialises them). status_tick_due() is true when the figures are
- * due (at once the first time, then every STATUS_STEP_NS); then call status_tick_op() for every
- * probe op of the running schedule (@latency: its histogram series) and status_tick_end(). Series
- * are keyed by probe, target and op; those not named in a tick are dropped. A series starts over
- * when status_probe_changed() named its probe (a reload changed it: its histogram was made anew) or
- * when its histogram's total or any bucket went down.
- */
-bool status_tick_due(struct status *st, uint64_t now_ns);
-/* When the next tick is due: 0 before the first (at once). */
-uint64_t status_next_tick_ns(const struct status *st);
-void status_tick_op(struct status *st, const struct cfg_probe *p, const char *target, enum io_op op,
-		    struct metric_series *latency, uint64_t now_ns);
-void status_tick_end(struct status *st, uint64_t now_ns);
-void status_probe_changed(struct status *st, const char *probe);
-
 /* One probe op of the running schedule, as status_tick_op() takes it. */
 struct status_op {
 	const struct cfg_probe *p;
 	const char *target;
 	enum io_op op;
 	struct metric_series *latency;
+	double slow_factor;	 /* the target's slow_factor; 0: never slow */
+	uint64_t slow_floor_ns;	 /* the target's slow_floor */
+	unsigned warmup_minutes; /* the target's baseline_warmup, in minutes */
 };
+
+/*
+ * One tick at a time (the caller serialises them). status_tick_due() is true when the figures are
+ * due (at once the first time, then every STATUS_STEP_NS); then call status_tick_op() for every
+ * probe op of the running schedule (@op->latency: its histogram series) and status_tick_end().
+ * Series are keyed by probe, target and op; those not named in a tick are dropped. A series starts
+ * over when status_probe_changed() named its probe (a reload changed it: its histogram was made
+ * anew) or when its histogram's total or any bucket went down. Its slow settings are @op's.
+ */
+bool status_tick_due(struct status *st, uint64_t now_ns);
+/* When the next tick is due: 0 before the first (at once). */
+uint64_t status_next_tick_ns(const struct status *st);
+void status_tick_op(struct status *st, const struct status_op *op, uint64_t now_ns);
+void status_tick_end(struct status *st, uint64_t now_ns);
+void status_probe_changed(struct status *st, const char *probe);
 
 /*
  * Every tick due by @now_ns, each at its own time, over the @n probe ops @ops
@@ -249,18 +299,38 @@ unsigned status_tick_until(struct status *st, const struct status_op *ops, unsig
  * A request (HTTP thread): the targets' state (@n of them, in order) and each
  * probe op's counters. status_targets_begin() makes room (0 or -ENOMEM, then
  * the page shows none); status_set_probe() ignores an op the tick has not seen.
+ * status_set_probe() also compares the op's last minute, each quantile raised
+ * to at least @waited_ns (the age of an I/O the probe waits on; 0: none), with
+ * its baseline: into the view and *@out (may be NULL; zeroed for an op the
+ * tick has not seen).
  */
 int status_targets_begin(struct status *st, unsigned n);
 void status_set_target(struct status *st, unsigned i, const struct status_target *t);
 void status_set_probe(struct status *st, const char *probe, const char *target, enum io_op op,
 		      double runs, double errors, double interval_s,
-		      const struct status_burst *burst);
+		      const struct status_burst *burst, uint64_t waited_ns,
+		      struct status_regress *out);
 
-/* Readiness: true when every target is up; else @why (may be NULL) gets one
- * line per target that is not, "NAME: STATE: REASON", name and reason escaped
- * (escape.h) so that each is one line. */
+/* Readiness: true when every target is up (or slow: up, only slower); else @why (may be NULL) gets
+ * one line per target that is not, "NAME: STATE: REASON", name and reason escaped (escape.h) so
+ * that each is one line. */
 bool status_ready(struct status *st, struct buf *why);
 bool status_targets_ready(const struct status_target *t, unsigned n, struct buf *why);
+
+/*
+ * The baseline (status_baseline.c). status_baseline(): the p50 and p99 of the
+ * records of @r as said at the top, into @ns; false while they are worth fewer
+ * than @warmup_minutes minutes (at least 1). @minutes (may be NULL): what they
+ * are worth. At most STATUS_MINUTES + STATUS_BLOCKS records, no allocation.
+ */
+bool status_baseline(const struct status_ring *r, unsigned warmup_minutes, uint64_t ns[2],
+		     unsigned *minutes);
+/* A p50 of @p50_ns is slow against a baseline p50 of @base_ns: over @factor
+ * times it and over @floor_ns; never with a @factor of 0. */
+bool status_is_slow(uint64_t p50_ns, uint64_t base_ns, double factor, uint64_t floor_ns);
+/* @v->regress's recent, ratio and slow from @v's last minute raised to
+ * @waited_ns, its baseline fields and its settings. */
+void status_regress_update(struct status_view *v, uint64_t waited_ns);
 
 /* A copy of what the pages show; 0 or -ENOMEM. status_snap_free() it. */
 int status_snapshot(struct status *st, struct status_snap *snap);

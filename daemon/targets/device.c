@@ -68,15 +68,25 @@ static int device_stat(struct target *t, struct stat *st)
 	return 0;
 }
 
+/* @r, the error of a device path that now names another device: the one
+ * measured is missing (no filesystem was unmounted). */
+static int device_replaced(int r, struct target *t)
+{
+	t->code = "missing";
+	return r;
+}
+
 /* Whether device @rdev may be opened as asked: the one pinned, and for writes
  * allowed and not in use. */
 static int device_may_open(struct target *t, dev_t rdev, const char *name, bool write)
 {
 	if (t->pinned && rdev != t->dev)
-		return tgt_terr(t, -EXDEV,
-				"%s now names device %u:%u, not %u:%u as when first opened: not "
-				"opening it",
-				name, major(rdev), minor(rdev), major(t->dev), minor(t->dev));
+		return device_replaced(tgt_terr(t, -EXDEV,
+						"%s now names device %u:%u, not %u:%u as when "
+						"first opened: not opening it",
+						name, major(rdev), minor(rdev), major(t->dev),
+						minor(t->dev)),
+				       t);
 	if (write && !t->cfg->allow_device_writes)
 		return tgt_terr(t, -EPERM,
 				"%s: write probes on a block device overwrite its data; set "
@@ -204,11 +214,14 @@ int tgt_check_device(struct target *t)
 		return tgt_terr(t, -errno, "%s: %m", name);
 	}
 	if (!S_ISBLK(st.st_mode) || st.st_rdev != t->dev)
-		return tgt_terr(t, -EXDEV,
-				"%s now names %s %u:%u, not the device %u:%u we opened: was it "
-				"replaced?",
-				t->cfg->path, S_ISBLK(st.st_mode) ? "device" : "a non-device",
-				major(st.st_rdev), minor(st.st_rdev), major(t->dev), minor(t->dev));
+		return device_replaced(
+			tgt_terr(t, -EXDEV,
+				 "%s now names %s %u:%u, not the device %u:%u we opened: was it "
+				 "replaced?",
+				 t->cfg->path, S_ISBLK(st.st_mode) ? "device" : "a non-device",
+				 major(st.st_rdev), minor(st.st_rdev), major(t->dev),
+				 minor(t->dev)),
+			t);
 	r = device_size(t, t->fd, name, &size);
 	if (r < 0)
 		return r;

@@ -538,11 +538,12 @@ int tgt_dir_identity(struct target *t, const struct stat *st, const char *tail)
 		return 0;
 	if (st->st_dev != t->dev)
 		return tgt_moved(t, dir, st->st_dev, tail);
-	return tgt_terr(
-		t, -EXDEV,
-		"%s is no longer the directory iopulse first opened (inode %llu, now %llu): "
-		"it was replaced; restart iopulse to measure the new one%s",
-		dir, (unsigned long long)t->dir_ino, (unsigned long long)st->st_ino, tail);
+	tgt_terr(t, -EXDEV,
+		 "%s is no longer the directory iopulse first opened (inode %llu, now %llu): "
+		 "it was replaced; restart iopulse to measure the new one%s",
+		 dir, (unsigned long long)t->dir_ino, (unsigned long long)st->st_ino, tail);
+	t->code = "missing"; /* the one measured is gone; the filesystem is the same */
+	return -EXDEV;
 }
 
 /*

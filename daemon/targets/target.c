@@ -46,7 +46,37 @@ __attribute__((format(printf, 3, 4))) int tgt_terr(struct target *t, int r, cons
 	va_start(ap, fmt);
 	errtext_v(t->error, sizeof(t->error), r, fmt, ap);
 	va_end(ap);
+	t->code = NULL;
 	return r;
+}
+
+/* What each errno a target's open or check fails with says of the target; any
+ * other is "other" (a misconfiguration: not a directory, a regular file or a
+ * block device, no O_DIRECT, tmpfs without allow_memory_backed...). EXDEV:
+ * what the path names is on another device than pinned, which is what an
+ * unmount leaves; a directory replaced on the same filesystem, or a device
+ * path now naming another device, say "missing" in t->code. */
+static const struct {
+	int err;
+	const char *code;
+} reason_codes[] = {
+	{ENOENT, "missing"},   {ENOTDIR, "missing"},   {ESTALE, "missing"},
+	{ENXIO, "missing"},    {ENODEV, "missing"},    {ENOMEDIUM, "missing"},
+	{EXDEV, "unmounted"},  {EROFS, "read_only"},   {ENOSPC, "full"},
+	{EDQUOT, "full"},      {EACCES, "permission"}, {EPERM, "permission"},
+	{EIO, "io_error"},     {ENOTCONN, "io_error"}, {EREMOTEIO, "io_error"},
+	{EUCLEAN, "io_error"}, {EBADMSG, "io_error"},  {EEXIST, "not_ours"},
+	{ELOOP, "not_ours"},   {EBUSY, "busy"},	       {ETXTBSY, "busy"},
+};
+
+const char *target_reason_code(const struct target *t, int r)
+{
+	if (t && t->code)
+		return t->code;
+	for (size_t i = 0; i < sizeof(reason_codes) / sizeof(reason_codes[0]); i++)
+		if (-r == reason_codes[i].err)
+			return reason_codes[i].code;
+	return "other";
 }
 
 /* "/proc/self/fd/N": how a descriptor is named to link, reopen or read it. */
@@ -223,6 +253,7 @@ int target_open(struct target *t)
 	if (t->fd >= 0)
 		return 0;
 	t->layout_failed = false;
+	t->code = NULL;
 	switch (t->cfg->kind) {
 	case CFG_TARGET_DIRECTORY:
 		if (t->cfg->size < CFG_MIN_TARGET_SIZE || t->cfg->size > CFG_MAX_TARGET_SIZE)
@@ -267,6 +298,7 @@ int target_check(struct target *t)
 	struct stat fst, pst, dst;
 	int pfd = -1, r;
 
+	t->code = NULL;
 	if (t->fd < 0)
 		return tgt_terr(t, -EBADF, "%s: not open", t->file_path);
 	if (t->cfg->kind == CFG_TARGET_DEVICE) {

@@ -74,13 +74,16 @@ struct target {
 	char file_path[PATH_MAX]; /* probe file (directory), the file, the device node
 				   * (symlinks resolved) */
 	char error[512];	  /* last error, human-readable */
-	bool layout_failed;	  /* the last target_open() failed laying out a probe file
-				   * (no room, a write error): what it wrote is freed, and
-				   * retrying at once would write it all again; back off */
-	uint64_t last_io_ns;	  /* eng_now_ns() at the end of the last probe run on it
-				   * (probe_run()), 0 before any: a ping's 'warmup_after' */
-	bool idle_tracked;	  /* some probe on it has 'warmup_after' (probe_init()):
-				   * only then is last_io_ns kept, at a clock read a run */
+	/* The last error's bounded code where its errno alone would say another
+	 * (target_reason_code()); NULL: as the errno says. Reset with error. */
+	const char *code;
+	bool layout_failed;  /* the last target_open() failed laying out a probe file
+			      * (no room, a write error): what it wrote is freed, and
+			      * retrying at once would write it all again; back off */
+	uint64_t last_io_ns; /* eng_now_ns() at the end of the last probe run on it
+			      * (probe_run()), 0 before any: a ping's 'warmup_after' */
+	bool idle_tracked;   /* some probe on it has 'warmup_after' (probe_init()):
+			      * only then is last_io_ns kept, at a clock read a run */
 	/* directory: the temporary name of ours the probe file also had (an iopulse
 	 * killed between link() and unlink() naming it), removed by the last open;
 	 * "" none (the caller logs, then clears it) */
@@ -190,6 +193,17 @@ int target_path_info(const char *path, struct target_path_info *info, char *err,
  * missing, -ENOTDIR: a component is not a directory); @t is left closed.
  */
 int target_check_ro(struct target *t, const char *const *files, unsigned n_files);
+
+/*
+ * Why target_open() or target_check() of @t failed with @r (-errno), as a
+ * bounded code for a label (iopulse(8) lists them): "missing" (the path, or
+ * what was pinned at it, is gone), "unmounted" (the path is now on another
+ * filesystem, or require_mount finds it not mounted), "read_only", "full" (no
+ * room, or keep_free), "permission", "io_error", "not_ours" (something at the
+ * path iopulse does not touch or follow), "busy" (another iopulse, a mounted
+ * or held device) or "other". From @r and t->code alone: no system call.
+ */
+const char *target_reason_code(const struct target *t, int r);
 
 /* Close the file descriptor (idempotent). */
 void target_close(struct target *t);

@@ -160,7 +160,8 @@ static const struct bad_case bad_cases[] = {
 	{"target_unknown_key", "targets:\n  - name: disk\n    dir: /srv/x\n" P,
 	 "t.yaml:3:5: unknown key 'dir' in target (valid keys: name, directory, file, device, "
 	 "size, layout_rate, keep_free, require_mount, direct, allow_memory_backed, "
-	 "allow_device_writes, max_duty_cycle, max_write_per_day, expected_latency, labels)"},
+	 "allow_device_writes, max_duty_cycle, max_write_per_day, expected_latency, slow_factor, "
+	 "slow_floor, baseline_warmup, labels)"},
 	/* labels: a mapping of bounded, valid label names and values */
 	{"labels_list", T "    labels: [a, b]\n" P,
 	 "t.yaml:4:13: 'labels' must be a mapping of label names to strings, got a list"},
@@ -244,6 +245,49 @@ static const struct bad_case bad_cases[] = {
 	 "(k, m, g, t, KiB, MiB, GiB, TiB)"},
 	{"target_size_overflow", T "    size: 99999999999999999999\n" P,
 	 "t.yaml:4:11: invalid size '99999999999999999999' for 'size': too large"},
+	/* the slow state: a factor over 1, a floor, whole minutes of warm-up */
+	{"slow_factor_one", T "    slow_factor: 1\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be over 1 and at most 1000, got 1"},
+	{"slow_factor_below_one", T "    slow_factor: 0.5\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be over 1 and at most 1000, got 0.5"},
+	{"slow_factor_huge", T "    slow_factor: 1000.5\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be over 1 and at most 1000, got 1000.5"},
+	{"slow_factor_negative", T "    slow_factor: -4\n" P,
+	 "t.yaml:4:18: invalid number '-4' for 'slow_factor': expected a plain number, as in 4 "
+	 "or 2.5"},
+	{"slow_factor_times", T "    slow_factor: 4x\n" P,
+	 "t.yaml:4:18: invalid number '4x' for 'slow_factor': expected a plain number, as in 4 "
+	 "or 2.5"},
+	{"slow_factor_percent", T "    slow_factor: 400%\n" P,
+	 "t.yaml:4:18: invalid number '400%' for 'slow_factor': expected a plain number, as in "
+	 "4 or 2.5"},
+	{"slow_factor_exponent", T "    slow_factor: 1e2\n" P,
+	 "t.yaml:4:18: invalid number '1e2' for 'slow_factor': expected a plain number, as in 4 "
+	 "or 2.5"},
+	{"slow_factor_nan", T "    slow_factor: .nan\n" P,
+	 "t.yaml:4:18: invalid number '.nan' for 'slow_factor': expected a plain number, as in "
+	 "4 or 2.5"},
+	{"slow_factor_digits", T "    slow_factor: 1.0000000000000000001\n" P,
+	 "t.yaml:4:18: invalid number '1.0000000000000000001' for 'slow_factor': too many "
+	 "digits"},
+	{"slow_factor_list", T "    slow_factor: [4]\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got a list"},
+	{"slow_floor_no_unit", T "    slow_floor: 1\n" P,
+	 "t.yaml:4:17: invalid duration '1' for 'slow_floor': missing unit (ns, us, ms, s, m, h, "
+	 "d)"},
+	{"slow_floor_long", T "    slow_floor: 2m\n" P,
+	 "t.yaml:4:17: 'slow_floor' must be between 0s and 1m, got 2m"},
+	{"baseline_warmup_seconds", T "    baseline_warmup: 90s\n" P,
+	 "t.yaml:4:22: 'baseline_warmup' must be whole minutes, as in 10m or 1h30m, got 1m30s"},
+	{"baseline_warmup_short", T "    baseline_warmup: 30s\n" P,
+	 "t.yaml:4:22: 'baseline_warmup' must be between 1m and 24h, got 30s"},
+	{"baseline_warmup_zero", T "    baseline_warmup: 0s\n" P,
+	 "t.yaml:4:22: 'baseline_warmup' must be between 1m and 24h, got 0s"},
+	{"baseline_warmup_long", T "    baseline_warmup: 1d1m\n" P,
+	 "t.yaml:4:22: 'baseline_warmup' must be between 1m and 24h, got 24h1m"},
+	{"slow_factor_in_probe", T P "    slow_factor: 4\n",
+	 "t.yaml:8:5: unknown key 'slow_factor' in probe (valid keys: name, type, target, op, "
+	 "sync, interval, block_size, working_set, timeout, warmup_after, engine, io_priority)"},
 	{"target_direct_maybe", T "    direct: maybe\n" P,
 	 "t.yaml:4:13: 'direct' must be true or false, got 'maybe'"},
 	{"target_direct_yes", T "    direct: yes\n" P,
@@ -888,6 +932,10 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 		}
 		assert_int_equal(x->keep_free_bytes, y->keep_free_bytes);
 		assert_true(x->keep_free_fraction == y->keep_free_fraction);
+		/* (cfg_target_same() leaves these out: they judge, not measure) */
+		assert_true(x->slow_factor == y->slow_factor);
+		assert_int_equal(x->slow_floor_ns, y->slow_floor_ns);
+		assert_int_equal(x->baseline_warmup_ns, y->baseline_warmup_ns);
 		assert_int_equal(x->n_labels, y->n_labels);
 		for (unsigned j = 0; j < x->n_labels; j++) {
 			assert_string_equal(x->labels[j].name, y->labels[j].name);
@@ -991,6 +1039,12 @@ static void test_defaults_filled(void **state)
 	assert_true(t->max_duty_cycle == CFG_DEFAULT_MAX_DUTY_CYCLE);
 	assert_int_equal(t->max_write_per_day, CFG_DEFAULT_MAX_WRITE_PER_DAY);
 	assert_int_equal(t->expected_latency_ns, CFG_DEFAULT_EXPECTED_LATENCY);
+	assert_true(t->slow_factor == CFG_DEFAULT_SLOW_FACTOR);
+	assert_true(t->slow_factor == 4.0);
+	assert_int_equal(t->slow_floor_ns, CFG_DEFAULT_SLOW_FLOOR_NS);
+	assert_int_equal(t->slow_floor_ns, 1000000);
+	assert_int_equal(t->baseline_warmup_ns, CFG_DEFAULT_BASELINE_WARMUP_NS);
+	assert_int_equal(t->baseline_warmup_ns, 600 * S);
 	assert_int_equal(t->pos.line, 2);
 	assert_int_equal(t->pos.col, 5);
 	assert_int_equal(c->n_probes, 1);
@@ -1283,6 +1337,9 @@ static void test_print_burst(void **state)
 				   "    max_duty_cycle: 1%\n"
 				   "    max_write_per_day: 1GiB\n"
 				   "    expected_latency: 2ms\n"
+				   "    slow_factor: 4\n"
+				   "    slow_floor: 1ms\n"
+				   "    baseline_warmup: 10m\n"
 				   "  - name: dev\n"
 				   "    device: /dev/vdb\n"
 				   "    direct: true\n"
@@ -1291,6 +1348,9 @@ static void test_print_burst(void **state)
 				   "    max_duty_cycle: 1%\n"
 				   "    max_write_per_day: 1GiB\n"
 				   "    expected_latency: 2ms\n"
+				   "    slow_factor: 4\n"
+				   "    slow_floor: 1ms\n"
+				   "    baseline_warmup: 10m\n"
 				   "probes:\n"
 				   "  - name: mix\n"
 				   "    type: burst\n"
@@ -1548,8 +1608,17 @@ static void test_target_same(void **state)
 		"    labels: {zone: a, rack: r1}\n",
 		"    labels: {rack: r1, zone: a}\n",
 	};
+	/* How its figures are judged: applied by a reload that keeps the target,
+	 * its state and its probes' baselines. */
+	static const char *const judged[] = {
+		"    slow_factor: 2\n",
+		"    slow_floor: 0s\n",
+		"    baseline_warmup: 1h\n",
+		"    slow_factor: 8\n    slow_floor: 5ms\n    baseline_warmup: 1m\n",
+	};
 	enum { N = sizeof(variants) / sizeof(variants[0]) };
-	struct config *c[N];
+	enum { NJ = sizeof(judged) / sizeof(judged[0]) };
+	struct config *c[N], *jc[NJ];
 
 	(void)state;
 	for (size_t i = 0; i < N; i++)
@@ -1561,8 +1630,61 @@ static void test_target_same(void **state)
 					 i != j);
 		}
 	}
+	for (size_t i = 0; i < NJ; i++) {
+		jc[i] = load_okf(T "%s" P, judged[i]);
+		if (!cfg_target_same(&c[0]->targets[0], &jc[i]->targets[0]) ||
+		    !cfg_probe_same(c[0], &c[0]->probes[0], jc[i], &jc[i]->probes[0]))
+			fail_msg("'%s' makes the target another one", judged[i]);
+		/* ...and is in force all the same */
+		assert_false(jc[i]->targets[0].slow_factor == c[0]->targets[0].slow_factor &&
+			     jc[i]->targets[0].slow_floor_ns == c[0]->targets[0].slow_floor_ns &&
+			     jc[i]->targets[0].baseline_warmup_ns ==
+				     c[0]->targets[0].baseline_warmup_ns);
+		cfg_free(jc[i]);
+	}
 	for (size_t i = 0; i < N; i++)
 		cfg_free(c[i]);
+}
+
+/* The slow state's keys: the values as written, printed back the same. */
+static void test_slow_keys(void **state)
+{
+	static const struct {
+		const char *yaml;
+		double factor;
+		uint64_t floor_ns, warmup_ns;
+		const char *printed;
+	} cases[] = {
+		{"", 4.0, 1000000, 600 * S,
+		 "    slow_factor: 4\n    slow_floor: 1ms\n    baseline_warmup: 10m\n"},
+		{"    slow_factor: 2.5\n    slow_floor: 0s\n    baseline_warmup: 1m\n", 2.5, 0,
+		 60 * S, "    slow_factor: 2.5\n    slow_floor: 0s\n    baseline_warmup: 1m\n"},
+		{"    slow_factor: 1.01\n    slow_floor: 250us\n    baseline_warmup: 1h30m\n", 1.01,
+		 250000, 5400 * S,
+		 "    slow_factor: 1.01\n    slow_floor: 250us\n    baseline_warmup: 1h30m\n"},
+		{"    slow_factor: 1000\n    slow_floor: 1m\n    baseline_warmup: 24h\n", 1000.0,
+		 60 * S, 86400 * S,
+		 "    slow_factor: 1000\n    slow_floor: 1m\n    baseline_warmup: 24h\n"},
+		{"    slow_factor: 010.50\n    baseline_warmup: 120m\n", 10.5, 1000000, 7200 * S,
+		 "    slow_factor: 10.5\n    slow_floor: 1ms\n    baseline_warmup: 2h\n"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config *c = load_okf(TD "%s" PD, cases[i].yaml);
+		const struct cfg_target *t = &c->targets[0];
+		char *text = print_to_string(c);
+
+		if (t->slow_factor != cases[i].factor)
+			fail_msg("'%s': slow_factor %.17g", cases[i].yaml, t->slow_factor);
+		assert_int_equal(t->slow_floor_ns, cases[i].floor_ns);
+		assert_int_equal(t->baseline_warmup_ns, cases[i].warmup_ns);
+		if (!strstr(text, cases[i].printed))
+			fail_msg("'%s' prints as:\n%s", cases[i].yaml, text);
+		free(text);
+		assert_print_reloads(c);
+		cfg_free(c);
+	}
 }
 
 static void test_device_target(void **state)
@@ -1885,6 +2007,9 @@ static void test_print_default(void **state)
 		"    max_duty_cycle: 1%\n"
 		"    max_write_per_day: 1GiB\n"
 		"    expected_latency: 2ms\n"
+		"    slow_factor: 4\n"
+		"    slow_floor: 1ms\n"
+		"    baseline_warmup: 10m\n"
 		"probes:\n"
 		"  - name: read-ping\n"
 		"    type: ping\n"
@@ -2466,6 +2591,7 @@ int main(void)
 		cmocka_unit_test(test_layout_rate_forms),
 		cmocka_unit_test(test_mount_and_keep_free),
 		cmocka_unit_test(test_target_same),
+		cmocka_unit_test(test_slow_keys),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_device_target),
 		cmocka_unit_test(test_engines),

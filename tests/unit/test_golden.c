@@ -28,8 +28,9 @@
  *     there is no way to seed it from outside, so a read/write mix would make the
  *     counts random. With one direction and a fixed block size the rng only
  *     chooses offsets, which no metric shows;
- *   - the one wall-clock value, iopulse_probe_last_run_timestamp_seconds (the
- *     lane reads CLOCK_REALTIME), is set to a fixed time after the run;
+ *   - the wall-clock values, iopulse_probe_last_run_timestamp_seconds and
+ *     iopulse_target_state_since_timestamp_seconds (the lane reads
+ *     CLOCK_REALTIME), are set to a fixed time after the run;
  *   - the lane reads sysfs and /proc/stat from fake trees (hostload_roots): a
  *     disk behind the target whose counters never move (idle: the burst runs,
  *     the device gauges read 0) and a CPU nothing is stolen from.
@@ -252,6 +253,7 @@ static void run_scenario(unsigned n, struct pages *out)
 	assert_int_equal(probe_metrics_target_info(&lane.series, &golden_desc), 0);
 	lane_collect(&lane, FIXED_NOW_NS);
 	metrics_set(lane.probes[0].series.last_run, FIXED_WALL_CLOCK);
+	metrics_set(lane.series.since, FIXED_WALL_CLOCK);
 
 	buf_init(&out->text);
 	buf_init(&out->om);

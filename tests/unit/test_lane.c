@@ -20,6 +20,7 @@
  * without sleeping. The log's own rate limit runs on the real clock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -547,10 +548,9 @@ static const struct snap_series *series_with(const struct metrics_snapshot *snap
 	return NULL;
 }
 
-/* The value of the one series of @name with @probe and @reason; -1 if none. */
-static double waits(struct fixture *f, const char *name, const char *probe, const char *reason)
+/* The value of the first series of @name with the labels @kv; -1 if none. */
+static double value_with(struct fixture *f, const char *name, const char *const *kv)
 {
-	const char *kv[] = {"probe", probe, "reason", reason, NULL};
 	struct metrics_snapshot *snap = metrics_snapshot(f->m);
 	const struct snap_series *s;
 	double v;
@@ -560,6 +560,14 @@ static double waits(struct fixture *f, const char *name, const char *probe, cons
 	v = s ? s->value : -1;
 	metrics_snapshot_free(snap);
 	return v;
+}
+
+/* The value of the one series of @name with @probe and @reason; -1 if none. */
+static double waits(struct fixture *f, const char *name, const char *probe, const char *reason)
+{
+	const char *kv[] = {"probe", probe, "reason", reason, NULL};
+
+	return value_with(f, name, kv);
 }
 
 #define DEFERRED(f, p, r) waits(f, "iopulse_probe_deferred_total", p, r)
@@ -1228,6 +1236,421 @@ static void test_target_info(void **state)
 	metrics_snapshot_free(snap);
 }
 
+/* ---- states, since and reason codes ---- */
+
+/* Unix time, as since is. */
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The bounded code of each errno a target's open or check fails with, and the
+ * code a failure sets itself where the errno would mislead. */
+static void test_reason_codes(void **state)
+{
+	static const struct {
+		int r;
+		const char *code;
+	} cases[] = {
+		{-ENOENT, "missing"},	{-ENOTDIR, "missing"},	  {-ESTALE, "missing"},
+		{-ENXIO, "missing"},	{-ENODEV, "missing"},	  {-ENOMEDIUM, "missing"},
+		{-EXDEV, "unmounted"},	{-EROFS, "read_only"},	  {-ENOSPC, "full"},
+		{-EDQUOT, "full"},	{-EACCES, "permission"},  {-EPERM, "permission"},
+		{-EIO, "io_error"},	{-ENOTCONN, "io_error"},  {-EREMOTEIO, "io_error"},
+		{-EUCLEAN, "io_error"}, {-EBADMSG, "io_error"},	  {-EEXIST, "not_ours"},
+		{-ELOOP, "not_ours"},	{-EBUSY, "busy"},	  {-ETXTBSY, "busy"},
+		{-EINVAL, "other"},	{-EMEDIUMTYPE, "other"},  {-ENOTBLK, "other"},
+		{-ENOMEM, "other"},	{-ENAMETOOLONG, "other"}, {-E2BIG, "other"},
+		{0, "other"},
+	};
+	static const char *const all[] = {
+		"none",	     "slow", "not_checked", "layout",	"stuck",    "missing", "unmounted",
+		"read_only", "full", "permission",  "io_error", "not_ours", "busy",    "other"};
+	struct target t = {0};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *got = target_reason_code(&t, cases[i].r);
+		bool known = false;
+
+		if (strcmp(got, cases[i].code))
+			fail_msg("errno %d: '%s', want '%s'", -cases[i].r, got, cases[i].code);
+		for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+			known = known || !strcmp(got, all[k]);
+		assert_true(known && strlen(got) < PROBE_REASON_MAX);
+	}
+	t.code = "missing"; /* a directory replaced on the same filesystem: -EXDEV */
+	assert_string_equal(target_reason_code(&t, -EXDEV), "missing");
+	assert_string_equal(target_reason_code(NULL, -EXDEV), "unmounted");
+	for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+		assert_true(strlen(all[k]) < PROBE_REASON_MAX);
+	/* The metric's states are the status page's words, all five. */
+	for (int st = 0; st < PROBE_TARGET_STATES; st++) {
+		bool found = false;
+
+		for (int i = 0; probe_target_states[i]; i++)
+			found = found || !strcmp(probe_target_states[i], status_state_name(st));
+		if (!found)
+			fail_msg("state %s has no iopulse_target_state series",
+				 status_state_name(st));
+	}
+	assert_null(probe_target_states[PROBE_TARGET_STATES]);
+}
+
+/* The state, reason code and since of the lane's target, as a request sees
+ * them, with the series set from the same figures. */
+static void scrape(struct fixture *f, struct status_target *t)
+{
+	lane_status(&f->lane, eng_now_ns(), t);
+	lane_collect_target(&f->lane, eng_now_ns(), t);
+}
+
+/* Gauge {target="t1"} of @name; -1 if none. */
+static double gauge(struct fixture *f, const char *name)
+{
+	const char *kv[] = {"target", "t1", NULL};
+
+	return value_with(f, name, kv);
+}
+
+/* The state as the metrics say it: one of the five series is 1, the others 0,
+ * and there is one reason series, saying @reason. */
+static void assert_state_metrics(struct fixture *f, const char *state, const char *reason,
+				 double since)
+{
+	struct metrics_snapshot *snap = metrics_snapshot(f->m);
+	const struct snap_family *fam;
+
+	assert_non_null(snap);
+	for (int i = 0; probe_target_states[i]; i++) {
+		const char *kv[] = {"state", probe_target_states[i], NULL};
+		const struct snap_series *s = series_with(snap, "iopulse_target_state", kv);
+
+		assert_non_null(s);
+		if (s->value != !strcmp(state, probe_target_states[i]))
+			fail_msg("iopulse_target_state{state=\"%s\"} is %g in state %s",
+				 probe_target_states[i], s->value, state);
+	}
+	fam = tu_find_family(snap, "iopulse_target_reason_info");
+	assert_non_null(fam);
+	assert_int_equal(fam->n_series, 1);
+	assert_string_equal(fam->series[0].values[1], reason);
+	assert_true(fam->series[0].value == 1);
+	fam = tu_find_family(snap, "iopulse_target_state_since_timestamp_seconds");
+	assert_non_null(fam);
+	assert_true(fam->series[0].value == since);
+	metrics_snapshot_free(snap);
+}
+
+static void test_state_since(void **state)
+{
+	struct fixture *f = *state;
+	struct status_target t;
+	double before, after, up_since, down_since;
+
+	log_set_ratelimit(100, 30 * SEC);
+	/* Not run yet: starting, since the lane began. */
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_STARTING);
+	assert_string_equal(t.reason_code, "not_checked");
+	assert_true(t.since_s == f->lane.start_wall_s && t.since_s > 1e9);
+	assert_state_metrics(f, "starting", "not_checked", t.since_s);
+
+	/* Up: since the run that found it up. */
+	before = wall_s();
+	run_ping(f);
+	after = wall_s();
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_UP);
+	assert_string_equal(t.reason_code, "none");
+	assert_true(t.since_s >= before && t.since_s <= after);
+	up_since = t.since_s;
+	assert_state_metrics(f, "up", "none", up_since);
+	run_ping(f); /* still up: the same since, request after request */
+	scrape(f, &t);
+	assert_true(t.since_s == up_since);
+
+	/* Slow (a probe op slower than its baseline): up still, since the request
+	 * that saw it; back to up, since the request that saw that. */
+	f->lane.slow = true;
+	before = wall_s();
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_SLOW);
+	assert_string_equal(t.reason_code, "slow");
+	assert_true(t.since_s >= before && t.since_s >= up_since);
+	assert_state_metrics(f, "slow", "slow", t.since_s);
+	assert_true(gauge(f, "iopulse_target_up") == 1);
+	f->lane.slow = false;
+	before = wall_s();
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_UP);
+	assert_true(t.since_s >= before); /* not when it first came up */
+	assert_state_metrics(f, "up", "none", t.since_s);
+
+	/* The directory goes away: down, missing, since the run that found it. */
+	snprintf(away, sizeof(away), "%s.away", own_dir(f));
+	assert_int_equal(rename(f->dir, away), 0);
+	tu_capture_begin();
+	before = wall_s();
+	run_ping(f);
+	after = wall_s();
+	run_ping(f);
+	free(tu_capture_end());
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_DOWN);
+	assert_string_equal(t.reason_code, "missing");
+	assert_non_null(strstr(t.reason, "no such directory"));
+	assert_true(t.since_s >= before && t.since_s <= after);
+	down_since = t.since_s;
+	assert_state_metrics(f, "down", "missing", down_since);
+	assert_true(gauge(f, "iopulse_target_up") == 0);
+
+	/* Back: up again since the run that found it, the reason none again. */
+	move_back(f);
+	tu_capture_begin();
+	before = wall_s();
+	run_ping(f);
+	after = wall_s();
+	free(tu_capture_end());
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_UP);
+	assert_true(t.since_s >= before && t.since_s <= after && t.since_s >= down_since);
+	assert_state_metrics(f, "up", "none", t.since_s);
+
+	/* The probe file replaced by a stranger's file: not ours. */
+	snprintf(stranger, sizeof(stranger), "%s/%s", own_dir(f), TARGET_PROBE_FILE);
+	assert_int_equal(unlink(stranger), 0);
+	assert_int_equal(close(open(stranger, O_CREAT | O_WRONLY | O_CLOEXEC, 0600)), 0);
+	tu_capture_begin();
+	run_ping(f);
+	free(tu_capture_end());
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_DOWN);
+	assert_string_equal(t.reason_code, "not_ours");
+	assert_state_metrics(f, "down", "not_ours", t.since_s);
+	remove_stranger(f);
+	tu_capture_begin();
+	run_ping(f);
+	free(tu_capture_end());
+}
+
+/* An I/O past its timeout: stuck since its start plus the timeout, and every
+ * probe waits on it; before that only its own probe does. */
+static void test_stuck_since(void **state)
+{
+	struct fixture *f = *state;
+	struct lane *l = &f->lane;
+	uint64_t timeout = l->probes[0].cfg->timeout_ns;
+	struct status_target t;
+	double now;
+
+	run_ping(f);
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_UP);
+	/* Up for a minute, since before the I/O that hangs (the lane is idle). */
+	l->shown_since_s -= 60;
+	l->up_wall_s -= 60;
+	/* As a run in the kernel leaves it: probe 0 running, its check in flight
+	 * for its timeout and 5s more. */
+	atomic_store(&l->running, 0);
+	atomic_store(&l->inflight_ns, eng_now_ns() - timeout - 5 * SEC);
+	now = wall_s();
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_STUCK);
+	assert_string_equal(t.reason_code, "stuck");
+	assert_true(t.since_s >= now - 5.5 && t.since_s <= now - 4.5);
+	assert_state_metrics(f, "stuck", "stuck", t.since_s);
+	assert_true(gauge(f, "iopulse_target_up") == 0);
+	atomic_store(&l->inflight_ns, 0);
+	atomic_store(&l->running, -1);
+	now = wall_s();
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_UP);
+	assert_true(t.since_s >= now);
+}
+
+/* A reload that keeps the target: the new lane goes on in the same state since
+ * the same time, down for the same reason. */
+static void test_take_over_state(void **state)
+{
+	struct fixture *f = *state;
+	struct status_target t, t2;
+	struct lane next;
+	struct timespec ts;
+
+	snprintf(away, sizeof(away), "%s.away", own_dir(f));
+	assert_int_equal(rename(f->dir, away), 0);
+	tu_capture_begin();
+	run_ping(f);
+	free(tu_capture_end());
+	scrape(f, &t);
+	assert_int_equal(t.state, STATUS_DOWN);
+	lane_request_stop(&f->lane);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	assert_true(lane_wait(&f->lane, ((uint64_t)ts.tv_sec + 60) * SEC + (uint64_t)ts.tv_nsec));
+	assert_int_equal(lane_init(&next, f->cfg, 0, f->m), 0);
+	lane_take_over(&next, &f->lane);
+	lane_status(&next, eng_now_ns(), &t2);
+	assert_int_equal(t2.state, STATUS_DOWN);
+	assert_string_equal(t2.reason_code, "missing");
+	assert_string_equal(t2.reason, t.reason);
+	assert_true(t2.since_s == t.since_s);
+	lane_destroy(&next);
+	move_back(f);
+}
+
+/* The baseline, recent and ratio gauges: there while they have a value, gone
+ * (never 0 or NaN) when not. */
+static void test_regress_gauges(void **state)
+{
+	struct fixture *f = *state;
+	struct lane_probe *lp = &f->lane.probes[0];
+	struct status_regress *g = &lp->regress[IO_READ];
+	struct status_target t;
+	struct metrics_snapshot *snap;
+	const struct snap_family *fam;
+
+	run_ping(f);
+	scrape(f, &t);
+	snap = metrics_snapshot(f->m);
+	assert_null(tu_find_family(snap, "iopulse_probe_latency_baseline_seconds"));
+	assert_null(tu_find_family(snap, "iopulse_probe_latency_recent_seconds"));
+	assert_null(tu_find_family(snap, "iopulse_probe_latency_ratio"));
+	metrics_snapshot_free(snap);
+
+	/* Recent only: a baseline warming up. */
+	*g = (struct status_regress){.have_recent = true, .recent_ns = {2000000, 9000000}};
+	scrape(f, &t);
+	snap = metrics_snapshot(f->m);
+	assert_null(tu_find_family(snap, "iopulse_probe_latency_baseline_seconds"));
+	assert_null(tu_find_family(snap, "iopulse_probe_latency_ratio"));
+	fam = tu_find_family(snap, "iopulse_probe_latency_recent_seconds");
+	assert_non_null(fam);
+	assert_int_equal(fam->n_series, 2);
+	assert_true(series_with(snap, "iopulse_probe_latency_recent_seconds",
+				(const char *[]){"quantile", "0.5", "op", "read", NULL})
+			    ->value == 0.002);
+	assert_true(series_with(snap, "iopulse_probe_latency_recent_seconds",
+				(const char *[]){"quantile", "0.99", NULL})
+			    ->value == 0.009);
+	metrics_snapshot_free(snap);
+
+	/* Both, and their ratio. */
+	*g = (struct status_regress){.have_baseline = true,
+				     .baseline_ns = {1000000, 3000000},
+				     .have_recent = true,
+				     .recent_ns = {5000000, 9000000},
+				     .ratio = 5,
+				     .slow = true};
+	scrape(f, &t);
+	snap = metrics_snapshot(f->m);
+	assert_true(series_with(snap, "iopulse_probe_latency_baseline_seconds",
+				(const char *[]){"quantile", "0.99", NULL})
+			    ->value == 0.003);
+	assert_true(series_with(snap, "iopulse_probe_latency_ratio",
+				(const char *[]){"probe", "p1", "op", "read", NULL})
+			    ->value == 5);
+	metrics_snapshot_free(snap);
+
+	/* Nothing in the last minute, nothing waited on: the recent and the ratio go,
+	 * the baseline stays. */
+	*g = (struct status_regress){.have_baseline = true, .baseline_ns = {1000000, 3000000}};
+	scrape(f, &t);
+	snap = metrics_snapshot(f->m);
+	assert_null(tu_find_family(snap, "iopulse_probe_latency_recent_seconds"));
+	assert_null(tu_find_family(snap, "iopulse_probe_latency_ratio"));
+	assert_int_equal(tu_find_family(snap, "iopulse_probe_latency_baseline_seconds")->n_series,
+			 2);
+	metrics_snapshot_free(snap);
+
+	/* A reload drops what each lane makes its own. */
+	lane_drop_target_info(&f->lane);
+	snap = metrics_snapshot(f->m);
+	assert_null(tu_find_family(snap, "iopulse_probe_latency_baseline_seconds"));
+	assert_null(tu_find_family(snap, "iopulse_target_reason_info"));
+	assert_non_null(tu_find_family(snap, "iopulse_target_state"));
+	metrics_snapshot_free(snap);
+}
+
+/* What each probe waits on: its own I/O in flight (not another probe's), or,
+ * once the target is stuck, that I/O for every probe of the target. */
+static void test_waited(void **state)
+{
+	struct fixture *f = *state;
+	struct lane *l = &f->lane;
+	struct status *st = status_new();
+	struct status_op ops[2 * IO_OP_COUNT];
+	uint64_t timeout = l->probes[0].cfg->timeout_ns;
+	unsigned n = lane_status_ops(l, ops);
+	struct status_target t;
+
+	assert_non_null(st);
+	assert_int_equal(n, 2);
+	assert_true(ops[0].slow_factor == 4 && ops[0].slow_floor_ns == 1000000);
+	assert_int_equal(ops[0].warmup_minutes, 10);
+	status_tick_until(st, ops, n, eng_now_ns()); /* the page knows the ops */
+	/* Probe p1's read in flight for 1s, within its timeout: p1 waits, p2 does not. */
+	atomic_store(&l->running, 0);
+	atomic_store(&l->inflight_ns, eng_now_ns() - SEC);
+	lane_status_probes(l, st, eng_now_ns());
+	assert_true(l->probes[0].regress[IO_READ].have_recent);
+	assert_true(l->probes[0].regress[IO_READ].recent_ns[0] >= SEC);
+	assert_false(l->probes[1].regress[IO_READ].have_recent);
+	lane_status(l, eng_now_ns(), &t);
+	assert_int_equal(t.state, STATUS_STARTING); /* (never run: no baseline, not slow) */
+	/* Past its timeout: stuck, and every probe waits behind it. */
+	atomic_store(&l->inflight_ns, eng_now_ns() - timeout - SEC);
+	lane_status_probes(l, st, eng_now_ns());
+	for (int pi = 0; pi < 2; pi++) {
+		assert_true(l->probes[pi].regress[IO_READ].have_recent);
+		assert_true(l->probes[pi].regress[IO_READ].recent_ns[0] >= timeout + SEC);
+		assert_true(l->probes[pi].regress[IO_READ].recent_ns[1] >= timeout + SEC);
+	}
+	lane_status(l, eng_now_ns(), &t);
+	assert_int_equal(t.state, STATUS_STUCK);
+	/* Nothing in flight: nobody waits. */
+	atomic_store(&l->inflight_ns, 0);
+	atomic_store(&l->running, -1);
+	lane_status_probes(l, st, eng_now_ns());
+	for (int pi = 0; pi < 2; pi++)
+		assert_false(l->probes[pi].regress[IO_READ].have_recent);
+	status_free(st);
+}
+
+static int two_pings_fixture(void **state)
+{
+	return fixture_with(state,
+			    "    size: 1MiB\n"
+			    "    direct: false\n"
+			    "    allow_memory_backed: true\n",
+			    "{name: p1, type: ping, target: t1, op: read, engine: null}\n"
+			    "  - {name: p2, type: ping, target: t1, op: read, engine: null}");
+}
+
+/* The configuration's slow_factor and slow_floor, as gauges. */
+static void test_slow_config_gauges(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_true(gauge(f, "iopulse_target_slow_factor") == 2.5);
+	assert_true(gauge(f, "iopulse_target_slow_floor_seconds") == 0.0005);
+}
+
+static int slow_fixture(void **state)
+{
+	return fixture_with(state,
+			    "    size: 1MiB\n"
+			    "    direct: false\n"
+			    "    allow_memory_backed: true\n"
+			    "    slow_factor: 2.5\n"
+			    "    slow_floor: 500us\n",
+			    "{name: p1, type: ping, target: t1, op: read, engine: null, "
+			    "interval: 100ms}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1253,6 +1676,16 @@ int main(void)
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_stop_while_measuring, waits_fixture,
 						measure_teardown),
+		cmocka_unit_test(test_reason_codes),
+		cmocka_unit_test_setup_teardown(test_state_since, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_stuck_since, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_take_over_state, fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_regress_gauges, fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_slow_config_gauges, slow_fixture,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_waited, two_pings_fixture, fixture_teardown),
 	};
 
 	/* No disks to find (test_hostload tests the busy check): the bursts here run

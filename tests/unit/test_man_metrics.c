@@ -389,6 +389,11 @@ static void test_rows_are_the_families(void **state)
 		assert_int_equal(probe_metrics_init(&ps[i], m, cfg, &cfg->probes[i], "t", "sync"),
 				 0);
 	publish_burst(&ps[1], cfg);
+	/* What a scrape adds: a state, and a ping's op against its baseline. */
+	assert_int_equal(probe_metrics_target_state(&ts, "up", 1700000000, "none"), 0);
+	assert_int_equal(probe_metrics_regress(&ps[0], IO_WRITE, (const uint64_t[]){1000, 2000},
+					       (const uint64_t[]){3000, 4000}, 3),
+			 0);
 	proc = process_metrics_new(m);
 	assert_non_null(proc);
 	check_page(m);

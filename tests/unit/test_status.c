@@ -29,7 +29,8 @@ struct fixture {
 	struct metric_series *lat;
 	struct status *st;
 	struct cfg_probe probe;
-	uint64_t k; /* the next tick */
+	struct status_op op; /* p1 on t1, read; the defaults of iopulse.yaml(5): 4x, 1ms, 10m */
+	uint64_t k;	     /* the next tick */
 };
 
 static void fixture_init(struct fixture *f)
@@ -50,6 +51,12 @@ static void fixture_init(struct fixture *f)
 	snprintf(f->probe.name, sizeof(f->probe.name), "p1");
 	f->probe.kind = CFG_PROBE_PING;
 	f->probe.interval_ns = 100 * MS;
+	f->op = (struct status_op){.p = &f->probe,
+				   .target = "t1",
+				   .op = IO_READ,
+				   .slow_factor = 4,
+				   .slow_floor_ns = 1 * MS,
+				   .warmup_minutes = 10};
 }
 
 static void fixture_free(struct fixture *f)
@@ -64,7 +71,8 @@ static void tick(struct fixture *f)
 	uint64_t now = 1 + f->k++ * STATUS_STEP_NS;
 
 	assert_true(status_tick_due(f->st, now));
-	status_tick_op(f->st, &f->probe, "t1", IO_READ, f->lat, now);
+	f->op.latency = f->lat; /* recreate() makes it anew */
+	status_tick_op(f->st, &f->op, now);
 	status_tick_end(f->st, now);
 }
 
@@ -227,6 +235,16 @@ static void assert_views_equal(struct fixture *a, struct fixture *b)
 	assert_int_equal(x->ring.blk_n, y->ring.blk_n);
 	assert_recs_equal(x->ring.min, y->ring.min, STATUS_MINUTES);
 	assert_recs_equal(x->ring.blk, y->ring.blk, STATUS_BLOCKS);
+	assert_memory_equal(x->ring.min_slow, y->ring.min_slow, sizeof(x->ring.min_slow));
+	assert_memory_equal(x->ring.blk_slow, y->ring.blk_slow, sizeof(x->ring.blk_slow));
+	assert_int_equal(x->base_minutes, y->base_minutes);
+	assert_int_equal(x->regress.have_baseline, y->regress.have_baseline);
+	assert_memory_equal(x->regress.baseline_ns, y->regress.baseline_ns,
+			    sizeof(x->regress.baseline_ns));
+	assert_int_equal(x->regress.have_recent, y->regress.have_recent);
+	assert_memory_equal(x->regress.recent_ns, y->regress.recent_ns,
+			    sizeof(x->regress.recent_ns));
+	assert_int_equal(x->regress.slow, y->regress.slow);
 	assert_int_equal(series(a)->steps, series(b)->steps);
 	assert_int_equal(status_next_tick_ns(a->st), status_next_tick_ns(b->st));
 }
@@ -248,7 +266,8 @@ static void test_catch_up_gap(void **state)
 	(void)state;
 	fixture_init(&ref);
 	fixture_init(&cu);
-	op = (struct status_op){.p = &cu.probe, .target = "t1", .op = IO_READ, .latency = cu.lat};
+	op = cu.op;
+	op.latency = cu.lat;
 	tick(&ref);
 	assert_int_equal(status_tick_until(cu.st, &op, 1, 1), 1);
 	for (unsigned g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
@@ -346,6 +365,340 @@ static void test_series_restart(void **state)
 	status_tick_end(f.st, 0);
 	assert_int_equal(f.st->n_series, 0);
 	fixture_free(&f);
+}
+
+/* ---- the baseline and the slow judgement ------------------------------------- */
+
+/* One minute of @n I/Os of @ns each (published in its first step), up to and
+ * with its minute mark. */
+static void minute(struct fixture *f, uint64_t ns, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		metrics_observe_ns(f->lat, ns);
+	for (unsigned s = 0; s < STATUS_MINUTE; s++)
+		tick(f);
+}
+
+/* @count minutes of 20 I/Os of @ns each; @ns 0: without I/O. */
+static void minutes(struct fixture *f, unsigned count, uint64_t ns)
+{
+	for (unsigned m = 0; m < count; m++)
+		minute(f, ns, ns ? 20 : 0);
+}
+
+/* What a request makes of p1's read op, waiting on an I/O for @waited_ns. */
+static struct status_regress regress(struct fixture *f, uint64_t waited_ns)
+{
+	struct status_burst b = {0};
+	struct status_regress r;
+
+	r = (struct status_regress){true, {1, 1}, true, {1, 1}, 7, true}; /* what must go */
+	status_set_probe(f->st, "p1", "t1", IO_READ, 1, 0, 0.1, &b, waited_ns, &r);
+	return r;
+}
+
+/* A fixture whose series has appeared (its first tick taken). */
+static void fixture_started(struct fixture *f)
+{
+	fixture_init(f);
+	tick(f);
+}
+
+/* No baseline before warmup minutes with I/O; one after, with their p50 and p99.
+ * Minutes without I/O do not count. */
+static void test_baseline_warmup(void **state)
+{
+	struct status_regress r;
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	for (unsigned m = 0; m < 9; m++) {
+		metrics_observe_ns(f.lat, 8 * MS);
+		metrics_observe_ns(f.lat, 8 * MS);
+		minute(&f, 2 * MS, 98); /* p50 2 ms, p99 8 ms */
+	}
+	minutes(&f, 3, 0);
+	for (unsigned k = 0; k < 3; k++)
+		tick(&f);
+	r = regress(&f, 0);
+	assert_false(r.have_baseline);
+	assert_int_equal(r.baseline_ns[0], 0);
+	assert_false(r.slow);
+	assert_int_equal(r.ratio, 0);
+	assert_int_equal(series(&f)->v.base_minutes, 9);
+	for (unsigned k = 3; k < STATUS_MINUTE; k++)
+		tick(&f);
+	metrics_observe_ns(f.lat, 8 * MS);
+	metrics_observe_ns(f.lat, 8 * MS);
+	minute(&f, 2 * MS, 98);
+	r = regress(&f, 0);
+	assert_true(r.have_baseline);
+	assert_int_equal(series(&f)->v.base_minutes, 10);
+	assert_within(r.baseline_ns[0], 2 * MS, 0.03);
+	assert_within(r.baseline_ns[1], 8 * MS, 0.03);
+	assert_true(r.have_recent);
+	assert_within(r.recent_ns[0], 2 * MS, 0.03);
+	assert_true(r.ratio > 0.97 && r.ratio < 1.03);
+	assert_false(r.slow);
+	fixture_free(&f);
+}
+
+/* The median of the minutes, not their mean: with no record left out (factor 0),
+ * one minute at 500 ms among twenty at 2 to 4 ms does not move it. */
+static void test_baseline_median_not_mean(void **state)
+{
+	struct status_regress r;
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	f.op.slow_factor = 0;
+	for (unsigned m = 0; m < 21; m++)
+		minute(&f, m == 10 ? 500 * MS : (2 + m % 3) * MS, 20);
+	r = regress(&f, 0);
+	assert_true(r.have_baseline);
+	/* 7 minutes at 2 ms, 6 at 3, 7 at 4 and one at 500: the median is 3 ms
+	 * (the mean would be 27 ms). */
+	assert_within(r.baseline_ns[0], 3 * MS, 0.03);
+	assert_within(r.baseline_ns[1], 3 * MS, 0.03);
+	fixture_free(&f);
+}
+
+/* 15 good minutes, then 30 at 10x: the slow minutes are left out of the
+ * baseline, which stays at the good level, and the series is slow throughout. */
+static void test_baseline_robust_to_regression(void **state)
+{
+	const struct status_series *ss;
+	struct status_regress r;
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	minutes(&f, 15, 2 * MS);
+	ss = series(&f);
+	for (unsigned m = 0; m < 30; m++) {
+		minute(&f, 20 * MS, 20);
+		r = regress(&f, 0);
+		assert_true(r.have_baseline);
+		assert_within(r.baseline_ns[0], 2 * MS, 0.03);
+		assert_within(r.recent_ns[0], 20 * MS, 0.03);
+		assert_true(r.ratio > 9.5 && r.ratio < 10.5);
+		assert_true(r.slow);
+		assert_true(status_bit(ss->v.ring.min_slow, (ss->v.ring.min_head + STATUS_MINUTES -
+							     1) % STATUS_MINUTES));
+		assert_int_equal(ss->v.base_minutes, 15);
+	}
+	/* Back to normal: not slow at the first good minute. */
+	minute(&f, 2 * MS, 20);
+	r = regress(&f, 0);
+	assert_false(r.slow);
+	assert_within(r.baseline_ns[0], 2 * MS, 0.03);
+	fixture_free(&f);
+}
+
+/* 40 us to 400 us (tmpfs and the like): 10x, under the 1 ms floor, not slow;
+ * with no floor, slow. */
+static void test_slow_floor(void **state)
+{
+	struct status_regress r;
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	minutes(&f, 10, 40 * US);
+	minute(&f, 400 * US, 20);
+	r = regress(&f, 0);
+	assert_within(r.baseline_ns[0], 40 * US, 0.03);
+	assert_true(r.ratio > 9.5 && r.ratio < 10.5);
+	assert_false(r.slow);
+	assert_false(status_is_slow(400 * US, 40 * US, 4, 1 * MS));
+	assert_true(status_is_slow(400 * US, 40 * US, 4, 0));
+	assert_false(status_is_slow(1 * MS, 1 * US, 4, 1 * MS)); /* over the floor, strictly */
+	assert_false(status_is_slow(8 * MS, 2 * MS, 4, 1 * MS)); /* over 4x, strictly */
+	assert_true(status_is_slow(8 * MS + 1, 2 * MS, 4, 1 * MS));
+	f.op.slow_floor_ns = 0;
+	minute(&f, 400 * US, 20);
+	assert_true(regress(&f, 0).slow);
+	fixture_free(&f);
+}
+
+/* A factor of 0: never slow, whatever the ratio. */
+static void test_factor_zero_never_slow(void **state)
+{
+	struct status_regress r;
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	f.op.slow_factor = 0;
+	minutes(&f, 10, 2 * MS);
+	minute(&f, 200 * MS, 20);
+	r = regress(&f, 5 * NSEC_PER_SEC);
+	assert_true(r.have_baseline);
+	assert_true(r.ratio > 2000);
+	assert_false(r.slow);
+	assert_false(status_is_slow(UINT64_MAX / 2, 1, 0, 0));
+	fixture_free(&f);
+}
+
+/* An I/O waited on raises the recent figures: a probe with no I/O in the
+ * minute but one in flight for 5 s is slow; one that completes some is raised
+ * to the age of the one it waits on. An op the tick has not seen: zeros. */
+static void test_waited_raises_recent(void **state)
+{
+	struct status_burst b = {0};
+	struct status_regress r;
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	minutes(&f, 10, 2 * MS);
+	minutes(&f, 1, 0);
+	r = regress(&f, 0);
+	assert_true(r.have_baseline);
+	assert_false(r.have_recent);
+	assert_int_equal(r.recent_ns[0], 0);
+	assert_int_equal(r.ratio, 0);
+	assert_false(r.slow);
+	r = regress(&f, 5 * NSEC_PER_SEC);
+	assert_true(r.have_recent);
+	assert_int_equal(r.recent_ns[0], 5 * NSEC_PER_SEC);
+	assert_int_equal(r.recent_ns[1], 5 * NSEC_PER_SEC);
+	assert_true(r.ratio > 2400 && r.ratio < 2600);
+	assert_true(r.slow);
+	assert_true(series(&f)->v.regress.slow); /* kept in the view for the pages */
+	minute(&f, 2 * MS, 20);
+	r = regress(&f, 3 * MS);
+	assert_int_equal(r.recent_ns[0], 3 * MS);
+	assert_int_equal(r.recent_ns[1], 3 * MS);
+	assert_false(r.slow); /* 1.5x */
+	r = regress(&f, 0);
+	assert_within(r.recent_ns[0], 2 * MS, 0.03);
+	r = (struct status_regress){true, {1, 1}, true, {1, 1}, 7, true}; /* what must go */
+	status_set_probe(f.st, "p1", "t1", IO_WRITE, 1, 0, 0.1, &b, 5 * NSEC_PER_SEC, &r);
+	assert_false(r.have_baseline);
+	assert_false(r.have_recent);
+	assert_false(r.slow);
+	assert_int_equal(r.ratio, 0);
+	assert_int_equal(r.recent_ns[0], 0);
+	status_set_probe(f.st, "p1", "t1", IO_READ, 1, 0, 0.1, &b, 0, NULL);
+	fixture_free(&f);
+}
+
+/* 2 hours good, then an hour at 10x: the minute records are all slow, the
+ * 10-minute records of the good hours keep the baseline where it was; and 2
+ * hours more, when the slow blocks outweigh the good ones but are left out. */
+static void test_baseline_blocks_keep_it(void **state)
+{
+	struct status_regress r;
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	minutes(&f, 120, 2 * MS);
+	for (unsigned m = 1; m <= 180; m++) {
+		minute(&f, 20 * MS, 20);
+		r = regress(&f, 0);
+		assert_true(r.slow);
+		assert_within(r.baseline_ns[0], 2 * MS, 0.03);
+		/* 12 good blocks, none of them in the last hour. */
+		if (m == 60)
+			assert_int_equal(series(&f)->v.ring.blk_n, 18);
+		if (m >= 60)
+			assert_int_equal(series(&f)->v.base_minutes, 120);
+	}
+	assert_true(status_bit(series(&f)->v.ring.blk_slow, 29));
+	assert_false(status_bit(series(&f)->v.ring.blk_slow, 11));
+	fixture_free(&f);
+}
+
+/* After more than a day slow, the good records have all left the ring: the
+ * baseline warms up again on the new level, which becomes the normal. */
+static void test_baseline_relearns_after_a_day_slow(void **state)
+{
+	unsigned gone = 0, learnt = 0;
+	struct status_regress r;
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	minutes(&f, 120, 2 * MS);
+	for (unsigned m = 1; m <= 24 * 60 + 30; m++) {
+		minute(&f, 20 * MS, 1);
+		r = regress(&f, 0);
+		if (!r.have_baseline && !gone)
+			gone = m;
+		if (gone && r.have_baseline && !learnt)
+			learnt = m;
+		if (!gone) {
+			assert_true(r.slow);
+			assert_within(r.baseline_ns[0], 2 * MS, 0.03);
+		}
+	}
+	/* The last good block (the 10 minutes before the slowdown) leaves the
+	 * 24-hour ring after 24 hours; 10 minutes of warm-up later, the new level. */
+	assert_int_equal(gone, 24 * 60);
+	assert_int_equal(learnt, 24 * 60 + 10);
+	assert_within(r.baseline_ns[0], 20 * MS, 0.03);
+	assert_false(r.slow);
+	fixture_free(&f);
+}
+
+/* The baseline's median by itself: weights 1 and 10, blocks of the last hour
+ * left out, records without I/O and slow ones too. */
+static void test_baseline_weights(void **state)
+{
+	struct status_ring *r = calloc(1, sizeof(*r));
+	unsigned minutes_worth;
+	uint64_t ns[2];
+
+	(void)state;
+	assert_non_null(r);
+	/* 60 minutes at 1 ms; 7 blocks: the 6 newest (the hour) at 1 s, the oldest at 8 ms. */
+	for (unsigned i = 0; i < STATUS_MINUTES; i++)
+		r->min[i] = (struct status_rec){
+			.count = 5, .q = {status_code(1 * MS), 0, status_code(1 * MS), 0}};
+	r->min_n = STATUS_MINUTES;
+	for (unsigned i = 0; i < 7; i++)
+		r->blk[i] = (struct status_rec){.count = 50,
+						.q = {status_code(i ? 1000 * MS : 8 * MS), 0,
+						      status_code(i ? 1000 * MS : 8 * MS), 0}};
+	r->blk_n = 7;
+	r->blk_head = 7;
+	assert_true(status_baseline(r, 10, ns, &minutes_worth));
+	assert_int_equal(minutes_worth, 70);
+	assert_within(ns[0], 1 * MS, 0.001);
+	/* 6 more old blocks at 8 ms: 70 minutes at 8 ms against 60 at 1 ms. */
+	for (unsigned i = 7; i < 13; i++)
+		r->blk[i] = r->blk[0];
+	r->blk_n = r->blk_head = 13;
+	/* the 6 newest are now 8 ms ones: make them the 1 s ones again */
+	for (unsigned i = 7; i < 13; i++)
+		r->blk[i] = r->blk[1];
+	for (unsigned i = 1; i < 7; i++)
+		r->blk[i] = r->blk[0];
+	assert_true(status_baseline(r, 10, ns, &minutes_worth));
+	assert_int_equal(minutes_worth, 130);
+	assert_within(ns[0], 8 * MS, 0.001);
+	/* Half of those slow: 30 minutes at 8 ms against 60 at 1 ms. */
+	for (unsigned i = 0; i < 4; i++)
+		r->blk_slow[0] |= (uint8_t)(1u << i);
+	assert_true(status_baseline(r, 10, ns, &minutes_worth));
+	assert_int_equal(minutes_worth, 90);
+	assert_within(ns[0], 1 * MS, 0.001);
+	/* Minutes without I/O or slow are out too; the warm-up counts what is left. */
+	for (unsigned i = 0; i < STATUS_MINUTES; i++)
+		r->min[i].count = 0;
+	assert_false(status_baseline(r, 40, ns, &minutes_worth));
+	assert_int_equal(minutes_worth, 30);
+	assert_int_equal(ns[0], 0);
+	assert_true(status_baseline(r, 30, ns, &minutes_worth));
+	assert_within(ns[0], 8 * MS, 0.001);
+	memset(r->blk_slow, 0xff, sizeof(r->blk_slow));
+	assert_false(status_baseline(r, 0, ns, &minutes_worth)); /* nothing at all */
+	assert_int_equal(minutes_worth, 0);
+	free(r);
 }
 
 /* ---- readiness and pages ------------------------------------------------------ */
@@ -617,7 +970,9 @@ static void test_probe_moves(void **state)
 	now = 1 + f.k++ * STATUS_STEP_NS;
 	f.probe.kind = CFG_PROBE_BURST;
 	assert_true(status_tick_due(f.st, now));
-	status_tick_op(f.st, &f.probe, "t2", IO_READ, f.lat, now);
+	f.op.latency = f.lat;
+	f.op.target = "t2";
+	status_tick_op(f.st, &f.op, now);
 	status_tick_end(f.st, now);
 	assert_string_equal(series(&f)->v.target, "t2");
 	assert_string_equal(series(&f)->v.kind, "burst");
@@ -695,6 +1050,15 @@ int main(void)
 		cmocka_unit_test(test_probe_moves),
 		cmocka_unit_test(test_coarsened_step),
 		cmocka_unit_test(test_latency_format),
+		cmocka_unit_test(test_baseline_warmup),
+		cmocka_unit_test(test_baseline_median_not_mean),
+		cmocka_unit_test(test_baseline_robust_to_regression),
+		cmocka_unit_test(test_slow_floor),
+		cmocka_unit_test(test_factor_zero_never_slow),
+		cmocka_unit_test(test_waited_raises_recent),
+		cmocka_unit_test(test_baseline_blocks_keep_it),
+		cmocka_unit_test(test_baseline_relearns_after_a_day_slow),
+		cmocka_unit_test(test_baseline_weights),
 		cmocka_unit_test(test_ready),
 		cmocka_unit_test(test_html_escape),
 		cmocka_unit_test(test_json_string),
