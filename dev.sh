@@ -25,9 +25,11 @@ PACKAGES=(gcc make cmake pkg-config git libyaml-dev libmicrohttpd-dev liburing-d
 # fio loads a loop device for the busy-disk test. openssl makes the web config
 # test's certificates, htpasswd (apache2-utils) its
 # bcrypt hashes, gnutls-cli (gnutls-bin) offers TLS 1.0/1.1 where curl's OpenSSL won't.
+# prometheus-alertmanager (with amtool) checks dashboards/alertmanager.yml and
+# receives the alerts of the end-to-end alerting test.
 TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema
 	ioping dpkg-dev lintian chromium python3-html5lib strace debootstrap systemd-container
-	openssl apache2-utils gnutls-bin fio)
+	openssl apache2-utils gnutls-bin fio prometheus-alertmanager)
 # What bench/ compares against and measures with.
 BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter strace curl)
 # libFuzzer is in clang's runtime package, which clang only recommends.

@@ -9,6 +9,7 @@
 #include "lib/escape.h"
 #include "daemon/probes/probe.h"
 #include "daemon/status/status.h"
+#include "daemon/status/status_int.h"
 
 _Static_assert(STATUS_BOUND_SERIES * sizeof(struct status_series) <= STATUS_BOUND_BYTES,
 	       "a probe op's status must keep the bound stated in iopulse(8)");
@@ -269,7 +270,7 @@ uint64_t status_next_tick_ns(const struct status *st)
 	return st->next_tick_ns;
 }
 
-static int find_series(const struct status *st, const char *probe, const char *target,
+int status_find_series(const struct status *st, const char *probe, const char *target,
 		       enum io_op op)
 {
 	for (unsigned i = 0; i < st->n_series; i++)
@@ -516,7 +517,7 @@ void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_n
 {
 	struct groups_read g = {.c = st->cur};
 	struct status_series *ss;
-	int i = find_series(st, o->p->name, o->target, o->op);
+	int i = status_find_series(st, o->p->name, o->target, o->op);
 
 	ss = i >= 0 ? st->series[i] : series_add(st, o);
 	if (!ss)
@@ -740,7 +741,7 @@ void status_set_probe(struct status *st, const char *probe, const char *target, 
 	int i;
 
 	pthread_mutex_lock(&st->mu);
-	i = find_series(st, probe, target, op);
+	i = status_find_series(st, probe, target, op);
 	ss = i >= 0 ? st->series[i] : NULL;
 	if (ss) {
 		ss->v.runs = runs;

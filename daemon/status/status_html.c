@@ -297,7 +297,10 @@ static const char style[] =
 	"body{font-family:system-ui,sans-serif;margin:1em 2em;color:#222}"
 	"h2{margin-top:1.5em}.state{padding:.1em .5em;border-radius:.3em;color:#fff}"
 	".up{background:#2a7d2a}.down{background:#c0392b}.stuck{background:#8e44ad}"
-	".starting{background:#b7950b}.overall{font-size:1.3em;font-weight:bold}"
+	".starting{background:#b7950b}.slow{background:#d68910}"
+	".overall{font-size:1.3em;font-weight:bold}.overall.ok{color:#2a7d2a}"
+	".overall.degraded{color:#d68910}.overall.bad{color:#c0392b}"
+	"td.ratio[data-slow=true]{color:#c0392b;font-weight:bold}"
 	"table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;"
 	"padding:.2em .5em;text-align:right;white-space:nowrap}th{background:#f4f4f4}"
 	"th.group{text-align:center}td.name,th.name{text-align:left}"
@@ -317,19 +320,62 @@ static double wall_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void head(struct buf *out, const struct status_snap *snap, unsigned up)
+/* How many targets are in each state. */
+struct tally {
+	unsigned up, slow, bad; /* up (slow included), slow, down or stuck */
+};
+
+static struct tally tally_of(const struct status_snap *snap)
 {
-	bool ok = up == snap->n_targets;
+	struct tally n = {0};
+
+	for (unsigned i = 0; i < snap->n_targets; i++) {
+		enum status_state s = snap->targets[i].state;
+
+		n.up += s == STATUS_UP || s == STATUS_SLOW;
+		n.slow += s == STATUS_SLOW;
+		n.bad += s == STATUS_DOWN || s == STATUS_STUCK;
+	}
+	return n;
+}
+
+/* The headline: a target down or stuck says "Not healthy", then a slow one
+ * "Degraded" (never "Healthy" while one is slow), then one starting again "Not
+ * healthy". */
+static void overall(struct buf *out, const struct status_snap *snap, const struct tally *n)
+{
+	bool ready = status_targets_ready(snap->targets, snap->n_targets, NULL);
+
+	buf_printf(out, "<p class=\"overall %s\" data-ready=\"%s\">",
+		   n->bad || (!n->slow && n->up < snap->n_targets) ? "bad"
+		   : n->slow					   ? "degraded"
+								   : "ok",
+		   ready ? "true" : "false");
+	if (!n->bad && n->slow)
+		buf_printf(out, "Degraded: %u of %u targets slow", n->slow, snap->n_targets);
+	else
+		buf_printf(out, "%s: %u of %u targets up",
+			   n->up == snap->n_targets ? "Healthy" : "Not healthy", n->up,
+			   snap->n_targets);
+	if (n->bad && n->slow)
+		buf_printf(out, ", %u slow", n->slow);
+	buf_puts(out, "</p>\n");
+}
+
+static void head(struct buf *out, const struct status_snap *snap)
+{
+	struct tally n = tally_of(snap);
 
 	buf_printf(out,
 		   "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 		   "<meta http-equiv=\"refresh\" content=\"%d\">\n"
 		   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-		   "<title>iopulse: %u of %u targets up</title>\n<style>%s</style>\n</head>\n"
-		   "<body>\n<h1>iopulse</h1>\n",
-		   REFRESH_S, up, snap->n_targets, style);
-	buf_printf(out, "<p class=\"overall\" data-ready=\"%s\">%s: %u of %u targets up</p>\n",
-		   ok ? "true" : "false", ok ? "Healthy" : "Not healthy", up, snap->n_targets);
+		   "<title>iopulse: %u of %u targets up",
+		   REFRESH_S, n.up, snap->n_targets);
+	if (n.slow)
+		buf_printf(out, ", %u slow", n.slow);
+	buf_printf(out, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>iopulse</h1>\n", style);
+	overall(out, snap, &n);
 	buf_printf(out, "<dl>\n<dt>Version</dt><dd>%s</dd>\n<dt>Uptime</dt><dd>", IOPULSE_VERSION);
 	duration(out, snap->uptime_s);
 	buf_puts(out, "</dd>\n<dt>Configuration</dt><dd>");
@@ -372,6 +418,28 @@ static void row_start(struct buf *out, const struct status_view *v, const char *
 	buf_printf(out, " (%s)</td><td class=\"name\">%s</td>", v->kind, io_op_name(v->op));
 }
 
+/* The baseline's p50 and p99, and the recent p50 against it ("warming up"
+ * while there is no baseline). */
+static void regress_cells(struct buf *out, const struct status_view *v)
+{
+	const struct status_regress *g = &v->regress;
+
+	buf_puts(out, "<td class=\"baseline-p50\">");
+	status_latency(out, g->baseline_ns[0], g->have_baseline);
+	buf_puts(out, "</td><td class=\"baseline-p99\">");
+	status_latency(out, g->baseline_ns[1], g->have_baseline);
+	buf_printf(out, "</td><td class=\"ratio\" data-slow=\"%s\">", g->slow ? "true" : "false");
+	if (!g->have_baseline)
+		buf_printf(out, "warming up (%u of %u min)", v->base_minutes,
+			   v->warmup_minutes ? v->warmup_minutes : 1);
+	else if (g->ratio > 0 && isfinite(g->ratio))
+		buf_printf(out, "%.*f\xc3\x97%s", g->ratio < 100 ? 1 : 0, g->ratio,
+			   g->slow ? " slow" : "");
+	else
+		buf_puts(out, "\xe2\x80\x93");
+	buf_puts(out, "</td>");
+}
+
 static void series_row(struct buf *out, const struct status_view *v)
 {
 	row_start(out, v, "windows");
@@ -379,6 +447,7 @@ static void series_row(struct buf *out, const struct status_view *v)
 		   v->errors);
 	fig_cells(out, &v->minute, "minute");
 	fig_cells(out, &v->hour, "hour");
+	regress_cells(out, v);
 	buf_puts(out, "</tr>\n");
 }
 
@@ -409,9 +478,11 @@ static const char table_head[] =
 	"<table>\n<thead><tr><th rowspan=\"2\" class=\"name\">probe</th>"
 	"<th rowspan=\"2\" class=\"name\">op</th><th rowspan=\"2\">runs</th>"
 	"<th rowspan=\"2\">errors</th><th colspan=\"4\" class=\"group\">last minute</th>"
-	"<th colspan=\"4\" class=\"group\">last hour</th></tr>\n"
+	"<th colspan=\"4\" class=\"group\">last hour</th>"
+	"<th colspan=\"2\" class=\"group\">baseline</th>"
+	"<th rowspan=\"2\">recent p50 vs baseline</th></tr>\n"
 	"<tr><th>I/Os</th><th>p50</th><th>p99</th><th>max</th><th>I/Os</th><th>p50</th>"
-	"<th>p99</th><th>max</th></tr></thead>\n<tbody>\n";
+	"<th>p99</th><th>max</th><th>p50</th><th>p99</th></tr></thead>\n<tbody>\n";
 
 static const char burst_head[] =
 	"<table>\n<thead><tr><th rowspan=\"2\" class=\"name\">burst probe</th>"
@@ -437,6 +508,39 @@ static void series_charts(struct buf *out, const struct status_view *v)
 	buf_puts(out, "</div>\n");
 }
 
+/* "for 40 s", "for 12 min", "for 3 h 5 min", "for 2 d 3 h". */
+static void for_how_long(struct buf *out, double s)
+{
+	unsigned long long t = s > 0 ? (unsigned long long)s : 0;
+
+	if (t < 60)
+		buf_printf(out, "for %llu s", t);
+	else if (t < 3600)
+		buf_printf(out, "for %llu min", t / 60);
+	else if (t < 86400)
+		buf_printf(out, "for %llu h %llu min", t / 3600, t % 3600 / 60);
+	else
+		buf_printf(out, "for %llu d %llu h", t / 86400, t % 86400 / 3600);
+}
+
+/* "slow since 21:19:05 UTC, for 12 min" (the date too when not today, UTC). */
+static void since_line(struct buf *out, const struct status_target *t, double now)
+{
+	time_t since = (time_t)t->since_s, today = (time_t)now;
+	struct tm a, b;
+	char when[32];
+
+	if (t->since_s <= 0 || !gmtime_r(&since, &a) || !gmtime_r(&today, &b))
+		return;
+	strftime(when, sizeof(when),
+		 a.tm_year == b.tm_year && a.tm_yday == b.tm_yday ? "%H:%M:%S"
+								  : "%Y-%m-%d %H:%M:%S",
+		 &a);
+	buf_printf(out, "<p class=\"since\">%s since %s UTC, ", status_state_name(t->state), when);
+	for_how_long(out, now - t->since_s);
+	buf_puts(out, "</p>\n");
+}
+
 static void target_head(struct buf *out, const struct status_target *t)
 {
 	const char *state = status_state_name(t->state);
@@ -448,6 +552,7 @@ static void target_head(struct buf *out, const struct status_target *t)
 	buf_printf(out, " <span class=\"state %s\">%s</span></h2>\n<p>", state, state);
 	status_html_escape(out, t->path);
 	buf_puts(out, "</p>\n");
+	since_line(out, t, wall_now());
 	if (t->reason[0]) {
 		buf_puts(out, "<p class=\"reason\">");
 		status_html_escape(out, t->reason);
@@ -495,18 +600,17 @@ static const char footer[] =
 	"<p>The last minute is exactly 60 s; the last hour is the last 60 to 70 minutes (six "
 	"whole 10-minute blocks and the one in progress), or since the start when the daemon has "
 	"run for less. Windows are recomputed every 10 s; "
-	"quantiles within 3 %. "
+	"quantiles within 3 %. The baseline is the median of the op's per-minute p50s (and "
+	"p99s) of the last 24 hours, minutes taken while it was slow left out; an op is slow when "
+	"its last minute's p50 is over its target's slow_factor times the baseline and over its "
+	"slow_floor. "
 	"<a href=\"/metrics\">/metrics</a> \xc2\xb7 <a href=\"/status.json\">/status.json</a> "
 	"\xc2\xb7 <a href=\"/readyz\">/readyz</a> \xc2\xb7 <a href=\"/healthz\">/healthz</a></p>\n"
 	"</body>\n</html>\n";
 
 int status_render_html(const struct status_snap *snap, struct buf *out)
 {
-	unsigned up = 0;
-
-	for (unsigned i = 0; i < snap->n_targets; i++)
-		up += snap->targets[i].state == STATUS_UP;
-	head(out, snap, up);
+	head(out, snap);
 	for (unsigned i = 0; i < snap->n_targets; i++)
 		target_section(out, snap, &snap->targets[i]);
 	buf_puts(out, footer);

@@ -4,6 +4,7 @@
  * documented in docs/status.schema.json and iopulse(8).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,20 +43,22 @@ static void fig_json(struct buf *out, const char *key, const struct status_fig *
 	buf_puts(out, "}");
 }
 
-/* The records of one ring, oldest first. */
+/* The records of one ring, oldest first, each with its slow mark (@bits). */
 static void recs_json(struct buf *out, const char *key, const struct status_rec *recs,
-		      unsigned size, unsigned head, unsigned n)
+		      const uint8_t *bits, unsigned size, unsigned head, unsigned n)
 {
 	buf_printf(out, ",\"%s\":[", key);
 	for (unsigned i = 0; i < n; i++) {
-		const struct status_rec *r = &recs[(head + size - n + i) % size];
+		unsigned slot = (head + size - n + i) % size;
+		const struct status_rec *r = &recs[slot];
 		double q[STATUS_QUANTILES];
 
 		buf_printf(out, "%s{\"count\":%u", i ? "," : "", r->count);
 		for (unsigned j = 0; j < STATUS_QUANTILES; j++)
 			q[j] = status_decode(r->q[j]) / 1e9;
 		quantiles(out, r->count, q);
-		buf_puts(out, "}");
+		buf_printf(out, ",\"slow\":%s}",
+			   r->count && status_bit(bits, slot) ? "true" : "false");
 	}
 	buf_puts(out, "]");
 }
@@ -76,6 +79,29 @@ static void burst_json(struct buf *out, const struct status_burst *b)
 	buf_puts(out, "}");
 }
 
+/* ,"KEY":{"p50_seconds":..,"p99_seconds":..}, or null when not @have. */
+static void pair_json(struct buf *out, const char *key, bool have, const uint64_t ns[2])
+{
+	if (!have) {
+		buf_printf(out, ",\"%s\":null", key);
+		return;
+	}
+	buf_printf(out, ",\"%s\":{\"p50_seconds\":%.9g,\"p99_seconds\":%.9g}", key, ns[0] / 1e9,
+		   ns[1] / 1e9);
+}
+
+/* The op against its baseline: null where a figure is absent, never NaN or Inf. */
+static void regress_json(struct buf *out, const struct status_regress *g)
+{
+	pair_json(out, "baseline", g->have_baseline, g->baseline_ns);
+	pair_json(out, "recent", g->have_recent, g->recent_ns);
+	if (g->have_baseline && g->have_recent && g->ratio > 0 && isfinite(g->ratio))
+		buf_printf(out, ",\"ratio\":%.4g", g->ratio);
+	else
+		buf_puts(out, ",\"ratio\":null");
+	buf_printf(out, ",\"slow\":%s", g->slow ? "true" : "false");
+}
+
 static void series_json(struct buf *out, const struct status_view *v, bool history)
 {
 	buf_puts(out, "{\"probe\":");
@@ -86,13 +112,31 @@ static void series_json(struct buf *out, const struct status_view *v, bool histo
 	fig_json(out, "last_minute", &v->minute);
 	fig_json(out, "last_hour", &v->hour);
 	burst_json(out, &v->burst);
+	regress_json(out, &v->regress);
 	if (history) {
-		recs_json(out, "minutes", v->ring.min, STATUS_MINUTES, v->ring.min_head,
-			  v->ring.min_n);
-		recs_json(out, "ten_minutes", v->ring.blk, STATUS_BLOCKS, v->ring.blk_head,
-			  v->ring.blk_n);
+		recs_json(out, "minutes", v->ring.min, v->ring.min_slow, STATUS_MINUTES,
+			  v->ring.min_head, v->ring.min_n);
+		recs_json(out, "ten_minutes", v->ring.blk, v->ring.blk_slow, STATUS_BLOCKS,
+			  v->ring.blk_head, v->ring.blk_n);
 	}
 	buf_puts(out, "}");
+}
+
+/* The lane's code; before it says one, the state's own. */
+static const char *reason_code(const struct status_target *t)
+{
+	static const char *const by_state[] = {
+		[STATUS_STARTING] = "not_checked", /* not checked, or laying out: the lane knows */
+		[STATUS_UP] = "none",
+		[STATUS_DOWN] = "other",
+		[STATUS_STUCK] = "stuck",
+		[STATUS_SLOW] = "slow",
+	};
+
+	if (t->reason_code[0])
+		return t->reason_code;
+	return (unsigned)t->state < sizeof(by_state) / sizeof(by_state[0]) ? by_state[t->state]
+									   : "other";
 }
 
 static void target_json(struct buf *out, const struct status_snap *snap,
@@ -104,8 +148,11 @@ static void target_json(struct buf *out, const struct status_snap *snap,
 	json_string(out, t->name);
 	buf_puts(out, ",\"path\":");
 	json_string(out, t->path);
-	buf_printf(out, ",\"state\":\"%s\",\"reason\":", status_state_name(t->state));
+	buf_printf(out, ",\"state\":\"%s\",\"since\":%.3f,\"reason\":", status_state_name(t->state),
+		   t->since_s > 0 ? t->since_s : 0.0);
 	json_string(out, t->reason);
+	buf_puts(out, ",\"reason_code\":");
+	json_string(out, reason_code(t));
 	seconds(out, "inflight_seconds", t->inflight_s);
 	buf_puts(out, ",\"inflight_probe\":");
 	json_string(out, t->inflight_probe);

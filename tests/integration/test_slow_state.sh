@@ -31,7 +31,7 @@
 export HANGFS_DELAY_US=30000
 # shellcheck source=hangfs.sh
 . "$(dirname "$0")/hangfs.sh"
-require_cmd curl python3
+require_cmd curl python3 promtool
 require_disk "$WORK"
 hangfs_mount
 
@@ -126,8 +126,8 @@ out = {
     "M_UP": one("iopulse_target_up", target=target),
     "M_FACTOR": one("iopulse_target_slow_factor", target=target),
     "M_FLOOR": one("iopulse_target_slow_floor_seconds", target=target),
-    "M_BASE": one("iopulse_probe_latency_baseline_seconds", quantile="0.5", **read),
-    "M_RECENT": one("iopulse_probe_latency_recent_seconds", quantile="0.5", **read),
+    "M_BASE": one("iopulse_probe_latency_baseline_seconds", percentile="50", **read),
+    "M_RECENT": one("iopulse_probe_latency_recent_seconds", percentile="50", **read),
     "M_RATIO": one("iopulse_probe_latency_ratio", **read),
     "M_NAN": str(nan),
 }
@@ -146,19 +146,52 @@ in_state() {
 	[[ $J_STATE == "$2" && $M_STATE == "$2" && $J_CODE == "$3" && $M_REASON == "$3" ]]
 }
 
+# near A B: within a millisecond (the precision of /status.json's since).
+near() {
+	awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(d < 0.001 && d > -0.001) }'
+}
+
 # since_between LOW HIGH: the state began within [LOW, HIGH] (Unix seconds), the
-# same in both pages (to the millisecond: the JSON's precision).
+# same in both pages.
 since_between() {
-	awk -v a="$J_SINCE" -v b="$M_SINCE" 'BEGIN { d = a - b; exit !(d < 0.001 && d > -0.001) }' ||
-		fail "since is $J_SINCE in /status.json, $M_SINCE in /metrics"
+	near "$J_SINCE" "$M_SINCE" || fail "since is $J_SINCE in /status.json, $M_SINCE in /metrics"
 	if ! num "$M_SINCE" '>=' "$1" || ! num "$M_SINCE" '<=' "$2"; then
-		fail "$J_STATE since $M_SINCE, not within [$1, $2]"
+		fail "$M_STATE since $M_SINCE, not within [$1, $2]"
 	fi
 }
 
 now_s() {
 	echo "$EPOCHREALTIME"
 }
+
+# formats WHEN: the page as text (promtool-clean), OpenMetrics and protobuf: the
+# same series in each (tests/integration/promcheck.py), the new families in
+# them. A series could come or go between the three requests: tried 5 times.
+PC=(python3 "$SOURCE_DIR/tests/integration/promcheck.py")
+formats() {
+	local tries=0 text="$WORK/fmt.txt" om="$WORK/fmt.om" pb="$WORK/fmt.pb" lint a b out
+	while :; do
+		tries=$((tries + 1))
+		curl -fsS --max-time 10 -H 'Accept: application/openmetrics-text;version=1.0.0' \
+			-o "$om" "$(url /metrics)" || fail "$1: OpenMetrics scrape failed"
+		curl -fsS --max-time 10 -o "$text" "$(url /metrics)" || fail "$1: text scrape failed"
+		curl -fsS --max-time 10 -H "Accept: $ACCEPT_PB" -o "$pb" "$(url /metrics)" ||
+			fail "$1: protobuf scrape failed"
+		lint=$(promtool check metrics <"$text" 2>&1) || fail "$1: promtool check metrics:"$'\n'"$lint"
+		[[ -z $lint ]] || fail "$1: promtool check metrics has findings:"$'\n'"$lint"
+		a=$("${PC[@]}" series "$text" 2>&1) || fail "$1: text page: $a"
+		b=$("${PC[@]}" series "$om" --om 2>&1) || fail "$1: OpenMetrics page: $b"
+		if [[ $a == "$b" ]] && out=$("${PC[@]}" pb "$pb" "$text" 2>&1); then
+			break
+		fi
+		((tries < 5)) || fail "$1: the formats disagree: ${out:-text and OpenMetrics differ}"
+	done
+	for m in "$@"; do
+		[[ $m == "$1" ]] && continue
+		grep -q "^$m{" <<<"$a" || fail "$1: no $m on the page"
+	done
+}
+ACCEPT_PB='application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited'
 
 t_start=$(now_s)
 start_daemon "$WORK/slow.yaml"
@@ -198,7 +231,12 @@ look gone
 [[ $J_STATE == down && $J_SINCE == "$since_gone" ]] ||
 	fail "target gone: $J_STATE since $J_SINCE, want still down since $since_gone"
 look hung
-note "baseline p50 ${M_BASE}s, recent ${M_RECENT}s, ratio $M_RATIO"
+formats "with a baseline" iopulse_probe_latency_baseline_seconds \
+	iopulse_probe_latency_recent_seconds iopulse_probe_latency_ratio \
+	iopulse_target_state iopulse_target_reason_info \
+	iopulse_target_state_since_timestamp_seconds iopulse_target_slow_factor \
+	iopulse_target_slow_floor_seconds
+note "baseline p50 ${M_BASE}s, recent ${M_RECENT}s, ratio $M_RATIO; text, OpenMetrics, protobuf agree"
 
 # ---- 3. slow --------------------------------------------------------------------
 
@@ -221,8 +259,9 @@ fi
 since_slow=$J_SINCE
 # The state stays, and keeps its since.
 look hung
-[[ $J_STATE == slow && $J_SINCE == "$since_slow" && $M_SINCE == "$since_slow" ]] ||
-	fail "slow since $since_slow, then $J_STATE since $J_SINCE / $M_SINCE"
+[[ $J_STATE == slow && $M_STATE == slow && $J_SINCE == "$since_slow" ]] ||
+	fail "slow since $since_slow, then $J_STATE/$M_STATE since $J_SINCE"
+near "$M_SINCE" "$since_slow" || fail "slow since $since_slow, then since $M_SINCE in /metrics"
 note "slow since $since_slow ($(awk -v a="$since_slow" -v b="$t1" 'BEGIN { printf "%.0f", a - b }')s after the slowdown): ratio $M_RATIO, recent ${M_RECENT}s"
 
 # ---- 4. fast again ---------------------------------------------------------------
@@ -259,6 +298,7 @@ while :; do
 	num "$M_RECENT" '<' 6 || break
 	sleep 0.5
 done
+formats "stuck" iopulse_probe_latency_recent_seconds iopulse_probe_latency_ratio
 note "stuck since $since_stuck ($n looks): recent ${M_RECENT}s, ratio $M_RATIO"
 kill -USR2 "$HANGFS_PID"
 wait_hangfs 60 1 thawed

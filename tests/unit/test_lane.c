@@ -1531,10 +1531,10 @@ static void test_regress_gauges(void **state)
 	assert_non_null(fam);
 	assert_int_equal(fam->n_series, 2);
 	assert_true(series_with(snap, "iopulse_probe_latency_recent_seconds",
-				(const char *[]){"quantile", "0.5", "op", "read", NULL})
+				(const char *[]){"percentile", "50", "op", "read", NULL})
 			    ->value == 0.002);
 	assert_true(series_with(snap, "iopulse_probe_latency_recent_seconds",
-				(const char *[]){"quantile", "0.99", NULL})
+				(const char *[]){"percentile", "99", NULL})
 			    ->value == 0.009);
 	metrics_snapshot_free(snap);
 
@@ -1548,7 +1548,7 @@ static void test_regress_gauges(void **state)
 	scrape(f, &t);
 	snap = metrics_snapshot(f->m);
 	assert_true(series_with(snap, "iopulse_probe_latency_baseline_seconds",
-				(const char *[]){"quantile", "0.99", NULL})
+				(const char *[]){"percentile", "99", NULL})
 			    ->value == 0.003);
 	assert_true(series_with(snap, "iopulse_probe_latency_ratio",
 				(const char *[]){"probe", "p1", "op", "read", NULL})

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -732,6 +733,8 @@ static void test_ready(void **state)
 				      "c: stuck: I/O in flight for 3.0s\n");
 	assert_int_equal(status_targets_begin(st, 1), 0);
 	assert_true(status_ready(st, NULL));
+	set_target(st, 0, "a", STATUS_SLOW, "/a", ""); /* up, only slower */
+	assert_true(status_ready(st, NULL));
 	buf_free(&why);
 	status_free(st);
 }
@@ -831,6 +834,111 @@ static char *render_json(struct status *st, bool history)
 	return out.data;
 }
 
+/* The status page of @st, NUL-terminated; free() it. */
+static char *render_page(struct status *st)
+{
+	struct buf b;
+
+	buf_init(&b);
+	assert_int_equal(render_html(st, &b), 0);
+	buf_append(&b, "", 1);
+	assert_false(b.oom);
+	return b.data;
+}
+
+/* The status page and /status.json of an op against its baseline: warming up
+ * (nulls), then slow (figures, the ratio, the state and since), and the
+ * headline: Degraded while one is slow and none down or stuck, never Healthy. */
+static void test_pages_slow(void **state)
+{
+	struct status_target t = {.state = STATUS_SLOW};
+	char *json, *page, *cell, when[32], want[96];
+	double ms;
+	struct timespec now;
+	struct tm then, today;
+	struct fixture f;
+	time_t since;
+
+	(void)state;
+	fixture_started(&f);
+	assert_int_equal(status_targets_begin(f.st, 2), 0);
+	set_target(f.st, 0, "t1", STATUS_UP, "/srv", "");
+	set_target(f.st, 1, "t2", STATUS_UP, "/srv2", "");
+	minutes(&f, 3, 2 * MS);
+	regress(&f, 0);
+	json = render_json(f.st, false);
+	assert_non_null(strstr(json, "\"baseline\":null,\"recent\":{\"p50_seconds\":0.00"));
+	assert_non_null(strstr(json, "\"ratio\":null,\"slow\":false}"));
+	assert_non_null(strstr(json, "\"state\":\"up\",\"since\":0.000,\"reason\":\"\","
+				     "\"reason_code\":\"none\""));
+	free(json);
+	page = render_page(f.st);
+	assert_non_null(strstr(page, "<td class=\"ratio\" data-slow=\"false\">warming up (3 of "
+				     "10 min)</td>"));
+	assert_non_null(strstr(page, "Healthy: 2 of 2 targets up"));
+	free(page);
+
+	minutes(&f, 7, 2 * MS);
+	minute(&f, 25 * MS, 20);
+	assert_true(regress(&f, 0).slow);
+	clock_gettime(CLOCK_REALTIME, &now);
+	t.since_s = now.tv_sec - 725.5;
+	snprintf(t.name, sizeof(t.name), "t1");
+	snprintf(t.path, sizeof(t.path), "/srv");
+	snprintf(t.reason_code, sizeof(t.reason_code), "slow");
+	status_set_target(f.st, 0, &t);
+	json = render_json(f.st, true);
+	assert_non_null(strstr(json, "\"baseline\":{\"p50_seconds\":0.00"));
+	assert_non_null(strstr(json, "\"ratio\":12.")); /* 25 / 2 */
+	assert_non_null(strstr(json, "\"slow\":true,\"minutes\":"));
+	assert_non_null(strstr(json, "\"max_seconds\":0.025")); /* the slow minute's record */
+	assert_non_null(strstr(json, ",\"slow\":true}],\"ten_minutes\":"));
+	assert_non_null(strstr(json, "\"state\":\"slow\",\"since\":"));
+	assert_non_null(strstr(json, ".500,\"reason\":\"\",\"reason_code\":\"slow\""));
+	assert_null(strstr(json, ":nan"));
+	assert_null(strstr(json, ":-nan"));
+	assert_null(strstr(json, ":inf"));
+	free(json);
+
+	page = render_page(f.st);
+	assert_non_null(strstr(page, "<p class=\"overall degraded\" data-ready=\"true\">Degraded: "
+				     "1 of 2 targets slow</p>"));
+	assert_null(strstr(page, "Healthy"));
+	assert_non_null(strstr(page, "data-target=\"t1\" data-state=\"slow\""));
+	/* The time of day, with the date when it was not today (UTC). */
+	since = (time_t)t.since_s;
+	gmtime_r(&since, &then);
+	gmtime_r(&now.tv_sec, &today);
+	strftime(when, sizeof(when),
+		 then.tm_yday == today.tm_yday ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &then);
+	snprintf(want, sizeof(want), "<p class=\"since\">slow since %s UTC, for 12 min</p>", when);
+	assert_non_null(strstr(page, want));
+	cell = strstr(page, "<td class=\"baseline-p50\">");
+	assert_non_null(cell);
+	assert_int_equal(sscanf(cell, "<td class=\"baseline-p50\">%lf ms<", &ms), 1);
+	assert_true(ms > 1.9 && ms < 2.1);
+	assert_non_null(strstr(page, "<td class=\"ratio\" data-slow=\"true\">12."));
+	assert_non_null(strstr(page, "\xc3\x97 slow</td>"));
+	free(page);
+
+	/* One down besides: Not healthy, and the slow one still counted; the
+	 * lane's reason code as it says. */
+	t = (struct status_target){.state = STATUS_DOWN};
+	snprintf(t.name, sizeof(t.name), "t2");
+	snprintf(t.reason, sizeof(t.reason), "/srv2: no such directory");
+	snprintf(t.reason_code, sizeof(t.reason_code), "missing");
+	status_set_target(f.st, 1, &t);
+	json = render_json(f.st, false);
+	assert_non_null(strstr(json, "\"reason\":\"/srv2: no such directory\",\"reason_code\":"
+				     "\"missing\""));
+	free(json);
+	page = render_page(f.st);
+	assert_non_null(strstr(page, "<p class=\"overall bad\" data-ready=\"false\">Not healthy: "
+				     "1 of 2 targets up, 1 slow</p>"));
+	free(page);
+	fixture_free(&f);
+}
+
 /* A window or record without I/O has no latency: null, not 0 (a 0 would read as
  * an instant disk); with I/O, numbers again. */
 static void test_json_no_io_null(void **state)
@@ -852,7 +960,7 @@ static void test_json_no_io_null(void **state)
 	assert_non_null(strstr(json, "\"last_hour\":{\"window_seconds\":"));
 	assert_non_null(strstr(json, "\"minutes\":[{\"count\":0,\"p50_seconds\":null,"
 				     "\"p90_seconds\":null,\"p99_seconds\":null,"
-				     "\"max_seconds\":null}"));
+				     "\"max_seconds\":null,\"slow\":false}"));
 	assert_null(strstr(json, "\"p50_seconds\":0,"));
 	assert_null(strstr(json, "\"p50_seconds\":0}"));
 	free(json);
@@ -1064,6 +1172,7 @@ int main(void)
 		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_page_escapes),
 		cmocka_unit_test(test_json_no_io_null),
+		cmocka_unit_test(test_pages_slow),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
