@@ -420,7 +420,7 @@ notified() {
 }
 
 baselines() { # every ping op of every target has its baseline
-	[ "$(q 'count(iopulse_probe_latency_baseline_seconds{quantile="0.5",probe=~".*-(read|write)"})' |
+	[ "$(q 'count(iopulse_probe_latency_baseline_seconds{percentile="50",probe=~".*-(read|write)"})' |
 		awk '{ print $NF }')" = $((${#TARGETS[@]} * 3)) ]
 }
 quiet() {
@@ -441,7 +441,7 @@ mark() { # mark NAME: the time of an event, for the report
 asay "phase 0: warm-up (baseline_warmup ${WARMUP:-10m (default)})"
 watch_until "$((CEILING + 30))" baselines || die "no baseline for every op after $((CEILING + 30)) minutes"
 mark baseline
-BASELINES=$(q 'iopulse_probe_latency_baseline_seconds{quantile="0.5"}' | sed 's/^/  /')
+BASELINES=$(q 'iopulse_probe_latency_baseline_seconds{percentile="50"}' | sed 's/^/  /')
 
 # ---------------------------------------------------------------- 1. healthy
 

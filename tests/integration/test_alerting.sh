@@ -41,7 +41,12 @@
 #     up -> slow -> stuck -> up, each state in its phase, each with a since
 #     that lies in that phase and stays the same while the state lasts (slow
 #     again for a while right after the thaw is allowed: the last minute
-#     still holds the slow I/Os); healthy never left up;
+#     still holds the slow I/Os; and moments of slow, under 2s, between two
+#     ups, are listed and left out: an I/O in flight counts as the op's recent
+#     latency, so one stalled by a busy machine is slow while it lasts);
+#     healthy was never stuck or down (slow for
+#     a moment is the daemon's right on a shared disk: the rules must not
+#     notify of it);
 #   - notifications: at most 3 distinct (alertname, severity) delivered firing
 #     over the incident, IopulseLatencyRegression/critical and
 #     IopulseTargetStuck among them; no alert "resolved" in any notification
@@ -253,7 +258,7 @@ baselines_ready() {
 	for o in "${OPS[@]}"; do
 		read -r p t op <<<"$o"
 		value_of "$PAGE" iopulse_probe_latency_baseline_seconds \
-			probe="$p" target="$t" op="$op" quantile=0.5 >/dev/null || return 1
+			probe="$p" target="$t" op="$op" percentile=50 >/dev/null || return 1
 	done
 }
 
@@ -392,7 +397,7 @@ wait_for 600 "a baseline for every ping op (baseline_warmup 1m)" baselines_ready
 BASE_MAX=0
 for o in "${OPS[@]:0:3}"; do
 	read -r p t op <<<"$o"
-	b=$(value_of "$PAGE" iopulse_probe_latency_baseline_seconds probe="$p" target="$t" op="$op" quantile=0.5)
+	b=$(value_of "$PAGE" iopulse_probe_latency_baseline_seconds probe="$p" target="$t" op="$op" percentile=50)
 	num "$b" '>' "$BASE_MAX" && BASE_MAX=$b
 done
 # The slowdown must make a 10x regression of every op over the 1ms floor.
@@ -521,20 +526,43 @@ python3 - "$HOOK_LOG" "$STATES" "$MNT" "$T_START" "$T_SLOW" "$T_HANG" "$T_REC" "
 	    print(f"# {target}: " + " -> ".join(f"{s}@{float(t) - t_slow:+.0f}s (since {float(si) - t_slow:+.0f}s)"
 	                                       if si not in ("None", "") else f"{s}@{float(t) - t_slow:+.0f}s"
 	                                       for s, si, t in r))
-	h = [s for s, _, _ in runs.get("healthy", []) if s != "starting"]
-	if h != ["up"]:
-	    bad.append(f"healthy went {' -> '.join(h)}, want up throughout")
+	# healthy may be slow for moments: its disk is shared with whatever else the
+	# machine does, and a few slow minutes are news to the daemon, not to the
+	# rules (what it must not get is a notification, above).
+	h = {s for s, _, _ in runs.get("healthy", [])} - {"starting", "up", "slow"}
+	if h:
+	    bad.append(f"healthy was {', '.join(sorted(h))}")
+	# Moments of slow (under BLIP seconds, between two ups) are left out of
+	# slowdisk's sequence and listed: the daemon counts an I/O in flight as
+	# the op's recent latency (iopulse.yaml(5)), so one I/O stalled by a busy
+	# machine is slow while it lasts; the rules' `for` keeps that from anyone.
+	BLIP = 2.0
 	s = [x for x in runs.get("slowdisk", []) if x[0] != "starting"]
-	seq = [x[0] for x in s]
+	ends = [x[2] for x in s[1:]] + [t_end]
+	blips = [i for i in range(1, len(s) - 1)
+	         if s[i][0] == "slow" and ends[i] - s[i][2] < BLIP and s[i - 1][0] == s[i + 1][0] == "up"]
+	for target in ("slowdisk", "healthy"):
+	    r = runs.get(target, [])
+	    e = [x[2] for x in r[1:]] + [t_end]
+	    m = [f"{x[2] - t_slow:+.0f}s ({(e[i] - x[2]) * 1e3:.0f}ms)" for i, x in enumerate(r)
+	         if x[0] == "slow" and e[i] - x[2] < BLIP]
+	    if m:
+	        print(f"# {target}: slow for moments at {', '.join(m)}")
+	clean = []
+	for i, x in enumerate(s):
+	    if i in blips or (clean and clean[-1][0] == x[0]):
+	        continue
+	    clean.append(x)
+	seq = [x[0] for x in clean]
 	# up, slow, stuck, then up (slow again first, for a while, is allowed).
 	want_ok = (len(seq) >= 4 and seq[:3] == ["up", "slow", "stuck"] and seq[-1] == "up"
 	           and all(x == "slow" for x in seq[3:-1]))
 	if not want_ok:
 	    bad.append(f"slowdisk went {' -> '.join(seq)}, want up -> slow -> stuck -> up")
 	else:
-	    phases = [("up", t_start - 3600, t_slow), ("slow", t_slow, t_hang),
+	    phases = [("up", t_start - 600, t_slow), ("slow", t_slow, t_hang),
 	              ("stuck", t_hang, t_rec), ("up", t_rec, t_end)]
-	    for (state, since, seen), (want, lo, hi) in zip(s[:3] + s[-1:], phases):
+	    for (state, since, seen), (want, lo, hi) in zip(clean[:3] + clean[-1:], phases):
 	        try:
 	            since = float(since)
 	        except ValueError:
