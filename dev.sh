@@ -26,10 +26,11 @@ PACKAGES=(gcc make cmake pkg-config git libyaml-dev libmicrohttpd-dev liburing-d
 # test's certificates, htpasswd (apache2-utils) its
 # bcrypt hashes, gnutls-cli (gnutls-bin) offers TLS 1.0/1.1 where curl's OpenSSL won't.
 # prometheus-alertmanager (with amtool) checks dashboards/alertmanager.yml and
-# receives the alerts of the end-to-end alerting test.
+# receives the alerts of the end-to-end alerting test; prometheus-node-exporter
+# answers the dashboard's host disk panels in test_dashboard_modes.
 TEST_PACKAGES=(libcmocka-dev prometheus curl e2fsprogs libfuse3-dev fuse3 python3 python3-jsonschema
 	ioping dpkg-dev lintian chromium python3-html5lib strace debootstrap systemd-container
-	openssl apache2-utils gnutls-bin fio prometheus-alertmanager)
+	openssl apache2-utils gnutls-bin fio prometheus-alertmanager prometheus-node-exporter)
 # What bench/ compares against and measures with.
 BENCH_PACKAGES=(fio ioping time wrk prometheus-node-exporter strace curl)
 # libFuzzer is in clang's runtime package, which clang only recommends.

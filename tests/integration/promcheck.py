@@ -18,11 +18,12 @@
 #   promcheck.py up PROM | names PROM NAME... [--absent NAME...]
 #   promcheck.py quantile PROM EXPR PROBE:OP... | count-rate PROM EXPR PROBE:OP...
 #   promcheck.py count-equal PROM WINDOW | prom-series PROM
-#   promcheck.py exprs PROM DASHBOARD RULES [--empty=TITLE]...
+#   promcheck.py exprs PROM DASHBOARD RULES [--empty=TITLE]... [--may-be-empty=TITLE]...
 #       Every query of the Grafana DASHBOARD (template variables substituted:
 #       $job, $instance, $target, $probe match everything, $__rate_interval is
 #       20s) and every recorded series of RULES returns data without error;
-#       panels named by --empty must return an empty result without error.
+#       panels named by --empty must return an empty result without error,
+#       panels named by --may-be-empty any result without error.
 #       Queries against the Prometheus at PROM (http://127.0.0.1:PORT).
 #
 # Exit status 0 when the check holds; 1 with the reason on stdout when it does
@@ -248,8 +249,12 @@ def recorded(path):
 
 def cmd_exprs(prom, dashboard, rules, args):
     empty_ok = {a[len("--empty="):] for a in args if a.startswith("--empty=")}
+    either_ok = {a[len("--may-be-empty="):] for a in args if a.startswith("--may-be-empty=")}
     checks = [(t, substitute(e)) for t, e in dashboard_exprs(dashboard)]
     checks += [("rule " + r, r) for r in recorded(rules)]
+    unknown = sorted((empty_ok | either_ok) - {t for t, _ in checks})
+    if unknown:
+        raise Fail("no such panel: " + ", ".join(unknown))
     bad, ok = [], 0
     for title, expr in checks:
         try:
@@ -257,7 +262,9 @@ def cmd_exprs(prom, dashboard, rules, args):
         except Fail as e:
             bad.append(f"'{title}': error: {e}")
             continue
-        if title in empty_ok:
+        if title in either_ok:
+            ok += 1
+        elif title in empty_ok:
             if res:
                 bad.append(f"'{title}': should be empty here, has {len(res)} series: {expr}")
             else:
@@ -268,7 +275,8 @@ def cmd_exprs(prom, dashboard, rules, args):
             ok += 1
     if bad:
         raise Fail(f"{len(bad)} of {len(checks)} expressions wrong:\n" + "\n".join(bad))
-    return f"all {len(checks)} expressions right ({len(empty_ok)} panels expected empty)"
+    return (f"all {len(checks)} expressions right ({len(empty_ok)} panels expected empty"
+            + (f", {len(either_ok)} may be" if either_ok else "") + ")")
 
 
 # ---- text and OpenMetrics pages --------------------------------------------

@@ -215,9 +215,11 @@ note "gone: down since $since_gone, reason missing"
 
 # ---- 2. the baseline --------------------------------------------------------------
 
+# Both sides: /status.json is read before /metrics, so a tick between the two
+# can give the page its first baseline after the JSON was copied.
 has_baseline() {
 	look hung
-	[[ $M_BASE != absent ]]
+	[[ $M_BASE != absent && $J_RATIO != null ]]
 }
 wait_until 200 "a baseline of the read (after a minute of pings)" has_baseline
 [[ $J_STATE == up && $M_STATE == up ]] || fail "state $J_STATE/$M_STATE with a fresh baseline"
