@@ -439,6 +439,7 @@ mark() { # mark NAME: the time of an event, for the report
 # ---------------------------------------------------------------- 0. warm-up
 
 asay "phase 0: warm-up (baseline_warmup ${WARMUP:-10m (default)})"
+mark start
 watch_until "$((CEILING + 30))" baselines || die "no baseline for every op after $((CEILING + 30)) minutes"
 mark baseline
 BASELINES=$(q 'iopulse_probe_latency_baseline_seconds{percentile="50"}' | sed 's/^/  /')
@@ -568,7 +569,8 @@ python3 - "$HOOK" "$WORK/marks" "$WORK/states.tsv" "$WORK/prom.tsv" <<-'PY'
 	    h = [n for n in notes if m["healthy_start"] <= n["received"] <= m["healthy_end"]]
 	    print(f"notifications of any target during the healthy phase "
 	          f"({(m['healthy_end'] - m['healthy_start']) / 60:.0f} min): {len(h)}")
-	print(f"notifications in all: {len(notes)}; the run took {(m['end'] - m['baseline']) / 60:.1f} min after the warm-up")
+	print(f"notifications in all: {len(notes)}; the warm-up took {(m['baseline'] - m['start']) / 60:.1f} min, "
+	      f"the rest {(m['end'] - m['baseline']) / 60:.1f} min")
 	PY
 cat <<EOF
 largest iopulse_probe_latency_ratio during the healthy phase (max_over_time):

@@ -58,7 +58,9 @@
 #     the path and the reason; no annotation anywhere says +Inf, NaN,
 #     "<no value>" or holds a template error.
 # Prints the minutes from each cause to its notification (the bench,
-# bench/alerting.sh, measures them at the shipped 15s intervals).
+# bench/alerting.sh, measures them at the shipped 15s intervals). About 9
+# minutes on a quiet machine: a minute of warm-up, two to the critical
+# notification, and the regression's keep_firing_for (5m) before its resolved.
 #
 # Alertmanager's group_wait and group_interval are shortened (5s, 10s for the
 # shipped 30s, 2m): they only delay the delivery of what the rules decided, and
