@@ -283,7 +283,7 @@ wait_hangfs 60 1 frozen
 wait_hangfs 60 1 'read blocked'
 wait_until 60 "target hung stuck, reason stuck" in_state hung stuck stuck
 # Stuck when the read reached its 3s timeout: it started after the freeze.
-since_between "$(awk -v t="$t4" 'BEGIN { print t + 3 - 0.5 }')" "$(now_s)"
+since_between "$(awk -v t="$t4" 'BEGIN { printf "%.6f", t + 3 - 0.5 }')" "$(now_s)"
 since_stuck=$J_SINCE
 # While it hangs the read waits on it: its recent latency is at least its age,
 # and the ratio stays; neither goes absent. Until the read is 6s old.
