@@ -133,8 +133,8 @@ const struct metric_def probe_metric_defs[P_COUNT + 1] = {
 			"the baseline warms up."},
 	[P_RECENT] = {"iopulse_probe_latency_recent_seconds", METRIC_GAUGE, ptoq,
 		      "The op's latency over the last minute (percentile 50 or 99), at "
-		      "least the age of an I/O it is waiting on; absent with no I/O in "
-		      "the last minute and none waited on."},
+		      "least the age of the I/O in flight once the target is stuck; "
+		      "absent with no I/O in the last minute on a target not stuck."},
 	[P_RATIO] = {"iopulse_probe_latency_ratio", METRIC_GAUGE, pto,
 		     "Recent p50 over baseline p50; absent unless both are there. Over the "
 		     "target's slow_factor (and the recent p50 over its slow_floor), the "

@@ -78,16 +78,19 @@ static void target_down(struct lane *l, int r)
 	const char *code = target_reason_code(&l->target, r);
 	char key[LOG_KEY_MAX];
 
-	set_up(l, false);
+	/* The reason first, then down: a request in between must not see the
+	 * target down without one (it would say "starting"). */
 	if (l->down_logged) {
 		if (strcmp(l->down_reason, l->target.error) != 0 || strcmp(l->down_code, code)) {
 			set_down_reason(l, l->target.error, code);
 			log_debug("Target %s is still down: %s", l->cfg->name, l->target.error);
 		}
+		set_up(l, false);
 		return;
 	}
 	l->down_logged = true;
 	set_down_reason(l, l->target.error, code);
+	set_up(l, false);
 	log_state_error_errno(target_key(l, key), r, "Target %s is down: %s", l->cfg->name,
 			      l->target.error);
 }
@@ -154,9 +157,9 @@ static void layout_failed(struct lane *l, int r)
 	if (series_begin(l))
 		probe_metrics_layout_failed(&l->series);
 	series_end(l);
-	set_up(l, false);
 	cfg_format_duration(l->layout_backoff_ns, when, sizeof(when));
 	set_down_reason(l, l->target.error, target_reason_code(&l->target, r));
+	set_up(l, false); /* after the reason, as in target_down() */
 	log_state_error_errno(target_key(l, key), r, "Target %s is %sdown: %s, retrying in %s",
 			      l->cfg->name, l->down_logged ? "still " : "", l->target.error, when);
 	l->down_logged = true;

@@ -225,8 +225,15 @@ void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns)
 		/* Made lazily by the lane thread, last: acquire, then the rest is there. */
 		struct metric_series *secs =
 			atomic_load_explicit(&s->burst_seconds, memory_order_acquire);
-		/* Its own I/O, or any once the target is stuck: every probe waits then. */
-		uint64_t waited = in && (in == lp || stuck) ? a : 0;
+		/*
+		 * Once the target is stuck every probe waits behind its I/O, and that
+		 * age is the least latency any of them would see: a hang keeps the
+		 * ratio up instead of emptying the minute. Not before: an I/O within
+		 * its timeout is not known to be slow, and a normal fdatasync (2-20 ms
+		 * on an SSD) caught in flight by a scrape would make its probe's other
+		 * ops "slow" for that scrape on a healthy host.
+		 */
+		uint64_t waited = stuck ? a : 0;
 		double errors = 0;
 
 		for (int e = 0; e < PROBE_ERR_COUNT; e++)

@@ -300,8 +300,8 @@ unsigned status_tick_until(struct status *st, const struct status_op *ops, unsig
  * probe op's counters. status_targets_begin() makes room (0 or -ENOMEM, then
  * the page shows none); status_set_probe() ignores an op the tick has not seen.
  * status_set_probe() also compares the op's last minute, each quantile raised
- * to at least @waited_ns (the age of an I/O the probe waits on; 0: none), with
- * its baseline: into the view and *@out (may be NULL; zeroed for an op the
+ * to at least @waited_ns (the age of the I/O the probe waits on: the lane passes the stuck
+ * target's; 0: none), with its baseline: into the view and *@out (may be NULL; zeroed for an op the
  * tick has not seen).
  */
 int status_targets_begin(struct status *st, unsigned n);

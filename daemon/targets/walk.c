@@ -41,6 +41,25 @@ static int walk_error(struct target *t, int r, const char *comp, const char *pat
 }
 
 /*
+ * -ENOENT: @comp is not in the directory open at @fd. When the target was
+ * pinned on another filesystem than that directory's, what it was measured on
+ * is no longer under the path: an unmount of /srv/data leaves /srv/data (on
+ * the filesystem beneath) without .iopulse. Its code is then "unmounted", not
+ * "missing" (the directory deleted, its parent still on the pinned one).
+ */
+static int walk_gone(struct target *t, int fd, const char *comp, const char *path)
+{
+	struct stat st;
+	bool elsewhere = t->pinned && t->cfg->kind != CFG_TARGET_DEVICE && fstat(fd, &st) == 0 &&
+			 st.st_dev != t->dev;
+
+	walk_error(t, -ENOENT, comp, path);
+	if (elsewhere)
+		t->code = "unmounted";
+	return -ENOENT;
+}
+
+/*
  * Follows the symlink open at @lfd (O_PATH|O_NOFOLLOW, named @comp in *fd), if
  * we trust it: @todo (the components still to walk, @rest on) becomes its
  * target followed by @rest, and *fd the directory to walk it from. The owner
@@ -131,6 +150,8 @@ static int walk_step(struct target *t, int *fd, const char *comp, const char *pa
 		return 0;
 	}
 	r = -errno;
+	if (r == -ENOENT)
+		return walk_gone(t, *fd, comp, path);
 	if (r != -ENOTDIR && r != -ELOOP)
 		return walk_error(t, r, comp, path);
 	return walk_follow(t, fd, comp, path, todo, len, p, links, r);

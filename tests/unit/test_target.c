@@ -1487,6 +1487,35 @@ static void test_identity_pinned(void **state)
 	assert_int_equal(count_entries(f.dir), 0);
 }
 
+/* The pinned directory gone from its path: "missing" when its parent is still
+ * on the pinned filesystem (deleted), "unmounted" when the parent is on
+ * another (an unmount of the filesystem the target is a subdirectory of). */
+static void test_gone_reason_code(void **state)
+{
+	char path[PATH_MAX + 32];
+	struct tu_dir_target f;
+	dev_t dev;
+
+	(void)state;
+	tu_open_dir_target(&f, MIB);
+	dev = f.t.dev;
+	join(path, sizeof(path), f.dir, TARGET_PROBE_FILE);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(f.dir), 0);
+
+	assert_int_equal(target_check(&f.t), -ENOENT);
+	assert_string_equal(target_reason_code(&f.t, -ENOENT), "missing");
+	assert_int_equal(target_open(&f.t), -ENOENT);
+	assert_string_equal(target_reason_code(&f.t, -ENOENT), "missing");
+
+	/* As after an unmount: the parent is on another device than pinned. */
+	f.t.dev = makedev(major(dev) + 1, minor(dev));
+	assert_int_equal(target_open(&f.t), -ENOENT);
+	assert_non_null(strstr(f.t.error, "no such directory"));
+	assert_string_equal(target_reason_code(&f.t, -ENOENT), "unmounted");
+	assert_int_equal(mkdir(f.dir, 0700), 0); /* for the scratch teardown */
+}
+
 /* ------------------------------------------------------------------- files */
 
 static void test_file_target(void **state)
@@ -1671,6 +1700,7 @@ int main(void)
 		cmocka_unit_test(test_locked_foreign_file),
 		cmocka_unit_test(test_symlink_in_path),
 		cmocka_unit_test(test_require_mount),
+		cmocka_unit_test(test_gone_reason_code),
 		cmocka_unit_test(test_keep_free),
 		cmocka_unit_test(test_label_text),
 	};
