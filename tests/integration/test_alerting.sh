@@ -42,8 +42,8 @@
 #     that lies in that phase and stays the same while the state lasts (slow
 #     again for a while right after the thaw is allowed: the last minute
 #     still holds the slow I/Os; and moments of slow, under 2s, between two
-#     ups, are listed and left out: an I/O in flight counts as the op's recent
-#     latency, so one stalled by a busy machine is slow while it lasts);
+#     ups, are listed and left out: the daemon's judgement, not the rules',
+#     which wait a minute before they say anything);
 #     healthy was never stuck or down (slow for
 #     a moment is the daemon's right on a shared disk: the rules must not
 #     notify of it);
@@ -449,8 +449,8 @@ wait_for 300 "/status.json: slowdisk up again" state_is slowdisk up
 wait_for 600 "IopulseTargetStuck resolved for slowdisk" \
 	notified resolved IopulseTargetStuck critical slowdisk
 # keep_firing_for (5m) starts again at every evaluation that finds the ratio
-# over 10, and a moment of slow (an I/O stalled in flight, on a busy machine)
-# is one: 10 minutes seen under ASan with the machine busy.
+# over 10, and a moment of slow on a busy machine is one (10 minutes seen under
+# ASan, when the daemon still counted an I/O in flight as its op's latency).
 wait_for 900 "IopulseLatencyRegression critical resolved for slowdisk" \
 	notified resolved IopulseLatencyRegression critical slowdisk
 wait_for 900 "no alert active in Prometheus or Alertmanager" all_quiet
@@ -550,9 +550,9 @@ python3 - "$HOOK_LOG" "$STATES" "$MNT" "$T_START" "$T_SLOW" "$T_HANG" "$T_REC" "
 	if h:
 	    bad.append(f"healthy was {', '.join(sorted(h))}")
 	# Moments of slow (under BLIP seconds, between two ups) are left out of
-	# slowdisk's sequence and listed: the daemon counts an I/O in flight as
-	# the op's recent latency (iopulse.yaml(5)), so one I/O stalled by a busy
-	# machine is slow while it lasts; the rules' `for` keeps that from anyone.
+	# slowdisk's sequence and listed: a busy machine may stall a ping or two
+	# at the moment a minute's figures are taken; the rules' `for` keeps that
+	# from anyone.
 	BLIP = 2.0
 	s = [x for x in runs.get("slowdisk", []) if x[0] != "starting"]
 	ends = [x[2] for x in s[1:]] + [t_end]
