@@ -118,7 +118,7 @@ PIDS=()   # the daemon, Prometheus, Alertmanager, the receiver: stopped first
 FUSE=()   # "pid mountpoint" of each hangfs, upper ones after their lower one
 MOUNTS=() # tmpfs mount points
 alerting_cleanup() {
-	local p i f mp rc=$?
+	local p f rc=$?
 	trap - EXIT INT TERM
 	set +e
 	[ -z "${NAP_PID:-}" ] || kill "$NAP_PID" 2>/dev/null
@@ -128,22 +128,7 @@ alerting_cleanup() {
 	done
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-	for ((i = ${#FUSE[@]} - 1; i >= 0; i--)); do # upper mounts first
-		f=${FUSE[i]}
-		mp=${f#* }
-		if grep -qF " $mp " /proc/self/mountinfo; then
-			fusermount3 -u "$mp" 2>/dev/null || umount -l "$mp"
-		fi
-		wait "${f%% *}" 2>/dev/null
-	done
-	for mp in "${MOUNTS[@]}"; do
-		grep -qF " $mp " /proc/self/mountinfo && umount -l "$mp"
-	done
-	if grep -qF " $WORK/" /proc/self/mountinfo; then
-		asay "left $WORK in place: something is still mounted below it"
-	else
-		rm -rf "$WORK"
-	fi
+	bench_unmount_work asay
 	exit "$rc"
 }
 trap alerting_cleanup EXIT

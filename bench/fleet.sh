@@ -108,29 +108,16 @@ PIDS=()   # iopulse instances and Prometheus: stopped first
 FUSE=()   # "pid mountpoint" of each hangfs
 MOUNTS=() # tmpfs mount points
 fleet_cleanup() {
-	local p f mp rc=$?
+	local p f rc=$?
 	trap - EXIT INT TERM
 	set +e
 	[ -z "${NAP_PID:-}" ] || kill "$NAP_PID" 2>/dev/null
+	for f in "${FUSE[@]}"; do # fast again: nothing waits on them as the daemons stop
+		kill -s RTMIN+4 "${f%% *}" 2>/dev/null
+	done
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-	for f in "${FUSE[@]}"; do
-		kill -s RTMIN+4 "${f%% *}" 2>/dev/null # fast again: nothing waits on it
-		mp=${f#* }
-		if grep -qF " $mp " /proc/self/mountinfo; then
-			fusermount3 -u "$mp" 2>/dev/null || umount -l "$mp"
-		fi
-		wait "${f%% *}" 2>/dev/null
-	done
-	for mp in "${MOUNTS[@]}"; do
-		grep -qF " $mp " /proc/self/mountinfo && umount -l "$mp"
-	done
-	# Never remove through a mount that is still there.
-	if grep -qF " $WORK/" /proc/self/mountinfo; then
-		fsay "left $WORK in place: something is still mounted below it"
-	else
-		rm -rf "$WORK"
-	fi
+	bench_unmount_work fsay
 	exit "$rc"
 }
 trap fleet_cleanup EXIT

@@ -79,3 +79,27 @@ parse() {
 		    print(d["total_ios"], d["iops"], u + s, own)
 	PY
 }
+
+# bench_unmount_work SAY: the end of a clean-up, once nothing uses the mounts: each
+# hangfs of FUSE ("pid mountpoint", a lower one before the ones stacked on it)
+# unmounted, upper ones first, and waited for; the tmpfs of MOUNTS unmounted; then
+# $WORK removed, but never through a mount that is still there (SAY says so).
+bench_unmount_work() {
+	local say=$1 i f mp
+	for ((i = ${#FUSE[@]} - 1; i >= 0; i--)); do
+		f=${FUSE[i]}
+		mp=${f#* }
+		if grep -qF " $mp " /proc/self/mountinfo; then
+			fusermount3 -u "$mp" 2>/dev/null || umount -l "$mp"
+		fi
+		wait "${f%% *}" 2>/dev/null
+	done
+	for mp in "${MOUNTS[@]}"; do
+		grep -qF " $mp " /proc/self/mountinfo && umount -l "$mp"
+	done
+	if grep -qF " $WORK/" /proc/self/mountinfo; then
+		"$say" "left $WORK in place: something is still mounted below it"
+	else
+		rm -rf "$WORK"
+	fi
+}
