@@ -178,17 +178,6 @@ serve_ready() {
 	die "$1 did not become ready"
 }
 
-# Prometheus' HTTP API: q EXPR prints one "labels value" line per sample.
-q() {
-	curl -fsS --max-time 30 --data-urlencode "query=$1" "$PROM/api/v1/query" |
-		python3 -c '
-import json, sys
-for s in json.load(sys.stdin)["data"]["result"]:
-    m = s["metric"]
-    m.pop("__name__", None)
-    print(",".join(f"{k}={v}" for k, v in sorted(m.items())), s["value"][1])'
-}
-
 # hangfs_up LOWER MOUNT DELAY_US NAME: a hangfs of LOWER on MOUNT; sets HFS_PID.
 hangfs_up() {
 	mkdir -p "$2"

@@ -136,18 +136,7 @@ wait_for() {
 	done
 }
 
-# Prometheus' HTTP API. q EXPR: one line per sample, "label=value,... VALUE"
-# (labels sorted, __name__ left out); q1 EXPR: the first sample's value, or
-# "nan" when the result is empty.
-q() {
-	curl -fsS --max-time 30 --data-urlencode "query=$1" "$PROM/api/v1/query" |
-		python3 -c '
-import json, sys
-for s in json.load(sys.stdin)["data"]["result"]:
-    m = s["metric"]
-    m.pop("__name__", None)
-    print(",".join(f"{k}={v}" for k, v in sorted(m.items())), s["value"][1])'
-}
+# q1 EXPR: the first sample's value of q (lib.sh), or "nan" when the result is empty.
 q1() {
 	local v
 	v=$(q "$1" | awk 'NR == 1')

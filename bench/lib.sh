@@ -103,3 +103,15 @@ bench_unmount_work() {
 		rm -rf "$WORK"
 	fi
 }
+
+# q EXPR: the query's samples from the Prometheus at $PROM's HTTP API, one line
+# each, "label=value,... VALUE" (labels sorted, __name__ left out).
+q() {
+	curl -fsS --max-time 30 --data-urlencode "query=$1" "$PROM/api/v1/query" |
+		python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["data"]["result"]:
+    m = s["metric"]
+    m.pop("__name__", None)
+    print(",".join(f"{k}={v}" for k, v in sorted(m.items())), s["value"][1])'
+}
