@@ -127,11 +127,6 @@ code=$(http_status HEAD /metrics)
 
 # ---- gzip, the formats interleaved -----------------------------------------
 
-# Each format keeps its last page and its compressed families (gzpage), and the
-# heap is trimmed after every reply (issue 15): text and OpenMetrics, gzipped
-# and not, in turn on connections of their own, must each inflate to a page
-# with the same families, in the same order, as the same format's plain page
-# fetched right after it; the text ones lint clean and OpenMetrics ends in EOF.
 # The recent-latency gauges appear once an op's first minute has passed: wait
 # for them, so that the families of two pages fetched back to back are those of
 # one daemon state (the baseline ones come after baseline_warmup, 10m, past the
@@ -140,10 +135,16 @@ recent_all() {
 	local s
 	scrape_metrics
 	for s in "$READ" "$WRITE" "$SYNC"; do
-		has_series "$PAGE" "iopulse_probe_latency_recent_seconds${s%\}},percentile=\"50\"}" || return 1
+		has_series "$PAGE" "iopulse_probe_latency_recent_seconds{${s:1:${#s}-2},percentile=\"50\"}" || return 1
 	done
 }
 wait_until 180 "iopulse_probe_latency_recent_seconds for every op" recent_all
+
+# Each format keeps its last page and its compressed families (gzpage), and the
+# heap is trimmed after every reply (issue 15): text and OpenMetrics, gzipped
+# and not, in turn on connections of their own, must each inflate to a page
+# with the same families, in the same order, as the same format's plain page
+# fetched right after it; the text ones lint clean and OpenMetrics ends in EOF.
 OM='application/openmetrics-text;version=1.0.0'
 type_lines() { grep '^# TYPE ' "$1"; }
 for i in 1 2 3 4 5 6; do
