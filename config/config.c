@@ -60,6 +60,7 @@ int cfg_load_string(const char *name, const char *text, size_t len, struct confi
 	p.doc = &doc;
 	p.c = calloc(1, sizeof(*p.c));
 	if (p.c) {
+		atomic_init(&p.c->refs, 1);
 		p.c->source = strdup(p.name);
 		r = p.c->source ? parse_root(&p, yaml_document_get_root_node(&doc)) : -ENOMEM;
 		if (r == -ENOMEM)
@@ -212,9 +213,20 @@ int cfg_load_default(struct config **out, struct cfg_error *err)
 			       err);
 }
 
-void cfg_free(struct config *c)
+const struct config *cfg_ref(const struct config *c)
 {
-	if (!c)
+	/* The count is not part of what the configuration says: a const one is
+	 * shared all the same (it was allocated writable, cfg_load_string()). */
+	if (c)
+		atomic_fetch_add(&((struct config *)c)->refs, 1);
+	return c;
+}
+
+void cfg_free(const struct config *cc)
+{
+	struct config *c = (struct config *)cc;
+
+	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
 	for (unsigned i = 0; c->targets && i < c->n_targets; i++) {
 		free(c->targets[i].path);

@@ -24,6 +24,7 @@
 #ifndef IOPULSE_CONFIG_H
 #define IOPULSE_CONFIG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -257,6 +258,7 @@ struct config {
 	unsigned n_targets;
 	struct cfg_probe *probes;
 	unsigned n_probes;
+	atomic_uint refs; /* cfg_ref(), cfg_free(): 1 when loaded */
 };
 
 struct cfg_error {
@@ -308,8 +310,16 @@ __attribute__((format(printf, 4, 0))) int cfg_fail_at_v(struct cfg_error *err, c
 /* As cfg_load_string() on cfg_default_yaml, named CFG_EMBEDDED_NAME. */
 int cfg_load_default(struct config **out, struct cfg_error *err);
 
-/* Frees a config; NULL is a no-op. */
-void cfg_free(struct config *c);
+/*
+ * A configuration is shared by whoever runs from it: the scheduler and each lane
+ * built from it, a lane left in the kernel by a reload included, which may
+ * outlive the scheduler's interest in it by hours. cfg_ref() takes one more
+ * reference and returns @c (NULL: NULL); cfg_free() drops one, freeing the
+ * configuration with the last (a loaded one has one). NULL is a no-op. The
+ * count is atomic: lanes drop theirs on their own threads.
+ */
+const struct config *cfg_ref(const struct config *c);
+void cfg_free(const struct config *c);
 
 /* Prints the effective schedule (every value, defaults filled in) as YAML. */
 void cfg_print(const struct config *c, FILE *f);
