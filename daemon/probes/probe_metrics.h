@@ -153,6 +153,9 @@ void probe_metrics_target_info_drop(struct target_series *s);
  */
 int probe_metrics_target_state(struct target_series *s, const char *state, double since_s,
 			       const char *reason);
+/* How the target's figures are judged, as @t says: its slow_factor and
+ * slow_floor gauges (a reload may change them on a kept lane). */
+void probe_metrics_target_judge(struct target_series *s, const struct cfg_target *t);
 /* Scrape time: up (0/1), age of the I/O in flight, layout progress (0 to 1). */
 void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
 			      double layout_ratio);

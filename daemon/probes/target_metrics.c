@@ -162,8 +162,7 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 		if (!s->state[i])
 			return -ENOMEM;
 	}
-	metrics_set(s->slow_factor, t->slow_factor);
-	metrics_set(s->slow_floor, t->slow_floor_ns / 1e9);
+	probe_metrics_target_judge(s, t);
 	s->m = m;
 	s->cfg = t;
 	s->reason = NULL;
@@ -171,6 +170,12 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 	s->dev_util = s->dev_queue = NULL;
 	memset(&s->desc, 0, sizeof(s->desc));
 	return target_info_series(s);
+}
+
+void probe_metrics_target_judge(struct target_series *s, const struct cfg_target *t)
+{
+	metrics_set(s->slow_factor, t->slow_factor);
+	metrics_set(s->slow_floor, t->slow_floor_ns / 1e9);
 }
 
 void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
