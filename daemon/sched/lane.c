@@ -2,8 +2,9 @@
 /*
  * lane — see lane.h: a lane set up for its target and probes, its thread and
  * the queue it runs from (due times, hand-over, retries, the watch timer armed
- * for a run), stopped and handed over at a reload. One run is lane_run.c's;
- * what the scheduler and the scrapes see of a lane, lane_watch.c's.
+ * for a run), stopped and destroyed. One run is lane_run.c's; what the
+ * scheduler and the scrapes see of a lane, lane_watch.c's; what of it outlives
+ * a reload (retired lanes, the target's claim), lane_reload.c's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 #include "lib/ioprio.h"
 #include "daemon/sched/lane_int.h"
 #include "daemon/log.h"
+
+/* ---------------------------------------------------------------- set-up */
 
 /* Sets up a probe; a failure is kept and reported by each run. */
 static void lane_probe_setup(struct lane *l, struct lane_probe *lp, const struct config *cfg)
@@ -58,6 +61,11 @@ static int lane_init_sync(struct lane *l)
 
 	if (r)
 		return -r;
+	r = pthread_mutex_init(&l->pub_mu, NULL);
+	if (r) {
+		pthread_mutex_destroy(&l->mu);
+		return -r;
+	}
 	/* Shutdown waits on this with a CLOCK_MONOTONIC deadline: a wall-clock step
 	 * must neither stretch the grace period nor cut it short. */
 	r = pthread_condattr_init(&ca);
@@ -66,8 +74,11 @@ static int lane_init_sync(struct lane *l)
 	if (!r)
 		r = pthread_cond_init(&l->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (r)
+	if (r) {
+		pthread_mutex_destroy(&l->pub_mu);
+		pthread_mutex_destroy(&l->mu);
 		return -r;
+	}
 	l->initialised = true;
 	return 0;
 }
@@ -111,6 +122,14 @@ void lane_descriptors(const struct config *cfg, unsigned ti, struct lane_fds *ou
 	out->lane = LANE_FDS + target + disks + opening;
 }
 
+/* How the lane judges its figures: as @t says. */
+static void lane_rejudge_values(struct lane *l, const struct cfg_target *t)
+{
+	l->judge = (struct lane_judge){.slow_factor = t->slow_factor,
+				       .slow_floor_ns = t->slow_floor_ns,
+				       .baseline_warmup_ns = t->baseline_warmup_ns};
+}
+
 int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m)
 {
 	const struct cfg_target *tc = &cfg->targets[ti];
@@ -118,7 +137,9 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	int r;
 
 	memset(l, 0, sizeof(*l));
+	l->config = cfg_ref(cfg);
 	l->cfg = tc;
+	lane_rejudge_values(l, tc);
 	devbusy_init(&l->devbusy);
 	l->steal.fd = -1;
 	atomic_init(&l->inflight_ns, 0);
@@ -129,6 +150,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	atomic_init(&l->run_mono_ns, 0);
 	atomic_init(&l->stopping, false);
 	atomic_init(&l->busy_ns, 0);
+	atomic_init(&l->retired, false);
 	l->notify_fd = -1;
 	l->watch_fd = -1;
 	l->check_step_ns = LAYOUT_LOG_NS; /* or the shortest timeout of its probes */
@@ -137,6 +159,9 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	r = lane_init_sync(l);
 	if (r < 0)
 		return r;
+	l->claim = lane_claim_new();
+	if (!l->claim)
+		return -ENOMEM;
 	l->watch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (l->watch_fd < 0)
 		return -errno;
@@ -281,6 +306,7 @@ static struct lane_probe *lane_begin_run(struct lane *l, int retry)
 static void *lane_main(void *arg)
 {
 	struct lane *l = arg;
+	bool let_go;
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
@@ -297,8 +323,9 @@ static void *lane_main(void *arg)
 		pthread_mutex_unlock(&l->mu);
 
 		lane_run_probe(l, lp, retry >= 0);
-		/* The I/O the scheduler reported stuck has come back: say so once. */
-		if (atomic_exchange(&l->stuck_logged, false)) {
+		/* The I/O the scheduler reported stuck has come back: say so once
+		 * (a retired lane's target is its successor's to speak of). */
+		if (!atomic_load(&l->retired) && atomic_exchange(&l->stuck_logged, false)) {
 			char key[LOG_KEY_MAX];
 
 			log_state_notice(target_key(l, key),
@@ -318,8 +345,11 @@ static void *lane_main(void *arg)
 	}
 	lane_arm(l, 0);
 	l->exited = true;
+	let_go = l->let_go;
 	pthread_cond_broadcast(&l->cv);
 	pthread_mutex_unlock(&l->mu);
+	if (let_go)
+		lane_gone(l);
 	return NULL;
 }
 
@@ -374,11 +404,13 @@ static void lane_hand(struct lane *l, unsigned pi, uint64_t due_ns)
 	 * time, and the later one would never run) or a layout (a new host's first
 	 * bursts would otherwise wait a whole interval). */
 	if (lp->queued || (self && lp->probe.ops->flags & PROBE_F_SKIP_IF_RUNNING)) {
-		probe_metrics_skipped(&lp->series,
-				      self && why == PROBE_WAIT_BURST ? PROBE_WAIT_BUSY : why);
+		if (!atomic_load(&l->retired)) /* (set under this mutex too) */
+			probe_metrics_skipped(&lp->series, self && why == PROBE_WAIT_BURST
+								   ? PROBE_WAIT_BUSY
+								   : why);
 		return;
 	}
-	if (l->busy || l->q_len)
+	if ((l->busy || l->q_len) && !atomic_load(&l->retired))
 		probe_metrics_deferred(&lp->series, why);
 	l->queue[(l->q_head + l->q_len) % l->n_probes] = pi;
 	l->q_len++;
@@ -440,6 +472,7 @@ void lane_request_stop(struct lane *l)
 	l->stop = true;
 	pthread_cond_broadcast(&l->cv);
 	pthread_mutex_unlock(&l->mu);
+	lane_claim_wake(l); /* a lane waiting for its target's claim stops waiting */
 }
 
 bool lane_wait(struct lane *l, uint64_t deadline_ns)
@@ -455,8 +488,9 @@ bool lane_wait(struct lane *l, uint64_t deadline_ns)
 			break;
 	done = l->exited;
 	pthread_mutex_unlock(&l->mu);
-	if (done)
+	if (done && !l->joined)
 		pthread_join(l->thread, NULL);
+	l->joined = l->joined || done;
 	return done;
 }
 
@@ -467,64 +501,47 @@ void lane_drop_probe_series(struct lane_probe *lp)
 
 void lane_drop_target_series(struct lane *l)
 {
-	pthread_mutex_lock(&l->mu);
-	l->series_gone = true;
 	probe_metrics_target_drop(&l->series);
-	pthread_mutex_unlock(&l->mu);
 }
 
 void lane_drop_target_info(struct lane *l)
 {
-	pthread_mutex_lock(&l->mu);
-	l->series_gone = true;
 	probe_metrics_target_info_drop(&l->series);
-	pthread_mutex_unlock(&l->mu);
-	/* Scrape time's only, and scrapes no longer see this lane. */
 	for (unsigned pi = 0; pi < l->n_probes; pi++)
 		probe_metrics_regress_drop(&l->probes[pi].series);
 }
 
-void lane_take_over(struct lane *l, struct lane *old)
+void lane_rejudge(struct lane *l, const struct cfg_target *t)
 {
-	atomic_store(&l->up, atomic_load(&old->up));
-	/* The same day's count: a reload is no reason to write more than the budget
-	 * (nor to log that it is spent again). */
-	l->budget_day = old->budget_day;
-	l->written_today = old->written_today;
-	l->budget_spent = old->budget_spent;
-	/* The duty cycle's window goes on from the same busy time. */
-	atomic_store(&l->busy_ns, atomic_load(&old->busy_ns));
-	memcpy(l->duty, old->duty, sizeof(l->duty));
-	/* The same state since the same time: a reload is no new state. */
-	l->start_wall_s = old->start_wall_s;
-	l->shown_state = old->shown_state;
-	l->shown_since_s = old->shown_since_s;
-	pthread_mutex_lock(&l->mu);
-	memcpy(l->down_reason, old->down_reason, sizeof(l->down_reason));
-	memcpy(l->down_code, old->down_code, sizeof(l->down_code));
-	l->down_wall_s = old->down_wall_s;
-	l->up_wall_s = old->up_wall_s;
-	if (!l->series_gone && probe_metrics_target_info(&l->series, &old->series.desc) < 0)
-		log_warning("Target %s: out of memory for iopulse_target_info, ignoring",
-			    l->cfg->name);
-	pthread_mutex_unlock(&l->mu);
+	lane_rejudge_values(l, t);
+	probe_metrics_target_judge(&l->series, t);
 }
 
 void lane_destroy(struct lane *l)
 {
-	if (!l->initialised)
+	if (!l->initialised) {
+		cfg_free(l->config);
+		l->config = NULL;
 		return;
+	}
 	for (unsigned i = 0; l->probes && i < l->n_probes; i++)
 		probe_free(&l->probes[i].probe);
 	probe_outcome_free(&l->outcome);
 	devbusy_close(&l->devbusy);
 	cpusteal_close(&l->steal);
+	/* The probe file and its lock first, then the claim: the target's next
+	 * lane opens it as soon as it has the claim. */
 	target_close(&l->target);
+	lane_claim_release(l);
 	free(l->probes);
 	free(l->queue);
 	l->watch_fd = safe_close(l->watch_fd);
 	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->pub_mu);
 	pthread_mutex_destroy(&l->mu);
 	l->probes = NULL;
 	l->queue = NULL;
+	l->initialised = false;
+	cfg_free(l->config);
+	l->config = NULL;
 }

@@ -18,6 +18,19 @@
  * lane stuck in the kernel blocks only itself: the scheduler and the HTTP
  * thread read its state from atomics.
  *
+ * A reload keeps the lane of a target whose definition and probes did not
+ * change, stuck or not. It stops the others; one that stays in the kernel is
+ * retired (lane_retire()): from then on nothing it finishes reaches shared
+ * state (series, the status page, the scheduler: what it would write goes
+ * through a gate, pub_mu, that retiring closes), and whatever it still
+ * touches is its own or held by a reference (its configuration, the target's
+ * claim); it lets go of everything, the probe file and its lock first, and
+ * frees itself when its I/O returns. The right to do I/O on a target is its
+ * claim (struct lane_claim), which a reload passes on to the target's next
+ * lane: that lane waits for the old one to let go before it touches the
+ * target (meanwhile the target shows stuck, for as long as the old I/O has
+ * been in flight), so at most one lane per target is ever in the kernel.
+ *
  * Each lane keeps its probes' due times and sleeps until the earliest itself
  * (one wake-up runs everything due then); the scheduler does not wake for due
  * runs. While a run goes on, the lane keeps a timerfd of its own armed for the
@@ -49,7 +62,8 @@
 
 /* Scrape time: the lane's busy time when a minute's first scrape came
  * (iopulse_target_duty_cycle_ratio, lane_watch.c). */
-#define LANE_DUTY_SLOTS 61 /* an hour of minutes, and the one leaving it */
+#define LANE_REASON_MAX 512 /* why a target is down, as the lane keeps it */
+#define LANE_DUTY_SLOTS 61  /* an hour of minutes, and the one leaving it */
 struct lane_duty_sample {
 	uint64_t t_ns;	  /* eng_now_ns() of the scrape; 0: none */
 	uint64_t busy_ns; /* lane busy_ns then */
@@ -77,7 +91,20 @@ struct lane_probe {
 	uint64_t busy_retry_ns; /* (lane mutex) eng_now_ns() to try again at; 0: none */
 };
 
+/* How a target's figures are judged (the 'judgement' keys of its definition,
+ * which a reload applies to a lane it keeps). Under the scheduler's lanes
+ * mutex, like every scrape-time field. */
+struct lane_judge {
+	double slow_factor;
+	uint64_t slow_floor_ns;
+	uint64_t baseline_warmup_ns;
+};
+
+/* The right to do I/O on one target (lane.h, top); defined in lane.c. */
+struct lane_claim;
+
 struct lane {
+	const struct config *config; /* what cfg and the probes' cfg point into (cfg_ref()) */
 	const struct cfg_target *cfg;
 	struct target target;
 	struct lane_probe *probes;
@@ -88,24 +115,33 @@ struct lane {
 	unsigned *queue; /* ring of probe indices, capacity n_probes */
 	unsigned q_head, q_len;
 	bool busy, stop, exited;
-	bool series_gone; /* (mutex) a reload took the target's series from this lane */
 	pthread_t thread;
 	bool initialised; /* mutex and condition variable exist */
 	bool started;
+	bool joined; /* lane_wait() joined the thread */
+	bool let_go; /* (mutex) lane_let_go(): the thread frees the lane as it exits */
+	/* The lane thread writes series, and calls before_publish, only under
+	 * pub_mu and while not retired: lane_retire() takes it to close the gate
+	 * (pub_mu, then mu: retired is also read under mu, by lane_hand()). */
+	pthread_mutex_t pub_mu;
+	_Atomic bool retired;	  /* left in the kernel by a reload or a stop: frees itself */
+	struct lane_claim *claim; /* its target's (a reference) */
+	bool claimed;		  /* lane thread: it holds the claim (from its first run on) */
+	struct lane_judge judge;  /* (scheduler's lanes mutex) */
 
-	_Atomic uint64_t inflight_ns;	  /* start of a target check or open, 0 when none */
-	_Atomic int running;		  /* index of the probe running, -1 when idle */
-	_Atomic bool up;		  /* target open and checked by the last run */
-	_Atomic bool stopping;		  /* shutdown: bursts and layouts give up */
-	_Atomic uint64_t timeout_claimed; /* submit time of the last I/O counted as timed out */
-	_Atomic bool stuck_logged;	  /* scheduler logged "stuck"; the lane logs the end */
-	_Atomic uint64_t run_mono_ns;	  /* CLOCK_MONOTONIC: the run in progress began */
-	bool down_logged;		  /* lane thread: "is down" logged, "up again" not yet */
-	char down_reason[512];		  /* the target's last error while down (lane mutex) */
-	char down_code[PROBE_REASON_MAX]; /* its bounded code (target_reason_code(); lane mutex) */
-	double down_wall_s;		  /* Unix time it went down, 0 while not (lane mutex) */
-	double up_wall_s;		  /* Unix time it last turned up (lane mutex) */
-	double start_wall_s;		  /* Unix time the lane (or its first) started */
+	_Atomic uint64_t inflight_ns;	   /* start of a target check or open, 0 when none */
+	_Atomic int running;		   /* index of the probe running, -1 when idle */
+	_Atomic bool up;		   /* target open and checked by the last run */
+	_Atomic bool stopping;		   /* shutdown: bursts and layouts give up */
+	_Atomic uint64_t timeout_claimed;  /* submit time of the last I/O counted as timed out */
+	_Atomic bool stuck_logged;	   /* scheduler logged "stuck"; the lane logs the end */
+	_Atomic uint64_t run_mono_ns;	   /* CLOCK_MONOTONIC: the run in progress began */
+	bool down_logged;		   /* lane thread: "is down" logged, "up again" not yet */
+	char down_reason[LANE_REASON_MAX]; /* the target's last error while down (lane mutex) */
+	char down_code[PROBE_REASON_MAX];  /* its bounded code (target_reason_code(); lane mutex) */
+	double down_wall_s;		   /* Unix time it went down, 0 while not (lane mutex) */
+	double up_wall_s;		   /* Unix time it last turned up (lane mutex) */
+	double start_wall_s;		   /* Unix time the lane (or its first) started */
 	/* Scrape time (under the scheduler's lanes mutex), lane_status(): the state
 	 * the last request showed and since when (0: none yet), and whether a
 	 * probe op was slow (lane_status_probes()). */
@@ -223,23 +259,89 @@ unsigned lane_status_ops(const struct lane *l, struct status_op *out);
 /* Scheduler: log the progress of a probe-file layout every few seconds. */
 void lane_log_layout(struct lane *l, uint64_t now_ns);
 /* Reload: remove the series of probe @lp from the registry (a removed or changed
- * probe; a re-created one starts from zero). Its lane's thread must have exited. */
+ * probe; a re-created one starts from zero). Its lane's thread must have exited
+ * or its lane be retired. */
 void lane_drop_probe_series(struct lane_probe *lp);
 /* Reload: remove the target's series (target_up, inflight, layout progress and
  * failures) of a removed target. Only scrape time touches them: the caller keeps
- * sched_collect() off the lane first. */
+ * sched_collect() off the lane first; its thread exited or it is retired. */
 void lane_drop_target_series(struct lane *l);
-/* Reload: remove what each lane of the target makes its own (every old lane's:
- * each new lane has its own): iopulse_target_info, iopulse_target_reason_info
- * and its probes' baseline, recent and ratio gauges. A lane abandoned in the
- * kernel no longer touches them. */
+/* Reload: remove what each lane of the target makes its own (every replaced
+ * lane's: each new lane has its own): iopulse_target_info,
+ * iopulse_target_reason_info and its probes' baseline, recent and ratio gauges.
+ * Its thread exited or it is retired. */
 void lane_drop_target_info(struct lane *l);
-/* Reload: new lane @l (not started) of an unchanged target goes on from @old, its
- * lane before the reload (exited): the target's health, its state and since
- * when, why it is down, what it is on (until its own first open), the day's
- * write count and the duty cycle's window. */
-void lane_take_over(struct lane *l, struct lane *old);
-/* Free what lane_init() allocated; the thread must have exited (or never started). */
+
+/* What a lane that a reload replaces leaves the target's next lane
+ * (lane_let_go()). */
+struct lane_handover {
+	const struct config *config;  /* what cfg points into (a reference) */
+	const struct cfg_target *cfg; /* the old lane's target */
+	struct lane_claim *claim;     /* the target's (a reference, lane_follow() takes it) */
+	uint64_t timeout_claimed;     /* the I/O in flight already counted as timed out */
+	bool stuck_logged;	      /* and logged as stuck */
+	/* Its state, for a lane of the same definition (lane_take_over()): */
+	bool up;
+	uint64_t budget_day, written_today;
+	bool budget_spent;
+	uint64_t busy_ns;
+	struct lane_duty_sample duty[LANE_DUTY_SLOTS];
+	double start_wall_s;
+	enum status_state shown_state;
+	double shown_since_s;
+	char down_reason[LANE_REASON_MAX];
+	char down_code[PROBE_REASON_MAX];
+	double down_wall_s, up_wall_s;
+	struct target_desc desc;
+};
+
+/* A lane of its own allocation (the scheduler's), lane_init() in it. NULL with
+ * -errno in *@err. */
+struct lane *lane_new(const struct config *cfg, unsigned ti, struct metrics *m, int *err);
+/* lane_destroy() and free a lane of lane_new() that never started or whose
+ * thread exited; NULL is a no-op. */
+void lane_free(struct lane *l);
+/*
+ * A lane whose thread did not exit in time after lane_request_stop() (left in
+ * the kernel): close its gate. From here on nothing it finishes reaches shared
+ * state (series, the status page's figures, the scheduler's wake-ups); the
+ * caller may drop its series. Whoever waits for the target's claim learns how
+ * long its I/O has been in flight. Scheduler thread; lane_let_go() next.
+ */
+void lane_retire(struct lane *l);
+/*
+ * Done with lane @l (of lane_new()), after lane_request_stop() and lane_wait():
+ * what it knows of its target into @h (NULL: not wanted), with a reference to
+ * its claim (lane_handover_release()). Frees @l now when its thread has exited,
+ * and returns false; else @l must be retired (lane_retire()): its thread frees
+ * it when its I/O returns, letting go of the probe file and its lock first, then
+ * of the claim; returns true. The caller must not touch @l again either way.
+ */
+bool lane_let_go(struct lane *l, struct lane_handover *h);
+/* What lane @l knows of its target into @h, as lane_let_go() hands it over
+ * (for a lane not of lane_new(), whose thread exited or that is retired). */
+void lane_hand_over(struct lane *l, struct lane_handover *h);
+/* Lanes let go of while left in the kernel and not gone yet, process-wide. */
+unsigned lane_retired_count(void);
+/* Reload: new lane @l (not started) of the same target (directory, file or
+ * device) as the lane @h came from: it takes over the claim, so it touches the
+ * target only once that lane has let go of it (showing that lane's I/O in
+ * flight meanwhile), and what was counted and logged of that I/O. */
+void lane_follow(struct lane *l, struct lane_handover *h);
+/* Reload: new lane @l (not started) of a target of the same definition goes on
+ * from @h: the target's health, its state and since when, why it is down,
+ * what it is on (until its own first open), the day's write count and the
+ * duty cycle's window. */
+void lane_take_over(struct lane *l, const struct lane_handover *h);
+/* Drop what @h holds: its configuration, and its claim unless lane_follow()
+ * took it. */
+void lane_handover_release(struct lane_handover *h);
+/* Reload: a kept lane judges its figures as @t says (its judgement keys, the
+ * only ones by which a kept lane's target may differ): its status ops and its
+ * slow_factor and slow_floor gauges. Under the scheduler's lanes mutex. */
+void lane_rejudge(struct lane *l, const struct cfg_target *t);
+/* Free what lane_init() allocated; the thread must have exited (or never
+ * started). It lets go of the target's claim last. */
 void lane_destroy(struct lane *l);
 
 #endif

@@ -31,6 +31,43 @@ static inline const char *target_key(const struct lane *l, char *buf)
 	return buf;
 }
 
+/* The probe whose I/O is in flight (or whose run opens or checks the target)
+ * and since when (eng_now_ns()) in *@since; NULL when idle. Reads each atomic
+ * once, so the probe and its timeout belong together. */
+struct lane_probe *lane_inflight(struct lane *l, uint64_t *since);
+
+/* lane_reload.c: a new claim of a target (NULL: out of memory); a stop that
+ * wakes the lane's wait for its claim (lane_claim()); the lane's claim let go
+ * of, at its destruction, after its target is closed (the next lane may go
+ * on); and the end of a lane let go of in the kernel, on its own thread as it
+ * exits (nobody else frees it). */
+struct lane_claim *lane_claim_new(void);
+void lane_claim_wake(struct lane *l);
+void lane_claim_release(struct lane *l);
+void lane_gone(struct lane *l);
+
+/* Lane thread, before its first I/O on the target: take the target's claim,
+ * waiting while the lane before it (a reload's) is still in the kernel. 0, or
+ * -ECANCELED when the lane stops first. */
+int lane_claim(struct lane *l);
+
+/*
+ * The gate of what the lane thread writes that is not its own: series, the
+ * status page's figures (before_publish), the scheduler's wake-ups. Returns with
+ * pub_mu held, true while the lane is not retired; lane_pub_end() unlocks.
+ * Never held across I/O.
+ */
+static inline bool lane_pub_begin(struct lane *l)
+{
+	pthread_mutex_lock(&l->pub_mu);
+	return !atomic_load(&l->retired);
+}
+
+static inline void lane_pub_end(struct lane *l)
+{
+	pthread_mutex_unlock(&l->pub_mu);
+}
+
 /* One run of @lp; @retry: a burst held back earlier, tried again (lane_disk_busy()). */
 void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry);
 

@@ -28,11 +28,36 @@ static void set_up(struct lane *l, bool up)
 {
 	uint64_t one = 1;
 
-	if (atomic_exchange(&l->up, up) != up && l->notify_fd >= 0) {
+	if (atomic_exchange(&l->up, up) == up || l->notify_fd < 0)
+		return;
+	if (lane_pub_begin(l)) {
 		ssize_t w = write(l->notify_fd, &one, sizeof(one));
 
 		(void)w; /* only fails with the counter full: it is drained at each wake-up */
 	}
+	lane_pub_end(l);
+}
+
+/* The probe's run, error and skip counters, through the gate (lane_pub_begin()). */
+static void count_run(struct lane *l, struct lane_probe *lp, double wall_s)
+{
+	if (lane_pub_begin(l))
+		probe_metrics_run(&lp->series, wall_s);
+	lane_pub_end(l);
+}
+
+static void count_error(struct lane *l, struct lane_probe *lp, enum probe_err why)
+{
+	if (lane_pub_begin(l))
+		probe_metrics_error(&lp->series, why);
+	lane_pub_end(l);
+}
+
+static void count_skipped(struct lane *l, struct lane_probe *lp, enum probe_wait why)
+{
+	if (lane_pub_begin(l))
+		probe_metrics_skipped(&lp->series, why);
+	lane_pub_end(l);
 }
 
 /* The status page reads the reason from the HTTP thread: under the lane mutex,
@@ -109,25 +134,6 @@ static void target_is_up(struct lane *l)
 }
 
 /*
- * The lane thread writes the target's series under the lane mutex, and only
- * while the lane still owns them: a reload takes them from every old lane (it
- * frees them with a removed target, leaves them to the new lane otherwise), and
- * an old lane abandoned in the kernel whose I/O returns later must not write a
- * freed series. Returns with the mutex held, true when the series may be
- * written; series_end() unlocks.
- */
-static bool series_begin(struct lane *l)
-{
-	pthread_mutex_lock(&l->mu);
-	return !l->series_gone;
-}
-
-static void series_end(struct lane *l)
-{
-	pthread_mutex_unlock(&l->mu);
-}
-
-/*
  * A failed probe-file layout (no room, a write error) wrote up to the whole file
  * for nothing, and what it wrote is freed again: retried on every ping, it would
  * keep the disk busy writing it over and over. So the next target_open() waits
@@ -154,9 +160,9 @@ static void layout_failed(struct lane *l, int r)
 	/* From the end of the attempt: a slow layout does not eat into the wait. */
 	l->layout_retry_ns = eng_now_ns() + l->layout_backoff_ns;
 	l->layout_error = r;
-	if (series_begin(l))
+	if (lane_pub_begin(l))
 		probe_metrics_layout_failed(&l->series);
-	series_end(l);
+	lane_pub_end(l);
 	cfg_format_duration(l->layout_backoff_ns, when, sizeof(when));
 	set_down_reason(l, l->target.error, target_reason_code(&l->target, r));
 	set_up(l, false); /* after the reason, as in target_down() */
@@ -175,10 +181,10 @@ static void lane_describe_target(struct lane *l)
 	struct target_desc d;
 
 	target_describe(&l->target, &d);
-	if (series_begin(l) && probe_metrics_target_info(&l->series, &d) < 0)
+	if (lane_pub_begin(l) && probe_metrics_target_info(&l->series, &d) < 0)
 		log_warning("Target %s: out of memory for iopulse_target_info, ignoring",
 			    l->cfg->name);
-	series_end(l);
+	lane_pub_end(l);
 }
 
 /*
@@ -197,6 +203,10 @@ static int lane_prepare_target(struct lane *l)
 
 	if (l->target.fd < 0 && l->layout_retry_ns && eng_now_ns() < l->layout_retry_ns)
 		return l->layout_error; /* backing off after a failed layout */
+	/* Not before a reload's old lane of the target has let go of it. */
+	r = lane_claim(l);
+	if (r < 0)
+		return r;
 
 	atomic_store(&l->inflight_ns, eng_now_ns());
 	if (l->target.fd < 0) {
@@ -226,6 +236,8 @@ static int lane_prepare_target(struct lane *l)
 
 	if (r == -ECANCELED && atomic_load(&l->stopping))
 		return r; /* abandoned at shutdown: nothing is wrong with the target */
+	if (atomic_load(&l->retired))
+		return -ECANCELED; /* what it found is its successor's to find and say */
 	if (r < 0) {
 		if (l->target.layout_failed)
 			layout_failed(l, r);
@@ -356,9 +368,9 @@ static void lane_budget_day(struct lane *l)
 		return;
 	l->budget_day = day;
 	l->written_today = 0;
-	if (series_begin(l))
+	if (lane_pub_begin(l))
 		probe_metrics_target_spent(&l->series, 0, 0, 0);
-	series_end(l);
+	lane_pub_end(l);
 	if (l->budget_spent)
 		log_state_notice(target_key(l, key), "Target %s: a new day, write probes run again",
 				 l->cfg->name);
@@ -402,7 +414,7 @@ static bool lane_budget_allows(struct lane *l, struct lane_probe *lp)
 		lp->probe.write_left = 0;
 		return true;
 	}
-	probe_metrics_skipped(&lp->series, PROBE_WAIT_BUDGET);
+	count_skipped(l, lp, PROBE_WAIT_BUDGET);
 	return false;
 }
 
@@ -417,9 +429,9 @@ static void lane_account(struct lane *l, const struct probe_outcome *o)
 		lane_budget_day(l);
 	l->written_today += written;
 	atomic_fetch_add(&l->busy_ns, o->busy_ns);
-	if (series_begin(l))
+	if (lane_pub_begin(l))
 		probe_metrics_target_spent(&l->series, o->busy_ns / 1e9, written, l->written_today);
-	series_end(l);
+	lane_pub_end(l);
 }
 
 /* ------------------------------------------------- busy disks and CPU steal */
@@ -497,11 +509,11 @@ static enum disks_measured lane_measure_disks(struct lane *l, struct devbusy_loa
 		return DISKS_UNKNOWN;
 	}
 	devbusy_load(l->devbusy.n, &a, &b, load);
-	if (series_begin(l) &&
+	if (lane_pub_begin(l) &&
 	    probe_metrics_target_device(&l->series, load->utilization, load->queue_depth) < 0)
 		log_warning("Target %s: out of memory for the device gauges, ignoring",
 			    l->cfg->name);
-	series_end(l);
+	lane_pub_end(l);
 	return DISKS_MEASURED;
 }
 
@@ -560,7 +572,7 @@ static bool lane_disk_busy(struct lane *l, struct lane_probe *lp, bool retry)
 		return m == DISKS_STOPPED;
 	busy = devbusy_is_busy(&d, lp->cfg->busy_utilization, lp->cfg->busy_depth, retry);
 	if (busy) {
-		probe_metrics_skipped(&lp->series, PROBE_WAIT_DEVICE_BUSY);
+		count_skipped(l, lp, PROBE_WAIT_DEVICE_BUSY);
 		at = devbusy_retry_at(eng_now_ns(), lp->busy_due_ns, lp->cfg->interval_ns,
 				      &lp->busy_delay_ns);
 		pthread_mutex_lock(&l->mu);
@@ -583,15 +595,18 @@ static int lane_measure_run(struct lane *l, struct lane_probe *lp, struct probe_
 	r = probe_run(&lp->probe, &l->stopping, o);
 	t1 = eng_now_ns();
 	steal = steal && cpusteal_read(&l->steal, &steal1) == 0;
-	if (r == 0 && !o->discard) {
+	if (r < 0 || o->discard)
+		return r;
+	if (lane_pub_begin(l)) {
 		/* The status page's figures due before this run see the histograms
 		 * as they were then: nothing else changes them. */
-		if (l->before_publish && !atomic_load(&l->stopping)) /* (its owner may be gone) */
+		if (l->before_publish)
 			l->before_publish(l->before_publish_arg);
 		probe_metrics_publish(&lp->series, o);
 		probe_metrics_window(&lp->series, t1 > t0 ? (t1 - t0) / 1e9 : 0,
 				     steal ? cpusteal_seconds(&l->steal, steal0, steal1) : 0);
 	}
+	lane_pub_end(l);
 	return r;
 }
 
@@ -611,28 +626,31 @@ void lane_run_probe(struct lane *l, struct lane_probe *lp, bool retry)
 		return;
 	if (r == 0 && lane_disk_busy(l, lp, retry))
 		return; /* not a run: held back (counted as skipped), or stopping */
-	probe_metrics_run(&lp->series, (double)wall.tv_sec + wall.tv_nsec / 1e9);
+	count_run(l, lp, (double)wall.tv_sec + wall.tv_nsec / 1e9);
 	if (r < 0) {
-		probe_metrics_error(&lp->series, PROBE_ERR_TARGET_DOWN);
+		count_error(l, lp, PROBE_ERR_TARGET_DOWN);
 		return;
 	}
 	if (!lp->ready) {
-		probe_metrics_error(&lp->series, PROBE_ERR_SETUP);
+		count_error(l, lp, PROBE_ERR_SETUP);
 		probe_state(lp, lp->init_error, "cannot set up");
 		return;
 	}
 	probe_outcome_clear(o);
 	r = lane_measure_run(l, lp, o);
+	/* Left in the kernel by a reload and back: nothing it found is anyone's. */
+	if (atomic_load(&l->retired))
+		return;
 	lane_account(l, o); /* the I/O happened, whatever becomes of the results */
 	if (o->discard)
 		return;
 	if (r < 0 && o->target_down) {
-		probe_metrics_error(&lp->series, PROBE_ERR_TARGET_DOWN);
+		count_error(l, lp, PROBE_ERR_TARGET_DOWN);
 		probe_state_said(lp, r, o->why);
 		return;
 	}
 	if (r < 0) {
-		probe_metrics_error(&lp->series, PROBE_ERR_SETUP);
+		count_error(l, lp, PROBE_ERR_SETUP);
 		probe_state(lp, r,
 			    with_why("cannot run on this target", o->why, what, sizeof(what)));
 		return;

@@ -20,9 +20,7 @@ static uint64_t age(uint64_t now_ns, uint64_t since_ns)
 	return since_ns && now_ns > since_ns ? now_ns - since_ns : 0;
 }
 
-/* The probe whose I/O is in flight and since when; NULL when idle. Reads each
- * atomic once, so the probe and its timeout belong together. */
-static struct lane_probe *inflight_probe(struct lane *l, uint64_t *since)
+struct lane_probe *lane_inflight(struct lane *l, uint64_t *since)
 {
 	int pi = atomic_load(&l->running);
 	struct lane_probe *lp = pi < 0 ? NULL : &l->probes[pi];
@@ -36,7 +34,7 @@ static struct lane_probe *inflight_probe(struct lane *l, uint64_t *since)
 void lane_check_timeout(struct lane *l, uint64_t now_ns)
 {
 	uint64_t since;
-	struct lane_probe *lp = inflight_probe(l, &since);
+	struct lane_probe *lp = lane_inflight(l, &since);
 	char key[LOG_KEY_MAX];
 
 	/* A burst counts its own timeouts (and aborts). */
@@ -191,7 +189,7 @@ static double state_since(struct lane *l, enum status_state state, double began,
 void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
 {
 	uint64_t since;
-	struct lane_probe *lp = inflight_probe(l, &since);
+	struct lane_probe *lp = lane_inflight(l, &since);
 	uint64_t a = age(now_ns, since);
 	double now_wall = wall_now_s(), began;
 
@@ -214,7 +212,7 @@ void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
 void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns)
 {
 	uint64_t since;
-	const struct lane_probe *in = inflight_probe(l, &since);
+	const struct lane_probe *in = lane_inflight(l, &since);
 	uint64_t a = age(now_ns, since);
 	bool stuck = in && a >= in->cfg->timeout_ns;
 
@@ -273,9 +271,9 @@ unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 					.target = l->cfg->name,
 					.op = op,
 					.latency = l->probes[pi].series.latency[op],
-					.slow_factor = l->cfg->slow_factor,
-					.slow_floor_ns = l->cfg->slow_floor_ns,
-					.warmup_minutes = (unsigned)(l->cfg->baseline_warmup_ns /
+					.slow_factor = l->judge.slow_factor,
+					.slow_floor_ns = l->judge.slow_floor_ns,
+					.warmup_minutes = (unsigned)(l->judge.baseline_warmup_ns /
 								     (60 * NSEC_PER_SEC))};
 	return n;
 }
@@ -306,7 +304,7 @@ void lane_log_layout(struct lane *l, uint64_t now_ns)
 static uint64_t lane_watch_next(struct lane *l, uint64_t now_ns, uint64_t mono_ns, uint64_t due_ns)
 {
 	uint64_t since, next = earliest(due_ns, mono_ns + l->check_step_ns);
-	struct lane_probe *lp = inflight_probe(l, &since);
+	struct lane_probe *lp = lane_inflight(l, &since);
 
 	/* Not yet timed out (else it was counted just now): look again when it is. */
 	if (lp && age(now_ns, since) < lp->cfg->timeout_ns)

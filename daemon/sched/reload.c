@@ -56,21 +56,10 @@ int reload_series(struct sched *s)
 	return 0;
 }
 
-/* The larger of two counts, at least 1 (calloc(0) may return NULL). */
-static unsigned room(unsigned a, unsigned b)
+/* A count for calloc(), at least 1 (calloc(0) may return NULL). */
+static unsigned room(unsigned n)
 {
-	unsigned m = a > b ? a : b;
-
-	return m ? m : 1;
-}
-
-/* A probe of the old schedule that is gone or different in @nc. */
-static bool probe_changed(const struct config *oc, const struct cfg_probe *op,
-			  const struct config *nc)
-{
-	int ni = cfg_probe_index(nc, op->name);
-
-	return ni < 0 || !cfg_probe_same(oc, op, nc, &nc->probes[ni]);
+	return n ? n : 1;
 }
 
 /* What a reload reads, for messages. */
@@ -243,27 +232,6 @@ void reload_start(struct sched *s, bool again)
 	s->reload = j;
 }
 
-/* What a reload allocates before it stops anything: room for either schedule,
- * so that a failure later can fall back to the old one. */
-struct reload_room {
-	bool *abandoned;
-	bool *gone; /* old lanes abandoned in the kernel */
-};
-
-static void reload_room_free(struct reload_room *rr)
-{
-	free(rr->abandoned);
-	free(rr->gone);
-}
-
-static int reload_room_alloc(struct reload_room *rr, const struct config *oc,
-			     const struct config *nc, unsigned n_old)
-{
-	rr->abandoned = calloc(room(nc->n_targets, oc->n_targets), sizeof(*rr->abandoned));
-	rr->gone = calloc(n_old ? n_old : 1, sizeof(*rr->gone));
-	return rr->abandoned && rr->gone ? 0 : -ENOMEM;
-}
-
 /* Settings a reload cannot change: warn, and keep the running ones. */
 static void reload_keep_fixed(const struct sched *s, const struct config *oc, struct config *nc)
 {
@@ -284,42 +252,123 @@ static void reload_keep_fixed(const struct sched *s, const struct config *oc, st
 	}
 }
 
-/* Stop the old lanes within RELOAD_GRACE_NS, all together; those still in the
- * kernel then are marked in @gone and counted. */
-static unsigned stop_old_lanes(struct lane *old, unsigned n_old, bool *gone)
+/* Whether lane @l runs target @ti of @nc as it is: the same definition (its
+ * judgement keys aside, lane_rejudge()) and the same probes in the same order.
+ * Such a lane is kept, stuck in the kernel or not. */
+static bool lane_unchanged(const struct lane *l, const struct config *nc, unsigned ti)
 {
-	uint64_t deadline = eng_now_ns() + RELOAD_GRACE_NS;
-	unsigned stuck = 0;
+	unsigned k = 0;
 
-	for (unsigned li = 0; li < n_old; li++)
-		lane_request_stop(&old[li]);
-	for (unsigned li = 0; li < n_old; li++) {
-		if (lane_wait(&old[li], deadline))
+	if (!cfg_target_same(l->cfg, &nc->targets[ti]))
+		return false;
+	for (unsigned i = 0; i < nc->n_probes; i++) {
+		if (nc->probes[i].target != ti)
 			continue;
-		gone[li] = true;
-		stuck++;
-		log_warning("Target %s: its lane is stuck in the kernel, abandoning it (its "
-			    "series stay as they are)",
-			    old[li].cfg->name);
+		if (k == l->n_probes ||
+		    !cfg_probe_same(l->config, l->probes[k].cfg, nc, &nc->probes[i]))
+			return false;
+		k++;
 	}
-	return stuck;
+	return k == l->n_probes;
 }
 
-/* Series of removed targets, and of removed or changed probes, leave the registry.
+/* The same place to do I/O: two targets of one kind on one path. */
+static bool same_place(const struct cfg_target *a, const struct cfg_target *b)
+{
+	return a->kind == b->kind && strcmp(a->path, b->path) == 0;
+}
+
+/*
+ * A reload's plan, made before anything stops: for each target of the new
+ * schedule the old lane it keeps (NULL: a new one), and for each old lane
+ * whether it is replaced (stopped, its place taken or gone) and what it hands
+ * over.
+ */
+struct reload_plan {
+	struct lane **lanes;		/* the new schedule's, in its order */
+	bool *replaced;			/* per old lane */
+	struct lane_handover *handover; /* per old lane, when replaced */
+};
+
+/* The claims and configurations the handovers hold (what lane_follow() did
+ * not take). */
+static void reload_plan_free_handovers(struct reload_plan *p, unsigned n_old)
+{
+	for (unsigned li = 0; p->handover && li < n_old; li++)
+		lane_handover_release(&p->handover[li]);
+}
+
+static void reload_plan_free(struct reload_plan *p, unsigned n_old)
+{
+	reload_plan_free_handovers(p, n_old);
+	free(p->lanes);
+	free(p->replaced);
+	free(p->handover);
+}
+
+static int reload_plan_make(struct reload_plan *p, struct lane **old, unsigned n_old,
+			    const struct config *nc)
+{
+	p->lanes = calloc(room(nc->n_targets), sizeof(*p->lanes));
+	p->replaced = calloc(room(n_old), sizeof(*p->replaced));
+	p->handover = calloc(room(n_old), sizeof(*p->handover));
+	if (!p->lanes || !p->replaced || !p->handover)
+		return -ENOMEM;
+	for (unsigned li = 0; li < n_old; li++) {
+		int ti = cfg_target_index(nc, old[li]->cfg->name);
+
+		if (ti >= 0 && lane_unchanged(old[li], nc, (unsigned)ti))
+			p->lanes[ti] = old[li];
+		else
+			p->replaced[li] = true;
+	}
+	return 0;
+}
+
+/* Stop the replaced lanes within RELOAD_GRACE_NS, all together; retire those
+ * still in the kernel then (lane_retire()). */
+static void stop_replaced(struct lane **old, unsigned n_old, const bool *replaced)
+{
+	uint64_t deadline = eng_now_ns() + RELOAD_GRACE_NS;
+
+	for (unsigned li = 0; li < n_old; li++)
+		if (replaced[li])
+			lane_request_stop(old[li]);
+	for (unsigned li = 0; li < n_old; li++) {
+		if (!replaced[li] || lane_wait(old[li], deadline))
+			continue;
+		lane_retire(old[li]);
+		log_warning("Target %s: its lane is stuck in the kernel; its replacement takes the "
+			    "target once that I/O returns",
+			    old[li]->cfg->name);
+	}
+}
+
+/* A probe of lane @l that is gone or different in @nc. */
+static bool probe_changed(const struct lane *l, const struct cfg_probe *op, const struct config *nc)
+{
+	int ni = cfg_probe_index(nc, op->name);
+
+	return ni < 0 || !cfg_probe_same(l->config, op, nc, &nc->probes[ni]);
+}
+
+/* The series of the replaced lanes (stopped or retired: none writes them any
+ * more) that the new schedule has no use for leave the registry: a removed
+ * target's, removed or changed probes', and what each lane makes its own.
  * Scrapes no longer see the old lanes; under tick_mu. */
-static void drop_stale_series(struct sched *s, const struct config *oc, const struct config *nc,
-			      struct lane *old, unsigned n_old, const bool *gone)
+static void drop_stale_series(struct sched *s, const struct config *nc, struct lane **old,
+			      unsigned n_old, const bool *replaced)
 {
 	for (unsigned li = 0; li < n_old; li++) {
-		struct lane *l = &old[li];
+		struct lane *l = old[li];
 
+		if (!replaced[li])
+			continue;
 		if (cfg_target_index(nc, l->cfg->name) < 0)
 			lane_drop_target_series(l);
-		/* The new lane of the target has its own (retire_old_lanes()). */
 		lane_drop_target_info(l);
-		/* An abandoned lane may still write its probes' series: they stay. */
-		for (unsigned pi = 0; !gone[li] && pi < l->n_probes; pi++)
-			if (probe_changed(oc, l->probes[pi].cfg, nc)) {
+		for (unsigned pi = 0; pi < l->n_probes; pi++)
+			if (probe_changed(l, l->probes[pi].cfg, nc)) {
 				log_debug("Probe %s: removed or changed, dropping its series",
 					  l->probes[pi].cfg->name);
 				lane_drop_probe_series(&l->probes[pi]);
@@ -329,112 +378,80 @@ static void drop_stale_series(struct sched *s, const struct config *oc, const st
 	}
 }
 
-/* The lanes of *@ncp or, failing that (out of memory, practically), of the
- * running schedule again, in which case *@ncp is freed and NULL. */
-static int build_new_lanes(struct sched *s, struct config **ncp, struct lane **lanes, unsigned *n)
+/* A new lane for each target of @nc the plan keeps none for; one that replaces
+ * the old lane of the same place follows it (lane_follow()), and goes on from
+ * its state when its definition is the same. 0 or -errno. */
+static int build_new_lanes(struct sched *s, const struct config *nc, struct reload_plan *p,
+			   unsigned n_old)
 {
-	int r = build_lanes(*ncp, s->metrics, lanes, n);
+	int r = 0;
 
-	if (r == 0)
-		return 0;
-	log_error_errno(r, "Failed to set up the reloaded probes: %m; restarting the "
-			   "previous schedule");
-	cfg_free(*ncp);
-	*ncp = NULL;
-	r = build_lanes(s->cfg, s->metrics, lanes, n);
-	if (r < 0)
-		return log_error_errno(r, "Failed to restart the previous schedule: %m");
+	for (unsigned ti = 0; ti < nc->n_targets; ti++) {
+		const struct cfg_target *t = &nc->targets[ti];
+
+		if (p->lanes[ti])
+			continue;
+		p->lanes[ti] = lane_new(nc, ti, s->metrics, &r);
+		if (!p->lanes[ti])
+			return r;
+		for (unsigned li = 0; li < n_old; li++) {
+			if (!p->replaced[li] || !same_place(p->handover[li].cfg, t))
+				continue;
+			lane_follow(p->lanes[ti], &p->handover[li]);
+			if (cfg_target_same(p->handover[li].cfg, t))
+				lane_take_over(p->lanes[ti], &p->handover[li]);
+		}
+	}
 	return 0;
 }
 
-/* Destroy the old lanes that exited, handing what they know of their target to
- * the new lane of the same target (lane_take_over()). */
-static void retire_old_lanes(struct lane *old, unsigned n_old, const bool *gone, struct lane *lanes,
-			     unsigned n)
+/* The end of an applied reload: @nc runs. */
+static void reload_done(struct sched *s, const struct config *nc, unsigned kept)
 {
-	for (unsigned li = 0; li < n_old; li++) {
-		if (gone[li])
-			continue;
-		/* An unchanged target stays up (target_up, STATUS=) until its next run
-		 * says otherwise, and keeps its day's write budget. */
-		for (unsigned i = 0; i < n; i++)
-			if (cfg_target_same(old[li].cfg, lanes[i].cfg))
-				lane_take_over(&lanes[i], &old[li]);
-		/* Closes the target (and its probe-file lock) for the new lane. */
-		lane_destroy(&old[li]);
-	}
-}
-
-/* Publish the new lanes (and @nc, unless NULL) to scrapes, and take @rr's
- * arrays; @rr->gone is freed. */
-static void publish_lanes(struct sched *s, struct lane *lanes, unsigned n, const struct config *nc,
-			  struct reload_room *rr)
-{
-	pthread_mutex_lock(&s->lanes_mu);
-	s->lanes = lanes;
-	s->n_lanes = n;
-	s->reloading = false;
-	if (nc)
-		s->cfg = nc;
-	pthread_mutex_unlock(&s->lanes_mu);
-	free(s->abandoned);
-	s->abandoned = rr->abandoned;
-	free(rr->gone);
-}
-
-/* The end of an applied reload: @nc runs (NULL: the old schedule runs again). */
-static void reload_done(struct sched *s, struct config *nc, unsigned stuck)
-{
-	if (!nc) {
-		set_reload_gauges(s, false);
-		status_config(
-			s->st, s->cfg->source, false,
-			"out of memory setting up the new probes; the previous ones run again");
-		sched_notify_ready(s);
-		return;
-	}
-	/* The old configuration: main's (freed at exit) or a reload's; a lane
-	 * abandoned in the kernel may still read it. */
-	if (s->owned && !stuck)
-		cfg_free(s->owned);
-	s->owned = nc;
 	metrics_set_native(s->metrics, nc->native_schema, nc->native_zero_threshold_ns / 1e9);
 	set_reload_gauges(s, true);
 	status_config(s->st, nc->source, true, NULL);
-	log_info("Configuration reloaded: %u probe(s) on %u target(s) from %s", nc->n_probes,
-		 nc->n_targets, nc->source);
+	log_info("Configuration reloaded: %u probe(s) on %u target(s) from %s (%u lane(s) kept as "
+		 "they were)",
+		 nc->n_probes, nc->n_targets, nc->source, kept);
 	sched_notify_ready(s);
 }
 
 /*
- * Swap in @nc, checked completely by the reload thread: stop the old lanes, drop
- * the series of removed and changed probes and of removed targets, and start
- * lanes for the new schedule. Unchanged probes get their series back from the
- * registry (get-or-create): their counters go on. Takes @nc. Returns 0 (also
- * when it was refused after all), -errno when no schedule could be started.
+ * Swap in @nc, checked completely by the reload thread. The lane of a target
+ * whose definition and probes did not change is kept as it runs, stuck in the
+ * kernel or not (at most one lane per target is ever in the kernel). The
+ * others are stopped (retired if they stay in the kernel, lane.h) and their
+ * series that the new schedule has no use for dropped; new lanes start for
+ * the targets that have none, each following the old lane of its place.
+ * Unchanged probes of a new lane get their series back from the registry
+ * (get-or-create): their counters go on. Takes @nc. Returns 0 (also when it
+ * was refused after all), -errno when the new schedule could not be set up
+ * (out of memory: the daemon stops, its service manager restarts it).
  */
 static int reload_apply(struct sched *s, struct config *nc)
 {
 	const struct config *oc = s->cfg;
-	struct lane *old = s->lanes, *lanes = NULL;
-	unsigned n_old = s->n_lanes, n = 0, stuck;
-	struct reload_room rr = {0};
+	struct lane **old = s->lanes;
+	unsigned n_old = s->n_lanes, kept = 0;
+	struct reload_plan p = {0};
 	int r;
 
-	if (reload_room_alloc(&rr, oc, nc, n_old) < 0) {
+	if (reload_plan_make(&p, old, n_old, nc) < 0) {
 		log_error("Out of memory");
 		cfg_free(nc);
-		reload_room_free(&rr);
+		reload_plan_free(&p, n_old);
 		reload_refused(s, "out of memory");
 		return 0;
 	}
 	reload_keep_fixed(s, oc, nc);
 
 	/* Valid: from here on the new schedule goes in. */
-	stuck = stop_old_lanes(old, n_old, rr.gone);
-	/* An abandoned lane keeps its timer (and may still arm it): not ours now. */
+	stop_replaced(old, n_old, p.replaced);
+	/* A replaced lane's timer is not ours now (a retired one may still arm it). */
 	for (unsigned li = 0; li < n_old; li++)
-		epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, old[li].watch_fd, NULL);
+		if (p.replaced[li])
+			epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, old[li]->watch_fd, NULL);
 	/* Scrapes and ticks stop looking at the old lanes before their series go
 	 * (a tick in progress has copied their probe ops: it ends first). */
 	pthread_mutex_lock(&s->tick_mu);
@@ -443,23 +460,53 @@ static int reload_apply(struct sched *s, struct config *nc)
 	s->n_lanes = 0;
 	s->reloading = true;
 	pthread_mutex_unlock(&s->lanes_mu);
-	drop_stale_series(s, oc, nc, old, n_old, rr.gone);
+	drop_stale_series(s, nc, old, n_old, p.replaced);
 	pthread_mutex_unlock(&s->tick_mu);
-	s->stuck_before += stuck;
+	/* Done with the replaced lanes: each hands over and is freed, now or by
+	 * its own thread when its I/O returns (then it lets go of the target). */
+	for (unsigned li = 0; li < n_old; li++)
+		if (p.replaced[li])
+			lane_let_go(old[li], &p.handover[li]);
+	free(old);
 
-	r = build_new_lanes(s, &nc, &lanes, &n);
+	r = build_new_lanes(s, nc, &p, n_old);
+	reload_plan_free_handovers(&p, n_old);
 	if (r < 0) {
-		reload_room_free(&rr);
-		return r;
+		unsigned n = 0;
+
+		/* The lanes there are run until sched_stop() stops them all. */
+		for (unsigned ti = 0; ti < nc->n_targets; ti++)
+			if (p.lanes[ti])
+				p.lanes[n++] = p.lanes[ti];
+		pthread_mutex_lock(&s->lanes_mu);
+		s->lanes = p.lanes;
+		s->n_lanes = n;
+		s->reloading = false;
+		pthread_mutex_unlock(&s->lanes_mu);
+		p.lanes = NULL;
+		reload_plan_free(&p, n_old);
+		cfg_free(nc);
+		return log_error_errno(r, "Failed to set up the reloaded probes: %m; stopping");
 	}
-	retire_old_lanes(old, n_old, rr.gone, lanes, n);
-	if (!stuck)
-		free(old); /* else abandoned lanes keep using the array and their config */
-	publish_lanes(s, lanes, n, nc, &rr);
+	/* Publish the new lanes; a kept lane judges as the new file says. */
+	pthread_mutex_lock(&s->lanes_mu);
+	for (unsigned ti = 0; ti < nc->n_targets; ti++)
+		if (p.lanes[ti]->started) {
+			lane_rejudge(p.lanes[ti], &nc->targets[ti]);
+			kept++;
+		}
+	s->lanes = p.lanes;
+	s->n_lanes = nc->n_targets;
+	s->reloading = false;
+	s->cfg = nc;
+	pthread_mutex_unlock(&s->lanes_mu);
+	p.lanes = NULL;
+	reload_plan_free(&p, n_old);
+	cfg_free(oc); /* the lanes that still run from it hold it */
 	r = start_lanes(s);
 	if (r < 0)
 		return r;
-	reload_done(s, nc, stuck);
+	reload_done(s, nc, kept);
 	return 0;
 }
 

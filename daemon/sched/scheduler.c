@@ -93,33 +93,31 @@ int check_distinct_targets(const struct config *cfg)
 	return r;
 }
 
-/* Destroy lanes that never started (or whose threads exited) and free the array. */
-static void free_lanes(struct lane *lanes, unsigned n)
+void free_lanes(struct lane **lanes, unsigned n)
 {
 	for (unsigned i = 0; lanes && i < n; i++)
-		lane_destroy(&lanes[i]);
+		lane_free(lanes[i]);
 	free(lanes);
 }
 
 /* The lanes of @cfg, not started: their series exist (get-or-create). 0 or -errno. */
-int build_lanes(const struct config *cfg, struct metrics *m, struct lane **out, unsigned *n_out)
+static int build_lanes(const struct config *cfg, struct metrics *m, struct lane ***out,
+		       unsigned *n_out)
 {
-	struct lane *lanes = calloc(cfg->n_targets ? cfg->n_targets : 1, sizeof(*lanes));
-	unsigned n = 0;
+	struct lane **lanes = calloc(cfg->n_targets ? cfg->n_targets : 1, sizeof(*lanes));
 	int r = 0;
 
 	if (!lanes)
 		return -ENOMEM;
 	for (unsigned i = 0; i < cfg->n_targets; i++) {
-		n++;
-		r = lane_init(&lanes[i], cfg, i, m);
-		if (r < 0) {
-			free_lanes(lanes, n);
+		lanes[i] = lane_new(cfg, i, m, &r);
+		if (!lanes[i]) {
+			free_lanes(lanes, i);
 			return r;
 		}
 	}
 	*out = lanes;
-	*n_out = n;
+	*n_out = cfg->n_targets;
 	return 0;
 }
 
@@ -153,7 +151,7 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 	if (r < 0)
 		goto fail;
 	r = -ENOMEM;
-	s->cfg = cfg;
+	s->cfg = cfg_ref(cfg);
 	s->metrics = m;
 	if (pthread_mutex_init(&s->lanes_mu, NULL) != 0)
 		goto fail;
@@ -162,9 +160,6 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 		goto fail;
 	s->tick_mu_init = true;
 	atomic_init(&s->status_next_ns, 0);
-	s->abandoned = calloc(cfg->n_targets ? cfg->n_targets : 1, sizeof(*s->abandoned));
-	if (!s->abandoned)
-		goto fail;
 	r = reload_series(s);
 	if (r < 0)
 		goto fail;
@@ -265,29 +260,24 @@ int sched_start(struct sched *s)
 /* One line per splayed burst: a host's first burst may come up to an 'every'
  * after start, and whoever waits for it should not have to guess when. The
  * phase is in ms, the hash's own figure rounded, so a test can recompute it. */
-static void log_splay(const struct sched *s, const uint64_t *due, uint64_t now)
+static void log_splay(const struct sched *s, const struct cfg_probe *p, uint64_t due, uint64_t now)
 {
 	char phase[48], every[48], in[48];
+	uint64_t ms = NSEC_PER_SEC / 1000;
 
-	if (!s->cfg->splay)
+	if (!s->cfg->splay || !(probe_ops_of(p->kind)->flags & PROBE_F_SPLAY))
 		return;
-	for (unsigned i = 0; i < s->cfg->n_probes; i++) {
-		const struct cfg_probe *p = &s->cfg->probes[i];
-		uint64_t ms = NSEC_PER_SEC / 1000;
-
-		if (!(probe_ops_of(p->kind)->flags & PROBE_F_SPLAY))
-			continue;
-		cfg_format_duration(splay_offset(s->host_id, p->name, p->interval_ns) / ms * ms,
-				    phase, sizeof(phase));
-		cfg_format_duration(p->interval_ns, every, sizeof(every));
-		cfg_format_duration((due[i] - now) / NSEC_PER_SEC * NSEC_PER_SEC, in, sizeof(in));
-		log_info("Burst %s runs at %s past each %s of the wall clock (splay), first in %s",
-			 p->name, phase, every, in);
-	}
+	cfg_format_duration(splay_offset(s->host_id, p->name, p->interval_ns) / ms * ms, phase,
+			    sizeof(phase));
+	cfg_format_duration(p->interval_ns, every, sizeof(every));
+	cfg_format_duration((due - now) / NSEC_PER_SEC * NSEC_PER_SEC, in, sizeof(in));
+	log_info("Burst %s runs at %s past each %s of the wall clock (splay), first in %s", p->name,
+		 phase, every, in);
 }
 
-/* Give every probe its first due time (splay.h), on the lanes' clock
- * (CLOCK_MONOTONIC); the lanes are not started yet. 0 or -ENOMEM. */
+/* Give the probes of the lanes not started yet their first due times
+ * (splay.h), on the lanes' clock (CLOCK_MONOTONIC): those are the lanes of
+ * s->cfg (a lane a reload kept runs on as it was). 0 or -ENOMEM. */
 static int schedule_first_runs(struct sched *s)
 {
 	uint64_t *due = calloc(s->cfg->n_probes ? s->cfg->n_probes : 1, sizeof(*due));
@@ -301,12 +291,15 @@ static int schedule_first_runs(struct sched *s)
 	now = eng_mono_ns();
 	splay_first_due(s->cfg, s->host_id, now,
 			(uint64_t)real.tv_sec * NSEC_PER_SEC + (uint64_t)real.tv_nsec, due);
-	log_splay(s, due, now);
 	for (unsigned li = 0; li < s->n_lanes; li++) {
-		struct lane *l = &s->lanes[li];
+		struct lane *l = s->lanes[li];
 
-		for (unsigned pi = 0; pi < l->n_probes; pi++)
-			lane_schedule(l, pi, due[l->probes[pi].cfg - s->cfg->probes]);
+		for (unsigned pi = 0; !l->started && pi < l->n_probes; pi++) {
+			const struct cfg_probe *p = l->probes[pi].cfg;
+
+			lane_schedule(l, pi, due[p - s->cfg->probes]);
+			log_splay(s, p, due[p - s->cfg->probes], now);
+		}
 	}
 	free(due);
 	return 0;
@@ -314,7 +307,6 @@ static int schedule_first_runs(struct sched *s)
 
 static void status_catch_up(void *arg);
 
-/* Schedule the probes, then start every lane, its watch timer in the loop. */
 int start_lanes(struct sched *s)
 {
 	int r = schedule_first_runs(s);
@@ -322,8 +314,10 @@ int start_lanes(struct sched *s)
 	if (r < 0)
 		return r;
 	for (unsigned li = 0; li < s->n_lanes; li++) {
-		struct lane *l = &s->lanes[li];
+		struct lane *l = s->lanes[li];
 
+		if (l->started)
+			continue;
 		l->notify_fd = s->wake_fd;
 		l->before_publish = status_catch_up;
 		l->before_publish_arg = s;
@@ -349,7 +343,7 @@ static void format_status(const struct sched *s, char *buf, size_t n)
 	int len;
 
 	for (unsigned li = 0; li < s->n_lanes; li++)
-		up += atomic_load(&s->lanes[li].up);
+		up += atomic_load(&s->lanes[li]->up);
 	len = snprintf(buf, n, "%u probe%s on %u target%s, %u up", s->cfg->n_probes,
 		       s->cfg->n_probes == 1 ? "" : "s", s->n_lanes, s->n_lanes == 1 ? "" : "s",
 		       up);
@@ -420,11 +414,11 @@ static int status_ops(struct sched *s)
 	unsigned n = 0;
 
 	for (unsigned li = 0; li < s->n_lanes; li++)
-		need += (size_t)s->lanes[li].n_probes * IO_OP_COUNT;
+		need += (size_t)s->lanes[li]->n_probes * IO_OP_COUNT;
 	if (mem_grow(&s->tick_ops, &s->tick_ops_cap, need ? need : 1, sizeof(*s->tick_ops)) < 0)
 		return -ENOMEM;
 	for (unsigned li = 0; li < s->n_lanes; li++)
-		n += lane_status_ops(&s->lanes[li], s->tick_ops + n);
+		n += lane_status_ops(s->lanes[li], s->tick_ops + n);
 	return (int)n;
 }
 
@@ -547,8 +541,8 @@ static int handle_event(struct sched *s, int fd)
 		return r < 0 ? r : EVENTS_STALE;
 	}
 	for (unsigned li = 0; li < s->n_lanes; li++)
-		if (fd == s->lanes[li].watch_fd) {
-			lane_watch(&s->lanes[li]); /* reads it */
+		if (fd == s->lanes[li]->watch_fd) {
+			lane_watch(s->lanes[li]); /* reads it */
 			return 0;
 		}
 	if (fd == s->wake_fd)
@@ -606,9 +600,9 @@ void sched_collect(struct sched *s)
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		struct status_target t;
 
-		lane_status_probes(&s->lanes[li], s->st, now);
-		lane_status(&s->lanes[li], now, &t);
-		lane_collect_target(&s->lanes[li], now, &t);
+		lane_status_probes(s->lanes[li], s->st, now);
+		lane_status(s->lanes[li], now, &t);
+		lane_collect_target(s->lanes[li], now, &t);
 		if (room)
 			status_set_target(s->st, li, &t);
 	}
@@ -623,41 +617,34 @@ struct status *sched_status(struct sched *s)
 unsigned sched_stop(struct sched *s, uint64_t grace_ns)
 {
 	uint64_t deadline = eng_now_ns() + grace_ns;
-	unsigned stuck = 0;
 
 	if (s->reload)
 		log_warning("The configuration reload from %s has not finished, abandoning it",
 			    sched_source(s));
 	for (unsigned li = 0; li < s->n_lanes; li++)
-		lane_request_stop(&s->lanes[li]);
+		lane_request_stop(s->lanes[li]);
 	for (unsigned li = 0; li < s->n_lanes; li++) {
-		if (lane_wait(&s->lanes[li], deadline))
+		struct lane *l = s->lanes[li];
+
+		if (lane_wait(l, deadline))
 			continue;
-		s->abandoned[li] = true;
-		stuck++;
 		log_warning("Target %s: its lane is stuck in the kernel, abandoning it",
-			    s->lanes[li].cfg->name);
+			    l->cfg->name);
+		/* It reaches nothing of ours from here on, and frees itself if its
+		 * I/O ever returns before the process is gone. */
+		lane_retire(l);
+		lane_let_go(l, NULL);
+		s->lanes[li] = NULL;
 	}
-	return stuck + s->stuck_before;
+	return lane_retired_count();
 }
 
 void sched_free(struct sched *s)
 {
-	bool leak = false;
-
 	if (!s)
 		return;
-	for (unsigned li = 0; li < s->n_lanes; li++) {
-		if (s->abandoned && s->abandoned[li])
-			leak = true;
-		else
-			lane_destroy(&s->lanes[li]);
-	}
-	if (!leak) {
-		free(s->lanes);
-		if (!s->stuck_before)
-			cfg_free(s->owned);
-	}
+	free_lanes(s->lanes, s->n_lanes);
+	cfg_free(s->cfg);
 	if (s->reload) {
 		/* Its thread may never return: it frees the job, and must not write
 		 * reload_fd after it is closed (below) and its number reused. */
@@ -670,13 +657,11 @@ void sched_free(struct sched *s)
 	status_free(s->st);
 	free(s->tick_ops);
 	free(s->path);
-	free(s->abandoned);
 	s->epoll_fd = safe_close(s->epoll_fd);
 	s->timer_fd = safe_close(s->timer_fd);
-	/* Lanes abandoned in the kernel may still write wake_fd: it stays open then. */
+	/* Lanes left in the kernel are retired: they no longer write wake_fd. */
 	log_set_notify_fd(-1);
-	if (s->wake_fd >= 0 && !leak && !s->stuck_before)
-		close(s->wake_fd);
+	s->wake_fd = safe_close(s->wake_fd);
 	s->signal_fd = safe_close(s->signal_fd);
 	s->watchdog_fd = safe_close(s->watchdog_fd);
 	s->reload_fd = safe_close(s->reload_fd);

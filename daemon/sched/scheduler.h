@@ -32,9 +32,9 @@ extern const struct metric_def reload_metric_defs[];
 
 struct sched;
 
-/* Lanes and series for @cfg (which must outlive the scheduler). NULL on failure
- * with *err set to -errno. Signals SIGTERM, SIGINT, SIGHUP must already be blocked
- * in every thread (main does it before creating any). */
+/* Lanes and series for @cfg (the scheduler and its lanes take references).
+ * NULL on failure with *err set to -errno. Signals SIGTERM, SIGINT, SIGHUP must
+ * already be blocked in every thread (main does it before creating any). */
 struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err);
 
 /* What SIGHUP re-reads: the file @path (copied), or with NULL the embedded
@@ -59,9 +59,12 @@ void sched_notify_ready(struct sched *s);
  * still running at SIGTERM is abandoned). RELOADING=1 goes to the service manager
  * when it starts, READY=1 when it is done. A bad file changes nothing (the error
  * is logged with file:line:column and iopulse_config_last_reload_successful goes
- * to 0). A good one is swapped in at once: probes whose definition (and
- * target's) did not change keep their series and counters, changed probes start
- * from zero, removed probes and targets lose their series.
+ * to 0). A good one is swapped in at once: the lane of a target whose
+ * definition and probes did not change is kept as it runs, stuck or not; the
+ * others are replaced (lane.h: one left in the kernel is retired, and the
+ * target's new lane waits for it). Probes whose definition (and target's) did
+ * not change keep their series and counters, changed probes start from zero,
+ * removed probes and targets lose their series.
  * 'listen:' and 'buckets:' take a restart (a change is logged and ignored).
  */
 int sched_run(struct sched *s);
@@ -91,12 +94,13 @@ void sched_collect(struct sched *s);
 /* What the status page shows (the scheduler's; freed with it). */
 struct status *sched_status(struct sched *s);
 
-/* Stop lanes: wait until @grace_ns for them, abandon those stuck in the kernel.
- * Returns how many were abandoned (including any a reload abandoned). */
+/* Stop lanes: wait until @grace_ns for them, retire those stuck in the kernel
+ * (they reach nothing of the scheduler's any more, lane.h). Returns how many
+ * retired lanes are still in the kernel (any a reload retired included). */
 unsigned sched_stop(struct sched *s, uint64_t grace_ns);
 
-/* Free; lanes that were abandoned are leaked on purpose (their threads may still
- * touch them). NULL is a no-op. */
+/* Free (after sched_stop()); a retired lane frees itself whenever its I/O
+ * returns. NULL is a no-op. */
 void sched_free(struct sched *s);
 
 #endif

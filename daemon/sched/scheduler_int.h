@@ -22,20 +22,17 @@
 struct reload_job;
 
 struct sched {
-	const struct config *cfg;
-	struct config *owned; /* cfg when a reload loaded it (the first one is main's) */
-	char *path;	      /* what a reload re-reads; NULL: the embedded default */
+	const struct config *cfg; /* the schedule in force (a reference, cfg_ref()) */
+	char *path;		  /* what a reload re-reads; NULL: the embedded default */
 	struct metrics *metrics;
 	/* lanes and n_lanes change only on reload (scheduler thread); scrapes read them
 	 * under lanes_mu. */
 	pthread_mutex_t lanes_mu;
 	bool lanes_mu_init;
-	struct lane *lanes;
+	struct lane **lanes; /* one per target of cfg, in its order (lane_new()) */
 	unsigned n_lanes;
-	bool reloading;	       /* old lanes unpublished, new ones not yet (lanes_mu) */
-	unsigned stuck_before; /* lanes abandoned by reloads, still in the kernel maybe */
+	bool reloading; /* old lanes unpublished, new ones not yet (lanes_mu) */
 	struct metric_series *m_reload_ok, *m_reload_time;
-	bool *abandoned; /* lanes whose thread did not exit in time */
 	int epoll_fd, timer_fd, signal_fd;
 	int wake_fd;		   /* eventfd: a lane's 'up' changed, the log has news */
 	bool woken;		   /* wake_fd was read: STATUS= may have changed */
@@ -65,9 +62,10 @@ struct sched {
 /* 0, or -EINVAL (logged) when two targets of @cfg are one directory, file or
  * device; -ENOMEM. */
 int check_distinct_targets(const struct config *cfg);
-/* The lanes of @cfg, not started: their series exist (get-or-create). 0 or -errno. */
-int build_lanes(const struct config *cfg, struct metrics *m, struct lane **out, unsigned *n_out);
-/* Schedule the probes, then start every lane, its watch timer in the loop. */
+/* Free the lanes of @lanes[0..n) that are there (NULL: none) and the array. */
+void free_lanes(struct lane **lanes, unsigned n);
+/* Schedule the probes of the lanes not started yet, then start them, each with
+ * its watch timer in the loop. */
 int start_lanes(struct sched *s);
 
 /* A timerfd or eventfd: one read takes the whole count. */

@@ -186,10 +186,13 @@ num "$when3" '>' "$when1" || fail "$WHEN did not advance on the fixed file: $whe
 
 # Target t3's budget is 256KiB a day; with 'expected_latency: 1s' the schedule
 # projects one 4KiB write for each run of burst X, which on the null engine
-# writes far more in its first run: the budget is spent at once. A reload of
-# the same file changes nothing about t3: X and the write ping W stay skipped
+# writes far more in its first run: the budget is spent at once. A reload that
+# adds a read probe on t3 starts a new lane for it (a reload keeps only the
+# lane of a target whose probes are all as they were), which falls due at
+# once and takes over the old lane's day: X and the write ping W stay skipped
 # for the budget, and t3's cost counters go on (none goes back).
 mkdir "$WORK/t3"
+write_third() { # [EXTRA PROBE ITEM]
 {
 	echo "splay: false"
 	echo "targets:"
@@ -204,8 +207,11 @@ mkdir "$WORK/t3"
 	echo "  - {name: W, type: ping, target: t3, op: write, engine: null, interval: 1h}"
 	echo "  - {name: X, type: burst, target: t3, rw: randwrite, engine: null, iodepth: 1,"
 	echo "     duration: 100ms, every: 1h}"
+	[[ -z ${1:-} ]] || echo "  - $1"
 } >"$CFG.new"
 install_config
+}
+write_third
 
 reload_count() { grep -c 'Configuration reloaded' "$DAEMON_LOG"; }
 reloaded_since() { (($(reload_count) > $1)); }
@@ -253,8 +259,9 @@ BEFORE=("${VALUES[@]}")
 note "budget spent: today ${BEFORE[6]} bytes, W ran ${BEFORE[1]} time(s)"
 
 n=$(reload_count)
-kill -HUP "$DAEMON_PID" # the same file
-wait_until 60 "the reload of the same file" reloaded_since "$n"
+write_third "{name: R, type: ping, target: t3, op: read, engine: null, interval: 1h}"
+kill -HUP "$DAEMON_PID"
+wait_until 60 "the reload adding R on t3" reloaded_since "$n"
 wait_until 60 "X and W to fall due after the reload" due_again
 for i in 0 1; do
 	num "${VALUES[i]}" '==' "${BEFORE[i]}" ||

@@ -443,7 +443,7 @@ static double duty_at(struct lane *l, struct metrics *m, uint64_t now_ns, double
 /*
  * A reload that keeps the target (the same file read again) hands the day's
  * count to its new lane, as the scheduler does (drop the old lane's info, make
- * the new lane, lane_take_over(), destroy the old one): a spent budget stays
+ * the new lane, hand over, lane_take_over(), destroy the old one): a spent budget stays
  * spent, logged once; the counters and today's count go on; the duty cycle's
  * window too.
  */
@@ -453,6 +453,7 @@ static void test_budget_across_reload(void **state)
 	struct metrics *m = metrics_new();
 	const uint64_t t0 = 7000 * 60 * SEC; /* on a minute */
 	struct lane l, l2;
+	struct lane_handover h;
 	char *log;
 
 	(void)state;
@@ -470,7 +471,10 @@ static void test_budget_across_reload(void **state)
 	assert_true(cfg_target_same(l.cfg, &c2->targets[0]));
 	lane_drop_target_info(&l);
 	assert_int_equal(lane_init(&l2, c2, 0, m), 0);
-	lane_take_over(&l2, &l);
+	lane_hand_over(&l, &h);
+	lane_follow(&l2, &h);
+	lane_take_over(&l2, &h);
+	lane_handover_release(&h);
 	lane_destroy(&l);
 	cfg_free(c);
 	assert_int_equal(lane_start(&l2), 0);

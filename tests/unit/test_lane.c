@@ -91,7 +91,7 @@ static void fixture_lane(struct fixture *f, const char *yaml, int len, bool star
  * lines) and the one probe @probe (a flow mapping), its thread started. On the
  * heap, and stopped by fixture_teardown() even when a test fails: a lane thread
  * left running on a dead test's stack would scribble over the next test's. */
-static int fixture_with(void **state, const char *target_keys, const char *probe)
+static int fixture_started(void **state, const char *target_keys, const char *probe, bool start)
 {
 	char yaml[PATH_MAX + 512];
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -109,9 +109,14 @@ static int fixture_with(void **state, const char *target_keys, const char *probe
 		       "  - %s\n",
 		       f->dir, target_keys, probe);
 	assert_true(len > 0 && (size_t)len < sizeof(yaml));
-	fixture_lane(f, yaml, len, true);
+	fixture_lane(f, yaml, len, start);
 	assert_true(f->lane.probes[0].ready);
 	return 0;
+}
+
+static int fixture_with(void **state, const char *target_keys, const char *probe)
+{
+	return fixture_started(state, target_keys, probe, true);
 }
 
 /* A read ping p1 (the null engine: no disk I/O) on a 1MiB probe file. */
@@ -1191,6 +1196,7 @@ static void test_target_info(void **state)
 	const struct snap_series *s;
 	char want_dev[32], sys[PATH_MAX + 32], got_dev[32] = "";
 	struct stat st;
+	double runs;
 	FILE *fp;
 
 	assert_non_null(series_with(snap, "iopulse_target_info", before));
@@ -1225,15 +1231,18 @@ static void test_target_info(void **state)
 	}
 	metrics_snapshot_free(snap);
 
-	/* A reload that drops it: the lane does not bring it back. */
+	/* A reload that retired the lane (left in the kernel) drops it: the lane's
+	 * run that comes back later brings back nothing, and counts nothing. */
+	runs = value_of(f, "iopulse_probe_runs_total", "p1");
+	lane_retire(&f->lane);
 	lane_drop_target_info(&f->lane);
 	snprintf(sys, sizeof(sys), "%s/%s", f->dir, TARGET_PROBE_FILE);
 	assert_int_equal(unlink(sys), 0); /* ours: the next run re-creates and re-opens it */
 	run_ping(f);
-	assert_true(atomic_load(&f->lane.up));
 	snap = metrics_snapshot(f->m);
 	assert_null(tu_find_family(snap, "iopulse_target_info"));
 	metrics_snapshot_free(snap);
+	assert_true(value_of(f, "iopulse_probe_runs_total", "p1") == runs);
 }
 
 /* ---- states, since and reason codes ---- */
@@ -1472,12 +1481,116 @@ static void test_stuck_since(void **state)
 	assert_true(t.since_s >= now);
 }
 
+/* fixture_setup()'s lane, not started. */
+static int unstarted_fixture(void **state)
+{
+	return fixture_started(state,
+			       "    size: 1MiB\n"
+			       "    direct: false\n"
+			       "    allow_memory_backed: true\n",
+			       "{name: p1, type: ping, target: t1, op: read, engine: null, "
+			       "interval: 100ms}",
+			       false);
+}
+
+/* Whether @l's run shows an I/O in flight (within a minute). */
+static bool inflight_within_a_minute(struct lane *l)
+{
+	const struct timespec tick = {.tv_nsec = 1000000};
+
+	for (unsigned i = 0; i < 60000; i++) {
+		if (atomic_load(&l->inflight_ns))
+			return true;
+		nanosleep(&tick, NULL);
+	}
+	return false;
+}
+
+/* Stop heap lane @l (within a minute) and free it. */
+static void stop_and_free(struct lane *l)
+{
+	struct timespec ts;
+
+	lane_request_stop(l);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	assert_true(lane_wait(l, ((uint64_t)ts.tv_sec + 60) * SEC + (uint64_t)ts.tv_nsec));
+	lane_free(l);
+}
+
+/* A lane of f's target that has run once (and so holds the target's claim),
+ * and a reload's new lane for it, started, following it: made as the reload
+ * makes them (the old lane's own series dropped before the new lane exists).
+ * The new lane's probe is handed to it once. */
+static struct lane *old_and_follower(struct fixture *f, struct lane **next)
+{
+	struct lane_handover h;
+	struct lane *old;
+	int err;
+
+	old = lane_new(f->cfg, 0, f->m, &err);
+	assert_non_null(old);
+	assert_int_equal(lane_start(old), 0);
+	lane_enqueue(old, 0);
+	tu_lane_idle_wait(old);
+	assert_true(value_of(f, "iopulse_probe_runs_total", "p1") == 1);
+	lane_drop_target_info(old);
+	*next = lane_new(f->cfg, 0, f->m, &err);
+	assert_non_null(*next);
+	lane_hand_over(old, &h);
+	lane_follow(*next, &h);
+	lane_handover_release(&h);
+	assert_int_equal(lane_start(*next), 0);
+	lane_enqueue(*next, 0);
+	assert_true(inflight_within_a_minute(*next));
+	return old;
+}
+
+/*
+ * The claim (lane.h): a reload's new lane of a target follows the old one,
+ * which holds the target from its first run on. Until the old lane is gone,
+ * the new one's run waits: it touches nothing, counts nothing and shows an
+ * I/O in flight (since the old lane's began, when a retired one passed that
+ * on); once the old lane is destroyed, the run goes on.
+ */
+static void test_claim_follows(void **state)
+{
+	struct fixture *f = *state;
+	struct lane *old, *next;
+	struct timespec ts;
+
+	old = old_and_follower(f, &next);
+	assert_true(value_of(f, "iopulse_probe_runs_total", "p1") == 1);
+	lane_request_stop(old);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	assert_true(lane_wait(old, ((uint64_t)ts.tv_sec + 60) * SEC + (uint64_t)ts.tv_nsec));
+	assert_true(value_of(f, "iopulse_probe_runs_total", "p1") == 1); /* still waiting */
+	lane_free(old); /* lets go of the target: the new lane's run goes on */
+	tu_lane_idle_wait(next);
+	assert_true(value_of(f, "iopulse_probe_runs_total", "p1") == 2);
+	assert_int_equal(atomic_load(&next->inflight_ns), 0);
+	assert_true(atomic_load(&next->up));
+	stop_and_free(next);
+}
+
+/* A lane waiting for the claim stops when asked, without touching the target. */
+static void test_claim_wait_stops(void **state)
+{
+	struct fixture *f = *state;
+	struct lane *old, *next;
+
+	old = old_and_follower(f, &next);
+	stop_and_free(next);
+	assert_true(value_of(f, "iopulse_probe_runs_total", "p1") == 1);
+	stop_and_free(old);
+}
+
 /* A reload that keeps the target: the new lane goes on in the same state since
  * the same time, down for the same reason. */
 static void test_take_over_state(void **state)
 {
 	struct fixture *f = *state;
 	struct status_target t, t2;
+	struct lane_handover h;
 	struct lane next;
 	struct timespec ts;
 
@@ -1492,7 +1605,9 @@ static void test_take_over_state(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	assert_true(lane_wait(&f->lane, ((uint64_t)ts.tv_sec + 60) * SEC + (uint64_t)ts.tv_nsec));
 	assert_int_equal(lane_init(&next, f->cfg, 0, f->m), 0);
-	lane_take_over(&next, &f->lane);
+	lane_hand_over(&f->lane, &h);
+	lane_take_over(&next, &h);
+	lane_handover_release(&h);
 	lane_status(&next, eng_now_ns(), &t2);
 	assert_int_equal(t2.state, STATUS_DOWN);
 	assert_string_equal(t2.reason_code, "missing");
@@ -1679,6 +1794,10 @@ int main(void)
 		cmocka_unit_test(test_reason_codes),
 		cmocka_unit_test_setup_teardown(test_state_since, fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_stuck_since, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_claim_follows, unstarted_fixture,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_claim_wait_stops, unstarted_fixture,
+						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_take_over_state, fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_regress_gauges, fixture_setup,
