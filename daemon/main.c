@@ -73,12 +73,14 @@ static const char run_usage[] =
 
 static const char check_usage[] =
 	"Usage: iopulse check [--config FILE] [--web.config.file FILE] [--quiet] [--file-only]\n"
+	"                     [--timeout TIME]\n"
 	"\n"
 	"Validate a configuration and print the effective schedule, every default\n"
 	"filled in, and what it costs each target. Exits 0 when valid, 78 when not,\n"
 	"65 when over a target's budget, 66 when a target directory is missing, 73\n"
 	"when one cannot hold a probe file (not writable by the user running the\n"
-	"check, or refused as run refuses it: tmpfs, require_mount, a symlink).\n"
+	"check, or refused as run refuses it: tmpfs, require_mount, a symlink), 75\n"
+	"when one did not answer within the timeout (a hung filesystem or disk).\n"
 	"\n"
 	"  -c, --config FILE      YAML configuration (default: the embedded default)\n"
 	"      --web.config.file FILE\n"
@@ -86,11 +88,12 @@ static const char check_usage[] =
 	"  -q, --quiet            print only errors and warnings, not the schedule\n"
 	"      --file-only        check the file alone, not the directory targets on\n"
 	"                         this machine: what a reload refuses (ExecReload=)\n"
+	"      --timeout TIME     how long each target has to answer (default 10s)\n"
 	"  -h, --help             show this help\n";
 
 static const char version_usage[] = "Usage: iopulse version\n\nPrint the version and exit.\n";
 
-enum { OPT_LOG_LEVEL = 0x100, OPT_WEB_CONFIG, OPT_FILE_ONLY };
+enum { OPT_LOG_LEVEL = 0x100, OPT_WEB_CONFIG, OPT_FILE_ONLY, OPT_TIMEOUT };
 
 struct options {
 	const char *config;
@@ -98,6 +101,7 @@ struct options {
 	const char *web_config; /* --web.config.file */
 	bool quiet;		/* check --quiet: no schedule on stdout */
 	bool file_only;		/* check --file-only: the targets are not looked at */
+	uint64_t timeout_ns;	/* check --timeout: how long a target has to answer */
 };
 
 /* --config @arg for command @cmd into *@config; false (said on stderr) for an
@@ -110,6 +114,24 @@ static bool config_option(const char *cmd, const char *arg, const char **config)
 	}
 	*config = arg;
 	return true;
+}
+
+/* check --timeout @arg into *@ns: a duration as the configuration writes one,
+ * in the range of a probe's 'timeout'; false (said on stderr) for anything
+ * else. */
+static bool timeout_option(const char *arg, uint64_t *ns)
+{
+	char e[ESC_SIZE(ESC_ARG_SHOWN)], lo[32], hi[32];
+
+	if (cfg_parse_duration(arg, ns) == 0 && *ns >= CFG_MIN_TIMEOUT_NS &&
+	    *ns <= CFG_MAX_TIMEOUT_NS)
+		return true;
+	cfg_format_duration(CFG_MIN_TIMEOUT_NS, lo, sizeof(lo));
+	cfg_format_duration(CFG_MAX_TIMEOUT_NS, hi, sizeof(hi));
+	fprintf(stderr,
+		"iopulse check: invalid --timeout '%s': use a duration from %s to %s, such as 5s\n",
+		esc_str(e, sizeof(e), arg), lo, hi);
+	return false;
 }
 
 /* Parses a subcommand's options. Returns -1 to go on, or an exit status. */
@@ -144,6 +166,7 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 		{"web.config.file", required_argument, NULL, OPT_WEB_CONFIG},
 		{"quiet", no_argument, NULL, 'q'},
 		{"file-only", no_argument, NULL, OPT_FILE_ONLY},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -166,6 +189,10 @@ static int parse_options(int argc, char **argv, const char *usage, bool run, str
 			break;
 		case OPT_FILE_ONLY:
 			o->file_only = true;
+			break;
+		case OPT_TIMEOUT:
+			if (!timeout_option(optarg, &o->timeout_ns))
+				return EX_USAGE;
 			break;
 		case OPT_WEB_CONFIG:
 			if (!*optarg) {
@@ -343,7 +370,7 @@ static void warn_plain_auth(const struct web_config *web, bool loopback, const c
 static int cmd_check(int argc, char **argv)
 {
 	char where[80];
-	struct options o = {0};
+	struct options o = {.timeout_ns = CHECK_TIMEOUT_DEFAULT_NS};
 	struct config *cfg = NULL;
 	struct web_config *web;
 	int budget, r = parse_options(argc, argv, check_usage, false, &o);
@@ -374,7 +401,7 @@ static int cmd_check(int argc, char **argv)
 	check_warnings(cfg);
 	/* --file-only: a target down on this machine (a disk not mounted yet) is
 	 * something run lives with, not a reason to refuse the file. */
-	r = o.file_only ? EX_OK : check_dirs(cfg);
+	r = o.file_only ? EX_OK : check_dirs(cfg, o.timeout_ns);
 	cfg_free(cfg);
 	return budget != EX_OK ? budget : r;
 }

@@ -403,20 +403,36 @@ _unmount_tmpfs() {
 }
 on_exit _unmount_tmpfs
 
+LOOPS=() # loop devices attach_loop attached and nothing has detached yet
+
 # attach_loop IMG: attach a loop device over IMG (a file of the test's own),
-# detached at exit (after the hooks registered before this call); sets LOOP.
-# Skips when losetup cannot.
+# detached at exit (after the hooks registered before this call) unless
+# detach_loop did it first; sets LOOP. Skips when losetup cannot.
 attach_loop() {
 	LOOP=$(losetup --find --show "$1" 2>"$WORK/losetup.err") || LOOP=
 	[[ -n $LOOP ]] || skip "losetup --find --show failed: $(cat "$WORK/losetup.err")"
-	on_exit _detach_loop "$LOOP"
+	LOOPS+=("$LOOP")
+	on_exit detach_loop "$LOOP"
 	# The device must be ours: backed by our file.
 	[[ $(losetup -n -O BACK-FILE "$LOOP" | sed 's/[[:space:]]*$//') == "$1" ]] ||
 		fail "$LOOP is not backed by $1: $(losetup -l "$LOOP")"
 	note "loop device $LOOP over $1"
 }
 
-_detach_loop() {
+# detach_loop DEV: detach DEV, a loop device of attach_loop's, once: called
+# again (its hook at exit), it leaves alone a device that may be another
+# program's by then. For cleanup: never fails.
+detach_loop() {
+	local d keep=() ours=
+	for d in "${LOOPS[@]}"; do
+		if [[ $d == "$1" ]]; then
+			ours=1
+		else
+			keep+=("$d")
+		fi
+	done
+	[[ -n $ours ]] || return 0
+	LOOPS=("${keep[@]}")
 	losetup -d "$1" || echo "# cannot detach $1" >&2
 }
 

@@ -6,7 +6,8 @@
 # effective configuration that is itself valid (and stable when checked again);
 # it rejects every file in tests/configs/bad/ with status 78 and a
 # `file:line:column: message` on stderr, and a schedule over a target's budget
-# with 65 (`run` too), naming the costliest probes; usage errors exit 64;
+# with 65 (`run` too), naming the costliest probes; usage errors (a bad
+# --timeout too) exit 64;
 # `version` and every `--help` exit 0.
 
 # shellcheck source=lib.sh
@@ -491,6 +492,15 @@ run_cli run-bogus run --bogus --listen 127.0.0.1:0
 ((RC == 64)) || fail "iopulse run --bogus: status $RC, want 64"
 run_cli check-bogus check --bogus
 ((RC == 64)) || fail "iopulse check --bogus: status $RC, want 64"
+# --timeout: a duration in a probe timeout's range (test_check_hung.sh uses it).
+for arg in 5 0s 11m soon; do
+	run_cli "check-timeout-$arg" check --timeout "$arg" --config "$WORK/dir.yaml"
+	((RC == 64)) || fail "iopulse check --timeout $arg: status $RC, want 64"
+	grep -qxF "iopulse check: invalid --timeout '$arg': use a duration from 1ms to 10m, such as 5s" "$ERR" ||
+		fail "iopulse check --timeout $arg: no clear message: $(cat "$ERR")"
+done
+run_cli check-timeout check --quiet --timeout 1m30s --config "$WORK/dir.yaml"
+((RC == 0)) || fail "iopulse check --timeout 1m30s: status $RC, want 0: $(cat "$ERR")"
 # An empty file name is a usage error, not a file that cannot be read.
 for cmd in check run probe; do
 	run_cli "$cmd-empty-config" "$cmd" --config ""
