@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/json.h"
+#include "lib/utf8.h"
 #include "daemon/status/status.h"
 
 #define REFRESH_S 5
