@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lib/utf8.h"
 
@@ -29,4 +31,46 @@ size_t utf8_seq_len(const char *s)
 	    (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
 	return n;
+}
+
+bool utf8_valid(const char *s)
+{
+	size_t n;
+
+	for (; *s; s += n) {
+		n = utf8_seq_len(s);
+		if (!n)
+			return false;
+	}
+	return true;
+}
+
+char *utf8_scrub_dup(const char *s)
+{
+	const size_t rlen = sizeof(UTF8_REPLACEMENT) - 1;
+	size_t len = 0, n;
+	const char *p;
+	char *out, *w;
+
+	/* Sized first, allocated once and exactly: a registry keeps these. */
+	for (p = s; *p; p += n ? n : 1) {
+		n = utf8_seq_len(p);
+		len += n ? n : rlen;
+	}
+	out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	for (p = s, w = out; *p; p += n) {
+		n = utf8_seq_len(p);
+		if (n) {
+			memcpy(w, p, n);
+			w += n;
+		} else {
+			memcpy(w, UTF8_REPLACEMENT, rlen);
+			w += rlen;
+			n = 1;
+		}
+	}
+	*w = '\0';
+	return out;
 }

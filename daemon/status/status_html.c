@@ -45,7 +45,7 @@ void status_html_escape(struct buf *out, const char *s)
 		default:
 			/* Controls other than tab and newline are parse errors in HTML. */
 			if (!n || (ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f) {
-				buf_puts(out, "\xef\xbf\xbd"); /* U+FFFD */
+				buf_puts(out, UTF8_REPLACEMENT);
 				s++;
 			} else {
 				buf_append(out, s, n);
