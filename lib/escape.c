@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "lib/escape.h"
-#include "lib/json.h"
+#include "lib/utf8.h"
 
 /*
  * The sequence @s starts with (not at its NUL): how it is shown, in @out (which

@@ -15,7 +15,7 @@
  * Everything else (printable ASCII, valid UTF-8) passes as it is.
  *
  * JSON (json.h) and HTML (status_html.c) have escapings of their own; all three
- * ask utf8_seq_len() what is valid UTF-8.
+ * ask utf8_seq_len() (utf8.h) what is valid UTF-8.
  */
 #ifndef IOPULSE_ESCAPE_H
 #define IOPULSE_ESCAPE_H

@@ -15,8 +15,4 @@
  * \ufffd (paths and messages come from the system, not always in UTF-8). */
 void json_string(struct buf *out, const char *s);
 
-/* The length of the valid UTF-8 sequence @s starts with (1 for ASCII, NUL
- * included), 0 when it is not one (overlong, surrogate, past U+10FFFF). */
-size_t utf8_seq_len(const char *s);
-
 #endif

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "lib/buf.h"
+#include "lib/utf8.h"
 #include "daemon/metrics/metrics.h"
 #include "daemon/metrics/metrics_int.h"
 
@@ -236,7 +237,7 @@ struct metric_family *metrics_family(struct metrics *m, const char *name, enum m
 	f->reg = m;
 	f->type = type;
 	f->name = strdup(name);
-	f->help = strdup(help ? help : "");
+	f->help = utf8_scrub_dup(help ? help : ""); /* as label values, below */
 	if (!f->name || !f->help)
 		goto fail;
 	f->n_labels = n_labels;
@@ -328,19 +329,39 @@ struct metric_series *metrics_series(struct metric_family *f, const char *const 
 	return metrics_series_extra(f, values, NULL, 0);
 }
 
-struct metric_series *metrics_series_extra(struct metric_family *f, const char *const *values,
-					   const char *const *extra, unsigned n_extra)
+/*
+ * Label values as every page must carry them: valid UTF-8. A path reaches a
+ * label through ${VAR} with any bytes, a device name through sysfs, and
+ * Prometheus drops the whole scrape over one value that is not UTF-8, in every
+ * format. Replaced here, where the text, OpenMetrics and protobuf pages all
+ * take their label values from, by /status.json's rule (lib/utf8.h): the pages
+ * cannot disagree, and values that differ only in bytes that are not UTF-8
+ * name one series (never two series with one label set). @in[0..n) into
+ * @out[0..n): as they are when valid (no allocation: a lookup of existing
+ * series is the usual call), else a copy made valid, also put in @own[i] for
+ * the caller to free. 0 or -ENOMEM.
+ */
+static int values_utf8(const char *const *in, unsigned n, const char **out, char **own)
 {
-	struct metric_series *s = NULL;
-	struct metrics *m;
-	unsigned i, pos;
+	for (unsigned i = 0; i < n; i++) {
+		out[i] = in[i];
+		if (utf8_valid(in[i]))
+			continue;
+		own[i] = utf8_scrub_dup(in[i]);
+		if (!own[i])
+			return -ENOMEM;
+		out[i] = own[i];
+	}
+	return 0;
+}
 
-	if (!f || (f->n_labels && !values) || !extra_valid(f, extra, n_extra))
-		return NULL;
-	for (i = 0; i < f->n_labels; i++)
-		if (!values[i])
-			return NULL;
-	m = f->reg;
+/* metrics_series_extra() for label values that are valid UTF-8. */
+static struct metric_series *series_get(struct metric_family *f, const char *const *values,
+					const char *const *extra, unsigned n_extra)
+{
+	struct metrics *m = f->reg;
+	struct metric_series *s = NULL;
+	unsigned i, pos;
 
 	pthread_mutex_lock(&m->lock);
 	/* Sorted: stop at the first series that sorts after @values. */
@@ -392,6 +413,28 @@ fail:
 	s = NULL;
 out:
 	pthread_mutex_unlock(&m->lock);
+	return s;
+}
+
+struct metric_series *metrics_series_extra(struct metric_family *f, const char *const *values,
+					   const char *const *extra, unsigned n_extra)
+{
+	const char *v[METRICS_MAX_LABELS], *e[2 * METRICS_MAX_EXTRA_LABELS];
+	char *own[METRICS_MAX_LABELS + 2 * METRICS_MAX_EXTRA_LABELS] = {NULL};
+	struct metric_series *s = NULL;
+	unsigned i;
+
+	if (!f || (f->n_labels && !values) || !extra_valid(f, extra, n_extra))
+		return NULL;
+	for (i = 0; i < f->n_labels; i++)
+		if (!values[i])
+			return NULL;
+	/* The extra labels' names are valid names, ASCII: passed as they are. */
+	if (values_utf8(values, f->n_labels, v, own) == 0 &&
+	    values_utf8(extra, 2 * n_extra, e, own + METRICS_MAX_LABELS) == 0)
+		s = series_get(f, v, e, n_extra);
+	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		free(own[i]);
 	return s;
 }
 

@@ -49,7 +49,8 @@ void metrics_free(struct metrics *m);
 void metrics_set_native(struct metrics *m, int schema, double zero_threshold_s);
 
 /*
- * Declare a family. @name and @help are copied; @labels is a NULL-terminated list
+ * Declare a family. @name and @help are copied (@help made valid UTF-8 as label
+ * values are, see metrics_series()); @labels is a NULL-terminated list
  * of label names (at most METRICS_MAX_LABELS, may be empty). For METRIC_HISTOGRAM,
  * @bounds_ns[0..n_bounds) are the classic bucket bounds of every series (ignored
  * otherwise). Declaring the same name again returns the existing family when the
@@ -85,16 +86,20 @@ int metrics_declare(struct metrics *m, const struct metric_def *defs, unsigned n
 
 /* Get or create the series with these label values (one per label name; copied).
  * The pointer stays valid until metrics_series_drop() or metrics_free(). NULL on
- * allocation failure. */
+ * allocation failure.
+ * Every page must carry valid UTF-8: a value that is not is kept with each byte
+ * that does not begin a valid sequence replaced by U+FFFD (lib/utf8.h, the rule
+ * of /status.json), so values that differ only in such bytes name one series. */
 struct metric_series *metrics_series(struct metric_family *f, const char *const *values);
 
 /*
  * As metrics_series(), with @n_extra (at most METRICS_MAX_EXTRA_LABELS) labels
  * of this series only, after the family's: @extra holds their names and values
- * in pairs (copied). For an info series whose label set differs from one series
- * to the next (a target's user labels). Series sort by the family's labels,
- * then by these. NULL also for an invalid, reserved ("__*", "le" on
- * histograms) or duplicate name, or one of the family's.
+ * in pairs (copied; the values made valid UTF-8 as metrics_series() does). For
+ * an info series whose label set differs from one series to the next (a
+ * target's user labels). Series sort by the family's labels, then by these.
+ * NULL also for an invalid, reserved ("__*", "le" on histograms) or duplicate
+ * name, or one of the family's.
  */
 struct metric_series *metrics_series_extra(struct metric_family *f, const char *const *values,
 					   const char *const *extra, unsigned n_extra);

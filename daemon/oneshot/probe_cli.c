@@ -20,7 +20,7 @@
 
 #include "config/config.h"
 #include "lib/escape.h"
-#include "lib/json.h"
+#include "lib/utf8.h"
 #include "daemon/oneshot/oneshot.h"
 #include "daemon/oneshot/probe_cli.h"
 #include "daemon/probes/probe.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/json.h"
+#include "lib/utf8.h"
 #include "daemon/status/status.h"
 
 #define REFRESH_S 5
@@ -45,7 +45,7 @@ void status_html_escape(struct buf *out, const char *s)
 		default:
 			/* Controls other than tab and newline are parse errors in HTML. */
 			if (!n || (ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f) {
-				buf_puts(out, "\xef\xbf\xbd"); /* U+FFFD */
+				buf_puts(out, UTF8_REPLACEMENT);
 				s++;
 			} else {
 				buf_append(out, s, n);

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 #
-# promcheck.py: checks for test_prometheus.sh, standard library only.
+# promcheck.py: checks for test_prometheus.sh and test_hostile_names.sh,
+# standard library only. Every page and every string of a protobuf body must
+# be valid UTF-8 (Prometheus drops a whole scrape over one that is not).
 #
 #   promcheck.py series FILE [--om] [--fold=HISTOGRAM]...
 #       The series of a text 0.0.4 (or, with --om, OpenMetrics 1.0) page, one per
@@ -15,6 +17,9 @@
 #       histogram (schema, spans against buckets, counts) and that its count
 #       equals iopulse_probe_ios_total of the same labels in the same body; the
 #       classic series it carries must be the series of TEXTFILE.
+#   promcheck.py label PROM EXPR LABEL
+#       The value of LABEL of the one series the instant query EXPR returns, as
+#       UTF-8 bytes on stdout with no newline.
 #   promcheck.py up PROM | names PROM NAME... [--absent NAME...]
 #   promcheck.py quantile PROM EXPR PROBE:OP... | count-rate PROM EXPR PROBE:OP...
 #   promcheck.py count-equal PROM WINDOW | prom-series PROM
@@ -49,6 +54,20 @@ SYNTHETIC = {
 
 class Fail(Exception):
     pass
+
+
+def utf8(b, what):
+    """@b decoded; Prometheus drops a whole scrape over one string that is not UTF-8."""
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError as e:
+        at = b[max(0, e.start - 120):e.start + 40]
+        raise Fail(f"{what} is not valid UTF-8 ({e.reason} at byte {e.start}): ...{at!r}...")
+
+
+def read_page(path):
+    with open(path, "rb") as f:
+        return utf8(f.read(), path)
 
 
 # ---- Prometheus HTTP API ---------------------------------------------------
@@ -106,6 +125,17 @@ def cmd_up(prom):
     if vals != ["1"]:
         raise Fail(f'up{{job="iopulse"}} is {vals or "absent"}')
     return "up == 1"
+
+
+def cmd_label(prom, expr, label):
+    _, res = query(prom, expr)
+    if len(res) != 1:
+        raise Fail(f"{expr}: {len(res)} series, want 1: {res}")
+    v = res[0]["metric"].get(label)
+    if v is None:
+        raise Fail(f"{expr}: no label {label}: {res[0]['metric']}")
+    sys.stdout.buffer.write(v.encode("utf-8"))
+    return ""
 
 
 def cmd_names(prom, args):
@@ -359,8 +389,7 @@ def page_series(text, om):
 def cmd_series(path, om, fold):
     """fold: histogram families whose classic series stand for one native
     series (what Prometheus 2.42 keeps with native histograms on)."""
-    with open(path, encoding="utf-8") as f:
-        out = page_series(f.read(), om)
+    out = page_series(read_page(path), om)
     if fold:
         folded = set()
         for k in out:
@@ -462,8 +491,6 @@ def norm_le(k):
 def cmd_pb(path, textpath):
     with open(path, "rb") as f:
         body = f.read()
-    with open(textpath, encoding="utf-8") as f:
-        text_series = {norm_le(k) for k in page_series(f.read(), False)}
     i = 0
     series = set()
     ios = {}
@@ -476,7 +503,7 @@ def cmd_pb(path, textpath):
         if len(body) - i < n:
             raise Fail("truncated MetricFamily")
         i += n
-        name = one(mf, 1, b"").decode()
+        name = utf8(one(mf, 1, b""), "a family name")
         mtype = one(mf, 3, 0)
         families.append(name)
         natives = []
@@ -485,7 +512,8 @@ def cmd_pb(path, textpath):
             labels = {}
             for _, lp in m.get(1, []):
                 lf = fields(lp)
-                labels[one(lf, 1, b"").decode()] = one(lf, 2, b"").decode()
+                ln = utf8(one(lf, 1, b""), f"a label name of {name}")
+                labels[ln] = utf8(one(lf, 2, b""), f"label {ln} of {name}")
             lk = tuple(labels.get(x) for x in ("probe", "target", "op"))
             if mtype in (0, 1, 3):  # counter, gauge, untyped
                 sub = fields(one(m, {0: 3, 1: 2, 3: 5}[mtype], b""))
@@ -541,6 +569,9 @@ def cmd_pb(path, textpath):
             bad.append(f"{where}: no iopulse_probe_ios_total")
         elif ios[lk] != count:
             bad.append(f"{where}: sample_count {count} != iopulse_probe_ios_total {ios[lk]}")
+    # The text page after the body: a string of the body that is not UTF-8 is
+    # told as such, even when the text page has the same one.
+    text_series = {norm_le(k) for k in page_series(read_page(textpath), False)}
     series = {norm_le(k) for k in series}
     only_pb = sorted(series - text_series)
     only_text = sorted(text_series - series)
@@ -567,6 +598,8 @@ def main(argv):
             out = cmd_series(args[0], "--om" in args[1:], fold)
         elif cmd == "pb":
             out = cmd_pb(args[0], args[1])
+        elif cmd == "label":
+            out = cmd_label(args[0], args[1], args[2])
         elif cmd == "up":
             out = cmd_up(args[0])
         elif cmd == "names":

@@ -37,6 +37,7 @@
 
 #include "tests/unit/testutil.h"
 
+#include "lib/utf8.h"
 #include "daemon/expose/expose.h"
 
 #define GOLDEN	    TEST_GOLDEN_DIR "/text.prom"
@@ -885,6 +886,56 @@ static void test_protobuf_inconsistent_native(void **state)
 	buf_free(&out);
 }
 
+/*
+ * A label value from a hostile path (bytes that are not UTF-8, controls, a
+ * quote, a backslash, a newline) reaches every format as the registry made it
+ * (U+FFFD for each byte that does not begin a valid sequence), escaped as each
+ * format requires — text and OpenMetrics: \\, \" and \n, everything else as it
+ * is; protobuf: the bytes themselves — and every page is valid UTF-8.
+ */
+#define R "\xef\xbf\xbd" /* U+FFFD */
+/* Its line on the text and OpenMetrics pages. */
+#define HOSTILE_SERIES "x_info{path=\"/d" R R "\\\"q\\\\b\\n\r\t\x01\x1b\xc3\xa9" R R "\"} 1\n"
+static void test_hostile_label_every_format(void **state)
+{
+	static const char *const labels[] = {"path", NULL};
+	static const char *const raw[] = {"/d\x9b\xff\"q\\b\n\r\t\x01\x1b\xc3\xa9\xe2\x82", NULL};
+	static const char want[] = "/d" R R "\"q\\b\n\r\t\x01\x1b\xc3\xa9" R R;
+	struct metrics *m = metrics_new();
+	struct metric_family *f;
+	struct metrics_snapshot *snap;
+	struct buf text, om, got;
+
+	(void)state;
+	assert_non_null(m);
+	f = metrics_family(m, "x_info", METRIC_GAUGE, "Path.", labels, NULL, 0);
+	assert_non_null(f);
+	metrics_set(metrics_series(f, raw), 1);
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	assert_string_equal(snap->families[0].series[0].values[0], want);
+
+	buf_init(&text);
+	assert_int_equal(expose_text(snap, &text), 0);
+	assert_string_equal(text.data, "# HELP x_info Path.\n# TYPE x_info gauge\n" HOSTILE_SERIES);
+	buf_init(&om);
+	assert_int_equal(expose_openmetrics(snap, &om), 0);
+	assert_string_equal(om.data,
+			    "# TYPE x_info gauge\n# HELP x_info Path.\n" HOSTILE_SERIES "# EOF\n");
+	assert_true(utf8_valid(text.data));
+	assert_true(utf8_valid(om.data));
+	/* Protobuf: the label's bytes are the snapshot's (check_decodes_to()). */
+	check_decodes_to(snap, &got);
+
+	buf_free(&got);
+	buf_free(&om);
+	buf_free(&text);
+	metrics_snapshot_free(snap);
+	metrics_free(m);
+}
+#undef HOSTILE_SERIES
+#undef R
+
 /* The decoder reads unpacked deltas too (as client_golang 1.14 writes them). */
 static void test_decoder_unpacked(void **state)
 {
@@ -1077,6 +1128,7 @@ int main(void)
 		cmocka_unit_test(test_protobuf_known_vector),
 		cmocka_unit_test(test_protobuf_inconsistent_native),
 		cmocka_unit_test(test_decoder_unpacked),
+		cmocka_unit_test(test_hostile_label_every_format),
 		cmocka_unit_test(test_text_empty),
 	};
 

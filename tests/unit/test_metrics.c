@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for daemon/metrics: declaring families (one by one and by table),
- * series, values, and snapshots (sorted, deep copies, empty families omitted).
+ * series, values, and snapshots (sorted, deep copies, empty families omitted);
+ * label values made valid UTF-8.
  */
 #include <errno.h>
 #include <math.h>
@@ -731,6 +732,84 @@ static void test_series_extra_labels(void **state)
 	metrics_free(m);
 }
 
+/* Label values (and help) that are not UTF-8 are kept with each byte that does
+ * not begin a valid sequence replaced by U+FFFD, /status.json's rule: one per
+ * byte, whatever the sequence was meant to be. Valid text, odd or not (quotes,
+ * controls: the renderers escape them), is kept byte for byte. */
+#define R "\xef\xbf\xbd" /* U+FFFD */
+static void test_series_utf8(void **state)
+{
+	static const char *const labels[] = {"path", NULL};
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		/* valid: kept, multi-byte and boundaries of each length included */
+		{"caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x92\xbe", NULL},
+		{"\xc2\x80\xdf\xbf\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\xf0\x90\x80\x80\xf4\x8f\xbf"
+		 "\xbf",
+		 NULL},
+		{"a\"b\\c\nd\re\tf\x01g\x7f\xc2\x9b" R, NULL},
+		/* stray continuation bytes, bytes that begin nothing */
+		{"dir\x9b\xff", "dir" R R},
+		{"\x80\xbf\xc0\xc1\xf5\xfe", R R R R R R},
+		/* truncated: at the end, before ASCII, before another lead byte */
+		{"a\xe2\x82", "a" R R},
+		{"\xe2\x82x", R R "x"},
+		{"\xf0\x9f\x92\xc3\xa9", R R R "\xc3\xa9"},
+		/* overlong forms of '/' and U+0000 */
+		{"\xc0\xaf|\xe0\x80\xaf|\xf0\x80\x80\xaf", R R "|" R R R "|" R R R R},
+		{"\xc0\x80", R R},
+		/* UTF-16 surrogates, past U+10FFFF */
+		{"\xed\xa0\x80 \xed\xbf\xbf", R R R " " R R R},
+		{"\xf4\x90\x80\x80", R R R R},
+	};
+	static const char *const extra_raw[] = {"zone", "eu\xff"};
+	const unsigned n = sizeof(cases) / sizeof(cases[0]);
+	struct metrics *m = metrics_new();
+	struct metric_family *f;
+	struct metrics_snapshot *snap;
+	const struct snap_family *sf;
+
+	(void)state;
+	assert_non_null(m);
+	f = metrics_family(m, "x_info", METRIC_GAUGE, "help \xff", labels, NULL, 0);
+	assert_non_null(f);
+	for (unsigned i = 0; i < n; i++) {
+		const char *raw[] = {cases[i].in, NULL};
+		const char *want[] = {cases[i].want ? cases[i].want : cases[i].in, NULL};
+		struct metric_series *s = metrics_series(f, raw);
+
+		assert_non_null(s);
+		metrics_set(s, i);
+		/* The replaced value names the same series: no two with one label set. */
+		assert_ptr_equal(metrics_series(f, want), s);
+		assert_ptr_equal(metrics_series(f, raw), s);
+	}
+	/* Labels of one series only: their values too. */
+	assert_non_null(metrics_series_extra(f, (const char *[]){"x", NULL}, extra_raw, 1));
+
+	snap = metrics_snapshot(m);
+	assert_non_null(snap);
+	sf = tu_find_family(snap, "x_info");
+	assert_non_null(sf);
+	assert_string_equal(sf->help, "help " R);
+	assert_int_equal(sf->n_series, n + 1);
+	for (unsigned i = 0; i < sf->n_series; i++) {
+		const struct snap_series *ss = &sf->series[i];
+		unsigned c = (unsigned)ss->value; /* the case that made it */
+
+		if (ss->n_extra) {
+			assert_string_equal(ss->extra[1], "eu" R);
+			continue;
+		}
+		assert_true(c < n);
+		assert_string_equal(ss->values[0], cases[c].want ? cases[c].want : cases[c].in);
+	}
+	metrics_snapshot_free(snap);
+	metrics_free(m);
+}
+#undef R
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -745,6 +824,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_writers),
 		cmocka_unit_test(test_snapshot_cached),
 		cmocka_unit_test(test_series_extra_labels),
+		cmocka_unit_test(test_series_utf8),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
