@@ -111,6 +111,16 @@ struct section {
 			 const yaml_node_t *knode);
 };
 
+/* elide.c */
+/* @fmt rewritten so that each string argument quoted in it ('%s') longer than
+ * ELIDE_LONG bytes prints only its first bytes, "…" and its length; the same
+ * arguments @ap (not consumed) print it. NULL when none is that long (or @fmt
+ * has a conversion it does not know, or out of memory); else free() it. */
+__attribute__((format_arg(1))) char *elide_format(const char *fmt, va_list ap);
+/* Where the part of the file name @name that a message shows starts: @name, or
+ * past its first bytes when it is longer than ELIDE_NAME (shown after "…"). */
+const char *elide_name(const char *name);
+
 /* yaml.c */
 __attribute__((format(printf, 3, 4))) int fail_at(struct parser *p, const yaml_node_t *n,
 						  const char *fmt, ...);
@@ -131,8 +141,8 @@ struct size_words;
 int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out);
 extern const struct size_words words_size;
 extern const struct size_words words_keep_free;
-int size_error(struct parser *p, const yaml_node_t *n, const char *what, const char *s, int r,
-	       const struct size_words *w);
+int size_error(struct parser *p, const yaml_node_t *n, const char *key, const char *range,
+	       const char *s, int r, const struct size_words *w);
 int get_size(struct parser *p, const yaml_node_t *n, const char *key, const struct size_words *w,
 	     uint64_t *out);
 int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);

@@ -105,34 +105,42 @@ static size_t len_without(const char *s, const char *suffix)
 
 /*
  * The message for cfg_parse_size() failing with @r on @s, less the suffix of
- * @w where @s ends in it; @what is "'size'", ...
+ * @w where @s ends in it: @s is the value of @key, or a size of the block size
+ * range @range (NULL when none). Every value is quoted in the format itself,
+ * so that a long one is shortened there (elide.c), not the reason.
  */
-int size_error(struct parser *p, const yaml_node_t *n, const char *what, const char *s, int r,
-	       const struct size_words *w)
+int size_error(struct parser *p, const yaml_node_t *n, const char *key, const char *range,
+	       const char *s, int r, const struct size_words *w)
 {
 	size_t len = len_without(s, w->suffix);
-	char unit[3], fixed[64];
+	const char *noun = w->noun;
+	char unit[3], fixed[64], why[256];
 
-	if (r == -ERANGE)
-		return fail_at(p, n, "invalid %s '%s' for %s: too large", w->noun, s, what);
-	if (size_is_ambiguous(s, len, unit))
-		return fail_at(p, n,
-			       "invalid %s '%s' for %s: '%s' is ambiguous, write '%ciB%s' "
-			       "(binary, 1024-based) or a number of bytes%s",
-			       w->noun, s, what, unit, unit[0] & ~0x20, w->suffix, w->per);
-	if (size_is_miscased(s, len, fixed, sizeof(fixed)))
-		return fail_at(p, n,
-			       "invalid %s '%s' for %s: write '%s%s' (binary units are KiB, MiB, "
-			       "GiB and TiB, or k, m, g and t)",
-			       w->noun, s, what, fixed, w->suffix);
-	return fail_at(p, n, "invalid %s '%s' for %s: %s", w->hint_noun, s, what, w->hint);
+	if (r == -ERANGE) {
+		snprintf(why, sizeof(why), "too large");
+	} else if (size_is_ambiguous(s, len, unit)) {
+		snprintf(why, sizeof(why),
+			 "'%s' is ambiguous, write '%ciB%s' (binary, 1024-based) or a number of "
+			 "bytes%s",
+			 unit, unit[0] & ~0x20, w->suffix, w->per);
+	} else if (size_is_miscased(s, len, fixed, sizeof(fixed))) {
+		snprintf(why, sizeof(why),
+			 "write '%s%s' (binary units are KiB, MiB, GiB and TiB, or k, m, g and t)",
+			 fixed, w->suffix);
+	} else {
+		noun = w->hint_noun;
+		snprintf(why, sizeof(why), "%s", w->hint);
+	}
+	if (range)
+		return fail_at(p, n, "invalid %s '%s' for '%s' range '%s': %s", noun, s, key, range,
+			       why);
+	return fail_at(p, n, "invalid %s '%s' for '%s': %s", noun, s, key, why);
 }
 
 /* A size; @w names it in messages (&words_size but for 'keep_free'). */
 int get_size(struct parser *p, const yaml_node_t *n, const char *key, const struct size_words *w,
 	     uint64_t *out)
 {
-	char what[64];
 	const char *s = NULL;
 	int r;
 
@@ -140,18 +148,14 @@ int get_size(struct parser *p, const yaml_node_t *n, const char *key, const stru
 	if (r < 0)
 		return r;
 	r = cfg_parse_size(s, out);
-	if (r < 0) {
-		snprintf(what, sizeof(what), "'%s'", key);
-		return size_error(p, n, what, s, r, w);
-	}
-	return 0;
+	return r < 0 ? size_error(p, n, key, NULL, s, r, w) : 0;
 }
 
 /* A size per second: "32MiB/s", or a size alone ("32MiB", "0"). */
 int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
-	char what[64], *num;
 	const char *s = NULL;
+	char *num;
 	int r;
 
 	r = get_scalar(p, n, key, "a size per second", &s);
@@ -162,11 +166,7 @@ int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *
 		return -ENOMEM;
 	r = cfg_parse_size(num, out);
 	free(num);
-	if (r < 0) {
-		snprintf(what, sizeof(what), "'%s'", key);
-		return size_error(p, n, what, s, r, &words_rate);
-	}
-	return 0;
+	return r < 0 ? size_error(p, n, key, NULL, s, r, &words_rate) : 0;
 }
 
 /* A count: plain decimal digits, as "iodepth: 32". */

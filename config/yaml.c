@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -16,20 +17,44 @@
 
 /* ---- errors and nodes ---------------------------------------------------- */
 
+/* "name:line:col: " (or "name: ") into @msg; the name's last bytes only when
+ * @shorten (elide_name()). What snprintf() returns. */
+static int write_position(char *msg, size_t size, const char *name, const yaml_node_t *n,
+			  bool shorten)
+{
+	const char *shown = shorten ? elide_name(name) : name;
+	const char *dots = shown != name ? "\u2026" : "";
+
+	if (n)
+		return snprintf(msg, size, "%s%s:%zu:%zu: ", dots, shown, n->start_mark.line + 1,
+				n->start_mark.column + 1);
+	return snprintf(msg, size, "%s%s: ", dots, shown);
+}
+
+/*
+ * A message that would not fit in @err gives up the middle of what the user
+ * wrote, not its end: the values it quotes are shortened (elide.c), and so is
+ * a long file name, so that the key and the reason are always there.
+ */
 int cfg_fail_at_v(struct cfg_error *err, const char *name, const yaml_node_t *n, const char *fmt,
 		  va_list ap)
 {
-	char *msg = err->msg;
+	char *msg = err->msg, *shorter = NULL;
 	size_t size = sizeof(err->msg);
-	int w;
+	va_list aq;
+	int w, need;
 
-	if (n)
-		w = snprintf(msg, size, "%s:%zu:%zu: ", name, n->start_mark.line + 1,
-			     n->start_mark.column + 1);
-	else
-		w = snprintf(msg, size, "%s: ", name);
+	w = write_position(msg, size, name, n, false);
+	va_copy(aq, ap);
+	need = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (w >= 0 && need >= 0 && (size_t)w + (size_t)need >= size) {
+		shorter = elide_format(fmt, ap);
+		w = write_position(msg, size, name, n, true);
+	}
 	if (w >= 0 && (size_t)w < size)
-		errtext_v(msg + w, size - (size_t)w, -EINVAL, fmt, ap);
+		errtext_v(msg + w, size - (size_t)w, -EINVAL, shorter ? shorter : fmt, ap);
+	free(shorter);
 	return -EINVAL;
 }
 

@@ -1898,6 +1898,100 @@ static void test_scalars_are_strings(void **state)
 	cfg_free(c);
 }
 
+/*
+ * A long value is shortened in the message, never the message: whatever its
+ * length, the message names the key and ends with the reason, whole. @yaml
+ * has "%s" where bytes @fill go, in a value of @n bytes of which @extra are
+ * around them; @want is in the message, @tail ends it.
+ */
+static struct cfg_error long_value_err; /* the last message check_long_value() read */
+
+static void check_long_value(const char *name, const char *yaml, char fill, size_t n, size_t extra,
+			     const char *want, const char *tail)
+{
+	char *v = malloc(n + 1), *text = malloc(strlen(yaml) + n + 1), count[64];
+	struct config *c = NULL;
+	struct cfg_error err;
+	size_t len, tl = strlen(tail);
+	int r;
+
+	assert_non_null(v);
+	assert_non_null(text);
+	memset(v, fill, n - extra);
+	v[n - extra] = '\0';
+	sprintf(text, yaml, v);
+	r = cfg_load_string(name, text, strlen(text), &c, &err);
+	assert_int_equal(r, -EINVAL);
+	len = strlen(err.msg);
+	snprintf(count, sizeof(count), "\u2026' (%zu bytes)", n);
+	if (len >= sizeof(err.msg) - 1 || !strstr(err.msg, want) || !strstr(err.msg, count) ||
+	    len < tl || strcmp(err.msg + len - tl, tail))
+		fail_msg("%zu bytes: want '%s' and '%s' in it, ending '%s'; got (%zu bytes)\n%s", n,
+			 want, count, tail, len, err.msg);
+	long_value_err = err;
+	free(v);
+	free(text);
+}
+
+static void test_long_values_elided(void **state)
+{
+	static const size_t lengths[] = {500, 5000, 100000};
+	char name[4096], text[4096 + 256];
+	struct config *c = NULL;
+	struct cfg_error err;
+	size_t at = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
+		size_t n = lengths[i];
+
+		check_long_value("t.yaml", T "    slow_factor: %s\n" P, '1', n, 0,
+				 "t.yaml:4:18: invalid number '1111",
+				 "for 'slow_factor': too many digits");
+		check_long_value("t.yaml", T P "    interval: %s\n", 'x', n, 0, "for 'interval'",
+				 "(units: ns, us, ms, s, m, h, d)");
+		check_long_value("t.yaml", T "    size: 4%s\n" P, 'x', n, 1, "for 'size'",
+				 "expected bytes or a number with a unit (k, m, g, t, KiB, MiB, "
+				 "GiB, TiB)");
+		check_long_value("t.yaml", T B "    block_size: 4k-%s\n", '9', n, 3,
+				 "for 'block_size' range '4k-999", ": too large");
+		check_long_value("t.yaml", T "    keep_free: %s%%\n" P, '9', n, 1, "'keep_free'",
+				 "must be between 0% and 90%");
+		check_long_value("t.yaml", T "    require_mount: ${A-%s}\n" P, 'b', n, 5,
+				 "invalid variable reference '${A-bbb",
+				 "in 'require_mount': use ${NAME} or ${NAME:-fallback}");
+		check_long_value("t.yaml",
+				 T "probes:\n  - name: p1\n    type: ping\n    target: %s\n", 't',
+				 n, 0, "probe 'p1' references undefined target 'ttt", "");
+	}
+	/* A path as long as one may be (PATH_MAX - 1 bytes). */
+	check_long_value("t.yaml", "targets:\n  - name: dev\n    device: /x%s\n" PD, 'y', 4095, 2,
+			 "t.yaml:3:13: 'device' must be a block device under /dev/", "");
+	/* A key as long as YAML takes one (a simple key: 1024 characters). */
+	check_long_value("t.yaml", T "    %s: 1\n" P, 'k', 1000, 0, "unknown key 'kkk",
+			 "in target (valid keys: name, directory, file, device, size, "
+			 "layout_rate, keep_free, require_mount, direct, allow_memory_backed, "
+			 "allow_device_writes, max_duty_cycle, max_write_per_day, "
+			 "expected_latency, slow_factor, slow_floor, baseline_warmup, labels)");
+	/* A long file name keeps its end, the message all of its own. */
+	at = (size_t)snprintf(name, sizeof(name), "/srv");
+	while (at < 3000)
+		at += (size_t)snprintf(name + at, sizeof(name) - at, "/directory");
+	snprintf(name + at, sizeof(name) - at, "/t.yaml");
+	check_long_value(name, T "    slow_factor: %s\n" P, '2', 5000, 0,
+			 "/directory/t.yaml:4:18: invalid number '2222",
+			 "for 'slow_factor': too many digits");
+	assert_memory_equal(long_value_err.msg, "\u2026", strlen("\u2026"));
+	/* A value the message has room for is quoted whole. */
+	memset(name, 'y', 150);
+	name[150] = '\0';
+	snprintf(text, sizeof(text), T "    device: /x%s\n" P, name);
+	assert_int_equal(cfg_load_string("t.yaml", text, strlen(text), &c, &err), -EINVAL);
+	snprintf(text, sizeof(text), "got '/x%s'", name);
+	if (!strstr(err.msg, text) || strstr(err.msg, "\u2026"))
+		fail_msg("a 152-byte device path is not quoted whole: %s", err.msg);
+}
+
 static void test_limits(void **state)
 {
 	size_t cap = 64 * 1024;
@@ -2601,6 +2695,7 @@ int main(void)
 		cmocka_unit_test(test_env_expansion),
 		cmocka_unit_test(test_print_escapes),
 		cmocka_unit_test(test_scalars_are_strings),
+		cmocka_unit_test(test_long_values_elided),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_embedded_default),
 		cmocka_unit_test(test_print_default),
