@@ -22,6 +22,8 @@ struct probe_refs {
 
 struct parser {
 	const char *name;
+	size_t *str_tagged; /* where the scalars tagged !!str start (node_tagged_str()) */
+	size_t n_str_tagged;
 	struct cfg_error *err;
 	yaml_document_t *doc;
 	struct config *c;
@@ -130,6 +132,11 @@ const char *node_kind(const yaml_node_t *n);
 bool scalar_is(const yaml_node_t *n, const char *lit);
 bool node_is_null(const yaml_node_t *n);
 bool node_has_nul(const yaml_node_t *n);
+bool node_tagged_str(const struct parser *p, const yaml_node_t *n);
+/* cfg_yaml_load() with @p's name and error, noting in @p what node_tagged_str()
+ * asks (@p->str_tagged: free() it). */
+int yaml_load(struct parser *p, const char *text, size_t len, yaml_document_t *doc,
+	      const char *empty);
 int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
 	       const char **out);
 
@@ -138,6 +145,8 @@ int expand_env(struct parser *p, const yaml_node_t *n, const char *key, const ch
 
 /* values.c */
 struct size_words;
+int get_plain(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+	      const char **out);
 int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out);
 extern const struct size_words words_size;
 extern const struct size_words words_keep_free;

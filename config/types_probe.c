@@ -41,7 +41,7 @@ static int parse_block_size(struct parser *p, const struct key *k, const yaml_no
 
 	(void)k;
 
-	r = get_scalar(p, n, "block_size", "a size", &s);
+	r = get_plain(p, n, "block_size", "a size", &s);
 	if (r < 0)
 		return r;
 	dash = strchr(s, '-');

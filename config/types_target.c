@@ -98,7 +98,7 @@ static int parse_keep_free(struct parser *p, const struct key *k, const yaml_nod
 
 	(void)k;
 
-	r = get_scalar(p, v, "keep_free", "a size or a percentage", &s);
+	r = get_plain(p, v, "keep_free", "a size or a percentage", &s);
 	if (r < 0)
 		return r;
 	if (*s && s[strlen(s) - 1] == '%') {

@@ -293,7 +293,8 @@ static const struct bad_case bad_cases[] = {
 	{"target_direct_yes", T "    direct: yes\n" P,
 	 "t.yaml:4:13: 'direct' must be true or false, got 'yes'"},
 	{"target_direct_quoted", T "    allow_memory_backed: \"true\"\n" P,
-	 "t.yaml:4:26: 'allow_memory_backed' must be true or false without quotes, got 'true'"},
+	 "t.yaml:4:26: 'allow_memory_backed' must be true or false, got the string 'true' "
+	 "(quoted): write it without quotes"},
 	{"target_duplicate_key", T "    directory: /srv/y\n" P,
 	 "t.yaml:4:5: duplicate key 'directory' in target (first defined at line 3)"},
 	{"target_duplicate_name", T "  - name: disk\n    directory: /srv/y\n" P,
@@ -613,7 +614,8 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:4:20: environment variable 'IOPULSE_TEST_UNSET' used in 'require_mount' is not "
 	 "set (write ${IOPULSE_TEST_UNSET:-fallback} to give a default)"},
 	{"require_mount_quoted_true", T "    require_mount: \"true\"\n" P,
-	 "t.yaml:4:20: 'require_mount' must be true or false without quotes, got 'true'"},
+	 "t.yaml:4:20: 'require_mount' must be true or false, got the string 'true' (quoted): "
+	 "write it without quotes"},
 	{"require_mount_list", T "    require_mount: [/mnt]\n" P,
 	 "t.yaml:4:20: 'require_mount' must be true, false, auto or a path, got a list"},
 	{"require_mount_null", T "    require_mount:\n" P,
@@ -859,6 +861,51 @@ static const struct bad_case bad_cases[] = {
 	    "probes:\n  - name: b1\n    type: burst\n    target: dev\n    rw: randwrite\n",
 	 "t.yaml:9:9: probe 'b1' writes to device target 'dev': this destroys the data on "
 	 "/dev/vdb; set 'allow_device_writes: true' on the target if you mean it"},
+};
+
+/* A quoted value where a number (size, duration, ...) is expected: YAML makes
+ * it a string, which the schema refuses, each number-like type alike. */
+#define QUOTED "(quoted): write it without quotes"
+static const struct bad_case quoted_cases[] = {
+	{"quoted_count", T B "    iodepth: \"32\"\n",
+	 "t.yaml:8:14: 'iodepth' must be a whole number, got the string '32' " QUOTED},
+	{"quoted_int", "native_histogram_schema: '3'\n" T P,
+	 "t.yaml:1:26: 'native_histogram_schema' must be a whole number, got the string "
+	 "'3' " QUOTED},
+	{"quoted_factor", T "    slow_factor: '4'\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got the string '4' " QUOTED},
+	{"quoted_size", T "    size: \"64MiB\"\n" P,
+	 "t.yaml:4:11: 'size' must be a size, got the string '64MiB' " QUOTED},
+	{"quoted_rate", T "    layout_rate: \"32MiB/s\"\n" P,
+	 "t.yaml:4:18: 'layout_rate' must be a size per second, got the string '32MiB/s' " QUOTED},
+	{"quoted_duration", T P "    interval: '10s'\n",
+	 "t.yaml:8:15: 'interval' must be a duration, got the string '10s' " QUOTED},
+	{"quoted_minutes", T "    baseline_warmup: '10m'\n" P,
+	 "t.yaml:4:22: 'baseline_warmup' must be a duration, got the string '10m' " QUOTED},
+	{"quoted_percent", T "    max_duty_cycle: '2%'\n" P,
+	 "t.yaml:4:21: 'max_duty_cycle' must be a percentage, got the string '2%' " QUOTED},
+	{"quoted_keep_free", T "    keep_free: '5%'\n" P,
+	 "t.yaml:4:16: 'keep_free' must be a size or a percentage, got the string '5%' " QUOTED},
+	{"quoted_block_size", T P "    block_size: '4k'\n",
+	 "t.yaml:8:17: 'block_size' must be a size, got the string '4k' " QUOTED},
+	{"quoted_block_range", T B "    block_size: \"2k-16k\"\n",
+	 "t.yaml:8:17: 'block_size' must be a size, got the string '2k-16k' " QUOTED},
+	{"quoted_bucket", "buckets: [1ms, '5ms']\n" T P,
+	 "t.yaml:1:16: 'buckets' must be a duration, got the string '5ms' " QUOTED},
+	{"quoted_bool", T "    direct: 'false'\n" P,
+	 "t.yaml:4:13: 'direct' must be true or false, got the string 'false' " QUOTED},
+	{"quoted_str_tag_and_quotes", T "    slow_factor: !!str \"4\"\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got the string '4' " QUOTED},
+	/* What YAML's tags say: !!str (or the non-specific '!') makes it a string. */
+	{"tagged_str", T "    slow_factor: !!str 4\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got the string '4' (tagged as a string): "
+	 "write it without the tag"},
+	{"tagged_str_anchor", T "    slow_factor: &f !!str 4\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got the string '4' (tagged as a string): "
+	 "write it without the tag"},
+	{"tagged_nonspecific", T "    slow_factor: ! 4\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got the string '4' (tagged as a string): "
+	 "write it without the tag"},
 };
 
 static void test_bad_case(void **state)
@@ -1898,6 +1945,106 @@ static void test_scalars_are_strings(void **state)
 	cfg_free(c);
 }
 
+/* The types of the schema read as numbers (iopulse.yaml(5)'s words): quoted,
+ * a value of any of them is refused (get_plain()); every other type is text. */
+static const char *const number_like_types[] = {
+	"size",
+	"size per second",
+	"duration",
+	"number",
+	"percentage",
+	"whole number",
+	"boolean",
+	"whole number, may be negative",
+	"size or percentage",
+	"size or range MIN-MAX",
+	NULL,
+};
+
+static bool number_like(const char *type)
+{
+	for (unsigned i = 0; number_like_types[i]; i++)
+		if (!strcmp(type, number_like_types[i]))
+			return true;
+	return false;
+}
+
+/* @key: @value in the section @section of a configuration that is valid
+ * around it (a device target for the keys only a device takes), into @yaml;
+ * whether it loads. */
+static int load_in_section(const char *section, const char *key, const char *value, char *yaml,
+			   size_t len, struct cfg_error *err)
+{
+	static const struct {
+		const char *section, *before, *after;
+	} places[] = {
+		{"TOP LEVEL", "", T P},	    {"TARGETS", T, P},
+		{"TARGETS", TD, PD},	    {"PING PROBES", T P, ""},
+		{"BURST PROBES", T B, ""},  {"BURST PROBES", T B "    rw: randrw\n", ""},
+		{"VERIFY PROBES", T V, ""},
+	};
+	struct config *c = NULL;
+	int r = -ENOENT;
+
+	for (unsigned i = 0; i < sizeof(places) / sizeof(places[0]) && r != 0; i++) {
+		if (strcmp(places[i].section, section))
+			continue;
+		snprintf(yaml, len, "%s%s%s: %s\n%s", places[i].before,
+			 strcmp(section, "TOP LEVEL") ? "    " : "", key, value, places[i].after);
+		r = cfg_load_string("t.yaml", yaml, strlen(yaml), &c, err);
+		cfg_free(c);
+		c = NULL;
+	}
+	return r;
+}
+
+/* Each key of a number-like type, its default written plain, loads; quoted,
+ * it is refused naming the key and saying how to write it. */
+static void test_quoted_numbers_refused(void **state)
+{
+	char yaml[1024], quoted[128], want[160];
+	struct cfg_key_doc d;
+	struct cfg_error err;
+	unsigned tried = 0;
+
+	(void)state;
+	for (unsigned i = 0; cfg_key_doc(i, &d) == 0; i++) {
+		if (!number_like(d.type) || !d.def)
+			continue;
+		if (load_in_section(d.section, d.name, d.def, yaml, sizeof(yaml), &err) != 0)
+			fail_msg("%s (%s): its default '%s' written plain does not load: %s",
+				 d.name, d.section, d.def, err.msg);
+		snprintf(quoted, sizeof(quoted), "\"%s\"", d.def);
+		if (load_in_section(d.section, d.name, quoted, yaml, sizeof(yaml), &err) != -EINVAL)
+			fail_msg("%s (%s): %s quoted loads", d.name, d.section, d.def);
+		snprintf(want, sizeof(want), "'%s' must be ", d.name);
+		if (!strstr(err.msg, want) || !strstr(err.msg, "(quoted): write it without quotes"))
+			fail_msg("%s (%s) quoted: %s", d.name, d.section, err.msg);
+		tried++;
+	}
+	assert_true(tried >= 30);
+}
+
+/* YAML's own tags decide: !!int, !!float and !!bool make even a quoted value a
+ * number or a boolean; other tags change nothing; an alias reads as its node. */
+static void test_tagged_numbers(void **state)
+{
+	struct config *c;
+
+	(void)state;
+	c = load_ok("targets:\n  - name: disk\n    directory: /srv/x\n"
+		    "    slow_factor: &f !!float \"2.5\"\n    direct: !!bool \"true\"\n"
+		    "  - name: two\n    directory: /srv/y\n    slow_factor: *f\n"
+		    "probes:\n  - name: b1\n    type: burst\n    target: disk\n"
+		    "    iodepth: !!int \"8\"\n    jobs: !!int 2\n");
+	assert_true(c->targets[0].slow_factor == 2.5);
+	assert_true(c->targets[1].slow_factor == 2.5);
+	assert_true(c->targets[0].direct);
+	assert_int_equal(c->probes[0].iodepth, 8);
+	assert_int_equal(c->probes[0].jobs, 2);
+	cfg_free(c);
+}
+
 /*
  * A long value is shortened in the message, never the message: whatever its
  * length, the message names the key and ends with the reason, whole. @yaml
@@ -2695,6 +2842,8 @@ int main(void)
 		cmocka_unit_test(test_env_expansion),
 		cmocka_unit_test(test_print_escapes),
 		cmocka_unit_test(test_scalars_are_strings),
+		cmocka_unit_test(test_quoted_numbers_refused),
+		cmocka_unit_test(test_tagged_numbers),
 		cmocka_unit_test(test_long_values_elided),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_embedded_default),
@@ -2710,8 +2859,9 @@ int main(void)
 		cmocka_unit_test(test_man_matches_schema),
 	};
 	enum { N_BAD = sizeof(bad_cases) / sizeof(bad_cases[0]) };
+	enum { N_QUOTED = sizeof(quoted_cases) / sizeof(quoted_cases[0]) };
 	enum { N_FIXED = sizeof(fixed) / sizeof(fixed[0]) };
-	struct CMUnitTest tests[N_BAD + N_FIXED];
+	struct CMUnitTest tests[N_BAD + N_QUOTED + N_FIXED];
 
 	unsetenv("IOPULSE_TEST_UNSET");
 	for (size_t i = 0; i < N_BAD; i++)
@@ -2720,7 +2870,13 @@ int main(void)
 			.test_func = test_bad_case,
 			.initial_state = (void *)&bad_cases[i],
 		};
+	for (size_t i = 0; i < N_QUOTED; i++)
+		tests[N_BAD + i] = (struct CMUnitTest){
+			.name = quoted_cases[i].name,
+			.test_func = test_bad_case,
+			.initial_state = (void *)&quoted_cases[i],
+		};
 	for (size_t i = 0; i < N_FIXED; i++)
-		tests[N_BAD + i] = fixed[i];
+		tests[N_BAD + N_QUOTED + i] = fixed[i];
 	return cmocka_run_group_tests_name("config", tests, tu_scratch_setup, tu_scratch_teardown);
 }
