@@ -170,8 +170,6 @@ int get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out
 int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi, int *out);
 
 /* types.c */
-void print_str(FILE *f, const char *s);
-void print_path(FILE *f, const char *s);
 const void *cfield(const struct key *k, const void *base);
 void enum_word(const char *const *names, char *buf, size_t len);
 bool str_same(const char *a, const char *b);

@@ -107,7 +107,7 @@ static void print_target_ref(FILE *f, const struct key *k, const void *base, con
 
 	(void)k;
 	fputc(' ', f);
-	print_str(f, pr->target < c->n_targets ? c->targets[pr->target].name : "");
+	cfg_print_str(f, pr->target < c->n_targets ? c->targets[pr->target].name : "");
 	fputc('\n', f);
 }
 
