@@ -14,8 +14,10 @@
  * it is written.
  *
  * Every scalar is read as a string whatever its implicit YAML tag, so
- * "name: 123" is the name "123"; only plain true/false are booleans and only
- * plain "", "~" and "null" count as a missing value.
+ * "name: 123" is the name "123"; only plain "", "~" and "null" count as a
+ * missing value. The other way round, a value read as a number, a size, a
+ * duration, a percentage or a boolean must not be a string in YAML's eyes:
+ * quoted or tagged !!str, it is refused (get_plain()).
  *
  * The work is split by job: yaml.c loads the document and reads its nodes;
  * walk.c walks it by the table of keys in schema.c; values.c and types*.c
@@ -54,9 +56,11 @@ int cfg_load_string(const char *name, const char *text, size_t len, struct confi
 	if (!out || !text)
 		return -EINVAL;
 	*out = NULL;
-	r = cfg_yaml_load(p.name, text, len, &doc, CFG_EMPTY_MESSAGE, p.err);
-	if (r < 0)
+	r = yaml_load(&p, text, len, &doc, CFG_EMPTY_MESSAGE);
+	if (r < 0) {
+		free(p.str_tagged);
 		return r;
+	}
 	p.doc = &doc;
 	p.c = calloc(1, sizeof(*p.c));
 	if (p.c) {
@@ -73,6 +77,7 @@ int cfg_load_string(const char *name, const char *text, size_t len, struct confi
 	else
 		*out = p.c;
 	free(p.refs);
+	free(p.str_tagged);
 	yaml_document_delete(&doc);
 	return r;
 }

@@ -324,6 +324,13 @@ void cfg_free(const struct config *c);
 /* Prints the effective schedule (every value, defaults filled in) as YAML. */
 void cfg_print(const struct config *c, FILE *f);
 
+/* Writes the UTF-8 string @s as a YAML scalar that reads back as @s: plain when
+ * it can be, else double-quoted with escapes (control characters, and what
+ * YAML would fold or drop). cfg_print_path() also doubles each '$', so that
+ * the path is not expanded again (${NAME}). */
+void cfg_print_str(FILE *f, const char *s);
+void cfg_print_path(FILE *f, const char *s);
+
 /* Looks a target up by name; returns its index or -1. */
 int cfg_target_index(const struct config *c, const char *name);
 

@@ -22,6 +22,8 @@ struct probe_refs {
 
 struct parser {
 	const char *name;
+	size_t *str_tagged; /* where the scalars tagged !!str start (node_tagged_str()) */
+	size_t n_str_tagged;
 	struct cfg_error *err;
 	yaml_document_t *doc;
 	struct config *c;
@@ -111,6 +113,16 @@ struct section {
 			 const yaml_node_t *knode);
 };
 
+/* elide.c */
+/* @fmt rewritten so that each string argument quoted in it ('%s') longer than
+ * ELIDE_LONG bytes prints only its first bytes, "…" and its length; the same
+ * arguments @ap (not consumed) print it. NULL when none is that long (or @fmt
+ * has a conversion it does not know, or out of memory); else free() it. */
+__attribute__((format_arg(1))) char *elide_format(const char *fmt, va_list ap);
+/* Where the part of the file name @name that a message shows starts: @name, or
+ * past its first bytes when it is longer than ELIDE_NAME (shown after "…"). */
+const char *elide_name(const char *name);
+
 /* yaml.c */
 __attribute__((format(printf, 3, 4))) int fail_at(struct parser *p, const yaml_node_t *n,
 						  const char *fmt, ...);
@@ -120,6 +132,11 @@ const char *node_kind(const yaml_node_t *n);
 bool scalar_is(const yaml_node_t *n, const char *lit);
 bool node_is_null(const yaml_node_t *n);
 bool node_has_nul(const yaml_node_t *n);
+bool node_tagged_str(const struct parser *p, const yaml_node_t *n);
+/* cfg_yaml_load() with @p's name and error, noting in @p what node_tagged_str()
+ * asks (@p->str_tagged: free() it). */
+int yaml_load(struct parser *p, const char *text, size_t len, yaml_document_t *doc,
+	      const char *empty);
 int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
 	       const char **out);
 
@@ -128,11 +145,13 @@ int expand_env(struct parser *p, const yaml_node_t *n, const char *key, const ch
 
 /* values.c */
 struct size_words;
+int get_plain(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+	      const char **out);
 int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out);
 extern const struct size_words words_size;
 extern const struct size_words words_keep_free;
-int size_error(struct parser *p, const yaml_node_t *n, const char *what, const char *s, int r,
-	       const struct size_words *w);
+int size_error(struct parser *p, const yaml_node_t *n, const char *key, const char *range,
+	       const char *s, int r, const struct size_words *w);
 int get_size(struct parser *p, const yaml_node_t *n, const char *key, const struct size_words *w,
 	     uint64_t *out);
 int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
@@ -151,8 +170,6 @@ int get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out
 int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi, int *out);
 
 /* types.c */
-void print_str(FILE *f, const char *s);
-void print_path(FILE *f, const char *s);
 const void *cfield(const struct key *k, const void *base);
 void enum_word(const char *const *names, char *buf, size_t len);
 bool str_same(const char *a, const char *b);

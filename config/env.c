@@ -19,6 +19,24 @@ static bool env_name_char(char c, bool first)
 	       (!first && c >= '0' && c <= '9');
 }
 
+/* The reference [@ref, @end] is neither ${NAME} nor ${NAME:-fallback}. Copied
+ * to be quoted with '%s': a long one is then shortened, not the message. */
+static int bad_ref(struct parser *p, const yaml_node_t *n, const char *key, const char *ref,
+		   const char *end)
+{
+	char *text = strndup(ref, (size_t)(end - ref + 1));
+	int r;
+
+	if (!text)
+		return -ENOMEM;
+	r = fail_at(p, n,
+		    "invalid variable reference '%s' in '%s': use ${NAME} or "
+		    "${NAME:-fallback}",
+		    text, key);
+	free(text);
+	return r;
+}
+
 /*
  * Writes the value of the reference "${NAME}" or "${NAME:-fallback}" at @in to
  * @f; *@in is left after its '}'.
@@ -41,10 +59,7 @@ static int expand_ref(struct parser *p, const yaml_node_t *n, const char *key, c
 			       key);
 	if (name + nlen != end) {
 		if (!nlen || name[nlen] != ':' || name[nlen + 1] != '-')
-			return fail_at(p, n,
-				       "invalid variable reference '%.*s' in '%s': use "
-				       "${NAME} or ${NAME:-fallback}",
-				       (int)(end - ref + 1), ref, key);
+			return bad_ref(p, n, key, ref, end);
 		fb = name + nlen + 2;
 	}
 	if (nlen >= sizeof(var))

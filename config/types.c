@@ -18,7 +18,7 @@
 /* ---- printing values ---------------------------------------------------------- */
 
 /* Plain when it reads back as the same string, double-quoted otherwise. */
-void print_str(FILE *f, const char *s)
+void cfg_print_str(FILE *f, const char *s)
 {
 	bool plain = *s && *s != '-' && strcmp(s, "null") && strcmp(s, "Null") && strcmp(s, "NULL");
 
@@ -62,7 +62,7 @@ void print_str(FILE *f, const char *s)
 }
 
 /* A path: '$' doubled so that reloading does not expand it again. */
-void print_path(FILE *f, const char *s)
+void cfg_print_path(FILE *f, const char *s)
 {
 	size_t n = strlen(s), dollars = 0;
 	char *esc;
@@ -71,7 +71,7 @@ void print_path(FILE *f, const char *s)
 		dollars += s[i] == '$';
 	esc = malloc(n + dollars + 1);
 	if (!esc) {
-		print_str(f, s);
+		cfg_print_str(f, s);
 		return;
 	}
 	for (size_t i = 0, j = 0; i <= n; i++) {
@@ -79,7 +79,7 @@ void print_path(FILE *f, const char *s)
 		if (s[i] == '$')
 			esc[j++] = '$';
 	}
-	print_str(f, esc);
+	cfg_print_str(f, esc);
 	free(esc);
 }
 
@@ -142,7 +142,7 @@ static void print_chars(FILE *f, const struct key *k, const void *base, const st
 {
 	(void)c;
 	fputc(' ', f);
-	print_str(f, cfield(k, base));
+	cfg_print_str(f, cfield(k, base));
 	fputc('\n', f);
 }
 

@@ -35,13 +35,13 @@ static int parse_block_size(struct parser *p, const struct key *k, const yaml_no
 			    struct item *it)
 {
 	struct cfg_probe *pr = it->base;
-	char *lo_s, what[128], a[32], b[32];
+	char *lo_s, a[32], b[32];
 	const char *s = NULL, *dash;
 	int r;
 
 	(void)k;
 
-	r = get_scalar(p, n, "block_size", "a size", &s);
+	r = get_plain(p, n, "block_size", "a size", &s);
 	if (r < 0)
 		return r;
 	dash = strchr(s, '-');
@@ -57,19 +57,18 @@ static int parse_block_size(struct parser *p, const struct key *k, const yaml_no
 			       "'block_size' of a %s probe must be one size, got '%s': ranges "
 			       "are for burst probes",
 			       cfg_probe_kind_name((enum cfg_probe_kind)it->kind), s);
-	snprintf(what, sizeof(what), "'block_size' range '%s'", s);
 	lo_s = strndup(s, (size_t)(dash - s));
 	if (!lo_s)
 		return -ENOMEM;
 	r = cfg_parse_size(lo_s, &pr->block_size);
 	if (r < 0)
-		r = size_error(p, n, what, lo_s, r, &words_size);
+		r = size_error(p, n, "block_size", s, lo_s, r, &words_size);
 	free(lo_s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_size(dash + 1, &pr->block_size_max);
 	if (r < 0)
-		return size_error(p, n, what, dash + 1, r, &words_size);
+		return size_error(p, n, "block_size", s, dash + 1, r, &words_size);
 	r = check_block_size(p, n, pr->block_size);
 	if (r == 0)
 		r = check_block_size(p, n, pr->block_size_max);
@@ -108,7 +107,7 @@ static void print_target_ref(FILE *f, const struct key *k, const void *base, con
 
 	(void)k;
 	fputc(' ', f);
-	print_str(f, pr->target < c->n_targets ? c->targets[pr->target].name : "");
+	cfg_print_str(f, pr->target < c->n_targets ? c->targets[pr->target].name : "");
 	fputc('\n', f);
 }
 

@@ -98,7 +98,7 @@ static int parse_keep_free(struct parser *p, const struct key *k, const yaml_nod
 
 	(void)k;
 
-	r = get_scalar(p, v, "keep_free", "a size or a percentage", &s);
+	r = get_plain(p, v, "keep_free", "a size or a percentage", &s);
 	if (r < 0)
 		return r;
 	if (*s && s[strlen(s) - 1] == '%') {
@@ -144,7 +144,7 @@ static void print_target_path(FILE *f, const struct key *k, const void *base,
 	(void)k;
 	(void)c;
 	fputc(' ', f);
-	print_path(f, t->path ? t->path : "");
+	cfg_print_path(f, t->path ? t->path : "");
 	fputc('\n', f);
 }
 
@@ -200,7 +200,7 @@ static void print_require_mount(FILE *f, const struct key *k, const void *base,
 	(void)c;
 	fputc(' ', f);
 	if (t->require_mount == CFG_MOUNT_PATH)
-		print_path(f, t->mount_path ? t->mount_path : "");
+		cfg_print_path(f, t->mount_path ? t->mount_path : "");
 	else
 		fputs(cfg_require_mount_name(t->require_mount), f);
 	fputc('\n', f);
@@ -345,9 +345,9 @@ static void print_labels(FILE *f, const struct key *k, const void *base, const s
 	fputc('\n', f);
 	for (unsigned i = 0; i < t->n_labels; i++) {
 		fputs("      ", f);
-		print_str(f, t->labels[i].name);
+		cfg_print_str(f, t->labels[i].name);
 		fputs(": ", f);
-		print_str(f, t->labels[i].value);
+		cfg_print_str(f, t->labels[i].value);
 		fputc('\n', f);
 	}
 }

@@ -188,7 +188,7 @@ static void print_listen(FILE *f, const struct key *k, const void *base, const s
 	(void)base;
 	addr_format(buf, sizeof(buf), c->listen_host, c->listen_port);
 	fputc(' ', f);
-	print_str(f, buf);
+	cfg_print_str(f, buf);
 	fputc('\n', f);
 }
 

@@ -14,16 +14,52 @@
 
 /* ---- typed values ----------------------------------------------------------- */
 
+/* Whether @n carries one of YAML's tags for a number or a boolean ("!!int"). */
+static bool tagged_scalar_type(const yaml_node_t *n)
+{
+	const char *tag = (const char *)n->tag;
+
+	return tag && (!strcmp(tag, YAML_INT_TAG) || !strcmp(tag, YAML_FLOAT_TAG) ||
+		       !strcmp(tag, YAML_BOOL_TAG));
+}
+
+/*
+ * The text of @n, the value of @key read as a number, a size, a duration, a
+ * percentage or a boolean (@what: "a whole number", ...): as get_scalar(), and
+ * not a string in YAML's eyes. Quoted or tagged !!str, YAML makes it one, and
+ * where the schema expects a number a string is an error, whatever it holds
+ * (as a quoted "true" is); the message says how to write it. YAML's own tags
+ * decide as YAML says: !!int "4" is a number. The one check of every
+ * number-like type.
+ */
+int get_plain(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+	      const char **out)
+{
+	int r = get_scalar(p, n, key, what, out);
+
+	if (r < 0)
+		return r;
+	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE && !tagged_scalar_type(n))
+		return fail_at(p, n,
+			       "'%s' must be %s, got the string '%s' (quoted): write it without "
+			       "quotes",
+			       key, what, *out);
+	if (node_tagged_str(p, n))
+		return fail_at(p, n,
+			       "'%s' must be %s, got the string '%s' (tagged as a string): write "
+			       "it without the tag",
+			       key, what, *out);
+	return 0;
+}
+
 int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out)
 {
 	const char *s = NULL;
 	int r;
 
-	r = get_scalar(p, n, key, "true or false", &s);
+	r = get_plain(p, n, key, "true or false", &s);
 	if (r < 0)
 		return r;
-	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return fail_at(p, n, "'%s' must be true or false without quotes, got '%s'", key, s);
 	/* Only the two spellings everyone reads the same way: no yes/no/on/off. */
 	if (scalar_is(n, "true"))
 		*out = true;
@@ -105,56 +141,60 @@ static size_t len_without(const char *s, const char *suffix)
 
 /*
  * The message for cfg_parse_size() failing with @r on @s, less the suffix of
- * @w where @s ends in it; @what is "'size'", ...
+ * @w where @s ends in it: @s is the value of @key, or a size of the block size
+ * range @range (NULL when none). Every value is quoted in the format itself,
+ * so that a long one is shortened there (elide.c), not the reason.
  */
-int size_error(struct parser *p, const yaml_node_t *n, const char *what, const char *s, int r,
-	       const struct size_words *w)
+int size_error(struct parser *p, const yaml_node_t *n, const char *key, const char *range,
+	       const char *s, int r, const struct size_words *w)
 {
 	size_t len = len_without(s, w->suffix);
-	char unit[3], fixed[64];
+	const char *noun = w->noun;
+	char unit[3], fixed[64], why[256];
 
-	if (r == -ERANGE)
-		return fail_at(p, n, "invalid %s '%s' for %s: too large", w->noun, s, what);
-	if (size_is_ambiguous(s, len, unit))
-		return fail_at(p, n,
-			       "invalid %s '%s' for %s: '%s' is ambiguous, write '%ciB%s' "
-			       "(binary, 1024-based) or a number of bytes%s",
-			       w->noun, s, what, unit, unit[0] & ~0x20, w->suffix, w->per);
-	if (size_is_miscased(s, len, fixed, sizeof(fixed)))
-		return fail_at(p, n,
-			       "invalid %s '%s' for %s: write '%s%s' (binary units are KiB, MiB, "
-			       "GiB and TiB, or k, m, g and t)",
-			       w->noun, s, what, fixed, w->suffix);
-	return fail_at(p, n, "invalid %s '%s' for %s: %s", w->hint_noun, s, what, w->hint);
+	if (r == -ERANGE) {
+		snprintf(why, sizeof(why), "too large");
+	} else if (size_is_ambiguous(s, len, unit)) {
+		snprintf(why, sizeof(why),
+			 "'%s' is ambiguous, write '%ciB%s' (binary, 1024-based) or a number of "
+			 "bytes%s",
+			 unit, unit[0] & ~0x20, w->suffix, w->per);
+	} else if (size_is_miscased(s, len, fixed, sizeof(fixed))) {
+		snprintf(why, sizeof(why),
+			 "write '%s%s' (binary units are KiB, MiB, GiB and TiB, or k, m, g and t)",
+			 fixed, w->suffix);
+	} else {
+		noun = w->hint_noun;
+		snprintf(why, sizeof(why), "%s", w->hint);
+	}
+	if (range)
+		return fail_at(p, n, "invalid %s '%s' for '%s' range '%s': %s", noun, s, key, range,
+			       why);
+	return fail_at(p, n, "invalid %s '%s' for '%s': %s", noun, s, key, why);
 }
 
 /* A size; @w names it in messages (&words_size but for 'keep_free'). */
 int get_size(struct parser *p, const yaml_node_t *n, const char *key, const struct size_words *w,
 	     uint64_t *out)
 {
-	char what[64];
 	const char *s = NULL;
 	int r;
 
-	r = get_scalar(p, n, key, "a size", &s);
+	r = get_plain(p, n, key, "a size", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_size(s, out);
-	if (r < 0) {
-		snprintf(what, sizeof(what), "'%s'", key);
-		return size_error(p, n, what, s, r, w);
-	}
-	return 0;
+	return r < 0 ? size_error(p, n, key, NULL, s, r, w) : 0;
 }
 
 /* A size per second: "32MiB/s", or a size alone ("32MiB", "0"). */
 int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
-	char what[64], *num;
 	const char *s = NULL;
+	char *num;
 	int r;
 
-	r = get_scalar(p, n, key, "a size per second", &s);
+	r = get_plain(p, n, key, "a size per second", &s);
 	if (r < 0)
 		return r;
 	num = strndup(s, len_without(s, words_rate.suffix));
@@ -162,11 +202,7 @@ int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *
 		return -ENOMEM;
 	r = cfg_parse_size(num, out);
 	free(num);
-	if (r < 0) {
-		snprintf(what, sizeof(what), "'%s'", key);
-		return size_error(p, n, what, s, r, &words_rate);
-	}
-	return 0;
+	return r < 0 ? size_error(p, n, key, NULL, s, r, &words_rate) : 0;
 }
 
 /* A count: plain decimal digits, as "iodepth: 32". */
@@ -175,7 +211,7 @@ int get_uint(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *
 	const char *s = NULL, *q;
 	int r;
 
-	r = get_scalar(p, n, key, "a whole number", &s);
+	r = get_plain(p, n, key, "a whole number", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_uint(s, out);
@@ -222,7 +258,7 @@ int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double 
 	const char *s = NULL;
 	int r;
 
-	r = get_scalar(p, n, key, "a percentage", &s);
+	r = get_plain(p, n, key, "a percentage", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_percent(s, out);
@@ -247,7 +283,7 @@ int get_number(struct parser *p, const yaml_node_t *n, const char *key, double *
 	const char *s = NULL;
 	int r;
 
-	r = get_scalar(p, n, key, "a number", &s);
+	r = get_plain(p, n, key, "a number", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_number(s, out);
@@ -267,7 +303,7 @@ int get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64
 	bool number = true;
 	int r;
 
-	r = get_scalar(p, n, key, "a duration", &s);
+	r = get_plain(p, n, key, "a duration", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_duration(s, out);
@@ -365,7 +401,7 @@ int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, lo
 	long v;
 	int r;
 
-	r = get_scalar(p, n, key, "a whole number", &s);
+	r = get_plain(p, n, key, "a whole number", &s);
 	if (r < 0)
 		return r;
 	errno = 0;

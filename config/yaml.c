@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -16,20 +17,44 @@
 
 /* ---- errors and nodes ---------------------------------------------------- */
 
+/* "name:line:col: " (or "name: ") into @msg; the name's last bytes only when
+ * @shorten (elide_name()). What snprintf() returns. */
+static int write_position(char *msg, size_t size, const char *name, const yaml_node_t *n,
+			  bool shorten)
+{
+	const char *shown = shorten ? elide_name(name) : name;
+	const char *dots = shown != name ? "\u2026" : "";
+
+	if (n)
+		return snprintf(msg, size, "%s%s:%zu:%zu: ", dots, shown, n->start_mark.line + 1,
+				n->start_mark.column + 1);
+	return snprintf(msg, size, "%s%s: ", dots, shown);
+}
+
+/*
+ * A message that would not fit in @err gives up the middle of what the user
+ * wrote, not its end: the values it quotes are shortened (elide.c), and so is
+ * a long file name, so that the key and the reason are always there.
+ */
 int cfg_fail_at_v(struct cfg_error *err, const char *name, const yaml_node_t *n, const char *fmt,
 		  va_list ap)
 {
-	char *msg = err->msg;
+	char *msg = err->msg, *shorter = NULL;
 	size_t size = sizeof(err->msg);
-	int w;
+	va_list aq;
+	int w, need;
 
-	if (n)
-		w = snprintf(msg, size, "%s:%zu:%zu: ", name, n->start_mark.line + 1,
-			     n->start_mark.column + 1);
-	else
-		w = snprintf(msg, size, "%s: ", name);
+	w = write_position(msg, size, name, n, false);
+	va_copy(aq, ap);
+	need = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (w >= 0 && need >= 0 && (size_t)w + (size_t)need >= size) {
+		shorter = elide_format(fmt, ap);
+		w = write_position(msg, size, name, n, true);
+	}
 	if (w >= 0 && (size_t)w < size)
-		errtext_v(msg + w, size - (size_t)w, -EINVAL, fmt, ap);
+		errtext_v(msg + w, size - (size_t)w, -EINVAL, shorter ? shorter : fmt, ap);
+	free(shorter);
 	return -EINVAL;
 }
 
@@ -98,6 +123,26 @@ bool node_has_nul(const yaml_node_t *n)
 	       memchr(n->data.scalar.value, '\0', n->data.scalar.length);
 }
 
+static int cmp_index(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Whether @n is tagged a string in so many words: "!!str 4", "! 4",
+ * "&a !!str 4". libyaml's document gives an untagged scalar the same tag, so
+ * the scalars written so were noted from the events (scan_events()).
+ */
+bool node_tagged_str(const struct parser *p, const yaml_node_t *n)
+{
+	size_t at = n->start_mark.index;
+
+	return p->n_str_tagged && n->tag &&
+	       bsearch(&at, p->str_tagged, p->n_str_tagged, sizeof(at), cmp_index);
+}
+
 /* The value of a key that must be a scalar; @what is "a duration", "a string", ... */
 int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
 	       const char **out)
@@ -140,15 +185,40 @@ static int syntax_error(struct parser *p, yaml_parser_t *yp, const char *text, s
 	return -EINVAL;
 }
 
+/* Notes the scalar of @ev when it is tagged a string ("!!str", "!"): where it
+ * starts, as its node will (node_tagged_str()). */
+static int note_tag(struct parser *p, const yaml_event_t *ev)
+{
+	const char *tag = (const char *)ev->data.scalar.tag;
+	size_t *more;
+
+	size_t n = p->n_str_tagged;
+
+	if (!tag || (strcmp(tag, "!") != 0 && strcmp(tag, YAML_STR_TAG) != 0))
+		return 0;
+	/* Room for 16, then twice as much each time it is full. */
+	if (n == 0 || (n >= 16 && !(n & (n - 1)))) {
+		more = reallocarray(p->str_tagged, n ? 2 * n : 16, sizeof(*more));
+		if (!more) {
+			snprintf(p->err->msg, sizeof(p->err->msg), "%s: out of memory", p->name);
+			return -ENOMEM;
+		}
+		p->str_tagged = more;
+	}
+	p->str_tagged[p->n_str_tagged++] = ev->start_mark.index;
+	return 0;
+}
+
 /*
  * libyaml (0.2.5) has no limit on nesting, and its scanner costs time quadratic
  * in the depth: "[[[[..." 100,000 deep takes it a minute to refuse. A schedule is
  * three levels deep. One pass over the events, before the document is built,
  * stops at the first collection deeper than CFG_MAX_DEPTH; the scanner looks
  * ahead a bounded distance, so that takes microseconds whatever follows. A
- * syntax error is left for the document loader to report, as before.
+ * syntax error is left for the document loader to report, as before. The pass
+ * also notes the scalars tagged a string, in document order (note_tag()).
  */
-static int check_depth(struct parser *p, const char *text, size_t len)
+static int scan_events(struct parser *p, const char *text, size_t len)
 {
 	yaml_parser_t yp;
 	yaml_event_t ev;
@@ -174,6 +244,8 @@ static int check_depth(struct parser *p, const char *text, size_t len)
 			}
 		} else if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT) {
 			depth--;
+		} else if (type == YAML_SCALAR_EVENT) {
+			r = note_tag(p, &ev);
 		}
 		yaml_event_delete(&ev);
 		if (r < 0 || type == YAML_STREAM_END_EVENT)
@@ -224,11 +296,20 @@ static int load_document(struct parser *p, const char *text, size_t len, yaml_do
 	return r;
 }
 
+int yaml_load(struct parser *p, const char *text, size_t len, yaml_document_t *doc,
+	      const char *empty)
+{
+	int r = scan_events(p, text, len);
+
+	return r < 0 ? r : load_document(p, text, len, doc, empty);
+}
+
 int cfg_yaml_load(const char *name, const char *text, size_t len, yaml_document_t *doc,
 		  const char *empty, struct cfg_error *err)
 {
 	struct parser p = {.name = name, .err = err};
-	int r = check_depth(&p, text, len);
+	int r = yaml_load(&p, text, len, doc, empty);
 
-	return r < 0 ? r : load_document(&p, text, len, doc, empty);
+	free(p.str_tagged);
+	return r;
 }

@@ -305,6 +305,8 @@ int oneshot_path_status(int err, int otherwise)
 	case -ENOENT:
 	case -ENOTDIR:
 		return EX_NOINPUT;
+	case -EROFS:
+		return EX_CANTCREAT;
 	}
 	return otherwise;
 }
@@ -327,7 +329,7 @@ int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
 	struct probe_sum *sums = NULL;
 	struct target *targets = NULL;
 	unsigned n = 0, failed = 0;
-	int status = 1;
+	int status = EX_OSERR; /* until the probes have run: out of memory */
 
 	for (unsigned i = 0; i < o->n_names; i++)
 		if (cfg_probe_index(cfg, o->names[i]) < 0) {
@@ -337,7 +339,7 @@ int oneshot_run(const struct config *cfg, const struct oneshot_opts *o)
 			fprintf(stderr, "iopulse probe: no probe named '%s' in %s\n",
 				esc_str(name, sizeof(name), o->names[i]),
 				esc_str(src, sizeof(src), cfg->source));
-			return 64;
+			return EX_USAGE;
 		}
 	sums = calloc(cfg->n_probes, sizeof(*sums));
 	targets = calloc(cfg->n_targets, sizeof(*targets));

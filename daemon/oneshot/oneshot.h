@@ -45,17 +45,19 @@ void oneshot_warn_depth(const struct cfg_probe *p, const char *engine);
  * The exit status of a PATH that cannot be opened or walked, by its -errno
  * @err: EX_NOPERM (77) when this user may not (-EACCES, -EPERM) or iopulse
  * refuses to (-ELOOP: a symlink it does not follow), EX_NOINPUT (66) when it is
- * not there (-ENOENT, -ENOTDIR), else @otherwise. One rule for files,
- * directories and devices, before and at the open (iopulse(8) EXIT STATUS).
+ * not there (-ENOENT, -ENOTDIR), EX_CANTCREAT (73) when the probe file cannot
+ * be created on a read-only filesystem (-EROFS; `iopulse check` says 73 of
+ * such a directory too), else @otherwise. One rule for files, directories and
+ * devices, before and at the open (iopulse(8) EXIT STATUS).
  */
 int oneshot_path_status(int err, int otherwise);
 
 /*
  * Runs the probes and prints the results. SIGINT/SIGTERM stop the current probe
  * and print what was measured so far. Returns 0 when every probe ran without
- * error, 1 when any failed, 64 for an unknown probe name (nothing run); with
- * o->adhoc, a PATH that could not be opened decides it instead, as
- * oneshot_path_status() says (the first such PATH's).
+ * error, 1 when any failed, 64 for an unknown probe name (nothing run), 71 out
+ * of memory; with o->adhoc, a PATH that could not be opened decides it
+ * instead, as oneshot_path_status() says (the first such PATH's).
  */
 int oneshot_run(const struct config *cfg, const struct oneshot_opts *o);
 

@@ -45,9 +45,10 @@ static const char usage[] =
 	"the configuration's probes (default: all) once; with neither, the embedded\n"
 	"default's. Ctrl-C prints the summary so far.\n"
 	"Exits 0 when every probe ran without error, 1 when one failed, 64 for a usage\n"
-	"error, 66 for a PATH that is not there or no directory, file or device, 77 for\n"
-	"a PATH this user may not open (permission denied) or iopulse refuses (a\n"
-	"symlink, tmpfs, writes on a file or device), 78 for a bad --config (iopulse(8)).\n"
+	"error, 66 for a PATH that is not there or no directory, file or device, 71 out\n"
+	"of memory, 73 for a directory PATH on a read-only filesystem, 77 for a PATH\n"
+	"this user may not open (permission denied) or iopulse refuses (a symlink,\n"
+	"tmpfs, writes on a file or device), 78 for a bad --config (iopulse(8)).\n"
 	"\n"
 	"  -c, --count N           stop after N requests (0 or default: until -w or\n"
 	"                          Ctrl-C; with --config 10); a burst: N I/Os, or until\n"
@@ -90,7 +91,7 @@ static const char usage[] =
 	"  -k          ioping.tmp                 " PROBE_CLI_KEPT_FILE "\n"
 	"  -y, -Y      also with reads            with -W or -G only\n"
 	"  -a -b -B -e -I -l -N -o -P -r -t -T    not supported\n"
-	"  exit status 1 on any error             64, 66, 77, 78 (above)\n";
+	"  exit status 1 on any error             64, 66, 71, 73, 77, 78 (above)\n";
 
 enum {
 	OPT_RW = 0x100,
@@ -574,36 +575,51 @@ static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind
 
 /* ---------------------------------------------------------------- YAML */
 
-/* @s as a YAML double-quoted scalar, '$' doubled (the configuration expands
- * ${VAR} in paths); false for a control character or bytes that are not UTF-8,
- * which no YAML scalar takes back unchanged. */
-static bool yaml_string(FILE *f, const char *s)
+/* Whether @s is valid UTF-8 (what a YAML configuration can hold). */
+static bool is_utf8(const char *s)
 {
 	size_t n;
 
-	fputc('"', f);
 	for (; *s; s += n) {
-		unsigned char ch = (unsigned char)*s;
-
 		n = utf8_seq_len(s);
-		if (ch < 0x20 || ch == 0x7f || n == 0)
+		if (!n)
 			return false;
-		if (ch == '"' || ch == '\\' || ch == '$')
-			fputc(ch == '$' ? '$' : '\\', f);
-		fwrite(s, 1, n, f);
 	}
-	fputs("\"\n", f);
 	return true;
 }
 
-static bool emit_target(FILE *f, const struct cli *c, unsigned i, const char *path,
+/*
+ * Every PATH and the engine go into a configuration (YAML), which holds only
+ * UTF-8: a name that is not is refused, naming it. Control characters are
+ * fine: a configuration file takes them escaped ("\n"), and so does the one
+ * written here (cfg_print_path()). GO_ON, or EX_USAGE.
+ */
+static int check_utf8(const struct cli *c, char **paths, unsigned n)
+{
+	char e[ESC_SIZE(ESC_ARG_SHOWN)];
+
+	for (unsigned i = 0; i < n; i++) {
+		if (is_utf8(paths[i]))
+			continue;
+		fprintf(stderr,
+			"iopulse probe: PATH '%s' holds bytes that are not UTF-8: a configuration "
+			"(YAML) cannot name it; not supported\n",
+			esc_str(e, sizeof(e), paths[i]));
+		return EX_USAGE;
+	}
+	if (c->engine && !is_utf8(c->engine))
+		return bad_value("--engine", c->engine, "auto, io_uring, libaio, sync or null");
+	return GO_ON;
+}
+
+static void emit_target(FILE *f, const struct cli *c, unsigned i, const char *path,
 			enum cfg_target_kind kind)
 {
 	char ws[32];
 
 	fprintf(f, "  - name: path%u\n    %s: ", i + 1, cfg_target_kind_name(kind));
-	if (!yaml_string(f, path))
-		return false;
+	cfg_print_path(f, path);
+	fputc('\n', f);
 	if (kind == CFG_TARGET_DIRECTORY) {
 		cfg_format_size(c->working_set ? c->working_set : PROBE_CLI_DEFAULT_WS, ws,
 				sizeof(ws));
@@ -614,10 +630,9 @@ static bool emit_target(FILE *f, const struct cli *c, unsigned i, const char *pa
 		fputs("    direct: false\n", f);
 	if (c->allow_tmpfs)
 		fputs("    allow_memory_backed: true\n", f);
-	return true;
 }
 
-static bool emit_probe(FILE *f, const struct cli *c, unsigned i, enum cfg_target_kind kind)
+static void emit_probe(FILE *f, const struct cli *c, unsigned i, enum cfg_target_kind kind)
 {
 	char v[32];
 
@@ -630,14 +645,17 @@ static bool emit_probe(FILE *f, const struct cli *c, unsigned i, enum cfg_target
 		fprintf(f, "    working_set: %s\n", v);
 	}
 	/* The schema checks the names, as it does in a file. */
-	if (c->engine && (fputs("    engine: ", f), !yaml_string(f, c->engine)))
-		return false;
+	if (c->engine) {
+		fputs("    engine: ", f);
+		cfg_print_str(f, c->engine);
+		fputc('\n', f);
+	}
 	if (!c->burst) {
 		fprintf(f, "    type: ping\n    op: %s\n",
 			c->write || c->read_write ? "write" : "read");
 		if (c->sync)
 			fputs("    sync: fdatasync\n", f);
-		return true;
+		return;
 	}
 	fprintf(f, "    type: burst\n    rw: %s\n", cfg_rw_name(c->rw));
 	fprintf(f, "    iodepth: %u\n", c->iodepth ? c->iodepth : CFG_DEFAULT_IODEPTH);
@@ -650,7 +668,6 @@ static bool emit_probe(FILE *f, const struct cli *c, unsigned i, enum cfg_target
 				    sizeof(v));
 		fprintf(f, "    duration: %s\n", v);
 	}
-	return true;
 }
 
 /* The configuration for PATH...: a target and a probe per path, in order. 0,
@@ -662,34 +679,31 @@ static int build_config(struct cli *c, char **paths, unsigned n, struct config *
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	bool ok = true;
-	int r = -1;
+	int r = GO_ON;
 
 	if (!kinds || !f) {
 		fputs("iopulse probe: out of memory\n", stderr);
 		r = EX_OSERR;
 		goto out;
 	}
+	r = check_utf8(c, paths, n);
 	for (unsigned i = 0; i < n && r == GO_ON; i++)
 		r = path_kind(c, paths[i], &kinds[i]);
 	if (r != GO_ON)
 		goto out;
 	fputs("targets:\n", f);
 	for (unsigned i = 0; i < n; i++)
-		ok = ok && emit_target(f, c, i, paths[i], kinds[i]);
+		emit_target(f, c, i, paths[i], kinds[i]);
 	fputs("probes:\n", f);
 	for (unsigned i = 0; i < n; i++)
-		ok = ok && emit_probe(f, c, i, kinds[i]);
-	if (fclose(f) != 0 || !ok) {
-		f = NULL;
-		fputs("iopulse probe: a PATH or option with a control character or bytes that are "
-		      "not "
-		      "UTF-8: not supported\n",
-		      stderr);
-		r = EX_USAGE;
+		emit_probe(f, c, i, kinds[i]);
+	r = fclose(f);
+	f = NULL;
+	if (r != 0) {
+		fputs("iopulse probe: out of memory\n", stderr);
+		r = EX_OSERR;
 		goto out;
 	}
-	f = NULL;
 	r = EX_OK;
 	if (cfg_load_string("iopulse probe options", text, len, cfg, &err) < 0) {
 		/* Which key is named, not which line of text nobody sees. */

@@ -293,7 +293,8 @@ static const struct bad_case bad_cases[] = {
 	{"target_direct_yes", T "    direct: yes\n" P,
 	 "t.yaml:4:13: 'direct' must be true or false, got 'yes'"},
 	{"target_direct_quoted", T "    allow_memory_backed: \"true\"\n" P,
-	 "t.yaml:4:26: 'allow_memory_backed' must be true or false without quotes, got 'true'"},
+	 "t.yaml:4:26: 'allow_memory_backed' must be true or false, got the string 'true' "
+	 "(quoted): write it without quotes"},
 	{"target_duplicate_key", T "    directory: /srv/y\n" P,
 	 "t.yaml:4:5: duplicate key 'directory' in target (first defined at line 3)"},
 	{"target_duplicate_name", T "  - name: disk\n    directory: /srv/y\n" P,
@@ -613,7 +614,8 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:4:20: environment variable 'IOPULSE_TEST_UNSET' used in 'require_mount' is not "
 	 "set (write ${IOPULSE_TEST_UNSET:-fallback} to give a default)"},
 	{"require_mount_quoted_true", T "    require_mount: \"true\"\n" P,
-	 "t.yaml:4:20: 'require_mount' must be true or false without quotes, got 'true'"},
+	 "t.yaml:4:20: 'require_mount' must be true or false, got the string 'true' (quoted): "
+	 "write it without quotes"},
 	{"require_mount_list", T "    require_mount: [/mnt]\n" P,
 	 "t.yaml:4:20: 'require_mount' must be true, false, auto or a path, got a list"},
 	{"require_mount_null", T "    require_mount:\n" P,
@@ -859,6 +861,51 @@ static const struct bad_case bad_cases[] = {
 	    "probes:\n  - name: b1\n    type: burst\n    target: dev\n    rw: randwrite\n",
 	 "t.yaml:9:9: probe 'b1' writes to device target 'dev': this destroys the data on "
 	 "/dev/vdb; set 'allow_device_writes: true' on the target if you mean it"},
+};
+
+/* A quoted value where a number (size, duration, ...) is expected: YAML makes
+ * it a string, which the schema refuses, each number-like type alike. */
+#define QUOTED "(quoted): write it without quotes"
+static const struct bad_case quoted_cases[] = {
+	{"quoted_count", T B "    iodepth: \"32\"\n",
+	 "t.yaml:8:14: 'iodepth' must be a whole number, got the string '32' " QUOTED},
+	{"quoted_int", "native_histogram_schema: '3'\n" T P,
+	 "t.yaml:1:26: 'native_histogram_schema' must be a whole number, got the string "
+	 "'3' " QUOTED},
+	{"quoted_factor", T "    slow_factor: '4'\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got the string '4' " QUOTED},
+	{"quoted_size", T "    size: \"64MiB\"\n" P,
+	 "t.yaml:4:11: 'size' must be a size, got the string '64MiB' " QUOTED},
+	{"quoted_rate", T "    layout_rate: \"32MiB/s\"\n" P,
+	 "t.yaml:4:18: 'layout_rate' must be a size per second, got the string '32MiB/s' " QUOTED},
+	{"quoted_duration", T P "    interval: '10s'\n",
+	 "t.yaml:8:15: 'interval' must be a duration, got the string '10s' " QUOTED},
+	{"quoted_minutes", T "    baseline_warmup: '10m'\n" P,
+	 "t.yaml:4:22: 'baseline_warmup' must be a duration, got the string '10m' " QUOTED},
+	{"quoted_percent", T "    max_duty_cycle: '2%'\n" P,
+	 "t.yaml:4:21: 'max_duty_cycle' must be a percentage, got the string '2%' " QUOTED},
+	{"quoted_keep_free", T "    keep_free: '5%'\n" P,
+	 "t.yaml:4:16: 'keep_free' must be a size or a percentage, got the string '5%' " QUOTED},
+	{"quoted_block_size", T P "    block_size: '4k'\n",
+	 "t.yaml:8:17: 'block_size' must be a size, got the string '4k' " QUOTED},
+	{"quoted_block_range", T B "    block_size: \"2k-16k\"\n",
+	 "t.yaml:8:17: 'block_size' must be a size, got the string '2k-16k' " QUOTED},
+	{"quoted_bucket", "buckets: [1ms, '5ms']\n" T P,
+	 "t.yaml:1:16: 'buckets' must be a duration, got the string '5ms' " QUOTED},
+	{"quoted_bool", T "    direct: 'false'\n" P,
+	 "t.yaml:4:13: 'direct' must be true or false, got the string 'false' " QUOTED},
+	{"quoted_str_tag_and_quotes", T "    slow_factor: !!str \"4\"\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got the string '4' " QUOTED},
+	/* What YAML's tags say: !!str (or the non-specific '!') makes it a string. */
+	{"tagged_str", T "    slow_factor: !!str 4\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got the string '4' (tagged as a string): "
+	 "write it without the tag"},
+	{"tagged_str_anchor", T "    slow_factor: &f !!str 4\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got the string '4' (tagged as a string): "
+	 "write it without the tag"},
+	{"tagged_nonspecific", T "    slow_factor: ! 4\n" P,
+	 "t.yaml:4:18: 'slow_factor' must be a number, got the string '4' (tagged as a string): "
+	 "write it without the tag"},
 };
 
 static void test_bad_case(void **state)
@@ -1898,6 +1945,200 @@ static void test_scalars_are_strings(void **state)
 	cfg_free(c);
 }
 
+/* The types of the schema read as numbers (iopulse.yaml(5)'s words): quoted,
+ * a value of any of them is refused (get_plain()); every other type is text. */
+static const char *const number_like_types[] = {
+	"size",
+	"size per second",
+	"duration",
+	"number",
+	"percentage",
+	"whole number",
+	"boolean",
+	"whole number, may be negative",
+	"size or percentage",
+	"size or range MIN-MAX",
+	NULL,
+};
+
+static bool number_like(const char *type)
+{
+	for (unsigned i = 0; number_like_types[i]; i++)
+		if (!strcmp(type, number_like_types[i]))
+			return true;
+	return false;
+}
+
+/* @key: @value in the section @section of a configuration that is valid
+ * around it (a device target for the keys only a device takes), into @yaml;
+ * whether it loads. */
+static int load_in_section(const char *section, const char *key, const char *value, char *yaml,
+			   size_t len, struct cfg_error *err)
+{
+	static const struct {
+		const char *section, *before, *after;
+	} places[] = {
+		{"TOP LEVEL", "", T P},	    {"TARGETS", T, P},
+		{"TARGETS", TD, PD},	    {"PING PROBES", T P, ""},
+		{"BURST PROBES", T B, ""},  {"BURST PROBES", T B "    rw: randrw\n", ""},
+		{"VERIFY PROBES", T V, ""},
+	};
+	struct config *c = NULL;
+	int r = -ENOENT;
+
+	for (unsigned i = 0; i < sizeof(places) / sizeof(places[0]) && r != 0; i++) {
+		if (strcmp(places[i].section, section))
+			continue;
+		snprintf(yaml, len, "%s%s%s: %s\n%s", places[i].before,
+			 strcmp(section, "TOP LEVEL") ? "    " : "", key, value, places[i].after);
+		r = cfg_load_string("t.yaml", yaml, strlen(yaml), &c, err);
+		cfg_free(c);
+		c = NULL;
+	}
+	return r;
+}
+
+/* Each key of a number-like type, its default written plain, loads; quoted,
+ * it is refused naming the key and saying how to write it. */
+static void test_quoted_numbers_refused(void **state)
+{
+	char yaml[1024], quoted[128], want[160];
+	struct cfg_key_doc d;
+	struct cfg_error err;
+	unsigned tried = 0;
+
+	(void)state;
+	for (unsigned i = 0; cfg_key_doc(i, &d) == 0; i++) {
+		if (!number_like(d.type) || !d.def)
+			continue;
+		if (load_in_section(d.section, d.name, d.def, yaml, sizeof(yaml), &err) != 0)
+			fail_msg("%s (%s): its default '%s' written plain does not load: %s",
+				 d.name, d.section, d.def, err.msg);
+		snprintf(quoted, sizeof(quoted), "\"%s\"", d.def);
+		if (load_in_section(d.section, d.name, quoted, yaml, sizeof(yaml), &err) != -EINVAL)
+			fail_msg("%s (%s): %s quoted loads", d.name, d.section, d.def);
+		snprintf(want, sizeof(want), "'%s' must be ", d.name);
+		if (!strstr(err.msg, want) || !strstr(err.msg, "(quoted): write it without quotes"))
+			fail_msg("%s (%s) quoted: %s", d.name, d.section, err.msg);
+		tried++;
+	}
+	assert_true(tried >= 30);
+}
+
+/* YAML's own tags decide: !!int, !!float and !!bool make even a quoted value a
+ * number or a boolean; other tags change nothing; an alias reads as its node. */
+static void test_tagged_numbers(void **state)
+{
+	struct config *c;
+
+	(void)state;
+	c = load_ok("targets:\n  - name: disk\n    directory: /srv/x\n"
+		    "    slow_factor: &f !!float \"2.5\"\n    direct: !!bool \"true\"\n"
+		    "  - name: two\n    directory: /srv/y\n    slow_factor: *f\n"
+		    "probes:\n  - name: b1\n    type: burst\n    target: disk\n"
+		    "    iodepth: !!int \"8\"\n    jobs: !!int 2\n");
+	assert_true(c->targets[0].slow_factor == 2.5);
+	assert_true(c->targets[1].slow_factor == 2.5);
+	assert_true(c->targets[0].direct);
+	assert_int_equal(c->probes[0].iodepth, 8);
+	assert_int_equal(c->probes[0].jobs, 2);
+	cfg_free(c);
+}
+
+/*
+ * A long value is shortened in the message, never the message: whatever its
+ * length, the message names the key and ends with the reason, whole. @yaml
+ * has "%s" where bytes @fill go, in a value of @n bytes of which @extra are
+ * around them; @want is in the message, @tail ends it.
+ */
+static struct cfg_error long_value_err; /* the last message check_long_value() read */
+
+static void check_long_value(const char *name, const char *yaml, char fill, size_t n, size_t extra,
+			     const char *want, const char *tail)
+{
+	char *v = malloc(n + 1), *text = malloc(strlen(yaml) + n + 1), count[64];
+	struct config *c = NULL;
+	struct cfg_error err;
+	size_t len, tl = strlen(tail);
+	int r;
+
+	assert_non_null(v);
+	assert_non_null(text);
+	memset(v, fill, n - extra);
+	v[n - extra] = '\0';
+	sprintf(text, yaml, v);
+	r = cfg_load_string(name, text, strlen(text), &c, &err);
+	assert_int_equal(r, -EINVAL);
+	len = strlen(err.msg);
+	snprintf(count, sizeof(count), "\u2026' (%zu bytes)", n);
+	if (len >= sizeof(err.msg) - 1 || !strstr(err.msg, want) || !strstr(err.msg, count) ||
+	    len < tl || strcmp(err.msg + len - tl, tail))
+		fail_msg("%zu bytes: want '%s' and '%s' in it, ending '%s'; got (%zu bytes)\n%s", n,
+			 want, count, tail, len, err.msg);
+	long_value_err = err;
+	free(v);
+	free(text);
+}
+
+static void test_long_values_elided(void **state)
+{
+	static const size_t lengths[] = {500, 5000, 100000};
+	char name[4096], text[4096 + 256];
+	struct config *c = NULL;
+	struct cfg_error err;
+	size_t at = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
+		size_t n = lengths[i];
+
+		check_long_value("t.yaml", T "    slow_factor: %s\n" P, '1', n, 0,
+				 "t.yaml:4:18: invalid number '1111",
+				 "for 'slow_factor': too many digits");
+		check_long_value("t.yaml", T P "    interval: %s\n", 'x', n, 0, "for 'interval'",
+				 "(units: ns, us, ms, s, m, h, d)");
+		check_long_value("t.yaml", T "    size: 4%s\n" P, 'x', n, 1, "for 'size'",
+				 "expected bytes or a number with a unit (k, m, g, t, KiB, MiB, "
+				 "GiB, TiB)");
+		check_long_value("t.yaml", T B "    block_size: 4k-%s\n", '9', n, 3,
+				 "for 'block_size' range '4k-999", ": too large");
+		check_long_value("t.yaml", T "    keep_free: %s%%\n" P, '9', n, 1, "'keep_free'",
+				 "must be between 0% and 90%");
+		check_long_value("t.yaml", T "    require_mount: ${A-%s}\n" P, 'b', n, 5,
+				 "invalid variable reference '${A-bbb",
+				 "in 'require_mount': use ${NAME} or ${NAME:-fallback}");
+		check_long_value("t.yaml",
+				 T "probes:\n  - name: p1\n    type: ping\n    target: %s\n", 't',
+				 n, 0, "probe 'p1' references undefined target 'ttt", "");
+	}
+	/* A path as long as one may be (PATH_MAX - 1 bytes). */
+	check_long_value("t.yaml", "targets:\n  - name: dev\n    device: /x%s\n" PD, 'y', 4095, 2,
+			 "t.yaml:3:13: 'device' must be a block device under /dev/", "");
+	/* A key as long as YAML takes one (a simple key: 1024 characters). */
+	check_long_value("t.yaml", T "    %s: 1\n" P, 'k', 1000, 0, "unknown key 'kkk",
+			 "in target (valid keys: name, directory, file, device, size, "
+			 "layout_rate, keep_free, require_mount, direct, allow_memory_backed, "
+			 "allow_device_writes, max_duty_cycle, max_write_per_day, "
+			 "expected_latency, slow_factor, slow_floor, baseline_warmup, labels)");
+	/* A long file name keeps its end, the message all of its own. */
+	at = (size_t)snprintf(name, sizeof(name), "/srv");
+	while (at < 3000)
+		at += (size_t)snprintf(name + at, sizeof(name) - at, "/directory");
+	snprintf(name + at, sizeof(name) - at, "/t.yaml");
+	check_long_value(name, T "    slow_factor: %s\n" P, '2', 5000, 0,
+			 "/directory/t.yaml:4:18: invalid number '2222",
+			 "for 'slow_factor': too many digits");
+	assert_memory_equal(long_value_err.msg, "\u2026", strlen("\u2026"));
+	/* A value the message has room for is quoted whole. */
+	memset(name, 'y', 150);
+	name[150] = '\0';
+	snprintf(text, sizeof(text), T "    device: /x%s\n" P, name);
+	assert_int_equal(cfg_load_string("t.yaml", text, strlen(text), &c, &err), -EINVAL);
+	snprintf(text, sizeof(text), "got '/x%s'", name);
+	if (!strstr(err.msg, text) || strstr(err.msg, "\u2026"))
+		fail_msg("a 152-byte device path is not quoted whole: %s", err.msg);
+}
+
 static void test_limits(void **state)
 {
 	size_t cap = 64 * 1024;
@@ -2601,6 +2842,9 @@ int main(void)
 		cmocka_unit_test(test_env_expansion),
 		cmocka_unit_test(test_print_escapes),
 		cmocka_unit_test(test_scalars_are_strings),
+		cmocka_unit_test(test_quoted_numbers_refused),
+		cmocka_unit_test(test_tagged_numbers),
+		cmocka_unit_test(test_long_values_elided),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_embedded_default),
 		cmocka_unit_test(test_print_default),
@@ -2615,8 +2859,9 @@ int main(void)
 		cmocka_unit_test(test_man_matches_schema),
 	};
 	enum { N_BAD = sizeof(bad_cases) / sizeof(bad_cases[0]) };
+	enum { N_QUOTED = sizeof(quoted_cases) / sizeof(quoted_cases[0]) };
 	enum { N_FIXED = sizeof(fixed) / sizeof(fixed[0]) };
-	struct CMUnitTest tests[N_BAD + N_FIXED];
+	struct CMUnitTest tests[N_BAD + N_QUOTED + N_FIXED];
 
 	unsetenv("IOPULSE_TEST_UNSET");
 	for (size_t i = 0; i < N_BAD; i++)
@@ -2625,7 +2870,13 @@ int main(void)
 			.test_func = test_bad_case,
 			.initial_state = (void *)&bad_cases[i],
 		};
+	for (size_t i = 0; i < N_QUOTED; i++)
+		tests[N_BAD + i] = (struct CMUnitTest){
+			.name = quoted_cases[i].name,
+			.test_func = test_bad_case,
+			.initial_state = (void *)&quoted_cases[i],
+		};
 	for (size_t i = 0; i < N_FIXED; i++)
-		tests[N_BAD + i] = fixed[i];
+		tests[N_BAD + N_QUOTED + i] = fixed[i];
 	return cmocka_run_group_tests_name("config", tests, tu_scratch_setup, tu_scratch_teardown);
 }

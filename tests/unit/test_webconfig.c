@@ -138,6 +138,27 @@ static void test_errors(void **state)
 			 "or basic_auth_users");
 }
 
+/* A long value is shortened, never the message (config/elide.c): a 5,000-byte
+ * cipher suite name leaves the reason whole. */
+static void test_long_value(void **state)
+{
+	char *yaml = malloc(6000), want[512];
+	size_t n;
+
+	(void)state;
+	assert_non_null(yaml);
+	n = (size_t)snprintf(yaml, 6000, TLS "  cipher_suites: [");
+	memset(yaml + n, 'X', 5000);
+	snprintf(yaml + n + 5000, 6000 - n - 5000, "]\n");
+	snprintf(want, sizeof(want),
+		 "web.yml:4:19: unknown cipher suite '%.48s\u2026' (5000 bytes): expected a name "
+		 "from Go's crypto/tls, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (iopulse(8) "
+		 "lists those accepted)",
+		 yaml + n);
+	expect_error(yaml, want);
+	free(yaml);
+}
+
 static void test_valid(void **state)
 {
 	struct web_config *w = NULL;
@@ -424,10 +445,10 @@ static void test_dummy_cost(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_errors),	    cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_auth_cache),  cmocka_unit_test(test_auth_nul),
-		cmocka_unit_test(test_parse_basic), cmocka_unit_test(test_auth_shares),
-		cmocka_unit_test(test_dummy_cost),
+		cmocka_unit_test(test_errors),	    cmocka_unit_test(test_long_value),
+		cmocka_unit_test(test_valid),	    cmocka_unit_test(test_auth_cache),
+		cmocka_unit_test(test_auth_nul),    cmocka_unit_test(test_parse_basic),
+		cmocka_unit_test(test_auth_shares), cmocka_unit_test(test_dummy_cost),
 	};
 
 	make_hash(hash, sizeof(hash), 4);
