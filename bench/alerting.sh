@@ -104,13 +104,7 @@ fi
 # shellcheck source=lib.sh
 . "$REPO/bench/lib.sh" # BUILD, IOPULSE, WORK (under $BUILD)
 
-if [ -z "${HANGFS:-}" ]; then
-	HANGFS=$BUILD/hangfs
-	read -ra fuse_cflags <<<"$(pkg-config --cflags fuse3)"
-	read -ra fuse_libs <<<"$(pkg-config --libs fuse3)"
-	gcc -std=gnu11 -D_GNU_SOURCE -O2 "${fuse_cflags[@]}" -o "$HANGFS" \
-		"$REPO/tests/integration/hangfs.c" "${fuse_libs[@]}" -lpthread
-fi
+bench_hangfs
 
 # ---------------------------------------------------------------- clean-up
 

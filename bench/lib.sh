@@ -115,3 +115,15 @@ for s in json.load(sys.stdin)["data"]["result"]:
     m.pop("__name__", None)
     print(",".join(f"{k}={v}" for k, v in sorted(m.items())), s["value"][1])'
 }
+
+# bench_hangfs: HANGFS is the hangfs binary (tests/integration/hangfs.c, a
+# freezable FUSE pass-through): as set, or compiled here into $BUILD/hangfs.
+bench_hangfs() {
+	local cflags libs
+	[ -z "${HANGFS:-}" ] || return 0
+	HANGFS=$BUILD/hangfs
+	read -ra cflags <<<"$(pkg-config --cflags fuse3)"
+	read -ra libs <<<"$(pkg-config --libs fuse3)"
+	gcc -std=gnu11 -D_GNU_SOURCE -O2 "${cflags[@]}" -o "$HANGFS" \
+		"$REPO/tests/integration/hangfs.c" "${libs[@]}" -lpthread
+}
