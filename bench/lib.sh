@@ -80,6 +80,32 @@ parse() {
 	PY
 }
 
+# wait_for SECONDS WHAT CMD...: until CMD succeeds; after SECONDS, say that WHAT
+# did not happen and exit 1.
+wait_for() {
+	local deadline=$((SECONDS + $1)) what=$2
+	shift 2
+	until "$@"; do
+		((SECONDS < deadline)) || { say "${0##*/}: $what: not within $1s"; exit 1; }
+		sleep 0.2
+	done
+}
+
+# bench_stop SAY: the clean-up (an EXIT trap's, errexit off) of a run of
+# processes on hangfs: every hangfs of FUSE fast again and thawed, so that none
+# of the processes of PIDS waits on it as they are stopped and waited for; then
+# bench_unmount_work SAY.
+bench_stop() {
+	local f p
+	for f in "${FUSE[@]}"; do
+		kill -s RTMIN+4 "${f%% *}" 2>/dev/null
+		kill -USR2 "${f%% *}" 2>/dev/null
+	done
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	bench_unmount_work "$1"
+}
+
 # bench_unmount_work SAY: the end of a clean-up, once nothing uses the mounts: each
 # hangfs of FUSE ("pid mountpoint", a lower one before the ones stacked on it)
 # unmounted, upper ones first, and waited for; the tmpfs of MOUNTS unmounted; then

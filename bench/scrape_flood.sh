@@ -54,31 +54,16 @@ FPID=    # the flood running, if one does
 FUSE=()  # "pid mountpoint" of the hangfs (bench_unmount_work)
 MOUNTS=() # none here (bench_unmount_work)
 flood_cleanup() {
-	local p rc=$?
+	local rc=$?
 	trap - EXIT INT TERM
 	set +e
 	[ -z "$FPID" ] || kill -TERM "$FPID" 2>/dev/null
-	for p in "${FUSE[@]}"; do # thawed: nothing waits on it as the daemons stop
-		kill -USR2 "${p%% *}" 2>/dev/null
-	done
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-	bench_unmount_work say
+	bench_stop say
 	exit "$rc"
 }
 trap flood_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-# wait_for SECONDS WHAT CMD...: until CMD succeeds, or give up saying WHAT.
-wait_for() {
-	local deadline=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		((SECONDS < deadline)) || { say "scrape_flood.sh: $what: not within $1 s"; exit 1; }
-		sleep 0.2
-	done
-}
 
 # ---------------------------------------------------------------- hangfs
 
