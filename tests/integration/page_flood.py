@@ -34,17 +34,8 @@ assert all(a.startswith("127.") for a in addrs), "loopback sources only"
 PAGES = ((b"/", (200,), b"</html>\n"), (b"/status.json", (200,), b"}\n"),
          (b"/readyz", (200, 503), b"\n"))
 
-stop = False
-
-
-def on_signal(signum, frame):
-    global stop
-    stop = True
-
-
-signal.signal(signal.SIGTERM, on_signal)
-signal.signal(signal.SIGINT, on_signal)
-
+# SIGTERM as SIGINT: either ends the loop below (KeyboardInterrupt).
+signal.signal(signal.SIGTERM, signal.default_int_handler)
 sel = selectors.DefaultSelector()
 replies = {p[0]: 0 for p in PAGES}
 errors = reconnects = 0
@@ -163,27 +154,30 @@ live = set(Conn(a, i) for a in addrs for i in range(conns))
 reopen = []  # (address, next page) of connections to open again
 start = time.monotonic()
 written = None
-while not stop and time.monotonic() - start < limit_s:
-    for key, ev in sel.select(timeout=0.2):
-        c = key.data
-        if not serve(c, ev):
-            c.close()
-            live.discard(c)
-            reconnects += 1
-            reopen.append((c.addr, c.n))
-    for addr, n in reopen[:]:
-        try:
-            live.add(Conn(addr, n))
-            reopen.remove((addr, n))
-        except OSError as e:
-            error(f"connect from {addr}: {e}")
-            break
-    now = time.monotonic()
-    if written is None and sum(replies.values()) + errors >= addrs_conns:
-        written = 0
-    if written is not None and now - written >= 0.2:
-        write_state()
-        written = now
+try:
+    while time.monotonic() - start < limit_s:
+        for key, ev in sel.select(timeout=0.2):
+            c = key.data
+            if not serve(c, ev):
+                c.close()
+                live.discard(c)
+                reconnects += 1
+                reopen.append((c.addr, c.n))
+        for addr, n in reopen[:]:
+            try:
+                live.add(Conn(addr, n))
+                reopen.remove((addr, n))
+            except OSError as e:
+                error(f"connect from {addr}: {e}")
+                break
+        now = time.monotonic()
+        if written is None and sum(replies.values()) + errors >= addrs_conns:
+            written = 0
+        if written is not None and now - written >= 0.2:
+            write_state()
+            written = now
+except KeyboardInterrupt:
+    pass
 for c in live:
     c.close()
 write_state()
