@@ -390,8 +390,9 @@ static int64_t min64(int64_t a, int64_t b)
 }
 
 /* How long the thread may sleep: until libmicrohttpd's next timeout, the oldest
- * waiting connection's deadline, or the end of accept()'s rest; with none of
- * them, poll()'s longest finite wait (INT_MAX ms, 24 days: one idle turn). */
+ * waiting connection's deadline, the end of accept()'s rest, or a kept status
+ * page going stale (to be freed); with none of them, poll()'s longest finite
+ * wait (INT_MAX ms, 24 days: one idle turn). */
 static int next_wake_ms(struct http_server *h, int64_t now, bool accepting)
 {
 	MHD_UNSIGNED_LONG_LONG mhd_ms;
@@ -403,6 +404,7 @@ static int next_wake_ms(struct http_server *h, int64_t now, bool accepting)
 		t = min64(t, h->waiting.head->since_ms + h->lim.header_ms - now);
 	if (!accepting)
 		t = min64(t, h->paused_until_ms - now);
+	t = min64(t, h->pages_stale_ms - now);
 	return t < 0 ? 0 : (int)t;
 }
 
@@ -484,7 +486,9 @@ void *http_serve(void *arg)
 			accept_some(h, now);
 		sweep(h, now);
 		MHD_run(h->mhd);
-		trim_heap(h, http_now_ms());
+		now = http_now_ms();
+		h->pages_stale_ms = http_pages_expire(h, now);
+		trim_heap(h, now);
 	}
 	return NULL;
 }

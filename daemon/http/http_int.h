@@ -75,6 +75,7 @@ struct http_server {
 	int64_t paused_until_ms;	  /* accept() rests until then (CLOCK_MONOTONIC) */
 	bool trim_due;			  /* a reply or connection ended since the last trim */
 	int64_t trimmed_ms;		  /* when trim_heap() last trimmed */
+	int64_t pages_stale_ms;		  /* a kept render goes stale then (none: INT64_MAX) */
 	struct peer *peers[PEER_BUCKETS]; /* client addresses with connections */
 };
 
@@ -143,6 +144,10 @@ int http_authorize(struct http_server *h, struct MHD_Connection *c, const struct
 		   void **req, enum MHD_Result *ret);
 
 /* ---- route.c ---- */
+
+/* Drop the kept renders stale at @now (setting trim_due); returns when the next
+ * of the others goes stale, INT64_MAX when none is kept. */
+int64_t http_pages_expire(struct http_server *h, int64_t now);
 
 /* MHD_AccessHandlerCallback: answer a request. */
 enum MHD_Result http_on_request(void *cls, struct MHD_Connection *c, const char *url,

@@ -353,6 +353,30 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
 	return ret;
 }
 
+/* Issue 15 (memory): a kept render is freed once stale, not when the next
+ * request for its page comes, which may be never; the thread wakes for it. */
+int64_t http_pages_expire(struct http_server *h, int64_t now)
+{
+	int64_t next = INT64_MAX;
+	unsigned i;
+
+	for (i = 0; i < KEPT_N; i++) {
+		struct kept_page *k = &h->kept[i];
+		int64_t stale = k->made_ms + (int64_t)h->lim.page_fresh_ms;
+
+		if (!k->resp)
+			continue;
+		if (now < stale) {
+			next = stale < next ? stale : next;
+			continue;
+		}
+		MHD_destroy_response(k->resp);
+		k->resp = NULL;
+		h->trim_due = true; /* its body goes once its last connection has sent it */
+	}
+	return next;
+}
+
 static enum MHD_Result serve_healthz(struct http_server *h, struct MHD_Connection *c,
 				     const struct route *rt)
 {

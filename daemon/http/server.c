@@ -173,6 +173,7 @@ struct http_server *http_start(int listen_fd, const struct http_limits *lim,
 	}
 	h->listen_fd = listen_fd;
 	h->stop_fd = h->wake_fd = -1;
+	h->pages_stale_ms = INT64_MAX;
 	h->status = st;
 	h->metrics = m;
 	h->collect = collect;
