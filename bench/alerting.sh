@@ -104,13 +104,7 @@ fi
 # shellcheck source=lib.sh
 . "$REPO/bench/lib.sh" # BUILD, IOPULSE, WORK (under $BUILD)
 
-if [ -z "${HANGFS:-}" ]; then
-	HANGFS=$BUILD/hangfs
-	read -ra fuse_cflags <<<"$(pkg-config --cflags fuse3)"
-	read -ra fuse_libs <<<"$(pkg-config --libs fuse3)"
-	gcc -std=gnu11 -D_GNU_SOURCE -O2 "${fuse_cflags[@]}" -o "$HANGFS" \
-		"$REPO/tests/integration/hangfs.c" "${fuse_libs[@]}" -lpthread
-fi
+bench_hangfs
 
 # ---------------------------------------------------------------- clean-up
 
@@ -118,17 +112,11 @@ PIDS=()   # the daemon, Prometheus, Alertmanager, the receiver: stopped first
 FUSE=()   # "pid mountpoint" of each hangfs, upper ones after their lower one
 MOUNTS=() # tmpfs mount points
 alerting_cleanup() {
-	local p f rc=$?
+	local rc=$?
 	trap - EXIT INT TERM
 	set +e
 	[ -z "${NAP_PID:-}" ] || kill "$NAP_PID" 2>/dev/null
-	for f in "${FUSE[@]}"; do # nothing waits on them as the daemon stops
-		kill -s RTMIN+4 "${f%% *}" 2>/dev/null
-		kill -USR2 "${f%% *}" 2>/dev/null
-	done
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-	bench_unmount_work asay
+	bench_stop asay
 	exit "$rc"
 }
 trap alerting_cleanup EXIT
@@ -146,16 +134,6 @@ nap() {
 }
 
 now() { date +%s.%N | cut -c1-14; }
-
-# wait_for SECONDS WHAT CMD...: until CMD succeeds, or die.
-wait_for() {
-	local deadline=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		((SECONDS < deadline)) || die "$what: not within $1s"
-		sleep 0.2
-	done
-}
 
 # free_port: a loopback port nobody listens on (now).
 free_port() {

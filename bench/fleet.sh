@@ -94,13 +94,7 @@ fi
 # shellcheck source=lib.sh
 . "$REPO/bench/lib.sh" # BUILD, IOPULSE, WORK (under $BUILD), say
 
-if [ -z "${HANGFS:-}" ]; then
-	HANGFS=$BUILD/hangfs
-	read -ra fuse_cflags <<<"$(pkg-config --cflags fuse3)"
-	read -ra fuse_libs <<<"$(pkg-config --libs fuse3)"
-	gcc -std=gnu11 -D_GNU_SOURCE -O2 "${fuse_cflags[@]}" -o "$HANGFS" \
-		"$REPO/tests/integration/hangfs.c" "${fuse_libs[@]}" -lpthread
-fi
+bench_hangfs
 
 # ---------------------------------------------------------------- clean-up
 
@@ -108,16 +102,11 @@ PIDS=()   # iopulse instances and Prometheus: stopped first
 FUSE=()   # "pid mountpoint" of each hangfs
 MOUNTS=() # tmpfs mount points
 fleet_cleanup() {
-	local p f rc=$?
+	local rc=$?
 	trap - EXIT INT TERM
 	set +e
 	[ -z "${NAP_PID:-}" ] || kill "$NAP_PID" 2>/dev/null
-	for f in "${FUSE[@]}"; do # fast again: nothing waits on them as the daemons stop
-		kill -s RTMIN+4 "${f%% *}" 2>/dev/null
-	done
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-	bench_unmount_work fsay
+	bench_stop fsay
 	exit "$rc"
 }
 trap fleet_cleanup EXIT
@@ -125,16 +114,6 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # ---------------------------------------------------------------- helpers
-
-# wait_for SECONDS WHAT CMD...: until CMD succeeds, or die.
-wait_for() {
-	local deadline=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		((SECONDS < deadline)) || die "$what: not within ${deadline}s"
-		sleep 0.2
-	done
-}
 
 # q1 EXPR: the first sample's value of q (lib.sh), or "nan" when the result is empty.
 q1() {

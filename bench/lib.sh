@@ -80,6 +80,32 @@ parse() {
 	PY
 }
 
+# wait_for SECONDS WHAT CMD...: until CMD succeeds; after SECONDS, say that WHAT
+# did not happen and exit 1.
+wait_for() {
+	local deadline=$((SECONDS + $1)) what=$2
+	shift 2
+	until "$@"; do
+		((SECONDS < deadline)) || { say "${0##*/}: $what: not within $1s"; exit 1; }
+		sleep 0.2
+	done
+}
+
+# bench_stop SAY: the clean-up (an EXIT trap's, errexit off) of a run of
+# processes on hangfs: every hangfs of FUSE fast again and thawed, so that none
+# of the processes of PIDS waits on it as they are stopped and waited for; then
+# bench_unmount_work SAY.
+bench_stop() {
+	local f p
+	for f in "${FUSE[@]}"; do
+		kill -s RTMIN+4 "${f%% *}" 2>/dev/null
+		kill -USR2 "${f%% *}" 2>/dev/null
+	done
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	bench_unmount_work "$1"
+}
+
 # bench_unmount_work SAY: the end of a clean-up, once nothing uses the mounts: each
 # hangfs of FUSE ("pid mountpoint", a lower one before the ones stacked on it)
 # unmounted, upper ones first, and waited for; the tmpfs of MOUNTS unmounted; then
@@ -114,4 +140,16 @@ for s in json.load(sys.stdin)["data"]["result"]:
     m = s["metric"]
     m.pop("__name__", None)
     print(",".join(f"{k}={v}" for k, v in sorted(m.items())), s["value"][1])'
+}
+
+# bench_hangfs: HANGFS is the hangfs binary (tests/integration/hangfs.c, a
+# freezable FUSE pass-through): as set, or compiled here into $BUILD/hangfs.
+bench_hangfs() {
+	local cflags libs
+	[ -z "${HANGFS:-}" ] || return 0
+	HANGFS=$BUILD/hangfs
+	read -ra cflags <<<"$(pkg-config --cflags fuse3)"
+	read -ra libs <<<"$(pkg-config --libs fuse3)"
+	gcc -std=gnu11 -D_GNU_SOURCE -O2 "${cflags[@]}" -o "$HANGFS" \
+		"$REPO/tests/integration/hangfs.c" "${libs[@]}" -lpthread
 }

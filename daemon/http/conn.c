@@ -62,7 +62,7 @@
  * connection's own.
  */
 
-static int64_t now_ms(void)
+int64_t http_now_ms(void)
 {
 	struct timespec ts;
 
@@ -273,7 +273,7 @@ void http_on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
 	}
 	c->peer->live++;
 	h->live++;
-	wait_add(h, c, now_ms());
+	wait_add(h, c, http_now_ms());
 	*ctx = c;
 	/* Never empty: the new connection waits too. */
 	if (c->peer->live > h->lim.per_address)
@@ -302,7 +302,7 @@ void http_on_completed(void *cls, struct MHD_Connection *mc, void **req,
 	}
 	*req = NULL;
 	if (c && !c->closing && !c->waiting && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-		wait_add(h, c, now_ms());
+		wait_add(h, c, http_now_ms());
 	h->trim_due = true; /* the reply's body is freed */
 }
 
@@ -390,8 +390,9 @@ static int64_t min64(int64_t a, int64_t b)
 }
 
 /* How long the thread may sleep: until libmicrohttpd's next timeout, the oldest
- * waiting connection's deadline, or the end of accept()'s rest; with none of
- * them, poll()'s longest finite wait (INT_MAX ms, 24 days: one idle turn). */
+ * waiting connection's deadline, the end of accept()'s rest, or a kept status
+ * page going stale (to be freed); with none of them, poll()'s longest finite
+ * wait (INT_MAX ms, 24 days: one idle turn). */
 static int next_wake_ms(struct http_server *h, int64_t now, bool accepting)
 {
 	MHD_UNSIGNED_LONG_LONG mhd_ms;
@@ -403,6 +404,7 @@ static int next_wake_ms(struct http_server *h, int64_t now, bool accepting)
 		t = min64(t, h->waiting.head->since_ms + h->lim.header_ms - now);
 	if (!accepting)
 		t = min64(t, h->paused_until_ms - now);
+	t = min64(t, h->pages_stale_ms - now);
 	return t < 0 ? 0 : (int)t;
 }
 
@@ -463,7 +465,7 @@ void *http_serve(void *arg)
 	struct http_server *h = arg;
 
 	for (;;) {
-		int64_t now = now_ms();
+		int64_t now = http_now_ms();
 		bool accepting = now >= h->paused_until_ms;
 		struct pollfd p[4] = {
 			{.fd = h->stop_fd, .events = POLLIN},
@@ -479,12 +481,14 @@ void *http_serve(void *arg)
 			break;
 		if (p[3].revents && read(h->wake_fd, &n, sizeof(n)) < 0)
 			(void)0; /* EAGAIN: another turn read it */
-		now = now_ms();
+		now = http_now_ms();
 		if (p[2].revents)
 			accept_some(h, now);
 		sweep(h, now);
 		MHD_run(h->mhd);
-		trim_heap(h, now_ms());
+		now = http_now_ms();
+		h->pages_stale_ms = http_pages_expire(h, now);
+		trim_heap(h, now);
 	}
 	return NULL;
 }

@@ -32,6 +32,7 @@ extern const struct metric_def http_metric_defs[];
 #define HTTP_MEMORY_LIMIT	(32 * 1024) /* per connection, for request parsing */
 #define HTTP_ACCEPT_RETRY_MS	100	    /* out of descriptors with nothing to close */
 #define HTTP_TRIM_EVERY_MS	10	    /* malloc_trim() at most this often while serving */
+#define HTTP_PAGE_FRESH_MS	250	    /* a status page's render answers this long */
 
 struct http_server;
 
@@ -41,13 +42,17 @@ struct http_server;
  * connection is closed when its headers take longer than @header_ms, and is the
  * one that makes room (the one that waited longest first) when a new connection
  * would exceed @connections, or @per_address of its address, or finds no free
- * descriptor. Zero fields take the defaults (http_start()).
+ * descriptor. A render of /, /status.json (with or without ?history=1) or
+ * /readyz answers the requests for that page until @page_fresh_ms after it was
+ * made, so that a flood of page views costs sends, not renders. Zero fields
+ * take the defaults (http_start()).
  */
 struct http_limits {
-	unsigned connections; /* open at once; 0: http_connection_limit(RLIMIT_NOFILE, ...) */
-	uint64_t fd_reserve;  /* the rest of the daemon's descriptors; 0: not known */
-	unsigned per_address; /* of one address; 0: HTTP_PER_ADDRESS_LIMIT */
-	unsigned header_ms;   /* to send a request's headers; 0: HTTP_HEADER_DEADLINE_MS */
+	unsigned connections;	/* open at once; 0: http_connection_limit(RLIMIT_NOFILE, ...) */
+	uint64_t fd_reserve;	/* the rest of the daemon's descriptors; 0: not known */
+	unsigned per_address;	/* of one address; 0: HTTP_PER_ADDRESS_LIMIT */
+	unsigned header_ms;	/* to send a request's headers; 0: HTTP_HEADER_DEADLINE_MS */
+	unsigned page_fresh_ms; /* a status page's render is reused; 0: HTTP_PAGE_FRESH_MS */
 };
 
 /* How many connections to serve at once with @nofile descriptors (the soft

@@ -26,6 +26,18 @@ struct web_tls;
 struct peer;
 struct conn;
 
+/* The status pages' renders kept (route.c): one per page, /status.json's two. */
+enum { KEPT_LANDING, KEPT_READYZ, KEPT_JSON, KEPT_JSON_HISTORY, KEPT_N };
+
+struct kept_page {
+	struct MHD_Response *resp; /* our reference (libmicrohttpd counts them); NULL: none */
+	unsigned code;		   /* its status */
+	int64_t made_ms;	   /* rendered then (CLOCK_MONOTONIC) */
+};
+
+/* The server's families (http_metric_defs[]). */
+enum { HTTP_FAM_REQUESTS, HTTP_FAM_RENDERS, HTTP_N_FAMILIES };
+
 /* A list of waiting connections, oldest first (see conn.c). */
 struct conn_list {
 	struct conn *head, *tail;
@@ -34,7 +46,7 @@ struct conn_list {
 struct http_server {
 	struct MHD_Daemon *mhd;
 	struct metrics *metrics;
-	struct metric_family *requests; /* iopulse_http_requests_total{handler,code} */
+	struct metric_family *fam[HTTP_N_FAMILIES]; /* by HTTP_FAM_* */
 	http_collect_fn collect;
 	void *userdata;
 	size_t last_len[3]; /* the last body's size per format: the next buffer's size */
@@ -43,10 +55,11 @@ struct http_server {
 	struct gzpage *gz[3];
 	size_t last_zlen[3];
 	struct http_family_ends ends;
-	struct status *status;	   /* what /, /readyz, /status.json show */
-	size_t page_len, json_len; /* the last / and /status.json sizes: the next buffers' */
-	struct web_tls *tls;	   /* NULL: plain HTTP */
-	struct web_auth *auth;	   /* NULL: no basic auth */
+	struct status *status;	       /* what /, /readyz, /status.json show */
+	size_t page_len, json_len;     /* the last / and /status.json sizes: the next buffers' */
+	struct web_tls *tls;	       /* NULL: plain HTTP */
+	struct web_auth *auth;	       /* NULL: no basic auth */
+	struct kept_page kept[KEPT_N]; /* by KEPT_* (HTTP thread only) */
 
 	/* Everything below belongs to the server's thread (see conn.c). */
 	int listen_fd;			  /* ours: we accept, libmicrohttpd serves */
@@ -62,6 +75,7 @@ struct http_server {
 	int64_t paused_until_ms;	  /* accept() rests until then (CLOCK_MONOTONIC) */
 	bool trim_due;			  /* a reply or connection ended since the last trim */
 	int64_t trimmed_ms;		  /* when trim_heap() last trimmed */
+	int64_t pages_stale_ms;		  /* a kept render goes stale then (none: INT64_MAX) */
 	struct peer *peers[PEER_BUCKETS]; /* client addresses with connections */
 };
 
@@ -98,6 +112,9 @@ struct route;
 
 /* ---- conn.c ---- */
 
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t http_now_ms(void);
+
 /* *req of a request whose headers are in, until it is answered (http_on_request()). */
 extern char http_headers_in;
 
@@ -127,6 +144,10 @@ int http_authorize(struct http_server *h, struct MHD_Connection *c, const struct
 		   void **req, enum MHD_Result *ret);
 
 /* ---- route.c ---- */
+
+/* Drop the kept renders stale at @now (setting trim_due); returns when the next
+ * of the others goes stale, INT64_MAX when none is kept. */
+int64_t http_pages_expire(struct http_server *h, int64_t now);
 
 /* MHD_AccessHandlerCallback: answer a request. */
 enum MHD_Result http_on_request(void *cls, struct MHD_Connection *c, const char *url,

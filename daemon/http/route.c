@@ -2,9 +2,10 @@
 /*
  * route — what each path answers, from one table (routes[]): its path, the
  * methods it takes and its handler, which answer 404 and 405 too. /metrics
- * (negotiated, maybe gzipped), /healthz, the status pages (/, /readyz,
- * /status.json), after the method and basic auth (authorize.c); every reply
- * counted in iopulse_http_requests_total by the route's name.
+ * (negotiated, maybe gzipped, rendered for each scrape), /healthz, the status
+ * pages (/, /readyz, /status.json: a render kept for HTTP_PAGE_FRESH_MS), after
+ * the method and basic auth (authorize.c); every reply counted in
+ * iopulse_http_requests_total by the route's name.
  */
 #include <microhttpd.h>
 #include <stdbool.h>
@@ -29,10 +30,11 @@ static const char *const method_names[] = {MHD_HTTP_METHOD_GET, MHD_HTTP_METHOD_
 typedef enum MHD_Result route_fn(struct http_server *h, struct MHD_Connection *c,
 				 const struct route *rt);
 
-/* A status page's body, from @st into @out; *@type and *@code when it is not
- * text/plain or not 200. 0 or -ENOMEM. */
-typedef int page_fn(struct http_server *h, struct status *st, struct MHD_Connection *c,
-		    struct buf *out, const char **type, unsigned *code);
+/* A status page's body, from @st into @out (@history: /status.json's
+ * ?history=1); *@type and *@code when it is not text/plain or not 200. 0 or
+ * -ENOMEM. */
+typedef int page_fn(struct http_server *h, struct status *st, bool history, struct buf *out,
+		    const char **type, unsigned *code);
 
 struct route {
 	const char *path; /* NULL: every path no other route has */
@@ -40,37 +42,58 @@ struct route {
 	unsigned methods; /* METHOD_*: what it answers; anything else is a 405 */
 	route_fn *serve;
 	page_fn *page; /* serve_status()'s body; NULL for the others */
+	unsigned kept; /* serve_status(): its render's slot (KEPT_*) */
+	bool history;  /* serve_status(): ?history=1 has a render of its own, at kept + 1 */
 };
 
-static void count_request(struct http_server *h, const struct route *rt, unsigned code)
+/* One more in @h's family @fam (HTTP_FAM_*), of @rt's handler (and @code,
+ * unless NULL). */
+static void count(struct http_server *h, unsigned fam, const struct route *rt, const char *code)
 {
-	char code_s[8];
-	const char *values[] = {rt->name, code_s, NULL};
-	struct metric_series *s;
+	const char *values[] = {rt->name, code, NULL};
+	struct metric_series *s = metrics_series(h->fam[fam], values);
 
-	snprintf(code_s, sizeof(code_s), "%u", code);
-	s = metrics_series(h->requests, values);
 	if (s)
 		metrics_add(s, 1);
 }
 
-/* @extra: NULL, or a NULL-terminated list of header name, value pairs. */
+static void count_request(struct http_server *h, const struct route *rt, unsigned code)
+{
+	char code_s[8];
+
+	snprintf(code_s, sizeof(code_s), "%u", code);
+	count(h, HTTP_FAM_REQUESTS, rt, code_s);
+}
+
+/* A reply of @body (@mode: libmicrohttpd's), Content-Type @type and @extra (NULL,
+ * or a NULL-terminated list of header name, value pairs); NULL when out of
+ * memory (@body freed if it was ours to free). */
+static struct MHD_Response *response_new(const char *type, void *body, size_t len,
+					 enum MHD_ResponseMemoryMode mode, const char *const *extra)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
+
+	if (!resp) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return NULL;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	for (; extra && extra[0]; extra += 2)
+		MHD_add_response_header(resp, extra[0], extra[1]);
+	return resp;
+}
+
 enum MHD_Result http_reply_headers(struct http_server *h, struct MHD_Connection *c,
 				   const struct route *rt, unsigned code, const char *type,
 				   void *body, size_t len, enum MHD_ResponseMemoryMode mode,
 				   const char *const *extra)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
+	struct MHD_Response *resp = response_new(type, body, len, mode, extra);
 	enum MHD_Result ret;
 
-	if (!resp) {
-		if (mode == MHD_RESPMEM_MUST_FREE)
-			free(body);
+	if (!resp)
 		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	for (; extra && extra[0]; extra += 2)
-		MHD_add_response_header(resp, extra[0], extra[1]);
 	ret = MHD_queue_response(c, code, resp);
 	MHD_destroy_response(resp);
 	count_request(h, rt, code);
@@ -209,13 +232,11 @@ static enum MHD_Result serve_metrics(struct http_server *h, struct MHD_Connectio
 				  MHD_RESPMEM_MUST_FREE, plain_hdrs);
 }
 
-/* / or /status.json (?history=1: with the ring's records) from a copy of the
+/* / or /status.json (with the ring's records: @history) from a copy of the
  * status, formatted without its mutex, in a buffer about the size of the last
  * one (*@last, which gets this one's); 0 or -ENOMEM. */
-static int render_page(struct status *st, struct MHD_Connection *c, bool json, size_t *last,
-		       struct buf *out)
+static int render_page(struct status *st, bool json, bool history, size_t *last, struct buf *out)
 {
-	const char *history = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "history");
 	struct status_snap snap;
 	int r = status_snapshot(st, &snap);
 
@@ -223,7 +244,7 @@ static int render_page(struct status *st, struct MHD_Connection *c, bool json, s
 		return r;
 	buf_prealloc(out, *last + *last / 8 + 4096);
 	if (json)
-		r = status_render_json(&snap, out, history && strcmp(history, "1") == 0);
+		r = status_render_json(&snap, out, history);
 	else
 		r = status_render_html(&snap, out);
 	status_snap_free(&snap);
@@ -233,29 +254,30 @@ static int render_page(struct status *st, struct MHD_Connection *c, bool json, s
 }
 
 /* The status page. */
-static int page_html(struct http_server *h, struct status *st, struct MHD_Connection *c,
-		     struct buf *out, const char **type, unsigned *code)
+static int page_html(struct http_server *h, struct status *st, bool history, struct buf *out,
+		     const char **type, unsigned *code)
 {
+	(void)history;
 	(void)code;
 	*type = "text/html; charset=utf-8";
-	return render_page(st, c, false, &h->page_len, out);
+	return render_page(st, false, false, &h->page_len, out);
 }
 
 /* /status.json. */
-static int page_json(struct http_server *h, struct status *st, struct MHD_Connection *c,
-		     struct buf *out, const char **type, unsigned *code)
+static int page_json(struct http_server *h, struct status *st, bool history, struct buf *out,
+		     const char **type, unsigned *code)
 {
 	(void)code;
 	*type = "application/json";
-	return render_page(st, c, true, &h->json_len, out);
+	return render_page(st, true, history, &h->json_len, out);
 }
 
 /* /readyz: "ready", or 503 and why. */
-static int page_readyz(struct http_server *h, struct status *st, struct MHD_Connection *c,
-		       struct buf *out, const char **type, unsigned *code)
+static int page_readyz(struct http_server *h, struct status *st, bool history, struct buf *out,
+		       const char **type, unsigned *code)
 {
 	(void)h;
-	(void)c;
+	(void)history;
 	(void)type;
 	if (!status_ready(st, out))
 		*code = MHD_HTTP_SERVICE_UNAVAILABLE;
@@ -265,16 +287,17 @@ static int page_readyz(struct http_server *h, struct status *st, struct MHD_Conn
 }
 
 /*
- * /, /status.json and /readyz (@rt->page): the live state (collected as for
- * /metrics: atomics and the registry), then the figures the scheduler keeps,
- * formatted in memory.
+ * @rt's page rendered now (@history: with ?history=1): the live state
+ * (collected as for /metrics: atomics and the registry), then the figures the
+ * scheduler keeps, formatted in memory; its status in *@code. Counted in
+ * iopulse_http_status_renders_total. NULL when out of memory (logged).
  */
-static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection *c,
-				    const struct route *rt)
+static struct MHD_Response *render_status(struct http_server *h, const struct route *rt,
+					  bool history, unsigned *code)
 {
 	static const char *const no_store[] = {MHD_HTTP_HEADER_CACHE_CONTROL, "no-store", NULL};
-	unsigned code = MHD_HTTP_OK;
 	const char *type = TEXT_PLAIN;
+	struct MHD_Response *resp = NULL;
 	struct buf out;
 	char *body;
 	size_t len;
@@ -283,15 +306,75 @@ static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection
 	if (h->collect)
 		h->collect(h->userdata);
 	buf_init(&out);
-	r = rt->page(h, h->status, c, &out, &type, &code);
-	if (r < 0 || out.oom) {
-		buf_free(&out);
-		log_error("Failed to render %s: out of memory", rt->name);
-		return reply_static(h, c, rt, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
-				    "out of memory\n");
+	*code = MHD_HTTP_OK;
+	r = rt->page(h, h->status, history, &out, &type, code);
+	if (r >= 0 && !out.oom) {
+		body = buf_steal(&out, &len);
+		resp = response_new(type, body, len, MHD_RESPMEM_MUST_FREE, no_store);
 	}
-	body = buf_steal(&out, &len);
-	return http_reply_headers(h, c, rt, code, type, body, len, MHD_RESPMEM_MUST_FREE, no_store);
+	buf_free(&out);
+	if (!resp)
+		log_error("Failed to render %s: out of memory", rt->name);
+	else
+		count(h, HTTP_FAM_RENDERS, rt, NULL);
+	return resp;
+}
+
+/*
+ * /, /status.json and /readyz (@rt->page): the page's kept render while it is
+ * fresh (made less than lim.page_fresh_ms ago), else a new one, kept. A render
+ * then answers every request for its page for that long, however many come: a
+ * flood of page views costs this thread sends, not renders, and a scrape waits
+ * behind little (issue 28). libmicrohttpd counts a reply's references: one
+ * replaced goes once its last connection has sent it.
+ */
+static enum MHD_Result serve_status(struct http_server *h, struct MHD_Connection *c,
+				    const struct route *rt)
+{
+	const char *arg = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "history");
+	bool history = rt->history && arg && strcmp(arg, "1") == 0;
+	struct kept_page *k = &h->kept[rt->kept + history];
+	int64_t now = http_now_ms();
+	enum MHD_Result ret;
+
+	if (!k->resp || now - k->made_ms >= (int64_t)h->lim.page_fresh_ms) {
+		unsigned code;
+		struct MHD_Response *resp = render_status(h, rt, history, &code);
+
+		if (!resp)
+			return reply_static(h, c, rt, MHD_HTTP_INTERNAL_SERVER_ERROR, TEXT_PLAIN,
+					    "out of memory\n");
+		if (k->resp)
+			MHD_destroy_response(k->resp);
+		*k = (struct kept_page){.resp = resp, .code = code, .made_ms = now};
+	}
+	ret = MHD_queue_response(c, k->code, k->resp);
+	count_request(h, rt, k->code);
+	return ret;
+}
+
+/* Issue 15 (memory): a kept render is freed once stale, not when the next
+ * request for its page comes, which may be never; the thread wakes for it. */
+int64_t http_pages_expire(struct http_server *h, int64_t now)
+{
+	int64_t next = INT64_MAX;
+	unsigned i;
+
+	for (i = 0; i < KEPT_N; i++) {
+		struct kept_page *k = &h->kept[i];
+		int64_t stale = k->made_ms + (int64_t)h->lim.page_fresh_ms;
+
+		if (!k->resp)
+			continue;
+		if (now < stale) {
+			next = stale < next ? stale : next;
+			continue;
+		}
+		MHD_destroy_response(k->resp);
+		k->resp = NULL;
+		h->trim_due = true; /* its body goes once its last connection has sent it */
+	}
+	return next;
 }
 
 static enum MHD_Result serve_healthz(struct http_server *h, struct MHD_Connection *c,
@@ -310,12 +393,12 @@ static enum MHD_Result serve_not_found(struct http_server *h, struct MHD_Connect
 
 /* Every path served, and the last entry for all others. */
 static const struct route routes[] = {
-	{"/metrics", "metrics", GET_HEAD, serve_metrics, NULL},
-	{"/healthz", "healthz", GET_HEAD, serve_healthz, NULL},
-	{"/", "landing", GET_HEAD, serve_status, page_html},
-	{"/readyz", "readyz", GET_HEAD, serve_status, page_readyz},
-	{"/status.json", "status_json", GET_HEAD, serve_status, page_json},
-	{NULL, "other", GET_HEAD, serve_not_found, NULL},
+	{"/metrics", "metrics", GET_HEAD, serve_metrics, NULL, 0, false},
+	{"/healthz", "healthz", GET_HEAD, serve_healthz, NULL, 0, false},
+	{"/", "landing", GET_HEAD, serve_status, page_html, KEPT_LANDING, false},
+	{"/readyz", "readyz", GET_HEAD, serve_status, page_readyz, KEPT_READYZ, false},
+	{"/status.json", "status_json", GET_HEAD, serve_status, page_json, KEPT_JSON, true},
+	{NULL, "other", GET_HEAD, serve_not_found, NULL, 0, false},
 };
 
 /* The route of @url: its own, or the last. */

@@ -54,6 +54,9 @@ static void server_free(struct http_server *h)
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
 	web_tls_free(h->tls); /* after the connections' references are back */
+	for (i = 0; i < KEPT_N; i++)
+		if (h->kept[i].resp)
+			MHD_destroy_response(h->kept[i].resp);
 	for (i = 0; i < sizeof(h->gz) / sizeof(h->gz[0]); i++)
 		gzpage_free(h->gz[i]);
 	free(h->ends.end);
@@ -136,14 +139,22 @@ static void set_limits(struct http_server *h, const struct http_limits *lim)
 			: http_connection_limit(rl.rlim_cur, lim ? lim->fd_reserve : 0);
 	h->lim.per_address = lim && lim->per_address ? lim->per_address : HTTP_PER_ADDRESS_LIMIT;
 	h->lim.header_ms = lim && lim->header_ms ? lim->header_ms : HTTP_HEADER_DEADLINE_MS;
+	h->lim.page_fresh_ms = lim && lim->page_fresh_ms ? lim->page_fresh_ms : HTTP_PAGE_FRESH_MS;
 }
 
 static const char *const request_labels[] = {"handler", "code", NULL};
+static const char *const render_labels[] = {"handler", NULL};
+/* Indexed by HTTP_FAM_*. */
 const struct metric_def http_metric_defs[] = {
 	{"iopulse_http_requests_total", METRIC_COUNTER, request_labels,
 	 "HTTP requests answered, by handler and status code."},
+	{"iopulse_http_status_renders_total", METRIC_COUNTER, render_labels,
+	 "Renders of the status pages, by handler; a render answers its page's requests "
+	 "for 250 ms."},
 	{NULL},
 };
+_Static_assert(sizeof(http_metric_defs) / sizeof(http_metric_defs[0]) == HTTP_N_FAMILIES + 1,
+	       "a row per family, then the end");
 
 struct http_server *http_start(int listen_fd, const struct http_limits *lim,
 			       const struct web_config *web, struct status *st, struct metrics *m,
@@ -162,12 +173,13 @@ struct http_server *http_start(int listen_fd, const struct http_limits *lim,
 	}
 	h->listen_fd = listen_fd;
 	h->stop_fd = h->wake_fd = -1;
+	h->pages_stale_ms = INT64_MAX;
 	h->status = st;
 	h->metrics = m;
 	h->collect = collect;
 	h->userdata = userdata;
 	set_limits(h, lim);
-	if (metrics_declare(m, http_metric_defs, 1, NULL, 0, &h->requests) < 0) {
+	if (metrics_declare(m, http_metric_defs, HTTP_N_FAMILIES, NULL, 0, h->fam) < 0) {
 		r = -ENOMEM;
 		goto fail;
 	}

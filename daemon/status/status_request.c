@@ -97,7 +97,9 @@ int status_snapshot(struct status *st, struct status_snap *snap)
 	if (!snap->targets || !snap->views) {
 		r = -ENOMEM;
 	} else {
-		memcpy(snap->targets, st->targets, st->n_targets * sizeof(*snap->targets));
+		/* Before the first status_targets_begin() there is no array. */
+		if (st->n_targets)
+			memcpy(snap->targets, st->targets, st->n_targets * sizeof(*snap->targets));
 		snap->n_targets = st->n_targets;
 		for (unsigned i = 0; i < st->n_series; i++)
 			snap->views[i] = st->series[i]->v;

@@ -235,6 +235,10 @@ check_gzip
 
 # ---- Prometheus ------------------------------------------------------------
 
+# iopulse_http_status_renders_total has its first series once a status page is
+# rendered: one is, for the families below.
+scrape / >/dev/null || fail "GET / failed"
+
 # The families of iopulse(8) METRICS, with their types: each is a ".TP" entry
 # whose tag is ".B NAME" and whose text starts with "TYPE;".
 MAN_FAMILIES=$(awk '/^\.SH METRICS/ { m = 1; next } /^\.SH / { m = 0 }

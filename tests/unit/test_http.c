@@ -3,7 +3,8 @@
  * Unit tests for daemon/http: content negotiation (Accept, with Prometheus 2.42's
  * exact headers), Accept-Encoding, gzip (inflated back with zlib), and a live
  * server on a loopback port: the status line and headers of /metrics replies in
- * each format, plain and compressed, byte for byte. Binding: a port held by any
+ * each format, plain and compressed, byte for byte; the status pages' kept
+ * renders (one answers its page's requests while fresh). Binding: a port held by any
  * other socket is in use, whatever that socket is; nothing is ever shared.
  * Which listening addresses are loopback ones (the warning of basic auth over
  * plain HTTP), and how a bound address is written.
@@ -15,6 +16,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -367,7 +369,10 @@ struct server {
 	uint16_t port;
 };
 
-static void server_start(struct server *s, const struct http_limits *lim)
+/* A server within @lim (NULL: the defaults) calling @collect (may be NULL)
+ * before each render, as the daemon's gathers the live state. */
+static void server_start_collecting(struct server *s, const struct http_limits *lim,
+				    http_collect_fn collect)
 {
 	int err = 0, fd;
 
@@ -377,8 +382,13 @@ static void server_start(struct server *s, const struct http_limits *lim)
 	assert_non_null(s->st);
 	fd = http_listen("127.0.0.1", 0, &s->port);
 	assert_true(fd >= 0);
-	s->h = http_start(fd, lim, NULL, s->st, s->m, NULL, NULL, &err);
+	s->h = http_start(fd, lim, NULL, s->st, s->m, collect, NULL, &err);
 	assert_non_null(s->h);
+}
+
+static void server_start(struct server *s, const struct http_limits *lim)
+{
+	server_start_collecting(s, lim, NULL);
 }
 
 static void server_stop(struct server *s)
@@ -637,6 +647,101 @@ static void test_connection_limit(void **state)
 	if (!can_bind("127.0.0.2"))
 		skip();
 	check_scrape_displaces_oldest("127.0.0.2", &lim, 4);
+}
+
+/* ---- the status pages' kept renders ---- */
+
+static atomic_uint collected; /* collect() calls of the server running */
+
+static void count_collect(void *userdata)
+{
+	(void)userdata;
+	atomic_fetch_add(&collected, 1);
+}
+
+/* GET @path on the kept-alive connection @fd: its status code. */
+static int request_page(int fd, const char *path)
+{
+	char req[256];
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	return exchange(fd, req, false, NULL);
+}
+
+/* Target t1 of @st down: /readyz answers 503 once it renders again. */
+static void target_down(struct status *st)
+{
+	struct status_target t = {
+		.name = "t1", .path = "/nowhere", .state = STATUS_DOWN, .reason = "gone"};
+
+	assert_int_equal(status_targets_begin(st, 1), 0);
+	status_set_target(st, 0, &t);
+}
+
+/* The text of /metrics has the line @line. */
+static void assert_metrics_line(uint16_t port, const char *line)
+{
+	struct reply r;
+
+	get(port, "", &r);
+	if (!strstr(r.body, line))
+		fail_msg("/metrics has no line '%s':\n%s", line, r.body);
+	free(r.body);
+}
+
+/*
+ * Each status page (and /status.json?history=1) is rendered once while its
+ * render is fresh, however often it is asked for, GET or HEAD: the live state
+ * is collected once per render, and iopulse_http_status_renders_total counts
+ * the renders beside iopulse_http_requests_total's requests. What changes
+ * meanwhile shows at the first render after the freshness: /readyz says 200
+ * from its kept render with a target down, 503 from a render made after it.
+ */
+static void test_status_renders(void **state)
+{
+	static const struct http_limits hour = {.page_fresh_ms = 3600 * 1000};
+	static const struct http_limits ms = {.page_fresh_ms = 1};
+	const struct timespec later = {.tv_nsec = 20 * 1000000};
+	struct server s;
+	int fd, i;
+
+	(void)state;
+	atomic_store(&collected, 0);
+	server_start_collecting(&s, &hour, count_collect);
+	fd = connect_from(NULL, s.port);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(request_page(fd, "/"), 200);
+		assert_int_equal(request_page(fd, "/status.json"), 200);
+		assert_int_equal(request_page(fd, "/status.json?history=1"), 200);
+		assert_int_equal(request_page(fd, "/readyz"), 200);
+	}
+	assert_int_equal(exchange(fd, "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", true, NULL), 200);
+	assert_int_equal(atomic_load(&collected), 4);
+	target_down(s.st);
+	assert_int_equal(request_page(fd, "/readyz"), 200); /* the kept render */
+	assert_int_equal(atomic_load(&collected), 4);
+	assert_metrics_line(s.port, "iopulse_http_status_renders_total{handler=\"landing\"} 1\n");
+	assert_metrics_line(s.port,
+			    "iopulse_http_status_renders_total{handler=\"status_json\"} 2\n");
+	assert_metrics_line(s.port, "iopulse_http_status_renders_total{handler=\"readyz\"} 1\n");
+	assert_metrics_line(s.port,
+			    "iopulse_http_requests_total{handler=\"landing\",code=\"200\"} 4\n");
+	assert_metrics_line(s.port,
+			    "iopulse_http_requests_total{handler=\"readyz\",code=\"200\"} 4\n");
+	close(fd);
+	server_stop(&s);
+
+	atomic_store(&collected, 0);
+	server_start_collecting(&s, &ms, count_collect);
+	fd = connect_from(NULL, s.port);
+	assert_int_equal(request_page(fd, "/readyz"), 200);
+	target_down(s.st);
+	nanosleep(&later, NULL); /* the render is older than 1 ms */
+	assert_int_equal(request_page(fd, "/readyz"), 503);
+	assert_int_equal(request_page(fd, "/"), 200);
+	assert_int_equal(atomic_load(&collected), 3);
+	close(fd);
+	server_stop(&s);
 }
 
 /* What http_render_metrics() must equal: expose_*() of a fresh snapshot. */
@@ -979,6 +1084,7 @@ int main(void)
 		cmocka_unit_test(test_keep_alive),
 		cmocka_unit_test(test_address_limit),
 		cmocka_unit_test(test_connection_limit),
+		cmocka_unit_test(test_status_renders),
 		cmocka_unit_test(test_render_cache),
 		cmocka_unit_test(test_listen_taken),
 		cmocka_unit_test(test_listen_alone),
