@@ -575,19 +575,6 @@ static int path_kind(const struct cli *c, const char *path, enum cfg_target_kind
 
 /* ---------------------------------------------------------------- YAML */
 
-/* Whether @s is valid UTF-8 (what a YAML configuration can hold). */
-static bool is_utf8(const char *s)
-{
-	size_t n;
-
-	for (; *s; s += n) {
-		n = utf8_seq_len(s);
-		if (!n)
-			return false;
-	}
-	return true;
-}
-
 /*
  * Every PATH and the engine go into a configuration (YAML), which holds only
  * UTF-8: a name that is not is refused, naming it. Control characters are
@@ -599,7 +586,7 @@ static int check_utf8(const struct cli *c, char **paths, unsigned n)
 	char e[ESC_SIZE(ESC_ARG_SHOWN)];
 
 	for (unsigned i = 0; i < n; i++) {
-		if (is_utf8(paths[i]))
+		if (utf8_valid(paths[i]))
 			continue;
 		fprintf(stderr,
 			"iopulse probe: PATH '%s' holds bytes that are not UTF-8: a configuration "
@@ -607,7 +594,7 @@ static int check_utf8(const struct cli *c, char **paths, unsigned n)
 			esc_str(e, sizeof(e), paths[i]));
 		return EX_USAGE;
 	}
-	if (c->engine && !is_utf8(c->engine))
+	if (c->engine && !utf8_valid(c->engine))
 		return bad_value("--engine", c->engine, "auto, io_uring, libaio, sync or null");
 	return GO_ON;
 }
