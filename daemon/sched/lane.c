@@ -130,41 +130,14 @@ static void lane_rejudge_values(struct lane *l, const struct cfg_target *t)
 				       .baseline_warmup_ns = t->baseline_warmup_ns};
 }
 
-int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m)
+/* The lane's probes (those of target @ti in @cfg), set up, and their series and
+ * the target's. 0 or -errno. */
+static int lane_probes_init(struct lane *l, const struct config *cfg, unsigned ti,
+			    struct metrics *m)
 {
 	const struct cfg_target *tc = &cfg->targets[ti];
 	unsigned n = 0;
 	int r;
-
-	memset(l, 0, sizeof(*l));
-	l->config = cfg_ref(cfg);
-	l->cfg = tc;
-	lane_rejudge_values(l, tc);
-	devbusy_init(&l->devbusy);
-	l->steal.fd = -1;
-	atomic_init(&l->inflight_ns, 0);
-	atomic_init(&l->running, -1);
-	atomic_init(&l->up, false);
-	atomic_init(&l->timeout_claimed, 0);
-	atomic_init(&l->stuck_logged, false);
-	atomic_init(&l->run_mono_ns, 0);
-	atomic_init(&l->stopping, false);
-	atomic_init(&l->busy_ns, 0);
-	atomic_init(&l->retired, false);
-	l->notify_fd = -1;
-	l->watch_fd = -1;
-	l->check_step_ns = LAYOUT_LOG_NS; /* or the shortest timeout of its probes */
-	l->start_wall_s = wall_now_s();	  /* starting since (before any scrape sees it) */
-	target_init(&l->target, tc);
-	r = lane_init_sync(l);
-	if (r < 0)
-		return r;
-	l->claim = lane_claim_new();
-	if (!l->claim)
-		return -ENOMEM;
-	l->watch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (l->watch_fd < 0)
-		return -errno;
 
 	for (unsigned i = 0; i < cfg->n_probes; i++)
 		n += cfg->probes[i].target == ti;
@@ -201,6 +174,47 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 		if (lp->cfg->timeout_ns < l->check_step_ns)
 			l->check_step_ns = lp->cfg->timeout_ns;
 	}
+	return 0;
+}
+
+int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metrics *m)
+{
+	const struct cfg_target *tc = &cfg->targets[ti];
+	int r;
+
+	memset(l, 0, sizeof(*l));
+	l->config = cfg_ref(cfg);
+	l->cfg = tc;
+	lane_rejudge_values(l, tc);
+	devbusy_init(&l->devbusy);
+	l->steal.fd = -1;
+	atomic_init(&l->inflight_ns, 0);
+	atomic_init(&l->running, -1);
+	atomic_init(&l->up, false);
+	atomic_init(&l->timeout_claimed, 0);
+	atomic_init(&l->stuck_logged, false);
+	atomic_init(&l->run_mono_ns, 0);
+	atomic_init(&l->stopping, false);
+	atomic_init(&l->busy_ns, 0);
+	atomic_init(&l->retired, false);
+	l->notify_fd = -1;
+	l->watch_fd = -1;
+	l->check_step_ns = LAYOUT_LOG_NS; /* or the shortest timeout of its probes */
+	l->start_wall_s = wall_now_s();	  /* starting since (before any scrape sees it) */
+	target_init(&l->target, tc);
+	r = lane_init_sync(l);
+	if (r < 0)
+		return r;
+	l->claim = lane_claim_new();
+	if (!l->claim)
+		return -ENOMEM;
+	l->watch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (l->watch_fd < 0)
+		return -errno;
+
+	r = lane_probes_init(l, cfg, ti, m);
+	if (r < 0)
+		return r;
 	l->target.stop = &l->stopping;
 	l->target.inflight_ns = &l->inflight_ns;
 	/* Read before and after each run: a failure costs only the steal counter. */
