@@ -205,7 +205,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	r = lane_init_sync(l);
 	if (r < 0)
 		return r;
-	l->claim = lane_claim_new();
+	l->claim = lane_claim_of(tc);
 	if (!l->claim)
 		return -ENOMEM;
 	l->watch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

@@ -25,11 +25,12 @@
  * through a gate, pub_mu, that retiring closes), and whatever it still
  * touches is its own or held by a reference (its configuration, the target's
  * claim); it lets go of everything, the probe file and its lock first, and
- * frees itself when its I/O returns. The right to do I/O on a target is its
- * claim (struct lane_claim), which a reload passes on to the target's next
- * lane: that lane waits for the old one to let go before it touches the
- * target (meanwhile the target shows stuck, for as long as the old I/O has
- * been in flight), so at most one lane per target is ever in the kernel.
+ * frees itself when its I/O returns. The right to do I/O on a place (a
+ * target's path) is its claim (struct lane_claim, lane_reload.c), one per
+ * place and shared by every lane of it: a lane waits for the one before it to
+ * let go before it touches the place (meanwhile the target shows stuck, for as
+ * long as the old I/O has been in flight), so at most one lane per place is
+ * ever in the kernel, whatever the reloads in between.
  *
  * Each lane keeps its probes' due times and sleeps until the earliest itself
  * (one wake-up runs everything due then); the scheduler does not wake for due
@@ -125,7 +126,7 @@ struct lane {
 	 * (pub_mu, then mu: retired is also read under mu, by lane_hand()). */
 	pthread_mutex_t pub_mu;
 	_Atomic bool retired;	  /* left in the kernel by a reload or a stop: frees itself */
-	struct lane_claim *claim; /* its target's (a reference) */
+	struct lane_claim *claim; /* its place's (a reference) */
 	bool claimed;		  /* lane thread: it holds the claim (from its first run on) */
 	struct lane_judge judge;  /* (scheduler's lanes mutex) */
 
@@ -277,7 +278,7 @@ void lane_drop_target_info(struct lane *l);
 struct lane_handover {
 	const struct config *config;  /* what cfg points into (a reference) */
 	const struct cfg_target *cfg; /* the old lane's target */
-	struct lane_claim *claim;     /* the target's (a reference, lane_follow() takes it) */
+	struct lane_claim *claim;     /* its place's (a reference: it stays the place's) */
 	uint64_t timeout_claimed;     /* the I/O in flight already counted as timed out */
 	bool stuck_logged;	      /* and logged as stuck */
 	/* Its state, for a lane of the same definition (lane_take_over()): */
@@ -323,18 +324,18 @@ bool lane_let_go(struct lane *l, struct lane_handover *h);
 void lane_hand_over(struct lane *l, struct lane_handover *h);
 /* Lanes let go of while left in the kernel and not gone yet, process-wide. */
 unsigned lane_retired_count(void);
-/* Reload: new lane @l (not started) of the same target (directory, file or
- * device) as the lane @h came from: it takes over the claim, so it touches the
- * target only once that lane has let go of it (showing that lane's I/O in
- * flight meanwhile), and what was counted and logged of that I/O. */
-void lane_follow(struct lane *l, struct lane_handover *h);
+/* Reload: whether new lane @l (not started) is of the same place (directory,
+ * file or device path) as the lane @h came from; then it goes on from what was
+ * counted and logged of that lane's I/O in flight. (It shares that lane's claim
+ * anyway: it touches the place only once that lane has let go of it, showing
+ * that lane's I/O in flight meanwhile.) */
+bool lane_follow(struct lane *l, const struct lane_handover *h);
 /* Reload: new lane @l (not started) of a target of the same definition goes on
  * from @h: the target's health, its state and since when, why it is down,
  * what it is on (until its own first open), the day's write count and the
  * duty cycle's window. */
 void lane_take_over(struct lane *l, const struct lane_handover *h);
-/* Drop what @h holds: its configuration, and its claim unless lane_follow()
- * took it. */
+/* Drop what @h holds: its configuration and claim. */
 void lane_handover_release(struct lane_handover *h);
 /* Reload: a kept lane judges its figures as @t says (its judgement keys, the
  * only ones by which a kept lane's target may differ): its status ops and its

@@ -36,12 +36,13 @@ static inline const char *target_key(const struct lane *l, char *buf)
  * once, so the probe and its timeout belong together. */
 struct lane_probe *lane_inflight(struct lane *l, uint64_t *since);
 
-/* lane_reload.c: a new claim of a target (NULL: out of memory); a stop that
+/* lane_reload.c: the claim of @t's place, shared by its lanes (NULL: out of
+ * memory); a stop that
  * wakes the lane's wait for its claim (lane_claim()); the lane's claim let go
  * of, at its destruction, after its target is closed (the next lane may go
  * on); and the end of a lane let go of in the kernel, on its own thread as it
  * exits (nobody else frees it). */
-struct lane_claim *lane_claim_new(void);
+struct lane_claim *lane_claim_of(const struct cfg_target *t);
 void lane_claim_wake(struct lane *l);
 void lane_claim_release(struct lane *l);
 void lane_gone(struct lane *l);

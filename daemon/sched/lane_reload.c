@@ -7,33 +7,47 @@
  * which passes from one to the other.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engines/engine.h"
 #include "daemon/log.h"
 #include "daemon/sched/lane_int.h"
+#include "lib/path.h"
 
 /* ---------------------------------------------------------------- the claim */
 
 /*
- * The right to do I/O on one target: a lane takes it before its first I/O and
- * keeps it until it is destroyed. A reload passes it from a target's old lane
- * to its new one (lane_follow()), so the new one waits while the old one is
- * still in the kernel. Shared by reference: an old lane left in the kernel may
- * outlive every other holder.
+ * The right to do I/O on one place (a directory, file or device path): a lane
+ * takes it before its first I/O and keeps it until it is destroyed. There is
+ * one per place, process-wide, for as long as a lane (or a handover) of that
+ * place exists: every lane of a target, and of any target on the same place,
+ * shares it, whatever the reloads in between did (the target removed and
+ * added again, moved away and back, its path spelled another way). So a lane
+ * waits while an older one of its place is still in the kernel, however that
+ * one was let go of. A place is a path as path_lexical() spells it: two
+ * spellings of one directory through a symbolic link are two places (telling
+ * them apart would ask a filesystem that may hang; check_distinct_targets()
+ * refuses them when it can stat them).
  */
 struct lane_claim {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;	   /* holder let go, or a waiter's lane stops */
-	atomic_uint refs;	   /* lanes and handovers that have it */
-	const struct lane *holder; /* (mu) the lane that may do I/O on the target; NULL: none */
-	uint64_t since_ns; /* (mu) a retired holder's I/O in flight began then; 0: unknown */
+	const struct lane *holder; /* (mu) the lane that may do I/O on the place; NULL: none */
+	uint64_t since_ns;	 /* (mu) a retired holder's I/O in flight began then; 0: unknown */
+	unsigned refs;		 /* (claims_mu) lanes and handovers that have it */
+	struct lane_claim *next; /* (claims_mu) in claims */
+	char place[];		 /* its path, path_lexical() */
 };
 
-struct lane_claim *lane_claim_new(void)
+static pthread_mutex_t claims_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct lane_claim *claims; /* (claims_mu) every claim a lane or handover holds */
+
+/* A new claim of @place, not listed yet; NULL out of memory. */
+static struct lane_claim *claim_new(const char *place)
 {
-	struct lane_claim *c = calloc(1, sizeof(*c));
+	struct lane_claim *c = calloc(1, sizeof(*c) + strlen(place) + 1);
 
 	if (!c)
 		return NULL;
@@ -46,20 +60,53 @@ struct lane_claim *lane_claim_new(void)
 		free(c);
 		return NULL;
 	}
-	atomic_init(&c->refs, 1);
+	strcpy(c->place, place);
+	return c;
+}
+
+struct lane_claim *lane_claim_of(const struct cfg_target *t)
+{
+	char place[PATH_MAX];
+	struct lane_claim *c;
+
+	/* A path longer than PATH_MAX is cut alike each time: still one place. */
+	(void)path_lexical(t->path, place, sizeof(place));
+	pthread_mutex_lock(&claims_mu);
+	for (c = claims; c && strcmp(c->place, place) != 0; c = c->next)
+		;
+	if (!c && (c = claim_new(place))) {
+		c->next = claims;
+		claims = c;
+	}
+	if (c)
+		c->refs++;
+	pthread_mutex_unlock(&claims_mu);
 	return c;
 }
 
 static struct lane_claim *claim_ref(struct lane_claim *c)
 {
-	if (c)
-		atomic_fetch_add(&c->refs, 1);
+	pthread_mutex_lock(&claims_mu);
+	c->refs++;
+	pthread_mutex_unlock(&claims_mu);
 	return c;
 }
 
 static void claim_unref(struct lane_claim *c)
 {
-	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+	bool last;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&claims_mu);
+	last = --c->refs == 0;
+	for (struct lane_claim **pp = &claims; last && *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&claims_mu);
+	if (!last)
 		return;
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
@@ -181,10 +228,12 @@ void lane_retire(struct lane *l)
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* Under its mutex: a retired lane's thread may still be running. */
+/* Under its gate and mutex: a retired lane's thread may still be running (its
+ * day's count changes under the gate, lane_account()). */
 void lane_hand_over(struct lane *l, struct lane_handover *h)
 {
 	memset(h, 0, sizeof(*h));
+	pthread_mutex_lock(&l->pub_mu);
 	pthread_mutex_lock(&l->mu);
 	h->config = cfg_ref(l->config);
 	h->cfg = l->cfg;
@@ -206,6 +255,7 @@ void lane_hand_over(struct lane *l, struct lane_handover *h)
 	h->up_wall_s = l->up_wall_s;
 	h->desc = l->series.desc;
 	pthread_mutex_unlock(&l->mu);
+	pthread_mutex_unlock(&l->pub_mu);
 }
 
 bool lane_let_go(struct lane *l, struct lane_handover *h)
@@ -227,13 +277,13 @@ bool lane_let_go(struct lane *l, struct lane_handover *h)
 	return false;
 }
 
-void lane_follow(struct lane *l, struct lane_handover *h)
+bool lane_follow(struct lane *l, const struct lane_handover *h)
 {
-	claim_unref(l->claim);
-	l->claim = h->claim;
-	h->claim = NULL;
+	if (l->claim != h->claim)
+		return false;
 	atomic_store(&l->timeout_claimed, h->timeout_claimed);
 	atomic_store(&l->stuck_logged, h->stuck_logged);
+	return true;
 }
 
 void lane_handover_release(struct lane_handover *h)

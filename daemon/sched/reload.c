@@ -272,12 +272,6 @@ static bool lane_unchanged(const struct lane *l, const struct config *nc, unsign
 	return k == l->n_probes;
 }
 
-/* The same place to do I/O: two targets of one kind on one path. */
-static bool same_place(const struct cfg_target *a, const struct cfg_target *b)
-{
-	return a->kind == b->kind && strcmp(a->path, b->path) == 0;
-}
-
 /*
  * A reload's plan, made before anything stops: for each target of the new
  * schedule the old lane it keeps (NULL: a new one), and for each old lane
@@ -379,8 +373,9 @@ static void drop_stale_series(struct sched *s, const struct config *nc, struct l
 }
 
 /* A new lane for each target of @nc the plan keeps none for; one that replaces
- * the old lane of the same place follows it (lane_follow()), and goes on from
- * its state when its definition is the same. 0 or -errno. */
+ * the old lane of the same place goes on from what it counted of its I/O
+ * (lane_follow()), and from its state when its definition is the same. 0 or
+ * -errno. */
 static int build_new_lanes(struct sched *s, const struct config *nc, struct reload_plan *p,
 			   unsigned n_old)
 {
@@ -394,13 +389,10 @@ static int build_new_lanes(struct sched *s, const struct config *nc, struct relo
 		p->lanes[ti] = lane_new(nc, ti, s->metrics, &r);
 		if (!p->lanes[ti])
 			return r;
-		for (unsigned li = 0; li < n_old; li++) {
-			if (!p->replaced[li] || !same_place(p->handover[li].cfg, t))
-				continue;
-			lane_follow(p->lanes[ti], &p->handover[li]);
-			if (cfg_target_same(p->handover[li].cfg, t))
+		for (unsigned li = 0; li < n_old; li++)
+			if (p->replaced[li] && lane_follow(p->lanes[ti], &p->handover[li]) &&
+			    cfg_target_same(p->handover[li].cfg, t))
 				lane_take_over(p->lanes[ti], &p->handover[li]);
-		}
 	}
 	return 0;
 }

@@ -5,6 +5,7 @@
  * main thread. A reload is reload.c's.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -28,6 +29,7 @@
 #include "daemon/sched/splay.h"
 #include "daemon/targets/target.h"
 #include "lib/fd.h"
+#include "lib/path.h"
 
 #define STATUS_MIN_NS NSEC_PER_SEC /* STATUS= at most once a second */
 
@@ -35,11 +37,22 @@
 
 /*
  * Two targets naming one directory, file or device would run two lanes on one
- * disk at once and fight over one probe file. Paths that do not exist yet, or
- * whose stat hangs past STAT_WAIT_MS (a dead mount would hold up start-up or the
- * reload thread), are not compared: the probe file's lock catches those later.
+ * disk at once and fight over one probe file. Two spellings of one path are
+ * always the same (path_lexical(): no system call); otherwise the paths' stat
+ * is compared, but not for paths that do not exist yet or whose stat hangs past
+ * STAT_WAIT_MS (a dead mount would hold up start-up or the reload thread): the
+ * probe file's lock catches those later.
  */
 #define STAT_WAIT_MS 500
+
+/* Whether @a and @b spell one path (path_lexical()). */
+static bool same_spelling(const char *a, const char *b)
+{
+	char la[PATH_MAX], lb[PATH_MAX];
+
+	return path_lexical(a, la, sizeof(la)) == 0 && path_lexical(b, lb, sizeof(lb)) == 0 &&
+	       strcmp(la, lb) == 0;
+}
 
 int check_distinct_targets(const struct config *cfg)
 {
@@ -71,11 +84,14 @@ int check_distinct_targets(const struct config *cfg)
 			const struct stat *a = &st[i], *b = &st[j];
 			bool same;
 
-			if (!known[i] || !known[j])
+			if (same_spelling(cfg->targets[i].path, cfg->targets[j].path))
+				same = true;
+			else if (!known[i] || !known[j])
 				continue;
-			same = S_ISBLK(a->st_mode) && S_ISBLK(b->st_mode)
-				       ? a->st_rdev == b->st_rdev
-				       : a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+			else
+				same = S_ISBLK(a->st_mode) && S_ISBLK(b->st_mode)
+					       ? a->st_rdev == b->st_rdev
+					       : a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 			if (same)
 				r = log_error_errno(-EINVAL,
 						    "%s:%u:%u: targets '%s' and '%s' are the same "

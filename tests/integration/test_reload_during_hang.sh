@@ -14,7 +14,12 @@
 #      never touches the target meanwhile: at most one thread more than before,
 #      "hung" still stuck, never down (not "busy": the probe file's lock is the
 #      old lane's until it lets go).
-#   3. Thawed: the lane left in the kernel returns, lets go of everything (its
+#   3. Still frozen, "hung" removed and added back, moved to another directory
+#      and back, its path spelled another way ("$MNT/"): each of its new lanes
+#      waits for the one left in the kernel however many reloads came between
+#      (one claim per place): still one request blocked in hangfs, "hung"
+#      stuck and never down.
+#   4. Thawed: the lane left in the kernel returns, lets go of everything (its
 #      probe file and lock first) and frees itself; the newest lane takes the
 #      target and it is up again, pinging. Threads (/proc/PID/task) and
 #      descriptors (/proc/PID/fd) are what they were before the freeze, and
@@ -33,40 +38,48 @@ hangfs_mount
 
 CFG="$WORK/iopulse.yaml"
 OK_DIR="$WORK/ok"
-mkdir "$OK_DIR"
+OTHER_DIR="$WORK/other"
+mkdir "$OK_DIR" "$OTHER_DIR"
 
-# write_config VARIANT: the schedule, "hung" defined by VARIANT (a, b, ...):
-# its label and its ping's interval differ from one variant to the next.
+# write_config VARIANT [DIR]: the schedule, "hung" defined by VARIANT (a, b,
+# ...): its label and its ping's interval differ from one variant to the next;
+# on DIR ($MNT); "none": without "hung".
 write_config() {
-	local interval=100ms
+	local interval=100ms dir=${2:-$MNT}
 	[[ $1 == a ]] || interval=150ms
-	cat >"$CFG.new" <<-EOF
-		splay: false
-		targets:
-		  - name: hung
-		    directory: $(yaml_str "$MNT")
-		    max_duty_cycle: 100%
-		    max_write_per_day: 0
-		    size: 1MiB
-		    labels: {variant: $1}
-		  - name: ok
-		    directory: $(yaml_str "$OK_DIR")
-		    max_duty_cycle: 100%
-		    max_write_per_day: 0
-		    size: 1MiB
-		probes:
-		  - name: ping
-		    type: ping
-		    target: hung
-		    op: read
-		    interval: $interval
-		    timeout: 1s
-		  - name: okping
-		    type: ping
-		    target: ok
-		    op: read
-		    interval: 100ms
-	EOF
+	{
+		echo "splay: false"
+		echo "targets:"
+		[[ $1 == none ]] || cat <<-EOF
+			  - name: hung
+			    directory: $(yaml_str "$dir")
+			    max_duty_cycle: 100%
+			    max_write_per_day: 0
+			    size: 1MiB
+			    labels: {variant: $1}
+		EOF
+		cat <<-EOF
+			  - name: ok
+			    directory: $(yaml_str "$OK_DIR")
+			    max_duty_cycle: 100%
+			    max_write_per_day: 0
+			    size: 1MiB
+			probes:
+			  - name: okping
+			    type: ping
+			    target: ok
+			    op: read
+			    interval: 100ms
+		EOF
+		[[ $1 == none ]] || cat <<-EOF
+			  - name: ping
+			    type: ping
+			    target: hung
+			    op: read
+			    interval: $interval
+			    timeout: 1s
+		EOF
+	} >"$CFG.new"
 	mv "$CFG.new" "$CFG" # a reload never reads half a file
 }
 
@@ -89,14 +102,22 @@ reloaded_since() {
 	scraped iopulse_config_last_reload_success_timestamp_seconds '>' "$1"
 }
 # storm N VARIANTS...: N SIGHUPs at about 50 a second, the file rewritten to
-# the next of VARIANTS (in turn) before every 10th; then wait until a reload
-# that began after the last one is done.
+# the next of VARIANTS (in turn; VARIANT or VARIANT:DIR, as write_config takes
+# them) before every 10th; then wait until a reload that began after the last
+# one is done.
 storm() {
-	local n=$1 i=0 last
+	local n=$1 i=0 last v
 	shift
 	local variants=("$@")
 	while ((i < n)); do
-		((i % 10)) || write_config "${variants[i / 10 % ${#variants[@]}]}"
+		if ((i % 10 == 0)); then
+			v=${variants[i / 10 % ${#variants[@]}]}
+			if [[ $v == *:* ]]; then
+				write_config "${v%%:*}" "${v#*:}"
+			else
+				write_config "$v"
+			fi
+		fi
 		# Before the signal: the reload it starts (or that a SIGHUP merged
 		# with it starts) ends after this.
 		last=$(date +%s.%N)
@@ -145,7 +166,22 @@ for round in 1 2; do
 		fail "a new lane found the probe file busy: it touched the target while the old lane was in the kernel"
 	note "round $round: changing reloads: $(threads) threads, $(fds) descriptors during the hang"
 
-	# ---- 3. thawed: everything let go, the target back up ----
+	# ---- 3. "hung" gone and back, moved and back, spelled anew: one place ----
+	storm 10 none
+	storm 10 a
+	storm 10 a:"$OTHER_DIR"
+	wait_until 60 "hung up on another directory" state_is hung up
+	storm 10 a
+	storm 10 a:"$MNT/"
+	state_is hung stuck || fail "hung is not stuck on its place again: $(grep 'target="hung"' "$PAGE" | grep state)"
+	blocked=$(grep -c 'read blocked' "$HANGFS_LOG")
+	((blocked == round)) ||
+		fail "$blocked reads blocked in hangfs in $round freeze(s): a new lane of hung touched its place while the old one was in the kernel"
+	threads_at_most $((base_threads + 1)) ||
+		fail "hung gone and back during the hang: $(threads) threads, $base_threads before"
+	note "round $round: hung gone, moved, respelled: one read blocked, $(threads) threads"
+
+	# ---- 4. thawed: everything let go, the target back up ----
 	kill -USR2 "$HANGFS_PID"
 	wait_hangfs 60 "$round" thawed
 	wait_until 120 "hung up after the thaw (round $round)" state_is hung up
