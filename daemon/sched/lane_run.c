@@ -366,10 +366,13 @@ static void lane_budget_day(struct lane *l)
 
 	if (day == l->budget_day)
 		return;
+	if (!lane_pub_begin(l)) { /* retired: its count is handed over as it is */
+		lane_pub_end(l);
+		return;
+	}
 	l->budget_day = day;
 	l->written_today = 0;
-	if (lane_pub_begin(l))
-		probe_metrics_target_spent(&l->series, 0, 0, 0);
+	probe_metrics_target_spent(&l->series, 0, 0, 0);
 	lane_pub_end(l);
 	if (l->budget_spent)
 		log_state_notice(target_key(l, key), "Target %s: a new day, write probes run again",
@@ -427,10 +430,13 @@ static void lane_account(struct lane *l, const struct probe_outcome *o)
 
 	if (written)
 		lane_budget_day(l);
-	l->written_today += written;
-	atomic_fetch_add(&l->busy_ns, o->busy_ns);
-	if (lane_pub_begin(l))
+	/* Under the gate: lane_hand_over() reads the day's count under it, and a
+	 * lane retired since lane_run_probe() looked hands over what it had. */
+	if (lane_pub_begin(l)) {
+		l->written_today += written;
+		atomic_fetch_add(&l->busy_ns, o->busy_ns);
 		probe_metrics_target_spent(&l->series, o->busy_ns / 1e9, written, l->written_today);
+	}
 	lane_pub_end(l);
 }
 

@@ -639,6 +639,12 @@ unsigned sched_stop(struct sched *s, uint64_t grace_ns)
 			    sched_source(s));
 	for (unsigned li = 0; li < s->n_lanes; li++)
 		lane_request_stop(s->lanes[li]);
+	/* A lane that finishes a run meanwhile still takes the status page's
+	 * figures (status_catch_up(), which walks s->lanes under lanes_mu): from
+	 * here on it walks none, so that the entries of retired lanes may go. */
+	pthread_mutex_lock(&s->lanes_mu);
+	s->reloading = true;
+	pthread_mutex_unlock(&s->lanes_mu);
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		struct lane *l = s->lanes[li];
 
