@@ -84,6 +84,8 @@ struct probe_series {
 	struct metric_series *baseline[IO_OP_COUNT][PROBE_REGRESS_QUANTILES];
 	struct metric_series *recent[IO_OP_COUNT][PROBE_REGRESS_QUANTILES];
 	struct metric_series *ratio[IO_OP_COUNT];
+	struct metric_series *slow_io_threshold[IO_OP_COUNT], *slow_io_ratio[IO_OP_COUNT];
+	struct metric_series *latency_max[IO_OP_COUNT], *stalls[IO_OP_COUNT];
 };
 
 struct target_series {
@@ -128,8 +130,20 @@ void probe_metrics_drop(struct probe_series *s);
  * here): never a NaN, never a 0 that reads as a latency. 0 or -ENOMEM (then
  * some are missing until the next call).
  */
-int probe_metrics_regress(struct probe_series *s, int op, const uint64_t *baseline_ns,
-			  const uint64_t *recent_ns, double ratio);
+struct probe_regress {
+	const uint64_t *baseline_ns, *recent_ns; /* p50, p99 in ns; NULL: none */
+	double ratio;				 /* recent p50 / baseline p50; <= 0: none */
+	/* Over the last 5 minutes: the slow-I/O threshold and the share of I/Os
+	 * over it (have_tail: a baseline and I/Os), the longest I/O (have_max),
+	 * the stalls (with a baseline). */
+	bool have_tail;
+	uint64_t threshold_ns;
+	double slow_io_ratio;
+	bool have_max;
+	uint64_t max_ns;
+	unsigned stalls;
+};
+int probe_metrics_regress(struct probe_series *s, int op, const struct probe_regress *g);
 /* Removes those series (a reload: the probe's next lane makes its own). */
 void probe_metrics_regress_drop(struct probe_series *s);
 
@@ -154,8 +168,9 @@ void probe_metrics_target_info_drop(struct target_series *s);
 int probe_metrics_target_state(struct target_series *s, const char *state, double since_s,
 			       const char *reason);
 /* How the target's figures are judged, as @t says: its slow_factor and
- * slow_floor gauges (a reload may change them on a kept lane). */
-void probe_metrics_target_judge(struct target_series *s, const struct cfg_target *t);
+ * slow_floor gauges (a reload may change them on a kept lane; no floor gauge
+ * with slow_floor auto). 0 or -ENOMEM (then the floor gauge is missing). */
+int probe_metrics_target_judge(struct target_series *s, const struct cfg_target *t);
 /* Scrape time: up (0/1), age of the I/O in flight, layout progress (0 to 1). */
 void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
 			      double layout_ratio);

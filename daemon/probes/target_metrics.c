@@ -94,7 +94,8 @@ const struct metric_def target_metric_defs[T_COUNT + 1] = {
 			   "op's recent latency must be for the target to be slow."},
 	[T_SLOW_FLOOR] = {"iopulse_target_slow_floor_seconds", METRIC_GAUGE, t_labels,
 			  "The target's slow_floor: the latency a probe op's recent p50 must "
-			  "be over, too, for the target to be slow."},
+			  "be over, too, for the target to be slow; absent with slow_floor "
+			  "auto (each op's baseline p99, at least 100us)."},
 	[T_COUNT] = {NULL},
 };
 
@@ -150,10 +151,8 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 	/* How it is judged, and in what state it is: every state from the start. */
 	s->since = metrics_series(f[T_STATE_SINCE], tv);
 	s->slow_factor = metrics_series(f[T_SLOW_FACTOR], tv);
-	s->slow_floor = metrics_series(f[T_SLOW_FLOOR], tv);
 	if (!s->up || !s->inflight || !s->layout || !s->layout_failures || !s->io_seconds ||
-	    !s->written || !s->written_today || !s->duty || !s->since || !s->slow_factor ||
-	    !s->slow_floor)
+	    !s->written || !s->written_today || !s->duty || !s->since || !s->slow_factor)
 		return -ENOMEM;
 	for (int i = 0; i < PROBE_TARGET_STATES; i++) {
 		const char *sv[] = {t->name, probe_target_states[i], NULL};
@@ -162,9 +161,11 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 		if (!s->state[i])
 			return -ENOMEM;
 	}
-	probe_metrics_target_judge(s, t);
 	s->m = m;
 	s->cfg = t;
+	s->slow_floor = NULL;
+	if (probe_metrics_target_judge(s, t) < 0)
+		return -ENOMEM;
 	s->reason = NULL;
 	s->reason_code[0] = '\0';
 	s->dev_util = s->dev_queue = NULL;
@@ -172,10 +173,24 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 	return target_info_series(s);
 }
 
-void probe_metrics_target_judge(struct target_series *s, const struct cfg_target *t)
+int probe_metrics_target_judge(struct target_series *s, const struct cfg_target *t)
 {
+	const char *tv[] = {t->name, NULL};
+	struct metric_family *f;
+
 	metrics_set(s->slow_factor, t->slow_factor);
+	if (t->slow_floor_ns == CFG_SLOW_FLOOR_AUTO) {
+		drop(&s->slow_floor);
+		return 0;
+	}
+	if (!s->slow_floor) {
+		f = family_of(s->m, &target_metric_defs[T_SLOW_FLOOR]);
+		s->slow_floor = f ? metrics_series(f, tv) : NULL;
+		if (!s->slow_floor)
+			return -ENOMEM;
+	}
 	metrics_set(s->slow_floor, t->slow_floor_ns / 1e9);
+	return 0;
 }
 
 void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
