@@ -154,10 +154,41 @@ static const char *part_note(const struct devset *s, int i, char *buf, size_t le
 	return buf;
 }
 
+/*
+ * One line of /proc/self/mountinfo (proc_pid_mountinfo(5)), split in place:
+ * "id parent maj:min root mountpoint options [optional...] - fstype source
+ * superoptions". The mount point and the source keep mountinfo's octal escapes
+ * ("\040" a space) until unescape_octal(). False for a line that is not one.
+ */
+struct mountinfo_line {
+	dev_t dev;	   /* maj:min: st_dev of what is on the mount */
+	char *mount_point; /* escaped */
+	char *source;	   /* escaped; NULL when the line has none */
+};
+
+static bool mountinfo_split(char *line, struct mountinfo_line *m)
+{
+	char *tok[64], *save;
+	unsigned n = 0, dash = 0, ma, mi;
+
+	for (char *p = strtok_r(line, " \n", &save); p && n < 64;
+	     p = strtok_r(NULL, " \n", &save)) {
+		if (n >= 6 && !dash && strcmp(p, "-") == 0)
+			dash = n;
+		tok[n++] = p;
+	}
+	if (n < 6 || sscanf(tok[2], "%u:%u", &ma, &mi) != 2)
+		return false;
+	m->dev = makedev(ma, mi);
+	m->mount_point = tok[4];
+	m->source = dash && dash + 2 < n ? tok[dash + 2] : NULL;
+	return true;
+}
+
 /* -EBUSY when the device or one of its partitions is mounted in our namespace. */
 static int check_mounts(struct target *t, const struct devset *s, const char *name)
 {
-	char *line = NULL, *tok[64], *save, note[64];
+	char *line = NULL, note[64];
 	size_t cap = 0;
 	int r = 0;
 	FILE *f = fopen("/proc/self/mountinfo", "re");
@@ -169,28 +200,21 @@ static int check_mounts(struct target *t, const struct devset *s, const char *na
 			"refusing to write to it",
 			name);
 	while (getline(&line, &cap, f) > 0) {
-		unsigned n = 0, dash = 0, ma, mi;
-		int i = -1;
+		struct mountinfo_line m;
+		int i;
 
-		for (char *p = strtok_r(line, " \n", &save); p && n < 64;
-		     p = strtok_r(NULL, " \n", &save)) {
-			if (n >= 6 && !dash && strcmp(p, "-") == 0)
-				dash = n;
-			tok[n++] = p;
-		}
-		/* id parent maj:min root mountpoint options [optional...] - type source */
-		if (n < 6 || sscanf(tok[2], "%u:%u", &ma, &mi) != 2)
+		if (!mountinfo_split(line, &m))
 			continue;
-		i = devset_find(s, makedev(ma, mi));
-		if (i < 0 && dash && dash + 2 < n) {
+		i = devset_find(s, m.dev);
+		if (i < 0 && m.source) {
 			/* btrfs and others report an anonymous device: go by the source. */
-			unescape_octal(tok[dash + 2]);
-			i = devset_find_path(s, tok[dash + 2]);
+			unescape_octal(m.source);
+			i = devset_find_path(s, m.source);
 		}
 		if (i >= 0) {
-			unescape_octal(tok[4]);
+			unescape_octal(m.mount_point);
 			r = tgt_terr(t, -EBUSY, "%s is mounted at %s%s: refusing to write to it",
-				     name, tok[4], part_note(s, i, note, sizeof(note)));
+				     name, m.mount_point, part_note(s, i, note, sizeof(note)));
 			break;
 		}
 	}
