@@ -184,9 +184,16 @@ post() {
 	else
 		end=$(date -u -d '-1 second' +%FT%TZ)
 	fi
-	# shellcheck disable=SC2086 # one word per label
 	amtool --alertmanager.url="$AM_URL" alert add "$@" \
 		--start="$(date -u -d '-10 seconds' +%FT%TZ)" --end="$end"
+}
+# lat STATUS SEVERITY TARGET [LABEL=VALUE...]: post IopulseLatencyRegression of
+# TARGET on db1:10035.
+lat() {
+	local status=$1 severity=$2 target=$3
+	shift 3
+	post "$status" alertname=IopulseLatencyRegression severity="$severity" job=iopulse \
+		instance=db1:10035 target="$target" "$@"
 }
 # notified RECEIVER ALERT_STATUS ALERTNAME SEVERITY TARGET [COUNT]: RECEIVER
 # got at least COUNT (1) notifications of that alert in that status.
@@ -206,6 +213,11 @@ wait_for() {
 	done
 	echo "no $what within 60s"
 	return 1
+}
+# expect RECEIVER STATUS SEVERITY TARGET [COUNT]: wait_for that many
+# notifications of IopulseLatencyRegression in that status at RECEIVER.
+expect() {
+	wait_for "$3 $4 $2 (${5:-1}) at $1" notified "$1" "$2" IopulseLatencyRegression "$3" "$4" "${5:-1}"
 }
 # told_before_resolved RECEIVER: every alert RECEIVER was told resolved it was
 # told firing before (since its last resolved): no "resolved" out of nowhere.
@@ -229,48 +241,42 @@ check_notifications() {
 	amtool check-config "$WORK/am.yml" >/dev/null || { cat "$WORK/am.yml"; return 1; }
 	start_alertmanager "$WORK/am.yml" || return 1
 	echo "alertmanager $AM_PID at $AM_URL"
-	# shellcheck disable=SC2086 # $R and $I: one word per label
-	local I="job=iopulse instance=db1:10035" R="alertname=IopulseLatencyRegression"
-
 	# 1. The ladder of one target, scraped with env="prod", as the rules move
 	# it: warning, critical (the warning ends in the same evaluation), warning
 	# again (the critical ends), resolved. A route on env gets every severity,
 	# each told firing, then resolved.
-	post firing $R severity=warning $I target=t1 env=prod
-	wait_for "warning t1 firing at prod" notified prod firing IopulseLatencyRegression warning t1 || return 1
-	post firing $R severity=critical $I target=t1 env=prod
-	post resolved $R severity=warning $I target=t1 env=prod
-	wait_for "critical t1 firing at prod" notified prod firing IopulseLatencyRegression critical t1 || return 1
-	wait_for "warning t1 resolved at prod" notified prod resolved IopulseLatencyRegression warning t1 || return 1
-	post resolved $R severity=critical $I target=t1 env=prod
-	post firing $R severity=warning $I target=t1 env=prod
-	wait_for "critical t1 resolved at prod" notified prod resolved IopulseLatencyRegression critical t1 || return 1
-	wait_for "warning t1 firing again at prod" notified prod firing IopulseLatencyRegression warning t1 2 || return 1
-	post resolved $R severity=warning $I target=t1 env=prod
-	wait_for "warning t1 resolved again at prod" notified prod resolved IopulseLatencyRegression warning t1 2 || return 1
+	lat firing warning t1 env=prod
+	expect prod firing warning t1 || return 1
+	lat firing critical t1 env=prod
+	lat resolved warning t1 env=prod
+	expect prod firing critical t1 && expect prod resolved warning t1 || return 1
+	lat resolved critical t1 env=prod
+	lat firing warning t1 env=prod
+	expect prod resolved critical t1 && expect prod firing warning t1 2 || return 1
+	lat resolved warning t1 env=prod
+	expect prod resolved warning t1 2 || return 1
 
 	# 2. Issue 29's orphan: a critical told firing; a warning of the same
 	# target (inhibited, before) firing beside it; both resolved at once. The
 	# warning is told firing before it is told resolved.
-	post firing $R severity=critical $I target=t2
-	wait_for "critical t2 firing" notified hook firing IopulseLatencyRegression critical t2 || return 1
-	post firing $R severity=warning $I target=t2
-	wait_for "warning t2 firing" notified hook firing IopulseLatencyRegression warning t2 || return 1
-	post resolved $R severity=critical $I target=t2
-	post resolved $R severity=warning $I target=t2
-	wait_for "critical t2 resolved" notified hook resolved IopulseLatencyRegression critical t2 || return 1
-	wait_for "warning t2 resolved" notified hook resolved IopulseLatencyRegression warning t2 || return 1
+	lat firing critical t2
+	expect hook firing critical t2 || return 1
+	lat firing warning t2
+	expect hook firing warning t2 || return 1
+	lat resolved critical t2
+	lat resolved warning t2
+	expect hook resolved critical t2 && expect hook resolved warning t2 || return 1
 
 	# 3. An alert that starts and ends between two notifications of its group
 	# (a warning a critical took over from within a minute) is never told at
 	# all, no "resolved" either: in a group of several alerts it would be told
 	# resolved with the critical's next change. The critical's "resolved" is
 	# the mark: posted after the warning, in the group the warning would share.
-	post firing $R severity=critical $I target=t3
-	wait_for "critical t3 firing" notified hook firing IopulseLatencyRegression critical t3 || return 1
-	post resolved $R severity=warning $I target=t3
-	post resolved $R severity=critical $I target=t3
-	wait_for "critical t3 resolved" notified hook resolved IopulseLatencyRegression critical t3 || return 1
+	lat firing critical t3
+	expect hook firing critical t3 || return 1
+	lat resolved warning t3
+	lat resolved critical t3
+	expect hook resolved critical t3 || return 1
 	if notified hook resolved IopulseLatencyRegression warning t3; then
 		echo "warning t3 told resolved, never told firing"
 		return 1
@@ -279,11 +285,11 @@ check_notifications() {
 	# 4. prometheus/alertmanager#2754 the other way: a warning told firing ends
 	# while a critical of the same target fires (a hang's alert, once, beside a
 	# latency alert): its "resolved" is told, not held back.
-	post firing $R severity=warning $I target=t4
-	wait_for "warning t4 firing" notified hook firing IopulseLatencyRegression warning t4 || return 1
-	post firing alertname=IopulseTargetStuck severity=critical $I target=t4
-	post resolved $R severity=warning $I target=t4
-	wait_for "warning t4 resolved" notified hook resolved IopulseLatencyRegression warning t4 || return 1
+	lat firing warning t4
+	expect hook firing warning t4 || return 1
+	post firing alertname=IopulseTargetStuck severity=critical job=iopulse instance=db1:10035 target=t4
+	lat resolved warning t4
+	expect hook resolved warning t4 || return 1
 
 	echo "notifications, default receiver:"
 	cut -f 2- "$WORK/hook.out.tsv" | sed 's/^/  /'
