@@ -18,7 +18,8 @@ static const char *const t_reason[] = {"target", "reason", NULL};
 
 const char *const probe_target_states[PROBE_TARGET_STATES + 1] = {"starting", "up",   "slow",
 								  "stuck",    "down", NULL};
-static const char *const t_info[] = {"target", "kind", "path", "fstype", "device", "model", NULL};
+static const char *const t_info[] = {"target", "kind",	"path",	  "fstype",
+				     "device", "model", "source", NULL};
 
 /* The rows of target_metric_defs[], as iopulse(8) lists them. */
 enum {
@@ -46,8 +47,8 @@ enum {
 const struct metric_def target_metric_defs[T_COUNT + 1] = {
 	[T_INFO] = {"iopulse_target_info", METRIC_GAUGE, t_info,
 		    "Always 1: what the target is and is on (filesystem type, block "
-		    "device and its disk's model, empty where not known), with its "
-		    "configured labels."},
+		    "device and its disk's model, the source of its mount, empty where "
+		    "not known), with its configured labels."},
 	[T_UP] = {"iopulse_target_up", METRIC_GAUGE, t_labels,
 		  "1 if the target is open and checked by its last run and no I/O on "
 		  "it is in flight past its timeout; 0 otherwise."},
@@ -107,13 +108,10 @@ _Static_assert(CFG_MAX_LABELS <= METRICS_MAX_EXTRA_LABELS, "a target's labels mu
 static int target_info_series(struct target_series *s)
 {
 	const struct cfg_target *t = s->cfg;
-	const char *v[] = {t->name,
-			   cfg_target_kind_name(t->kind),
-			   t->path,
-			   s->desc.fstype,
-			   s->desc.device,
-			   s->desc.model,
-			   NULL};
+	const char *v[] = {t->name,	   cfg_target_kind_name(t->kind),
+			   t->path,	   s->desc.fstype,
+			   s->desc.device, s->desc.model,
+			   s->desc.source, NULL};
 	const char *extra[2 * CFG_MAX_LABELS];
 	struct metric_family *f;
 

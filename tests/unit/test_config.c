@@ -196,10 +196,10 @@ static const struct bad_case bad_cases[] = {
 	 "Prometheus)"},
 	{"labels_name_reserved", T "    labels:\n      zone: a\n      instance: b\n" P,
 	 "t.yaml:6:7: label name 'instance' in 'labels' is reserved (target, kind, path, fstype, "
-	 "device and model are iopulse_target_info's own, job and instance Prometheus')"},
+	 "device, model and source are iopulse_target_info's own, job and instance Prometheus')"},
 	{"labels_name_fstype", T "    labels: {fstype: xfs}\n" P,
 	 "t.yaml:4:14: label name 'fstype' in 'labels' is reserved (target, kind, path, fstype, "
-	 "device and model are iopulse_target_info's own, job and instance Prometheus')"},
+	 "device, model and source are iopulse_target_info's own, job and instance Prometheus')"},
 	{"labels_name_duplicate", T "    labels:\n      zone: a\n      zone: b\n" P,
 	 "t.yaml:6:7: duplicate label 'zone' in 'labels'"},
 	{"labels_value_empty", T "    labels:\n      zone: ''\n" P,
