@@ -66,6 +66,7 @@ enum {
 	P_BASELINE,
 	P_RECENT,
 	P_RATIO,
+	P_SLOW_FLOOR,
 	P_SLOW_IO_THRESHOLD,
 	P_SLOW_IO_RATIO,
 	P_LATENCY_MAX,
@@ -143,6 +144,11 @@ const struct metric_def probe_metric_defs[P_COUNT + 1] = {
 		     "Recent p50 over baseline p50; absent unless both are there. Over the "
 		     "target's slow_factor (and the recent p50 over its slow_floor) for "
 		     "slow_minutes minutes, the target is slow (reason slow)."},
+	[P_SLOW_FLOOR] = {"iopulse_probe_slow_floor_seconds", METRIC_GAUGE, pto,
+			  "The op's floor: the latency its recent p50 must be over, besides "
+			  "slow_factor times its baseline, for a minute to be slow (the target's "
+			  "slow_floor; with auto the baseline p99, at least 100us); absent while "
+			  "the baseline warms up."},
 	[P_SLOW_IO_THRESHOLD] = {"iopulse_probe_slow_io_threshold_seconds", METRIC_GAUGE, pto,
 				 "The op's slow-I/O threshold: its target's tail_factor times "
 				 "the baseline p99 (at least the floor); absent while the "
@@ -539,7 +545,9 @@ int probe_metrics_regress(struct probe_series *s, int op, const struct probe_reg
 				  g->recent_ns ? g->recent_ns[i] / 1e9 : 0) < 0)
 			r = -ENOMEM;
 	}
-	if (regress_gauge(s, &s->slow_io_threshold[op], P_SLOW_IO_THRESHOLD, op, NULL,
+	if (regress_gauge(s, &s->slow_floor[op], P_SLOW_FLOOR, op, NULL, g->baseline_ns != NULL,
+			  g->floor_ns / 1e9) < 0 ||
+	    regress_gauge(s, &s->slow_io_threshold[op], P_SLOW_IO_THRESHOLD, op, NULL,
 			  g->baseline_ns != NULL, g->threshold_ns / 1e9) < 0 ||
 	    regress_gauge(s, &s->slow_io_ratio[op], P_SLOW_IO_RATIO, op, NULL, g->have_tail,
 			  g->slow_io_ratio) < 0 ||
@@ -559,6 +567,7 @@ void probe_metrics_regress_drop(struct probe_series *s)
 			drop(&s->recent[op][i]);
 		}
 		drop(&s->ratio[op]);
+		drop(&s->slow_floor[op]);
 		drop(&s->slow_io_threshold[op]);
 		drop(&s->slow_io_ratio[op]);
 		drop(&s->latency_max[op]);

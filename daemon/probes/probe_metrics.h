@@ -84,6 +84,7 @@ struct probe_series {
 	struct metric_series *baseline[IO_OP_COUNT][PROBE_REGRESS_QUANTILES];
 	struct metric_series *recent[IO_OP_COUNT][PROBE_REGRESS_QUANTILES];
 	struct metric_series *ratio[IO_OP_COUNT];
+	struct metric_series *slow_floor[IO_OP_COUNT];
 	struct metric_series *slow_io_threshold[IO_OP_COUNT], *slow_io_ratio[IO_OP_COUNT];
 	struct metric_series *latency_max[IO_OP_COUNT], *stalls[IO_OP_COUNT];
 };
@@ -133,6 +134,7 @@ void probe_metrics_drop(struct probe_series *s);
 struct probe_regress {
 	const uint64_t *baseline_ns, *recent_ns; /* p50, p99 in ns; NULL: none */
 	double ratio;				 /* recent p50 / baseline p50; <= 0: none */
+	uint64_t floor_ns;			 /* the op's floor (with a baseline) */
 	/* Over the last 5 minutes: the slow-I/O threshold and the share of I/Os
 	 * over it (have_tail: a baseline and I/Os), the longest I/O (have_max),
 	 * the stalls (with a baseline). */

@@ -100,6 +100,9 @@ void lane_collect_target(struct lane *l, uint64_t now_ns, const struct status_ta
 				.baseline_ns = g->have_baseline ? g->baseline_ns : NULL,
 				.recent_ns = g->have_recent ? g->recent_ns : NULL,
 				.ratio = g->ratio,
+				.floor_ns = g->have_baseline
+						    ? status_floor_ns(&l->judge, g->baseline_ns)
+						    : 0,
 				.have_tail = g->have_tail,
 				.threshold_ns = g->threshold_ns,
 				.slow_io_ratio = g->slow_io_ratio,

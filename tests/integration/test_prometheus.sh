@@ -259,7 +259,7 @@ done
 # least, iopulse.yaml(5) baseline_warmup), longer than a phase here:
 # tests/integration/test_slow_state.sh waits for them.
 WARMING=" iopulse_probe_latency_baseline_seconds iopulse_probe_latency_ratio "
-WARMING+="iopulse_probe_slow_io_threshold_seconds iopulse_probe_slow_io_ratio "
+WARMING+="iopulse_probe_slow_floor_seconds iopulse_probe_slow_io_threshold_seconds iopulse_probe_slow_io_ratio "
 WARMING+="iopulse_probe_stalls "
 expected_names() {
 	local fam type absent=()

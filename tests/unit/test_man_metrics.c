@@ -398,6 +398,7 @@ static void test_rows_are_the_families(void **state)
 			&(struct probe_regress){.baseline_ns = (const uint64_t[]){1000, 2000},
 						.recent_ns = (const uint64_t[]){3000, 4000},
 						.ratio = 3,
+						.floor_ns = 2000,
 						.have_tail = true,
 						.threshold_ns = 8000,
 						.slow_io_ratio = 0.03,
