@@ -240,6 +240,7 @@ void cfg_free(const struct config *cc)
 	free(c->targets);
 	free(c->probes);
 	free(c->source);
+	free(c->state_directory);
 	free(c);
 }
 

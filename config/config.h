@@ -254,6 +254,9 @@ struct config {
 	int native_schema;		   /* native histograms: schema, -4..7 */
 	uint64_t native_zero_threshold_ns; /* their zero bucket; 0 = 2^-128 s, as client_golang */
 	bool splay; /* probes start at a per-host phase (daemon/splay.h), default true */
+	/* Where the state file lives (baselines and target states across restarts),
+	 * environment-expanded; "" (the default with STATE_DIRECTORY unset): none. */
+	char *state_directory;
 	struct cfg_target *targets;
 	unsigned n_targets;
 	struct cfg_probe *probes;

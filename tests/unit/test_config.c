@@ -68,7 +68,11 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:1:1: unknown key 'tragets' at top level, did you mean 'targets'?"},
 	{"unknown_top_key_list", T P "metrics: yes\n",
 	 "t.yaml:8:1: unknown key 'metrics' at top level (valid keys: listen, buckets, "
-	 "native_histogram_schema, native_histogram_zero_threshold, splay, targets, probes)"},
+	 "native_histogram_schema, native_histogram_zero_threshold, splay, state_directory, "
+	 "targets, probes)"},
+	/* state_directory */
+	{"state_directory_list", "state_directory: [a]\n" T P,
+	 "t.yaml:1:18: 'state_directory' must be a path, got a list"},
 	/* native histograms */
 	{"native_schema_too_fine", "native_histogram_schema: 8\n" T P,
 	 "t.yaml:1:26: 'native_histogram_schema' must be between -4 and 7, got 8"},
@@ -1372,6 +1376,7 @@ static void test_print_burst(void **state)
 				   "native_histogram_schema: 3\n"
 				   "native_histogram_zero_threshold: 0s\n"
 				   "splay: true\n"
+				   "state_directory: \"\"\n"
 				   "targets:\n"
 				   "  - name: disk\n"
 				   "    directory: /srv/x\n"
@@ -1691,6 +1696,33 @@ static void test_target_same(void **state)
 	}
 	for (size_t i = 0; i < N; i++)
 		cfg_free(c[i]);
+}
+
+/* 'state_directory': empty unless written or STATE_DIRECTORY is set, expanded as
+ * a target's path, printed so that it reads back the same. */
+static void test_state_directory(void **state)
+{
+	struct config *c;
+	char *text;
+
+	(void)state;
+	unsetenv("STATE_DIRECTORY");
+	c = load_ok(T P);
+	assert_string_equal(c->state_directory, "");
+	cfg_free(c);
+	setenv("STATE_DIRECTORY", "/var/lib/iopulse", 1);
+	c = load_ok(T P);
+	assert_string_equal(c->state_directory, "/var/lib/iopulse");
+	cfg_free(c);
+	unsetenv("STATE_DIRECTORY");
+	c = load_ok("state_directory: ${STATE_DIRECTORY:-./iopulse-data}/$$x\n" T P);
+	assert_string_equal(c->state_directory, "./iopulse-data/$x");
+	text = print_to_string(c);
+	cfg_free(c);
+	c = load_ok(text);
+	assert_string_equal(c->state_directory, "./iopulse-data/$x");
+	free(text);
+	cfg_free(c);
 }
 
 /* The slow state's keys: the values as written, printed back the same. */
@@ -2236,6 +2268,7 @@ static void test_print_default(void **state)
 		"native_histogram_schema: 3\n"
 		"native_histogram_zero_threshold: 0s\n"
 		"splay: true\n"
+		"state_directory: ./iopulse-data\n"
 		"targets:\n"
 		"  - name: state\n"
 		"    directory: ./iopulse-data\n"
@@ -2833,6 +2866,7 @@ int main(void)
 		cmocka_unit_test(test_mount_and_keep_free),
 		cmocka_unit_test(test_target_same),
 		cmocka_unit_test(test_slow_keys),
+		cmocka_unit_test(test_state_directory),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_device_target),
 		cmocka_unit_test(test_engines),
