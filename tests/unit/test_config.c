@@ -1725,6 +1725,39 @@ static void test_state_directory(void **state)
 	cfg_free(c);
 }
 
+/* cfg_probe_fingerprint(): the same for the same probe and target, another when
+ * what is measured changes (a key of the probe, or of its target), the same when
+ * only how it is judged does. */
+static void test_probe_fingerprint(void **state)
+{
+	static const char *const other[] = {
+		T "    size: 128MiB\n" P,
+		T "    direct: false\n" P,
+		"targets:\n  - name: disk\n    directory: /srv/y\n" P,
+		T P "    block_size: 8KiB\n",
+		T P "    op: write\n",
+		T P "    interval: 2s\n",
+		T P "    engine: sync\n",
+	};
+	struct config *a = load_ok(T P), *b = load_ok(T P), *c;
+	uint32_t fa = cfg_probe_fingerprint(a, &a->probes[0]);
+
+	(void)state;
+	assert_int_not_equal(fa, 0);
+	assert_int_equal(fa, cfg_probe_fingerprint(b, &b->probes[0]));
+	cfg_free(b);
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		c = load_ok(other[i]);
+		if (cfg_probe_fingerprint(c, &c->probes[0]) == fa)
+			fail_msg("the same fingerprint for:\n%s", other[i]);
+		cfg_free(c);
+	}
+	c = load_ok(T "    slow_factor: 10\n    slow_floor: 5ms\n    baseline_warmup: 1m\n" P);
+	assert_int_equal(fa, cfg_probe_fingerprint(c, &c->probes[0]));
+	cfg_free(c);
+	cfg_free(a);
+}
+
 /* The slow state's keys: the values as written, printed back the same. */
 static void test_slow_keys(void **state)
 {
@@ -2867,6 +2900,7 @@ int main(void)
 		cmocka_unit_test(test_target_same),
 		cmocka_unit_test(test_slow_keys),
 		cmocka_unit_test(test_state_directory),
+		cmocka_unit_test(test_probe_fingerprint),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_device_target),
 		cmocka_unit_test(test_engines),
