@@ -170,6 +170,7 @@ struct status_view {
 	uint64_t slow_floor_ns;
 	unsigned warmup_minutes, base_minutes;
 	struct status_regress regress;
+	uint32_t fingerprint; /* cfg_probe_fingerprint() of the probe measuring it (the tick's) */
 };
 
 /* One probe op: the unit of the page. */
@@ -201,6 +202,25 @@ enum status_state {
 
 const char *status_state_name(enum status_state s);
 
+/* A target's judged state, as the state file keeps it across a restart
+ * (status_persist.h). */
+struct status_judgement {
+	enum status_state state; /* the last judged state */
+	double since_s;		 /* Unix time it began */
+	char reason_code[16];	 /* its bounded code */
+	uint8_t slow_minutes;	 /* hysteresis: consecutive minutes judged slow (saturating) */
+	uint8_t ok_minutes;	 /* consecutive minutes judged not slow (saturating) */
+};
+
+/* What a target is, as its lane pinned it at its first open: a state saved for
+ * it is trusted only by a target that is still the same (status_persist.h). */
+struct status_identity {
+	bool known;	 /* the target was opened: the rest is set */
+	uint8_t kind;	 /* enum cfg_target_kind */
+	uint64_t dev;	 /* st_dev of the directory or file; st_rdev of a device */
+	int64_t fs_type; /* statfs f_type of the directory or file; 0 for a device */
+};
+
 struct status_target {
 	char name[CFG_NAME_MAX];
 	char path[1024]; /* as configured (truncated past 1023 bytes) */
@@ -208,8 +228,9 @@ struct status_target {
 	char reason[STATUS_REASON]; /* down, stuck, starting: why; "" when up */
 	double inflight_s;	    /* age of the I/O or open in flight, 0 when idle */
 	char inflight_probe[CFG_NAME_MAX];
-	double since_s;	      /* Unix time the current state began (the lane's) */
-	char reason_code[16]; /* bounded code of the state: "none", "slow", "stuck", ... */
+	double since_s;		   /* Unix time the current state began (the lane's) */
+	char reason_code[16];	   /* bounded code of the state: "none", "slow", "stuck", ... */
+	struct status_identity id; /* what the lane pinned, for the state file */
 };
 
 struct status {
@@ -232,6 +253,12 @@ struct status {
 	struct hist *scratch;  /* a window's histogram */
 	uint32_t cur[STATUS_N_GROUPS];
 	uint64_t sum[STATUS_N_GROUPS];
+	/* The state file's (status_persist.h): what it restored and nothing has
+	 * taken yet (under mu), and who hears of each minute the ticks reach. */
+	struct status_pending *pending;
+	void (*minute_fn)(void *arg);
+	void *minute_arg;
+	uint64_t minute_seen; /* the tick's: the last minute (tick_ns / 60 s) told */
 };
 
 /* What a page shows, copied under the mutex (status_snapshot()). */
@@ -263,6 +290,7 @@ struct status_op {
 	double slow_factor;	 /* the target's slow_factor; 0: never slow */
 	uint64_t slow_floor_ns;	 /* the target's slow_floor */
 	unsigned warmup_minutes; /* the target's baseline_warmup, in minutes */
+	uint32_t fingerprint;	 /* cfg_probe_fingerprint() of the probe */
 };
 
 /*

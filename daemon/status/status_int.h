@@ -12,4 +12,12 @@
 int status_find_series(const struct status *st, const char *probe, const char *target,
 		       enum io_op op);
 
+/* status_restore.c: the ring restored for the new series @ss (its probe, target,
+ * op and fingerprint set), taken into it and aged to now; whether there was
+ * one. The tick calls it, after the series is reset. */
+bool status_restore_ring(struct status *st, struct status_series *ss);
+/* Frees what the state file restored and nothing took (NULL: nothing). */
+struct status_pending;
+void status_pending_free(struct status_pending *p);
+
 #endif
