@@ -72,6 +72,7 @@ struct lane_duty_sample {
 
 struct lane_probe {
 	const struct cfg_probe *cfg;
+	uint32_t fingerprint; /* cfg_probe_fingerprint(): what its figures are of */
 	struct probe probe;
 	bool ready;	    /* the probe is set up */
 	int init_error;	    /* its error otherwise */

@@ -207,6 +207,12 @@ void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
 		t->state = STATUS_DOWN; /* or starting, when no reason is known */
 	began = status_reason(l, t, lp, a, now_wall);
 	t->since_s = state_since(l, t->state, began, now_wall);
+	/* Pinned by the first open, before 'up' was first set, and never again. */
+	if (atomic_load(&l->up) && l->target.pinned)
+		t->id = (struct status_identity){.known = true,
+						 .kind = (uint8_t)l->cfg->kind,
+						 .dev = l->target.dev,
+						 .fs_type = l->target.fs_type};
 }
 
 void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns)
@@ -274,7 +280,8 @@ unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 					.slow_factor = l->judge.slow_factor,
 					.slow_floor_ns = l->judge.slow_floor_ns,
 					.warmup_minutes = (unsigned)(l->judge.baseline_warmup_ns /
-								     (60 * NSEC_PER_SEC))};
+								     (60 * NSEC_PER_SEC)),
+					.fingerprint = l->probes[pi].fingerprint};
 	return n;
 }
 

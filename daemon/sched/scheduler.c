@@ -27,6 +27,7 @@
 #include "daemon/probes/probe.h"
 #include "daemon/sched/scheduler_int.h"
 #include "daemon/sched/splay.h"
+#include "daemon/status/status_persist.h"
 #include "daemon/targets/target.h"
 #include "lib/fd.h"
 #include "lib/path.h"
@@ -618,6 +619,7 @@ void sched_collect(struct sched *s)
 
 		lane_status_probes(s->lanes[li], s->st, now);
 		lane_status(s->lanes[li], now, &t);
+		status_restore_apply(s->st, &t); /* a state file's, across a restart */
 		lane_collect_target(s->lanes[li], now, &t);
 		if (room)
 			status_set_target(s->st, li, &t);
