@@ -207,12 +207,6 @@ void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
 		t->state = STATUS_DOWN; /* or starting, when no reason is known */
 	began = status_reason(l, t, lp, a, now_wall);
 	t->since_s = state_since(l, t->state, began, now_wall);
-	/* Pinned by the first open, before 'up' was first set, and never again. */
-	if (atomic_load(&l->up) && l->target.pinned)
-		t->id = (struct status_identity){.known = true,
-						 .kind = (uint8_t)l->cfg->kind,
-						 .dev = l->target.dev,
-						 .fs_type = l->target.fs_type};
 }
 
 void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns)
@@ -267,7 +261,15 @@ void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns)
 
 unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 {
+	struct status_identity id = {0};
 	unsigned n = 0;
+
+	/* Pinned by the first open, before 'up' was first set, and never again. */
+	if (atomic_load(&l->up) && l->target.pinned)
+		id = (struct status_identity){.known = true,
+					      .kind = (uint8_t)l->cfg->kind,
+					      .dev = l->target.dev,
+					      .fs_type = l->target.fs_type};
 
 	for (unsigned pi = 0; pi < l->n_probes; pi++)
 		for (int op = 0; op < IO_OP_COUNT; op++)
@@ -281,7 +283,9 @@ unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 					.slow_floor_ns = l->judge.slow_floor_ns,
 					.warmup_minutes = (unsigned)(l->judge.baseline_warmup_ns /
 								     (60 * NSEC_PER_SEC)),
-					.fingerprint = l->probes[pi].fingerprint};
+					.fingerprint = l->probes[pi].fingerprint,
+					.target_path = l->cfg->path,
+					.target_id = id};
 	return n;
 }
 

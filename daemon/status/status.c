@@ -75,7 +75,7 @@ void status_free(struct status *st)
 		free(st->series[i]);
 	free(st->series);
 	free(st->targets);
-	status_pending_free(st->pending);
+	status_keep_free(st->keep);
 	hist_free(st->scratch);
 	pthread_mutex_destroy(&st->mu);
 	free(st);
@@ -521,6 +521,7 @@ void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_n
 	struct status_series *ss;
 	int i = status_find_series(st, o->p->name, o->target, o->op);
 
+	status_keep_note(st, o);
 	ss = i >= 0 ? st->series[i] : series_add(st, o);
 	if (!ss)
 		return;
@@ -581,6 +582,7 @@ void status_tick_end(struct status *st, uint64_t now_ns)
 		for (unsigned i = 0; i < n_gone; i++)
 			free(gone[i]);
 	} while (n_gone == 8);
+	status_keep_prune(st);
 }
 
 /* ---------------------------------------------------------------- catching up */

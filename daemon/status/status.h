@@ -228,9 +228,8 @@ struct status_target {
 	char reason[STATUS_REASON]; /* down, stuck, starting: why; "" when up */
 	double inflight_s;	    /* age of the I/O or open in flight, 0 when idle */
 	char inflight_probe[CFG_NAME_MAX];
-	double since_s;		   /* Unix time the current state began (the lane's) */
-	char reason_code[16];	   /* bounded code of the state: "none", "slow", "stuck", ... */
-	struct status_identity id; /* what the lane pinned, for the state file */
+	double since_s;	      /* Unix time the current state began (the lane's) */
+	char reason_code[16]; /* bounded code of the state: "none", "slow", "stuck", ... */
 };
 
 struct status {
@@ -254,8 +253,9 @@ struct status {
 	uint32_t cur[STATUS_N_GROUPS];
 	uint64_t sum[STATUS_N_GROUPS];
 	/* The state file's (status_persist.h): what it restored and nothing has
-	 * taken yet (under mu), and who hears of each minute the ticks reach. */
-	struct status_pending *pending;
+	 * taken yet, and what each target was when last open (under mu; the tick
+	 * is the only one to add), and who hears of each minute the ticks reach. */
+	struct status_keep *keep;
 	void (*minute_fn)(void *arg);
 	void *minute_arg;
 	uint64_t minute_seen; /* the tick's: the last minute (tick_ns / 60 s) told */
@@ -287,10 +287,12 @@ struct status_op {
 	const char *target;
 	enum io_op op;
 	struct metric_series *latency;
-	double slow_factor;	 /* the target's slow_factor; 0: never slow */
-	uint64_t slow_floor_ns;	 /* the target's slow_floor */
-	unsigned warmup_minutes; /* the target's baseline_warmup, in minutes */
-	uint32_t fingerprint;	 /* cfg_probe_fingerprint() of the probe */
+	double slow_factor;		  /* the target's slow_factor; 0: never slow */
+	uint64_t slow_floor_ns;		  /* the target's slow_floor */
+	unsigned warmup_minutes;	  /* the target's baseline_warmup, in minutes */
+	uint32_t fingerprint;		  /* cfg_probe_fingerprint() of the probe */
+	const char *target_path;	  /* the target's path, as configured */
+	struct status_identity target_id; /* what its lane pinned (known once it was up) */
 };
 
 /*

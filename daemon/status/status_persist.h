@@ -173,9 +173,10 @@ void status_restore_apply(struct status *st, struct status_target *t);
 
 /*
  * What the state file keeps now, into @out (status_saved_free() it), written at
- * @now_s: every series' ring and fingerprint; every target the last request
- * judged with a known identity, and those restored that no request has judged
- * since. 0 or -ENOMEM. Under the mutex, no I/O.
+ * @now_s: every series' ring and fingerprint; every target its lane has had
+ * open (its path and identity then), with the last request's judgement of it,
+ * or the one restored, or none (starting); and what was restored and nothing
+ * has taken yet. 0 or -ENOMEM. Under the mutex, no I/O.
  */
 int status_save_collect(struct status *st, double now_s, struct status_saved *out);
 

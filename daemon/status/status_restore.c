@@ -2,8 +2,9 @@
 /*
  * status_restore — what a state file brought back waits here until the status
  * takes it (status_persist.h): a ring until the first tick makes its series, a
- * judgement until a request judges its target otherwise; and what the state
- * file is to keep, collected. All under the status mutex, none of it I/O.
+ * judgement until a request judges its target otherwise; what each target was
+ * when its lane last had it open, as the ticks see it; and what the state file
+ * is to keep, collected. All under the status mutex, none of it I/O.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,30 +25,41 @@ struct pending_target {
 	double restored_s; /* Unix time it was restored */
 };
 
-struct status_pending {
+/* A target as its lane had it open, from the ticks. */
+struct known_target {
+	char name[CFG_NAME_MAX];
+	char path[STATUS_STATE_PATH_MAX];
+	struct status_identity id;
+};
+
+struct status_keep {
 	struct pending_series *series;
 	unsigned n_series;
 	size_t cap_series;
 	struct pending_target *targets;
 	unsigned n_targets;
 	size_t cap_targets;
+	struct known_target *known;
+	unsigned n_known;
+	size_t cap_known;
 };
 
-void status_pending_free(struct status_pending *p)
+void status_keep_free(struct status_keep *k)
 {
-	if (!p)
+	if (!k)
 		return;
-	free(p->series);
-	free(p->targets);
-	free(p);
+	free(k->series);
+	free(k->targets);
+	free(k->known);
+	free(k);
 }
 
-/* The pending table of @st, made on first use (under the mutex); NULL: out of memory. */
-static struct status_pending *pending(struct status *st)
+/* The table of @st, made on first use (under the mutex); NULL: out of memory. */
+static struct status_keep *pending(struct status *st)
 {
-	if (!st->pending)
-		st->pending = calloc(1, sizeof(*st->pending));
-	return st->pending;
+	if (!st->keep)
+		st->keep = calloc(1, sizeof(*st->keep));
+	return st->keep;
 }
 
 static double wall_s(void)
@@ -60,7 +72,7 @@ static double wall_s(void)
 
 int status_restore_series(struct status *st, const struct status_saved_series *s, double saved_s)
 {
-	struct status_pending *p;
+	struct status_keep *p;
 	int r = -ENOMEM;
 
 	pthread_mutex_lock(&st->mu);
@@ -75,7 +87,7 @@ int status_restore_series(struct status *st, const struct status_saved_series *s
 
 int status_restore_judgement(struct status *st, const struct status_saved_target *t, double now_s)
 {
-	struct status_pending *p;
+	struct status_keep *p;
 	int r = -ENOMEM;
 
 	pthread_mutex_lock(&st->mu);
@@ -90,9 +102,9 @@ int status_restore_judgement(struct status *st, const struct status_saved_target
 }
 
 /* The pending judgement of target @name (under the mutex), or NULL. */
-static struct pending_target *find_target(struct status *st, const char *name)
+static struct pending_target *find_target(const struct status *st, const char *name)
 {
-	struct status_pending *p = st->pending;
+	const struct status_keep *p = st->keep;
 
 	for (unsigned i = 0; p && i < p->n_targets; i++)
 		if (strcmp(p->targets[i].t.name, name) == 0)
@@ -114,11 +126,11 @@ bool status_restored_judgement(struct status *st, const char *target, struct sta
 
 bool status_restore_ring(struct status *st, struct status_series *ss)
 {
-	struct status_pending *p;
+	struct status_keep *p;
 	bool taken = false;
 
 	pthread_mutex_lock(&st->mu);
-	p = st->pending;
+	p = st->keep;
 	for (unsigned i = 0; p && i < p->n_series; i++) {
 		struct pending_series *e = &p->series[i];
 
@@ -175,8 +187,61 @@ void status_restore_apply(struct status *st, struct status_target *t)
 			 j->reason_code[0] ? j->reason_code : "slow");
 		goto out;
 	}
-	*pt = st->pending->targets[--st->pending->n_targets];
+	*pt = st->keep->targets[--st->keep->n_targets];
 out:
+	pthread_mutex_unlock(&st->mu);
+}
+
+/* ---------------------------------------------------------------- what targets are */
+
+/* The known target @name (under the mutex, or the tick's), or NULL. */
+static struct known_target *find_known(const struct status_keep *k, const char *name)
+{
+	for (unsigned i = 0; k && i < k->n_known; i++)
+		if (strcmp(k->known[i].name, name) == 0)
+			return &k->known[i];
+	return NULL;
+}
+
+void status_keep_note(struct status *st, const struct status_op *o)
+{
+	struct known_target *kt = find_known(st->keep, o->target);
+	struct status_keep *k;
+
+	/* The tick's only, and it alone adds: unchanged is read without the lock. */
+	if (!o->target_id.known ||
+	    (kt && !memcmp(&kt->id, &o->target_id, sizeof(kt->id)) &&
+	     !strncmp(kt->path, o->target_path ? o->target_path : "", sizeof(kt->path) - 1)))
+		return;
+	pthread_mutex_lock(&st->mu);
+	k = pending(st);
+	if (!kt && k &&
+	    mem_grow(&k->known, &k->cap_known, k->n_known + 1, sizeof(*k->known)) == 0) {
+		kt = &k->known[k->n_known++];
+		snprintf(kt->name, sizeof(kt->name), "%s", o->target);
+	}
+	if (kt) {
+		kt->id = o->target_id;
+		snprintf(kt->path, sizeof(kt->path), "%s", o->target_path ? o->target_path : "");
+	}
+	pthread_mutex_unlock(&st->mu);
+}
+
+void status_keep_prune(struct status *st)
+{
+	struct status_keep *k = st->keep;
+
+	pthread_mutex_lock(&st->mu);
+	for (unsigned i = 0; k && i < k->n_known;) {
+		bool used = false;
+
+		for (unsigned j = 0; j < st->n_series && !used; j++)
+			used = strcmp(st->series[j]->v.target, k->known[i].name) == 0;
+		if (used)
+			i++;
+		else
+			k->known[i] = k->known[--k->n_known];
+	}
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -185,7 +250,7 @@ out:
 /* The series of @st and the rings still pending, into @out (room for them). */
 static void collect_series(const struct status *st, double now_s, struct status_saved *out)
 {
-	const struct status_pending *p = st->pending;
+	const struct status_keep *p = st->keep;
 
 	for (unsigned i = 0; i < st->n_series && out->n_series < STATUS_STATE_MAX_SERIES; i++) {
 		const struct status_view *v = &st->series[i]->v;
@@ -204,37 +269,45 @@ static void collect_series(const struct status *st, double now_s, struct status_
 	}
 }
 
-/* Whether @st's last request judged a target @name. */
-static bool judged(const struct status *st, const char *name)
+/* The last request's judgement of target @name, or NULL. */
+static const struct status_target *judged(const struct status *st, const char *name)
 {
 	for (unsigned i = 0; i < st->n_targets; i++)
 		if (strcmp(st->targets[i].name, name) == 0)
-			return true;
-	return false;
+			return &st->targets[i];
+	return NULL;
 }
 
-/* The targets the last request judged, with their identity, and the pending
- * ones it did not, into @out (room for them). */
+/*
+ * Every target whose lane had it open, with what it was then and its
+ * judgement: the last request's, else the one restored, else none (starting,
+ * which is never restored); then the restored ones no tick has seen yet, as
+ * they were restored. Into @out (room for them).
+ */
 static void collect_targets(const struct status *st, struct status_saved *out)
 {
-	const struct status_pending *p = st->pending;
+	const struct status_keep *k = st->keep;
 
-	for (unsigned i = 0; i < st->n_targets && out->n_targets < CFG_MAX_TARGETS; i++) {
-		const struct status_target *t = &st->targets[i];
-		struct status_saved_target *e = &out->targets[out->n_targets];
+	for (unsigned i = 0; k && i < k->n_known && out->n_targets < CFG_MAX_TARGETS; i++) {
+		const struct known_target *kt = &k->known[i];
+		const struct status_target *t = judged(st, kt->name);
+		const struct pending_target *pt = find_target(st, kt->name);
+		struct status_saved_target *e = &out->targets[out->n_targets++];
 
-		if (!t->id.known)
-			continue; /* never opened: nothing to tie a state to */
-		snprintf(e->name, sizeof(e->name), "%s", t->name);
-		snprintf(e->path, sizeof(e->path), "%s", t->path);
-		e->id = t->id;
-		e->j = (struct status_judgement){.state = t->state, .since_s = t->since_s};
-		snprintf(e->j.reason_code, sizeof(e->j.reason_code), "%s", t->reason_code);
-		out->n_targets++;
+		*e = (struct status_saved_target){.id = kt->id, .j.state = STATUS_STARTING};
+		snprintf(e->name, sizeof(e->name), "%s", kt->name);
+		snprintf(e->path, sizeof(e->path), "%s", kt->path);
+		if (t) {
+			e->j.state = t->state;
+			e->j.since_s = t->since_s;
+			snprintf(e->j.reason_code, sizeof(e->j.reason_code), "%s", t->reason_code);
+		} else if (pt) {
+			e->j = pt->t.j;
+		}
 	}
-	for (unsigned i = 0; p && i < p->n_targets && out->n_targets < CFG_MAX_TARGETS; i++)
-		if (!judged(st, p->targets[i].t.name))
-			out->targets[out->n_targets++] = p->targets[i].t;
+	for (unsigned i = 0; k && i < k->n_targets && out->n_targets < CFG_MAX_TARGETS; i++)
+		if (!find_known(k, k->targets[i].t.name))
+			out->targets[out->n_targets++] = k->targets[i].t;
 }
 
 int status_save_collect(struct status *st, double now_s, struct status_saved *out)
@@ -245,8 +318,8 @@ int status_save_collect(struct status *st, double now_s, struct status_saved *ou
 	memset(out, 0, sizeof(*out));
 	out->written_s = now_s;
 	pthread_mutex_lock(&st->mu);
-	n_series = st->n_series + (st->pending ? st->pending->n_series : 0);
-	n_targets = st->n_targets + (st->pending ? st->pending->n_targets : 0);
+	n_series = st->n_series + (st->keep ? st->keep->n_series : 0);
+	n_targets = st->keep ? st->keep->n_known + st->keep->n_targets : 0;
 	n_series = n_series < STATUS_STATE_MAX_SERIES ? n_series : STATUS_STATE_MAX_SERIES;
 	out->series = calloc(n_series ? n_series : 1, sizeof(*out->series));
 	out->targets = calloc(n_targets ? n_targets : 1, sizeof(*out->targets));

@@ -709,8 +709,9 @@ static void test_judgement_ended_by_verdict(void **state)
 	fixture_free(&f);
 }
 
-/* What is saved: each series' ring and fingerprint, and each target the last
- * request judged with a known identity, and the restored ones it did not. */
+/* What is saved: each series' ring and fingerprint; each target its lane had
+ * open, with the last request's judgement (or none: starting); and what was
+ * restored that no tick has seen. */
 static void test_collect(void **state)
 {
 	struct status_saved_target t = {.name = "gone", .path = "/gone"};
@@ -724,9 +725,24 @@ static void test_collect(void **state)
 	minute(&f, 2 * MS);
 	t.j.state = STATUS_DOWN;
 	assert_int_equal(status_restore_judgement(f.st, &t, wall()), 0);
+	/* Not open yet: nothing known of t1. */
+	assert_int_equal(status_save_collect(f.st, T0, &s), 0);
+	assert_int_equal(s.n_targets, 1);
+	assert_string_equal(s.targets[0].name, "gone");
+	status_saved_free(&s);
+	/* Open: its identity, and no judgement before a request. */
+	f.op.target_path = "/t1";
+	f.op.target_id = (struct status_identity){true, CFG_TARGET_DIRECTORY, 1, 2};
+	tick(&f);
+	assert_int_equal(status_save_collect(f.st, T0, &s), 0);
+	assert_int_equal(s.n_targets, 2);
+	assert_string_equal(s.targets[0].name, "t1");
+	assert_string_equal(s.targets[0].path, "/t1");
+	assert_true(status_identity_same(&s.targets[0].id, &f.op.target_id));
+	assert_int_equal(s.targets[0].j.state, STATUS_STARTING);
+	status_saved_free(&s);
+	/* Judged by a request; a target never open is not kept. */
 	a = lane_says("t1", STATUS_UP, wall() - 5);
-	a.id = (struct status_identity){true, CFG_TARGET_DIRECTORY, 1, 2};
-	snprintf(a.path, sizeof(a.path), "/t1");
 	b = lane_says("never-open", STATUS_DOWN, wall());
 	assert_int_equal(status_targets_begin(f.st, 2), 0);
 	status_set_target(f.st, 0, &a);
@@ -738,10 +754,18 @@ static void test_collect(void **state)
 	assert_int_equal(s.series[0].ring.min_n, 1);
 	assert_int_equal(s.n_targets, 2);
 	assert_string_equal(s.targets[0].name, "t1");
-	assert_string_equal(s.targets[0].path, "/t1");
+	assert_int_equal(s.targets[0].j.state, STATUS_UP);
 	assert_true(s.targets[0].j.since_s == a.since_s);
 	assert_string_equal(s.targets[0].j.reason_code, "none");
 	assert_string_equal(s.targets[1].name, "gone");
+	assert_int_equal(s.targets[1].j.state, STATUS_DOWN);
+	status_saved_free(&s);
+	/* Its probe gone from the schedule: the target is forgotten. */
+	f.op.target = "t2";
+	tick(&f);
+	assert_int_equal(status_save_collect(f.st, T0, &s), 0);
+	assert_int_equal(s.n_targets, 2);
+	assert_string_equal(s.targets[0].name, "t2");
 	status_saved_free(&s);
 	fixture_free(&f);
 }
