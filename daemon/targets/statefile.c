@@ -81,25 +81,6 @@ static int may_be_ours(struct target_state_dir *d, const struct stat *lst)
 	return -EEXIST;
 }
 
-/* Reads @len bytes at 0 of @fd into @buf: how many there were, or -errno. */
-static ssize_t read_at_start(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /*
  * What is at the name, opened read-only (never a symbolic link, a FIFO or
  * anything but the regular file lstat() saw) into *@fd with its stat in @st:
@@ -167,7 +148,7 @@ int target_state_read(struct target_state_dir *d, size_t max, void **data, size_
 	/* One byte more than it had: one that grew meanwhile is cut short, and
 	 * so refused as truncated, never read half. */
 	buf = malloc((size_t)st.st_size + 1);
-	n = buf ? read_at_start(fd, buf, (size_t)st.st_size + 1) : -ENOMEM;
+	n = buf ? fd_pread_full(fd, buf, (size_t)st.st_size + 1, 0) : -ENOMEM;
 	if (n < 0) {
 		r = (int)n;
 		snprintf(d->error, sizeof(d->error), "%s/%s: reading: %s", d->path, d->name,
@@ -196,7 +177,7 @@ static bool tmp_ours(struct target *t, int fd, void *arg)
 	(void)t;
 	if (d->magic_len > sizeof(head))
 		return false;
-	n = read_at_start(fd, head, d->magic_len);
+	n = fd_pread_full(fd, head, d->magic_len, 0);
 	return n == 0 || (n == (ssize_t)d->magic_len && memcmp(head, d->magic, d->magic_len) == 0);
 }
 
@@ -204,7 +185,8 @@ static bool tmp_ours(struct target *t, int fd, void *arg)
 static int has_magic(struct target_state_dir *d, int fd)
 {
 	char head[64];
-	ssize_t n = d->magic_len <= sizeof(head) ? read_at_start(fd, head, d->magic_len) : -EINVAL;
+	ssize_t n =
+		d->magic_len <= sizeof(head) ? fd_pread_full(fd, head, d->magic_len, 0) : -EINVAL;
 
 	if (n == (ssize_t)d->magic_len && memcmp(head, d->magic, d->magic_len) == 0)
 		return 0;
@@ -218,25 +200,6 @@ static int has_magic(struct target_state_dir *d, int fd)
 		 "nothing is saved until it is removed",
 		 d->path, d->name);
 	return -EEXIST;
-}
-
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, p + done, len - done, (off_t)done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
 }
 
 /* The new file, written and synced under a temporary name of ours (@tmp,
@@ -254,7 +217,7 @@ static int write_tmp(struct target_state_dir *d, int dfd, char *tmp, const void 
 	/* Locked while it has this name: another iopulse's sweep leaves it alone. */
 	r = flock(fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
 	if (r == 0)
-		r = write_all(fd, data, len);
+		r = tgt_pwrite_all(fd, data, len, 0);
 	while (r == 0 && fdatasync(fd) < 0)
 		r = errno == EINTR ? 0 : -errno;
 	if (r < 0) {

@@ -44,6 +44,7 @@ int tgt_moved(struct target *t, const char *path, dev_t now, const char *tail);
 int tgt_check_mounted(struct target *t, int dfd);
 
 /* probefile.c */
+int tgt_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 int tgt_header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version,
 		    uint64_t *size);
 int tgt_layout(struct target *t, int fd, const char *path);
