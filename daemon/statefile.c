@@ -27,11 +27,8 @@
 #define READ_WAIT_NS  (5 * NSEC_PER_SEC)  /* the file at start: a healthy disk takes ms */
 #define IDENT_WAIT_MS 2000		  /* the targets' identities at start, all at once */
 #define WRITE_WAIT_NS (10 * NSEC_PER_SEC) /* a save */
-/* Saves come when a tick reaches a new minute, 60 s apart on the ticks' clock;
- * this keeps a catch-up of several minutes, or a late tick's jitter, from
- * saving twice in a row (a 60 s guard would skip every other minute). */
-#define SAVE_EVERY_NS (50 * NSEC_PER_SEC)
-#define STOP_WAIT_NS  (200 * 1000000ULL) /* a save in progress at shutdown */
+#define SAVE_EVERY_NS (60 * NSEC_PER_SEC) /* of the ticks' clock: a minute of figures */
+#define STOP_WAIT_NS  (200 * 1000000ULL)  /* a save in progress at shutdown */
 
 /* One helper at most left waiting in a hung state directory: the next save
  * finds it there and says so. Its stack holds a path walk (target.h). */
@@ -44,12 +41,12 @@ struct statefile {
 	struct target_state_dir d; /* the reader's at start, then the writer's */
 	pthread_mutex_t mu;	   /* guards the four below */
 	pthread_cond_t cv;	   /* a minute was reached, or stop */
-	bool due;		   /* a tick reached a new minute */
+	uint64_t due_ns;	   /* a minute of ticks went by: the tick's time; 0: not */
 	bool stop;		   /* shutdown: touch the status no more */
 	bool exited;		   /* the writer returned */
 	bool started;		   /* the writer thread exists */
 	pthread_t thread;
-	uint64_t saved_ns; /* writer: eng_mono_ns() of the last save tried */
+	uint64_t saved_ns; /* writer: the ticks' time of the last save tried */
 	bool saved_once;   /* writer: a save succeeded */
 	char failed[512];  /* writer: why the last save failed, as logged; "" */
 };
@@ -431,14 +428,18 @@ static void *writer_main(void *arg)
 		struct status_saved s;
 		int r;
 
-		while (!sf->stop && !sf->due)
+		uint64_t due;
+
+		while (!sf->stop && !sf->due_ns)
 			pthread_cond_wait(&sf->cv, &sf->mu);
 		if (sf->stop)
 			break;
-		sf->due = false;
-		if (eng_mono_ns() - sf->saved_ns < SAVE_EVERY_NS)
+		due = sf->due_ns;
+		sf->due_ns = 0;
+		/* At most once a minute of figures, on the ticks' own clock. */
+		if (due < sf->saved_ns + SAVE_EVERY_NS)
 			continue;
-		sf->saved_ns = eng_mono_ns();
+		sf->saved_ns = due;
 		/* Under mu: a stop waits for it, and then no status is touched. */
 		r = status_save_collect(sf->st, wall_s(), &s);
 		pthread_mutex_unlock(&sf->mu);
@@ -454,13 +455,13 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* The tick reached a new minute (its thread: no blocking). */
-static void minute_due(void *arg)
+/* A minute of ticks went by (the tick's thread: no blocking). */
+static void minute_due(void *arg, uint64_t tick_ns)
 {
 	struct statefile *sf = arg;
 
 	pthread_mutex_lock(&sf->mu);
-	sf->due = true;
+	sf->due_ns = tick_ns ? tick_ns : 1;
 	pthread_cond_signal(&sf->cv);
 	pthread_mutex_unlock(&sf->mu);
 }
@@ -495,8 +496,9 @@ struct statefile *statefile_open(const struct config *cfg, struct status *st)
 	sf->st = st;
 	snprintf(sf->path, sizeof(sf->path), "%s/%s", sf->dir, STATUS_STATE_FILE);
 	dir_init(&sf->d, sf->dir);
-	/* The first save a minute after start at the earliest. */
-	sf->saved_ns = eng_mono_ns();
+	/* The first save a minute after start at the earliest (the ticks take
+	 * eng_now_ns()). */
+	sf->saved_ns = eng_now_ns();
 	read_at_start(sf, cfg);
 	return sf;
 }

@@ -3,8 +3,8 @@
  * statefile — the daemon's state file across restarts (issue 29; iopulse(8),
  * FILES): read at start, before the lanes, with a deadline, and what still
  * fits the configuration and the targets handed to the status; written by a
- * thread of its own, at most once a minute, when the status's ticks reach a
- * new minute (no wake-up of its own), each write with a deadline so that a
+ * thread of its own, at most once a minute, when a minute of the status's
+ * ticks went by (no wake-up of its own), each write with a deadline so that a
  * hung state directory holds up nothing else. It decides and logs; the format
  * is daemon/status/status_persist.h's, the file's safety
  * daemon/targets/statefile.h's.

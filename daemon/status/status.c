@@ -560,10 +560,11 @@ void status_tick_end(struct status *st, uint64_t now_ns)
 	struct status_series *gone[8];
 	unsigned n_gone;
 
-	/* Once a minute, whoever keeps the state file hears of it. */
-	if (st->minute_fn && now_ns / (60 * NSEC_PER_SEC) != st->minute_seen) {
-		st->minute_seen = now_ns / (60 * NSEC_PER_SEC);
-		st->minute_fn(st->minute_arg);
+	/* Every minute of ticks, whoever keeps the state file hears of it. */
+	if (st->minute_fn &&
+	    (!st->minute_told_ns || now_ns - st->minute_told_ns >= 60 * NSEC_PER_SEC)) {
+		st->minute_told_ns = now_ns;
+		st->minute_fn(st->minute_arg, now_ns);
 	}
 	do { /* a few at a time: freed outside the mutex */
 		n_gone = 0;

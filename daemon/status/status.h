@@ -256,9 +256,9 @@ struct status {
 	 * taken yet, and what each target was when last open (under mu; the tick
 	 * is the only one to add), and who hears of each minute the ticks reach. */
 	struct status_keep *keep;
-	void (*minute_fn)(void *arg);
+	void (*minute_fn)(void *arg, uint64_t tick_ns);
 	void *minute_arg;
-	uint64_t minute_seen; /* the tick's: the last minute (tick_ns / 60 s) told */
+	uint64_t minute_told_ns; /* the tick's: when it last told it; 0: never */
 };
 
 /* What a page shows, copied under the mutex (status_snapshot()). */

@@ -180,8 +180,9 @@ void status_restore_apply(struct status *st, struct status_target *t);
  */
 int status_save_collect(struct status *st, double now_s, struct status_saved *out);
 
-/* @fn(@arg) is called by the tick each time it reaches a new minute (the tick's
- * thread, outside the mutex: it must not block); NULL: none. */
-void status_on_minute(struct status *st, void (*fn)(void *arg), void *arg);
+/* @fn(@arg, the tick's time) is called by the first tick, then by the first a
+ * minute or more (of ticks) after the last call (the tick's thread, outside
+ * the mutex: it must not block); NULL: none. */
+void status_on_minute(struct status *st, void (*fn)(void *arg, uint64_t tick_ns), void *arg);
 
 #endif

@@ -335,7 +335,7 @@ int status_save_collect(struct status *st, double now_s, struct status_saved *ou
 	return r;
 }
 
-void status_on_minute(struct status *st, void (*fn)(void *arg), void *arg)
+void status_on_minute(struct status *st, void (*fn)(void *arg, uint64_t tick_ns), void *arg)
 {
 	st->minute_fn = fn;
 	st->minute_arg = arg;
