@@ -53,7 +53,8 @@
 #      last freeze;
 #   3. the restart: restart's slowdown, the daemon restarted, the recovery;
 #      then until no alert is active in Prometheus or Alertmanager (pending
-#      included), CEILING at most.
+#      included) and every alert told firing was told resolved, CEILING (at
+#      least 15) minutes at most.
 # Prints, per target, the minutes from each cause to each notification (status,
 # alertname, severity, the reason code its text gives) and to each change of
 # the daemon's state (with its reason code), any "resolved" delivered before
@@ -79,7 +80,8 @@
 #   FAST_FACTOR the slowdown of fast (6)
 #   RESTART_AFTER, RESTART_HOLD   minutes of restart's slowdown before the
 #               daemon's restart (3), and after it (8)
-#   CEILING     minutes, the longest wait for any one event (30)
+#   CEILING     minutes, the longest wait for any one event (30; the last
+#               wait, for the alerts' end, at least 15)
 # Only ever talks to 127.0.0.1; removes every process, mount and file it made.
 set -euo pipefail
 
@@ -476,6 +478,15 @@ print(len(json.load(sys.stdin)["data"]["alerts"]) or "")')" ] &&
 		[ "$(curl -fsS --max-time 10 "$AM/api/v2/alerts" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')" = 0 ]
 }
 
+# told_resolved: every alert told firing was told resolved after (webhook.py's
+# .tsv, in the order received): Alertmanager tells a resolution at its group's
+# next group_interval, after the alert left its API.
+told_resolved() {
+	awk -F'\t' '{ last[$4 FS $5 FS $6] = $3 }
+		END { for (k in last) if (last[k] == "firing") exit 1 }' "$HOOK.tsv"
+}
+settled() { quiet && told_resolved; }
+
 mark() { # mark NAME: the time of an event, for the report
 	echo "$1 $(now)" >>"$WORK/marks"
 	MARK_S[$1]=$SECONDS
@@ -584,7 +595,8 @@ daemon_start 2
 watch_until "$RESTART_HOLD" false || true
 kill -s RTMIN+4 "$RESTART_FS"
 mark restart_recovery
-watch_until "$CEILING" quiet || asay "alerts still active $CEILING minutes after the recovery"
+END_WAIT=$((CEILING > 15 ? CEILING : 15))
+watch_until "$END_WAIT" settled || asay "alerts still active, or not told resolved, $END_WAIT minutes after the recovery"
 mark end
 T_END=$(now)
 RUN_RATIOS=$(q "max by (target) (max_over_time(iopulse_probe_latency_ratio[$(awk -v a="$T_START" -v b="$T_END" 'BEGIN { printf "%d", b - a + 60 }')s]))")
