@@ -116,11 +116,19 @@
 #define CFG_MIN_EXPECTED_LATENCY_NS   1000ULL	    /* 1us */
 #define CFG_MAX_EXPECTED_LATENCY_NS   1000000000ULL /* 1s */
 #define CFG_MAX_WRITE_PER_DAY	      (1ULL << 50)  /* 1PiB */
-/* A target's slow state (iopulse.yaml(5) slow_factor, slow_floor, baseline_warmup). */
+/* A target's slow state (iopulse.yaml(5) slow_factor, slow_floor, baseline_warmup,
+ * tail_factor, tail_share, stall, slow_minutes, ok_minutes). */
 #define CFG_DEFAULT_SLOW_FACTOR	       4.0
 #define CFG_MAX_SLOW_FACTOR	       1000
-#define CFG_DEFAULT_SLOW_FLOOR_NS      1000000ULL	 /* 1ms */
-#define CFG_MAX_SLOW_FLOOR_NS	       60000000000ULL	 /* 1m */
+#define CFG_SLOW_FLOOR_AUTO	       UINT64_MAX /* 'slow_floor: auto', the default */
+#define CFG_DEFAULT_SLOW_FLOOR_NS      CFG_SLOW_FLOOR_AUTO
+#define CFG_MAX_SLOW_FLOOR_NS	       60000000000ULL /* 1m */
+#define CFG_DEFAULT_TAIL_FACTOR	       4.0
+#define CFG_DEFAULT_TAIL_SHARE	       0.02
+#define CFG_DEFAULT_STALL_NS	       1000000000ULL /* 1s */
+#define CFG_DEFAULT_SLOW_MINUTES       2
+#define CFG_DEFAULT_OK_MINUTES	       3
+#define CFG_MAX_JUDGE_MINUTES	       30
 #define CFG_DEFAULT_BASELINE_WARMUP_NS 600000000000ULL	 /* 10m */
 #define CFG_MIN_BASELINE_WARMUP_NS     60000000000ULL	 /* 1m: whole minutes */
 #define CFG_MAX_BASELINE_WARMUP_NS     86400000000000ULL /* 24h */
@@ -199,12 +207,22 @@ struct cfg_target {
 	double max_duty_cycle;	    /* budget: share of the time probes may keep it busy; 1: any */
 	uint64_t max_write_per_day; /* budget: probe bytes written a day; 0 = no limit */
 	uint64_t expected_latency_ns; /* budget: one I/O's time, for the projection */
-	/* Slow: a probe op's recent p50 over slow_factor x its baseline p50 and over
-	 * slow_floor_ns; the baseline counts once baseline_warmup_ns of minutes
-	 * with I/O are in it (whole minutes). */
+	/* How its probe ops' figures are judged (docs/measurement.md, "The slow
+	 * state"): a minute is slow when its p50 is over slow_factor x the baseline
+	 * p50 and over slow_floor_ns (the median), when over tail_share of the last
+	 * 5 minutes' I/Os took over tail_factor x the baseline p99 (the tail), or
+	 * when I/Os of stall_ns or more came in 2 of the last 5 minutes (stalls);
+	 * an op is slow after slow_minutes slow minutes in a row, and no longer
+	 * after ok_minutes good ones. The baseline counts once baseline_warmup_ns
+	 * of minutes with I/O are in it (whole minutes). */
 	double slow_factor;	     /* > 1, at most CFG_MAX_SLOW_FACTOR */
-	uint64_t slow_floor_ns;	     /* 0: no floor */
+	uint64_t slow_floor_ns;	     /* 0: no floor; CFG_SLOW_FLOOR_AUTO: the baseline's p99 */
 	uint64_t baseline_warmup_ns; /* whole minutes, 1m..24h */
+	double tail_factor;	     /* > 1, at most CFG_MAX_SLOW_FACTOR */
+	double tail_share;	     /* 0..1; 0: tails are not judged */
+	uint64_t stall_ns;	     /* 0: stalls are not judged */
+	unsigned slow_minutes;	     /* 1..CFG_MAX_JUDGE_MINUTES */
+	unsigned ok_minutes;	     /* 1..CFG_MAX_JUDGE_MINUTES */
 	struct cfg_pos pos;	     /* of the list item */
 };
 

@@ -177,6 +177,7 @@ extern const struct key_type type_name;
 extern const struct key_type type_size;
 extern const struct key_type type_rate;
 extern const struct key_type type_duration;
+extern const struct key_type type_duration_auto;
 extern const struct key_type type_minutes;
 extern const struct key_type type_factor;
 extern const struct key_type type_count;

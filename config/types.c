@@ -240,6 +240,31 @@ static void print_duration(FILE *f, const struct key *k, const void *base, const
 const struct key_type type_duration = {"duration", parse_duration, print_duration, same_bytes,
 				       NULL};
 
+/* A duration from min to max, or "auto" (CFG_SLOW_FLOOR_AUTO: the value is
+ * derived from what is measured). */
+static int parse_duration_auto(struct parser *p, const struct key *k, const yaml_node_t *v,
+			       struct item *it)
+{
+	if (v->type == YAML_SCALAR_NODE && v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	    strcmp((const char *)v->data.scalar.value, "auto") == 0) {
+		*(uint64_t *)field(k, it->base) = CFG_SLOW_FLOOR_AUTO;
+		return 0;
+	}
+	return parse_duration(p, k, v, it);
+}
+
+static void print_duration_auto(FILE *f, const struct key *k, const void *base,
+				const struct config *c)
+{
+	if (*(const uint64_t *)cfield(k, base) == CFG_SLOW_FLOOR_AUTO)
+		fputs(" auto\n", f);
+	else
+		print_duration(f, k, base, c);
+}
+
+const struct key_type type_duration_auto = {"duration or auto", parse_duration_auto,
+					    print_duration_auto, same_bytes, NULL};
+
 /* A duration of whole minutes from min to max. */
 static int parse_minutes(struct parser *p, const struct key *k, const yaml_node_t *v,
 			 struct item *it)

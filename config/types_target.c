@@ -223,10 +223,11 @@ const struct key_type type_require_mount = {"true, false, auto or an absolute pa
 
 /* ---- types: a target's labels ---- */
 
-/* Set by iopulse_target_info itself (target, kind, path, fstype, device, model) or
- * by Prometheus when it scrapes (job, instance): a user label must not hide one. */
-static const char *const reserved_labels[] = {"target", "fstype", "kind",     "path", "device",
-					      "model",	"job",	  "instance", NULL};
+/* Set by iopulse_target_info itself (target, kind, path, fstype, device, model,
+ * source) or by Prometheus when it scrapes (job, instance): a user label must not
+ * hide one. */
+static const char *const reserved_labels[] = {"target", "fstype", "kind", "path",     "device",
+					      "model",	"source", "job",  "instance", NULL};
 
 /* A Prometheus label name: [a-zA-Z_][a-zA-Z0-9_]*, shorter than CFG_NAME_MAX. */
 static bool label_name_valid(const char *s)
@@ -273,8 +274,8 @@ static int parse_label_name(struct parser *p, const yaml_node_t *kn, struct cfg_
 		if (!strcmp(s, *r))
 			return fail_at(p, kn,
 				       "label name '%s' in 'labels' is reserved (target, kind, "
-				       "path, fstype, device and model are iopulse_target_info's "
-				       "own, job and instance Prometheus')",
+				       "path, fstype, device, model and source are "
+				       "iopulse_target_info's own, job and instance Prometheus')",
 				       s);
 	for (unsigned i = 0; i < t->n_labels; i++)
 		if (!strcmp(s, t->labels[i].name))

@@ -17,7 +17,7 @@
 
 #include "daemon/metrics/hist.h"
 
-#define METRICS_MAX_LABELS	 6
+#define METRICS_MAX_LABELS	 7 /* iopulse_target_info has 7 */
 #define METRICS_MAX_EXTRA_LABELS 8 /* of one series, metrics_series_extra() */
 
 enum metric_type {

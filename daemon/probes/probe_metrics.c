@@ -69,6 +69,11 @@ enum {
 	P_BASELINE,
 	P_RECENT,
 	P_RATIO,
+	P_SLOW_FLOOR,
+	P_SLOW_IO_THRESHOLD,
+	P_SLOW_IO_RATIO,
+	P_LATENCY_MAX,
+	P_STALLS,
 	P_COUNT,
 };
 
@@ -157,8 +162,30 @@ const struct metric_def probe_metric_defs[P_COUNT + 1] = {
 		      "absent with no I/O in the last minute on a target not stuck."},
 	[P_RATIO] = {"iopulse_probe_latency_ratio", METRIC_GAUGE, pto,
 		     "Recent p50 over baseline p50; absent unless both are there. Over the "
-		     "target's slow_factor (and the recent p50 over its slow_floor), the "
-		     "target is slow."},
+		     "target's slow_factor (and the recent p50 over its slow_floor) for "
+		     "slow_minutes minutes, the target is slow (reason slow)."},
+	[P_SLOW_FLOOR] = {"iopulse_probe_slow_floor_seconds", METRIC_GAUGE, pto,
+			  "The op's floor: the latency its recent p50 must be over, besides "
+			  "slow_factor times its baseline, for a minute to be slow (the target's "
+			  "slow_floor; with auto the baseline p99, at least 100us); absent while "
+			  "the baseline warms up."},
+	[P_SLOW_IO_THRESHOLD] = {"iopulse_probe_slow_io_threshold_seconds", METRIC_GAUGE, pto,
+				 "The op's slow-I/O threshold: its target's tail_factor times "
+				 "the baseline p99 (at least the floor); absent while the "
+				 "baseline warms up."},
+	[P_SLOW_IO_RATIO] = {"iopulse_probe_slow_io_ratio", METRIC_GAUGE, pto,
+			     "Share of the op's I/Os of the last 5 minutes over its slow-I/O "
+			     "threshold (usually under 0.01: the threshold is over the "
+			     "baseline p99); over the target's tail_share (with 100 I/Os in the "
+			     "window), the target is slow (reason tail). Absent without a "
+			     "baseline or I/O."},
+	[P_LATENCY_MAX] = {"iopulse_probe_latency_max_seconds", METRIC_GAUGE, pto,
+			   "The op's longest I/O of the last 5 minutes, at least the age of the "
+			   "I/O in flight once the target is stuck; absent without I/O."},
+	[P_STALLS] = {"iopulse_probe_stalls", METRIC_GAUGE, pto,
+		      "I/Os of the op of the last 5 minutes over its target's stall (and over "
+		      "its slow-I/O threshold); when they came in 2 or more of those minutes, "
+		      "the target is slow (reason stalls). Absent without a baseline."},
 	[P_COUNT] = {NULL},
 };
 
@@ -514,6 +541,7 @@ void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o
 				   (double)o->cpu_wait_ns / (double)o->cpu_thread_ns);
 	if (s->burst_cpu_wait)
 		metrics_add_locked(s->burst_cpu_wait, o->cpu_wait_ns / 1e9);
+	s->cpu_bound_runs += o->cpu_bound;
 	metrics_add_locked(s->errors[PROBE_ERR_IO], (double)errors);
 	metrics_add_locked(s->errors[PROBE_ERR_SHORT], (double)shorts);
 	metrics_add_locked(s->errors[PROBE_ERR_TIMEOUT], (double)o->timeouts);
@@ -587,19 +615,31 @@ static int regress_gauge(struct probe_series *s, struct metric_series **g, int r
 	return 0;
 }
 
-int probe_metrics_regress(struct probe_series *s, int op, const uint64_t *baseline_ns,
-			  const uint64_t *recent_ns, double ratio)
+int probe_metrics_regress(struct probe_series *s, int op, const struct probe_regress *g)
 {
-	int r = regress_gauge(s, &s->ratio[op], P_RATIO, op, NULL, ratio > 0, ratio);
+	int r = regress_gauge(s, &s->ratio[op], P_RATIO, op, NULL, g->ratio > 0, g->ratio);
 
 	for (int i = 0; i < PROBE_REGRESS_QUANTILES; i++) {
 		if (regress_gauge(s, &s->baseline[op][i], P_BASELINE, op, regress_percentiles[i],
-				  baseline_ns != NULL, baseline_ns ? baseline_ns[i] / 1e9 : 0) < 0)
+				  g->baseline_ns != NULL,
+				  g->baseline_ns ? g->baseline_ns[i] / 1e9 : 0) < 0)
 			r = -ENOMEM;
 		if (regress_gauge(s, &s->recent[op][i], P_RECENT, op, regress_percentiles[i],
-				  recent_ns != NULL, recent_ns ? recent_ns[i] / 1e9 : 0) < 0)
+				  g->recent_ns != NULL,
+				  g->recent_ns ? g->recent_ns[i] / 1e9 : 0) < 0)
 			r = -ENOMEM;
 	}
+	if (regress_gauge(s, &s->slow_floor[op], P_SLOW_FLOOR, op, NULL, g->baseline_ns != NULL,
+			  g->floor_ns / 1e9) < 0 ||
+	    regress_gauge(s, &s->slow_io_threshold[op], P_SLOW_IO_THRESHOLD, op, NULL,
+			  g->baseline_ns != NULL, g->threshold_ns / 1e9) < 0 ||
+	    regress_gauge(s, &s->slow_io_ratio[op], P_SLOW_IO_RATIO, op, NULL, g->have_tail,
+			  g->slow_io_ratio) < 0 ||
+	    regress_gauge(s, &s->latency_max[op], P_LATENCY_MAX, op, NULL, g->have_max,
+			  g->max_ns / 1e9) < 0 ||
+	    regress_gauge(s, &s->stalls[op], P_STALLS, op, NULL, g->baseline_ns != NULL,
+			  g->stalls) < 0)
+		r = -ENOMEM;
 	return r;
 }
 
@@ -611,5 +651,10 @@ void probe_metrics_regress_drop(struct probe_series *s)
 			drop(&s->recent[op][i]);
 		}
 		drop(&s->ratio[op]);
+		drop(&s->slow_floor[op]);
+		drop(&s->slow_io_threshold[op]);
+		drop(&s->slow_io_ratio[op]);
+		drop(&s->latency_max[op]);
+		drop(&s->stalls[op]);
 	}
 }

@@ -75,6 +75,10 @@ struct probe_series {
 	 * at the first run that measured it). */
 	struct metric_series *cpu_wait[IO_OP_COUNT], *cpu_waited[IO_OP_COUNT];
 	struct metric_series *burst_cpu_wait, *burst_cpu_ratio;
+	/* Runs published with outcome cpu_bound (under the registry's mutex, as
+	 * the histograms: the status tick reads both at once and leaves such a
+	 * run's I/Os out of what it judges, struct status_op). */
+	uint64_t cpu_bound_runs;
 	struct metric_series *info, *interval;
 	/* Probes that verify data (PROBE_F_VERIFIES) only; every kind from the start. */
 	struct metric_series *verify_checked, *verify_mismatches[PROBE_MISMATCH_COUNT];
@@ -90,6 +94,9 @@ struct probe_series {
 	struct metric_series *baseline[IO_OP_COUNT][PROBE_REGRESS_QUANTILES];
 	struct metric_series *recent[IO_OP_COUNT][PROBE_REGRESS_QUANTILES];
 	struct metric_series *ratio[IO_OP_COUNT];
+	struct metric_series *slow_floor[IO_OP_COUNT];
+	struct metric_series *slow_io_threshold[IO_OP_COUNT], *slow_io_ratio[IO_OP_COUNT];
+	struct metric_series *latency_max[IO_OP_COUNT], *stalls[IO_OP_COUNT];
 };
 
 struct target_series {
@@ -134,8 +141,21 @@ void probe_metrics_drop(struct probe_series *s);
  * here): never a NaN, never a 0 that reads as a latency. 0 or -ENOMEM (then
  * some are missing until the next call).
  */
-int probe_metrics_regress(struct probe_series *s, int op, const uint64_t *baseline_ns,
-			  const uint64_t *recent_ns, double ratio);
+struct probe_regress {
+	const uint64_t *baseline_ns, *recent_ns; /* p50, p99 in ns; NULL: none */
+	double ratio;				 /* recent p50 / baseline p50; <= 0: none */
+	uint64_t floor_ns;			 /* the op's floor (with a baseline) */
+	/* Over the last 5 minutes: the slow-I/O threshold and the share of I/Os
+	 * over it (have_tail: a baseline and I/Os), the longest I/O (have_max),
+	 * the stalls (with a baseline). */
+	bool have_tail;
+	uint64_t threshold_ns;
+	double slow_io_ratio;
+	bool have_max;
+	uint64_t max_ns;
+	unsigned stalls;
+};
+int probe_metrics_regress(struct probe_series *s, int op, const struct probe_regress *g);
 /* Removes those series (a reload: the probe's next lane makes its own). */
 void probe_metrics_regress_drop(struct probe_series *s);
 
@@ -160,8 +180,9 @@ void probe_metrics_target_info_drop(struct target_series *s);
 int probe_metrics_target_state(struct target_series *s, const char *state, double since_s,
 			       const char *reason);
 /* How the target's figures are judged, as @t says: its slow_factor and
- * slow_floor gauges (a reload may change them on a kept lane). */
-void probe_metrics_target_judge(struct target_series *s, const struct cfg_target *t);
+ * slow_floor gauges (a reload may change them on a kept lane; no floor gauge
+ * with slow_floor auto). 0 or -ENOMEM (then the floor gauge is missing). */
+int probe_metrics_target_judge(struct target_series *s, const struct cfg_target *t);
 /* Scrape time: up (0/1), age of the I/O in flight, layout progress (0 to 1). */
 void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,
 			      double layout_ratio);

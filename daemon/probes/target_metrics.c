@@ -18,7 +18,8 @@ static const char *const t_reason[] = {"target", "reason", NULL};
 
 const char *const probe_target_states[PROBE_TARGET_STATES + 1] = {"starting", "up",   "slow",
 								  "stuck",    "down", NULL};
-static const char *const t_info[] = {"target", "kind", "path", "fstype", "device", "model", NULL};
+static const char *const t_info[] = {"target", "kind",	"path",	  "fstype",
+				     "device", "model", "source", NULL};
 
 /* The rows of target_metric_defs[], as iopulse(8) lists them. */
 enum {
@@ -46,8 +47,8 @@ enum {
 const struct metric_def target_metric_defs[T_COUNT + 1] = {
 	[T_INFO] = {"iopulse_target_info", METRIC_GAUGE, t_info,
 		    "Always 1: what the target is and is on (filesystem type, block "
-		    "device and its disk's model, empty where not known), with its "
-		    "configured labels."},
+		    "device and its disk's model, the source of its mount, empty where "
+		    "not known), with its configured labels."},
 	[T_UP] = {"iopulse_target_up", METRIC_GAUGE, t_labels,
 		  "1 if the target is open and checked by its last run and no I/O on "
 		  "it is in flight past its timeout; 0 otherwise."},
@@ -94,7 +95,8 @@ const struct metric_def target_metric_defs[T_COUNT + 1] = {
 			   "op's recent latency must be for the target to be slow."},
 	[T_SLOW_FLOOR] = {"iopulse_target_slow_floor_seconds", METRIC_GAUGE, t_labels,
 			  "The target's slow_floor: the latency a probe op's recent p50 must "
-			  "be over, too, for the target to be slow."},
+			  "be over, too, for the target to be slow; absent with slow_floor "
+			  "auto (each op's baseline p99, at least 100us)."},
 	[T_COUNT] = {NULL},
 };
 
@@ -106,13 +108,10 @@ _Static_assert(CFG_MAX_LABELS <= METRICS_MAX_EXTRA_LABELS, "a target's labels mu
 static int target_info_series(struct target_series *s)
 {
 	const struct cfg_target *t = s->cfg;
-	const char *v[] = {t->name,
-			   cfg_target_kind_name(t->kind),
-			   t->path,
-			   s->desc.fstype,
-			   s->desc.device,
-			   s->desc.model,
-			   NULL};
+	const char *v[] = {t->name,	   cfg_target_kind_name(t->kind),
+			   t->path,	   s->desc.fstype,
+			   s->desc.device, s->desc.model,
+			   s->desc.source, NULL};
 	const char *extra[2 * CFG_MAX_LABELS];
 	struct metric_family *f;
 
@@ -150,10 +149,8 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 	/* How it is judged, and in what state it is: every state from the start. */
 	s->since = metrics_series(f[T_STATE_SINCE], tv);
 	s->slow_factor = metrics_series(f[T_SLOW_FACTOR], tv);
-	s->slow_floor = metrics_series(f[T_SLOW_FLOOR], tv);
 	if (!s->up || !s->inflight || !s->layout || !s->layout_failures || !s->io_seconds ||
-	    !s->written || !s->written_today || !s->duty || !s->since || !s->slow_factor ||
-	    !s->slow_floor)
+	    !s->written || !s->written_today || !s->duty || !s->since || !s->slow_factor)
 		return -ENOMEM;
 	for (int i = 0; i < PROBE_TARGET_STATES; i++) {
 		const char *sv[] = {t->name, probe_target_states[i], NULL};
@@ -162,9 +159,11 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 		if (!s->state[i])
 			return -ENOMEM;
 	}
-	probe_metrics_target_judge(s, t);
 	s->m = m;
 	s->cfg = t;
+	s->slow_floor = NULL;
+	if (probe_metrics_target_judge(s, t) < 0)
+		return -ENOMEM;
 	s->reason = NULL;
 	s->reason_code[0] = '\0';
 	s->dev_util = s->dev_queue = NULL;
@@ -172,10 +171,24 @@ int probe_metrics_target_init(struct target_series *s, struct metrics *m,
 	return target_info_series(s);
 }
 
-void probe_metrics_target_judge(struct target_series *s, const struct cfg_target *t)
+int probe_metrics_target_judge(struct target_series *s, const struct cfg_target *t)
 {
+	const char *tv[] = {t->name, NULL};
+	struct metric_family *f;
+
 	metrics_set(s->slow_factor, t->slow_factor);
+	if (t->slow_floor_ns == CFG_SLOW_FLOOR_AUTO) {
+		drop(&s->slow_floor);
+		return 0;
+	}
+	if (!s->slow_floor) {
+		f = family_of(s->m, &target_metric_defs[T_SLOW_FLOOR]);
+		s->slow_floor = f ? metrics_series(f, tv) : NULL;
+		if (!s->slow_floor)
+			return -ENOMEM;
+	}
 	metrics_set(s->slow_floor, t->slow_floor_ns / 1e9);
+	return 0;
 }
 
 void probe_metrics_target_set(struct target_series *s, bool up, double inflight_s,

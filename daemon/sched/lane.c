@@ -123,14 +123,6 @@ void lane_descriptors(const struct config *cfg, unsigned ti, struct lane_fds *ou
 	out->lane = LANE_FDS + target + disks + opening;
 }
 
-/* How the lane judges its figures: as @t says. */
-static void lane_rejudge_values(struct lane *l, const struct cfg_target *t)
-{
-	l->judge = (struct lane_judge){.slow_factor = t->slow_factor,
-				       .slow_floor_ns = t->slow_floor_ns,
-				       .baseline_warmup_ns = t->baseline_warmup_ns};
-}
-
 /* The lane's probes (those of target @ti in @cfg), set up, and their series and
  * the target's. 0 or -errno. */
 static int lane_probes_init(struct lane *l, const struct config *cfg, unsigned ti,
@@ -144,7 +136,8 @@ static int lane_probes_init(struct lane *l, const struct config *cfg, unsigned t
 		n += cfg->probes[i].target == ti;
 	l->probes = calloc(n ? n : 1, sizeof(*l->probes));
 	l->queue = calloc(n ? n : 1, sizeof(*l->queue));
-	if (!l->probes || !l->queue)
+	l->judge_ops = calloc(n ? n * IO_OP_COUNT : 1, sizeof(*l->judge_ops));
+	if (!l->probes || !l->queue || !l->judge_ops)
 		return -ENOMEM;
 
 	r = probe_outcome_init(&l->outcome, cfg->buckets_ns, cfg->n_buckets);
@@ -186,7 +179,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	memset(l, 0, sizeof(*l));
 	l->config = cfg_ref(cfg);
 	l->cfg = tc;
-	lane_rejudge_values(l, tc);
+	status_judging_of(tc, &l->judge);
 	devbusy_init(&l->devbusy);
 	l->steal.fd = -1;
 	atomic_init(&l->inflight_ns, 0);
@@ -528,8 +521,11 @@ void lane_drop_target_info(struct lane *l)
 
 void lane_rejudge(struct lane *l, const struct cfg_target *t)
 {
-	lane_rejudge_values(l, t);
-	probe_metrics_target_judge(&l->series, t);
+	status_judging_of(t, &l->judge);
+	if (probe_metrics_target_judge(&l->series, t) < 0)
+		log_warning("Target %s: out of memory for iopulse_target_slow_floor_seconds, "
+			    "ignoring",
+			    l->cfg->name);
 }
 
 void lane_destroy(struct lane *l)
@@ -550,6 +546,7 @@ void lane_destroy(struct lane *l)
 	lane_claim_release(l);
 	free(l->probes);
 	free(l->queue);
+	free(l->judge_ops);
 	l->watch_fd = safe_close(l->watch_fd);
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->pub_mu);

@@ -92,15 +92,6 @@ struct lane_probe {
 	uint64_t busy_retry_ns; /* (lane mutex) eng_now_ns() to try again at; 0: none */
 };
 
-/* How a target's figures are judged (the 'judgement' keys of its definition,
- * which a reload applies to a lane it keeps). Under the scheduler's lanes
- * mutex, like every scrape-time field. */
-struct lane_judge {
-	double slow_factor;
-	uint64_t slow_floor_ns;
-	uint64_t baseline_warmup_ns;
-};
-
 /* The right to do I/O on one target (lane.h, top); defined in lane.c. */
 struct lane_claim;
 
@@ -128,7 +119,9 @@ struct lane {
 	_Atomic bool retired;	  /* left in the kernel by a reload or a stop: frees itself */
 	struct lane_claim *claim; /* its place's (a reference) */
 	bool claimed;		  /* lane thread: it holds the claim (from its first run on) */
-	struct lane_judge judge;  /* (scheduler's lanes mutex) */
+	/* (scheduler's lanes mutex) how the target's figures are judged: its keys,
+	 * which a reload applies to a lane it keeps. */
+	struct status_judging judge;
 
 	_Atomic uint64_t inflight_ns;	   /* start of a target check or open, 0 when none */
 	_Atomic int running;		   /* index of the probe running, -1 when idle */
@@ -143,12 +136,10 @@ struct lane {
 	double down_wall_s;		   /* Unix time it went down, 0 while not (lane mutex) */
 	double up_wall_s;		   /* Unix time it last turned up (lane mutex) */
 	double start_wall_s;		   /* Unix time the lane (or its first) started */
-	/* Scrape time (under the scheduler's lanes mutex), lane_status(): the state
-	 * the last request showed and since when (0: none yet), and whether a
-	 * probe op was slow (lane_status_probes()). */
-	enum status_state shown_state;
-	double shown_since_s;
-	bool slow;
+	/* Scrape time (under the scheduler's lanes mutex), lane_status(): the
+	 * target's last judgement (status_judge()). */
+	struct status_judgement judgement;
+	struct status_judge_op *judge_ops; /* room for each probe op, for the judge */
 	/* Lane thread: backing off after a failed probe-file layout (lane_run.c). */
 	uint64_t layout_backoff_ns; /* wait after the last failure; 0: none failed since success */
 	uint64_t layout_retry_ns;   /* eng_now_ns() before which target_open() is not tried */
@@ -288,8 +279,7 @@ struct lane_handover {
 	uint64_t busy_ns;
 	struct lane_duty_sample duty[LANE_DUTY_SLOTS];
 	double start_wall_s;
-	enum status_state shown_state;
-	double shown_since_s;
+	struct status_judgement judgement;
 	char down_reason[LANE_REASON_MAX];
 	char down_code[PROBE_REASON_MAX];
 	double down_wall_s, up_wall_s;

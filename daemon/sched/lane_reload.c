@@ -247,8 +247,7 @@ void lane_hand_over(struct lane *l, struct lane_handover *h)
 	h->busy_ns = atomic_load(&l->busy_ns);
 	memcpy(h->duty, l->duty, sizeof(h->duty));
 	h->start_wall_s = l->start_wall_s;
-	h->shown_state = l->shown_state;
-	h->shown_since_s = l->shown_since_s;
+	h->judgement = l->judgement;
 	memcpy(h->down_reason, l->down_reason, sizeof(h->down_reason));
 	memcpy(h->down_code, l->down_code, sizeof(h->down_code));
 	h->down_wall_s = l->down_wall_s;
@@ -308,8 +307,7 @@ void lane_take_over(struct lane *l, const struct lane_handover *h)
 	memcpy(l->duty, h->duty, sizeof(l->duty));
 	/* The same state since the same time: a reload is no new state. */
 	l->start_wall_s = h->start_wall_s;
-	l->shown_state = h->shown_state;
-	l->shown_since_s = h->shown_since_s;
+	l->judgement = h->judgement;
 	memcpy(l->down_reason, h->down_reason, sizeof(l->down_reason));
 	memcpy(l->down_code, h->down_code, sizeof(l->down_code));
 	l->down_wall_s = h->down_wall_s;

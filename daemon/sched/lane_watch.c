@@ -96,11 +96,22 @@ void lane_collect_target(struct lane *l, uint64_t now_ns, const struct status_ta
 
 		for (int op = 0; op < IO_OP_COUNT; op++) {
 			const struct status_regress *g = &lp->regress[op];
+			const struct probe_regress pr = {
+				.baseline_ns = g->have_baseline ? g->baseline_ns : NULL,
+				.recent_ns = g->have_recent ? g->recent_ns : NULL,
+				.ratio = g->ratio,
+				.floor_ns = g->have_baseline
+						    ? status_floor_ns(&l->judge, g->baseline_ns)
+						    : 0,
+				.have_tail = g->have_tail,
+				.threshold_ns = g->threshold_ns,
+				.slow_io_ratio = g->slow_io_ratio,
+				.have_max = g->have_max,
+				.max_ns = g->max_ns,
+				.stalls = g->stalls};
 
 			if (lp->series.latency[op] &&
-			    probe_metrics_regress(
-				    &lp->series, op, g->have_baseline ? g->baseline_ns : NULL,
-				    g->have_recent ? g->recent_ns : NULL, g->ratio) < 0)
+			    probe_metrics_regress(&lp->series, op, &pr) < 0)
 				log_warning("Probe %s: out of memory for its baseline gauges, "
 					    "ignoring",
 					    lp->cfg->name);
@@ -116,82 +127,31 @@ void lane_collect(struct lane *l, uint64_t now_ns)
 	lane_collect_target(l, now_ns, &t);
 }
 
-/*
- * Why the target is in state t->state, for the status page (t->reason, and
- * t->reason_code, the bounded one), and when that began where the lane knows
- * it (Unix time; 0: not known); @lp/@a: the I/O in flight, @now_wall_s now.
- * A target down without a reason has not been checked yet: starting.
- */
-static double status_reason(struct lane *l, struct status_target *t, const struct lane_probe *lp,
-			    uint64_t a, double now_wall_s)
+/* Log a change into or out of slow, or of how it is slow, at notice level with
+ * its reason (the lane's own lines say the others: down, up again, stuck). */
+static void log_judgement(struct lane *l, const struct status_judgement *prev,
+			  const struct status_target *t)
 {
-	char *code = t->reason_code;
-	size_t len = sizeof(t->reason_code);
-	double began = 0;
-	uint64_t total;
-	double share = target_layout_progress(&l->target, NULL, &total);
+	char key[LOG_KEY_MAX];
 
-	switch (t->state) {
-	case STATUS_STUCK:
-		snprintf(t->reason, sizeof(t->reason),
-			 "I/O of probe %s in flight for %.1fs, past its %.3gs timeout",
-			 lp->cfg->name, a / 1e9, lp->cfg->timeout_ns / 1e9);
-		snprintf(code, len, "stuck");
-		/* it became stuck when its I/O reached the timeout */
-		return now_wall_s - (double)(a - lp->cfg->timeout_ns) / 1e9;
-	case STATUS_SLOW:
-		snprintf(code, len, "slow");
-		return 0;
-	case STATUS_UP:
-		snprintf(code, len, "none");
-		pthread_mutex_lock(&l->mu);
-		began = l->up_wall_s;
-		pthread_mutex_unlock(&l->mu);
-		return began;
-	case STATUS_DOWN:
-		pthread_mutex_lock(&l->mu);
-		snprintf(t->reason, sizeof(t->reason), "%s", l->down_reason);
-		snprintf(code, len, "%s", l->down_code[0] ? l->down_code : "other");
-		began = l->down_wall_s;
-		pthread_mutex_unlock(&l->mu);
-		if (t->reason[0])
-			return began;
-		t->state = STATUS_STARTING;
-		break;
-	case STATUS_STARTING:
-		break;
-	}
-	if (total)
-		snprintf(t->reason, sizeof(t->reason), "laying out the probe file, %.0f%% done",
-			 100.0 * share);
-	else
-		snprintf(t->reason, sizeof(t->reason), "not checked yet");
-	snprintf(code, len, "%s", total ? "layout" : "not_checked");
-	return l->start_wall_s;
-}
-
-/*
- * Since when the target is in @state: kept while it stays in it; on a change,
- * @began (when the lane knows the state began) when that is after the last
- * state began and not in the future, else now: the first request that sees
- * it. Up after slow or stuck, for one, says now (it came up long before).
- */
-static double state_since(struct lane *l, enum status_state state, double began, double now_wall_s)
-{
-	if (l->shown_since_s && state == l->shown_state)
-		return l->shown_since_s;
-	l->shown_state = state;
-	l->shown_since_s =
-		began > 0 && began >= l->shown_since_s && began <= now_wall_s ? began : now_wall_s;
-	return l->shown_since_s;
+	if (prev->state == t->state &&
+	    (t->state != STATUS_SLOW || strcmp(prev->reason_code, t->reason_code) == 0))
+		return;
+	if (t->state == STATUS_SLOW)
+		log_state_notice(target_key(l, key), "Target %s is slow (%s): %s", l->cfg->name,
+				 t->reason_code, t->reason);
+	else if (prev->state == STATUS_SLOW)
+		log_state_notice(target_key(l, key), "Target %s is no longer slow: %s",
+				 l->cfg->name, status_state_name(t->state));
 }
 
 void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
 {
-	uint64_t since;
+	uint64_t since, total = 0;
 	struct lane_probe *lp = lane_inflight(l, &since);
 	uint64_t a = age(now_ns, since);
-	double now_wall = wall_now_s(), began;
+	struct status_judge_in in = {.now_s = wall_now_s(), .ops = l->judge_ops};
+	struct status_judgement prev = l->judgement;
 
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%s", l->cfg->name);
@@ -199,14 +159,31 @@ void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
 	t->inflight_s = lp ? a / 1e9 : 0;
 	if (lp)
 		snprintf(t->inflight_probe, sizeof(t->inflight_probe), "%s", lp->cfg->name);
-	if (lp && a >= lp->cfg->timeout_ns)
-		t->state = STATUS_STUCK;
-	else if (atomic_load(&l->up))
-		t->state = l->slow ? STATUS_SLOW : STATUS_UP;
-	else
-		t->state = STATUS_DOWN; /* or starting, when no reason is known */
-	began = status_reason(l, t, lp, a, now_wall);
-	t->since_s = state_since(l, t->state, began, now_wall);
+
+	/* What the lane knows, for the judge. */
+	in.stuck = lp && a >= lp->cfg->timeout_ns;
+	in.inflight_probe = lp ? lp->cfg->name : "";
+	in.inflight_s = a / 1e9;
+	in.timeout_s = lp ? lp->cfg->timeout_ns / 1e9 : 0;
+	in.up = atomic_load(&l->up);
+	in.layout_share = target_layout_progress(&l->target, NULL, &total);
+	in.layout = total > 0;
+	in.start_s = l->start_wall_s;
+	pthread_mutex_lock(&l->mu);
+	in.down_reason = l->down_reason; /* read under the mutex: copied by the judge */
+	in.down_code = l->down_code;
+	in.down_since_s = l->down_wall_s;
+	in.up_since_s = l->up_wall_s;
+	for (unsigned pi = 0; pi < l->n_probes; pi++)
+		for (int op = 0; op < IO_OP_COUNT; op++)
+			if (l->probes[pi].series.latency[op])
+				l->judge_ops[in.n_ops++] =
+					(struct status_judge_op){.probe = l->probes[pi].cfg->name,
+								 .op = op,
+								 .g = &l->probes[pi].regress[op]};
+	status_judge(&in, &prev, t, &l->judgement);
+	pthread_mutex_unlock(&l->mu);
+	log_judgement(l, &prev, t);
 }
 
 void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns)
@@ -216,7 +193,6 @@ void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns)
 	uint64_t a = age(now_ns, since);
 	bool stuck = in && a >= in->cfg->timeout_ns;
 
-	l->slow = false;
 	for (unsigned pi = 0; pi < l->n_probes; pi++) {
 		struct lane_probe *lp = &l->probes[pi];
 		const struct probe_series *s = &lp->series;
@@ -254,7 +230,6 @@ void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns)
 			status_set_probe(st, lp->cfg->name, l->cfg->name, op,
 					 metrics_value(s->runs), errors, lp->cfg->interval_ns / 1e9,
 					 &b, waited, &lp->regress[op]);
-			l->slow = l->slow || lp->regress[op].slow;
 		}
 	}
 }
@@ -271,10 +246,8 @@ unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 					.target = l->cfg->name,
 					.op = op,
 					.latency = l->probes[pi].series.latency[op],
-					.slow_factor = l->judge.slow_factor,
-					.slow_floor_ns = l->judge.slow_floor_ns,
-					.warmup_minutes = (unsigned)(l->judge.baseline_warmup_ns /
-								     (60 * NSEC_PER_SEC))};
+					.j = l->judge,
+					.cpu_bound_runs = &l->probes[pi].series.cpu_bound_runs};
 	return n;
 }
 

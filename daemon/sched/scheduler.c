@@ -448,6 +448,8 @@ static int status_ops(struct sched *s)
  * during a reload: the lanes are being swapped). A reload takes tick_mu before
  * it drops series or frees lanes, so the copy stays valid while ticks use it.
  */
+static void judge_lanes(struct sched *s, uint64_t now, bool collect);
+
 static void status_catch_up(void *arg)
 {
 	struct sched *s = arg;
@@ -467,6 +469,10 @@ static void status_catch_up(void *arg)
 		status_tick_until(s->st, s->tick_ops, (unsigned)n, now);
 	atomic_store(&s->status_next_ns, ok ? status_next_tick_ns(s->st) : 0);
 	pthread_mutex_unlock(&s->tick_mu);
+	/* The judgement follows the figures at once, scraped or not: a target that
+	 * turns slow is logged when it does, not at the next request. */
+	if (ok)
+		judge_lanes(s, now, false);
 }
 
 /*
@@ -597,32 +603,38 @@ int sched_run(struct sched *s)
 	}
 }
 
-void sched_collect(struct sched *s)
+/* Under nothing: each lane's probe ops, then its state from them (judged and
+ * logged when it changed), and with @collect its series from that same
+ * state, so that the page and /metrics agree. Not during a reload: the page
+ * and /readyz keep the targets' states from before it (readiness does not
+ * flap). */
+static void judge_lanes(struct sched *s, uint64_t now, bool collect)
 {
-	uint64_t now = eng_now_ns();
 	bool room;
 
-	status_catch_up(s); /* the figures due since the last run published */
 	pthread_mutex_lock(&s->lanes_mu);
-	/* Between the old lanes and the new ones: the page and /readyz keep the
-	 * targets' states from before the reload (readiness does not flap). */
 	if (s->reloading) {
 		pthread_mutex_unlock(&s->lanes_mu);
 		return;
 	}
 	room = status_targets_begin(s->st, s->n_lanes) == 0;
-	/* The probes' figures first, the target's state (slow) from them, then the
-	 * series from that same state: the page and /metrics agree. */
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		struct status_target t;
 
 		lane_status_probes(s->lanes[li], s->st, now);
 		lane_status(s->lanes[li], now, &t);
-		lane_collect_target(s->lanes[li], now, &t);
+		if (collect)
+			lane_collect_target(s->lanes[li], now, &t);
 		if (room)
 			status_set_target(s->st, li, &t);
 	}
 	pthread_mutex_unlock(&s->lanes_mu);
+}
+
+void sched_collect(struct sched *s)
+{
+	status_catch_up(s); /* the figures due since the last run published */
+	judge_lanes(s, eng_now_ns(), true);
 }
 
 struct status *sched_status(struct sched *s)

@@ -110,6 +110,8 @@ static unsigned group_fine(unsigned g)
 struct groups_read {
 	uint32_t *c;
 	uint64_t total;
+	const uint64_t *cpu_bound; /* status_op's cpu_bound_runs, or NULL */
+	uint64_t cpu_bound_now;	   /* its value, read with the histogram */
 };
 
 /* Under the registry mutex: a few thousand additions, no lock, no allocation. */
@@ -118,6 +120,7 @@ static void read_groups(const struct hist *h, void *arg)
 	struct groups_read *g = arg;
 
 	memset(g->c, 0, STATUS_N_GROUPS * sizeof(*g->c));
+	g->cpu_bound_now = g->cpu_bound ? *g->cpu_bound : 0;
 	g->total = hist_count(h);
 	if (!g->total)
 		return;
@@ -295,9 +298,7 @@ static struct status_series *series_add(struct status *st, const struct status_o
 	ss->v.run_figures = probe_ops_of(p->kind)->flags & PROBE_F_RUN_FIGURES;
 	ss->v.op = o->op;
 	ss->v.interval_s = p->interval_ns / 1e9;
-	ss->v.slow_factor = o->slow_factor;
-	ss->v.slow_floor_ns = o->slow_floor_ns;
-	ss->v.warmup_minutes = o->warmup_minutes;
+	ss->v.j = o->j;
 	pthread_mutex_lock(&st->mu);
 	r = mem_grow(&st->series, &st->cap_series, st->n_series + 1, sizeof(*st->series));
 	if (r == 0)
@@ -319,6 +320,7 @@ static void series_reset(struct status *st, struct status_series *ss, const uint
 	else
 		memset(ss->prev, 0, sizeof(ss->prev));
 	ss->prev_total = total;
+	ss->prev_cpu_bound = 0; /* the caller's, when it knows better */
 	ss->prev_at = ss->acc_at = at;
 	memset(ss->step, 0, sizeof(ss->step));
 	memset(ss->blk, 0, sizeof(ss->blk));
@@ -327,8 +329,9 @@ static void series_reset(struct status *st, struct status_series *ss, const uint
 	ss->blk_io = ss->blk_slow = 0;
 	ss->restart = false;
 	pthread_mutex_lock(&st->mu);
-	ss->v.regress.have_baseline = false;
-	ss->v.regress.baseline_ns[0] = ss->v.regress.baseline_ns[1] = 0;
+	memset(&ss->v.regress, 0, sizeof(ss->v.regress));
+	memset(&ss->v.tally, 0, sizeof(ss->v.tally));
+	ss->shape = STATUS_SHAPE_NONE;
 	ss->v.base_minutes = 0;
 	memset(&ss->v.ring, 0, sizeof(ss->v.ring));
 	memset(&ss->v.minute, 0, sizeof(ss->v.minute));
@@ -384,13 +387,15 @@ static void hour_window(struct status *st, const struct status_series *ss, uint6
 }
 
 /* What the step that ends now added (st->cur minus the last tick's counts):
- * into the last minute's steps and the block in progress. */
-static void step_in(struct status *st, struct status_series *ss, uint64_t now, uint64_t total)
+ * into the last minute's steps and the block in progress; nothing when
+ * @cpu_bound (a burst run that measured the CPU more than the storage). */
+static void step_in(struct status *st, struct status_series *ss, uint64_t now, uint64_t total,
+		    bool cpu_bound)
 {
 	unsigned slot = ss->steps % STATUS_MINUTE;
 
-	for (unsigned g = 0; g < STATUS_N_GROUPS; g++)
-		st->sum[g] = (uint32_t)(st->cur[g] - ss->prev[g]); /* modulo 2^32 */
+	for (unsigned g = 0; g < STATUS_N_GROUPS; g++) /* modulo 2^32 */
+		st->sum[g] = cpu_bound ? 0 : (uint32_t)(st->cur[g] - ss->prev[g]);
 	sparse_from(&ss->step[slot], st->sum);
 	ss->step_at[slot] = ss->prev_at;
 	memset(st->sum, 0, sizeof(st->sum));
@@ -421,45 +426,49 @@ static void set_windows(struct status *st, struct status_series *ss, uint64_t no
 }
 
 /* At a minute mark: the baseline of @ss's records, for the pages and for the
- * judgement of the next minute (the ring is the tick's to write: read as is). */
+ * judgement of the next minute, and the op's judgement (the ring is the tick's
+ * to write: read as is). */
 static void baseline_update(struct status *st, struct status_series *ss)
 {
 	uint64_t ns[2];
 	unsigned minutes;
-	bool have = status_baseline(&ss->v.ring, ss->v.warmup_minutes, ns, &minutes);
+	bool have = status_baseline(&ss->v.ring, ss->v.j.warmup_minutes, ns, &minutes);
+	bool slow = status_op_slow(&ss->v.ring, &ss->v.j);
 
 	pthread_mutex_lock(&st->mu);
 	ss->v.regress.have_baseline = have;
 	ss->v.regress.baseline_ns[0] = ns[0];
 	ss->v.regress.baseline_ns[1] = ns[1];
 	ss->v.base_minutes = minutes;
+	ss->v.regress.slow = slow;
+	ss->v.regress.shape = slow ? ss->shape : STATUS_SHAPE_NONE;
 	status_regress_update(&ss->v, ss->waited_ns);
 	pthread_mutex_unlock(&st->mu);
 }
 
-/* The minute that ends now was slow: judged against the baseline before it. */
-static bool minute_slow(const struct status_series *ss, const struct status_fig *minute)
-{
-	const struct status_view *v = &ss->v;
-
-	return minute->count && v->regress.have_baseline &&
-	       status_is_slow(minute->q_ns[0], v->regress.baseline_ns[0], v->slow_factor,
-			      v->slow_floor_ns);
-}
-
-/* One step of @ss with st->cur holding its histogram's bucket counts now. */
-static void series_step(struct status *st, struct status_series *ss, uint64_t now, uint64_t total)
+/* One step of @ss with st->cur holding its histogram's bucket counts now (left
+ * out when @cpu_bound). */
+static void series_step(struct status *st, struct status_series *ss, uint64_t now, uint64_t total,
+			bool cpu_bound)
 {
 	struct status_fig minute, block = {0};
 	bool minute_mark, block_mark, min_slow = false, blk_slow = false;
 
-	step_in(st, ss, now, total);
+	step_in(st, ss, now, total, cpu_bound);
 	minute_mark = ss->steps % STATUS_MINUTE == 0; /* the minute window is then exactly one */
 	block_mark = ss->steps % STATUS_BLOCK == 0;
 	minute_window(st, ss, now, &minute);
-	if (minute_mark && minute.count) {
-		min_slow = minute_slow(ss, &minute);
-		ss->blk_io++;
+	if (minute_mark) {
+		/* Judged against the baseline before it (st->sum: its counts). */
+		enum status_shape shape;
+
+		pthread_mutex_lock(&st->mu);
+		shape = status_minute(&ss->v, &minute, st->sum);
+		pthread_mutex_unlock(&st->mu);
+		min_slow = shape != STATUS_SHAPE_NONE;
+		if (min_slow)
+			ss->shape = shape;
+		ss->blk_io += minute.count > 0 || min_slow;
 		ss->blk_slow += min_slow;
 	}
 	if (block_mark) { /* the block in progress is whole: it joins the hour's */
@@ -489,6 +498,14 @@ static void series_step(struct status *st, struct status_series *ss, uint64_t no
 		baseline_update(st, ss);
 }
 
+static bool judging_same(const struct status_judging *a, const struct status_judging *b)
+{
+	return a->slow_factor == b->slow_factor && a->slow_floor_ns == b->slow_floor_ns &&
+	       a->warmup_minutes == b->warmup_minutes && a->tail_factor == b->tail_factor &&
+	       a->tail_share == b->tail_share && a->stall_ns == b->stall_ns &&
+	       a->slow_minutes == b->slow_minutes && a->ok_minutes == b->ok_minutes;
+}
+
 /* A reload may have changed a probe's kind or interval under the same name, or
  * its target's slow settings. */
 static void series_describe(struct status *st, struct status_series *ss, const struct status_op *o)
@@ -498,22 +515,20 @@ static void series_describe(struct status *st, struct status_series *ss, const s
 	struct status_view *v = &ss->v;
 
 	if (strcmp(v->kind, kind) == 0 && v->interval_s == p->interval_ns / 1e9 &&
-	    v->slow_factor == o->slow_factor && v->slow_floor_ns == o->slow_floor_ns &&
-	    v->warmup_minutes == o->warmup_minutes)
+	    judging_same(&v->j, &o->j))
 		return;
 	pthread_mutex_lock(&st->mu);
 	snprintf(v->kind, sizeof(v->kind), "%s", kind);
 	v->run_figures = probe_ops_of(p->kind)->flags & PROBE_F_RUN_FIGURES;
 	v->interval_s = p->interval_ns / 1e9;
-	v->slow_factor = o->slow_factor;
-	v->slow_floor_ns = o->slow_floor_ns;
-	v->warmup_minutes = o->warmup_minutes;
+	v->j = o->j;
 	pthread_mutex_unlock(&st->mu);
 }
 
 void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_ns)
 {
-	struct groups_read g = {.c = st->cur};
+	struct groups_read g = {.c = st->cur, .cpu_bound = o->cpu_bound_runs};
+	bool cpu_bound;
 	struct status_series *ss;
 	int i = status_find_series(st, o->p->name, o->target, o->op);
 
@@ -527,6 +542,7 @@ void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_n
 	if (i < 0 && !st->last_tick_ns) {
 		/* The daemon's first tick: the windows start here. */
 		series_reset(st, ss, st->cur, g.total, now_ns);
+		ss->prev_cpu_bound = g.cpu_bound_now;
 		return;
 	}
 	/* A probe op that appeared since the last tick, or whose histogram was
@@ -535,7 +551,12 @@ void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_n
 		series_reset(st, ss, NULL, 0, st->last_tick_ns);
 	else if (ss->restart || went_down(ss, st->cur, g.total))
 		series_reset(st, ss, NULL, 0, ss->prev_at);
-	series_step(st, ss, now_ns, g.total);
+	/* A burst run marked cpu_bound was published since the last tick: the
+	 * step's I/Os are its (a burst probe's histogram has its runs alone), and
+	 * neither the windows, nor the judgement, nor the baseline take them. */
+	cpu_bound = g.cpu_bound_now != ss->prev_cpu_bound;
+	ss->prev_cpu_bound = g.cpu_bound_now;
+	series_step(st, ss, now_ns, g.total, cpu_bound);
 }
 
 void status_probe_changed(struct status *st, const char *probe)

@@ -69,7 +69,7 @@
 /* The memory bound stated in iopulse(8) and checked by tests/unit/test_status.c:
  * everything the status keeps per probe op (struct status_series), for 64. */
 #define STATUS_BOUND_SERIES 64
-#define STATUS_BOUND_BYTES  (1152 * 1024)
+#define STATUS_BOUND_BYTES  (1168 * 1024)
 
 /* Latencies in records: 16-bit log-scale codes, 0 for none; a code is
  * 1 + round(1024 * log2(ns)), so it keeps 0.04 % of the value up to 2^41 ns. */
@@ -136,6 +136,63 @@ struct status_burst {
 	double seconds; /* measured time */
 };
 
+/* How a probe op (a target) is slow, the narrowest harm first: its reason
+ * code, as iopulse_target_reason_info says it (status_shape_code()). A minute
+ * that shows more than one is the broadest: most I/Os slower is "slow" even
+ * when some took seconds. */
+enum status_shape {
+	STATUS_SHAPE_NONE,   /* not slow */
+	STATUS_SHAPE_TAIL,   /* "tail": a share of its I/Os far slower than usual */
+	STATUS_SHAPE_STALLS, /* "stalls": I/Os of seconds, again and again */
+	STATUS_SHAPE_MEDIAN, /* "slow": most I/Os slower (the p50 against its baseline) */
+};
+const char *status_shape_code(enum status_shape s);
+
+/* How a target judges its probe ops' figures: its keys (struct cfg_target). */
+struct status_judging {
+	double slow_factor; /* 0: never slow */
+	uint64_t
+		slow_floor_ns; /* CFG_SLOW_FLOOR_AUTO: the baseline p99, at least STATUS_FLOOR_NS */
+	unsigned warmup_minutes; /* baseline_warmup, in minutes */
+	double tail_factor;	 /* a slow I/O: over this x the baseline p99 */
+	double tail_share;	 /* 0: tails not judged */
+	uint64_t stall_ns;	 /* 0: stalls not judged */
+	unsigned slow_minutes, ok_minutes;
+};
+
+/* The judging of @t's keys. */
+void status_judging_of(const struct cfg_target *t, struct status_judging *j);
+
+/*
+ * The shapes are judged over the last STATUS_JUDGE_MINUTES minutes (the tail,
+ * the stalls: a minute that shows one) or the last one (the median). A tail
+ * needs STATUS_TAIL_WINDOW I/Os in the window (an op pinged every 10 s has 30:
+ * its share swings by 3% an I/O) and STATUS_TAIL_MIN_IOS
+ * I/Os over the threshold in the window (a share of 2 in 20 is chance);
+ * stalls need STATUS_STALL_MINUTES minutes of the window with one. An op turns
+ * slow, or good again, only on a run of minutes holding STATUS_JUDGE_MIN_IOS
+ * I/Os in all (status_op_slow()): an op pinged once a minute needs five. A
+ * floor, and the tail's threshold, are never under STATUS_FLOOR_NS: below it
+ * a latency is the CPU's and the kernel's as much as the storage's
+ * (docs/measurement.md).
+ */
+#define STATUS_JUDGE_MINUTES 5
+#define STATUS_JUDGE_MIN_IOS 5
+#define STATUS_TAIL_MIN_IOS  3
+#define STATUS_TAIL_WINDOW   100 /* I/Os in the window a share needs */
+#define STATUS_STALL_MINUTES 2
+#define STATUS_FLOOR_NS	     100000ULL /* 100 us */
+
+/* What the last STATUS_JUDGE_MINUTES minutes of a probe op held, newest last. */
+struct status_tally {
+	uint32_t count[STATUS_JUDGE_MINUTES];  /* I/Os */
+	uint32_t over[STATUS_JUDGE_MINUTES];   /* of them over the slow-I/O threshold then */
+	uint32_t stalls[STATUS_JUDGE_MINUTES]; /* of them over the stall threshold then */
+	uint16_t max[STATUS_JUDGE_MINUTES];    /* status_code() of the longest */
+	bool median[STATUS_JUDGE_MINUTES];     /* its median was slow: its I/Os are the median's */
+	uint8_t n;			       /* minutes held */
+};
+
 /*
  * A probe op against its own baseline (status_set_probe()): latencies in ns,
  * [0] the p50, [1] the p99.
@@ -146,7 +203,19 @@ struct status_regress {
 	bool have_recent;
 	uint64_t recent_ns[2]; /* p50, p99, raised to waited_ns */
 	double ratio;	       /* recent p50 / baseline p50; 0 unless both */
-	bool slow;	       /* recent p50 > factor x baseline p50 and > floor */
+	/* The tail and the stalls, over the last STATUS_JUDGE_MINUTES minutes (a
+	 * baseline known): the slow-I/O threshold, the share of I/Os over it, the
+	 * longest I/O (raised to waited_ns) and the minutes with a stall. */
+	bool have_tail;
+	uint64_t threshold_ns;
+	double slow_io_ratio;
+	bool have_max;
+	uint64_t max_ns;
+	unsigned stall_minutes, stalls; /* minutes with a stall; stalls in all */
+	/* The op's judgement, at its last minute mark: slow (slow_minutes slow
+	 * minutes in a row, until ok_minutes good ones), and how. */
+	bool slow;
+	enum status_shape shape; /* STATUS_SHAPE_NONE unless slow */
 };
 
 /* What the pages show of one probe op (under the mutex; copied for a page). */
@@ -164,12 +233,13 @@ struct status_view {
 	bool run_figures;	   /* the kind's runs have figures (PROBE_F_RUN_FIGURES) */
 	/* Against the baseline: the target's settings (struct status_op) at the last
 	 * tick, the minutes' worth of records the baseline has (kept ones, up to
-	 * 1440), and the figures. regress's baseline fields are the tick's (written
-	 * at a minute mark, under the mutex), the others the last request's. */
-	double slow_factor;
-	uint64_t slow_floor_ns;
-	unsigned warmup_minutes, base_minutes;
+	 * 1440), and the figures. regress's baseline, tail and judgement fields are
+	 * the tick's (written at a minute mark, under the mutex), the others the
+	 * last request's. */
+	struct status_judging j;
+	unsigned base_minutes;
 	struct status_regress regress;
+	struct status_tally tally; /* the tick's, copied with the view */
 };
 
 /* One probe op: the unit of the page. */
@@ -180,6 +250,7 @@ struct status_series {
 	bool restart;			/* its probe changed: start over at the next tick */
 	uint32_t prev[STATUS_N_GROUPS]; /* bucket counts at the last tick (mod 2^32) */
 	uint64_t prev_total, prev_at;	/* the histogram's count then, and when */
+	uint64_t prev_cpu_bound;	/* status_op's *cpu_bound_runs then */
 	struct status_sparse step[STATUS_MINUTE]; /* the last minute's steps */
 	uint64_t step_at[STATUS_MINUTE];	  /* when each began */
 	struct status_sparse blk[STATUS_HOUR];	  /* the last whole blocks */
@@ -188,6 +259,7 @@ struct status_series {
 	uint64_t acc_at;
 	unsigned steps;		  /* since the series appeared (or restarted) */
 	uint8_t blk_io, blk_slow; /* minutes of the block in progress with I/O; slow ones */
+	enum status_shape shape;  /* how its last slow minute was slow */
 	uint64_t waited_ns;	  /* the last request's (under the mutex) */
 };
 
@@ -200,6 +272,14 @@ enum status_state {
 };
 
 const char *status_state_name(enum status_state s);
+
+/* A target's judged state, kept from one judgement to the next (and across a
+ * restart, in the state file): what status_judge() decides from. */
+struct status_judgement {
+	enum status_state state; /* the last judged state */
+	double since_s;		 /* Unix time it began; 0: none judged yet */
+	char reason_code[16];	 /* its bounded code */
+};
 
 struct status_target {
 	char name[CFG_NAME_MAX];
@@ -260,9 +340,12 @@ struct status_op {
 	const char *target;
 	enum io_op op;
 	struct metric_series *latency;
-	double slow_factor;	 /* the target's slow_factor; 0: never slow */
-	uint64_t slow_floor_ns;	 /* the target's slow_floor */
-	unsigned warmup_minutes; /* the target's baseline_warmup, in minutes */
+	struct status_judging j; /* the target's */
+	/* A burst's runs marked cpu_bound so far (struct probe_series, written
+	 * under the registry's mutex and read with the histogram), or NULL: a
+	 * step that took in such a run is left out of the windows, the
+	 * judgement and the baseline (it measured the CPU, not the storage). */
+	const uint64_t *cpu_bound_runs;
 };
 
 /*
@@ -325,12 +408,74 @@ bool status_targets_ready(const struct status_target *t, unsigned n, struct buf 
  */
 bool status_baseline(const struct status_ring *r, unsigned warmup_minutes, uint64_t ns[2],
 		     unsigned *minutes);
-/* A p50 of @p50_ns is slow against a baseline p50 of @base_ns: over @factor
- * times it and over @floor_ns; never with a @factor of 0. */
-bool status_is_slow(uint64_t p50_ns, uint64_t base_ns, double factor, uint64_t floor_ns);
-/* @v->regress's recent, ratio and slow from @v's last minute raised to
- * @waited_ns, its baseline fields and its settings. */
+/* The floor a p50 must be over to be slow, from @j and the baseline @base_ns
+ * (p50, p99): the configured one, or with auto the baseline p99, at least
+ * STATUS_FLOOR_NS. */
+uint64_t status_floor_ns(const struct status_judging *j, const uint64_t base_ns[2]);
+/* A p50 of @p50_ns is slow against the baseline @base_ns (p50, p99): over
+ * j->slow_factor times its p50 and over status_floor_ns(); never with a
+ * slow_factor of 0. */
+bool status_is_slow(uint64_t p50_ns, const uint64_t base_ns[2], const struct status_judging *j);
+/* The slow-I/O threshold against the baseline @base_ns: j->tail_factor x its
+ * p99, at least the floor (auto: STATUS_FLOOR_NS). */
+uint64_t status_slow_io_ns(const struct status_judging *j, const uint64_t base_ns[2]);
+/*
+ * A minute mark: the minute @minute (its figures) and @dense (its bucket
+ * counts, STATUS_N_GROUPS, as the tick keeps them) go into @v->tally, and the
+ * minute is judged against @v's baseline (none known: not slow): the shape
+ * it shows, STATUS_SHAPE_NONE when it is not slow.
+ */
+enum status_shape status_minute(struct status_view *v, const struct status_fig *minute,
+				const uint64_t *dense);
+/* Whether an op whose minute records (and their slow bits) are @r is slow:
+ * the records replayed oldest first, slow after @j->slow_minutes slow minutes
+ * in a row and good again after @j->ok_minutes good ones, each run holding
+ * STATUS_JUDGE_MIN_IOS I/Os in all (a minute without I/O that was not slow
+ * counts as neither). So the state survives with the ring (a restart). */
+bool status_op_slow(const struct status_ring *r, const struct status_judging *j);
+/* @v->regress's recent, ratio, tail and stall figures from @v's last minute and
+ * tally raised to @waited_ns, its baseline fields and its settings. */
 void status_regress_update(struct status_view *v, uint64_t waited_ns);
+
+/*
+ * The judge (status_judge.c): a target's state from what its lane gathers and
+ * its probe ops' judgements, against its last judgement @prev (state and since
+ * at zero: none yet). Fills @t's state, reason, reason_code and since_s (the
+ * rest of @t is the caller's) and the judgement to keep in @next (may be
+ * @prev). Stuck beats everything; then up (slow when an op is: the worst shape
+ * names the reason; and slow still when it was and no op has a baseline yet,
+ * as after a restart), down with the lane's reason, or starting. Since is kept
+ * while the state stays; on a change it is when the lane knows the state began
+ * (if after the last one began and not in the future), else @in->now_s.
+ */
+struct status_judge_op {
+	const char *probe;
+	enum io_op op;
+	const struct status_regress *g; /* status_set_probe()'s */
+};
+
+struct status_judge_in {
+	double now_s; /* Unix time */
+	/* An I/O (or the target's open) in flight past its probe's timeout. */
+	bool stuck;
+	const char *inflight_probe;
+	double inflight_s, timeout_s;
+	/* Opened and checked by the last run, since up_since_s (0: not known). */
+	bool up;
+	double up_since_s;
+	/* Otherwise why not ("" or NULL: not checked yet), its code, since when. */
+	const char *down_reason, *down_code;
+	double down_since_s;
+	/* Not checked yet: laying out its probe file (done, 0 to 1), or not;
+	 * start_s: when the lane started. */
+	bool layout;
+	double layout_share, start_s;
+	const struct status_judge_op *ops;
+	unsigned n_ops;
+};
+
+void status_judge(const struct status_judge_in *in, const struct status_judgement *prev,
+		  struct status_target *t, struct status_judgement *next);
 
 /* A copy of what the pages show; 0 or -ENOMEM. status_snap_free() it. */
 int status_snapshot(struct status *st, struct status_snap *snap);

@@ -431,10 +431,11 @@ static void regress_cells(struct buf *out, const struct status_view *v)
 	buf_printf(out, "</td><td class=\"ratio\" data-slow=\"%s\">", g->slow ? "true" : "false");
 	if (!g->have_baseline)
 		buf_printf(out, "warming up (%u of %u min)", v->base_minutes,
-			   v->warmup_minutes ? v->warmup_minutes : 1);
+			   v->j.warmup_minutes ? v->j.warmup_minutes : 1);
 	else if (g->ratio > 0 && isfinite(g->ratio))
-		buf_printf(out, "%.*f\xc3\x97%s", g->ratio < 100 ? 1 : 0, g->ratio,
-			   g->slow ? " slow" : "");
+		/* How it is slow: "slow" (the median), "tail" or "stalls". */
+		buf_printf(out, "%.*f\xc3\x97%s%s", g->ratio < 100 ? 1 : 0, g->ratio,
+			   g->slow ? " " : "", g->slow ? status_shape_code(g->shape) : "");
 	else
 		buf_puts(out, "\xe2\x80\x93");
 	buf_puts(out, "</td>");
@@ -601,9 +602,12 @@ static const char footer[] =
 	"whole 10-minute blocks and the one in progress), or since the start when the daemon has "
 	"run for less. Windows are recomputed every 10 s; "
 	"quantiles within 3 %. The baseline is the median of the op's per-minute p50s (and "
-	"p99s) of the last 24 hours, minutes taken while it was slow left out; an op is slow when "
-	"its last minute's p50 is over its target's slow_factor times the baseline and over its "
-	"slow_floor. "
+	"p99s) of the last 24 hours, minutes taken while it was slow left out. A minute is slow "
+	"when its p50 is over its target's slow_factor times the baseline and over its floor "
+	"(slow), when over tail_share of the last 5 minutes' I/Os took over tail_factor times the "
+	"baseline p99 (tail), or when I/Os of stall or more came in 2 of the last 5 minutes "
+	"(stalls); an op is slow after slow_minutes slow minutes in a row, good again after "
+	"ok_minutes good ones. "
 	"<a href=\"/metrics\">/metrics</a> \xc2\xb7 <a href=\"/status.json\">/status.json</a> "
 	"\xc2\xb7 <a href=\"/readyz\">/readyz</a> \xc2\xb7 <a href=\"/healthz\">/healthz</a></p>\n"
 	"</body>\n</html>\n";

@@ -99,7 +99,21 @@ static void regress_json(struct buf *out, const struct status_regress *g)
 		buf_printf(out, ",\"ratio\":%.4g", g->ratio);
 	else
 		buf_puts(out, ",\"ratio\":null");
-	buf_printf(out, ",\"slow\":%s", g->slow ? "true" : "false");
+	buf_printf(out, ",\"slow\":%s,\"shape\":\"%s\"", g->slow ? "true" : "false",
+		   status_shape_code(g->shape));
+	if (g->have_tail && isfinite(g->slow_io_ratio))
+		buf_printf(out, ",\"slow_io\":{\"threshold_seconds\":%.9g,\"ratio\":%.4g}",
+			   g->threshold_ns / 1e9, g->slow_io_ratio);
+	else
+		buf_puts(out, ",\"slow_io\":null");
+	if (g->have_max)
+		buf_printf(out, ",\"longest_seconds\":%.9g", g->max_ns / 1e9);
+	else
+		buf_puts(out, ",\"longest_seconds\":null");
+	if (g->have_baseline)
+		buf_printf(out, ",\"stall_minutes\":%u", g->stall_minutes);
+	else
+		buf_puts(out, ",\"stall_minutes\":null");
 }
 
 static void series_json(struct buf *out, const struct status_view *v, bool history)

@@ -3,7 +3,8 @@
  * blockdev — what the kernel tells of the block device behind a target, from
  * sysfs and /proc, never from the device itself: its size, whether it or one of
  * its partitions is mounted, swap or held (a writable device target must be
- * none), and its kernel name and model for target_describe().
+ * none), and its kernel name and model, and the source of the mount it is on,
+ * for target_describe().
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "daemon/targets/hostload.h"
 #include "daemon/targets/target_int.h"
 
 /* Reads a small sysfs/proc file relative to @dfd, without the trailing newline. */
@@ -154,10 +156,41 @@ static const char *part_note(const struct devset *s, int i, char *buf, size_t le
 	return buf;
 }
 
+/*
+ * One line of /proc/self/mountinfo (proc_pid_mountinfo(5)), split in place:
+ * "id parent maj:min root mountpoint options [optional...] - fstype source
+ * superoptions". The mount point and the source keep mountinfo's octal escapes
+ * ("\040" a space) until unescape_octal(). False for a line that is not one.
+ */
+struct mountinfo_line {
+	dev_t dev;	   /* maj:min: st_dev of what is on the mount */
+	char *mount_point; /* escaped */
+	char *source;	   /* escaped; NULL when the line has none */
+};
+
+static bool mountinfo_split(char *line, struct mountinfo_line *m)
+{
+	char *tok[64], *save;
+	unsigned n = 0, dash = 0, ma, mi;
+
+	for (char *p = strtok_r(line, " \n", &save); p && n < 64;
+	     p = strtok_r(NULL, " \n", &save)) {
+		if (n >= 6 && !dash && strcmp(p, "-") == 0)
+			dash = n;
+		tok[n++] = p;
+	}
+	if (n < 6 || sscanf(tok[2], "%u:%u", &ma, &mi) != 2)
+		return false;
+	m->dev = makedev(ma, mi);
+	m->mount_point = tok[4];
+	m->source = dash && dash + 2 < n ? tok[dash + 2] : NULL;
+	return true;
+}
+
 /* -EBUSY when the device or one of its partitions is mounted in our namespace. */
 static int check_mounts(struct target *t, const struct devset *s, const char *name)
 {
-	char *line = NULL, *tok[64], *save, note[64];
+	char *line = NULL, note[64];
 	size_t cap = 0;
 	int r = 0;
 	FILE *f = fopen("/proc/self/mountinfo", "re");
@@ -169,28 +202,21 @@ static int check_mounts(struct target *t, const struct devset *s, const char *na
 			"refusing to write to it",
 			name);
 	while (getline(&line, &cap, f) > 0) {
-		unsigned n = 0, dash = 0, ma, mi;
-		int i = -1;
+		struct mountinfo_line m;
+		int i;
 
-		for (char *p = strtok_r(line, " \n", &save); p && n < 64;
-		     p = strtok_r(NULL, " \n", &save)) {
-			if (n >= 6 && !dash && strcmp(p, "-") == 0)
-				dash = n;
-			tok[n++] = p;
-		}
-		/* id parent maj:min root mountpoint options [optional...] - type source */
-		if (n < 6 || sscanf(tok[2], "%u:%u", &ma, &mi) != 2)
+		if (!mountinfo_split(line, &m))
 			continue;
-		i = devset_find(s, makedev(ma, mi));
-		if (i < 0 && dash && dash + 2 < n) {
+		i = devset_find(s, m.dev);
+		if (i < 0 && m.source) {
 			/* btrfs and others report an anonymous device: go by the source. */
-			unescape_octal(tok[dash + 2]);
-			i = devset_find_path(s, tok[dash + 2]);
+			unescape_octal(m.source);
+			i = devset_find_path(s, m.source);
 		}
 		if (i >= 0) {
-			unescape_octal(tok[4]);
+			unescape_octal(m.mount_point);
 			r = tgt_terr(t, -EBUSY, "%s is mounted at %s%s: refusing to write to it",
-				     name, tok[4], part_note(s, i, note, sizeof(note)));
+				     name, m.mount_point, part_note(s, i, note, sizeof(note)));
 			break;
 		}
 	}
@@ -375,12 +401,78 @@ static void describe_device(dev_t dev, struct target_desc *d)
 	close(dfd);
 }
 
+/*
+ * How well a mountinfo line @m names the mount a target is on: the right
+ * device (its st_dev) counts most, then a mount point at or above its path
+ * (@path, "" when not known), then the longer such mount point. 0: not at all.
+ */
+static size_t mount_score(const struct mountinfo_line *m, dev_t dev, const char *path)
+{
+	size_t score = 0;
+
+	if (m->dev == dev)
+		score += 2 * PATH_MAX;
+	if (path[0] && tgt_path_within(path, m->mount_point))
+		score += 1 + strlen(m->mount_point);
+	return score;
+}
+
+/*
+ * The source of the mount a directory or file target is on, from
+ * $IOPULSE_PROCFS/self/mountinfo: "server:/export", "//nas/share", "/dev/sdb1",
+ * whatever the filesystem was mounted from, escapes undone. Where several mounts
+ * have its device (bind mounts; NFS exports of one server sharing a
+ * superblock), the one whose mount point is the longest at or above its path
+ * (the kernel's name of the open file: no lookup); where none has (a btrfs
+ * subvolume's own device number), that mount point alone decides; the later
+ * line wins a tie (the mount on top). Nothing when no line fits or the source
+ * is too long for @d. Reads /proc, never the target's filesystem.
+ */
+static void describe_mount(const struct target *t, struct target_desc *d)
+{
+	char file[PATH_MAX], proc[PATH_MAX + 32], *line = NULL;
+	size_t cap = 0, best = 0;
+	ssize_t n = -1;
+	FILE *f;
+
+	if (t->fd >= 0) {
+		tgt_proc_fd_path(t->fd, proc, sizeof(proc));
+		n = readlink(proc, file, sizeof(file) - 1);
+	}
+	file[n > 0 && file[0] == '/' ? n : 0] = '\0';
+	snprintf(proc, sizeof(proc), "%s/self/mountinfo", hostload_proc_root());
+	f = fopen(proc, "re");
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		struct mountinfo_line m;
+		size_t score;
+
+		if (!mountinfo_split(line, &m) || !m.source)
+			continue;
+		unescape_octal(m.mount_point);
+		score = mount_score(&m, t->dev, file);
+		if (!score || score < best)
+			continue;
+		best = score;
+		unescape_octal(m.source);
+		if (strlen(m.source) < sizeof(d->source))
+			memcpy(d->source, m.source, strlen(m.source) + 1);
+		else
+			d->source[0] = '\0';
+	}
+	free(line);
+	fclose(f);
+}
+
 void target_describe(const struct target *t, struct target_desc *d)
 {
 	memset(d, 0, sizeof(*d));
 	if (!t->pinned)
 		return;
-	if (t->cfg->kind != CFG_TARGET_DEVICE)
+	if (t->cfg->kind != CFG_TARGET_DEVICE) {
 		fstype_name(t->fs_type, d->fstype, sizeof(d->fstype));
+		describe_mount(t, d);
+	}
 	describe_device(t->dev, d);
 }

@@ -58,7 +58,7 @@ static int normal_path(const char *path, char *out, size_t len)
 }
 
 /* Whether @dir (normal) is @path (normal) or one of its ancestors. */
-static bool path_within(const char *path, const char *dir)
+bool tgt_path_within(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
 
@@ -86,7 +86,7 @@ static bool fstab_mount_point(const char *path, char *out, size_t len, const cha
 		return false;
 	while ((m = getmntent_r(f, &ent, buf, sizeof(buf)))) {
 		if (m->mnt_dir[0] != '/' || normal_path(m->mnt_dir, mp, sizeof(mp)) < 0 ||
-		    strcmp(mp, "/") == 0 || !path_within(path, mp) || strlen(mp) <= best)
+		    strcmp(mp, "/") == 0 || !tgt_path_within(path, mp) || strlen(mp) <= best)
 			continue;
 		best = strlen(mp);
 		snprintf(out, len, "%s", mp);

@@ -148,11 +148,14 @@ struct target_desc {
 	char fstype[24]; /* directory, file: "ext4", "xfs", ... or the statfs magic "0x..." */
 	char device[64]; /* kernel name of the block device behind it: "sda2", "loop3" */
 	char model[128]; /* the whole disk's model (sysfs), trimmed */
+	/* directory, file: what the mount it is on was mounted from
+	 * (/proc/self/mountinfo): "server:/export", "/dev/sdb1"; raw bytes */
+	char source[256];
 };
 
 /* Describes @t from what its first open pinned (its device number and filesystem
- * type) and sysfs; all "" before that. Reads sysfs only, never the target's
- * filesystem: call it from the lane. */
+ * type), sysfs and /proc/self/mountinfo; all "" before that. Reads /sys and /proc
+ * only, never the target's filesystem: call it from the lane. */
 void target_describe(const struct target *t, struct target_desc *d);
 
 /* Makes sysfs text fit for a label value, in place: surrounding whitespace

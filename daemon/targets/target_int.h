@@ -42,6 +42,7 @@ int tgt_moved(struct target *t, const char *path, dev_t now, const char *tail);
 
 /* mount.c */
 int tgt_check_mounted(struct target *t, int dfd);
+bool tgt_path_within(const char *path, const char *dir);
 
 /* probefile.c */
 int tgt_header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version,

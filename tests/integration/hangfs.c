@@ -29,7 +29,8 @@
  *
  *   SIGRTMIN+3  slow: every read, write and fsync/fdatasync waits HANGFS_DELAY_US
  *               microseconds (from the environment; 2000 when unset) before it
- *               goes on
+ *               goes on; with HANGFS_SLOW_ONE_IN=N (from the environment), only
+ *               one request in N does (the 1st, the N+1th...): a slow tail
  *   SIGRTMIN+4  fast again
  *
  * A disk that loses writes (a cache that drops them, a broken replica), data
@@ -100,6 +101,8 @@ static _Atomic unsigned eio_writes, eio_syncs; /* requests seen since the mode w
 
 #define DELAY_US_DEFAULT 2000
 static long delay_us = DELAY_US_DEFAULT; /* HANGFS_DELAY_US: how slow "slow" is */
+static long slow_one_in = 1;		 /* HANGFS_SLOW_ONE_IN: which requests are */
+static _Atomic unsigned long slow_seen;	 /* data requests while slow */
 static _Atomic bool slow;		 /* set by the control thread */
 static _Atomic bool drop_writes;	 /* set by the control thread: writes store nothing */
 
@@ -166,7 +169,7 @@ static void slow_gate(void)
 {
 	struct timespec ts;
 
-	if (!atomic_load(&slow))
+	if (!atomic_load(&slow) || atomic_fetch_add(&slow_seen, 1) % (unsigned long)slow_one_in)
 		return;
 	ts.tv_sec = delay_us / 1000000;
 	ts.tv_nsec = delay_us % 1000000 * 1000;
@@ -545,6 +548,17 @@ int main(int argc, char **argv)
 		if (errno || end == getenv("HANGFS_DELAY_US") || *end || delay_us < 0 ||
 		    delay_us > 60000000L) {
 			fprintf(stderr, "hangfs: HANGFS_DELAY_US: not 0..60000000 microseconds\n");
+			return 64;
+		}
+	}
+	if (getenv("HANGFS_SLOW_ONE_IN")) {
+		char *end;
+
+		errno = 0;
+		slow_one_in = strtol(getenv("HANGFS_SLOW_ONE_IN"), &end, 10);
+		if (errno || end == getenv("HANGFS_SLOW_ONE_IN") || *end || slow_one_in < 1 ||
+		    slow_one_in > 1000000L) {
+			fprintf(stderr, "hangfs: HANGFS_SLOW_ONE_IN: not 1..1000000\n");
 			return 64;
 		}
 	}

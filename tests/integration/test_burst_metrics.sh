@@ -336,10 +336,12 @@ for s in "iopulse_probe_info{$MIX,type=\"burst\",op=\"randrw\",engine=\"$ENGINE\
 	grep -qxF "$s" "$PAGE" || fail "no line '$s' in:"$'\n'"$(grep '^iopulse_probe_in' "$PAGE")"
 done
 FSTYPE=$(stat -f -c %T "$WORK/t1")
+# The source of the mount it is on, as findmnt reads it from mountinfo.
+SOURCE=$(findmnt -n --nofsroot -o SOURCE -T "$WORK/t1") || fail "findmnt knows no mount at $WORK/t1"
 info=$(grep '^iopulse_target_info{target="t1",' "$PAGE") || fail "no iopulse_target_info for t1"
 (($(wc -l <<<"$info") == 1)) || fail "more than one iopulse_target_info for t1:"$'\n'"$info"
-[[ $info == *",kind=\"directory\",path=\"$WORK/t1\",fstype=\""[!\"]*'",device="'*',zone="eu-1",volume_type="gp3"} 1' ]] ||
-	fail "iopulse_target_info for t1 is not as configured (stat -f says $FSTYPE): $info"
+[[ $info == *",kind=\"directory\",path=\"$WORK/t1\",fstype=\""[!\"]*'",device="'*"\",source=\"$SOURCE\",zone=\"eu-1\",volume_type=\"gp3\"} 1" ]] ||
+	fail "iopulse_target_info for t1 is not as configured (stat -f says $FSTYPE, findmnt $SOURCE): $info"
 note "$info"
 (($(grep -c '^iopulse_target_info{' "$PAGE") == 3)) || fail "not one iopulse_target_info per target"
 

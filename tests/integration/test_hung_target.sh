@@ -71,6 +71,12 @@ sample_into v "$PAGE" "$TIMEOUTS"
 num "$v" '==' 0 || fail "$v timeouts counted before any freeze"
 [[ -f $BACKING/.iopulse-probe ]] || fail "no probe file in the backing directory $BACKING"
 grep -q 'read blocked' "$HANGFS_LOG" && fail "hangfs blocked a read before the freeze"
+# What the target is on: FUSE, no block device; the source of its mount (hangfs
+# mounts with fsname=hangfs) names it instead, as findmnt does.
+SOURCE=$(findmnt -n --nofsroot -o SOURCE -T "$MNT") || fail "findmnt knows no mount at $MNT"
+INFO=$(grep '^iopulse_target_info{target="hung",' "$PAGE") || fail "no iopulse_target_info for hung"
+[[ $SOURCE == hangfs && $INFO == *',fstype="fuse",device="",model="",source="hangfs"}'* ]] ||
+	fail "iopulse_target_info does not name the mount source (findmnt says '$SOURCE'): $INFO"
 sample_into IOS0 "$PAGE" "$IOS"
 ENGINE=$(sed -n 's/^iopulse_probe_info{probe="ping",.*engine="\([^"]*\)",.*} 1$/\1/p' "$PAGE")
 [[ $ENGINE == "${HUNG_ENGINE:-sync}" ]] ||

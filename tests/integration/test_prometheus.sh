@@ -88,7 +88,8 @@ diff_series() {
 
 DIR="$WORK/target"
 CFG="$WORK/iopulse.yaml"
-ping_config "$CFG" "$DIR" 8MiB write "layout_rate: 0"
+# A fixed slow_floor: 'auto' (the default) has no iopulse_target_slow_floor_seconds.
+ping_config "$CFG" "$DIR" 8MiB write "layout_rate: 0" "slow_floor: 1ms"
 # w1 (the last item) with 'warmup_after', for iopulse_probe_warmup_ios_total.
 cat >>"$CFG" <<EOF
     warmup_after: 1h
@@ -258,6 +259,8 @@ done
 # least, iopulse.yaml(5) baseline_warmup), longer than a phase here:
 # tests/integration/test_slow_state.sh waits for them.
 WARMING=" iopulse_probe_latency_baseline_seconds iopulse_probe_latency_ratio "
+WARMING+="iopulse_probe_slow_floor_seconds iopulse_probe_slow_io_threshold_seconds iopulse_probe_slow_io_ratio "
+WARMING+="iopulse_probe_stalls "
 expected_names() {
 	local fam type absent=()
 	while read -r fam type; do

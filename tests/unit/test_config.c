@@ -161,7 +161,8 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:3:5: unknown key 'dir' in target (valid keys: name, directory, file, device, "
 	 "size, layout_rate, keep_free, require_mount, direct, allow_memory_backed, "
 	 "allow_device_writes, max_duty_cycle, max_write_per_day, expected_latency, slow_factor, "
-	 "slow_floor, baseline_warmup, labels)"},
+	 "slow_floor, baseline_warmup, tail_factor, tail_share, stall, slow_minutes, ok_minutes, "
+	 "labels)"},
 	/* labels: a mapping of bounded, valid label names and values */
 	{"labels_list", T "    labels: [a, b]\n" P,
 	 "t.yaml:4:13: 'labels' must be a mapping of label names to strings, got a list"},
@@ -195,10 +196,10 @@ static const struct bad_case bad_cases[] = {
 	 "Prometheus)"},
 	{"labels_name_reserved", T "    labels:\n      zone: a\n      instance: b\n" P,
 	 "t.yaml:6:7: label name 'instance' in 'labels' is reserved (target, kind, path, fstype, "
-	 "device and model are iopulse_target_info's own, job and instance Prometheus')"},
+	 "device, model and source are iopulse_target_info's own, job and instance Prometheus')"},
 	{"labels_name_fstype", T "    labels: {fstype: xfs}\n" P,
 	 "t.yaml:4:14: label name 'fstype' in 'labels' is reserved (target, kind, path, fstype, "
-	 "device and model are iopulse_target_info's own, job and instance Prometheus')"},
+	 "device, model and source are iopulse_target_info's own, job and instance Prometheus')"},
 	{"labels_name_duplicate", T "    labels:\n      zone: a\n      zone: b\n" P,
 	 "t.yaml:6:7: duplicate label 'zone' in 'labels'"},
 	{"labels_value_empty", T "    labels:\n      zone: ''\n" P,
@@ -277,6 +278,20 @@ static const struct bad_case bad_cases[] = {
 	 "d)"},
 	{"slow_floor_long", T "    slow_floor: 2m\n" P,
 	 "t.yaml:4:17: 'slow_floor' must be between 0s and 1m, got 2m"},
+	{"slow_floor_word", T "    slow_floor: automatic\n" P,
+	 "t.yaml:4:17: invalid duration 'automatic' for 'slow_floor': expected a number and a "
+	 "unit, "
+	 "as in 500ms, 10s or 1m30s (units: ns, us, ms, s, m, h, d)"},
+	{"tail_factor_one", T "    tail_factor: 1\n" P,
+	 "t.yaml:4:18: 'tail_factor' must be over 1 and at most 1000, got 1"},
+	{"tail_share_over", T "    tail_share: 101%\n" P,
+	 "t.yaml:4:17: invalid percentage '101%' for 'tail_share': must be between 0% and 100%"},
+	{"stall_long", T "    stall: 11m\n" P,
+	 "t.yaml:4:12: 'stall' must be between 0s and 10m, got 11m"},
+	{"slow_minutes_zero", T "    slow_minutes: 0\n" P,
+	 "t.yaml:4:19: 'slow_minutes' must be between 1 and 30, got 0"},
+	{"ok_minutes_many", T "    ok_minutes: 31\n" P,
+	 "t.yaml:4:17: 'ok_minutes' must be between 1 and 30, got 31"},
 	{"baseline_warmup_seconds", T "    baseline_warmup: 90s\n" P,
 	 "t.yaml:4:22: 'baseline_warmup' must be whole minutes, as in 10m or 1h30m, got 1m30s"},
 	{"baseline_warmup_short", T "    baseline_warmup: 30s\n" P,
@@ -1089,7 +1104,15 @@ static void test_defaults_filled(void **state)
 	assert_true(t->slow_factor == CFG_DEFAULT_SLOW_FACTOR);
 	assert_true(t->slow_factor == 4.0);
 	assert_int_equal(t->slow_floor_ns, CFG_DEFAULT_SLOW_FLOOR_NS);
-	assert_int_equal(t->slow_floor_ns, 1000000);
+	assert_int_equal(t->slow_floor_ns, CFG_SLOW_FLOOR_AUTO);
+	assert_true(t->tail_factor == CFG_DEFAULT_TAIL_FACTOR && t->tail_factor == 4.0);
+	assert_true(t->tail_share == CFG_DEFAULT_TAIL_SHARE && t->tail_share == 0.02);
+	assert_int_equal(t->stall_ns, CFG_DEFAULT_STALL_NS);
+	assert_int_equal(t->stall_ns, 1000 * 1000 * 1000);
+	assert_int_equal(t->slow_minutes, CFG_DEFAULT_SLOW_MINUTES);
+	assert_int_equal(t->slow_minutes, 2);
+	assert_int_equal(t->ok_minutes, CFG_DEFAULT_OK_MINUTES);
+	assert_int_equal(t->ok_minutes, 3);
 	assert_int_equal(t->baseline_warmup_ns, CFG_DEFAULT_BASELINE_WARMUP_NS);
 	assert_int_equal(t->baseline_warmup_ns, 600 * S);
 	assert_int_equal(t->pos.line, 2);
@@ -1385,8 +1408,13 @@ static void test_print_burst(void **state)
 				   "    max_write_per_day: 1GiB\n"
 				   "    expected_latency: 2ms\n"
 				   "    slow_factor: 4\n"
-				   "    slow_floor: 1ms\n"
+				   "    slow_floor: auto\n"
 				   "    baseline_warmup: 10m\n"
+				   "    tail_factor: 4\n"
+				   "    tail_share: 2%\n"
+				   "    stall: 1s\n"
+				   "    slow_minutes: 2\n"
+				   "    ok_minutes: 3\n"
 				   "  - name: dev\n"
 				   "    device: /dev/vdb\n"
 				   "    direct: true\n"
@@ -1396,8 +1424,13 @@ static void test_print_burst(void **state)
 				   "    max_write_per_day: 1GiB\n"
 				   "    expected_latency: 2ms\n"
 				   "    slow_factor: 4\n"
-				   "    slow_floor: 1ms\n"
+				   "    slow_floor: auto\n"
 				   "    baseline_warmup: 10m\n"
+				   "    tail_factor: 4\n"
+				   "    tail_share: 2%\n"
+				   "    stall: 1s\n"
+				   "    slow_minutes: 2\n"
+				   "    ok_minutes: 3\n"
 				   "probes:\n"
 				   "  - name: mix\n"
 				   "    type: burst\n"
@@ -1662,6 +1695,12 @@ static void test_target_same(void **state)
 		"    slow_floor: 0s\n",
 		"    baseline_warmup: 1h\n",
 		"    slow_factor: 8\n    slow_floor: 5ms\n    baseline_warmup: 1m\n",
+		"    tail_factor: 8\n",
+		"    tail_share: 5%\n",
+		"    stall: 3s\n",
+		"    slow_minutes: 5\n",
+		"    ok_minutes: 10\n",
+		"    slow_floor: auto\n    tail_share: 0%\n    stall: 0s\n",
 	};
 	enum { N = sizeof(variants) / sizeof(variants[0]) };
 	enum { NJ = sizeof(judged) / sizeof(judged[0]) };
@@ -1686,7 +1725,12 @@ static void test_target_same(void **state)
 		assert_false(jc[i]->targets[0].slow_factor == c[0]->targets[0].slow_factor &&
 			     jc[i]->targets[0].slow_floor_ns == c[0]->targets[0].slow_floor_ns &&
 			     jc[i]->targets[0].baseline_warmup_ns ==
-				     c[0]->targets[0].baseline_warmup_ns);
+				     c[0]->targets[0].baseline_warmup_ns &&
+			     jc[i]->targets[0].tail_factor == c[0]->targets[0].tail_factor &&
+			     jc[i]->targets[0].tail_share == c[0]->targets[0].tail_share &&
+			     jc[i]->targets[0].stall_ns == c[0]->targets[0].stall_ns &&
+			     jc[i]->targets[0].slow_minutes == c[0]->targets[0].slow_minutes &&
+			     jc[i]->targets[0].ok_minutes == c[0]->targets[0].ok_minutes);
 		cfg_free(jc[i]);
 	}
 	for (size_t i = 0; i < N; i++)
@@ -1702,8 +1746,10 @@ static void test_slow_keys(void **state)
 		uint64_t floor_ns, warmup_ns;
 		const char *printed;
 	} cases[] = {
-		{"", 4.0, 1000000, 600 * S,
-		 "    slow_factor: 4\n    slow_floor: 1ms\n    baseline_warmup: 10m\n"},
+		{"", 4.0, CFG_SLOW_FLOOR_AUTO, 600 * S,
+		 "    slow_factor: 4\n    slow_floor: auto\n    baseline_warmup: 10m\n"
+		 "    tail_factor: 4\n    tail_share: 2%\n    stall: 1s\n    slow_minutes: 2\n"
+		 "    ok_minutes: 3\n"},
 		{"    slow_factor: 2.5\n    slow_floor: 0s\n    baseline_warmup: 1m\n", 2.5, 0,
 		 60 * S, "    slow_factor: 2.5\n    slow_floor: 0s\n    baseline_warmup: 1m\n"},
 		{"    slow_factor: 1.01\n    slow_floor: 250us\n    baseline_warmup: 1h30m\n", 1.01,
@@ -1712,8 +1758,13 @@ static void test_slow_keys(void **state)
 		{"    slow_factor: 1000\n    slow_floor: 1m\n    baseline_warmup: 24h\n", 1000.0,
 		 60 * S, 86400 * S,
 		 "    slow_factor: 1000\n    slow_floor: 1m\n    baseline_warmup: 24h\n"},
-		{"    slow_factor: 010.50\n    baseline_warmup: 120m\n", 10.5, 1000000, 7200 * S,
-		 "    slow_factor: 10.5\n    slow_floor: 1ms\n    baseline_warmup: 2h\n"},
+		{"    slow_factor: 010.50\n    baseline_warmup: 120m\n", 10.5, CFG_SLOW_FLOOR_AUTO,
+		 7200 * S,
+		 "    slow_factor: 10.5\n    slow_floor: auto\n    baseline_warmup: 2h\n"},
+		{"    slow_floor: auto\n    tail_share: 0%\n    stall: 0s\n    slow_minutes: 30\n",
+		 4.0, CFG_SLOW_FLOOR_AUTO, 600 * S,
+		 "    slow_floor: auto\n    baseline_warmup: 10m\n    tail_factor: 4\n"
+		 "    tail_share: 0%\n    stall: 0s\n    slow_minutes: 30\n"},
 	};
 
 	(void)state;
@@ -2119,7 +2170,8 @@ static void test_long_values_elided(void **state)
 			 "in target (valid keys: name, directory, file, device, size, "
 			 "layout_rate, keep_free, require_mount, direct, allow_memory_backed, "
 			 "allow_device_writes, max_duty_cycle, max_write_per_day, "
-			 "expected_latency, slow_factor, slow_floor, baseline_warmup, labels)");
+			 "expected_latency, slow_factor, slow_floor, baseline_warmup, tail_factor, "
+			 "tail_share, stall, slow_minutes, ok_minutes, labels)");
 	/* A long file name keeps its end, the message all of its own. */
 	at = (size_t)snprintf(name, sizeof(name), "/srv");
 	while (at < 3000)
@@ -2249,8 +2301,13 @@ static void test_print_default(void **state)
 		"    max_write_per_day: 1GiB\n"
 		"    expected_latency: 2ms\n"
 		"    slow_factor: 4\n"
-		"    slow_floor: 1ms\n"
+		"    slow_floor: auto\n"
 		"    baseline_warmup: 10m\n"
+		"    tail_factor: 4\n"
+		"    tail_share: 2%\n"
+		"    stall: 1s\n"
+		"    slow_minutes: 2\n"
+		"    ok_minutes: 3\n"
 		"probes:\n"
 		"  - name: read-ping\n"
 		"    type: ping\n"

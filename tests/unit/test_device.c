@@ -281,6 +281,7 @@ static void test_read_only(void **state)
 	assert_string_equal(d.fstype, "");
 	assert_string_equal(d.device, loopdev + strlen("/dev/"));
 	assert_string_equal(d.model, "");
+	assert_string_equal(d.source, ""); /* a device is not on a mount */
 	assert_int_equal(fcntl(t.fd, F_GETFL) & O_ACCMODE, O_RDONLY);
 	assert_true(fcntl(t.fd, F_GETFL) & O_DIRECT);
 	assert_true(fcntl(t.fd, F_GETFD) & FD_CLOEXEC);

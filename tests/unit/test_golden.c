@@ -171,8 +171,10 @@ static void fake_host(const char *dir)
 }
 
 /* One fresh run in its own directory @n, rendered in every format. */
-static const struct target_desc golden_desc = {
-	.fstype = "ext4", .device = "nvme0n1p2", .model = "Golden NVMe 1TB"};
+static const struct target_desc golden_desc = {.fstype = "ext4",
+					       .device = "nvme0n1p2",
+					       .model = "Golden NVMe 1TB",
+					       .source = "/dev/nvme0n1p2"};
 
 static void run_scenario(unsigned n, struct pages *out)
 {

@@ -1383,17 +1383,28 @@ static void test_state_since(void **state)
 	scrape(f, &t);
 	assert_true(t.since_s == up_since);
 
-	/* Slow (a probe op slower than its baseline): up still, since the request
-	 * that saw it; back to up, since the request that saw that. */
-	f->lane.slow = true;
+	/* Slow (a probe op judged slow, its tail here): up still, since the
+	 * request that saw it, the reason in words; back to up, since the
+	 * request that saw that. */
+	f->lane.probes[0].regress[IO_READ] =
+		(struct status_regress){.have_baseline = true,
+					.baseline_ns = {100000, 400000},
+					.have_tail = true,
+					.threshold_ns = 1600000,
+					.slow_io_ratio = 0.05,
+					.slow = true,
+					.shape = STATUS_SHAPE_TAIL};
 	before = wall_s();
 	scrape(f, &t);
 	assert_int_equal(t.state, STATUS_SLOW);
-	assert_string_equal(t.reason_code, "slow");
+	assert_string_equal(t.reason_code, "tail");
+	assert_string_equal(t.reason, "probe p1: 5.0% of reads over 1.6 ms in the last 5 minutes "
+				      "(usually under 1%; the baseline's p99: 400 µs)");
 	assert_true(t.since_s >= before && t.since_s >= up_since);
-	assert_state_metrics(f, "slow", "slow", t.since_s);
+	assert_state_metrics(f, "slow", "tail", t.since_s);
 	assert_true(gauge(f, "iopulse_target_up") == 1);
-	f->lane.slow = false;
+	f->lane.probes[0].regress[IO_READ].slow = false;
+	f->lane.probes[0].regress[IO_READ].shape = STATUS_SHAPE_NONE;
 	before = wall_s();
 	scrape(f, &t);
 	assert_int_equal(t.state, STATUS_UP);
@@ -1461,7 +1472,7 @@ static void test_stuck_since(void **state)
 	scrape(f, &t);
 	assert_int_equal(t.state, STATUS_UP);
 	/* Up for a minute, since before the I/O that hangs (the lane is idle). */
-	l->shown_since_s -= 60;
+	l->judgement.since_s -= 60;
 	l->up_wall_s -= 60;
 	/* As a run in the kernel leaves it: probe 0 running, its check in flight
 	 * for its timeout and 5s more. */
@@ -1759,8 +1770,12 @@ static void test_waited(void **state)
 
 	assert_non_null(st);
 	assert_int_equal(n, 2);
-	assert_true(ops[0].slow_factor == 4 && ops[0].slow_floor_ns == 1000000);
-	assert_int_equal(ops[0].warmup_minutes, 10);
+	assert_true(ops[0].j.slow_factor == 4 && ops[0].j.slow_floor_ns == CFG_SLOW_FLOOR_AUTO);
+	assert_int_equal(ops[0].j.warmup_minutes, 10);
+	assert_true(ops[0].j.tail_factor == 4 && ops[0].j.tail_share == 0.02);
+	assert_int_equal(ops[0].j.stall_ns, SEC);
+	assert_int_equal(ops[0].j.slow_minutes, 2);
+	assert_int_equal(ops[0].j.ok_minutes, 3);
 	status_tick_until(st, ops, n, eng_now_ns()); /* the page knows the ops */
 	/* Probe p1's read in flight for 1s, within its timeout: nobody waits. */
 	atomic_store(&l->running, 0);

@@ -311,6 +311,7 @@ static const char test_yaml[] = "targets:\n"
 				"    directory: /nonexistent/iopulse-test\n"
 				"    max_duty_cycle: 100%\n"
 				"    max_write_per_day: 1TiB\n"
+				"    slow_floor: 1ms\n" /* auto has no floor gauge */
 				"    labels:\n"
 				"      zone: z1\n"
 				"probes:\n"
@@ -397,9 +398,20 @@ static void test_rows_are_the_families(void **state)
 	publish_burst(&ps[1], cfg);
 	/* What a scrape adds: a state, and a ping's op against its baseline. */
 	assert_int_equal(probe_metrics_target_state(&ts, "up", 1700000000, "none"), 0);
-	assert_int_equal(probe_metrics_regress(&ps[0], IO_WRITE, (const uint64_t[]){1000, 2000},
-					       (const uint64_t[]){3000, 4000}, 3),
-			 0);
+	assert_int_equal(
+		probe_metrics_regress(
+			&ps[0], IO_WRITE,
+			&(struct probe_regress){.baseline_ns = (const uint64_t[]){1000, 2000},
+						.recent_ns = (const uint64_t[]){3000, 4000},
+						.ratio = 3,
+						.floor_ns = 2000,
+						.have_tail = true,
+						.threshold_ns = 8000,
+						.slow_io_ratio = 0.03,
+						.have_max = true,
+						.max_ns = 9000,
+						.stalls = 1}),
+		0);
 	proc = process_metrics_new(m);
 	assert_non_null(proc);
 	check_page(m);

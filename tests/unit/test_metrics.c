@@ -71,13 +71,16 @@ static void test_family_declare_and_redeclare(void **state)
 		static const char *const reserved[] = {"__name", NULL};
 		static const char *const le[] = {"le", NULL};
 		static const char *const seven[] = {"a", "b", "c", "d", "e", "f", "g", NULL};
+		static const char *const eight[] = {"a", "b", "c", "d", "e", "f", "g", "h", NULL};
 		static const uint64_t unsorted[] = {5, 1};
 
 		assert_null(metrics_family(m, "test_a", METRIC_GAUGE, "x", dup, NULL, 0));
 		assert_null(metrics_family(m, "test_b", METRIC_GAUGE, "x", reserved, NULL, 0));
 		assert_null(metrics_family(m, "test_c", METRIC_HISTOGRAM, "x", le, bounds, 3));
 		assert_non_null(metrics_family(m, "test_d", METRIC_GAUGE, "x", le, NULL, 0));
-		assert_null(metrics_family(m, "test_e", METRIC_GAUGE, "x", seven, NULL, 0));
+		/* METRICS_MAX_LABELS (7: iopulse_target_info's) and no more. */
+		assert_non_null(metrics_family(m, "test_g", METRIC_GAUGE, "x", seven, NULL, 0));
+		assert_null(metrics_family(m, "test_e", METRIC_GAUGE, "x", eight, NULL, 0));
 		assert_null(metrics_family(m, "test_f", METRIC_HISTOGRAM, "x", NULL, unsorted, 2));
 	}
 	metrics_free(m);

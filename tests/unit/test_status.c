@@ -52,12 +52,19 @@ static void fixture_init(struct fixture *f)
 	snprintf(f->probe.name, sizeof(f->probe.name), "p1");
 	f->probe.kind = CFG_PROBE_PING;
 	f->probe.interval_ns = 100 * MS;
+	/* A fixed floor of 1 ms (as before 'auto'), slow after 2 slow minutes in a
+	 * row, good again after 3 good ones. */
 	f->op = (struct status_op){.p = &f->probe,
 				   .target = "t1",
 				   .op = IO_READ,
-				   .slow_factor = 4,
-				   .slow_floor_ns = 1 * MS,
-				   .warmup_minutes = 10};
+				   .j = {.slow_factor = 4,
+					 .slow_floor_ns = 1 * MS,
+					 .warmup_minutes = 10,
+					 .tail_factor = 4,
+					 .tail_share = 0.02,
+					 .stall_ns = NSEC_PER_SEC,
+					 .slow_minutes = 2,
+					 .ok_minutes = 3}};
 }
 
 static void fixture_free(struct fixture *f)
@@ -108,7 +115,7 @@ static void test_memory_bound(void **state)
 	(void)state;
 	/* What iopulse(8) says: 64 probe ops, 24 hours, everything kept for them. */
 	assert_int_equal(STATUS_BOUND_SERIES, 64);
-	assert_int_equal(STATUS_BOUND_BYTES, 1152 * 1024);
+	assert_int_equal(STATUS_BOUND_BYTES, 1168 * 1024);
 	assert_true(STATUS_BOUND_SERIES * one <= STATUS_BOUND_BYTES);
 	/* One record a minute for the last hour, one per 10 minutes for 24 hours. */
 	assert_int_equal(minutes, 3600);
@@ -393,7 +400,12 @@ static struct status_regress regress(struct fixture *f, uint64_t waited_ns)
 	struct status_burst b = {0};
 	struct status_regress r;
 
-	r = (struct status_regress){true, {1, 1}, true, {1, 1}, 7, true}; /* what must go */
+	r = (struct status_regress){.have_baseline = true,
+				    .baseline_ns = {1, 1},
+				    .have_recent = true,
+				    .recent_ns = {1, 1},
+				    .ratio = 7,
+				    .slow = true}; /* what must go */
 	status_set_probe(f->st, "p1", "t1", IO_READ, 1, 0, 0.1, &b, waited_ns, &r);
 	return r;
 }
@@ -454,7 +466,7 @@ static void test_baseline_median_not_mean(void **state)
 
 	(void)state;
 	fixture_started(&f);
-	f.op.slow_factor = 0;
+	f.op.j.slow_factor = 0;
 	for (unsigned m = 0; m < 21; m++)
 		minute(&f, m == 10 ? 500 * MS : (2 + m % 3) * MS, 20);
 	r = regress(&f, 0);
@@ -485,21 +497,66 @@ static void test_baseline_robust_to_regression(void **state)
 		assert_within(r.baseline_ns[0], 2 * MS, 0.03);
 		assert_within(r.recent_ns[0], 20 * MS, 0.03);
 		assert_true(r.ratio > 9.5 && r.ratio < 10.5);
-		assert_true(r.slow);
+		/* Slow from its second slow minute on (slow_minutes), the median's. */
+		assert_true(r.slow == (m >= 1));
+		assert_int_equal(r.shape, m >= 1 ? STATUS_SHAPE_MEDIAN : STATUS_SHAPE_NONE);
 		assert_true(status_bit(ss->v.ring.min_slow, (ss->v.ring.min_head + STATUS_MINUTES -
 							     1) % STATUS_MINUTES));
 		assert_int_equal(ss->v.base_minutes, 15);
 	}
-	/* Back to normal: not slow at the first good minute. */
-	minute(&f, 2 * MS, 20);
-	r = regress(&f, 0);
-	assert_false(r.slow);
+	/* Back to normal: slow still for two good minutes, good at the third
+	 * (ok_minutes). */
+	for (unsigned m = 0; m < 3; m++) {
+		minute(&f, 2 * MS, 20);
+		r = regress(&f, 0);
+		assert_true(r.slow == (m < 2));
+	}
+	assert_int_equal(r.shape, STATUS_SHAPE_NONE);
 	assert_within(r.baseline_ns[0], 2 * MS, 0.03);
 	fixture_free(&f);
 }
 
 /* 40 us to 400 us (tmpfs and the like): 10x, under the 1 ms floor, not slow;
  * with no floor, slow. */
+/* A burst run marked cpu_bound (its jobs mostly waited for a CPU: struct
+ * status_op's cpu_bound_runs moved with its histogram) measured the CPU, not
+ * the storage: neither the windows nor the judgement nor the baseline take its
+ * I/Os, however many such minutes; the next run not so marked counts. */
+static void test_cpu_bound_left_out(void **state)
+{
+	struct status_regress r;
+	struct fixture f;
+	uint64_t cpu_bound = 0;
+
+	(void)state;
+	fixture_started(&f);
+	f.probe.kind = CFG_PROBE_BURST;
+	f.op.cpu_bound_runs = &cpu_bound;
+	minutes(&f, 10, 2 * MS);
+	for (unsigned m = 0; m < 20; m++) { /* 40 ms, CPU-bound: over 4x */
+		for (unsigned i = 0; i < 20; i++)
+			metrics_observe_ns(f.lat, 40 * MS);
+		metrics_lock(f.m); /* as probe_metrics_publish() does */
+		cpu_bound++;
+		metrics_unlock(f.m);
+		minute(&f, 0, 0);
+		assert_int_equal(series(&f)->v.minute.count, 0);
+	}
+	r = regress(&f, 0);
+	assert_true(r.have_baseline);
+	assert_within(r.baseline_ns[0], 2 * MS, 0.03);
+	assert_false(r.slow);
+	assert_int_equal(series(&f)->v.hour.count, 200); /* the 10 good minutes alone */
+
+	/* The same runs not so marked: counted, and slow after two minutes. */
+	minute(&f, 40 * MS, 20);
+	assert_int_equal(series(&f)->v.minute.count, 20);
+	minute(&f, 40 * MS, 20);
+	r = regress(&f, 0);
+	assert_true(r.slow);
+	fixture_free(&f);
+}
+
 static void test_slow_floor(void **state)
 {
 	struct status_regress r;
@@ -508,23 +565,19 @@ static void test_slow_floor(void **state)
 	(void)state;
 	fixture_started(&f);
 	minutes(&f, 10, 40 * US);
-	minute(&f, 400 * US, 20);
+	minutes(&f, 2, 400 * US);
 	r = regress(&f, 0);
 	assert_within(r.baseline_ns[0], 40 * US, 0.03);
 	assert_true(r.ratio > 9.5 && r.ratio < 10.5);
 	assert_false(r.slow);
-	assert_false(status_is_slow(400 * US, 40 * US, 4, 1 * MS));
-	assert_true(status_is_slow(400 * US, 40 * US, 4, 0));
-	assert_false(status_is_slow(1 * MS, 1 * US, 4, 1 * MS)); /* over the floor, strictly */
-	assert_false(status_is_slow(8 * MS, 2 * MS, 4, 1 * MS)); /* over 4x, strictly */
-	assert_true(status_is_slow(8 * MS + 1, 2 * MS, 4, 1 * MS));
-	f.op.slow_floor_ns = 0;
-	minute(&f, 400 * US, 20);
+	f.op.j.slow_floor_ns = 0;
+	minutes(&f, 2, 400 * US);
 	assert_true(regress(&f, 0).slow);
 	fixture_free(&f);
 }
 
-/* A factor of 0: never slow, whatever the ratio. */
+/* A factor of 0, a tail share of 0 and a stall of 0: never slow, whatever the
+ * ratio and the tail. */
 static void test_factor_zero_never_slow(void **state)
 {
 	struct status_regress r;
@@ -532,20 +585,23 @@ static void test_factor_zero_never_slow(void **state)
 
 	(void)state;
 	fixture_started(&f);
-	f.op.slow_factor = 0;
+	f.op.j.slow_factor = 0;
+	f.op.j.tail_share = 0;
+	f.op.j.stall_ns = 0;
 	minutes(&f, 10, 2 * MS);
-	minute(&f, 200 * MS, 20);
+	minutes(&f, 3, 200 * MS);
 	r = regress(&f, 5 * NSEC_PER_SEC);
 	assert_true(r.have_baseline);
 	assert_true(r.ratio > 2000);
 	assert_false(r.slow);
-	assert_false(status_is_slow(UINT64_MAX / 2, 1, 0, 0));
+	assert_false(status_is_slow(UINT64_MAX / 2, (const uint64_t[]){1, 1}, &f.op.j));
 	fixture_free(&f);
 }
 
-/* An I/O waited on raises the recent figures: a probe with no I/O in the
- * minute but one in flight for 5 s is slow; one that completes some is raised
- * to the age of the one it waits on. An op the tick has not seen: zeros. */
+/* An I/O waited on raises the recent figures and the longest: a probe with
+ * no I/O in the minute but one in flight for 5 s shows 5 s (its target is
+ * stuck); one that completes some is raised to the age of the one it waits on.
+ * An op the tick has not seen: zeros. */
 static void test_waited_raises_recent(void **state)
 {
 	struct status_burst b = {0};
@@ -567,8 +623,12 @@ static void test_waited_raises_recent(void **state)
 	assert_int_equal(r.recent_ns[0], 5 * NSEC_PER_SEC);
 	assert_int_equal(r.recent_ns[1], 5 * NSEC_PER_SEC);
 	assert_true(r.ratio > 2400 && r.ratio < 2600);
-	assert_true(r.slow);
-	assert_true(series(&f)->v.regress.slow); /* kept in the view for the pages */
+	assert_true(r.have_max);
+	assert_int_equal(r.max_ns, 5 * NSEC_PER_SEC);
+	/* The I/O waited on is the target's (stuck: the judge), not the op's
+	 * minutes: it makes no minute slow. */
+	assert_false(r.slow);
+	assert_within(series(&f)->v.regress.recent_ns[0], 5 * NSEC_PER_SEC, 0.001);
 	minute(&f, 2 * MS, 20);
 	r = regress(&f, 3 * MS);
 	assert_int_equal(r.recent_ns[0], 3 * MS);
@@ -576,7 +636,12 @@ static void test_waited_raises_recent(void **state)
 	assert_false(r.slow); /* 1.5x */
 	r = regress(&f, 0);
 	assert_within(r.recent_ns[0], 2 * MS, 0.03);
-	r = (struct status_regress){true, {1, 1}, true, {1, 1}, 7, true}; /* what must go */
+	r = (struct status_regress){.have_baseline = true,
+				    .baseline_ns = {1, 1},
+				    .have_recent = true,
+				    .recent_ns = {1, 1},
+				    .ratio = 7,
+				    .slow = true}; /* what must go */
 	status_set_probe(f.st, "p1", "t1", IO_WRITE, 1, 0, 0.1, &b, 5 * NSEC_PER_SEC, &r);
 	assert_false(r.have_baseline);
 	assert_false(r.have_recent);
@@ -601,7 +666,7 @@ static void test_baseline_blocks_keep_it(void **state)
 	for (unsigned m = 1; m <= 180; m++) {
 		minute(&f, 20 * MS, 20);
 		r = regress(&f, 0);
-		assert_true(r.slow);
+		assert_true(r.slow == (m >= 2));
 		assert_within(r.baseline_ns[0], 2 * MS, 0.03);
 		/* 12 good blocks, none of them in the last hour. */
 		if (m == 60)
@@ -633,7 +698,9 @@ static void test_baseline_relearns_after_a_day_slow(void **state)
 		if (gone && r.have_baseline && !learnt)
 			learnt = m;
 		if (!gone) {
-			assert_true(r.slow);
+			/* One I/O a minute: slow once a run of slow minutes holds
+			 * STATUS_JUDGE_MIN_IOS of them. */
+			assert_true(r.slow == (m >= STATUS_JUDGE_MIN_IOS));
 			assert_within(r.baseline_ns[0], 2 * MS, 0.03);
 		}
 	}
@@ -644,6 +711,209 @@ static void test_baseline_relearns_after_a_day_slow(void **state)
 	assert_within(r.baseline_ns[0], 20 * MS, 0.03);
 	assert_false(r.slow);
 	fixture_free(&f);
+}
+
+/* One minute of @n I/Os of @ns and @m of @slow_ns (published in its first step). */
+static void minute_mix(struct fixture *f, uint64_t ns, unsigned n, uint64_t slow_ns, unsigned m)
+{
+	for (unsigned i = 0; i < m; i++)
+		metrics_observe_ns(f->lat, slow_ns);
+	minute(f, ns, n);
+}
+
+/* 15 minutes of 96 I/Os at 1 ms and 4 at 2 ms (p50 1 ms, p99 2 ms): the
+ * baseline of the tests of the shapes. */
+static void healthy(struct fixture *f)
+{
+	for (unsigned m = 0; m < 15; m++)
+		minute_mix(f, 1 * MS, 96, 2 * MS, 4);
+}
+
+/*
+ * A slow tail: 5 % of the I/Os at 30 ms, the median unchanged. Slow once the
+ * window's share reaches tail_share, 2 % (the second minute: 10 of 500) with
+ * STATUS_TAIL_MIN_IOS over 4x the p99, and that minute is the second slow one
+ * in a row: the third; its figures are there; the baseline's p99 does not take
+ * the tail in. Back to normal: a minute without a slow I/O is a good one,
+ * whatever the window still holds: good at the third.
+ */
+static void test_tail(void **state)
+{
+	struct status_regress r;
+	struct fixture f;
+	unsigned m;
+
+	(void)state;
+	fixture_started(&f);
+	healthy(&f);
+	r = regress(&f, 0);
+	assert_within(r.baseline_ns[1], 2 * MS, 0.03);
+	assert_within(r.threshold_ns, 8 * MS, 0.03);
+	for (m = 1; m <= 30; m++) {
+		minute_mix(&f, 1 * MS, 95, 30 * MS, 5);
+		r = regress(&f, 0);
+		assert_true(r.slow == (m >= 3));
+		assert_int_equal(r.shape, m >= 3 ? STATUS_SHAPE_TAIL : STATUS_SHAPE_NONE);
+		assert_true(r.ratio < 1.1); /* the median is as it was */
+		assert_within(r.baseline_ns[1], 2 * MS, 0.03);
+	}
+	assert_true(r.have_tail);
+	assert_true(r.slow_io_ratio > 0.049 && r.slow_io_ratio < 0.051);
+	assert_within(r.max_ns, 30 * MS, 0.03);
+	assert_int_equal(r.stall_minutes, 0);
+	for (m = 1; m <= 3; m++) {
+		minute_mix(&f, 1 * MS, 96, 2 * MS, 4);
+		r = regress(&f, 0);
+		assert_true(r.slow == (m < 3));
+		assert_true(r.slow_io_ratio > 0); /* the window still has the tail */
+	}
+	fixture_free(&f);
+
+	/* An op of 6 I/Os a minute (a ping every 10 s): 30 in the window, too few
+	 * for a share (one I/O is 3 %): 17 % over the threshold is no tail. */
+	fixture_started(&f);
+	for (m = 0; m < 15; m++)
+		minute_mix(&f, 1 * MS, 5, 2 * MS, 1);
+	for (m = 1; m <= 10; m++) {
+		minute_mix(&f, 1 * MS, 5, 30 * MS, 1);
+		r = regress(&f, 0);
+		assert_false(r.slow);
+	}
+	assert_true(r.slow_io_ratio > 0.16);
+	fixture_free(&f);
+}
+
+/* Stalls: one I/O of 3 s a minute, the rest as usual. Slow once two minutes of
+ * the window had one (the second) and that is the second slow minute in a row
+ * (the third), as stalls; figures: the longest I/O and the minutes. Stalls of
+ * 0s are not judged. */
+static void test_stalls(void **state)
+{
+	struct status_regress r;
+	struct fixture f;
+	unsigned m;
+
+	(void)state;
+	fixture_started(&f);
+	healthy(&f);
+	for (m = 1; m <= 5; m++) {
+		minute_mix(&f, 1 * MS, 99, 3 * NSEC_PER_SEC, 1);
+		r = regress(&f, 0);
+		assert_true(r.slow == (m >= 3));
+		assert_int_equal(r.shape, m >= 3 ? STATUS_SHAPE_STALLS : STATUS_SHAPE_NONE);
+		assert_int_equal(r.stall_minutes, m);
+		assert_int_equal(r.stalls, m);
+	}
+	assert_within(r.max_ns, 3 * NSEC_PER_SEC, 0.03);
+	fixture_free(&f);
+
+	fixture_started(&f);
+	f.op.j.stall_ns = 0;
+	f.op.j.tail_share = 0;
+	healthy(&f);
+	for (m = 1; m <= 5; m++)
+		minute_mix(&f, 1 * MS, 99, 3 * NSEC_PER_SEC, 1);
+	r = regress(&f, 0);
+	assert_false(r.slow);
+	assert_int_equal(r.stall_minutes, 0);
+	fixture_free(&f);
+}
+
+/* Every I/O 10x slower is the median's, not a tail (though every I/O is over
+ * the tail's threshold) nor stalls: "slow"; and its minutes do not keep the
+ * tail's window slow once it ends. */
+static void test_median_not_tail(void **state)
+{
+	struct status_regress r;
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	healthy(&f);
+	minutes(&f, 3, 10 * MS);
+	r = regress(&f, 0);
+	assert_true(r.slow);
+	assert_int_equal(r.shape, STATUS_SHAPE_MEDIAN);
+	for (unsigned m = 1; m <= 3; m++) {
+		minute_mix(&f, 1 * MS, 96, 2 * MS, 4);
+		assert_true(regress(&f, 0).slow == (m < 3));
+	}
+	fixture_free(&f);
+}
+
+/*
+ * slow_floor auto: a fast device (p50 130 us, p99 250 us) 4x slower is slow,
+ * its floor being its p99; tmpfs-fast noise (p50 9 us, p99 30 us, then a
+ * minute 10x) is not: the floor is at least 100 us.
+ */
+static void test_floor_auto(void **state)
+{
+	const uint64_t us = 1000;
+	struct status_regress r;
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	f.op.j.slow_floor_ns = CFG_SLOW_FLOOR_AUTO;
+	for (unsigned m = 0; m < 15; m++)
+		minute_mix(&f, 130 * us, 97, 250 * us, 3);
+	assert_int_equal(status_floor_ns(&f.op.j, regress(&f, 0).baseline_ns),
+			 regress(&f, 0).baseline_ns[1]);
+	minutes(&f, 2, 4 * 130 * us + 20 * us);
+	r = regress(&f, 0);
+	assert_true(r.slow);
+	assert_int_equal(r.shape, STATUS_SHAPE_MEDIAN);
+	fixture_free(&f);
+
+	fixture_started(&f);
+	f.op.j.slow_floor_ns = CFG_SLOW_FLOOR_AUTO;
+	f.op.j.tail_share = 0; /* the median alone: 90 us noise is under the floor */
+	for (unsigned m = 0; m < 15; m++)
+		minute_mix(&f, 9 * us, 97, 30 * us, 3);
+	minutes(&f, 3, 90 * us);
+	r = regress(&f, 0);
+	assert_true(r.ratio > 9);
+	assert_false(r.slow);
+	assert_int_equal(status_floor_ns(&f.op.j, r.baseline_ns), STATUS_FLOOR_NS);
+	/* The tail's threshold: 4x the p99, over 100 us already. */
+	assert_within(status_slow_io_ns(&f.op.j, r.baseline_ns), 4 * r.baseline_ns[1], 0.001);
+	fixture_free(&f);
+}
+
+/* The op's state from its ring's slow bits alone (so a restored ring brings it
+ * back): slow after slow_minutes slow minutes in a row holding 5 I/Os, good
+ * after ok_minutes good ones holding 5; minutes without I/O count as neither. */
+static void test_op_slow_replay(void **state)
+{
+	struct status_judging j = {.slow_minutes = 2, .ok_minutes = 3};
+	struct status_ring *r = calloc(1, sizeof(*r));
+	/* count, slow: one minute each */
+	static const struct {
+		uint32_t count;
+		bool slow;
+		bool want;
+	} seq[] = {
+		{20, false, false}, {20, true, false},	{20, true, true}, {0, false, true},
+		{20, false, true},  {20, false, true},	{20, true, true}, {20, false, true},
+		{20, false, true},  {20, false, false}, {1, true, false}, {1, true, false},
+		{1, true, false},   {1, true, false},	{1, true, true},  {1, false, true},
+		{1, false, true},   {1, false, true},	{1, false, true}, {1, false, false},
+	};
+
+	(void)state;
+	assert_non_null(r);
+	for (unsigned i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		unsigned s = r->min_head;
+
+		r->min[s] = (struct status_rec){.count = seq[i].count};
+		if (seq[i].slow)
+			r->min_slow[s / 8] |= (uint8_t)(1u << (s % 8));
+		r->min_head = (uint16_t)((s + 1) % STATUS_MINUTES);
+		r->min_n++;
+		if (status_op_slow(r, &j) != seq[i].want)
+			fail_msg("minute %u: slow %d, want %d", i, !seq[i].want, seq[i].want);
+	}
+	free(r);
 }
 
 /* The baseline's median by itself: weights 1 and 10, blocks of the last hour
@@ -868,7 +1138,9 @@ static void test_pages_slow(void **state)
 	regress(&f, 0);
 	json = render_json(f.st, false);
 	assert_non_null(strstr(json, "\"baseline\":null,\"recent\":{\"p50_seconds\":0.00"));
-	assert_non_null(strstr(json, "\"ratio\":null,\"slow\":false}"));
+	assert_non_null(strstr(json, "\"ratio\":null,\"slow\":false,\"shape\":\"none\","
+				     "\"slow_io\":null,\"longest_seconds\":0.00"));
+	assert_non_null(strstr(json, ",\"stall_minutes\":null}"));
 	assert_non_null(strstr(json, "\"state\":\"up\",\"since\":0.000,\"reason\":\"\","
 				     "\"reason_code\":\"none\""));
 	free(json);
@@ -879,7 +1151,7 @@ static void test_pages_slow(void **state)
 	free(page);
 
 	minutes(&f, 7, 2 * MS);
-	minute(&f, 25 * MS, 20);
+	minutes(&f, 2, 25 * MS);
 	assert_true(regress(&f, 0).slow);
 	clock_gettime(CLOCK_REALTIME, &now);
 	t.since_s = now.tv_sec - 725.5;
@@ -890,7 +1162,8 @@ static void test_pages_slow(void **state)
 	json = render_json(f.st, true);
 	assert_non_null(strstr(json, "\"baseline\":{\"p50_seconds\":0.00"));
 	assert_non_null(strstr(json, "\"ratio\":12.")); /* 25 / 2 */
-	assert_non_null(strstr(json, "\"slow\":true,\"minutes\":"));
+	assert_non_null(strstr(json, "\"slow\":true,\"shape\":\"slow\","));
+	assert_non_null(strstr(json, ",\"stall_minutes\":0,\"minutes\":"));
 	assert_non_null(strstr(json, "\"max_seconds\":0.025")); /* the slow minute's record */
 	assert_non_null(strstr(json, ",\"slow\":true}],\"ten_minutes\":"));
 	assert_non_null(strstr(json, "\"state\":\"slow\",\"since\":"));
@@ -1161,12 +1434,18 @@ int main(void)
 		cmocka_unit_test(test_baseline_warmup),
 		cmocka_unit_test(test_baseline_median_not_mean),
 		cmocka_unit_test(test_baseline_robust_to_regression),
+		cmocka_unit_test(test_cpu_bound_left_out),
 		cmocka_unit_test(test_slow_floor),
 		cmocka_unit_test(test_factor_zero_never_slow),
 		cmocka_unit_test(test_waited_raises_recent),
 		cmocka_unit_test(test_baseline_blocks_keep_it),
 		cmocka_unit_test(test_baseline_relearns_after_a_day_slow),
 		cmocka_unit_test(test_baseline_weights),
+		cmocka_unit_test(test_tail),
+		cmocka_unit_test(test_stalls),
+		cmocka_unit_test(test_median_not_tail),
+		cmocka_unit_test(test_floor_auto),
+		cmocka_unit_test(test_op_slow_replay),
 		cmocka_unit_test(test_ready),
 		cmocka_unit_test(test_html_escape),
 		cmocka_unit_test(test_json_string),

@@ -32,6 +32,7 @@
 
 #include "tests/unit/testutil.h"
 
+#include "daemon/targets/hostload.h"
 #include "daemon/targets/target.h"
 
 #define MIB (1ULL << 20)
@@ -1647,6 +1648,94 @@ static void test_stat_within(void **state)
 		assert_int_equal(target_stat_within(dir, &b, 1000), 0);
 }
 
+/* Writes @text as @proc/self/mountinfo, then describes @t (open) with it. */
+static void describe_with(struct target *t, const char *proc, const char *text,
+			  struct target_desc *d)
+{
+	char path[PATH_MAX + 32];
+
+	join(path, sizeof(path), proc, "self/mountinfo");
+	write_file(path, text, strlen(text));
+	target_describe(t, d);
+}
+
+/*
+ * iopulse_target_info's source: the source of the mountinfo line of the
+ * target's mount, its octal escapes undone; where several lines have its
+ * device, the one whose mount point is the longest at or above its path; where
+ * none has (a btrfs subvolume), that mount point alone; "" when the source is
+ * too long for a label of ours.
+ */
+static void test_describe_source(void **state)
+{
+	char dir[PATH_MAX], real[PATH_MAX], proc[PATH_MAX], self[PATH_MAX + 8];
+	char text[2 * PATH_MAX + 1024], big[300];
+	struct cfg_target cfg;
+	struct target t;
+	struct target_desc d;
+	unsigned ma, mi;
+
+	(void)state;
+	tu_new_dir(dir, sizeof(dir));
+	assert_non_null(realpath(dir, real));
+	tu_new_dir(proc, sizeof(proc));
+	join(self, sizeof(self), proc, "self");
+	assert_int_equal(mkdir(self, 0755), 0);
+	hostload_roots.proc = proc;
+	cfg = dir_cfg(dir, MIB);
+	target_init(&t, &cfg);
+	t.dir_only = true;
+	assert_int_equal(target_open(&t), 0);
+	ma = major(t.dev);
+	mi = minor(t.dev);
+
+	/* Three mounts of its device: the one above it wins, whatever the order;
+	 * a deeper mount point of another device is not above it. */
+	snprintf(text, sizeof(text),
+		 "20 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+		 "30 20 %u:%u / /elsewhere rw - nfs4 server:/elsewhere rw\n"
+		 "31 20 %u:%u /x %s rw shared:5 - nfs4 nas\\040box:/exp\\134ort rw\n"
+		 "32 20 %u:%u / /else rw - nfs4 server:/else rw\n"
+		 "33 20 99:99 / %s/deeper rw - ext4 /dev/sdz rw\n",
+		 ma, mi, ma, mi, real, ma, mi, real);
+	describe_with(&t, proc, text, &d);
+	assert_string_equal(d.source, "nas box:/exp\\ort");
+
+	/* Its device only elsewhere: that mount still, not "/" of another device. */
+	snprintf(text, sizeof(text),
+		 "20 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+		 "30 20 %u:%u / /elsewhere rw - nfs4 server:/elsewhere rw\n",
+		 ma, mi);
+	describe_with(&t, proc, text, &d);
+	assert_string_equal(d.source, "server:/elsewhere");
+
+	/* No line has its device: the longest mount point above it. */
+	snprintf(text, sizeof(text),
+		 "20 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+		 "34 20 0:9999 /@vol %s rw - btrfs /dev/sdc rw\n"
+		 "35 20 8:2 / /boot rw - ext4 /dev/sda2 rw\n",
+		 real);
+	describe_with(&t, proc, text, &d);
+	assert_string_equal(d.source, "/dev/sdc");
+
+	/* A source too long for the label: none, rather than a cut one. */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	snprintf(text, sizeof(text), "31 20 %u:%u / %s rw - fuse.sshfs %s rw\n", ma, mi, real, big);
+	describe_with(&t, proc, text, &d);
+	assert_string_equal(d.source, "");
+
+	/* No mountinfo at all: nothing, and the rest as ever. */
+	join(text, sizeof(text), self, "mountinfo");
+	assert_int_equal(unlink(text), 0);
+	target_describe(&t, &d);
+	assert_string_equal(d.source, "");
+	assert_true(d.fstype[0] != '\0');
+
+	hostload_roots.proc = NULL;
+	target_close(&t);
+}
+
 /* sysfs text as a label value: trimmed, and nothing a scrape would reject. */
 static void test_label_text(void **state)
 {
@@ -1691,6 +1780,7 @@ int main(void)
 		cmocka_unit_test(test_file_target),
 		cmocka_unit_test(test_tmpfs),
 		cmocka_unit_test(test_stat_within),
+		cmocka_unit_test(test_describe_source),
 		cmocka_unit_test(test_relay_keeps_user_file),
 		cmocka_unit_test(test_foreign_tmp_names_kept),
 		cmocka_unit_test(test_stale_tmp_swept),
