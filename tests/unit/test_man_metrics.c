@@ -331,13 +331,14 @@ static const char test_yaml[] = "targets:\n"
 				"    target: t\n";
 
 /* A burst's outcome with an empty histogram for every op, its CPU wait
- * measured. */
-static void publish_burst(struct probe_series *s, const struct config *cfg)
+ * measured, and the run @cpu_bound or not. */
+static void publish_burst(struct probe_series *s, const struct config *cfg, bool cpu_bound)
 {
 	struct probe_outcome o = {.burst = true,
 				  .elapsed_ns = 1000000000,
 				  .cpu_wait_known = true,
-				  .cpu_thread_ns = 1000000000};
+				  .cpu_thread_ns = 1000000000,
+				  .cpu_bound = cpu_bound};
 
 	for (int op = 0; op < IO_OP_COUNT; op++) {
 		o.op[op].hist = hist_new(cfg->buckets_ns, cfg->n_buckets);
@@ -395,7 +396,11 @@ static void test_rows_are_the_families(void **state)
 	for (unsigned i = 0; i < 3; i++)
 		assert_int_equal(probe_metrics_init(&ps[i], m, cfg, &cfg->probes[i], "t", "sync"),
 				 0);
-	publish_burst(&ps[1], cfg);
+	publish_burst(&ps[1], cfg, false);
+	assert_int_equal(ps[1].cpu_bound_runs, 0);
+	/* A CPU-bound run is counted, for the status tick to leave it out. */
+	publish_burst(&ps[1], cfg, true);
+	assert_int_equal(ps[1].cpu_bound_runs, 1);
 	/* What a scrape adds: a state, and a ping's op against its baseline. */
 	assert_int_equal(probe_metrics_target_state(&ts, "up", 1700000000, "none"), 0);
 	assert_int_equal(
