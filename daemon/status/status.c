@@ -581,11 +581,12 @@ void status_tick_end(struct status *st, uint64_t now_ns)
 	struct status_series *gone[8];
 	unsigned n_gone;
 
-	/* Every minute of ticks, whoever keeps the state file hears of it. */
+	/* Every minute of ticks, whoever keeps the state file hears of it, once
+	 * the targets are judged on these figures (status_tell_minute()). */
 	if (st->minute_fn &&
 	    (!st->minute_told_ns || now_ns - st->minute_told_ns >= 60 * NSEC_PER_SEC)) {
 		st->minute_told_ns = now_ns;
-		st->minute_fn(st->minute_arg, now_ns);
+		st->minute_due_ns = now_ns;
 	}
 	do { /* a few at a time: freed outside the mutex */
 		n_gone = 0;

@@ -189,7 +189,9 @@ struct status_tally {
 	uint32_t over[STATUS_JUDGE_MINUTES];   /* of them over the slow-I/O threshold then */
 	uint32_t stalls[STATUS_JUDGE_MINUTES]; /* of them over the stall threshold then */
 	uint16_t max[STATUS_JUDGE_MINUTES];    /* status_code() of the longest */
-	bool median[STATUS_JUDGE_MINUTES];     /* its median was slow: its I/Os are the median's */
+	/* Its median was slow, or the minute before's was (the end of that
+	 * slowdown): its I/Os are the median's, in no tail or stall. */
+	bool median[STATUS_JUDGE_MINUTES];
 	uint8_t n;			       /* minutes held */
 };
 
@@ -330,6 +332,7 @@ struct status {
 	void (*minute_fn)(void *arg, uint64_t tick_ns);
 	void *minute_arg;
 	uint64_t minute_told_ns; /* the tick's: when it last told it; 0: never */
+	uint64_t minute_due_ns;	 /* the tick's: a minute to tell (status_tell_minute()) */
 };
 
 /* What a page shows, copied under the mutex (status_snapshot()). */

@@ -842,6 +842,34 @@ static void test_median_not_tail(void **state)
 }
 
 /*
+ * A slowdown of every I/O that ends in the middle of a minute: that minute's
+ * median is fast again, but a third of its I/Os are the slowdown's. They are
+ * the median's, not a tail: the next minutes, each with the one I/O over the
+ * threshold a busy machine gives (1 %), are good ones, and the op is good
+ * again after ok_minutes.
+ */
+static void test_median_end_not_tail(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	healthy(&f);
+	minutes(&f, 3, 10 * MS);
+	assert_int_equal(regress(&f, 0).shape, STATUS_SHAPE_MEDIAN);
+	minute_mix(&f, 1 * MS, 40, 10 * MS, 20); /* the slowdown ends */
+	for (unsigned m = 1; m <= 4; m++) {
+		struct status_regress r;
+
+		minute_mix(&f, 1 * MS, 99, 10 * MS, 1);
+		r = regress(&f, 0);
+		assert_true(r.slow == (m < 2)); /* good at the third good minute */
+		assert_int_not_equal(r.shape, STATUS_SHAPE_TAIL);
+	}
+	fixture_free(&f);
+}
+
+/*
  * slow_floor auto: a fast device (p50 130 us, p99 250 us) 4x slower is slow,
  * its floor being its p99; tmpfs-fast noise (p50 9 us, p99 30 us, then a
  * minute 10x) is not: the floor is at least 100 us.
@@ -1444,6 +1472,7 @@ int main(void)
 		cmocka_unit_test(test_tail),
 		cmocka_unit_test(test_stalls),
 		cmocka_unit_test(test_median_not_tail),
+		cmocka_unit_test(test_median_end_not_tail),
 		cmocka_unit_test(test_floor_auto),
 		cmocka_unit_test(test_op_slow_replay),
 		cmocka_unit_test(test_ready),
