@@ -39,13 +39,16 @@ helper_started() {
 	HELPERS+=("$1 $2")
 }
 
-# helpers_alive: fail when a helper process (or hangfs) has exited.
+# helpers_alive: fail when a helper process (or a hangfs) has exited.
 helpers_alive() {
 	local h
 	for h in "${HELPERS[@]}"; do
 		alive "${h%% *}" || fail "${h#* } (pid ${h%% *}) exited"
 	done
-	[[ -z $HANGFS_PID ]] || alive "$HANGFS_PID" || fail "hangfs exited"
+	[[ -z ${HANGFS_PID:-} ]] || alive "$HANGFS_PID" || fail "hangfs exited"
+	for h in "${!HANGFS_PIDS[@]}"; do
+		alive "${HANGFS_PIDS[$h]}" || fail "hangfs $h (pid ${HANGFS_PIDS[$h]}) exited"
+	done
 }
 
 # wait_for SECONDS WHAT CMD [ARGS...]: as wait_until, polling every second
@@ -236,4 +239,22 @@ for a in json.load(sys.stdin):
 	[[ -z $prom && -z $am ]] && return 0
 	((QUIET_N++ % 30)) || note "still active: prometheus [${prom//$'\n'/; }] alertmanager [${am//$'\n'/; }]"
 	return 1
+}
+
+# start_alerting_prometheus: lib.sh's Prometheus (scrape and evaluation every
+# second) with the shipped rules, sending to our Alertmanager; fails unless it
+# loaded the alerts named (ALERTNAME...). The alerting section goes after the
+# job (a line at column 0 ends the job's YAML and starts a top-level key).
+start_alerting_prometheus() {
+	local a
+	PROM_RULES=$RULES PROM_JOB_EXTRA="alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: ['127.0.0.1:$AM_PORT']" start_prometheus
+	HELPERS+=("$PROM_PID prometheus") # stopped at exit by lib.sh
+	curl -fsS --max-time 30 "$PROM_URL/api/v1/rules" >"$WORK/rules.json" ||
+		fail "cannot read $PROM_URL/api/v1/rules"
+	for a in "$@"; do
+		grep -qF "\"name\":\"$a\"" "$WORK/rules.json" || fail "prometheus has not loaded an alert $a from $RULES"
+	done
 }

@@ -160,20 +160,7 @@ start_webhook
 start_alertmanager
 start_daemon "$WORK/iopulse.yaml"
 start_monitor
-# lib.sh's Prometheus (scrape and evaluation every second) with the shipped
-# rules; the alerting section goes after its job (a line at column 0 ends the
-# job's YAML and starts a top-level key).
-PROM_RULES=$RULES PROM_JOB_EXTRA="alerting:
-  alertmanagers:
-    - static_configs:
-        - targets: ['127.0.0.1:$AM_PORT']" start_prometheus
-HELPERS+=("$PROM_PID prometheus") # stopped at exit by lib.sh
-# It loaded the shipped rules, the alerts this test waits for among them.
-curl -fsS --max-time 30 "$PROM_URL/api/v1/rules" >"$WORK/rules.json" ||
-	fail "cannot read $PROM_URL/api/v1/rules"
-for a in IopulseLatencyRegression IopulseTargetStuck; do
-	grep -qF "\"name\":\"$a\"" "$WORK/rules.json" || fail "prometheus has not loaded an alert $a from $RULES"
-done
+start_alerting_prometheus IopulseLatencyRegression IopulseTargetStuck
 T_START=$(now_s)
 
 # ---- 0. warm-up ------------------------------------------------------------------
