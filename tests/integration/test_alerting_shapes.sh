@@ -185,7 +185,10 @@ while :; do
 	helpers_alive
 	require_alive
 	(($(now_ms) < deadline)) || break
-	scrape_metrics
+	# One file, not lib.sh's scrape_metrics' one a scrape: a second's loop for
+	# many minutes.
+	PAGE="$WORK/metrics.prom"
+	scrape /metrics >"$PAGE" || fail "scrape of $(url /metrics) failed (curl status $?)"
 	if [[ -z ${T_ON[stalls]:-} ]] && has_baseline stalls; then
 		stall_loop "${HANGFS_PIDS[stalls]}" &
 		helper_started $! "the stall loop"
