@@ -143,6 +143,7 @@ hangfs_mount() {
 	mkdir -p "$backing" "$mnt"
 	[[ -n ${HANGFS_LOGS[$name]:-} ]] || DAEMON_LOGS+=("$log")
 	HANGFS_MNTS[$name]=$mnt
+	# shellcheck disable=SC2034 # for the tests that source this file
 	HANGFS_BACKINGS[$name]=$backing
 	HANGFS_LOGS[$name]=$log
 	_hangfs_start "$backing" "$mnt" "$log" "HANGFS_PIDS[$name]"

@@ -248,6 +248,7 @@ while :; do
 	if [[ -n $T_RESTART && -z $RESTART_CHECKED ]] && status_of restart && [[ $STATUS_STATE == slow ]]; then
 		awk -v a="$STATUS_SINCE" -v b="$RESTART_SINCE" 'BEGIN { d = a - b; exit !(d < 0.001 && d > -0.001) }' ||
 			fail "restart: slow since $STATUS_SINCE after the restart, since $RESTART_SINCE before"
+		[[ $STATUS_CODE == slow ]] || fail "restart: slow for $STATUS_CODE after the restart, want slow"
 		RESTART_CHECKED=$(now_s)
 		note "restart: slow again $(mins_since "$T_RESTART" "$RESTART_CHECKED") after the restart, the same since"
 	fi
