@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
+#include <zlib.h>
 
 #include "config/config.h"
 #include "config/config_int.h"
@@ -240,6 +241,7 @@ void cfg_free(const struct config *cc)
 	free(c->targets);
 	free(c->probes);
 	free(c->source);
+	free(c->state_directory);
 	free(c);
 }
 
@@ -339,6 +341,39 @@ bool cfg_probe_same(const struct config *ac, const struct cfg_probe *a, const st
 		    const struct cfg_probe *b)
 {
 	return item_same(&sec_probe, a, b, ac, bc);
+}
+
+/* Every field a row of @sec valid in @valid names but a judgement's, as
+ * "key: value" lines, in table order. */
+static void print_same_fields(FILE *f, const struct section *sec, unsigned valid, const void *base,
+			      const struct config *c)
+{
+	for (const struct key *k = schema; k < SCHEMA_END; k++)
+		if ((k->where & sec->mask) && (k->where & valid) && !k->judgement) {
+			fprintf(f, "%s:", k->name);
+			k->type->print(f, k, base, c);
+		}
+}
+
+uint32_t cfg_probe_fingerprint(const struct config *c, const struct cfg_probe *p)
+{
+	const struct cfg_target *t = &c->targets[p->target];
+	char *text = NULL;
+	size_t len = 0;
+	uLong crc;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return 0;
+	print_same_fields(f, &sec_probe, W_PROBE_KIND(p->kind), p, c);
+	print_same_fields(f, &sec_target, W_TARGET_KIND(t->kind), t, c);
+	if (fclose(f) != 0 || !text) {
+		free(text);
+		return 0;
+	}
+	crc = crc32(crc32(0, Z_NULL, 0), (const Bytef *)text, (uInt)len);
+	free(text);
+	return crc ? (uint32_t)crc : 1; /* 0 says "none" */
 }
 
 int cfg_key_doc(unsigned i, struct cfg_key_doc *d)

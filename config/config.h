@@ -272,6 +272,9 @@ struct config {
 	int native_schema;		   /* native histograms: schema, -4..7 */
 	uint64_t native_zero_threshold_ns; /* their zero bucket; 0 = 2^-128 s, as client_golang */
 	bool splay; /* probes start at a per-host phase (daemon/splay.h), default true */
+	/* Where the state file lives (baselines and target states across restarts),
+	 * environment-expanded; "" (the default with STATE_DIRECTORY unset): none. */
+	char *state_directory;
 	struct cfg_target *targets;
 	unsigned n_targets;
 	struct cfg_probe *probes;
@@ -378,6 +381,14 @@ bool cfg_target_same(const struct cfg_target *a, const struct cfg_target *b);
  */
 bool cfg_probe_same(const struct config *ac, const struct cfg_probe *a, const struct config *bc,
 		    const struct cfg_probe *b);
+
+/*
+ * A hash (CRC-32) of what probe @p of @c measures and how: every key of the
+ * probe and of its target but the judgement keys, as cfg_probe_same() compares
+ * them. Figures saved under one hash (the state file) are another probe's
+ * under another. 0 only when out of memory, which matches nothing.
+ */
+uint32_t cfg_probe_fingerprint(const struct config *c, const struct cfg_probe *p);
 
 /* Whether the probe writes (a write ping, a burst with randwrite/randrw/write, a
  * verify probe). */

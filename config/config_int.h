@@ -191,10 +191,12 @@ extern const struct key_type type_io_priority;
 /* types_top.c */
 extern const struct key_type type_listen;
 extern const struct key_type type_buckets;
+extern const struct key_type type_state_directory;
 extern const struct key_type type_targets;
 extern const struct key_type type_probes;
 
 /* types_target.c */
+int get_path(struct parser *p, const yaml_node_t *n, const char *key, const char *s, char **out);
 extern const struct key_type type_target_path;
 extern const struct key_type type_keep_free;
 extern const struct key_type type_require_mount;

@@ -34,8 +34,7 @@ static bool device_path_valid(const char *path)
  * The value @s of path key @key, environment-expanded into @out (what was there
  * is freed): at most PATH_MAX - 1 bytes. When it is longer, @out holds it still.
  */
-static int get_path(struct parser *p, const yaml_node_t *n, const char *key, const char *s,
-		    char **out)
+int get_path(struct parser *p, const yaml_node_t *n, const char *key, const char *s, char **out)
 {
 	int r;
 

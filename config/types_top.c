@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * types_top — the types of the top-level keys: 'listen', 'buckets', and the
- * lists 'targets' and 'probes'.
+ * types_top — the types of the top-level keys: 'listen', 'buckets',
+ * 'state_directory', and the lists 'targets' and 'probes'.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -220,6 +220,41 @@ static void default_buckets(const struct key *k, void *base)
 
 const struct key_type type_buckets = {"list of durations", parse_buckets, print_buckets, NULL,
 				      default_buckets};
+
+/* ---- state_directory -------------------------------------------------------------- */
+
+/* A path, environment-expanded as a target's; empty: none (no state file). */
+static int parse_state_directory(struct parser *p, const struct key *k, const yaml_node_t *v,
+				 struct item *it)
+{
+	struct config *c = it->base;
+	const char *s = NULL;
+	int r = get_scalar(p, v, k->name, "a path", &s);
+
+	return r < 0 ? r : get_path(p, v, k->name, s, &c->state_directory);
+}
+
+static void print_state_directory(FILE *f, const struct key *k, const void *base,
+				  const struct config *c)
+{
+	(void)k;
+	(void)base;
+	fputc(' ', f);
+	cfg_print_path(f, c->state_directory ? c->state_directory : "");
+	fputc('\n', f);
+}
+
+static bool same_state_directory(const struct key *k, const void *a, const void *b,
+				 const struct config *ac, const struct config *bc)
+{
+	(void)k;
+	(void)a;
+	(void)b;
+	return str_same(ac->state_directory, bc->state_directory);
+}
+
+const struct key_type type_state_directory = {"path", parse_state_directory, print_state_directory,
+					      same_state_directory, NULL};
 
 const struct key_type type_targets = {"list of targets", parse_targets, print_targets, NULL, NULL};
 const struct key_type type_probes = {"list of probes", parse_probes, print_probes, NULL, NULL};

@@ -38,6 +38,7 @@
 #include "daemon/oneshot/probe_cli.h"
 #include "daemon/metrics/process.h"
 #include "daemon/sched/scheduler.h"
+#include "daemon/statefile.h"
 #include "lib/stack.h"
 #include "daemon/http/tls.h"
 
@@ -397,6 +398,7 @@ static int cmd_check(int argc, char **argv)
 		cfg_print(cfg, stdout);
 		cfg_print_budget(cfg, stdout);
 	}
+	statefile_check(cfg, o.timeout_ns, o.quiet, o.file_only, stdout);
 	budget = check_budget(cfg, true);
 	check_warnings(cfg);
 	/* --file-only: a target down on this machine (a disk not mounted yet) is
@@ -608,6 +610,7 @@ static int serve(const struct config *cfg, const char *config_path, const struct
 	struct process_metrics *pm = NULL;
 	struct metrics *m = new_registry(cfg, &pm);
 	struct http_server *h = NULL;
+	struct statefile *sf = NULL;
 	struct sched *s = NULL;
 	int r, status = EXIT_FAILURE;
 	void *parts[2];
@@ -631,6 +634,9 @@ static int serve(const struct config *cfg, const char *config_path, const struct
 		close(listen_fd);
 		goto out;
 	}
+	/* Restored before anything can tick: the lanes and the pages. */
+	sf = statefile_open(cfg, sched_status(s));
+	statefile_start(sf);
 	parts[0] = s;
 	parts[1] = pm;
 	h = http_start(listen_fd, &lim, web, sched_status(s), m, collect, parts, &r);
@@ -665,6 +671,7 @@ out:
 	 * what it may still touch. */
 	if (s && sched_stop(s, STOP_GRACE_NS) > 0)
 		_exit(status);
+	statefile_stop(sf);
 	sched_free(s);
 	process_metrics_free(pm);
 	metrics_free(m);

@@ -75,20 +75,11 @@ struct process_metrics {
 
 static int read_at_zero(int fd, char *buf, size_t size)
 {
-	size_t len = 0;
-	ssize_t n;
+	ssize_t n = fd_pread_full(fd, buf, size - 1, 0);
 
-	while (len < size - 1) {
-		n = pread(fd, buf + len, size - 1 - len, (off_t)len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
 	return 0;
 }
 

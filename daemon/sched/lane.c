@@ -157,6 +157,7 @@ static int lane_probes_init(struct lane *l, const struct config *cfg, unsigned t
 			l->target.dir_only = false;
 		lp = &l->probes[l->n_probes++];
 		lp->cfg = &cfg->probes[i];
+		lp->fingerprint = cfg_probe_fingerprint(cfg, lp->cfg);
 		lane_probe_setup(l, lp, cfg);
 		r = probe_metrics_init(&lp->series, m, cfg, lp->cfg, tc->name,
 				       lp->engine ? lp->engine : lp->cfg->engine);

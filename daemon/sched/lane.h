@@ -72,6 +72,7 @@ struct lane_duty_sample {
 
 struct lane_probe {
 	const struct cfg_probe *cfg;
+	uint32_t fingerprint; /* cfg_probe_fingerprint(): what its figures are of */
 	struct probe probe;
 	bool ready;	    /* the probe is set up */
 	int init_error;	    /* its error otherwise */
@@ -236,8 +237,12 @@ void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns);
 /* The target's state (slow: up, and a probe op slow at the last
  * lane_status_probes()), its reason and bounded code, and since when: the
  * time it began where known (stuck: its I/O's start plus its timeout; down:
- * when it went down; up: when it came up), else the first request that saw it. */
-void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t);
+ * when it went down; up: when it came up), else the first request that saw it.
+ * @restored (or NULL): the judgement a state file brought back for it, taken
+ * as its last one while the lane has judged nothing past starting
+ * (status_judge_in). */
+void lane_status(struct lane *l, uint64_t now_ns, const struct status_judgement *restored,
+		 struct status_target *t);
 /* The target's series from @t (lane_status()'s): up, in-flight age, layout
  * progress, duty cycle, state, since and reason; and each probe op's baseline,
  * recent and ratio gauges from lp->regress. */

@@ -123,7 +123,7 @@ void lane_collect(struct lane *l, uint64_t now_ns)
 {
 	struct status_target t;
 
-	lane_status(l, now_ns, &t);
+	lane_status(l, now_ns, NULL, &t);
 	lane_collect_target(l, now_ns, &t);
 }
 
@@ -145,12 +145,14 @@ static void log_judgement(struct lane *l, const struct status_judgement *prev,
 				 l->cfg->name, status_state_name(t->state));
 }
 
-void lane_status(struct lane *l, uint64_t now_ns, struct status_target *t)
+void lane_status(struct lane *l, uint64_t now_ns, const struct status_judgement *restored,
+		 struct status_target *t)
 {
 	uint64_t since, total = 0;
 	struct lane_probe *lp = lane_inflight(l, &since);
 	uint64_t a = age(now_ns, since);
-	struct status_judge_in in = {.now_s = wall_now_s(), .ops = l->judge_ops};
+	struct status_judge_in in = {
+		.now_s = wall_now_s(), .ops = l->judge_ops, .restored = restored};
 	struct status_judgement prev = l->judgement;
 
 	memset(t, 0, sizeof(*t));
@@ -236,7 +238,15 @@ void lane_status_probes(struct lane *l, struct status *st, uint64_t now_ns)
 
 unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 {
+	struct status_identity id = {0};
 	unsigned n = 0;
+
+	/* Pinned by the first open, before 'up' was first set, and never again. */
+	if (atomic_load(&l->up) && l->target.pinned)
+		id = (struct status_identity){.known = true,
+					      .kind = (uint8_t)l->cfg->kind,
+					      .dev = l->target.dev,
+					      .fs_type = l->target.fs_type};
 
 	for (unsigned pi = 0; pi < l->n_probes; pi++)
 		for (int op = 0; op < IO_OP_COUNT; op++)
@@ -246,7 +256,10 @@ unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 					.target = l->cfg->name,
 					.op = op,
 					.latency = l->probes[pi].series.latency[op],
-					.j = l->judge};
+					.j = l->judge,
+					.fingerprint = l->probes[pi].fingerprint,
+					.target_path = l->cfg->path,
+					.target_id = id};
 	return n;
 }
 

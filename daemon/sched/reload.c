@@ -250,6 +250,11 @@ static void reload_keep_fixed(const struct sched *s, const struct config *oc, st
 		memcpy(nc->buckets_ns, oc->buckets_ns, sizeof(oc->buckets_ns));
 		nc->n_buckets = oc->n_buckets;
 	}
+	if (strcmp(oc->state_directory ? oc->state_directory : "",
+		   nc->state_directory ? nc->state_directory : "") != 0)
+		log_warning("%s: 'state_directory:' changed; the state file stays where it is "
+			    "until a restart, ignoring",
+			    src);
 }
 
 /* Whether lane @l runs target @ti of @nc as it is: the same definition (its

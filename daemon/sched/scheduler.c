@@ -27,6 +27,7 @@
 #include "daemon/probes/probe.h"
 #include "daemon/sched/scheduler_int.h"
 #include "daemon/sched/splay.h"
+#include "daemon/status/status_persist.h"
 #include "daemon/targets/target.h"
 #include "lib/fd.h"
 #include "lib/path.h"
@@ -620,9 +621,15 @@ static void judge_lanes(struct sched *s, uint64_t now, bool collect)
 	room = status_targets_begin(s->st, s->n_lanes) == 0;
 	for (unsigned li = 0; li < s->n_lanes; li++) {
 		struct status_target t;
+		struct status_judgement r;
+		/* A state file's, across a restart: until the target is judged
+		 * other than starting or slow (or its hold ends). */
+		bool restored = status_restored_judgement(s->st, s->lanes[li]->cfg->name, &r);
 
 		lane_status_probes(s->lanes[li], s->st, now);
-		lane_status(s->lanes[li], now, &t);
+		lane_status(s->lanes[li], now, restored ? &r : NULL, &t);
+		if (restored && t.state != STATUS_STARTING && t.state != STATUS_SLOW)
+			status_restore_done(s->st, t.name);
 		if (collect)
 			lane_collect_target(s->lanes[li], now, &t);
 		if (room)

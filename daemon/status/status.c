@@ -8,6 +8,7 @@
 #include "daemon/probes/probe.h"
 #include "daemon/status/status.h"
 #include "daemon/status/status_int.h"
+#include "daemon/status/status_persist.h"
 
 _Static_assert(STATUS_BOUND_SERIES * sizeof(struct status_series) <= STATUS_BOUND_BYTES,
 	       "a probe op's status must keep the bound stated in iopulse(8)");
@@ -74,6 +75,7 @@ void status_free(struct status *st)
 		free(st->series[i]);
 	free(st->series);
 	free(st->targets);
+	status_keep_free(st->keep);
 	hist_free(st->scratch);
 	pthread_mutex_destroy(&st->mu);
 	free(st);
@@ -296,6 +298,7 @@ static struct status_series *series_add(struct status *st, const struct status_o
 	ss->v.op = o->op;
 	ss->v.interval_s = p->interval_ns / 1e9;
 	ss->v.j = o->j;
+	ss->v.fingerprint = o->fingerprint;
 	pthread_mutex_lock(&st->mu);
 	r = mem_grow(&st->series, &st->cap_series, st->n_series + 1, sizeof(*st->series));
 	if (r == 0)
@@ -507,13 +510,14 @@ static void series_describe(struct status *st, struct status_series *ss, const s
 	struct status_view *v = &ss->v;
 
 	if (strcmp(v->kind, kind) == 0 && v->interval_s == p->interval_ns / 1e9 &&
-	    judging_same(&v->j, &o->j))
+	    judging_same(&v->j, &o->j) && v->fingerprint == o->fingerprint)
 		return;
 	pthread_mutex_lock(&st->mu);
 	snprintf(v->kind, sizeof(v->kind), "%s", kind);
 	v->run_figures = probe_ops_of(p->kind)->flags & PROBE_F_RUN_FIGURES;
 	v->interval_s = p->interval_ns / 1e9;
 	v->j = o->j;
+	v->fingerprint = o->fingerprint;
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -523,6 +527,7 @@ void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_n
 	struct status_series *ss;
 	int i = status_find_series(st, o->p->name, o->target, o->op);
 
+	status_keep_note(st, o);
 	ss = i >= 0 ? st->series[i] : series_add(st, o);
 	if (!ss)
 		return;
@@ -531,15 +536,20 @@ void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_n
 		return;
 	series_describe(st, ss, o);
 	if (i < 0 && !st->last_tick_ns) {
-		/* The daemon's first tick: the windows start here. */
+		/* The daemon's first tick: the windows start here, the records where
+		 * a state file left them (a baseline at once). */
 		series_reset(st, ss, st->cur, g.total, now_ns);
+		if (status_restore_ring(st, ss))
+			baseline_update(st, ss);
 		return;
 	}
 	/* A probe op that appeared since the last tick, or whose histogram was
 	 * made anew since (a changed probe): its histogram began after that tick. */
-	if (i < 0)
+	if (i < 0) {
 		series_reset(st, ss, NULL, 0, st->last_tick_ns);
-	else if (ss->restart || went_down(ss, st->cur, g.total))
+		if (status_restore_ring(st, ss))
+			baseline_update(st, ss);
+	} else if (ss->restart || went_down(ss, st->cur, g.total))
 		series_reset(st, ss, NULL, 0, ss->prev_at);
 	series_step(st, ss, now_ns, g.total);
 }
@@ -556,7 +566,12 @@ void status_tick_end(struct status *st, uint64_t now_ns)
 	struct status_series *gone[8];
 	unsigned n_gone;
 
-	(void)now_ns;
+	/* Every minute of ticks, whoever keeps the state file hears of it. */
+	if (st->minute_fn &&
+	    (!st->minute_told_ns || now_ns - st->minute_told_ns >= 60 * NSEC_PER_SEC)) {
+		st->minute_told_ns = now_ns;
+		st->minute_fn(st->minute_arg, now_ns);
+	}
 	do { /* a few at a time: freed outside the mutex */
 		n_gone = 0;
 		pthread_mutex_lock(&st->mu);
@@ -574,6 +589,7 @@ void status_tick_end(struct status *st, uint64_t now_ns)
 		for (unsigned i = 0; i < n_gone; i++)
 			free(gone[i]);
 	} while (n_gone == 8);
+	status_keep_prune(st);
 }
 
 /* ---------------------------------------------------------------- catching up */
@@ -612,6 +628,15 @@ static void ring_push_empty(struct status_rec *recs, uint8_t *bits, unsigned siz
 	}
 	for (uint64_t i = 0; i < count; i++)
 		ring_push(recs, bits, size, head, n, none, false);
+}
+
+void status_ring_age(struct status_ring *r, double seconds)
+{
+	/* At most a ring of each: the others would be overwritten. */
+	uint64_t minutes = seconds >= 60 ? (uint64_t)fmin(seconds / 60, 2 * STATUS_BLOCKS * 10) : 0;
+
+	ring_push_empty(r->min, r->min_slow, STATUS_MINUTES, &r->min_head, &r->min_n, minutes);
+	ring_push_empty(r->blk, r->blk_slow, STATUS_BLOCKS, &r->blk_head, &r->blk_n, minutes / 10);
 }
 
 /* What series_step() does for a step that added nothing to a quiet series,

@@ -240,6 +240,7 @@ struct status_view {
 	unsigned base_minutes;
 	struct status_regress regress;
 	struct status_tally tally; /* the tick's, copied with the view */
+	uint32_t fingerprint; /* cfg_probe_fingerprint() of the probe measuring it (the tick's) */
 };
 
 /* One probe op: the unit of the page. */
@@ -273,11 +274,21 @@ enum status_state {
 const char *status_state_name(enum status_state s);
 
 /* A target's judged state, kept from one judgement to the next (and across a
- * restart, in the state file): what status_judge() decides from. */
+ * restart, in the state file, status_persist.h): what status_judge() decides
+ * from. */
 struct status_judgement {
 	enum status_state state; /* the last judged state */
 	double since_s;		 /* Unix time it began; 0: none judged yet */
 	char reason_code[16];	 /* its bounded code */
+};
+
+/* What a target is, as its lane pinned it at its first open: a state saved for
+ * it is trusted only by a target that is still the same (status_persist.h). */
+struct status_identity {
+	bool known;	 /* the target was opened: the rest is set */
+	uint8_t kind;	 /* enum cfg_target_kind */
+	uint64_t dev;	 /* st_dev of the directory or file; st_rdev of a device */
+	int64_t fs_type; /* statfs f_type of the directory or file; 0 for a device */
 };
 
 struct status_target {
@@ -311,6 +322,13 @@ struct status {
 	struct hist *scratch;  /* a window's histogram */
 	uint32_t cur[STATUS_N_GROUPS];
 	uint64_t sum[STATUS_N_GROUPS];
+	/* The state file's (status_persist.h): what it restored and nothing has
+	 * taken yet, and what each target was when last open (under mu; the tick
+	 * is the only one to add), and who hears of each minute the ticks reach. */
+	struct status_keep *keep;
+	void (*minute_fn)(void *arg, uint64_t tick_ns);
+	void *minute_arg;
+	uint64_t minute_told_ns; /* the tick's: when it last told it; 0: never */
 };
 
 /* What a page shows, copied under the mutex (status_snapshot()). */
@@ -339,7 +357,10 @@ struct status_op {
 	const char *target;
 	enum io_op op;
 	struct metric_series *latency;
-	struct status_judging j; /* the target's */
+	struct status_judging j;	  /* the target's */
+	uint32_t fingerprint;		  /* cfg_probe_fingerprint() of the probe */
+	const char *target_path;	  /* the target's path, as configured */
+	struct status_identity target_id; /* what its lane pinned (known once it was up) */
 };
 
 /*
@@ -421,6 +442,9 @@ uint64_t status_slow_io_ns(const struct status_judging *j, const uint64_t base_n
  */
 enum status_shape status_minute(struct status_view *v, const struct status_fig *minute,
 				const uint64_t *dense);
+/* @t as @seconds later, the minutes between without I/O (as status_ring_age()
+ * ages a ring): a state file's tally after the daemon was down. */
+void status_tally_age(struct status_tally *t, double seconds);
 /* Whether an op whose minute records (and their slow bits) are @r is slow:
  * the records replayed oldest first, slow after @j->slow_minutes slow minutes
  * in a row and good again after @j->ok_minutes good ones, each run holding
@@ -466,6 +490,11 @@ struct status_judge_in {
 	double layout_share, start_s;
 	const struct status_judge_op *ops;
 	unsigned n_ops;
+	/* The judgement a state file brought back (NULL: none, or no longer):
+	 * taken for @prev while @prev is none or starting, so that a target
+	 * restarted slow or stuck is so again, since when it was, once its lane
+	 * sees it again; and slow while up and no op has a baseline yet. */
+	const struct status_judgement *restored;
 };
 
 void status_judge(const struct status_judge_in *in, const struct status_judgement *prev,

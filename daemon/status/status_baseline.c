@@ -190,6 +190,12 @@ static void tally_push(struct status_tally *t, uint32_t count, uint32_t over, ui
 	t->n++;
 }
 
+void status_tally_age(struct status_tally *t, double seconds)
+{
+	for (double m = 60; m <= seconds && m <= 60 * STATUS_JUDGE_MINUTES; m += 60)
+		tally_push(t, 0, 0, 0, 0);
+}
+
 enum status_shape status_minute(struct status_view *v, const struct status_fig *minute,
 				const uint64_t *dense)
 {

@@ -32,7 +32,8 @@ static const struct status_judge_op *worst_op(const struct status_judge_in *in)
 }
 
 /* Whether some op has a judgement: a baseline (a target restarted while slow
- * has none until its first tick, and stays slow till then). */
+ * has none until its first tick, and stays slow till then, while the state
+ * file's judgement holds: STATUS_RESTORE_HOLD_S). */
 static bool any_known(const struct status_judge_in *in)
 {
 	for (unsigned i = 0; i < in->n_ops; i++)
@@ -90,7 +91,9 @@ static void slow_reason(const struct status_judge_op *o, struct status_target *t
 	}
 	snprintf(t->reason, sizeof(t->reason), "%s", b.oom ? "" : b.data ? b.data : "");
 	buf_free(&b);
-	snprintf(t->reason_code, sizeof(t->reason_code), "%s", status_shape_code(g->shape));
+	/* Slow by its replayed marks alone (restored without its shape): the median. */
+	snprintf(t->reason_code, sizeof(t->reason_code), "%s",
+		 status_shape_code(g->shape ? g->shape : STATUS_SHAPE_MEDIAN));
 }
 
 /* The state @in says, with its reason and code in @t; when it began, where
@@ -116,7 +119,7 @@ static double judge_state(const struct status_judge_in *in, const struct status_
 			slow_reason(slow, t);
 			return 0;
 		}
-		if (prev->state == STATUS_SLOW && !any_known(in)) {
+		if (in->restored && prev->state == STATUS_SLOW && !any_known(in)) {
 			/* Restarted (or reloaded) while slow: nothing says otherwise yet. */
 			t->state = STATUS_SLOW;
 			snprintf(t->reason, sizeof(t->reason),
@@ -157,6 +160,8 @@ void status_judge(const struct status_judge_in *in, const struct status_judgemen
 {
 	double began;
 
+	if (in->restored && (!prev->since_s || prev->state == STATUS_STARTING))
+		prev = in->restored;
 	t->reason[0] = '\0';
 	began = judge_state(in, prev, t);
 	/*

@@ -36,7 +36,7 @@ const char *tgt_probe_name(const struct target *t)
 }
 
 /* Whether @name in @dfd is still the file open at @fd (same device and inode). */
-static bool name_is(int dfd, const char *name, int fd)
+bool tgt_name_is(int dfd, const char *name, int fd)
 {
 	struct stat a, b;
 
@@ -49,20 +49,20 @@ static bool name_is(int dfd, const char *name, int fd)
  * never a name by its pattern, never one somebody put in its place. Whether
  * it was removed.
  */
-static bool unlink_ours(int dfd, const char *name, int fd)
+bool tgt_unlink_ours(int dfd, const char *name, int fd)
 {
-	return name_is(dfd, name, fd) && unlinkat(dfd, name, 0) == 0;
+	return tgt_name_is(dfd, name, fd) && unlinkat(dfd, name, 0) == 0;
 }
 
-/* A temporary name of ours: TMP_PREFIX + 16 random hex digits (create_tmp()). */
+/* A probe file's temporary name: TMP_PREFIX + 16 random hex digits (tgt_create_tmp()). */
 #define TMP_PREFIX TARGET_PROBE_FILE ".tmp."
 
-/* Whether @name is exactly what create_tmp() makes: TMP_PREFIX + 16 hex digits. */
-static bool tmp_name(const char *name)
+/* Whether @name is exactly what tgt_create_tmp() makes: @prefix + 16 hex digits. */
+bool tgt_tmp_name(const char *prefix, const char *name)
 {
-	size_t n = strlen(TMP_PREFIX);
+	size_t n = strlen(prefix);
 
-	if (strncmp(name, TMP_PREFIX, n) != 0 || strlen(name + n) != 16)
+	if (strncmp(name, prefix, n) != 0 || strlen(name + n) != 16)
 		return false;
 	return strspn(name + n, "0123456789abcdef") == 16;
 }
@@ -120,7 +120,7 @@ static int stat_probe_file(struct target *t, int dfd, struct stat *lst)
 	return errno == ENOENT ? -ENOENT : tgt_terr(t, -errno, "%s: %m", t->file_path);
 }
 
-/* Whether @dfd holds a temporary name of ours (tmp_name()) for the file @st: its
+/* Whether @dfd holds a temporary name of ours (tgt_tmp_name()) for the file @st: its
  * name in @name (NAME_MAX + 1 bytes). */
 static bool find_tmp_link(int dfd, const struct stat *st, char *name)
 {
@@ -130,7 +130,7 @@ static bool find_tmp_link(int dfd, const struct stat *st, char *name)
 	bool found = false;
 
 	while (d && !found && (de = readdir(d))) {
-		found = tmp_name(de->d_name) &&
+		found = tgt_tmp_name(TMP_PREFIX, de->d_name) &&
 			fstatat(dfd, de->d_name, &tst, AT_SYMLINK_NOFOLLOW) == 0 &&
 			S_ISREG(tst.st_mode) && tgt_same_inode(&tst, st);
 		if (found)
@@ -142,7 +142,7 @@ static bool find_tmp_link(int dfd, const struct stat *st, char *name)
 }
 
 /*
- * On a filesystem with neither O_TMPFILE nor RENAME_NOREPLACE, publish_tmp()
+ * On a filesystem with neither O_TMPFILE nor RENAME_NOREPLACE, tgt_publish_tmp()
  * names a probe file with link() then unlink() of its temporary name: an
  * iopulse killed in between leaves its file with two names, which
  * may_be_ours() would refuse for ever. When the file at the probe file's name
@@ -178,8 +178,8 @@ static int drop_tmp_link(struct target *t, int dfd, const struct stat *lst)
 	if (r == 0 && ours)
 		r = lock_probe_file(t, fd, t->file_path, &lk);
 	/* Identity again right before the unlink: the final name, which must outlive
-	 * the temporary one, and the temporary one itself (unlink_ours()). */
-	if (lk >= 0 && name_is(dfd, tgt_probe_name(t), fd) && unlink_ours(dfd, tmp, fd)) {
+	 * the temporary one, and the temporary one itself (tgt_unlink_ours()). */
+	if (lk >= 0 && tgt_name_is(dfd, tgt_probe_name(t), fd) && tgt_unlink_ours(dfd, tmp, fd)) {
 		snprintf(t->link_removed, sizeof(t->link_removed), "%s", tmp);
 		r = 1;
 	} else if (r != -EBUSY) {
@@ -368,11 +368,11 @@ static int link_anon(int fd, int dfd, const char *name)
 }
 
 /*
- * Creates a file of our own under a fresh random name (TMP_PREFIX + 16 hex
+ * Creates a file of our own under a fresh random name (@prefix + 16 hex
  * digits), for filesystems without O_TMPFILE: O_EXCL, so never over a name that
  * exists, and random, so a name somebody else chose is never taken for ours.
  */
-static int create_tmp(int dfd, char *tmp, size_t len)
+int tgt_create_tmp(int dfd, const char *prefix, char *tmp, size_t len)
 {
 	for (unsigned i = 0; i < 16; i++) {
 		uint64_t x;
@@ -380,7 +380,7 @@ static int create_tmp(int dfd, char *tmp, size_t len)
 
 		if (getrandom(&x, sizeof(x), 0) != sizeof(x))
 			return -EIO;
-		snprintf(tmp, len, TMP_PREFIX "%016" PRIx64, x);
+		snprintf(tmp, len, "%s%016" PRIx64, prefix, x);
 		fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0 || errno != EEXIST)
 			return fd >= 0 ? fd : -errno;
@@ -390,7 +390,7 @@ static int create_tmp(int dfd, char *tmp, size_t len)
 
 /* Gives the file of ours at @tmp (open at @fd) the name @name, never
  * replacing anything there. */
-static int publish_tmp(int dfd, const char *tmp, int fd, const char *name)
+int tgt_publish_tmp(int dfd, const char *tmp, int fd, const char *name)
 {
 	if (renameat2(dfd, tmp, dfd, name, RENAME_NOREPLACE) == 0)
 		return 0;
@@ -399,7 +399,7 @@ static int publish_tmp(int dfd, const char *tmp, int fd, const char *name)
 	/* Filesystem without RENAME_NOREPLACE: link() never replaces either. */
 	if (linkat(dfd, tmp, dfd, name, 0) < 0)
 		return -errno;
-	unlink_ours(dfd, tmp, fd);
+	tgt_unlink_ours(dfd, tmp, fd);
 	return 0;
 }
 
@@ -420,7 +420,7 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 	if (fd < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 		fd = -errno;
 	else if (fd < 0)
-		fd = create_tmp(dfd, tmp, sizeof(tmp));
+		fd = tgt_create_tmp(dfd, TMP_PREFIX, tmp, sizeof(tmp));
 	if (fd < 0)
 		return tgt_terr(t, fd, "%s: cannot create the probe file: %m%s", path,
 				fd == -EROFS ? TARGET_EROFS_HINT : "");
@@ -431,7 +431,7 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 	if (r < 0)
 		goto fail;
 	if (t->unnamed && tmp[0]) { /* never to be left behind: gone now, or fail */
-		if (!unlink_ours(dfd, tmp, fd)) {
+		if (!tgt_unlink_ours(dfd, tmp, fd)) {
 			r = tgt_terr(t, -errno ? -errno : -ESTALE,
 				     "%s: cannot remove the temporary name %s: %m", path, tmp);
 			goto fail;
@@ -451,7 +451,7 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 	if (t->unnamed) /* never named: gone when we close it */
 		r = 0;
 	else if (tmp[0])
-		r = publish_tmp(dfd, tmp, fd, tgt_probe_name(t));
+		r = tgt_publish_tmp(dfd, tmp, fd, tgt_probe_name(t));
 	else
 		r = link_anon(fd, dfd, tgt_probe_name(t));
 	if (r < 0) {
@@ -466,7 +466,7 @@ static int create_probe_file(struct target *t, int dfd, int *out, int *lock)
 	return 0;
 fail:
 	if (tmp[0])
-		unlink_ours(dfd, tmp, fd);
+		tgt_unlink_ours(dfd, tmp, fd);
 	lk = safe_close(lk);
 	close(fd);
 	return r;
@@ -474,54 +474,73 @@ fail:
 
 /*
  * Whether the file @name in @dfd is a temporary that an iopulse killed in the
- * middle of a layout left behind: named as create_tmp() names them, a regular
- * file of our user with our header and no other name, that no live iopulse
- * holds locked. Returns an open descriptor (the caller
- * removes the name while it still names this file, and closes it) or -1.
+ * middle of writing it left behind: named as tgt_create_tmp() names them with
+ * @prefix, a regular file of our user with no other name, that no live iopulse
+ * holds locked, and ours by @ours (its header). Returns an open descriptor (the
+ * caller removes the name while it still names this file, and closes it) or -1.
  */
-static int stale_tmp(struct target *t, int dfd, const char *name, void *hdr)
+static int stale_tmp(struct target *t, int dfd, const char *prefix, const char *name,
+		     bool (*ours)(struct target *t, int fd, void *arg), void *arg)
 {
 	struct stat lst, st;
-	unsigned version;
-	uint64_t size;
-	bool ours;
 	int fd;
 
-	if (!tmp_name(name) || fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
+	if (!tgt_tmp_name(prefix, name) || fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISREG(lst.st_mode) || lst.st_uid != geteuid() || lst.st_nlink != 1)
 		return -1;
 	fd = tgt_open_same(dfd, name, O_RDONLY, &lst, &st);
 	if (fd < 0)
 		return -1;
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-	    tgt_header_read(t, fd, hdr, &ours, &version, &size) == 0 && ours)
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && ours(t, fd, arg))
 		return fd;
 	close(fd);
 	return -1;
 }
 
-/* Once per target: removes the temporaries stale_tmp() proves ours. */
-static void sweep_stale_tmps(struct target *t, int dfd)
+/* Removes from @dfd the temporaries named with @prefix that stale_tmp() proves
+ * ours; how many, or -1 when the directory could not be read. */
+int tgt_sweep_tmps(struct target *t, int dfd, const char *prefix,
+		   bool (*ours)(struct target *t, int fd, void *arg), void *arg)
 {
 	struct dirent *de;
-	void *hdr = malloc(TARGET_HEADER_SIZE);
 	DIR *d = dir_stream(dfd);
+	int n = 0;
 
-	if (!d || !hdr)
-		goto out;
-	t->swept = true;
+	if (!d)
+		return -1;
 	while ((de = readdir(d))) {
-		int tfd = stale_tmp(t, dfd, de->d_name, hdr);
+		int tfd = stale_tmp(t, dfd, prefix, de->d_name, ours, arg);
 
 		if (tfd < 0)
 			continue;
-		if (unlink_ours(dfd, de->d_name, tfd))
-			t->stale_removed++;
+		if (tgt_unlink_ours(dfd, de->d_name, tfd))
+			n++;
 		close(tfd);
 	}
-out:
-	if (d)
-		closedir(d);
+	closedir(d);
+	return n;
+}
+
+/* A probe file's temporary is ours with the probe-file header (@hdr: room for it). */
+static bool probe_tmp_ours(struct target *t, int fd, void *hdr)
+{
+	unsigned version;
+	uint64_t size;
+	bool ours;
+
+	return tgt_header_read(t, fd, hdr, &ours, &version, &size) == 0 && ours;
+}
+
+/* Once per target: removes the probe-file temporaries stale_tmp() proves ours. */
+static void sweep_stale_tmps(struct target *t, int dfd)
+{
+	void *hdr = malloc(TARGET_HEADER_SIZE);
+	int n = hdr ? tgt_sweep_tmps(t, dfd, TMP_PREFIX, probe_tmp_ours, hdr) : -1;
+
+	if (n >= 0) {
+		t->swept = true;
+		t->stale_removed += (unsigned)n;
+	}
 	free(hdr);
 }
 

@@ -88,7 +88,9 @@ int tgt_header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *v
 
 /* ---- layout ------------------------------------------------------------- */
 
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+/* Writes all @len bytes of @buf at @off of @fd, on through EINTR and short
+ * writes: 0 or -errno (-EIO when the device takes nothing). */
+int tgt_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
 	const unsigned char *p = buf;
 
@@ -199,7 +201,7 @@ static int write_header(struct target *t, int fd, struct rng *rng, void *buf, bo
 
 	header_format(rng, buf, t->cfg->size, complete);
 	layout_inflight(t, true);
-	r = pwrite_all(fd, buf, TARGET_HEADER_SIZE, 0);
+	r = tgt_pwrite_all(fd, buf, TARGET_HEADER_SIZE, 0);
 	layout_inflight(t, false);
 	return r;
 }
@@ -249,7 +251,7 @@ static int layout_data(struct target *t, int fd, const char *path, struct rng *r
 		}
 		rng_fill(rng, buf, n);
 		layout_inflight(t, true);
-		r = pwrite_all(fd, buf, n, off);
+		r = tgt_pwrite_all(fd, buf, n, off);
 		layout_inflight(t, false);
 		if (r == -ENOSPC || r == -EDQUOT)
 			return tgt_terr(t, r, "%s: no space for a %" PRIu64 "-byte probe file: %m",

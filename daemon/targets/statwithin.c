@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * statwithin — target_stat_within(): stat(2) of a path, waited for at most so
- * long, for callers that must not block on a hung filesystem (the scheduler,
- * the main thread). Nothing else of the targets is used here.
+ * statwithin — target_stat_within(): stat(2) of a path, and
+ * target_identify_within(): what several paths are now, each waited for at
+ * most so long, for callers that must not block on a hung filesystem (the
+ * scheduler, the main thread). Nothing else of the targets is used here.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "lib/clock.h"
 #include "lib/within.h"
@@ -59,4 +61,69 @@ int target_stat_within(const char *path, struct stat *st, unsigned ms)
 	}
 	within_put(j);
 	return r;
+}
+
+/* One path's identity, the helper's own copy of what it needs. */
+struct ident_call {
+	enum cfg_target_kind kind;
+	dev_t dev;
+	long fs_type;
+	char path[];
+};
+
+static int ident_call_run(void *arg)
+{
+	struct ident_call *c = arg;
+	struct statfs sfs;
+	struct stat st;
+
+	if (stat(c->path, &st) < 0)
+		return -errno;
+	if (c->kind == CFG_TARGET_DEVICE) {
+		c->dev = st.st_rdev;
+		return S_ISBLK(st.st_mode) ? 0 : -ENOTBLK;
+	}
+	if (statfs(c->path, &sfs) < 0)
+		return -errno;
+	c->dev = st.st_dev;
+	c->fs_type = (long)sfs.f_type;
+	return 0;
+}
+
+void target_identify_within(struct target_identity *ids, unsigned n, unsigned ms)
+{
+	struct within_job **jobs = calloc(n ? n : 1, sizeof(*jobs));
+	struct ident_call **calls = calloc(n ? n : 1, sizeof(*calls));
+	uint64_t deadline = eng_mono_ns() + (uint64_t)ms * 1000000;
+
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = strlen(ids[i].path) + 1;
+		struct ident_call *c = jobs && calls ? malloc(sizeof(*c) + len) : NULL;
+		int r;
+
+		ids[i].r = -ENOMEM;
+		if (!c)
+			continue;
+		*c = (struct ident_call){.kind = ids[i].kind};
+		memcpy(c->path, ids[i].path, len);
+		r = within_start(&jobs[i], &stat_limit, ident_call_run, c, free);
+		ids[i].r = r == -EBUSY ? -ETIMEDOUT : r; /* too many earlier ones still wait */
+		calls[i] = r == 0 ? c : NULL;
+	}
+	/* All at once, one deadline: a hung path holds up no other. */
+	for (unsigned i = 0; i < n; i++) {
+		int res;
+
+		if (!calls || !calls[i])
+			continue;
+		ids[i].r = within_wait(jobs[i], deadline, &res);
+		if (ids[i].r == 0) {
+			ids[i].r = res;
+			ids[i].dev = calls[i]->dev;
+			ids[i].fs_type = calls[i]->fs_type;
+		}
+		within_put(jobs[i]);
+	}
+	free(jobs);
+	free(calls);
 }

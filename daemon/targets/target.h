@@ -219,4 +219,19 @@ void target_close(struct target *t);
  */
 int target_stat_within(const char *path, struct stat *st, unsigned ms);
 
+/* What a path names now, as a target of its kind is pinned (target_identify_within()). */
+struct target_identity {
+	const char *path;	   /* in: the target's */
+	enum cfg_target_kind kind; /* in */
+	int r;			   /* out: 0 or -errno; -ETIMEDOUT: no answer in time */
+	dev_t dev;		   /* out: st_dev of a directory or file, st_rdev of a device */
+	long fs_type;		   /* out: statfs f_type of a directory or file; 0 for a device */
+};
+
+/* The identity of each of @n paths, through symbolic links (stat(2), statfs(2)),
+ * looked at on helper threads all at once and waited for until @ms from now: a
+ * hung filesystem holds up no other. A device's path must name a block device
+ * (-ENOTBLK). */
+void target_identify_within(struct target_identity *ids, unsigned n, unsigned ms);
+
 #endif

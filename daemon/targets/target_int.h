@@ -45,12 +45,20 @@ int tgt_check_mounted(struct target *t, int dfd);
 bool tgt_path_within(const char *path, const char *dir);
 
 /* probefile.c */
+int tgt_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 int tgt_header_read(struct target *t, int fd, void *hdr, bool *ours, unsigned *version,
 		    uint64_t *size);
 int tgt_layout(struct target *t, int fd, const char *path);
 
 /* dir.c */
 const char *tgt_probe_name(const struct target *t);
+bool tgt_name_is(int dfd, const char *name, int fd);
+bool tgt_unlink_ours(int dfd, const char *name, int fd);
+bool tgt_tmp_name(const char *prefix, const char *name);
+int tgt_create_tmp(int dfd, const char *prefix, char *tmp, size_t len);
+int tgt_publish_tmp(int dfd, const char *tmp, int fd, const char *name);
+int tgt_sweep_tmps(struct target *t, int dfd, const char *prefix,
+		   bool (*ours)(struct target *t, int fd, void *arg), void *arg);
 int tgt_dir_identity(struct target *t, const struct stat *st, const char *tail);
 int tgt_open_directory(struct target *t);
 int tgt_check_ro_directory(struct target *t, const char *const *files, unsigned n_files);

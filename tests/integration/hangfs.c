@@ -29,8 +29,11 @@
  *
  *   SIGRTMIN+3  slow: every read, write and fsync/fdatasync waits HANGFS_DELAY_US
  *               microseconds (from the environment; 2000 when unset) before it
- *               goes on; with HANGFS_SLOW_ONE_IN=N (from the environment), only
- *               one request in N does (the 1st, the N+1th...): a slow tail
+ *               goes on; queued with a value over 0 (sigqueue(3), procps'
+ *               kill -q N), that many microseconds from then on: a disk of
+ *               one fixed latency, then of another; with HANGFS_SLOW_ONE_IN=N
+ *               (from the environment), only one request in N waits (the 1st,
+ *               the N+1th...): a slow tail
  *   SIGRTMIN+4  fast again
  *
  * A disk that loses writes (a cache that drops them, a broken replica), data
@@ -100,11 +103,12 @@ static _Atomic int eio_mode;		       /* enum eio_mode, set by the control thread
 static _Atomic unsigned eio_writes, eio_syncs; /* requests seen since the mode was set */
 
 #define DELAY_US_DEFAULT 2000
-static long delay_us = DELAY_US_DEFAULT; /* HANGFS_DELAY_US: how slow "slow" is */
-static long slow_one_in = 1;		 /* HANGFS_SLOW_ONE_IN: which requests are */
-static _Atomic unsigned long slow_seen;	 /* data requests while slow */
-static _Atomic bool slow;		 /* set by the control thread */
-static _Atomic bool drop_writes;	 /* set by the control thread: writes store nothing */
+/* How slow "slow" is: HANGFS_DELAY_US, or the last queued SIGRTMIN+3's value. */
+static _Atomic long delay_us = DELAY_US_DEFAULT;
+static long slow_one_in = 1;		/* HANGFS_SLOW_ONE_IN: which requests are */
+static _Atomic unsigned long slow_seen; /* data requests while slow */
+static _Atomic bool slow;		/* set by the control thread */
+static _Atomic bool drop_writes;	/* set by the control thread: writes store nothing */
 
 /* ---------------------------------------------------------------- freezing */
 
@@ -168,11 +172,12 @@ static int freeze_gate(const char *op, off_t off, size_t size)
 static void slow_gate(void)
 {
 	struct timespec ts;
+	long us = atomic_load(&delay_us);
 
 	if (!atomic_load(&slow) || atomic_fetch_add(&slow_seen, 1) % (unsigned long)slow_one_in)
 		return;
-	ts.tv_sec = delay_us / 1000000;
-	ts.tv_nsec = delay_us % 1000000 * 1000;
+	ts.tv_sec = us / 1000000;
+	ts.tv_nsec = us % 1000000 * 1000;
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 }
@@ -199,9 +204,10 @@ static void *control_main(void *arg)
 	sigset_t *set = arg;
 
 	for (;;) {
-		int sig;
+		siginfo_t si;
+		int sig = sigwaitinfo(set, &si);
 
-		if (sigwait(set, &sig) != 0)
+		if (sig < 0)
 			continue;
 		if (sig >= SIGRTMIN && sig <= SIGRTMIN + 2) {
 			int mode = sig == SIGRTMIN	 ? EIO_WRITES
@@ -215,9 +221,13 @@ static void *control_main(void *arg)
 			continue;
 		}
 		if (sig == SIGRTMIN + 3 || sig == SIGRTMIN + 4) {
+			/* The delay first: no request sleeps the old one after "slow". */
+			if (sig == SIGRTMIN + 3 && si.si_code == SI_QUEUE &&
+			    si.si_value.sival_int > 0)
+				atomic_store(&delay_us, (long)si.si_value.sival_int);
 			atomic_store(&slow, sig == SIGRTMIN + 3);
 			if (sig == SIGRTMIN + 3)
-				say("slow (%ld us)", delay_us);
+				say("slow (%ld us)", atomic_load(&delay_us));
 			else
 				say("fast");
 			continue;
@@ -543,13 +553,15 @@ int main(int argc, char **argv)
 	if (getenv("HANGFS_DELAY_US")) {
 		char *end;
 
+		long us;
+
 		errno = 0;
-		delay_us = strtol(getenv("HANGFS_DELAY_US"), &end, 10);
-		if (errno || end == getenv("HANGFS_DELAY_US") || *end || delay_us < 0 ||
-		    delay_us > 60000000L) {
+		us = strtol(getenv("HANGFS_DELAY_US"), &end, 10);
+		if (errno || end == getenv("HANGFS_DELAY_US") || *end || us < 0 || us > 60000000L) {
 			fprintf(stderr, "hangfs: HANGFS_DELAY_US: not 0..60000000 microseconds\n");
 			return 64;
 		}
+		atomic_store(&delay_us, us);
 	}
 	if (getenv("HANGFS_SLOW_ONE_IN")) {
 		char *end;

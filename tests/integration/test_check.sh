@@ -138,6 +138,50 @@ check_round_trip default
 grep -qxF "#   state: busy 8.6s an hour (0.24%, max_duty_cycle 1%), writes 33.8 MiB a day (max_write_per_day 1GiB)" "$OUT" ||
 	fail "iopulse check (embedded default) prints no projected cost of target 'state'"
 
+# ---- the state file: which one run would read, and what is there ---------------------
+
+# Beside the target: its path, and that there is none yet; nothing on stderr.
+grep -qxF "# state file: $STATE_DIRECTORY/.iopulse-state" "$OUT" ||
+	fail "iopulse check (embedded default) does not say which state file run would read"
+grep -qxF "#   not there yet: run writes it a minute after it starts" "$OUT" ||
+	fail "iopulse check (embedded default) does not say there is no state file yet"
+[[ ! -s $ERR ]] || fail "iopulse check (embedded default) warns: $(cat "$ERR")"
+run_cli default-quiet check --quiet
+if ((RC != 0)) || grep -q 'state file' "$OUT"; then
+	fail "iopulse check --quiet: status $RC, or it speaks of the state file"
+fi
+# One that is not ours: a warning, the same status, the file left as it was.
+echo "notes" >"$STATE_DIRECTORY/.iopulse-state"
+run_cli state-foreign check
+((RC == 0)) || fail "iopulse check with a foreign state file: status $RC, want 0"
+grep -qxF "warning: $STATE_DIRECTORY/.iopulse-state: not an iopulse state file (no IOPULSE-STATE-FILE header): run would ignore it and leave it as it is" "$ERR" ||
+	fail "iopulse check does not warn of a state file that is not ours"
+[[ $(cat "$STATE_DIRECTORY/.iopulse-state") == notes ]] || fail "iopulse check changed the state file"
+# --file-only: which file, not what is there.
+run_cli state-file-only check --file-only
+if ((RC != 0)) || ! grep -qxF "# state file: $STATE_DIRECTORY/.iopulse-state" "$OUT" || [[ -s $ERR ]]; then
+	fail "iopulse check --file-only: status $RC, no state file named, or it looked at it: $(cat "$ERR")"
+fi
+rm "$STATE_DIRECTORY/.iopulse-state"
+# A state directory that is not there: a warning, the same status.
+cat >"$WORK/state-missing.yaml" <<EOF
+state_directory: $(yaml_str "$WORK/nowhere")
+targets:
+  - {name: d, directory: $(yaml_str "$STATE_DIRECTORY")}
+probes:
+  - {name: ping, type: ping, target: d}
+EOF
+run_cli state-missing check --config "$WORK/state-missing.yaml"
+((RC == 0)) || fail "iopulse check with no state directory: status $RC, want 0"
+grep -q "^warning: $WORK/nowhere: no such directory .*: run would keep no state file$" "$ERR" ||
+	fail "iopulse check does not warn of a missing state directory"
+# None at all: said so.
+sed 1d "$WORK/state-missing.yaml" >"$WORK/no-state.yaml"
+env -u STATE_DIRECTORY "$IOPULSE" check --config "$WORK/no-state.yaml" >"$WORK/no-state.out" 2>&1 ||
+	fail "iopulse check without a state directory failed: $(cat "$WORK/no-state.out")"
+grep -qxF "# state file: none (state_directory is empty): baselines and states start afresh at each restart" "$WORK/no-state.out" ||
+	fail "iopulse check without a state directory does not say so: $(cat "$WORK/no-state.out")"
+
 # ---- a schedule over its budget: 65, naming the target and the costliest probes ----
 
 cat >"$WORK/busy.yaml" <<EOF

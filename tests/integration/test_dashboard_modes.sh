@@ -46,8 +46,8 @@ NODE_PANELS=("\$target: is it the disk or my app? Probe p50 and the host's own d
 CFG="$WORK/iopulse.yaml"
 # baseline_warmup at its least (1m): the baseline panels have data after a minute
 # or two of pings rather than ten. slow_floor 0: the ratio rule
-# (target:iopulse_probe_latency_ratio:max) keeps only ops over the floor, and
-# pings on this disk may take well under the default 1ms.
+# (target:iopulse_probe_latency_ratio:max) keeps only ops whose p50 is over their
+# floor, and with the default (auto: the op's baseline p99) a healthy op's never is.
 ping_config "$CFG" "$WORK/target" 8MiB write "layout_rate: 0" "baseline_warmup: 1m" \
 	"slow_floor: 0s"
 cat >>"$CFG" <<YAML

@@ -153,7 +153,12 @@ diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml" |
 	grep '^[<>] *directory:' >"$WORK/yaml.diff" || true
 [[ $(cat "$WORK/yaml.diff") == "< "*'directory: ${STATE_DIRECTORY:-./iopulse-data}'$'\n'"> "*'directory: ${STATE_DIRECTORY:-/var/lib/iopulse}' ]] ||
 	fail "the packaged /etc/iopulse/iopulse.yaml does not fall back to /var/lib/iopulse: $(diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml")"
-[[ $(diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml" | grep -c '^[<>]') == 6 ]] ||
+# The state file goes to the same directory.
+diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml" |
+	grep '^[<>] *state_directory:' >"$WORK/state.diff" || true
+[[ $(cat "$WORK/state.diff") == "< "*'state_directory: ${STATE_DIRECTORY:-./iopulse-data}'$'\n'"> "*'state_directory: ${STATE_DIRECTORY:-/var/lib/iopulse}' ]] ||
+	fail "the packaged /etc/iopulse/iopulse.yaml does not keep its state file in /var/lib/iopulse: $(diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml")"
+[[ $(diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml" | grep -c '^[<>]') == 8 ]] ||
 	fail "the packaged /etc/iopulse/iopulse.yaml differs from config/default.yaml in more than its fallback: $(diff "$SOURCE_DIR/config/default.yaml" "$ROOT/etc/iopulse/iopulse.yaml")"
 STATE_DIRECTORY="$WORK" "$BIN" check --config "$ROOT/etc/iopulse/iopulse.yaml" \
 	>"$WORK/check.out" 2>&1 || fail "iopulse check rejects the packaged configuration: $(cat "$WORK/check.out")"

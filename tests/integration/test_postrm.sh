@@ -13,7 +13,10 @@
 #   - a temporary name that is not 16 hex digits: kept, header or not;
 #   - an empty temporary of a layout killed before its header (exactly
 #     .iopulse-probe.tmp. and 16 hex digits, the directory's owner, one link):
-#     removed, and the directory with it; one with a second link: kept.
+#     removed, and the directory with it; one with a second link: kept;
+#   - the state file (.iopulse-state, its own header and NUL) and a save's
+#     temporary: removed; a .iopulse-state with the probe file's header, or
+#     whose header lacks its NUL: kept.
 # deb-systemd-helper and systemctl are stubs: nothing of this host is touched.
 
 # shellcheck source=lib.sh
@@ -27,6 +30,13 @@ VL="$ROOT/var/lib/iopulse"
 PRIV="$ROOT/var/lib/private/iopulse"
 HEADER=$'IOPULSE-PROBE-FILE\nversion: 1\n'
 mkdir -p "$VL" "$PRIV" "$WORK/bin"
+# state_file FILE [NUL]: a state file's header (daemon/status/status_persist.h),
+# its NUL byte unless NUL is "no", then a few bytes.
+state_file() {
+	printf 'IOPULSE-STATE-FILE\n' >"$1"
+	[[ ${2:-} == no ]] || printf '\0' >>"$1"
+	printf '\1\0\0\0rest' >>"$1"
+}
 
 # The stubs. mountpoint(1) swaps $SWAP for a FIFO when the script asks about it,
 # after its [ -f ] and before it reads the header.
@@ -52,12 +62,17 @@ printf '%s' "$HEADER" >"$VL/.iopulse-probe.tmp.0123"
 : >"$VL/.iopulse-probe.tmp.0123456789abcdeg"
 : >"$WORK/somebodys"
 ln "$WORK/somebodys" "$VL/.iopulse-probe.tmp.fedcba9876543210"
+printf '%s' "$HEADER" >"$VL/.iopulse-state"  # the probe file's header: not a state file
+state_file "$VL/.iopulse-state.tmp.0123456789abcdef" no # no NUL after it: not ours
 KEPT=(.iopulse-verify.x .iopulse-probe.tmp.0123 .iopulse-probe.tmp.0123456789abcdeg
-	.iopulse-probe.tmp.fedcba9876543210)
+	.iopulse-probe.tmp.fedcba9876543210 .iopulse-state .iopulse-state.tmp.0123456789abcdef)
 # /var/lib/private/iopulse: all iopulse's, so it goes.
 printf '%s' "$HEADER" >"$PRIV/.iopulse-probe"
 printf '%s' "$HEADER" >"$PRIV/.iopulse-verify.v"
 : >"$PRIV/.iopulse-probe.tmp.0123456789abcdef"
+state_file "$PRIV/.iopulse-state"
+state_file "$PRIV/.iopulse-state.tmp.fedcba9876543210"
+: >"$PRIV/.iopulse-state.tmp.00000000000000ff"
 
 rc=0
 PATH="$WORK/bin:$PATH" DPKG_ROOT="$ROOT" timeout 60 dash "$POSTRM" purge \

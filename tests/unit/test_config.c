@@ -68,7 +68,11 @@ static const struct bad_case bad_cases[] = {
 	 "t.yaml:1:1: unknown key 'tragets' at top level, did you mean 'targets'?"},
 	{"unknown_top_key_list", T P "metrics: yes\n",
 	 "t.yaml:8:1: unknown key 'metrics' at top level (valid keys: listen, buckets, "
-	 "native_histogram_schema, native_histogram_zero_threshold, splay, targets, probes)"},
+	 "native_histogram_schema, native_histogram_zero_threshold, splay, state_directory, "
+	 "targets, probes)"},
+	/* state_directory */
+	{"state_directory_list", "state_directory: [a]\n" T P,
+	 "t.yaml:1:18: 'state_directory' must be a path, got a list"},
 	/* native histograms */
 	{"native_schema_too_fine", "native_histogram_schema: 8\n" T P,
 	 "t.yaml:1:26: 'native_histogram_schema' must be between -4 and 7, got 8"},
@@ -1395,6 +1399,7 @@ static void test_print_burst(void **state)
 				   "native_histogram_schema: 3\n"
 				   "native_histogram_zero_threshold: 0s\n"
 				   "splay: true\n"
+				   "state_directory: \"\"\n"
 				   "targets:\n"
 				   "  - name: disk\n"
 				   "    directory: /srv/x\n"
@@ -1735,6 +1740,66 @@ static void test_target_same(void **state)
 	}
 	for (size_t i = 0; i < N; i++)
 		cfg_free(c[i]);
+}
+
+/* 'state_directory': empty unless written or STATE_DIRECTORY is set, expanded as
+ * a target's path, printed so that it reads back the same. */
+static void test_state_directory(void **state)
+{
+	struct config *c;
+	char *text;
+
+	(void)state;
+	unsetenv("STATE_DIRECTORY");
+	c = load_ok(T P);
+	assert_string_equal(c->state_directory, "");
+	cfg_free(c);
+	setenv("STATE_DIRECTORY", "/var/lib/iopulse", 1);
+	c = load_ok(T P);
+	assert_string_equal(c->state_directory, "/var/lib/iopulse");
+	cfg_free(c);
+	unsetenv("STATE_DIRECTORY");
+	c = load_ok("state_directory: ${STATE_DIRECTORY:-./iopulse-data}/$$x\n" T P);
+	assert_string_equal(c->state_directory, "./iopulse-data/$x");
+	text = print_to_string(c);
+	cfg_free(c);
+	c = load_ok(text);
+	assert_string_equal(c->state_directory, "./iopulse-data/$x");
+	free(text);
+	cfg_free(c);
+}
+
+/* cfg_probe_fingerprint(): the same for the same probe and target, another when
+ * what is measured changes (a key of the probe, or of its target), the same when
+ * only how it is judged does. */
+static void test_probe_fingerprint(void **state)
+{
+	static const char *const other[] = {
+		T "    size: 128MiB\n" P,
+		T "    direct: false\n" P,
+		"targets:\n  - name: disk\n    directory: /srv/y\n" P,
+		T P "    block_size: 8KiB\n",
+		T P "    op: write\n",
+		T P "    interval: 2s\n",
+		T P "    engine: sync\n",
+	};
+	struct config *a = load_ok(T P), *b = load_ok(T P), *c;
+	uint32_t fa = cfg_probe_fingerprint(a, &a->probes[0]);
+
+	(void)state;
+	assert_int_not_equal(fa, 0);
+	assert_int_equal(fa, cfg_probe_fingerprint(b, &b->probes[0]));
+	cfg_free(b);
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		c = load_ok(other[i]);
+		if (cfg_probe_fingerprint(c, &c->probes[0]) == fa)
+			fail_msg("the same fingerprint for:\n%s", other[i]);
+		cfg_free(c);
+	}
+	c = load_ok(T "    slow_factor: 10\n    slow_floor: 5ms\n    baseline_warmup: 1m\n" P);
+	assert_int_equal(fa, cfg_probe_fingerprint(c, &c->probes[0]));
+	cfg_free(c);
+	cfg_free(a);
 }
 
 /* The slow state's keys: the values as written, printed back the same. */
@@ -2288,6 +2353,7 @@ static void test_print_default(void **state)
 		"native_histogram_schema: 3\n"
 		"native_histogram_zero_threshold: 0s\n"
 		"splay: true\n"
+		"state_directory: ./iopulse-data\n"
 		"targets:\n"
 		"  - name: state\n"
 		"    directory: ./iopulse-data\n"
@@ -2890,6 +2956,8 @@ int main(void)
 		cmocka_unit_test(test_mount_and_keep_free),
 		cmocka_unit_test(test_target_same),
 		cmocka_unit_test(test_slow_keys),
+		cmocka_unit_test(test_state_directory),
+		cmocka_unit_test(test_probe_fingerprint),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_device_target),
 		cmocka_unit_test(test_engines),

@@ -194,7 +194,8 @@ static void test_restored_slow(void **state)
 	struct status_judgement prev = {.state = STATUS_SLOW, .since_s = NOW - 600};
 	struct status_regress unknown = {0}, good = {.have_baseline = true};
 	struct status_judge_op op = {.probe = "p1", .op = IO_READ, .g = &unknown};
-	struct status_judge_in in = {.now_s = NOW, .up = true, .up_since_s = NOW - 5};
+	struct status_judge_in in = {
+		.now_s = NOW, .up = true, .up_since_s = NOW - 5, .restored = &prev};
 	struct status_target t;
 
 	(void)state;
@@ -208,6 +209,11 @@ static void test_restored_slow(void **state)
 	judge(&in, &prev, &t); /* an op without a baseline yet */
 	assert_int_equal(t.state, STATUS_SLOW);
 	assert_true(t.since_s == NOW - 600);
+	/* Its hold over (or a lane replaced by a reload): up. */
+	in.restored = NULL;
+	judge(&in, &prev, &t);
+	assert_int_equal(t.state, STATUS_UP);
+	in.restored = &prev;
 	op.g = &good;
 	judge(&in, &prev, &t);
 	assert_int_equal(t.state, STATUS_UP);
@@ -219,12 +225,65 @@ static void test_restored_slow(void **state)
 	assert_int_equal(t.state, STATUS_UP);
 }
 
+/*
+ * The judgement a state file brought back (in.restored) is the last one while
+ * the lane has judged nothing, or only starting: a lane that starts, then sees
+ * its target stuck or slow again, keeps the since of before the restart; one
+ * that finds it up and good says up since now. A lane with a judgement of its
+ * own past starting ignores it.
+ */
+static void test_restored_taken(void **state)
+{
+	struct status_judgement restored = {.state = STATUS_SLOW, .since_s = NOW - 600};
+	struct status_judgement prev = none;
+	struct status_regress tail = {.have_baseline = true,
+				      .slow = true,
+				      .shape = STATUS_SHAPE_TAIL,
+				      .have_tail = true},
+			      good = {.have_baseline = true};
+	struct status_judge_op op = {.probe = "p1", .op = IO_READ, .g = &tail};
+	struct status_judge_in in = {.now_s = NOW, .start_s = NOW - 5, .restored = &restored};
+	struct status_target t;
+
+	(void)state;
+	snprintf(restored.reason_code, sizeof(restored.reason_code), "tail");
+	prev = judge(&in, &prev, &t); /* not checked yet */
+	assert_int_equal(t.state, STATUS_STARTING);
+	in.up = true;
+	in.up_since_s = NOW - 1;
+	in.ops = &op;
+	in.n_ops = 1;
+	prev = judge(&in, &prev, &t);
+	assert_int_equal(t.state, STATUS_SLOW);
+	assert_string_equal(t.reason_code, "tail");
+	assert_true(t.since_s == NOW - 600);
+	/* Its own judgement now: the restored one is no longer taken. */
+	op.g = &good;
+	prev = judge(&in, &prev, &t);
+	assert_int_equal(t.state, STATUS_UP);
+	assert_true(t.since_s == NOW);
+	/* Restored stuck, stuck again at start: the same since. */
+	restored.state = STATUS_STUCK;
+	restored.since_s = NOW - 300;
+	prev = none;
+	in.stuck = true;
+	in.inflight_s = 20;
+	in.timeout_s = 10;
+	judge(&in, &prev, &t);
+	assert_int_equal(t.state, STATUS_STUCK);
+	assert_true(t.since_s == NOW - 300);
+	/* Without it, stuck since its I/O reached the timeout. */
+	in.restored = NULL;
+	judge(&in, &prev, &t);
+	assert_true(t.since_s == NOW - 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_starting),      cmocka_unit_test(test_up_down_since),
 		cmocka_unit_test(test_stuck),	      cmocka_unit_test(test_slow_shapes),
-		cmocka_unit_test(test_restored_slow),
+		cmocka_unit_test(test_restored_slow), cmocka_unit_test(test_restored_taken),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1314,7 +1314,7 @@ static void test_reason_codes(void **state)
  * them, with the series set from the same figures. */
 static void scrape(struct fixture *f, struct status_target *t)
 {
-	lane_status(&f->lane, eng_now_ns(), t);
+	lane_status(&f->lane, eng_now_ns(), NULL, t);
 	lane_collect_target(&f->lane, eng_now_ns(), t);
 }
 
@@ -1673,7 +1673,7 @@ static void test_take_over_state(void **state)
 	lane_hand_over(&f->lane, &h);
 	lane_take_over(&next, &h);
 	lane_handover_release(&h);
-	lane_status(&next, eng_now_ns(), &t2);
+	lane_status(&next, eng_now_ns(), NULL, &t2);
 	assert_int_equal(t2.state, STATUS_DOWN);
 	assert_string_equal(t2.reason_code, "missing");
 	assert_string_equal(t2.reason, t.reason);
@@ -1783,7 +1783,7 @@ static void test_waited(void **state)
 	lane_status_probes(l, st, eng_now_ns());
 	assert_false(l->probes[0].regress[IO_READ].have_recent);
 	assert_false(l->probes[1].regress[IO_READ].have_recent);
-	lane_status(l, eng_now_ns(), &t);
+	lane_status(l, eng_now_ns(), NULL, &t);
 	assert_int_equal(t.state, STATUS_STARTING); /* (never run: no baseline, not slow) */
 	/* Past its timeout: stuck, and every probe waits behind it. */
 	atomic_store(&l->inflight_ns, eng_now_ns() - timeout - SEC);
@@ -1793,7 +1793,7 @@ static void test_waited(void **state)
 		assert_true(l->probes[pi].regress[IO_READ].recent_ns[0] >= timeout + SEC);
 		assert_true(l->probes[pi].regress[IO_READ].recent_ns[1] >= timeout + SEC);
 	}
-	lane_status(l, eng_now_ns(), &t);
+	lane_status(l, eng_now_ns(), NULL, &t);
 	assert_int_equal(t.state, STATUS_STUCK);
 	/* Nothing in flight: nobody waits. */
 	atomic_store(&l->inflight_ns, 0);
