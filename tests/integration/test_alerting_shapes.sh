@@ -33,8 +33,9 @@
 #            baseline, and iopulse_probe_slow_floor_seconds is the baseline p99
 #            (at least 100us): derived, not the old fixed 1ms;
 #   restart  2ms from the start, then 40ms (20x): slow (`slow`), then the
-#            critical notification; then the daemon is restarted (SIGTERM, the
-#            same config, state file and port) in the middle of it: slow again
+#            critical notification; then, once the state file was saved with
+#            it, the daemon is restarted (SIGTERM, the same config, state file
+#            and port) in the middle of it: slow again
 #            with the same since, never up in between, its baseline the one of
 #            before the incident (not learned from it), the critical told
 #            firing once and never "resolved".
@@ -161,6 +162,14 @@ print(t["state"], repr(t["since"]), t["reason_code"])' "$1") || return 1
 	read -r STATUS_STATE STATUS_SINCE STATUS_CODE <<<"$out"
 }
 
+# saved_after T: the daemon's log says the state file was saved at T + 1s or later.
+saved_after() {
+	local last
+	last=$(sed -n 's/^\([0-9-]* [0-9:.]*\) .*State file .* saved.*/\1/p' "$DAEMON_LOG" | tail -n 1)
+	[[ -n $last ]] || return 1
+	num "$(date -d "$last" +%s.%N)" '>=' "$(awk -v t="$1" 'BEGIN { printf "%.3f", t + 1 }')"
+}
+
 # stall_loop PID: freeze hangfs PID for 3s every 45s, until killed (the shape
 # is about time itself: these are its sleeps).
 stall_loop() {
@@ -230,11 +239,13 @@ while :; do
 		T_ON[tail]=$(now_s)
 		note "tail: 1 read in 20 +${TAIL_US}us (its slow-I/O threshold ${TAIL_TH}s)"
 	fi
-	# The restart, once the critical was told.
+	# The restart, once the critical was told and the state file holds the
+	# slow state: a save that began a second or more after its since (the
+	# file is written once a minute; a restart before that save finds the
+	# state of before, as iopulse(8) says).
 	if [[ -n ${T_ON[restart]:-} && -z $T_RESTART ]] && state_is restart slow &&
-		notified firing IopulseLatencyRegression critical restart; then
-		status_of restart || fail "cannot read /status.json"
-		[[ $STATUS_STATE == slow ]] || fail "restart is $STATUS_STATE just before the restart"
+		notified firing IopulseLatencyRegression critical restart &&
+		status_of restart && [[ $STATUS_STATE == slow ]] && saved_after "$STATUS_SINCE"; then
 		RESTART_SINCE=$STATUS_SINCE
 		PORT=$DAEMON_PORT
 		T_RESTART=$(now_s)
