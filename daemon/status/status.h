@@ -251,6 +251,7 @@ struct status_series {
 	bool restart;			/* its probe changed: start over at the next tick */
 	uint32_t prev[STATUS_N_GROUPS]; /* bucket counts at the last tick (mod 2^32) */
 	uint64_t prev_total, prev_at;	/* the histogram's count then, and when */
+	uint64_t prev_cpu_bound;	/* status_op's *cpu_bound_runs then */
 	struct status_sparse step[STATUS_MINUTE]; /* the last minute's steps */
 	uint64_t step_at[STATUS_MINUTE];	  /* when each began */
 	struct status_sparse blk[STATUS_HOUR];	  /* the last whole blocks */
@@ -361,6 +362,11 @@ struct status_op {
 	uint32_t fingerprint;		  /* cfg_probe_fingerprint() of the probe */
 	const char *target_path;	  /* the target's path, as configured */
 	struct status_identity target_id; /* what its lane pinned (known once it was up) */
+	/* A burst's runs marked cpu_bound so far (struct probe_series, written
+	 * under the registry's mutex and read with the histogram), or NULL: a
+	 * step that took in such a run is left out of the windows, the
+	 * judgement and the baseline (it measured the CPU, not the storage). */
+	const uint64_t *cpu_bound_runs;
 };
 
 /*
