@@ -123,13 +123,14 @@ test)
 	# Each stage builds and runs even when one before it failed (stage).
 	stage plain build -DIOPULSE_TESTS=ON --
 	# The same suite again under AddressSanitizer + UndefinedBehaviorSanitizer, but
-	# test_alerting: it proves the rules and Alertmanager's timing (10 minutes of
-	# their for and keep_firing_for windows, whatever the build), and the daemon
-	# code it drives (the baseline, slow and stuck states) is test_slow_state's
-	# and the unit tests', which run here.
+	# test_alerting and test_alerting_shapes: they prove the rules and
+	# Alertmanager's timing (minutes of their for and keep_firing_for windows,
+	# whatever the build), and the daemon code they drive (the baseline, the
+	# shapes, slow and stuck, the state file) is test_slow_state's,
+	# test_restart_state's and the unit tests', which run here.
 	stage ASan+UBSan build-asan -DIOPULSE_SANITIZE=ON -DIOPULSE_TESTS=ON -- \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		-E '^integration/test_alerting$'
+		-E '^integration/test_alerting(_shapes)?$'
 	# The tests that run threads again under ThreadSanitizer: lanes (test_golden
 	# runs one), the metrics registry, burst jobs, the HTTP server, engines used
 	# from another thread, target layout watched from one, calls with a deadline
