@@ -138,12 +138,13 @@ test)
 	# (the real daemon, reloading a FIFO and a deep file, stopped mid-reload; not
 	# test_reload_hung, whose 1-second bounds TSan's slowdown can miss under load),
 	# lanes retired by reload storms while their target hangs and freed by their
-	# own threads at the thaw, and the status page (its figures read from the
-	# HTTP thread while lanes run).
+	# own threads at the thaw, the status page (its figures read from the
+	# HTTP thread while lanes run), and the state file (its I/O within a
+	# deadline, what it keeps collected from the status under its mutex).
 	# The first data race fails the test (exit 66, not a skip).
 	stage TSan build-tsan -DIOPULSE_TSAN=ON -DIOPULSE_TESTS=ON -- \
 		TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
-		-R '^(unit/test_(lane|metrics|golden|burst|http|engine|target|within)|integration/test_(reload_blocking|reload_during_hang|status_page))$'
+		-R '^(unit/test_(lane|metrics|golden|burst|http|engine|target|within|statefile|status_persist)|integration/test_(reload_blocking|reload_during_hang|status_page))$'
 	if [ ${#FAILED[@]} -gt 0 ]; then
 		echo "dev.sh: the suite failed in $(($(date +%s) - start))s; stages that failed:" >&2
 		printf '  %s\n' "${FAILED[@]}" >&2
