@@ -123,13 +123,14 @@ test)
 	# Each stage builds and runs even when one before it failed (stage).
 	stage plain build -DIOPULSE_TESTS=ON --
 	# The same suite again under AddressSanitizer + UndefinedBehaviorSanitizer, but
-	# test_alerting: it proves the rules and Alertmanager's timing (10 minutes of
-	# their for and keep_firing_for windows, whatever the build), and the daemon
-	# code it drives (the baseline, slow and stuck states) is test_slow_state's
-	# and the unit tests', which run here.
+	# test_alerting and test_alerting_shapes: they prove the rules and
+	# Alertmanager's timing (minutes of their for and keep_firing_for windows,
+	# whatever the build), and the daemon code they drive (the baseline, the
+	# shapes, slow and stuck, the state file) is test_slow_state's,
+	# test_restart_state's and the unit tests', which run here.
 	stage ASan+UBSan build-asan -DIOPULSE_SANITIZE=ON -DIOPULSE_TESTS=ON -- \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		-E '^integration/test_alerting$'
+		-E '^integration/test_alerting(_shapes)?$'
 	# The tests that run threads again under ThreadSanitizer: lanes (test_golden
 	# runs one), the metrics registry, burst jobs, the HTTP server, engines used
 	# from another thread, target layout watched from one, calls with a deadline
@@ -137,12 +138,13 @@ test)
 	# (the real daemon, reloading a FIFO and a deep file, stopped mid-reload; not
 	# test_reload_hung, whose 1-second bounds TSan's slowdown can miss under load),
 	# lanes retired by reload storms while their target hangs and freed by their
-	# own threads at the thaw, and the status page (its figures read from the
-	# HTTP thread while lanes run).
+	# own threads at the thaw, the status page (its figures read from the
+	# HTTP thread while lanes run), and the state file (its I/O within a
+	# deadline, what it keeps collected from the status under its mutex).
 	# The first data race fails the test (exit 66, not a skip).
 	stage TSan build-tsan -DIOPULSE_TSAN=ON -DIOPULSE_TESTS=ON -- \
 		TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
-		-R '^(unit/test_(lane|metrics|golden|burst|http|engine|target|within)|integration/test_(reload_blocking|reload_during_hang|status_page))$'
+		-R '^(unit/test_(lane|metrics|golden|burst|http|engine|target|within|statefile|status_persist)|integration/test_(reload_blocking|reload_during_hang|status_page))$'
 	if [ ${#FAILED[@]} -gt 0 ]; then
 		echo "dev.sh: the suite failed in $(($(date +%s) - start))s; stages that failed:" >&2
 		printf '  %s\n' "${FAILED[@]}" >&2

@@ -13,6 +13,10 @@
 #
 # iopulse's quantiles come from its histogram (error <= 0.27% + 0.5 ns, docs/histogram.md);
 # the others sort raw samples (fio's from its own log-linear histogram too).
+# iopulse runs with its CPU-wait correction off (IOPULSE_PROCFS without
+# thread-self/): like the others it then reports what its clocks read, which is
+# what this compares; its default, net of the time its thread waited for a CPU,
+# reads lower (bench/cpu_wait.sh).
 source "$(dirname "$0")/lib.sh"
 need cc ioping
 
@@ -41,8 +45,10 @@ probes:
 YAML
 
 # Each prints "p50_ns p99_ns"; iopulse also keeps the engine it ran on ('auto' resolved).
+mkdir "$WORK/noproc"
 run_iopulse() {
-	"$IOPULSE" probe --config "$WORK/ping.yaml" --count "$COUNT" --interval 0 --json |
+	IOPULSE_PROCFS=$WORK/noproc "$IOPULSE" probe --config "$WORK/ping.yaml" --count "$COUNT" \
+		--interval 0 --json 2> >(grep -v "CPU wait" >&2) |
 		python3 -c '
 import json, sys
 p = json.load(sys.stdin)["probes"][0]

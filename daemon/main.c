@@ -34,6 +34,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics/metrics.h"
 #include "daemon/oneshot/oneshot.h"
+#include "daemon/probes/cpu_wait.h"
 #include "daemon/probes/probe.h"
 #include "daemon/oneshot/probe_cli.h"
 #include "daemon/metrics/process.h"
@@ -412,6 +413,7 @@ static int cmd_check(int argc, char **argv)
 static int cmd_probe(int argc, char **argv)
 {
 	log_setup();
+	(void)cpu_wait_start(NULL);
 	return probe_cli_main(argc, argv);
 }
 
@@ -576,7 +578,8 @@ static void block_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-/* The registry with the process, build and engine metrics. NULL: out of memory. */
+/* The registry with the process, build and engine metrics, the CPU-wait
+ * measurement started (cpu_wait.h). NULL: out of memory. */
 static struct metrics *new_registry(const struct config *cfg, struct process_metrics **pm)
 {
 	struct metrics *m = metrics_new();
@@ -584,7 +587,7 @@ static struct metrics *new_registry(const struct config *cfg, struct process_met
 	if (m) /* 0 ns: the registry's default, 2^-128 s */
 		metrics_set_native(m, cfg->native_schema, cfg->native_zero_threshold_ns / 1e9);
 	*pm = m ? process_metrics_new(m) : NULL;
-	if (!m || !*pm || set_build_info(m) < 0 || set_engines(m) < 0) {
+	if (!m || !*pm || set_build_info(m) < 0 || set_engines(m) < 0 || cpu_wait_start(m) < 0) {
 		process_metrics_free(*pm);
 		*pm = NULL;
 		metrics_free(m);

@@ -40,6 +40,7 @@
 
 #include "daemon/probes/burst.h"
 #include "daemon/probes/burst_int.h"
+#include "daemon/probes/cpu_wait.h"
 #include "daemon/probes/probe.h"
 #include "lib/errtext.h"
 #include "lib/rng.h"
@@ -306,6 +307,8 @@ static void result_reset(struct burst *b)
 	res->elapsed_ns = 0;
 	res->busy_ns = 0;
 	res->timeouts = 0;
+	res->cpu_wait_ns = res->cpu_thread_ns = 0;
+	res->cpu_wait_known = false;
 	res->error = 0;
 	res->stopped = false;
 	res->write_limited = false;
@@ -475,6 +478,8 @@ static void run_reset(struct burst *b, struct target *t, const _Atomic bool *sto
 		}
 		j->timeouts = 0;
 		j->last_done_ns = 0;
+		j->cpu_wait_ns = j->cpu_thread_ns = 0;
+		j->cpu_wait_known = false;
 		j->error = 0;
 		j->stopped = false;
 		j->thread_started = false;
@@ -487,8 +492,13 @@ static void results_sum(struct burst *b, struct burst_result *res)
 {
 	uint64_t last = 0;
 
+	res->cpu_wait_known = true;
 	for (unsigned i = 0; i < b->jobs; i++) {
 		const struct burst_job *j = b->job[i];
+
+		res->cpu_wait_ns += j->cpu_wait_ns;
+		res->cpu_thread_ns += j->cpu_thread_ns;
+		res->cpu_wait_known &= j->cpu_wait_known;
 
 		for (int d = 0; d < IO_DIR_COUNT; d++) {
 			struct burst_dir_result *dr = &res->dir[d];
@@ -694,6 +704,13 @@ static void add_result(struct probe_outcome *out, const struct burst *b,
 	out->budget_cut |= res->write_limited;
 	out->burst = true;
 	out->elapsed_ns += res->elapsed_ns;
+	out->cpu_wait_ns += res->cpu_wait_ns;
+	out->cpu_thread_ns += res->cpu_thread_ns;
+	out->cpu_wait_known = res->cpu_wait_known;
+	/* Mostly waiting for a CPU: the run measured the host, not the storage. */
+	out->cpu_bound =
+		res->cpu_wait_known &&
+		(double)res->cpu_wait_ns > CPU_WAIT_BOUND_RATIO * (double)res->cpu_thread_ns;
 	out->busy_ns += res->busy_ns;
 }
 
@@ -737,11 +754,13 @@ static void burst_probe_free(struct probe *p)
 	burst_free(p->state);
 }
 
-/* Each job sets its engine up for the run and tears it down after. */
+/* Each job sets its engine up for the run and tears it down after; a job on a
+ * thread of its own (all but the first, on the lane's) opens its schedstat
+ * file (cpu_wait.h), closed as the thread ends. */
 static void burst_descriptors(const struct cfg_probe *c, const struct engine_ops *e,
 			      struct probe_fds *out)
 {
-	out->run = c->jobs * e->fds;
+	out->run = c->jobs * e->fds + c->jobs - 1;
 }
 
 const struct probe_ops burst_probe_ops = {

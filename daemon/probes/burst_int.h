@@ -34,9 +34,13 @@ struct burst_result {
 	uint64_t elapsed_ns; /* measured phase: from the end of the ramp to the last completion */
 	uint64_t busy_ns;    /* the whole run: from the common start to the last completion */
 	uint64_t timeouts;   /* I/Os in flight longer than the probe's timeout (burst aborted) */
-	int error;	     /* first -errno that stopped the burst early, 0 when it ran out */
-	bool stopped;	     /* cut short by *stop */
-	bool write_limited;  /* stopped where its writes reached burst_limit_writes() */
+	/* The jobs' run-queue wait over their loops and those loops' time, summed
+	 * (cpu_wait.h); cpu_wait_known: every job measured its wait. */
+	uint64_t cpu_wait_ns, cpu_thread_ns;
+	bool cpu_wait_known;
+	int error;	    /* first -errno that stopped the burst early, 0 when it ran out */
+	bool stopped;	    /* cut short by *stop */
+	bool write_limited; /* stopped where its writes reached burst_limit_writes() */
 };
 
 struct burst;
@@ -74,6 +78,9 @@ struct burst_job {
 	uint64_t ramp_ios[IO_DIR_COUNT], ramp_bytes[IO_DIR_COUNT];
 	uint64_t timeouts;
 	uint64_t last_done_ns; /* last measured completion */
+	/* Its thread's run-queue wait over the loop, and the loop's time. */
+	uint64_t cpu_wait_ns, cpu_thread_ns;
+	bool cpu_wait_known;
 	int error;
 	bool stopped;
 	bool wedged; /* I/O left in the kernel: engine and buffers abandoned */

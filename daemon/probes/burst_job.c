@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "daemon/probes/burst_int.h"
+#include "daemon/probes/cpu_wait.h"
 #include "lib/ioprio.h"
 #include "lib/rng.h"
 
@@ -654,10 +655,30 @@ static int job_priority(const struct burst_job *j)
 	return ioprio_thread_set(j->b->cfg.io_priority);
 }
 
+/* The job's loop, with its thread's run-queue wait over it and its time. */
+static void job_loop_timed(struct burst_job *j)
+{
+	uint64_t wait0 = 0, wait1 = 0, t0;
+	bool known = cpu_wait_now(&wait0);
+
+	t0 = eng_now_ns();
+	burst_job_loop(j);
+	j->cpu_thread_ns = eng_now_ns() - t0;
+	j->cpu_wait_known = known && cpu_wait_now(&wait1);
+	j->cpu_wait_ns = j->cpu_wait_known && wait1 > wait0 ? wait1 - wait0 : 0;
+	if (j->cpu_wait_ns > j->cpu_thread_ns) /* a wait just before t0 */
+		j->cpu_wait_ns = j->cpu_thread_ns;
+}
+
 void burst_job_main(struct burst_job *j)
 {
 	struct burst *b = j->b;
 	int r = job_priority(j);
+	uint64_t wait;
+
+	/* A job thread's first call opens its schedstat file (and asks for its
+	 * slice): done here, not after the common start. */
+	(void)cpu_wait_now(&wait);
 
 	if (r == 0)
 		r = eng_init(&j->eng, b->ops, b->t->fd, b->nslots);
@@ -671,7 +692,7 @@ void burst_job_main(struct burst_job *j)
 	if (r == 0)
 		(void)eng_register_buffer(&j->eng, j->bufs, (size_t)b->depth * b->buf_stride);
 	if (gate_pass(b, r))
-		burst_job_loop(j);
+		job_loop_timed(j);
 	if (r == 0 && !j->wedged)
 		eng_cleanup(&j->eng);
 }

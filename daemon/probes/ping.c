@@ -40,6 +40,7 @@ struct ping_io {
 	ssize_t result;	    /* bytes, or -errno */
 	uint64_t submit_ns; /* CLOCK_MONOTONIC submit time */
 	uint64_t lat_ns;    /* latency */
+	uint64_t wait_ns;   /* of it, the thread's wait for a CPU (qd1.h) */
 };
 
 struct ping_result {
@@ -110,7 +111,7 @@ static int timed(struct ping *p, struct io_req *req, struct ping_io *io)
 		p->eng_fd = -1;
 		close_dsync(p);
 	}
-	*io = (struct ping_io){req->result, req->submit_ns, qd1_elapsed(req)};
+	*io = (struct ping_io){req->result, req->submit_ns, qd1_elapsed(req), p->q.cpu_wait_ns};
 	return 0;
 }
 
@@ -333,7 +334,7 @@ static void add_io(struct probe *p, struct probe_outcome *out, enum io_op op,
 		   const struct ping_io *io, uint64_t want)
 {
 	if (probe_outcome_io(p, out, op, io->result, io->submit_ns, io->lat_ns, want))
-		probe_outcome_measured(out, op, (uint64_t)io->result, io->lat_ns);
+		probe_outcome_measured(out, op, (uint64_t)io->result, io->lat_ns, io->wait_ns);
 }
 
 /* A warm-up I/O: its failures and timeouts count as any I/O's (the device
@@ -398,7 +399,7 @@ static void ping_descriptors(const struct cfg_probe *c, const struct engine_ops 
 
 const struct probe_ops ping_probe_ops = {
 	.kind = CFG_PROBE_PING,
-	.flags = PROBE_F_QD1 | PROBE_F_REQUESTS,
+	.flags = PROBE_F_QD1 | PROBE_F_REQUESTS | PROBE_F_NET_LATENCY,
 	.io_ops = ping_io_ops,
 	.op_name = ping_op_name,
 	.init = ping_probe_init,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/ioprio.h"
+#include "daemon/probes/cpu_wait.h"
 #include "daemon/probes/probe.h"
 
 bool probe_uses_probe_file(const struct cfg_probe *c)
@@ -193,14 +194,17 @@ bool probe_outcome_io(struct probe *p, struct probe_outcome *out, enum io_op op,
 }
 
 void probe_outcome_measured(struct probe_outcome *out, enum io_op op, uint64_t bytes,
-			    uint64_t lat_ns)
+			    uint64_t lat_ns, uint64_t wait_ns)
 {
 	struct probe_op_outcome *o = &out->op[op];
+	const uint64_t wait = wait_ns < lat_ns ? wait_ns : lat_ns;
 
 	o->ios++;
 	o->bytes += bytes;
-	o->io_ns += lat_ns;
-	hist_record(o->hist, lat_ns);
+	o->io_ns += lat_ns - wait;
+	o->cpu_wait_ns += wait;
+	o->waited_ios += wait >= CPU_WAIT_MIN_NS;
+	hist_record(o->hist, lat_ns - wait);
 }
 
 bool probe_depth_ignored(const struct cfg_probe *p, const char *engine, char *why, size_t len)

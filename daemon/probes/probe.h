@@ -42,11 +42,17 @@ enum probe_mismatch {
 };
 
 struct probe_op_outcome {
-	struct hist *hist;     /* latencies of the I/Os counted in ios */
-	uint64_t ios, bytes;   /* completed (bursts: short ones too) */
-	uint64_t errors;       /* completed with -errno */
-	uint64_t short_ios;    /* completed with fewer bytes than asked */
-	uint64_t io_ns;	       /* time measured: pings the sum of latencies, bursts their phase */
+	/* Latencies of the I/Os counted in ios: a ping's and a verify probe's net of
+	 * the CPU wait below (cpu_wait.h), a burst's as its jobs' clocks saw them. */
+	struct hist *hist;
+	uint64_t ios, bytes; /* completed (bursts: short ones too) */
+	uint64_t errors;     /* completed with -errno */
+	uint64_t short_ios;  /* completed with fewer bytes than asked */
+	uint64_t io_ns;	     /* time measured: pings the sum of latencies, bursts their phase */
+	/* Pings and verify probes: the run-queue wait taken out of the latencies
+	 * of the I/Os counted in ios (io_ns + cpu_wait_ns is what a clock around
+	 * them read), and how many of them waited CPU_WAIT_MIN_NS or more. */
+	uint64_t cpu_wait_ns, waited_ios;
 	uint64_t warmup_ios;   /* unmeasured I/Os completed: a ping's warm-up ('warmup_after'), */
 	uint64_t warmup_bytes; /* a burst's ramp; their bytes: written to the device all the same */
 };
@@ -76,6 +82,13 @@ struct probe_outcome {
 	bool target_down;
 	bool burst;	     /* the last-burst figures below apply */
 	uint64_t elapsed_ns; /* burst: its measured phase */
+	/* A burst: its jobs' run-queue wait and their time, all jobs together
+	 * (cpu_wait_known: every job measured it), and whether the wait was over
+	 * CPU_WAIT_BOUND_RATIO of that time: the run measured the CPU more than
+	 * the storage, and the baseline leaves it out (set in burst.c). */
+	uint64_t cpu_wait_ns, cpu_thread_ns;
+	bool cpu_wait_known;
+	bool cpu_bound;
 	/* Time the run kept the target busy (iopulse_target_io_seconds_total): a
 	 * ping's I/Os' latencies, a burst's whole run, ramp included. */
 	uint64_t busy_ns;
@@ -140,6 +153,12 @@ struct probe;
 /* Each run has figures of its own (a burst's IOPS, bandwidth, quantiles): the
  * status page shows the last run's in a table of the kind's runs. */
 #define PROBE_F_RUN_FIGURES (1u << 12)
+/* Times each of its I/Os on its own, one at a time (qd1.h: a ping, a verify
+ * probe): its latencies are net of the time its thread waited for a CPU
+ * meanwhile (cpu_wait.h), counted per op. Without it (a burst, whose jobs keep
+ * a queue) the latencies are as its clocks read them, and its runs' wait is
+ * counted as a whole, with its share of the run (outcome cpu_wait_ns). */
+#define PROBE_F_NET_LATENCY (1u << 13)
 
 /* What a probe holds open, counted on a running daemon (ls /proc/PID/fd,
  * iopulse(8) Descriptors). */
@@ -251,9 +270,11 @@ void probe_note_log(const struct probe_note *note);
  */
 bool probe_outcome_io(struct probe *p, struct probe_outcome *out, enum io_op op, int64_t result,
 		      uint64_t submit_ns, uint64_t lat_ns, uint64_t want);
-/* A measured I/O of @bytes, @lat_ns long, into @out->op[@op] and its histogram. */
+/* A measured I/O of @bytes, @lat_ns long of which the thread waited @wait_ns
+ * for a CPU (0: none, or not measured), into @out->op[@op]: its latency net of
+ * the wait into the histogram, the wait counted apart. */
 void probe_outcome_measured(struct probe_outcome *out, enum io_op op, uint64_t bytes,
-			    uint64_t lat_ns);
+			    uint64_t lat_ns, uint64_t wait_ns);
 
 /* Whether @p's iodepth (PROBE_F_IODEPTH) is more than @engine can do (sync: one
  * I/O at a time, so a burst runs at queue depth 1 whatever it says, as fio

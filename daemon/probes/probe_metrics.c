@@ -59,6 +59,9 @@ enum {
 	P_BUDGET_CUT,
 	P_RUN_SECONDS,
 	P_STEAL_SECONDS,
+	P_CPU_WAIT,
+	P_CPU_WAITED,
+	P_BURST_CPU_WAIT,
 	P_INFO,
 	P_INTERVAL,
 	P_VERIFY_CHECKED,
@@ -78,7 +81,10 @@ enum {
  * series (no probe with 'warmup_after', none that verifies) is on no page. */
 const struct metric_def probe_metric_defs[P_COUNT + 1] = {
 	[P_LATENCY] = {"iopulse_probe_latency_seconds", METRIC_HISTOGRAM, pto,
-		       "Latency of each probe I/O, by operation."},
+		       "Latency of each probe I/O, by operation: a ping's and a verify "
+		       "probe's net of the time its thread waited for a CPU "
+		       "(iopulse_probe_cpu_wait_seconds_total) while "
+		       "iopulse_cpu_wait_measured is 1."},
 	[P_IOS] = {"iopulse_probe_ios_total", METRIC_COUNTER, pto,
 		   "I/Os completed without error, by operation."},
 	[P_BYTES] = {"iopulse_probe_bytes_total", METRIC_COUNTER, pto,
@@ -117,6 +123,20 @@ const struct metric_def probe_metric_defs[P_COUNT + 1] = {
 			     "CPU time the hypervisor stole during the probe's runs, per "
 			     "CPU (/proc/stat); divided by "
 			     "iopulse_probe_run_seconds_total, the share of its run time."},
+	[P_CPU_WAIT] = {"iopulse_probe_cpu_wait_seconds_total", METRIC_COUNTER, pto,
+			"Time the thread of a ping or a verify probe waited for a CPU "
+			"(runnable, not running) during the I/Os counted in "
+			"iopulse_probe_ios_total, by operation: taken out of their "
+			"latencies, so that the histogram's sum plus this is what a "
+			"clock around them read."},
+	[P_CPU_WAITED] = {"iopulse_probe_cpu_waited_ios_total", METRIC_COUNTER, pto,
+			  "I/Os counted in iopulse_probe_ios_total during which the "
+			  "probe's thread waited 1us or more for a CPU, by operation; "
+			  "divided by iopulse_probe_ios_total, the share that did."},
+	[P_BURST_CPU_WAIT] = {"iopulse_burst_cpu_wait_seconds_total", METRIC_COUNTER, pt,
+			      "Time the job threads of a burst's runs waited for a CPU "
+			      "(runnable, not running), all jobs together; its latencies "
+			      "include it."},
 	[P_INFO] = {"iopulse_probe_info", METRIC_GAUGE, ptoe,
 		    "Always 1: what the probe is (type ping, burst or verify, its op or rw, "
 		    "the engine in use, its io_priority)."},
@@ -176,6 +196,7 @@ enum {
 	B_LATENCY,
 	B_LATENCY_MAX,
 	B_DURATION,
+	B_CPU_WAIT_RATIO,
 	B_COUNT,
 };
 
@@ -191,6 +212,11 @@ const struct metric_def burst_metric_defs[B_COUNT + 1] = {
 			   "Largest latency of the last finished burst, by operation."},
 	[B_DURATION] = {"iopulse_burst_duration_seconds", METRIC_GAUGE, pt,
 			"Measured time of the last finished burst (after its ramp)."},
+	[B_CPU_WAIT_RATIO] = {"iopulse_burst_cpu_wait_ratio", METRIC_GAUGE, pt,
+			      "Share (0 to 1) of the last finished burst's job thread time "
+			      "spent waiting for a CPU; over 0.5 the run measured the CPU "
+			      "more than the storage and is left out of the baseline. "
+			      "Absent while iopulse_cpu_wait_measured is 0."},
 	[B_COUNT] = {NULL},
 };
 
@@ -303,6 +329,28 @@ static int window_series(struct probe_series *s, struct metric_family *const *f)
 	return s->run_seconds && s->steal_seconds ? 0 : -ENOMEM;
 }
 
+/* The time its thread waited for a CPU: per op for a probe whose latencies are
+ * net of it, as a whole for the others (a burst). */
+static int cpu_wait_series(struct probe_series *s, struct metric_family *const *f, unsigned io_ops)
+{
+	const char *v[4] = {s->cfg->name, s->target, NULL, NULL};
+
+	if (!(probe_ops_of(s->cfg->kind)->flags & PROBE_F_NET_LATENCY)) {
+		s->burst_cpu_wait = metrics_series(f[P_BURST_CPU_WAIT], v);
+		return s->burst_cpu_wait ? 0 : -ENOMEM;
+	}
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		if (!(io_ops & 1u << op))
+			continue;
+		v[2] = io_op_name(op);
+		s->cpu_wait[op] = metrics_series(f[P_CPU_WAIT], v);
+		s->cpu_waited[op] = metrics_series(f[P_CPU_WAITED], v);
+		if (!s->cpu_wait[op] || !s->cpu_waited[op])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Blocks a verifying probe checked and the mismatches it found, by kind. */
 static int verify_series(struct probe_series *s, struct metric_family *const *f)
 {
@@ -340,6 +388,8 @@ int probe_metrics_init(struct probe_series *s, struct metrics *m, const struct c
 		r = wait_series(s, f);
 	if (r == 0)
 		r = budget_series(s, f);
+	if (r == 0)
+		r = cpu_wait_series(s, f, ops->io_ops(p));
 	if (r == 0 && (ops->flags & PROBE_F_VERIFIES))
 		r = verify_series(s, f);
 	if (r < 0)
@@ -393,6 +443,25 @@ static int burst_series(struct probe_series *s)
 	return done ? 0 : -ENOMEM;
 }
 
+/* The last burst's share of CPU wait: made at the first run that measured it,
+ * dropped after one that did not (absent rather than a 0 that reads as none).
+ * Whether there is one to set. */
+static bool burst_ratio_series(struct probe_series *s, const struct probe_outcome *o)
+{
+	const char *v[] = {s->cfg->name, s->target, NULL};
+	struct metric_family *f;
+
+	if (!o->cpu_wait_known || !o->cpu_thread_ns) {
+		drop(&s->burst_cpu_ratio);
+		return false;
+	}
+	if (!s->burst_cpu_ratio) {
+		f = family_of(s->m, &burst_metric_defs[B_CPU_WAIT_RATIO]);
+		s->burst_cpu_ratio = f ? metrics_series(f, v) : NULL;
+	}
+	return s->burst_cpu_ratio != NULL;
+}
+
 void probe_metrics_run(struct probe_series *s, double wall_s)
 {
 	metrics_add(s->runs, 1);
@@ -441,6 +510,7 @@ void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o
 	double secs = o->elapsed_ns / 1e9;
 	uint64_t errors = 0, shorts = 0;
 	bool gauges = o->burst && burst_series(s) == 0;
+	bool ratio = gauges && burst_ratio_series(s, o);
 
 	metrics_lock(s->m);
 	for (int op = 0; op < IO_OP_COUNT; op++) {
@@ -456,12 +526,22 @@ void probe_metrics_publish(struct probe_series *s, const struct probe_outcome *o
 		metrics_add_locked(s->bytes[op], (double)oo->bytes);
 		if (s->warmup[op])
 			metrics_add_locked(s->warmup[op], (double)oo->warmup_ios);
+		if (s->cpu_wait[op]) {
+			metrics_add_locked(s->cpu_wait[op], oo->cpu_wait_ns / 1e9);
+			metrics_add_locked(s->cpu_waited[op], (double)oo->waited_ios);
+		}
 		if (gauges)
 			burst_gauges_locked(s, op, oo, secs);
 	}
 	if (gauges)
 		metrics_set_locked(atomic_load_explicit(&s->burst_seconds, memory_order_relaxed),
 				   secs);
+	if (ratio)
+		metrics_set_locked(s->burst_cpu_ratio,
+				   (double)o->cpu_wait_ns / (double)o->cpu_thread_ns);
+	if (s->burst_cpu_wait)
+		metrics_add_locked(s->burst_cpu_wait, o->cpu_wait_ns / 1e9);
+	s->cpu_bound_runs += o->cpu_bound;
 	metrics_add_locked(s->errors[PROBE_ERR_IO], (double)errors);
 	metrics_add_locked(s->errors[PROBE_ERR_SHORT], (double)shorts);
 	metrics_add_locked(s->errors[PROBE_ERR_TIMEOUT], (double)o->timeouts);
@@ -482,6 +562,8 @@ void probe_metrics_drop(struct probe_series *s)
 		drop(&s->ios[op]);
 		drop(&s->bytes[op]);
 		drop(&s->warmup[op]);
+		drop(&s->cpu_wait[op]);
+		drop(&s->cpu_waited[op]);
 		drop(&s->burst_iops[op]);
 		drop(&s->burst_bw[op]);
 		drop(&s->burst_max[op]);
@@ -501,6 +583,8 @@ void probe_metrics_drop(struct probe_series *s)
 	drop(&s->interval);
 	drop(&s->run_seconds);
 	drop(&s->steal_seconds);
+	drop(&s->burst_cpu_wait);
+	drop(&s->burst_cpu_ratio);
 	drop(&s->verify_checked);
 	for (int k = 0; k < PROBE_MISMATCH_COUNT; k++)
 		drop(&s->verify_mismatches[k]);

@@ -69,6 +69,16 @@ struct probe_series {
 	struct metric_series *budget_cut;
 	/* Wall time of its runs, and the CPU time stolen from this guest meanwhile. */
 	struct metric_series *run_seconds, *steal_seconds;
+	/* The time its thread waited for a CPU: per op for a kind that times each
+	 * I/O on its own (PROBE_F_NET_LATENCY), and the I/Os that waited; for the
+	 * others (a burst) its runs' as a whole, and the last run's share (made
+	 * at the first run that measured it). */
+	struct metric_series *cpu_wait[IO_OP_COUNT], *cpu_waited[IO_OP_COUNT];
+	struct metric_series *burst_cpu_wait, *burst_cpu_ratio;
+	/* Runs published with outcome cpu_bound (under the registry's mutex, as
+	 * the histograms: the status tick reads both at once and leaves such a
+	 * run's I/Os out of what it judges, struct status_op). */
+	uint64_t cpu_bound_runs;
 	struct metric_series *info, *interval;
 	/* Probes that verify data (PROBE_F_VERIFIES) only; every kind from the start. */
 	struct metric_series *verify_checked, *verify_mismatches[PROBE_MISMATCH_COUNT];

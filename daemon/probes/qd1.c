@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lib/buf.h"
+#include "daemon/probes/cpu_wait.h"
 #include "daemon/probes/probe.h"
 #include "daemon/probes/qd1.h"
 
@@ -85,10 +86,14 @@ int qd1_io(struct qd1 *q, struct io_req *req, void **buf)
 {
 	struct io_req *const reqs[1] = {req};
 	struct io_req *done[1];
+	uint64_t wait0 = 0, wait1 = 0, took;
+	bool waits;
 	int n;
 
+	q->cpu_wait_ns = 0;
 	req->result = 0;
 	req->done_ns = 0;
+	waits = cpu_wait_now(&wait0);
 	req->submit_ns = eng_now_ns();
 	inflight_set(q, req->submit_ns);
 	n = q->ops->submit(&q->eng, reqs, 1);
@@ -115,6 +120,12 @@ int qd1_io(struct qd1 *q, struct io_req *req, void **buf)
 		req->done_ns = eng_now_ns();
 		abandon_inflight(q, buf, req->len);
 		break;
+	}
+	/* A wait before the submit stamp would count here too: the read before
+	 * it is the last thing before the clock, so that window is a few ns. */
+	if (waits && cpu_wait_now(&wait1) && wait1 > wait0) {
+		took = qd1_elapsed(req);
+		q->cpu_wait_ns = wait1 - wait0 < took ? wait1 - wait0 : took;
 	}
 	inflight_set(q, 0);
 	return 0;

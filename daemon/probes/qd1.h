@@ -20,6 +20,10 @@ struct qd1 {
 	bool open;		       /* eng is set up; an abandon tears it down */
 	_Atomic uint64_t *inflight_ns; /* if set: submit time of the I/O in flight, 0 idle */
 	const _Atomic bool *stop;      /* if set and true: stop waiting for a slow I/O */
+	/* The last request's run-queue wait (cpu_wait.h): the time between its
+	 * submit and done stamps the thread spent waiting for a CPU, at most all
+	 * of it; 0 when not measured. */
+	uint64_t cpu_wait_ns;
 };
 
 /* @q over engine @ops, publishing its in-flight time in @inflight_ns (may be
@@ -35,7 +39,9 @@ void qd1_close(struct qd1 *q);
 /*
  * Submits @req (buf, offset, len and op set) on the engine set up, stamping its
  * submit_ns and publishing it as in flight, and waits for it: its result and
- * done_ns end up in @req. 0, or -errno when the engine did not take it (nothing
+ * done_ns end up in @req, the thread's run-queue wait meanwhile in
+ * q->cpu_wait_ns (read before the submit stamp and after the done one, so that
+ * neither read counts as latency). 0, or -errno when the engine did not take it (nothing
  * went out). A slow request is waited for however long it takes, unless *stop
  * is set or the engine fails: then it is abandoned (result: the wait's -ETIME
  * or -EINTR, or the engine's -errno), the engine torn down (q->open false; set
@@ -45,7 +51,7 @@ void qd1_close(struct qd1 *q);
  */
 int qd1_io(struct qd1 *q, struct io_req *req, void **buf);
 
-/* How long @req took, from qd1_io(). */
+/* How long @req took, from qd1_io(), CPU wait included (q->cpu_wait_ns of it). */
 static inline uint64_t qd1_elapsed(const struct io_req *req)
 {
 	return req->done_ns > req->submit_ns ? req->done_ns - req->submit_ns : 0;

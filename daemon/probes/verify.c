@@ -391,7 +391,7 @@ static ssize_t timed_io(struct probe *p, enum io_op op, uint64_t off, void **buf
 		n = -ETIME; /* a wait given up, whatever the wait said */
 	if (!probe_outcome_io(p, out, op, n, req.submit_ns, lat, op == IO_FDATASYNC ? 0 : len))
 		return n < 0 ? n : -EIO;
-	probe_outcome_measured(out, op, (uint64_t)n, lat);
+	probe_outcome_measured(out, op, (uint64_t)n, lat, vp->q.cpu_wait_ns);
 	return n;
 }
 
@@ -765,7 +765,7 @@ static void verify_descriptors(const struct cfg_probe *c, const struct engine_op
 const struct probe_ops verify_probe_ops = {
 	.kind = CFG_PROBE_VERIFY,
 	.flags = PROBE_F_SKIP_IF_RUNNING | PROBE_F_VERIFIES | PROBE_F_OWN_FILE | PROBE_F_BUDGETED |
-		 PROBE_F_CHECKS_PAST_BUDGET,
+		 PROBE_F_CHECKS_PAST_BUDGET | PROBE_F_NET_LATENCY,
 	.io_ops = verify_io_ops,
 	.op_name = verify_op_name,
 	.init = verify_probe_init,

@@ -85,16 +85,17 @@ static int lane_init_sync(struct lane *l)
 
 /*
  * Counted on a running daemon (ls /proc/PID/fd, and under strace for what an
- * open holds on the way): a lane holds its watch timerfd and /proc/stat (CPU
- * steal); its target, its probe file and the descriptor holding the file's lock
- * (a directory no probe needs a probe file in: the directory; a file or a
- * device: itself); sysfs's block/ and its disk's stat once a burst checks
- * whether the disk is busy (one more per further disk behind an md or LVM).
- * On the way, one thing at a time on the lane's thread, but every lane at
- * once: a path walk holds the directory reached, a symlink and "/" (an absolute
- * symlink), or a probe's run holds what its row says.
+ * open holds on the way): a lane holds its watch timerfd, /proc/stat (CPU
+ * steal) and its thread's schedstat (CPU wait, cpu_wait.h); its target, its
+ * probe file and the descriptor holding the file's lock (a directory no probe
+ * needs a probe file in: the directory; a file or a device: itself); sysfs's
+ * block/ and its disk's stat once a burst checks whether the disk is busy (one
+ * more per further disk behind an md or LVM). On the way, one thing at a time
+ * on the lane's thread, but every lane at once: a path walk holds the directory
+ * reached, a symlink and "/" (an absolute symlink), or a probe's run holds what
+ * its row says.
  */
-#define LANE_FDS	 2
+#define LANE_FDS	 3
 #define LANE_FDS_DISKS	 2
 #define LANE_FDS_WALKING 3
 

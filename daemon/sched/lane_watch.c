@@ -259,7 +259,8 @@ unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 					.j = l->judge,
 					.fingerprint = l->probes[pi].fingerprint,
 					.target_path = l->cfg->path,
-					.target_id = id};
+					.target_id = id,
+					.cpu_bound_runs = &l->probes[pi].series.cpu_bound_runs};
 	return n;
 }
 

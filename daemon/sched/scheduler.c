@@ -472,8 +472,10 @@ static void status_catch_up(void *arg)
 	pthread_mutex_unlock(&s->tick_mu);
 	/* The judgement follows the figures at once, scraped or not: a target that
 	 * turns slow is logged when it does, not at the next request. */
-	if (ok)
+	if (ok) {
 		judge_lanes(s, now, false);
+		status_tell_minute(s->st); /* the state file's save: after the judgement */
+	}
 }
 
 /*

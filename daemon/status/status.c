@@ -112,6 +112,8 @@ static unsigned group_fine(unsigned g)
 struct groups_read {
 	uint32_t *c;
 	uint64_t total;
+	const uint64_t *cpu_bound; /* status_op's cpu_bound_runs, or NULL */
+	uint64_t cpu_bound_now;	   /* its value, read with the histogram */
 };
 
 /* Under the registry mutex: a few thousand additions, no lock, no allocation. */
@@ -120,6 +122,7 @@ static void read_groups(const struct hist *h, void *arg)
 	struct groups_read *g = arg;
 
 	memset(g->c, 0, STATUS_N_GROUPS * sizeof(*g->c));
+	g->cpu_bound_now = g->cpu_bound ? *g->cpu_bound : 0;
 	g->total = hist_count(h);
 	if (!g->total)
 		return;
@@ -320,6 +323,7 @@ static void series_reset(struct status *st, struct status_series *ss, const uint
 	else
 		memset(ss->prev, 0, sizeof(ss->prev));
 	ss->prev_total = total;
+	ss->prev_cpu_bound = 0; /* the caller's, when it knows better */
 	ss->prev_at = ss->acc_at = at;
 	memset(ss->step, 0, sizeof(ss->step));
 	memset(ss->blk, 0, sizeof(ss->blk));
@@ -386,13 +390,15 @@ static void hour_window(struct status *st, const struct status_series *ss, uint6
 }
 
 /* What the step that ends now added (st->cur minus the last tick's counts):
- * into the last minute's steps and the block in progress. */
-static void step_in(struct status *st, struct status_series *ss, uint64_t now, uint64_t total)
+ * into the last minute's steps and the block in progress; nothing when
+ * @cpu_bound (a burst run that measured the CPU more than the storage). */
+static void step_in(struct status *st, struct status_series *ss, uint64_t now, uint64_t total,
+		    bool cpu_bound)
 {
 	unsigned slot = ss->steps % STATUS_MINUTE;
 
-	for (unsigned g = 0; g < STATUS_N_GROUPS; g++)
-		st->sum[g] = (uint32_t)(st->cur[g] - ss->prev[g]); /* modulo 2^32 */
+	for (unsigned g = 0; g < STATUS_N_GROUPS; g++) /* modulo 2^32 */
+		st->sum[g] = cpu_bound ? 0 : (uint32_t)(st->cur[g] - ss->prev[g]);
 	sparse_from(&ss->step[slot], st->sum);
 	ss->step_at[slot] = ss->prev_at;
 	memset(st->sum, 0, sizeof(st->sum));
@@ -443,13 +449,15 @@ static void baseline_update(struct status *st, struct status_series *ss)
 	pthread_mutex_unlock(&st->mu);
 }
 
-/* One step of @ss with st->cur holding its histogram's bucket counts now. */
-static void series_step(struct status *st, struct status_series *ss, uint64_t now, uint64_t total)
+/* One step of @ss with st->cur holding its histogram's bucket counts now (left
+ * out when @cpu_bound). */
+static void series_step(struct status *st, struct status_series *ss, uint64_t now, uint64_t total,
+			bool cpu_bound)
 {
 	struct status_fig minute, block = {0};
 	bool minute_mark, block_mark, min_slow = false, blk_slow = false;
 
-	step_in(st, ss, now, total);
+	step_in(st, ss, now, total, cpu_bound);
 	minute_mark = ss->steps % STATUS_MINUTE == 0; /* the minute window is then exactly one */
 	block_mark = ss->steps % STATUS_BLOCK == 0;
 	minute_window(st, ss, now, &minute);
@@ -523,7 +531,8 @@ static void series_describe(struct status *st, struct status_series *ss, const s
 
 void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_ns)
 {
-	struct groups_read g = {.c = st->cur};
+	struct groups_read g = {.c = st->cur, .cpu_bound = o->cpu_bound_runs};
+	bool cpu_bound;
 	struct status_series *ss;
 	int i = status_find_series(st, o->p->name, o->target, o->op);
 
@@ -539,6 +548,7 @@ void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_n
 		/* The daemon's first tick: the windows start here, the records where
 		 * a state file left them (a baseline at once). */
 		series_reset(st, ss, st->cur, g.total, now_ns);
+		ss->prev_cpu_bound = g.cpu_bound_now;
 		if (status_restore_ring(st, ss))
 			baseline_update(st, ss);
 		return;
@@ -551,7 +561,12 @@ void status_tick_op(struct status *st, const struct status_op *o, uint64_t now_n
 			baseline_update(st, ss);
 	} else if (ss->restart || went_down(ss, st->cur, g.total))
 		series_reset(st, ss, NULL, 0, ss->prev_at);
-	series_step(st, ss, now_ns, g.total);
+	/* A burst run marked cpu_bound was published since the last tick: the
+	 * step's I/Os are its (a burst probe's histogram has its runs alone), and
+	 * neither the windows, nor the judgement, nor the baseline take them. */
+	cpu_bound = g.cpu_bound_now != ss->prev_cpu_bound;
+	ss->prev_cpu_bound = g.cpu_bound_now;
+	series_step(st, ss, now_ns, g.total, cpu_bound);
 }
 
 void status_probe_changed(struct status *st, const char *probe)
@@ -566,11 +581,12 @@ void status_tick_end(struct status *st, uint64_t now_ns)
 	struct status_series *gone[8];
 	unsigned n_gone;
 
-	/* Every minute of ticks, whoever keeps the state file hears of it. */
+	/* Every minute of ticks, whoever keeps the state file hears of it, once
+	 * the targets are judged on these figures (status_tell_minute()). */
 	if (st->minute_fn &&
 	    (!st->minute_told_ns || now_ns - st->minute_told_ns >= 60 * NSEC_PER_SEC)) {
 		st->minute_told_ns = now_ns;
-		st->minute_fn(st->minute_arg, now_ns);
+		st->minute_due_ns = now_ns;
 	}
 	do { /* a few at a time: freed outside the mutex */
 		n_gone = 0;

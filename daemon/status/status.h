@@ -189,7 +189,9 @@ struct status_tally {
 	uint32_t over[STATUS_JUDGE_MINUTES];   /* of them over the slow-I/O threshold then */
 	uint32_t stalls[STATUS_JUDGE_MINUTES]; /* of them over the stall threshold then */
 	uint16_t max[STATUS_JUDGE_MINUTES];    /* status_code() of the longest */
-	bool median[STATUS_JUDGE_MINUTES];     /* its median was slow: its I/Os are the median's */
+	/* Its median was slow, or the minute before's was (the end of that
+	 * slowdown): its I/Os are the median's, in no tail or stall. */
+	bool median[STATUS_JUDGE_MINUTES];
 	uint8_t n;			       /* minutes held */
 };
 
@@ -251,6 +253,7 @@ struct status_series {
 	bool restart;			/* its probe changed: start over at the next tick */
 	uint32_t prev[STATUS_N_GROUPS]; /* bucket counts at the last tick (mod 2^32) */
 	uint64_t prev_total, prev_at;	/* the histogram's count then, and when */
+	uint64_t prev_cpu_bound;	/* status_op's *cpu_bound_runs then */
 	struct status_sparse step[STATUS_MINUTE]; /* the last minute's steps */
 	uint64_t step_at[STATUS_MINUTE];	  /* when each began */
 	struct status_sparse blk[STATUS_HOUR];	  /* the last whole blocks */
@@ -329,6 +332,7 @@ struct status {
 	void (*minute_fn)(void *arg, uint64_t tick_ns);
 	void *minute_arg;
 	uint64_t minute_told_ns; /* the tick's: when it last told it; 0: never */
+	uint64_t minute_due_ns;	 /* the tick's: a minute to tell (status_tell_minute()) */
 };
 
 /* What a page shows, copied under the mutex (status_snapshot()). */
@@ -361,6 +365,11 @@ struct status_op {
 	uint32_t fingerprint;		  /* cfg_probe_fingerprint() of the probe */
 	const char *target_path;	  /* the target's path, as configured */
 	struct status_identity target_id; /* what its lane pinned (known once it was up) */
+	/* A burst's runs marked cpu_bound so far (struct probe_series, written
+	 * under the registry's mutex and read with the histogram), or NULL: a
+	 * step that took in such a run is left out of the windows, the
+	 * judgement and the baseline (it measured the CPU, not the storage). */
+	const uint64_t *cpu_bound_runs;
 };
 
 /*

@@ -218,6 +218,13 @@ enum status_shape status_minute(struct status_view *v, const struct status_fig *
 		v->tally.median[v->tally.n - 1] = true;
 		return STATUS_SHAPE_MEDIAN;
 	}
+	/* The minute after a slow median holds the end of that slowdown (a
+	 * minute that began slow and ended fast, its median fast): its slow
+	 * I/Os are the median's too, not a tail's. Left out the same way. */
+	if (v->tally.n >= 2 && v->tally.median[v->tally.n - 2]) {
+		v->tally.median[v->tally.n - 1] = true;
+		return STATUS_SHAPE_NONE;
+	}
 	/* The window gathers enough I/Os to judge a share; the minute itself must
 	 * show the shape too, so that a minute after the tail or the stalls ended
 	 * is a good one (not four more of the window's). */

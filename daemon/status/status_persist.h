@@ -181,9 +181,13 @@ void status_restore_done(struct status *st, const char *target);
  */
 int status_save_collect(struct status *st, double now_s, struct status_saved *out);
 
-/* @fn(@arg, the tick's time) is called by the first tick, then by the first a
- * minute or more (of ticks) after the last call (the tick's thread, outside
- * the mutex: it must not block); NULL: none. */
+/* @fn(@arg, the tick's time) is called for the first tick, then for the first
+ * a minute or more (of ticks) after the last call, by status_tell_minute()
+ * (the tick's thread, outside the mutex: it must not block); NULL: none. */
 void status_on_minute(struct status *st, void (*fn)(void *arg, uint64_t tick_ns), void *arg);
+/* The tick's thread, once the targets are judged on the ticks' figures (so
+ * that a target turning slow at a minute mark is in the save that minute
+ * starts): the minute due, if one is, told. */
+void status_tell_minute(struct status *st);
 
 #endif

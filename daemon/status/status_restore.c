@@ -316,6 +316,15 @@ int status_save_collect(struct status *st, double now_s, struct status_saved *ou
 	return r;
 }
 
+void status_tell_minute(struct status *st)
+{
+	uint64_t due = st->minute_due_ns;
+
+	st->minute_due_ns = 0;
+	if (due && st->minute_fn)
+		st->minute_fn(st->minute_arg, due);
+}
+
 void status_on_minute(struct status *st, void (*fn)(void *arg, uint64_t tick_ns), void *arg)
 {
 	st->minute_fn = fn;

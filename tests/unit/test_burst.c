@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 
 #include "tests/unit/testutil.h"
 
+#include "daemon/probes/cpu_wait.h"
 #include "daemon/probes/probe.h"
 #include "lib/ioprio.h"
 
@@ -1852,6 +1854,78 @@ static void test_io_priority_jobs(void **state)
 	assert_int_equal(ioprio_thread_get(), prio_main_is);
 }
 
+/*
+ * bump: the null engine, but each batch it takes makes the fake /proc say
+ * that the thread waited bump_step_ns more for a CPU (cpu_wait.h): every job
+ * reads the same file, so each sees the others' bumps too; the figures below
+ * hold whatever the order.
+ */
+static char bump_root[PATH_MAX];
+static _Atomic uint64_t bump_wait_ns;
+static uint64_t bump_step_ns;
+static pthread_mutex_t bump_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int bump_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	pthread_mutex_lock(&bump_mu); /* one writer of the file at a time */
+	tu_fake_wait(bump_root, atomic_fetch_add(&bump_wait_ns, bump_step_ns) + bump_step_ns);
+	pthread_mutex_unlock(&bump_mu);
+	return eng_null_ops.submit(e, reqs, n);
+}
+
+/* A burst's run counts its jobs' CPU wait and their time; a run whose jobs
+ * waited more than half of it is marked cpu_bound (the baseline leaves it
+ * out); with the figure hidden, nothing is known and nothing marked. */
+static void test_cpu_wait(void **state)
+{
+	struct engine_ops bump_ops = eng_null_ops;
+	struct cfg_probe cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 1);
+	struct probe_outcome out;
+	char hidden[PATH_MAX];
+	struct probe p;
+
+	(void)state;
+	bump_ops.submit = bump_submit;
+	cfg.ios = 2000;
+	tu_fake_proc(bump_root, sizeof(bump_root), 0);
+	assert_int_equal(cpu_wait_setup(bump_root), 0);
+
+	/* No wait: known, 0, not CPU-bound. */
+	bump_step_ns = 0;
+	burst_on(&p, &out, &cfg, &bump_ops, target4m());
+	assert_int_equal(run_probe(&p, &out, NULL).ret, 0);
+	assert_true(out.cpu_wait_known);
+	assert_int_equal(out.cpu_wait_ns, 0);
+	assert_true(out.cpu_thread_ns > 0);
+	assert_false(out.cpu_bound);
+
+	/* A second of wait per batch: more than the run took, which is all of it. */
+	bump_step_ns = 1000 * MSEC;
+	assert_int_equal(run_probe(&p, &out, NULL).ret, 0);
+	assert_true(out.cpu_wait_known);
+	assert_int_equal(out.cpu_wait_ns, out.cpu_thread_ns);
+	assert_true(out.cpu_bound);
+	burst_done(&p, &out);
+
+	/* Three jobs, two on threads of their own: every one measured, summed. */
+	cfg = burst_cfg(CFG_RW_RANDREAD, 4096, 4, 3);
+	cfg.duration_ns = 50 * MSEC; /* by time: each job submits, each sees a bump */
+	burst_on(&p, &out, &cfg, &bump_ops, target4m());
+	assert_int_equal(run_probe(&p, &out, NULL).ret, 0);
+	assert_true(out.cpu_wait_known);
+	assert_int_equal(out.cpu_wait_ns, out.cpu_thread_ns);
+	assert_true(out.cpu_bound);
+
+	/* Hidden: unknown, never CPU-bound. */
+	tu_new_dir(hidden, sizeof(hidden));
+	assert_int_equal(cpu_wait_setup(hidden), -ENOENT);
+	assert_int_equal(run_probe(&p, &out, NULL).ret, 0);
+	assert_false(out.cpu_wait_known);
+	assert_int_equal(out.cpu_wait_ns, 0);
+	assert_false(out.cpu_bound);
+	burst_done(&p, &out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1885,6 +1959,7 @@ int main(void)
 		cmocka_unit_test(test_inflight_since),
 		cmocka_unit_test(test_null_rate_report),
 		cmocka_unit_test(test_io_priority_jobs),
+		cmocka_unit_test(test_cpu_wait),
 	};
 	int r = cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);
 

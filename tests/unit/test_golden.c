@@ -33,7 +33,9 @@
  *     CLOCK_REALTIME), are set to a fixed time after the run;
  *   - the lane reads sysfs and /proc/stat from fake trees (hostload_roots): a
  *     disk behind the target whose counters never move (idle: the burst runs,
- *     the device gauges read 0) and a CPU nothing is stolen from.
+ *     the device gauges read 0) and a CPU nothing is stolen from; and the
+ *     burst's job its run-queue wait from the same fake /proc (cpu_wait.h),
+ *     which never moves either: a CPU wait of 0.
  * The process-wide families the daemon adds in main.c (build info, engines
  * available on this kernel, process_*, HTTP requests) depend on the machine and
  * are left out: the pages hold exactly what the lane of one target publishes.
@@ -71,6 +73,7 @@
 #include "config/config.h"
 #include "daemon/expose/expose.h"
 #include "daemon/targets/hostload.h"
+#include "daemon/probes/cpu_wait.h"
 #include "daemon/sched/lane.h"
 #include "daemon/log.h"
 #include "daemon/metrics/metrics.h"
@@ -132,7 +135,8 @@ static void write_text(const char *path, const char *text)
 }
 
 /* The fake sysfs and procfs of the scenario, under tu_scratch: the disk
- * "golden0" behind directory @dir, idle, and a CPU nothing is stolen from. */
+ * "golden0" behind directory @dir, idle, a CPU nothing is stolen from, and
+ * threads that never wait for one. */
 static void fake_host(const char *dir)
 {
 	static char sys[PATH_MAX + 8], proc[PATH_MAX + 8];
@@ -150,6 +154,11 @@ static void fake_host(const char *dir)
 	}
 	snprintf(path, sizeof(path), "%s/stat", proc);
 	write_text(path, "cpu  100 0 50 1000 10 0 5 7 0 0\ncpu0 100 0 50 1000 10 0 5 7 0 0\n");
+	snprintf(path, sizeof(path), "%s/thread-self", proc);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/thread-self/schedstat", proc);
+	write_text(path, "1000000 0 5\n");
+	assert_int_equal(cpu_wait_setup(proc), 0); /* as cmd_run() does, on the fake */
 	for (const char *d = "sys\0sys/dev\0sys/dev/block\0sys/block\0sys/block/golden0\0"; *d;
 	     d += strlen(d) + 1) {
 		snprintf(path, sizeof(path), "%s/%s", tu_scratch, d);

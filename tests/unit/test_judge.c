@@ -272,6 +272,21 @@ static void test_restored_taken(void **state)
 	judge(&in, &prev, &t);
 	assert_int_equal(t.state, STATUS_STUCK);
 	assert_true(t.since_s == NOW - 300);
+	/* Slow by its restored marks, no minute of its own yet: said so, with
+	 * no figure it does not have ("p50 –, 0.0x"). */
+	in.stuck = false;
+	tail.shape = STATUS_SHAPE_NONE;
+	tail.baseline_ns[0] = 2150000;
+	op.g = &tail;
+	restored.state = STATUS_SLOW;
+	restored.since_s = NOW - 300;
+	snprintf(restored.reason_code, sizeof(restored.reason_code), "slow");
+	judge(&in, &prev, &t);
+	assert_int_equal(t.state, STATUS_SLOW);
+	assert_string_equal(t.reason_code, "slow");
+	assert_string_equal(t.reason, "probe p1: reads slow in the minutes before the restart (the "
+				      "baseline p50 2.15 ms); judged again at its next minute");
+	in.stuck = true;
 	/* Without it, stuck since its I/O reached the timeout. */
 	in.restored = NULL;
 	judge(&in, &prev, &t);

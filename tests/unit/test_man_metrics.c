@@ -5,8 +5,8 @@
  *   - every row has an entry in the manual: ".TP", ".B name", then "type;"
  *     and a line of labels (.BR probe ", " target .) or "type; no labels.",
  *     with the row's type and the row's labels in their order;
- *   - every entry is a row, or one of main.c's two families (elsewhere[]),
- *     which main.c must name;
+ *   - every entry is a row, or one of the families the daemon declares at
+ *     start (elsewhere[]), which a file under daemon/ must name;
  *   - the rows are what a daemon registers: the series of a ping, a burst and
  *     a verify probe, a target and the process fill one family per row, and
  *     no other.
@@ -53,11 +53,13 @@ static const struct {
 	{"http_metric_defs", http_metric_defs, false},
 };
 
-/* Families declared in daemon/main.c (the build and the engines of this binary),
- * which no test links: the manual lists them, and main.c must name them. */
+/* Families declared at start, in daemon/main.c (the build and the engines of
+ * this binary) and cpu_wait_start.c (whether the kernel gives the CPU wait):
+ * the manual lists them, and a file under daemon/ must name them. */
 static const char *const elsewhere[] = {
 	"iopulse_engine_available",
 	"iopulse_build_info",
+	"iopulse_cpu_wait_measured",
 };
 
 /* One entry of iopulse(8) METRICS. */
@@ -328,10 +330,15 @@ static const char test_yaml[] = "targets:\n"
 				"    type: verify\n"
 				"    target: t\n";
 
-/* A burst's outcome with an empty histogram for every op. */
-static void publish_burst(struct probe_series *s, const struct config *cfg)
+/* A burst's outcome with an empty histogram for every op, its CPU wait
+ * measured, and the run @cpu_bound or not. */
+static void publish_burst(struct probe_series *s, const struct config *cfg, bool cpu_bound)
 {
-	struct probe_outcome o = {.burst = true, .elapsed_ns = 1000000000};
+	struct probe_outcome o = {.burst = true,
+				  .elapsed_ns = 1000000000,
+				  .cpu_wait_known = true,
+				  .cpu_thread_ns = 1000000000,
+				  .cpu_bound = cpu_bound};
 
 	for (int op = 0; op < IO_OP_COUNT; op++) {
 		o.op[op].hist = hist_new(cfg->buckets_ns, cfg->n_buckets);
@@ -389,7 +396,11 @@ static void test_rows_are_the_families(void **state)
 	for (unsigned i = 0; i < 3; i++)
 		assert_int_equal(probe_metrics_init(&ps[i], m, cfg, &cfg->probes[i], "t", "sync"),
 				 0);
-	publish_burst(&ps[1], cfg);
+	publish_burst(&ps[1], cfg, false);
+	assert_int_equal(ps[1].cpu_bound_runs, 0);
+	/* A CPU-bound run is counted, for the status tick to leave it out. */
+	publish_burst(&ps[1], cfg, true);
+	assert_int_equal(ps[1].cpu_bound_runs, 1);
 	/* What a scrape adds: a state, and a ping's op against its baseline. */
 	assert_int_equal(probe_metrics_target_state(&ts, "up", 1700000000, "none"), 0);
 	assert_int_equal(

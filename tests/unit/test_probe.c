@@ -27,6 +27,7 @@
 
 #include "tests/unit/testutil.h"
 
+#include "daemon/probes/cpu_wait.h"
 #include "daemon/probes/probe.h"
 #include "lib/ioprio.h"
 
@@ -952,6 +953,103 @@ static void test_depth_ignored(void **state)
 	assert_false(probe_depth_ignored(&c, "sync", why, sizeof(why)));
 }
 
+/* ---------------------------------------------------------------- CPU wait */
+
+/*
+ * waiter: each request sleeps WAITER_SLEEP_NS, then the fake /proc (cpu_wait.h)
+ * says the thread waited waiter_step_ns more for a CPU, then the sync engine
+ * does the I/O: a request that took at least the sleep, part of it "waiting".
+ */
+#define WAITER_SLEEP_NS 4000000ULL
+static char waiter_root[PATH_MAX];
+static uint64_t waiter_wait_ns, waiter_step_ns;
+
+static int waiter_init(struct engine *e, int fd, unsigned depth)
+{
+	return eng_sync_ops.init(e, fd, depth);
+}
+
+static int waiter_submit(struct engine *e, struct io_req *const *reqs, unsigned n)
+{
+	usleep(WAITER_SLEEP_NS / 1000);
+	waiter_wait_ns += waiter_step_ns;
+	tu_fake_wait(waiter_root, waiter_wait_ns);
+	return eng_sync_ops.submit(e, reqs, n);
+}
+
+static const struct engine_ops waiter_ops = {
+	.name = "waiter",
+	.flags = ENGINE_F_SYNC,
+	.init = waiter_init,
+	.submit = waiter_submit,
+	.reap = eng_sync_reap,
+	.cancel = eng_sync_cancel,
+	.cleanup = eng_sync_cleanup,
+};
+
+/* Op @op of @out: its histogram and io_ns hold the latencies net of the
+ * wait, which is @wait; with it they make the time the target was busy. */
+static void expect_net(const struct probe_outcome *out, enum io_op op, uint64_t wait,
+		       uint64_t waited)
+{
+	const struct probe_op_outcome *o = &out->op[op];
+
+	assert_int_equal(o->ios, 1);
+	assert_int_equal(o->cpu_wait_ns, wait);
+	assert_int_equal(o->waited_ios, waited);
+	assert_int_equal(hist_sum_ns(o->hist), o->io_ns);
+	assert_int_equal(hist_count(o->hist), 1);
+}
+
+/*
+ * A ping's latency is net of the time its thread waited for a CPU during the
+ * I/O (the fake /proc says how long), counted apart; a wait said to be longer
+ * than the I/O took is all of it; a wait under CPU_WAIT_MIN_NS is counted but
+ * the I/O did not "wait"; with the figure hidden, latencies are whole.
+ */
+static void test_net_of_cpu_wait(void **state)
+{
+	struct cfg_probe cfg = ping_cfg(IO_WRITE, 4096);
+	struct probe_outcome out;
+	struct tu_dir_target f;
+	struct probe p;
+	char hidden[PATH_MAX];
+
+	(void)state;
+	tu_open_dir_target(&f, MIB);
+	tu_fake_proc(waiter_root, sizeof(waiter_root), 0);
+	assert_int_equal(cpu_wait_setup(waiter_root), 0);
+	cfg.sync = CFG_SYNC_FDATASYNC;
+	ping_on(&p, &out, &cfg, &f.t, &waiter_ops);
+
+	waiter_step_ns = WAITER_SLEEP_NS / 2; /* each of the write and its fdatasync */
+	assert_int_equal(run(&p, NULL, &out), 0);
+	expect_net(&out, IO_WRITE, WAITER_SLEEP_NS / 2, 1);
+	expect_net(&out, IO_FDATASYNC, WAITER_SLEEP_NS / 2, 1);
+	assert_true(out.op[IO_WRITE].io_ns >= WAITER_SLEEP_NS / 2);
+	assert_int_equal(out.busy_ns,
+			 out.op[IO_WRITE].io_ns + out.op[IO_FDATASYNC].io_ns + WAITER_SLEEP_NS);
+
+	waiter_step_ns = 1000 * SEC; /* more than the I/O took: all of it */
+	assert_int_equal(run(&p, NULL, &out), 0);
+	expect_net(&out, IO_WRITE, out.busy_ns - out.op[IO_FDATASYNC].cpu_wait_ns, 1);
+	assert_int_equal(out.op[IO_WRITE].io_ns + out.op[IO_FDATASYNC].io_ns, 0);
+
+	waiter_step_ns = CPU_WAIT_MIN_NS - 1; /* taken out, not a wait to count */
+	assert_int_equal(run(&p, NULL, &out), 0);
+	expect_net(&out, IO_WRITE, CPU_WAIT_MIN_NS - 1, 0);
+
+	/* Hidden: whole latencies, nothing counted. */
+	tu_new_dir(hidden, sizeof(hidden));
+	assert_int_equal(cpu_wait_setup(hidden), -ENOENT);
+	waiter_step_ns = WAITER_SLEEP_NS / 2;
+	assert_int_equal(run(&p, NULL, &out), 0);
+	expect_net(&out, IO_WRITE, 0, 0);
+	assert_int_equal(out.busy_ns, out.op[IO_WRITE].io_ns + out.op[IO_FDATASYNC].io_ns);
+	ping_done(&p, &out);
+	target_close(&f.t);
+}
+
 int main(void)
 {
 	if (!getenv("TEST_TMPDIR")) {
@@ -976,6 +1074,7 @@ int main(void)
 		cmocka_unit_test(test_io_priority_realtime_refused),
 		cmocka_unit_test(test_kind_table),
 		cmocka_unit_test(test_depth_ignored),
+		cmocka_unit_test(test_net_of_cpu_wait),
 	};
 
 	return cmocka_run_group_tests(tests, tu_scratch_setup, tu_scratch_teardown);

@@ -518,6 +518,45 @@ static void test_baseline_robust_to_regression(void **state)
 
 /* 40 us to 400 us (tmpfs and the like): 10x, under the 1 ms floor, not slow;
  * with no floor, slow. */
+/* A burst run marked cpu_bound (its jobs mostly waited for a CPU: struct
+ * status_op's cpu_bound_runs moved with its histogram) measured the CPU, not
+ * the storage: neither the windows nor the judgement nor the baseline take its
+ * I/Os, however many such minutes; the next run not so marked counts. */
+static void test_cpu_bound_left_out(void **state)
+{
+	struct status_regress r;
+	struct fixture f;
+	uint64_t cpu_bound = 0;
+
+	(void)state;
+	fixture_started(&f);
+	f.probe.kind = CFG_PROBE_BURST;
+	f.op.cpu_bound_runs = &cpu_bound;
+	minutes(&f, 10, 2 * MS);
+	for (unsigned m = 0; m < 20; m++) { /* 40 ms, CPU-bound: over 4x */
+		for (unsigned i = 0; i < 20; i++)
+			metrics_observe_ns(f.lat, 40 * MS);
+		metrics_lock(f.m); /* as probe_metrics_publish() does */
+		cpu_bound++;
+		metrics_unlock(f.m);
+		minute(&f, 0, 0);
+		assert_int_equal(series(&f)->v.minute.count, 0);
+	}
+	r = regress(&f, 0);
+	assert_true(r.have_baseline);
+	assert_within(r.baseline_ns[0], 2 * MS, 0.03);
+	assert_false(r.slow);
+	assert_int_equal(series(&f)->v.hour.count, 200); /* the 10 good minutes alone */
+
+	/* The same runs not so marked: counted, and slow after two minutes. */
+	minute(&f, 40 * MS, 20);
+	assert_int_equal(series(&f)->v.minute.count, 20);
+	minute(&f, 40 * MS, 20);
+	r = regress(&f, 0);
+	assert_true(r.slow);
+	fixture_free(&f);
+}
+
 static void test_slow_floor(void **state)
 {
 	struct status_regress r;
@@ -798,6 +837,34 @@ static void test_median_not_tail(void **state)
 	for (unsigned m = 1; m <= 3; m++) {
 		minute_mix(&f, 1 * MS, 96, 2 * MS, 4);
 		assert_true(regress(&f, 0).slow == (m < 3));
+	}
+	fixture_free(&f);
+}
+
+/*
+ * A slowdown of every I/O that ends in the middle of a minute: that minute's
+ * median is fast again, but a third of its I/Os are the slowdown's. They are
+ * the median's, not a tail: the next minutes, each with the one I/O over the
+ * threshold a busy machine gives (1 %), are good ones, and the op is good
+ * again after ok_minutes.
+ */
+static void test_median_end_not_tail(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	fixture_started(&f);
+	healthy(&f);
+	minutes(&f, 3, 10 * MS);
+	assert_int_equal(regress(&f, 0).shape, STATUS_SHAPE_MEDIAN);
+	minute_mix(&f, 1 * MS, 40, 10 * MS, 20); /* the slowdown ends */
+	for (unsigned m = 1; m <= 4; m++) {
+		struct status_regress r;
+
+		minute_mix(&f, 1 * MS, 99, 10 * MS, 1);
+		r = regress(&f, 0);
+		assert_true(r.slow == (m < 2)); /* good at the third good minute */
+		assert_int_not_equal(r.shape, STATUS_SHAPE_TAIL);
 	}
 	fixture_free(&f);
 }
@@ -1395,6 +1462,7 @@ int main(void)
 		cmocka_unit_test(test_baseline_warmup),
 		cmocka_unit_test(test_baseline_median_not_mean),
 		cmocka_unit_test(test_baseline_robust_to_regression),
+		cmocka_unit_test(test_cpu_bound_left_out),
 		cmocka_unit_test(test_slow_floor),
 		cmocka_unit_test(test_factor_zero_never_slow),
 		cmocka_unit_test(test_waited_raises_recent),
@@ -1404,6 +1472,7 @@ int main(void)
 		cmocka_unit_test(test_tail),
 		cmocka_unit_test(test_stalls),
 		cmocka_unit_test(test_median_not_tail),
+		cmocka_unit_test(test_median_end_not_tail),
 		cmocka_unit_test(test_floor_auto),
 		cmocka_unit_test(test_op_slow_replay),
 		cmocka_unit_test(test_ready),

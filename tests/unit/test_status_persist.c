@@ -768,7 +768,9 @@ static void test_collect(void **state)
 	fixture_free(&f);
 }
 
-/* The tick tells the state file at once, then every minute of ticks. */
+/* The tick tells the state file at once, then every minute of ticks; only
+ * when the scheduler says the targets are judged (status_tell_minute()), once
+ * however many ticks went by. */
 static void count_minute(void *arg, uint64_t tick_ns)
 {
 	(void)tick_ns;
@@ -784,12 +786,20 @@ static void test_minute_hook(void **state)
 	fixture_init(&f);
 	status_on_minute(f.st, count_minute, &n);
 	tick(&f);
+	assert_int_equal(n, 0);
+	status_tell_minute(f.st);
 	assert_int_equal(n, 1);
-	for (unsigned k = 1; k < STATUS_MINUTE; k++)
+	status_tell_minute(f.st);
+	assert_int_equal(n, 1);
+	for (unsigned k = 1; k < STATUS_MINUTE; k++) {
 		tick(&f);
+		status_tell_minute(f.st);
+	}
 	assert_int_equal(n, 1);
-	for (unsigned m = 0; m < 3; m++)
+	for (unsigned m = 0; m < 3; m++) {
 		minute(&f, 2 * MS);
+		status_tell_minute(f.st);
+	}
 	assert_int_equal(n, 4);
 	fixture_free(&f);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -120,6 +121,34 @@ void tu_new_dir(char *out, size_t len)
 {
 	assert_true(snprintf(out, len, "%s/d.XXXXXX", tu_scratch) < (int)len);
 	assert_non_null(mkdtemp(out));
+}
+
+void tu_fake_proc(char *root, size_t len, uint64_t wait_ns)
+{
+	char path[PATH_MAX + 32];
+	int fd;
+
+	tu_new_dir(root, len);
+	snprintf(path, sizeof(path), "%s/thread-self", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/thread-self/schedstat", root);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	tu_fake_wait(root, wait_ns);
+}
+
+void tu_fake_wait(const char *root, uint64_t wait_ns)
+{
+	char path[PATH_MAX + 32], text[64];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/thread-self/schedstat", root);
+	n = snprintf(text, sizeof(text), "1000000 %020llu 5\n", (unsigned long long)wait_ns);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, text, (size_t)n, 0), n);
+	close(fd);
 }
 
 void tu_open_dir_target(struct tu_dir_target *f, uint64_t size)

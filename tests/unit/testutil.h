@@ -45,6 +45,15 @@ double tu_now_s(void);
 /* Makes a fresh subdirectory of tu_scratch; its path in @out[@len]. */
 void tu_new_dir(char *out, size_t len);
 
+/* A stand-in for /proc (cpu_wait_setup()'s @proc) in a fresh subdirectory of
+ * tu_scratch, its path in @root[@len]: its thread-self/schedstat says, to
+ * every thread, that it has waited @wait_ns for a CPU (and run, 5 times). */
+void tu_fake_proc(char *root, size_t len, uint64_t wait_ns);
+
+/* The fake /proc at @root says @wait_ns from now on (one pwrite() of the same
+ * length: a reader sees the old text or the new one). */
+void tu_fake_wait(const char *root, uint64_t wait_ns);
+
 /* A directory target laid out in a fresh subdirectory of tu_scratch. */
 struct tu_dir_target {
 	char dir[PATH_MAX];
