@@ -5,8 +5,10 @@
 # on hangfs (tests/integration/hangfs.c) at a fixed latency: 2ms for every read
 # (its slow mode), 30ms during the incident (a queued SIGRTMIN+3), so that the
 # healthy level does not depend on the machine's disk. Its read is pinged
-# every 500ms with a baseline warm-up of one minute; the state file is in a
-# directory of the test's own.
+# every 500ms with a baseline warm-up of one minute, and slow or good again
+# after one minute (slow_minutes, ok_minutes: the hysteresis is the unit tests'
+# and test_slow_state's; here it would only add minutes); the state file is in
+# a directory of the test's own.
 #   1. A few healthy minutes: a baseline near 2ms, the target up.
 #   2. The incident: slow, since T; a save after that (the log says so), and
 #      the file carries our header.
@@ -51,6 +53,8 @@ targets:
     size: 1MiB
     direct: true
     baseline_warmup: 1m
+    slow_minutes: 1
+    ok_minutes: 1
 probes:
   - name: ping
     type: ping
