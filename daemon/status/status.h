@@ -192,7 +192,7 @@ struct status_tally {
 	/* Its median was slow, or the minute before's was (the end of that
 	 * slowdown): its I/Os are the median's, in no tail or stall. */
 	bool median[STATUS_JUDGE_MINUTES];
-	uint8_t n;			       /* minutes held */
+	uint8_t n; /* minutes held */
 };
 
 /*

@@ -84,7 +84,8 @@ static void slow_reason(const struct status_judge_op *o, struct status_target *t
 	case STATUS_SHAPE_MEDIAN:
 	case STATUS_SHAPE_NONE:
 		if (!g->have_recent) { /* slow by its last minutes' marks: a restart */
-			buf_printf(&b, "%s slow in the minutes before the restart (the baseline p50 ",
+			buf_printf(&b,
+				   "%s slow in the minutes before the restart (the baseline p50 ",
 				   ios_of(o->op));
 			status_latency(&b, g->baseline_ns[0], true);
 			buf_puts(&b, "); judged again at its next minute");
