@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "lib/json.h"
+#include "tests/unit/testutil.h"
 #include "daemon/status/status.h"
 
 #define US 1000ull
@@ -52,19 +53,8 @@ static void fixture_init(struct fixture *f)
 	snprintf(f->probe.name, sizeof(f->probe.name), "p1");
 	f->probe.kind = CFG_PROBE_PING;
 	f->probe.interval_ns = 100 * MS;
-	/* A fixed floor of 1 ms (as before 'auto'), slow after 2 slow minutes in a
-	 * row, good again after 3 good ones. */
-	f->op = (struct status_op){.p = &f->probe,
-				   .target = "t1",
-				   .op = IO_READ,
-				   .j = {.slow_factor = 4,
-					 .slow_floor_ns = 1 * MS,
-					 .warmup_minutes = 10,
-					 .tail_factor = 4,
-					 .tail_share = 0.02,
-					 .stall_ns = NSEC_PER_SEC,
-					 .slow_minutes = 2,
-					 .ok_minutes = 3}};
+	f->op = (struct status_op){
+		.p = &f->probe, .target = "t1", .op = IO_READ, .j = tu_judging()};
 }
 
 static void fixture_free(struct fixture *f)

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/testutil.h"
 #include "daemon/status/status_persist.h"
 
 #define MS 1000000ull
@@ -498,14 +499,7 @@ static void fixture_init(struct fixture *f)
 				   .target = "t1",
 				   .op = IO_READ,
 				   .latency = f->lat,
-				   .j = {.slow_factor = 4,
-					 .slow_floor_ns = 1 * MS,
-					 .warmup_minutes = 10,
-					 .tail_factor = 4,
-					 .tail_share = 0.02,
-					 .stall_ns = NSEC_PER_SEC,
-					 .slow_minutes = 2,
-					 .ok_minutes = 3},
+				   .j = tu_judging(),
 				   .fingerprint = 0xabc};
 }
 

@@ -268,3 +268,15 @@ char *tu_gunzip(const void *in, size_t len, size_t *out_len)
 	inflateEnd(&zs);
 	return out;
 }
+
+struct status_judging tu_judging(void)
+{
+	return (struct status_judging){.slow_factor = 4,
+				       .slow_floor_ns = 1000000,
+				       .warmup_minutes = 10,
+				       .tail_factor = 4,
+				       .tail_share = 0.02,
+				       .stall_ns = 1000000000,
+				       .slow_minutes = 2,
+				       .ok_minutes = 3};
+}

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/status/status.h"
 #include "daemon/targets/target.h"
 
 struct lane;
@@ -91,5 +92,10 @@ const struct snap_family *tu_find_family(const struct metrics_snapshot *s, const
 /* Inflate one gzip member @in[0..len) (header, CRC and length checked; nothing may
  * follow it); a malloc()ed buffer of *out_len bytes. Fails the test otherwise. */
 char *tu_gunzip(const void *in, size_t len, size_t *out_len);
+
+/* The judgement keys of the status tests: iopulse.yaml(5)'s defaults (4x,
+ * 10m warm-up, tails 4x at 2%, stalls of 1s, slow after 2 minutes, good after
+ * 3) but a fixed floor of 1 ms (as before 'auto'), which the tests vary. */
+struct status_judging tu_judging(void);
 
 #endif
