@@ -64,6 +64,9 @@ static atomic_flag writer = ATOMIC_FLAG_INIT; /* one anchoring at a time */
 /* The last measured (tsc, CLOCK_MONOTONIC) pair, and steps so far: the writer's. */
 static uint64_t pair_tsc, pair_ns;
 static int steps;
+/* Steps because the TSC was off by more than steering takes (not for want of a
+ * pair): for tests, which cannot tell a preempted pair read from a bad rate. */
+static _Atomic unsigned drift_steps;
 
 /* An ordered read, for calibration pairs: nothing before it is still running. */
 static inline uint64_t tsc_ordered(void)
@@ -192,6 +195,7 @@ static void reanchor(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
 	off = (int64_t)(n - here);
 	m = t > pair_tsc && n > pair_ns ? rate(n - pair_ns, t - pair_tsc) : 0;
 	if (!m || off > (int64_t)TSC_STEER_MAX_NS || off < -(int64_t)TSC_STEER_MAX_NS) {
+		atomic_fetch_add_explicit(&drift_steps, 1, memory_order_relaxed);
 		step_back(n);
 		goto out;
 	}
@@ -302,6 +306,11 @@ void eng_clock_test_skew(int64_t ppm)
 	atomic_flag_clear_explicit(&writer, memory_order_release);
 }
 
+unsigned eng_clock_test_drift_steps(void)
+{
+	return atomic_load_explicit(&drift_steps, memory_order_relaxed);
+}
+
 #else /* no TSC: CLOCK_MONOTONIC, always */
 
 uint64_t eng_now_ns(void)
@@ -323,6 +332,11 @@ enum eng_clock eng_clock_mode(void)
 void eng_clock_test_skew(int64_t ppm)
 {
 	(void)ppm;
+}
+
+unsigned eng_clock_test_drift_steps(void)
+{
+	return 0;
 }
 
 #endif

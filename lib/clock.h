@@ -33,6 +33,10 @@ int eng_clock_init(enum eng_clock want);
 /* Tests: makes the TSC clock's current rate wrong by @ppm, as a bad calibration
  * or a TSC that changed speed would; no-op on CLOCK_MONOTONIC. */
 void eng_clock_test_skew(int64_t ppm);
+/* Tests: how many times the TSC clock stepped back onto CLOCK_MONOTONIC because
+ * it was off by more than steering takes (a step for want of a clean
+ * (TSC, CLOCK_MONOTONIC) pair, a preempted read on a loaded machine, is not one). */
+unsigned eng_clock_test_drift_steps(void);
 /* What eng_now_ns() reads right now: ENG_CLOCK_MONOTONIC or ENG_CLOCK_TSC. */
 enum eng_clock eng_clock_mode(void);
 
