@@ -86,13 +86,14 @@ int qd1_io(struct qd1 *q, struct io_req *req, void **buf)
 {
 	struct io_req *const reqs[1] = {req};
 	struct io_req *done[1];
-	uint64_t wait0 = 0, wait1 = 0, took;
+	uint64_t wait0 = 0, wait1 = 0, before, edges, took;
 	bool waits;
 	int n;
 
 	q->cpu_wait_ns = 0;
 	req->result = 0;
 	req->done_ns = 0;
+	before = eng_now_ns();
 	waits = cpu_wait_now(&wait0);
 	req->submit_ns = eng_now_ns();
 	inflight_set(q, req->submit_ns);
@@ -121,11 +122,26 @@ int qd1_io(struct qd1 *q, struct io_req *req, void **buf)
 		abandon_inflight(q, buf, req->len);
 		break;
 	}
-	/* A wait before the submit stamp would count here too: the read before
-	 * it is the last thing before the clock, so that window is a few ns. */
+	/*
+	 * The wait read is the thread's between the two reads of its figure, which
+	 * lie just outside [submit_ns, done_ns]: a preemption at the edges (the
+	 * return from the first read's syscall is a preemption point, and so is
+	 * the second's entry) would count a wait the I/O never had, and a loaded
+	 * machine then showed I/Os of 0ns. So the edges' whole length, the waits
+	 * they may hold included, comes off: what is left is a wait certainly
+	 * within the I/O (a lower bound, a microsecond or two short of the truth
+	 * when the thread waited at all), and the latency net of it is never
+	 * less than the I/O's own.
+	 */
 	if (waits && cpu_wait_now(&wait1) && wait1 > wait0) {
+		uint64_t after = eng_now_ns();
+
 		took = qd1_elapsed(req);
-		q->cpu_wait_ns = wait1 - wait0 < took ? wait1 - wait0 : took;
+		edges = (req->submit_ns - before) +
+			(after > req->done_ns ? after - req->done_ns : 0);
+		wait1 -= wait0;
+		wait1 = wait1 > edges ? wait1 - edges : 0;
+		q->cpu_wait_ns = wait1 < took ? wait1 : took;
 	}
 	inflight_set(q, 0);
 	return 0;

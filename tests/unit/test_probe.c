@@ -988,24 +988,40 @@ static const struct engine_ops waiter_ops = {
 };
 
 /* Op @op of @out: its histogram and io_ns hold the latencies net of the
- * wait, which is @wait; with it they make the time the target was busy. */
-static void expect_net(const struct probe_outcome *out, enum io_op op, uint64_t wait,
+ * wait, which is within [@lo, @hi]; with it they make the time the target was
+ * busy. */
+static void expect_net(const struct probe_outcome *out, enum io_op op, uint64_t lo, uint64_t hi,
 		       uint64_t waited)
 {
 	const struct probe_op_outcome *o = &out->op[op];
 
 	assert_int_equal(o->ios, 1);
-	assert_int_equal(o->cpu_wait_ns, wait);
+	assert_in_range(o->cpu_wait_ns, lo, hi);
 	assert_int_equal(o->waited_ios, waited);
 	assert_int_equal(hist_sum_ns(o->hist), o->io_ns);
 	assert_int_equal(hist_count(o->hist), 1);
 }
 
+/* The fake wait of each op of a run, less what the edges around it took
+ * (qd1.c: the reads of the figure, microseconds): within half of it, unless
+ * the thread was preempted in an edge on a loaded machine. */
+static bool wait_near(const struct probe_outcome *out, uint64_t want)
+{
+	for (int op = 0; op < IO_OP_COUNT; op++) {
+		uint64_t w = out->op[op].cpu_wait_ns;
+
+		if (out->op[op].ios && (w > want || w + want / 2 < want))
+			return false;
+	}
+	return true;
+}
+
 /*
  * A ping's latency is net of the time its thread waited for a CPU during the
- * I/O (the fake /proc says how long), counted apart; a wait said to be longer
- * than the I/O took is all of it; a wait under CPU_WAIT_MIN_NS is counted but
- * the I/O did not "wait"; with the figure hidden, latencies are whole.
+ * I/O (the fake /proc says how long; the edges around it, a few microseconds,
+ * are not taken off: test_qd1), counted apart; a wait said to be longer than
+ * the I/O took is all of it; a wait under CPU_WAIT_MIN_NS is counted but the
+ * I/O did not "wait"; with the figure hidden, latencies are whole.
  */
 static void test_net_of_cpu_wait(void **state)
 {
@@ -1023,28 +1039,34 @@ static void test_net_of_cpu_wait(void **state)
 	ping_on(&p, &out, &cfg, &f.t, &waiter_ops);
 
 	waiter_step_ns = WAITER_SLEEP_NS / 2; /* each of the write and its fdatasync */
-	assert_int_equal(run(&p, NULL, &out), 0);
-	expect_net(&out, IO_WRITE, WAITER_SLEEP_NS / 2, 1);
-	expect_net(&out, IO_FDATASYNC, WAITER_SLEEP_NS / 2, 1);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(run(&p, NULL, &out), 0);
+		if (wait_near(&out, waiter_step_ns))
+			break;
+	}
+	expect_net(&out, IO_WRITE, WAITER_SLEEP_NS / 4, WAITER_SLEEP_NS / 2, 1);
+	expect_net(&out, IO_FDATASYNC, WAITER_SLEEP_NS / 4, WAITER_SLEEP_NS / 2, 1);
 	assert_true(out.op[IO_WRITE].io_ns >= WAITER_SLEEP_NS / 2);
-	assert_int_equal(out.busy_ns,
-			 out.op[IO_WRITE].io_ns + out.op[IO_FDATASYNC].io_ns + WAITER_SLEEP_NS);
+	assert_int_equal(out.busy_ns, out.op[IO_WRITE].io_ns + out.op[IO_FDATASYNC].io_ns +
+					      out.op[IO_WRITE].cpu_wait_ns +
+					      out.op[IO_FDATASYNC].cpu_wait_ns);
 
 	waiter_step_ns = 1000 * SEC; /* more than the I/O took: all of it */
 	assert_int_equal(run(&p, NULL, &out), 0);
-	expect_net(&out, IO_WRITE, out.busy_ns - out.op[IO_FDATASYNC].cpu_wait_ns, 1);
+	expect_net(&out, IO_WRITE, out.busy_ns - out.op[IO_FDATASYNC].cpu_wait_ns,
+		   out.busy_ns - out.op[IO_FDATASYNC].cpu_wait_ns, 1);
 	assert_int_equal(out.op[IO_WRITE].io_ns + out.op[IO_FDATASYNC].io_ns, 0);
 
 	waiter_step_ns = CPU_WAIT_MIN_NS - 1; /* taken out, not a wait to count */
 	assert_int_equal(run(&p, NULL, &out), 0);
-	expect_net(&out, IO_WRITE, CPU_WAIT_MIN_NS - 1, 0);
+	expect_net(&out, IO_WRITE, 0, CPU_WAIT_MIN_NS - 1, 0);
 
 	/* Hidden: whole latencies, nothing counted. */
 	tu_new_dir(hidden, sizeof(hidden));
 	assert_int_equal(cpu_wait_setup(hidden), -ENOENT);
 	waiter_step_ns = WAITER_SLEEP_NS / 2;
 	assert_int_equal(run(&p, NULL, &out), 0);
-	expect_net(&out, IO_WRITE, 0, 0);
+	expect_net(&out, IO_WRITE, 0, 0, 0);
 	assert_int_equal(out.busy_ns, out.op[IO_WRITE].io_ns + out.op[IO_FDATASYNC].io_ns);
 	ping_done(&p, &out);
 	target_close(&f.t);
