@@ -127,10 +127,14 @@ test)
 	# Alertmanager's timing (minutes of their for and keep_firing_for windows,
 	# whatever the build), and the daemon code they drive (the baseline, the
 	# shapes, slow and stuck, the state file) is test_slow_state's,
-	# test_restart_state's and the unit tests', which run here.
+	# test_restart_state's and the unit tests', which run here. Nor test_package
+	# and test_package_install: the first builds the tree afresh with Debian's
+	# flags (nothing of this build), the second packs this build into a
+	# container where a sanitizer build cannot run its checks; both are minutes
+	# of the plain stage's work again.
 	stage ASan+UBSan build-asan -DIOPULSE_SANITIZE=ON -DIOPULSE_TESTS=ON -- \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		-E '^integration/test_alerting(_shapes)?$'
+		-E '^integration/test_(alerting(_shapes)?|package(_install)?)$'
 	# The tests that run threads again under ThreadSanitizer: lanes (test_golden
 	# runs one), the metrics registry, burst jobs, the HTTP server, engines used
 	# from another thread, target layout watched from one, calls with a deadline
