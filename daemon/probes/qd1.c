@@ -129,19 +129,23 @@ int qd1_io(struct qd1 *q, struct io_req *req, void **buf)
 	 * the second's entry) would count a wait the I/O never had, and a loaded
 	 * machine then showed I/Os of 0ns. So the edges' whole length, the waits
 	 * they may hold included, comes off: what is left is a wait certainly
-	 * within the I/O (a lower bound, a microsecond or two short of the truth
-	 * when the thread waited at all), and the latency net of it is never
-	 * less than the I/O's own.
+	 * within the I/O (a lower bound, a few microseconds short of the truth
+	 * when the thread waited at all, more at a thread's first I/O, whose
+	 * first read opens the file), and the latency net of it is never less
+	 * than the I/O's own. A clock that went back across an edge (the TSC
+	 * clock stepping back onto CLOCK_MONOTONIC, lib/clock.c) leaves the
+	 * edges unknown: nothing comes off then.
 	 */
 	if (waits && cpu_wait_now(&wait1) && wait1 > wait0) {
 		uint64_t after = eng_now_ns();
 
 		took = qd1_elapsed(req);
-		edges = (req->submit_ns - before) +
-			(after > req->done_ns ? after - req->done_ns : 0);
-		wait1 -= wait0;
-		wait1 = wait1 > edges ? wait1 - edges : 0;
-		q->cpu_wait_ns = wait1 < took ? wait1 : took;
+		if (req->submit_ns >= before && after >= req->done_ns) {
+			edges = (req->submit_ns - before) + (after - req->done_ns);
+			wait1 -= wait0;
+			wait1 = wait1 > edges ? wait1 - edges : 0;
+			q->cpu_wait_ns = wait1 < took ? wait1 : took;
+		}
 	}
 	inflight_set(q, 0);
 	return 0;

@@ -1018,8 +1018,8 @@ static bool wait_near(const struct probe_outcome *out, uint64_t want)
 
 /*
  * A ping's latency is net of the time its thread waited for a CPU during the
- * I/O (the fake /proc says how long; the edges around it, a few microseconds,
- * are not taken off: test_qd1), counted apart; a wait said to be longer than
+ * I/O (the fake /proc says how long, less the edges around the I/O, a few
+ * microseconds: test_qd1), counted apart; a wait said to be longer than
  * the I/O took is all of it; a wait under CPU_WAIT_MIN_NS is counted but the
  * I/O did not "wait"; with the figure hidden, latencies are whole.
  */
