@@ -238,14 +238,20 @@ static struct status_rec fig_rec(const struct status_fig *f)
 	return r;
 }
 
+/* Bit @i of @bits set to @on. */
+static void ring_bit(uint8_t *bits, unsigned i, bool on)
+{
+	uint8_t bit = (uint8_t)(1u << (i % 8));
+
+	bits[i / 8] = (uint8_t)(on ? bits[i / 8] | bit : bits[i / 8] & ~bit);
+}
+
 /* Record @r, taken while the series was @slow or not, into a ring and its bits. */
 static void ring_push(struct status_rec *recs, uint8_t *bits, unsigned size, uint16_t *head,
 		      uint16_t *n, struct status_rec r, bool slow)
 {
-	uint8_t bit = (uint8_t)(1u << (*head % 8));
-
 	recs[*head] = r;
-	bits[*head / 8] = (uint8_t)(slow ? bits[*head / 8] | bit : bits[*head / 8] & ~bit);
+	ring_bit(bits, *head, slow);
 	*head = (uint16_t)((*head + 1) % size);
 	if (*n < size)
 		(*n)++;
@@ -455,7 +461,7 @@ static void series_step(struct status *st, struct status_series *ss, uint64_t no
 			bool cpu_bound)
 {
 	struct status_fig minute, block = {0};
-	bool minute_mark, block_mark, min_slow = false, blk_slow = false;
+	bool minute_mark, block_mark, min_slow = false, min_held = false, blk_slow = false;
 
 	step_in(st, ss, now, total, cpu_bound);
 	minute_mark = ss->steps % STATUS_MINUTE == 0; /* the minute window is then exactly one */
@@ -467,6 +473,7 @@ static void series_step(struct status *st, struct status_series *ss, uint64_t no
 
 		pthread_mutex_lock(&st->mu);
 		shape = status_minute(&ss->v, &minute, st->sum);
+		min_held = shape == STATUS_SHAPE_NONE && status_minute_held(&ss->v);
 		pthread_mutex_unlock(&st->mu);
 		min_slow = shape != STATUS_SHAPE_NONE;
 		if (min_slow)
@@ -490,9 +497,11 @@ static void series_step(struct status *st, struct status_series *ss, uint64_t no
 	}
 	set_windows(st, ss, now, &minute);
 	pthread_mutex_lock(&st->mu);
-	if (minute_mark)
+	if (minute_mark) {
+		ring_bit(ss->v.ring.min_held, ss->v.ring.min_head, min_held);
 		ring_push(ss->v.ring.min, ss->v.ring.min_slow, STATUS_MINUTES, &ss->v.ring.min_head,
 			  &ss->v.ring.min_n, fig_rec(&minute), min_slow);
+	}
 	if (block_mark)
 		ring_push(ss->v.ring.blk, ss->v.ring.blk_slow, STATUS_BLOCKS, &ss->v.ring.blk_head,
 			  &ss->v.ring.blk_n, fig_rec(&block), blk_slow);

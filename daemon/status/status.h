@@ -91,6 +91,11 @@ struct status_ring {
 	/* Bit i (status_bit()): record [i] was taken while the series was slow. */
 	uint8_t min_slow[(STATUS_MINUTES + 7) / 8];
 	uint8_t blk_slow[(STATUS_BLOCKS + 7) / 8];
+	/* Bit i: minute record [i] is kept out of the baseline though it was not
+	 * slow: its own share of slow I/Os was a tail's (status_minute_held()).
+	 * Set or cleared with each minute with I/O; stale under empty records,
+	 * which the baseline leaves out anyway. */
+	uint8_t min_held[(STATUS_MINUTES + 7) / 8];
 };
 
 static inline bool status_bit(const uint8_t *bits, unsigned i)
@@ -179,6 +184,10 @@ void status_judging_of(const struct cfg_target *t, struct status_judging *j);
 #define STATUS_JUDGE_MINUTES 5
 #define STATUS_JUDGE_MIN_IOS 5
 #define STATUS_TAIL_MIN_IOS  3
+/* A minute is held out of the baseline (status_minute_held()) with this many
+ * I/Os over the threshold at least: one is a hiccup, two in a minute of pings
+ * already a tail's share of it. */
+#define STATUS_HELD_MIN_IOS  2
 #define STATUS_TAIL_WINDOW   100 /* I/Os in the window a share needs */
 #define STATUS_STALL_MINUTES 2
 #define STATUS_FLOOR_NS	     100000ULL /* 100 us */
@@ -449,6 +458,17 @@ uint64_t status_slow_io_ns(const struct status_judging *j, const uint64_t base_n
  * minute is judged against @v's baseline (none known: not slow): the shape
  * it shows, STATUS_SHAPE_NONE when it is not slow.
  */
+/*
+ * After status_minute() judged a minute not slow: whether it is still kept out
+ * of the baseline, its own I/Os over the slow-I/O threshold being a tail's
+ * share (STATUS_HELD_MIN_IOS of them at least, and tail_share of its I/Os).
+ * The window that judges a tail needs minutes to gather its I/Os, and a young
+ * baseline learnt the tail's first minutes into its p99 meanwhile: once they
+ * outnumbered its healthy minutes, the threshold rose over the tail and the
+ * tail was never told (docs/alerting.md, run A). Such a minute is not judged
+ * slow for it: it only teaches the baseline nothing.
+ */
+bool status_minute_held(const struct status_view *v);
 enum status_shape status_minute(struct status_view *v, const struct status_fig *minute,
 				const uint64_t *dense);
 /* @t as @seconds later, the minutes between without I/O (as status_ring_age()

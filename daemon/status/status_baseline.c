@@ -25,7 +25,8 @@ static unsigned kept_minutes(const struct status_ring *r, unsigned j, unsigned u
 	for (unsigned i = 0; i < r->min_n; i++) {
 		unsigned s = (r->min_head + STATUS_MINUTES - 1 - i) % STATUS_MINUTES;
 
-		if (r->min[s].count && !status_bit(r->min_slow, s) && r->min[s].q[j] <= upto)
+		if (r->min[s].count && !status_bit(r->min_slow, s) && !status_bit(r->min_held, s) &&
+		    r->min[s].q[j] <= upto)
 			w++;
 	}
 	for (unsigned i = skip; i < r->blk_n; i++) {
@@ -194,6 +195,16 @@ void status_tally_age(struct status_tally *t, double seconds)
 {
 	for (double m = 60; m <= seconds && m <= 60 * STATUS_JUDGE_MINUTES; m += 60)
 		tally_push(t, 0, 0, 0, 0);
+}
+
+bool status_minute_held(const struct status_view *v)
+{
+	const struct status_tally *t = &v->tally;
+	unsigned last = t->n - 1;
+
+	/* Without a baseline nothing is over a threshold (tally_push()). */
+	return t->n && v->j.tail_share > 0 && t->over[last] >= STATUS_HELD_MIN_IOS &&
+	       (double)t->over[last] >= v->j.tail_share * (double)t->count[last];
 }
 
 enum status_shape status_minute(struct status_view *v, const struct status_fig *minute,

@@ -99,6 +99,7 @@ static void put_ring(struct buf *b, const struct status_ring *r)
 	put_recs(b, r->blk, STATUS_BLOCKS);
 	buf_append(b, (const char *)r->min_slow, sizeof(r->min_slow));
 	buf_append(b, (const char *)r->blk_slow, sizeof(r->blk_slow));
+	buf_append(b, (const char *)r->min_held, sizeof(r->min_held));
 }
 
 static void put_target(struct buf *b, const struct status_saved_target *t)
@@ -270,10 +271,15 @@ static void get_ring(struct cur *c, struct status_ring *r)
 	p = take(c, sizeof(r->blk_slow), "a ring's slow bits");
 	if (p)
 		memcpy(r->blk_slow, p, sizeof(r->blk_slow));
+	p = take(c, sizeof(r->min_held), "a ring's held bits");
+	if (p)
+		memcpy(r->min_held, p, sizeof(r->min_held));
 	want(c,
 	     spare_bits_clear(r->min_slow, sizeof(r->min_slow), STATUS_MINUTES) &&
 		     spare_bits_clear(r->blk_slow, sizeof(r->blk_slow), STATUS_BLOCKS),
 	     "a ring's slow bits");
+	want(c, spare_bits_clear(r->min_held, sizeof(r->min_held), STATUS_MINUTES),
+	     "a ring's held bits");
 }
 
 static void get_target(struct cur *c, struct status_saved_target *t)

@@ -5,7 +5,7 @@
  * way back in.
  *
  * What is saved: each probe op's ring (status.h: the minute and 10-minute
- * records with their slow bits, so that a baseline restored after a restart
+ * records with their slow and held bits, so that a baseline restored after a restart
  * mid-incident is still the one from before the incident) under the hash of
  * what the probe measures (cfg_probe_fingerprint()), and each target's
  * judgement (state, since when, code) with what the target was (its path and
@@ -27,7 +27,8 @@
  *       each series: probe and target (u8 length, bytes), u8 op, u32
  *         fingerprint, the ring (u16 min_head, min_n, blk_head, blk_n;
  *         STATUS_MINUTES then STATUS_BLOCKS records of u32 count and
- *         STATUS_QUANTILES u16 codes; then the slow bits, 8 and 18 bytes),
+ *         STATUS_QUANTILES u16 codes; then the slow bits, 8 and 18 bytes,
+ *         and the minutes' held bits, 8 bytes),
  *         u8 shape of its last slow minute (enum status_shape), the tally
  *         of its last minutes (u8 minutes held, then as many of: u32 I/Os,
  *         u32 over the slow-I/O threshold, u32 stalls, u16 code of the
@@ -63,7 +64,8 @@
 #define STATUS_STATE_SERIES_BYTES                                                                  \
 	(2 * STATUS_STATE_NAME_BYTES + 1 + 4 + 8 +                                                 \
 	 (STATUS_MINUTES + STATUS_BLOCKS) * (4 + 2 * STATUS_QUANTILES) +                           \
-	 (STATUS_MINUTES + 7) / 8 + (STATUS_BLOCKS + 7) / 8 + 1 + 1 + STATUS_JUDGE_MINUTES * 15)
+	 2 * ((STATUS_MINUTES + 7) / 8) + (STATUS_BLOCKS + 7) / 8 + 1 + 1 +                        \
+	 STATUS_JUDGE_MINUTES * 15)
 #define STATUS_STATE_MAX_BYTES                                                                     \
 	(STATUS_STATE_HEADER + 12 + CFG_MAX_TARGETS * STATUS_STATE_TARGET_BYTES +                  \
 	 STATUS_STATE_MAX_SERIES * STATUS_STATE_SERIES_BYTES)

@@ -48,6 +48,8 @@ static void fill_ring(struct status_ring *r, unsigned salt)
 	r->blk_n = (uint16_t)(100 + salt);
 	for (unsigned i = 0; i < STATUS_MINUTES; i += 3 + salt)
 		r->min_slow[i / 8] |= (uint8_t)(1u << (i % 8));
+	for (unsigned i = 1; i < STATUS_MINUTES; i += 5 + salt)
+		r->min_held[i / 8] |= (uint8_t)(1u << (i % 8));
 	r->blk_slow[17] = 0xff >> 4; /* bits 136..139, under 144 */
 }
 
@@ -174,6 +176,7 @@ static void test_round_trip(void **state)
 		assert_memory_equal(e->ring.blk, w->ring.blk, sizeof(w->ring.blk));
 		assert_memory_equal(e->ring.min_slow, w->ring.min_slow, sizeof(w->ring.min_slow));
 		assert_memory_equal(e->ring.blk_slow, w->ring.blk_slow, sizeof(w->ring.blk_slow));
+		assert_memory_equal(e->ring.min_held, w->ring.min_held, sizeof(w->ring.min_held));
 		assert_int_equal(e->ring.min_head, w->ring.min_head);
 		assert_int_equal(e->ring.blk_n, w->ring.blk_n);
 		assert_int_equal(e->shape, w->shape);
@@ -343,6 +346,11 @@ static void test_fields_checked(void **state)
 	assert_refused(f.data, f.len, T0, STATUS_STATE_E_CORRUPT, "a slow bit past the ring");
 	buf_free(&f);
 	s.series[0].ring.min_slow[7] = 0;
+	s.series[1].ring.min_held[7] |= 0x20; /* bit 61 */
+	encode(&s, &f);
+	assert_refused(f.data, f.len, T0, STATUS_STATE_E_CORRUPT, "a held bit past the ring");
+	buf_free(&f);
+	s.series[1].ring.min_held[7] &= (uint8_t)~0x20;
 
 	snprintf(s.targets[1].name, sizeof(s.targets[1].name), "state");
 	encode(&s, &f);
