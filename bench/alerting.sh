@@ -65,6 +65,7 @@
 #
 #   bench/alerting.sh                            # as root (mounts tmpfs and FUSE)
 #   HEALTHY_MINUTES=0 WARMUP=2m bench/alerting.sh  # a quick run (~40 min)
+#   SHAPES=0 FIO_IOPS=300 bench/alerting.sh      # an hour of a healthy host, fio beside
 #
 # Environment:
 #   BUILD       build directory (build-bench; configured and built here when
@@ -72,6 +73,12 @@
 #   HANGFS      hangfs binary (compiled here into $BUILD when unset)
 #   WARMUP      baseline_warmup of every target (unset: the default, 10m)
 #   HEALTHY_MINUTES  the healthy phase (60; 0: none)
+#   SHAPES      0: stop after the healthy phase, no shapes and no restart (1)
+#   FIO_IOPS    a real workload beside healthydisk, on its filesystem, from
+#               before the daemon starts until the healthy phase ends: fio,
+#               4k random reads and writes, O_DIRECT, this many reads and as
+#               many writes a second, over a 256MiB file of its own laid out
+#               first (0: none)
 #   FACTOR      the slowdown of slowdisk and restart (12)
 #   MODERATE    1: the moderate target (1)   MODERATE_FACTOR its slowdown (5)
 #   BASE_US     the fixed delay of the ~1ms hangfs (1000)
@@ -89,6 +96,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$REPO/build-bench}
 WARMUP=${WARMUP:-}
 HEALTHY_MINUTES=${HEALTHY_MINUTES:-60}
+SHAPES=${SHAPES:-1}
+FIO_IOPS=${FIO_IOPS:-0}
 FACTOR=${FACTOR:-12}
 MODERATE=${MODERATE:-1}
 MODERATE_FACTOR=${MODERATE_FACTOR:-5}
@@ -121,6 +130,10 @@ for f in "$RULES" "$AM_SHIPPED" "$PROM_SHIPPED"; do
 done
 [[ $HEALTHY_MINUTES =~ ^[0-9]+$ && $CEILING =~ ^[1-9][0-9]*$ && $BASE_US =~ ^[1-9][0-9]*$ ]] ||
 	die "HEALTHY_MINUTES, CEILING and BASE_US are whole numbers"
+[[ $SHAPES =~ ^[01]$ ]] || die "SHAPES is 0 or 1"
+[[ $FIO_IOPS =~ ^[0-9]+$ ]] || die "FIO_IOPS is a whole number"
+((FIO_IOPS == 0)) || command -v fio >/dev/null 2>&1 || die "FIO_IOPS needs 'fio'"
+((SHAPES || HEALTHY_MINUTES)) || die "SHAPES=0 with HEALTHY_MINUTES=0 measures nothing"
 for v in "$TAIL_ONE_IN" "$TAIL_US" "$STALL_SECS" "$STALL_EVERY" "$STALL_COUNT" "$RESTART_AFTER" "$RESTART_HOLD"; do
 	[[ $v =~ ^[1-9][0-9]*$ ]] ||
 		die "TAIL_ONE_IN, TAIL_US, STALL_SECS, STALL_EVERY, STALL_COUNT, RESTART_AFTER and RESTART_HOLD are whole numbers over 0"
@@ -310,6 +323,37 @@ AM_PID=$!
 PIDS+=("$AM_PID")
 AM=http://127.0.0.1:$AM_PORT
 serve_ready "$AM/-/ready" "$AM_PID" "$WORK/am/log"
+
+# ---------------------------------------------------------------- fio beside
+
+# A real workload on healthydisk's filesystem, from before the daemon learns its
+# baseline (a host's workload is there all along) to the end of the healthy
+# phase: the daemon must judge healthydisk healthy beside it, fdatasync noise
+# and all. Its own directory, never the target's.
+FIO_PID=
+FIO_ARGS=(--name=beside --directory="$WORK/fio" --size=256MiB --rw=randrw --rwmixread=50
+	--bs=4k --direct=1 --ioengine=psync)
+if ((FIO_IOPS > 0)); then
+	mkdir -p "$WORK/fio"
+	# Its file laid out first, so that the daemon starts beside the workload
+	# itself, not beside 256MiB of sequential writes.
+	fio "${FIO_ARGS[@]}" --create_only=1 >"$WORK/fio.log" 2>&1 || die "fio could not lay out its file: $(tail -3 "$WORK/fio.log")"
+	fio "${FIO_ARGS[@]}" --rate_iops="$FIO_IOPS" --time_based --runtime=100d \
+		--output="$WORK/fio.out" >>"$WORK/fio.log" 2>&1 &
+	FIO_PID=$!
+	PIDS+=("$FIO_PID")
+fi
+fio_stop() { # fio stopped (it leaves PIDS), its figures kept for the report
+	local p keep=()
+	[ -n "$FIO_PID" ] || return 0
+	kill -0 "$FIO_PID" 2>/dev/null || asay "fio had stopped before the end of the healthy phase: $(tail -3 "$WORK/fio.log")"
+	kill -INT "$FIO_PID" 2>/dev/null || true
+	wait "$FIO_PID" 2>/dev/null || true
+	for p in "${PIDS[@]}"; do [ "$p" = "$FIO_PID" ] || keep+=("$p"); done
+	PIDS=("${keep[@]}")
+	FIO_SUMMARY=$(grep -E '^ *(read|write): IOPS=|clat percentiles|50\.00th|99\.00th' "$WORK/fio.out" 2>/dev/null | sed 's/^ */  /' || true)
+	FIO_PID=
+}
 
 # ---------------------------------------------------------------- the daemon
 
@@ -515,6 +559,9 @@ if ((HEALTHY_MINUTES > 0)); then
 	mark healthy_end
 	HEALTHY_RATIOS=$(q "max by (target) (max_over_time(iopulse_probe_latency_ratio[${HEALTHY_MINUTES}m]))")
 fi
+fio_stop
+
+if ((SHAPES)); then
 
 # ---------------------------------------------------------------- 2. the shapes
 
@@ -597,6 +644,8 @@ kill -s RTMIN+4 "$RESTART_FS"
 mark restart_recovery
 END_WAIT=$((CEILING > 15 ? CEILING : 15))
 watch_until "$END_WAIT" settled || asay "alerts still active, or not told resolved, $END_WAIT minutes after the recovery"
+fi # SHAPES
+SLOW_RATIOS=${SLOW_RATIOS:-  (no shapes: SHAPES=0)}
 mark end
 T_END=$(now)
 RUN_RATIOS=$(q "max by (target) (max_over_time(iopulse_probe_latency_ratio[$(awk -v a="$T_START" -v b="$T_END" 'BEGIN { printf "%d", b - a + 60 }')s]))")
@@ -619,6 +668,8 @@ stalls:      hangfs +${BASE_US}us; frozen ${STALL_SECS}s every ${STALL_EVERY}s, 
 fast:        ${FAST_MEASURED} before the daemon (hangfs over tmpfs, no delay); slowdown +${FAST_DELAY}us (${FAST_FACTOR}x the read p50)
 restart:     ${RESTART_MEASURED} before the daemon (as slowdisk); slowdown +${RESTART_DELAY}us (${FACTOR}x), daemon restarted after ${RESTART_AFTER}m, slow ${RESTART_HOLD}m more
 healthy:     hangfs +${BASE_US}us, untouched; healthydisk: a directory on the build disk, burst every 2m
+fio beside:  $( ((FIO_IOPS > 0)) && echo "healthydisk's filesystem, randrw 4k direct, $FIO_IOPS reads and $FIO_IOPS writes a second, from before the daemon to the end of the healthy phase" || echo none)
+${FIO_SUMMARY:-}
 baselines (p50) when the warm-up ended:
 $BASELINES
 ratios when slowdisk was slow (at its critical notification):
@@ -652,6 +703,9 @@ python3 - "$HOOK" "$WORK/marks" "$WORK/states.tsv" "$WORK/prom.tsv" <<-'PY'
 	          ("healthydisk", "baseline", None, "the build disk, bursts")]
 	summary = []
 	for target, cause, rec, what in shapes:
+	    if "slow" not in m and "restart_slow" not in m:
+	        # SHAPES=0: every target untouched, judged from the baseline on
+	        cause, rec, what = "baseline", None, what + " (untouched: SHAPES=0)"
 	    if cause not in m:
 	        continue
 	    print(f"\n-- {target}: {what}; minutes from {cause}"
