@@ -473,7 +473,7 @@ static void series_step(struct status *st, struct status_series *ss, uint64_t no
 
 		pthread_mutex_lock(&st->mu);
 		shape = status_minute(&ss->v, &minute, st->sum);
-		min_held = shape == STATUS_SHAPE_NONE && status_minute_held(&ss->v);
+		min_held = shape == STATUS_SHAPE_NONE && status_minute_held(&ss->v, &minute);
 		pthread_mutex_unlock(&st->mu);
 		min_slow = shape != STATUS_SHAPE_NONE;
 		if (min_slow)

@@ -459,16 +459,20 @@ uint64_t status_slow_io_ns(const struct status_judging *j, const uint64_t base_n
  * it shows, STATUS_SHAPE_NONE when it is not slow.
  */
 /*
- * After status_minute() judged a minute not slow: whether it is still kept out
- * of the baseline, its own I/Os over the slow-I/O threshold being a tail's
- * share (STATUS_HELD_MIN_IOS of them at least, and tail_share of its I/Os).
- * The window that judges a tail needs minutes to gather its I/Os, and a young
- * baseline learnt the tail's first minutes into its p99 meanwhile: once they
- * outnumbered its healthy minutes, the threshold rose over the tail and the
- * tail was never told (docs/alerting.md, run A). Such a minute is not judged
- * slow for it: it only teaches the baseline nothing.
+ * After status_minute() judged @minute not slow: whether it is still kept out
+ * of the baseline (there being one), as no normal minute of the op:
+ *   - its p50 over slow_factor x the baseline p50, under the floor: not news,
+ *     but learnt, a median regression the floor hides (a noisy op's p99 is its
+ *     floor) became the baseline within minutes, its ratio gone with it;
+ *   - its own I/Os over the slow-I/O threshold a tail's share
+ *     (STATUS_HELD_MIN_IOS of them at least, and tail_share of its I/Os): the
+ *     window that judges a tail needs minutes to gather its I/Os, and a young
+ *     baseline learnt the tail's first minutes into its p99 meanwhile; once
+ *     they outnumbered its healthy minutes, the threshold rose over the tail
+ *     and the tail was never told (docs/alerting.md, run A).
+ * Such a minute is not judged slow for it: it only teaches the baseline nothing.
  */
-bool status_minute_held(const struct status_view *v);
+bool status_minute_held(const struct status_view *v, const struct status_fig *minute);
 enum status_shape status_minute(struct status_view *v, const struct status_fig *minute,
 				const uint64_t *dense);
 /* @t as @seconds later, the minutes between without I/O (as status_ring_age()

@@ -197,13 +197,20 @@ void status_tally_age(struct status_tally *t, double seconds)
 		tally_push(t, 0, 0, 0, 0);
 }
 
-bool status_minute_held(const struct status_view *v)
+bool status_minute_held(const struct status_view *v, const struct status_fig *minute)
 {
 	const struct status_tally *t = &v->tally;
+	const struct status_regress *g = &v->regress;
 	unsigned last = t->n - 1;
 
-	/* Without a baseline nothing is over a threshold (tally_push()). */
-	return t->n && v->j.tail_share > 0 && t->over[last] >= STATUS_HELD_MIN_IOS &&
+	if (!g->have_baseline || !t->n)
+		return false;
+	/* A median over slow_factor x its baseline, under the floor. */
+	if (minute->count && v->j.slow_factor > 0 &&
+	    (double)minute->q_ns[0] > v->j.slow_factor * (double)g->baseline_ns[0])
+		return true;
+	/* A tail's share of its own I/Os over the slow-I/O threshold. */
+	return v->j.tail_share > 0 && t->over[last] >= STATUS_HELD_MIN_IOS &&
 	       (double)t->over[last] >= v->j.tail_share * (double)t->count[last];
 }
 
