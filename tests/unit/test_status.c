@@ -906,6 +906,16 @@ static void test_median_end_not_tail(void **state)
  * its floor being its p99; tmpfs-fast noise (p50 9 us, p99 30 us, then a
  * minute 10x) is not: the floor is at least 100 us.
  */
+/* A fixture with slow_floor auto and a baseline of 15 minutes of 97 I/Os at
+ * @p50 and 3 at @p99. */
+static void auto_floor_started(struct fixture *f, uint64_t p50, uint64_t p99)
+{
+	fixture_started(f);
+	f->op.j.slow_floor_ns = CFG_SLOW_FLOOR_AUTO;
+	for (unsigned m = 0; m < 15; m++)
+		minute_mix(f, p50, 97, p99, 3);
+}
+
 static void test_floor_auto(void **state)
 {
 	const uint64_t us = 1000;
@@ -913,10 +923,7 @@ static void test_floor_auto(void **state)
 	struct fixture f;
 
 	(void)state;
-	fixture_started(&f);
-	f.op.j.slow_floor_ns = CFG_SLOW_FLOOR_AUTO;
-	for (unsigned m = 0; m < 15; m++)
-		minute_mix(&f, 130 * us, 97, 250 * us, 3);
+	auto_floor_started(&f, 130 * us, 250 * us);
 	assert_int_equal(status_floor_ns(&f.op.j, regress(&f, 0).baseline_ns),
 			 regress(&f, 0).baseline_ns[1]);
 	minutes(&f, 2, 4 * 130 * us + 20 * us);
@@ -925,11 +932,8 @@ static void test_floor_auto(void **state)
 	assert_int_equal(r.shape, STATUS_SHAPE_MEDIAN);
 	fixture_free(&f);
 
-	fixture_started(&f);
-	f.op.j.slow_floor_ns = CFG_SLOW_FLOOR_AUTO;
+	auto_floor_started(&f, 9 * us, 30 * us);
 	f.op.j.tail_share = 0; /* the median alone: 90 us noise is under the floor */
-	for (unsigned m = 0; m < 15; m++)
-		minute_mix(&f, 9 * us, 97, 30 * us, 3);
 	minutes(&f, 3, 90 * us);
 	r = regress(&f, 0);
 	assert_true(r.ratio > 9);
@@ -954,10 +958,7 @@ static void test_floor_hides_not_learnt(void **state)
 	struct fixture f;
 
 	(void)state;
-	fixture_started(&f);
-	f.op.j.slow_floor_ns = CFG_SLOW_FLOOR_AUTO;
-	for (unsigned m = 0; m < 15; m++)
-		minute_mix(&f, 100 * US, 97, 5 * MS, 3);
+	auto_floor_started(&f, 100 * US, 5 * MS);
 	r = regress(&f, 0);
 	assert_within(r.baseline_ns[1], 5 * MS, 0.03);
 	for (unsigned m = 0; m < 20; m++) {
