@@ -478,8 +478,11 @@ static void series_step(struct status *st, struct status_series *ss, uint64_t no
 		min_slow = shape != STATUS_SHAPE_NONE;
 		if (min_slow)
 			ss->shape = shape;
+		/* A block is left out of the baseline as its minutes were, held
+		 * ones included: else a regression held for an hour was learnt
+		 * through its blocks. */
 		ss->blk_io += minute.count > 0 || min_slow;
-		ss->blk_slow += min_slow;
+		ss->blk_slow += min_slow || min_held;
 	}
 	if (block_mark) { /* the block in progress is whole: it joins the hour's */
 		unsigned slot = (ss->steps / STATUS_BLOCK - 1) % STATUS_HOUR;

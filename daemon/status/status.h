@@ -88,13 +88,16 @@ struct status_ring {
 	struct status_rec blk[STATUS_BLOCKS];
 	uint16_t min_head, min_n; /* next slot to write, records held */
 	uint16_t blk_head, blk_n;
-	/* Bit i (status_bit()): record [i] was taken while the series was slow. */
+	/* Bit i (status_bit()): record [i] was taken while the series was slow;
+	 * a 10-minute record: when more than half of its minutes with I/O were
+	 * slow or held. */
 	uint8_t min_slow[(STATUS_MINUTES + 7) / 8];
 	uint8_t blk_slow[(STATUS_BLOCKS + 7) / 8];
 	/* Bit i: minute record [i] is kept out of the baseline though it was not
-	 * slow: its own share of slow I/Os was a tail's (status_minute_held()).
-	 * Set or cleared with each minute with I/O; stale under empty records,
-	 * which the baseline leaves out anyway. */
+	 * slow (status_minute_held(): a median regression under the floor, or a
+	 * tail's share of its own). Set or cleared at every minute mark; stale
+	 * under the empty records a quiet op or an aged ring pushes, which the
+	 * baseline leaves out anyway. */
 	uint8_t min_held[(STATUS_MINUTES + 7) / 8];
 };
 
@@ -458,6 +461,11 @@ uint64_t status_slow_io_ns(const struct status_judging *j, const uint64_t base_n
  * minute is judged against @v's baseline (none known: not slow): the shape
  * it shows, STATUS_SHAPE_NONE when it is not slow.
  */
+enum status_shape status_minute(struct status_view *v, const struct status_fig *minute,
+				const uint64_t *dense);
+/* @t as @seconds later, the minutes between without I/O (as status_ring_age()
+ * ages a ring): a state file's tally after the daemon was down. */
+void status_tally_age(struct status_tally *t, double seconds);
 /*
  * After status_minute() judged @minute not slow: whether it is still kept out
  * of the baseline (there being one), as no normal minute of the op:
@@ -473,11 +481,6 @@ uint64_t status_slow_io_ns(const struct status_judging *j, const uint64_t base_n
  * Such a minute is not judged slow for it: it only teaches the baseline nothing.
  */
 bool status_minute_held(const struct status_view *v, const struct status_fig *minute);
-enum status_shape status_minute(struct status_view *v, const struct status_fig *minute,
-				const uint64_t *dense);
-/* @t as @seconds later, the minutes between without I/O (as status_ring_age()
- * ages a ring): a state file's tally after the daemon was down. */
-void status_tally_age(struct status_tally *t, double seconds);
 /* Whether an op whose minute records (and their slow bits) are @r is slow:
  * the records replayed oldest first, slow after @j->slow_minutes slow minutes
  * in a row and good again after @j->ok_minutes good ones, each run holding

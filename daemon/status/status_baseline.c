@@ -206,7 +206,7 @@ bool status_minute_held(const struct status_view *v, const struct status_fig *mi
 	if (!g->have_baseline || !t->n)
 		return false;
 	/* A median over slow_factor x its baseline, under the floor. */
-	if (minute->count && v->j.slow_factor > 0 &&
+	if (minute->count && v->j.slow_factor > 0 && g->baseline_ns[0] > 0 &&
 	    (double)minute->q_ns[0] > v->j.slow_factor * (double)g->baseline_ns[0])
 		return true;
 	/* A tail's share of its own I/Os over the slow-I/O threshold. */

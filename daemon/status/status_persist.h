@@ -13,7 +13,7 @@
  * reads a clock: daemon/targets/statefile.c moves the bytes, daemon/statefile.c
  * decides and logs.
  *
- * The format, version 1, integers little-endian:
+ * The format, version 2 (1 had no held bits), integers little-endian:
  *
  *   0   "IOPULSE-STATE-FILE\n\0"    STATUS_STATE_MAGIC and a NUL: `head -1` says
  *                                   what it is
@@ -52,11 +52,11 @@
 #define STATUS_STATE_FILE	".iopulse-state"	  /* in the state directory */
 #define STATUS_STATE_TMP_PREFIX STATUS_STATE_FILE ".tmp." /* and 16 hex digits: being written */
 #define STATUS_STATE_MAGIC	"IOPULSE-STATE-FILE\n"	  /* the file starts so */
-#define STATUS_STATE_VERSION	1u
+#define STATUS_STATE_VERSION	2u
 #define STATUS_STATE_HEADER	32   /* bytes of the header, the same in every version */
 #define STATUS_STATE_PATH_MAX	1024 /* a target's path, as struct status_target has it */
 #define STATUS_STATE_MAX_SERIES (CFG_MAX_PROBES * IO_OP_COUNT)
-/* The largest file version 1 can be (names at their longest): a file over it
+/* The largest file version 2 can be (names at their longest): a file over it
  * is not ours. */
 #define STATUS_STATE_NAME_BYTES (1 + CFG_NAME_MAX - 1) /* a name: its length, its bytes */
 #define STATUS_STATE_TARGET_BYTES                                                                  \
