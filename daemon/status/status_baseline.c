@@ -111,10 +111,21 @@ uint64_t status_floor_ns(const struct status_judging *j, const uint64_t base_ns[
 	return j->slow_floor_ns;
 }
 
+/* A p50 over slow_factor x the baseline p50, whatever the floor. */
+static bool over_factor(uint64_t p50_ns, const uint64_t base_ns[2], const struct status_judging *j)
+{
+	return j->slow_factor > 0 && (double)p50_ns > j->slow_factor * (double)base_ns[0];
+}
+
+/* @over I/Os of @count over the slow-I/O threshold are a tail's share. */
+static bool tail_share_of(const struct status_judging *j, uint64_t over, uint64_t count)
+{
+	return j->tail_share > 0 && (double)over >= j->tail_share * (double)count;
+}
+
 bool status_is_slow(uint64_t p50_ns, const uint64_t base_ns[2], const struct status_judging *j)
 {
-	return j->slow_factor > 0 && (double)p50_ns > j->slow_factor * (double)base_ns[0] &&
-	       p50_ns > status_floor_ns(j, base_ns);
+	return over_factor(p50_ns, base_ns, j) && p50_ns > status_floor_ns(j, base_ns);
 }
 
 uint64_t status_slow_io_ns(const struct status_judging *j, const uint64_t base_ns[2])
@@ -206,12 +217,12 @@ bool status_minute_held(const struct status_view *v, const struct status_fig *mi
 	if (!g->have_baseline || !t->n)
 		return false;
 	/* A median over slow_factor x its baseline, under the floor. */
-	if (minute->count && v->j.slow_factor > 0 && g->baseline_ns[0] > 0 &&
-	    (double)minute->q_ns[0] > v->j.slow_factor * (double)g->baseline_ns[0])
+	if (minute->count && g->baseline_ns[0] > 0 &&
+	    over_factor(minute->q_ns[0], g->baseline_ns, &v->j))
 		return true;
 	/* A tail's share of its own I/Os over the slow-I/O threshold. */
-	return v->j.tail_share > 0 && t->over[last] >= STATUS_HELD_MIN_IOS &&
-	       (double)t->over[last] >= v->j.tail_share * (double)t->count[last];
+	return t->over[last] >= STATUS_HELD_MIN_IOS &&
+	       tail_share_of(&v->j, t->over[last], t->count[last]);
 }
 
 enum status_shape status_minute(struct status_view *v, const struct status_fig *minute,
@@ -250,9 +261,8 @@ enum status_shape status_minute(struct status_view *v, const struct status_fig *
 	last = v->tally.n - 1;
 	if (j->stall_ns && v->tally.stalls[last] && sum.stall_minutes >= STATUS_STALL_MINUTES)
 		return STATUS_SHAPE_STALLS;
-	if (j->tail_share > 0 && v->tally.over[last] && sum.count >= STATUS_TAIL_WINDOW &&
-	    sum.over >= STATUS_TAIL_MIN_IOS &&
-	    (double)sum.over >= j->tail_share * (double)sum.count)
+	if (v->tally.over[last] && sum.count >= STATUS_TAIL_WINDOW &&
+	    sum.over >= STATUS_TAIL_MIN_IOS && tail_share_of(j, sum.over, sum.count))
 		return STATUS_SHAPE_TAIL;
 	return STATUS_SHAPE_NONE;
 }
