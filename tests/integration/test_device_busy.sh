@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # A burst held back while its disk is busy: a loop device this test attaches over
-# a file in its own temp dir (never a real disk), loaded by fio reading from that
-# loop device only. As root only.
+# a file in its own hangfs mount (never a real disk), loaded by fio reading from
+# that loop device only. As root only.
 #   - while 4 fio jobs keep reading, the burst due at start is skipped with
 #     reason device_busy, the log says the disk is busy, the device gauges say
 #     what was measured, and the ping on the same target keeps running;
@@ -12,6 +12,12 @@
 #     busy;
 #   - the steal counters exist from the start for both probes, and the ping's
 #     run time adds up.
+# The loop device's file is on hangfs, made slow (4 ms a request) while fio
+# runs: a loop device over the page cache answers in microseconds, so fio's
+# load is then CPU-bound and its utilisation falls under the 50% threshold
+# when the CPUs are busy (as low as 0% in a quarter second, with 6 CPU hogs
+# on 2 cores; ASan's stage of the suite saw a burst run). At 4 ms a request,
+# 4 jobs keep the device busy whatever the CPUs do.
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -20,9 +26,6 @@
 require_cmd losetup fio curl
 unset IOPULSE_SYSFS # lib.sh hides the disks from the daemons: this test wants them
 
-IMG="$WORK/disk.img"
-head -c $((64 << 20)) /dev/urandom >"$IMG"
-
 FIO_PID=
 stop_fio() {
 	if [[ -n $FIO_PID ]]; then
@@ -30,10 +33,23 @@ stop_fio() {
 		wait "$FIO_PID" 2>/dev/null || true
 	fi
 }
-on_exit stop_fio # before attach_loop's detach
-attach_loop "$IMG"
+on_exit stop_fio
+# The hooks run in the order registered: fio stops, the loop device lets go of
+# its file, and only then is hangfs unmounted (hangfs.sh's hook).
+detach_ours() {
+	[[ -z ${LOOP:-} ]] || detach_loop "$LOOP"
+}
+on_exit detach_ours
+# shellcheck source=hangfs.sh
+. "$(dirname "$0")/hangfs.sh"
+
+HANGFS_DELAY_US=4000 hangfs_mount
+head -c $((64 << 20)) /dev/urandom >"$BACKING/disk.img"
+attach_loop "$MNT/disk.img"
 DEV=${LOOP#/dev/}
 [[ -r /sys/block/$DEV/stat ]] || skip "no /sys/block/$DEV/stat"
+kill -s RTMIN+3 "$HANGFS_PID"
+wait_hangfs 60 1 'slow (4000 us)'
 
 # io_ticks of the loop device (the 10th field of its stat).
 io_ticks() {
@@ -113,6 +129,8 @@ note "burst held back while fio loads $LOOP (utilisation $util, queue depth $que
 kill "$FIO_PID"
 wait "$FIO_PID" 2>/dev/null || true
 FIO_PID=
+kill -s RTMIN+4 "$HANGFS_PID"
+wait_hangfs 60 1 fast
 wait_until 60 "the held-back burst to run once the load stopped" scraped "$S_BRUNS" '>=' 1
 wait_until 60 "the burst's I/Os to be counted" scraped "$S_BIOS" '>=' 500
 grep -q "Target dev: $DEV is no longer busy (.*): bursts run again" "$DAEMON_LOG" ||
