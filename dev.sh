@@ -74,7 +74,7 @@ interrupted() {
 	exit 130
 }
 stage() {
-	local name=$1 dir=$2 opts=() vars=() rc=0 failed
+	local name=$1 dir=$2 opts=() vars=() rc=0 failed spec
 	shift 2
 	while [ "$1" != -- ]; do
 		opts+=("$1")
@@ -92,8 +92,12 @@ stage() {
 		FAILED+=("$name: the build failed")
 		return 0
 	fi
+	# At most 2 tests on the CPUs at a time, besides those that mostly wait
+	# (tests/CMakeLists.txt).
+	spec=$PWD/tests/resources.json
 	rm -f "$dir/Testing/Temporary/LastTestsFailed.log"
-	(cd "$dir" && env "${vars[@]}" ctest --output-on-failure --no-tests=error -j2 "$@") || rc=$?
+	(cd "$dir" && env "${vars[@]}" ctest --output-on-failure --no-tests=error \
+		-j6 --resource-spec-file "$spec" "$@") || rc=$?
 	[ "$rc" -eq 0 ] && return 0
 	[ "$rc" -ne 130 ] || interrupted
 	failed=$(sed 's/^[0-9]*://' "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null | paste -sd ' ' -) || true
