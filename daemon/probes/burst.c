@@ -1,6 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * burst — fio-style IOPS bursts: `jobs` threads, each with its own engine queue.
+ * burst — fio-style IOPS bursts: `jobs` threads on one target, each with its own
+ * engine queue of `iodepth` I/Os, for a duration or a number of I/Os, after an
+ * optional ramp whose I/Os are not counted. The caller (a lane) owns the
+ * target; no other probe runs on it during a burst. Its way in is
+ * burst_probe_ops (probe.h), as for every kind: init, run, free.
+ *
+ * burst_new() allocates requests and per-job histograms. The I/O buffers
+ * (iodepth x block_size_max per job, aligned for O_DIRECT: the bulk of the
+ * memory) exist only during burst_run(): mapped and faulted in before the clock
+ * starts, unmapped after the jobs end, so an idle burst holds none whatever its
+ * schedule. Written data is fresh random bytes per I/O.
  *
  * Each job runs one loop of batches of I/O (burst_job.c, which says how).
  *
@@ -38,7 +48,6 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "daemon/probes/burst.h"
 #include "daemon/probes/burst_int.h"
 #include "daemon/probes/cpu_wait.h"
 #include "daemon/probes/probe.h"

@@ -5,7 +5,9 @@
  *
  * Timing brackets the engine call only: write data is generated before the
  * submit timestamp, so rng_fill() never counts as device latency. Everything the
- * I/O path needs (buffer, engine state) is set up before the first run.
+ * I/O path needs (buffer, engine state) is set up before the first run: no
+ * allocation, lock or log per I/O. Its way in is ping_probe_ops (probe.h), as
+ * for every kind: init, run, free.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +21,6 @@
 
 #include "lib/fd.h"
 #include "lib/rng.h"
-#include "daemon/probes/ping.h"
 #include "daemon/probes/probe.h"
 #include "daemon/probes/qd1.h"
 
@@ -59,7 +60,7 @@ static void close_dsync(struct ping *p)
 	p->dsync_fd = safe_close(p->dsync_fd);
 }
 
-static void probe_ping_cleanup(struct ping *p)
+static void ping_cleanup(struct ping *p)
 {
 	qd1_close(&p->q);
 	p->eng_fd = -1;
@@ -70,8 +71,7 @@ static void probe_ping_cleanup(struct ping *p)
 
 /* Prepares a ping for @cfg on engine @ops (buffers sized for its block size at
  * max alignment). 0 or -errno. */
-static int probe_ping_init(struct ping *p, const struct cfg_probe *cfg,
-			   const struct engine_ops *ops)
+static int ping_prepare(struct ping *p, const struct cfg_probe *cfg, const struct engine_ops *ops)
 {
 	int r;
 
@@ -92,7 +92,7 @@ static int probe_ping_init(struct ping *p, const struct cfg_probe *cfg,
 	}
 	r = rng_seed(&p->rng);
 	if (r < 0) {
-		probe_ping_cleanup(p);
+		ping_cleanup(p);
 		return r;
 	}
 	return 0;
@@ -134,7 +134,7 @@ static int reopen_dsync(int fd)
 }
 
 /* Checks that @p can run on @t and sets its engine up for t->fd; the working set
- * in *@ws. 0 or -errno as probe_ping_run(). */
+ * in *@ws. 0 or -errno as ping_run_one(). */
 static int ping_setup(struct ping *p, const struct target *t, uint64_t *ws)
 {
 	const struct cfg_probe *cfg = p->cfg;
@@ -247,7 +247,7 @@ static bool warmup_fits(const struct ping *p)
  * could not be (-EINVAL: block size not a multiple of the alignment, working
  * set larger than the target; -EBADF: target not writable for a write ping).
  */
-static int probe_ping_run(struct ping *p, struct target *t, struct ping_result *r)
+static int ping_run_one(struct ping *p, struct target *t, struct ping_result *r)
 {
 	const struct cfg_probe *cfg = p->cfg;
 	const uint64_t bs = cfg->block_size;
@@ -318,7 +318,7 @@ static int ping_probe_init(struct probe *p)
 
 	if (!pp)
 		return -ENOMEM;
-	r = probe_ping_init(&pp->ping, p->cfg, p->engine);
+	r = ping_prepare(&pp->ping, p->cfg, p->engine);
 	if (r < 0) {
 		free(pp);
 		return r;
@@ -357,7 +357,7 @@ static int ping_probe_run(struct probe *p, const _Atomic bool *stop, struct prob
 
 	pp->ping.q.stop = stop;
 	pp->ping.write_left = p->write_left;
-	r = probe_ping_run(&pp->ping, p->target, &res);
+	r = ping_run_one(&pp->ping, p->target, &res);
 	/* A ping that shutdown overtook measured the shutdown, not the disk. */
 	out->discard = stop && atomic_load(stop);
 	if (r < 0)
@@ -385,7 +385,7 @@ static void ping_probe_free(struct probe *p)
 {
 	struct ping_probe *pp = p->state;
 
-	probe_ping_cleanup(&pp->ping);
+	ping_cleanup(&pp->ping);
 	free(pp);
 }
 
