@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * webconfig — the parser of --web.config.file (webconfig.h says what it accepts):
+ * one walk of libyaml's document, each key checked for its type and its place,
+ * what the TLS side cannot do refused by name, every error as file:line:column.
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

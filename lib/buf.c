@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * buf — the growable byte buffer and array growth (buf.h): doubling, an
+ * out-of-memory flag in place of an error on every append.
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * escape — the C-style escaping of escape.h, one sequence at a time.
+ */
 #include <string.h>
 
 #include "lib/escape.h"

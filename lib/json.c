@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * json — one JSON string written with json.h's escaping, over the UTF-8 rule
+ * of utf8.h.
+ */
 #include "lib/json.h"
 #include "lib/utf8.h"
 

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * stack — stack_release() (stack.h): the pages of the calling thread's stack
+ * below the current frame and STACK_KEEP given back with madvise(MADV_DONTNEED).
+ */
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * utf8 — the one test of a valid UTF-8 sequence (utf8.h), and the copy that
+ * replaces what is not valid with U+FFFD.
+ */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

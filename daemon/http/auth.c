@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * auth — the basic_auth_users check (auth.h says how it is fair): the
+ * Authorization header parsed, a cache of credentials verified lately, the
+ * suspects, the queue of jobs and the worker threads that run crypt_r().
+ */
 #include <crypt.h>
 #include <errno.h>
 #include <nettle/base64.h>

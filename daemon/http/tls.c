@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * tls — the certificate pair and client CA read by descriptor into memory, checked
+ * (the key matches, the dates), handed to GnuTLS at each handshake, and swapped
+ * by the reload thread (tls.h says why and how it is counted).
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>

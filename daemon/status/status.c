@@ -1,4 +1,12 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * status — the store behind the status page and /status.json (status.h): its
+ * life, the configuration's verdict, the 16-bit latency codes, and the ticks
+ * that copy each op's histogram out of the registry into its windows and ring
+ * (and age the rings of quiet ops). The baseline and the shapes are
+ * status_baseline.c's, the judgement status_judge.c's, what a page asks
+ * status_request.c's, the pages status_html.c's and status_json.c's.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

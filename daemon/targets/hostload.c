@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * hostload — the disks behind a target found through sysfs (a partition's
+ * disk, device-mapper's slaves), their stat sampled over a window for the busy
+ * check, and the steal field of /proc/stat (hostload.h). The roots of /sys and
+ * /proc can be moved for tests (IOPULSE_SYSFS, IOPULSE_PROCFS).
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
