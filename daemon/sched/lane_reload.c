@@ -28,7 +28,7 @@
  * waits while an older one of its place is still in the kernel, however that
  * one was let go of. A place is a path as path_lexical() spells it: two
  * spellings of one directory through a symbolic link are two places (telling
- * them apart would ask a filesystem that may hang; check_distinct_targets()
+ * them apart would ask a filesystem that may hang; sched_check_distinct_targets()
  * refuses them when it can stat them).
  */
 struct lane_claim {

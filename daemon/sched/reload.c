@@ -144,7 +144,7 @@ static void *reload_thread(void *arg)
 	if (r == 0) /* over budget: refused as a bad file is, the message in err */
 		r = cfg_check_budget(nc, &err);
 	if (r == 0)
-		r = check_distinct_targets(nc); /* logs what it refuses */
+		r = sched_check_distinct_targets(nc); /* logs what it refuses */
 	if (r == 0)
 		r = check_reload_nofile(j, nc, &err);
 	if (r < 0) {
@@ -500,7 +500,7 @@ static int reload_apply(struct sched *s, struct config *nc)
 	p.lanes = NULL;
 	reload_plan_free(&p, n_old);
 	cfg_free(oc); /* the lanes that still run from it hold it */
-	r = start_lanes(s);
+	r = sched_start_lanes(s);
 	if (r < 0)
 		return r;
 	reload_done(s, nc, kept);
@@ -535,7 +535,7 @@ int reload_finish(struct sched *s)
 		char why[256];
 
 		/* err.msg, the file's own error, is said by reload_refused(). */
-		if (!err.msg[0] && r != -EINVAL) /* check_distinct_targets() logged -EINVAL */
+		if (!err.msg[0] && r != -EINVAL) /* sched_check_distinct_targets() logged -EINVAL */
 			log_error_errno(r, "Failed to check the targets of %s: %m",
 					sched_source(s));
 		snprintf(why, sizeof(why), "%s: %s", sched_source(s),

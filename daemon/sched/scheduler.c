@@ -55,7 +55,7 @@ static bool same_spelling(const char *a, const char *b)
 	       strcmp(la, lb) == 0;
 }
 
-int check_distinct_targets(const struct config *cfg)
+int sched_check_distinct_targets(const struct config *cfg)
 {
 	struct stat *st;
 	bool *known;
@@ -110,7 +110,7 @@ int check_distinct_targets(const struct config *cfg)
 	return r;
 }
 
-void free_lanes(struct lane **lanes, unsigned n)
+void sched_free_lanes(struct lane **lanes, unsigned n)
 {
 	for (unsigned i = 0; lanes && i < n; i++)
 		lane_free(lanes[i]);
@@ -129,7 +129,7 @@ static int build_lanes(const struct config *cfg, struct metrics *m, struct lane 
 	for (unsigned i = 0; i < cfg->n_targets; i++) {
 		lanes[i] = lane_new(cfg, i, m, &r);
 		if (!lanes[i]) {
-			free_lanes(lanes, i);
+			sched_free_lanes(lanes, i);
 			return r;
 		}
 	}
@@ -164,7 +164,7 @@ struct sched *sched_new(const struct config *cfg, struct metrics *m, int *err)
 	if (!s)
 		goto fail;
 	s->epoll_fd = s->timer_fd = s->wake_fd = s->signal_fd = s->watchdog_fd = s->reload_fd = -1;
-	r = check_distinct_targets(cfg);
+	r = sched_check_distinct_targets(cfg);
 	if (r < 0)
 		goto fail;
 	r = -ENOMEM;
@@ -271,7 +271,7 @@ int sched_start(struct sched *s)
 	r = watchdog_start(s);
 	if (r < 0)
 		return r;
-	return start_lanes(s);
+	return sched_start_lanes(s);
 }
 
 /* One line per splayed burst: a host's first burst may come up to an 'every'
@@ -324,7 +324,7 @@ static int schedule_first_runs(struct sched *s)
 
 static void status_catch_up(void *arg);
 
-int start_lanes(struct sched *s)
+int sched_start_lanes(struct sched *s)
 {
 	int r = schedule_first_runs(s);
 
@@ -686,7 +686,7 @@ void sched_free(struct sched *s)
 {
 	if (!s)
 		return;
-	free_lanes(s->lanes, s->n_lanes);
+	sched_free_lanes(s->lanes, s->n_lanes);
 	cfg_free(s->cfg);
 	if (s->reload) {
 		/* Its thread may never return: it frees the job, and must not write

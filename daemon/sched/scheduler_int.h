@@ -61,12 +61,12 @@ struct sched {
 /* scheduler.c */
 /* 0, or -EINVAL (logged) when two targets of @cfg are one directory, file or
  * device; -ENOMEM. */
-int check_distinct_targets(const struct config *cfg);
+int sched_check_distinct_targets(const struct config *cfg);
 /* Free the lanes of @lanes[0..n) that are there (NULL: none) and the array. */
-void free_lanes(struct lane **lanes, unsigned n);
+void sched_free_lanes(struct lane **lanes, unsigned n);
 /* Schedule the probes of the lanes not started yet, then start them, each with
  * its watch timer in the loop. */
-int start_lanes(struct sched *s);
+int sched_start_lanes(struct sched *s);
 
 /* A timerfd or eventfd: one read takes the whole count. */
 static inline void drain(int fd)
