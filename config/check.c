@@ -14,8 +14,8 @@
 /* ---- targets ----------------------------------------------------------------- */
 
 /* A key written on a target of a kind it is not valid on. */
-int target_misplaced(struct parser *p, const struct item *it, const struct key *k,
-		     const yaml_node_t *knode)
+int cfg_target_misplaced(struct parser *p, const struct item *it, const struct key *k,
+			 const yaml_node_t *knode)
 {
 	const struct cfg_target *t = it->base;
 
@@ -29,7 +29,7 @@ int target_misplaced(struct parser *p, const struct item *it, const struct key *
  * valid on it. The kind may come last, so keys that only fit another kind are
  * reported here, after the walk, in table order.
  */
-int check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it)
+int cfg_check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it)
 {
 	const struct cfg_target *t = it->base;
 	const struct key *first = NULL;
@@ -37,10 +37,10 @@ int check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it)
 	for (const struct key *k = schema; k < SCHEMA_END; k++) {
 		const yaml_node_t *kn = it->key[k - schema];
 
-		if (!in_section(it, k) || k->type != &type_target_path || !kn)
+		if (!cfg_in_section(it, k) || k->type != &type_target_path || !kn)
 			continue;
 		if (first)
-			return fail_at(p, later_key(kn, it->key[first - schema]),
+			return fail_at(p, cfg_later_key(kn, it->key[first - schema]),
 				       "target '%s' has both '%s' and '%s', use one", t->name,
 				       first->name, k->name);
 		first = k;
@@ -49,7 +49,7 @@ int check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it)
 		return fail_at(p, m, "target '%s' needs 'directory', 'file' or 'device'", t->name);
 	it->valid = W_TARGET_KIND(t->kind);
 	for (const struct key *k = schema; k < SCHEMA_END; k++)
-		if (in_section(it, k) && it->key[k - schema] && !(k->where & it->valid))
+		if (cfg_in_section(it, k) && it->key[k - schema] && !(k->where & it->valid))
 			return it->sec->misplaced(p, it, k, it->key[k - schema]);
 	return 0;
 }
@@ -57,8 +57,8 @@ int check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it)
 /* ---- probes ------------------------------------------------------------------ */
 
 /* A key of the other kind of probe: what this kind does instead. */
-int probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
-		    const yaml_node_t *knode)
+int cfg_probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
+			const yaml_node_t *knode)
 {
 	if (it->kind == CFG_PROBE_VERIFY && !(k->where & W_VERIFY))
 		return fail_at(p, knode,
@@ -82,12 +82,12 @@ static const yaml_node_t *last_value(const struct item *it, const char *const *k
 	const yaml_node_t *last = NULL;
 
 	for (size_t i = 0; i < n; i++) {
-		const yaml_node_t *v = item_value(it, keys[i]);
+		const yaml_node_t *v = cfg_item_value(it, keys[i]);
 
-		if (v && (!last || later_key(last, v) != last))
+		if (v && (!last || cfg_later_key(last, v) != last))
 			last = v;
 	}
-	return last ? last : item_value(it, "type");
+	return last ? last : cfg_item_value(it, "type");
 }
 
 /* A burst's I/O buffers (resident while it runs) within CFG_MAX_BURST_BUFFER. */
@@ -126,7 +126,7 @@ static int check_burst_ios_length(struct parser *p, const struct item *it)
 {
 	static const char *const keys[] = {"ios", "rate_iops"};
 	const struct cfg_probe *pr = it->base;
-	const yaml_node_t *every_v = item_value(it, "every");
+	const yaml_node_t *every_v = cfg_item_value(it, "every");
 	/* ios <= 10^9, so ios x 10^9 < 2^64 */
 	uint64_t len = (pr->ios * 1000000000ULL + pr->rate_iops - 1) / pr->rate_iops;
 	char every[32], ramp[32], l[32], max[32];
@@ -154,17 +154,18 @@ static int check_burst_ios_length(struct parser *p, const struct item *it)
 static int check_burst(struct parser *p, const struct item *it)
 {
 	struct cfg_probe *pr = it->base;
-	const yaml_node_t *every = item_value(it, "every"), *ramp = item_value(it, "ramp");
+	const yaml_node_t *every = cfg_item_value(it, "every"), *ramp = cfg_item_value(it, "ramp");
 	char a[32], b[32], c[32];
 	int r;
 
-	if (item_key(it, "duration") && item_key(it, "ios"))
-		return fail_at(p, later_key(item_key(it, "duration"), item_key(it, "ios")),
+	if (cfg_item_key(it, "duration") && cfg_item_key(it, "ios"))
+		return fail_at(p,
+			       cfg_later_key(cfg_item_key(it, "duration"), cfg_item_key(it, "ios")),
 			       "probe '%s' has both 'duration' and 'ios', use one", pr->name);
-	if (item_value(it, "rwmix_read") && pr->rw != CFG_RW_RANDRW)
-		return fail_at(p, item_value(it, "rwmix_read"),
+	if (cfg_item_value(it, "rwmix_read") && pr->rw != CFG_RW_RANDRW)
+		return fail_at(p, cfg_item_value(it, "rwmix_read"),
 			       "probe '%s': 'rwmix_read' needs 'rw: randrw'", pr->name);
-	if (item_value(it, "ios"))
+	if (cfg_item_value(it, "ios"))
 		pr->duration_ns = 0;
 	/* The effective fraction of reads, whatever the pattern. */
 	if (pr->rw == CFG_RW_RANDREAD || pr->rw == CFG_RW_READ)
@@ -186,7 +187,7 @@ static int check_burst(struct parser *p, const struct item *it)
 				pr->name, b, c);
 		if (pr->interval_ns <= pr->ramp_ns + pr->duration_ns)
 			/* 'every' defaulted: only a long 'duration' gets here. */
-			return fail_at(p, every ? every : item_value(it, "duration"),
+			return fail_at(p, every ? every : cfg_item_value(it, "duration"),
 				       "probe '%s': 'every' (%s) must be longer than 'ramp' + "
 				       "'duration' (%s + %s), or the burst would overlap itself",
 				       pr->name, a, b, c);
@@ -207,7 +208,7 @@ static int check_ping(struct parser *p, const struct item *it)
 	struct cfg_probe *pr = it->base;
 
 	if (pr->sync == CFG_SYNC_FDATASYNC && pr->op != IO_WRITE)
-		return fail_at(p, item_value(it, "sync"),
+		return fail_at(p, cfg_item_value(it, "sync"),
 			       "probe '%s': 'sync: fdatasync' needs 'op: write'", pr->name);
 	/* A ping as a burst would describe it: one random I/O at a time. */
 	pr->rw = pr->op == IO_WRITE ? CFG_RW_RANDWRITE : CFG_RW_RANDREAD;
@@ -224,7 +225,7 @@ static int check_verify(struct parser *p, const struct item *it)
 	struct cfg_probe *pr = it->base;
 
 	if (pr->verify_per_run > pr->verify_blocks)
-		return fail_at(p, item_value(it, "blocks_per_run"),
+		return fail_at(p, cfg_item_value(it, "blocks_per_run"),
 			       "probe '%s': 'blocks_per_run' (%u) must be at most 'blocks' (%u)",
 			       pr->name, pr->verify_per_run, pr->verify_blocks);
 	/* Plain pread/pwrite, one block at a time: the sync engine's way. */
@@ -239,7 +240,7 @@ static int check_verify(struct parser *p, const struct item *it)
 }
 
 /* Checks of a probe that need the whole probe, and of its name against the others. */
-int check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, unsigned idx)
+int cfg_check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, unsigned idx)
 {
 	const struct cfg_probe *pr = it->base;
 	int r = pr->kind == CFG_PROBE_PING    ? check_ping(p, it)
@@ -254,7 +255,7 @@ int check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, u
 		cfg_format_size(pr->working_set, a, sizeof(a));
 		cfg_format_size(pr->block_size_max, b, sizeof(b));
 		return fail_at(
-			p, item_value(it, "working_set"),
+			p, cfg_item_value(it, "working_set"),
 			"probe '%s': 'working_set' (%s) must be at least %s'block_size' (%s)",
 			pr->name, a, largest_if_range(pr), b);
 	}
@@ -327,20 +328,20 @@ static int check_verify_target(struct parser *p, const struct cfg_probe *pr,
 }
 
 /* Cross-references, once every target and probe is read. */
-int resolve_probes(struct parser *p)
+int cfg_resolve_probes(struct parser *p)
 {
 	struct config *c = p->c;
 
 	for (unsigned i = 0; i < c->n_probes; i++) {
 		struct cfg_probe *pr = &c->probes[i];
 		const struct probe_refs *ref = &p->refs[i];
-		const char *want = node_str(ref->target);
+		const char *want = cfg_node_str(ref->target);
 		const struct cfg_target *t;
 		int ti = cfg_target_index(c, want);
 
 		if (ti < 0) {
 			for (unsigned j = 0; j < c->n_targets; j++)
-				if (is_close(want, c->targets[j].name))
+				if (cfg_is_close(want, c->targets[j].name))
 					return fail_at(p, ref->target,
 						       "probe '%s' references undefined target "
 						       "'%s', did you mean '%s'?",

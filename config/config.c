@@ -17,7 +17,7 @@
  * "name: 123" is the name "123"; only plain "", "~" and "null" count as a
  * missing value. The other way round, a value read as a number, a size, a
  * duration, a percentage or a boolean must not be a string in YAML's eyes:
- * quoted or tagged !!str, it is refused (get_plain()).
+ * quoted or tagged !!str, it is refused (cfg_get_plain()).
  *
  * The work is split by job: yaml.c loads the document and reads its nodes;
  * walk.c walks it by the table of keys in schema.c; values.c and types*.c
@@ -57,7 +57,7 @@ int cfg_load_string(const char *name, const char *text, size_t len, struct confi
 	if (!out || !text)
 		return -EINVAL;
 	*out = NULL;
-	r = yaml_load(&p, text, len, &doc, CFG_EMPTY_MESSAGE);
+	r = cfg_parser_load(&p, text, len, &doc, CFG_EMPTY_MESSAGE);
 	if (r < 0) {
 		free(p.str_tagged);
 		return r;
@@ -67,7 +67,7 @@ int cfg_load_string(const char *name, const char *text, size_t len, struct confi
 	if (p.c) {
 		atomic_init(&p.c->refs, 1);
 		p.c->source = strdup(p.name);
-		r = p.c->source ? parse_root(&p, yaml_document_get_root_node(&doc)) : -ENOMEM;
+		r = p.c->source ? cfg_parse_root(&p, yaml_document_get_root_node(&doc)) : -ENOMEM;
 		if (r == -ENOMEM)
 			snprintf(p.err->msg, sizeof(p.err->msg), "%s: out of memory", p.name);
 	} else {
@@ -268,7 +268,7 @@ static void print_item(FILE *f, const struct section *sec, unsigned valid, const
 	}
 }
 
-void print_targets(FILE *f, const struct key *k, const void *base, const struct config *c)
+void cfg_print_targets(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
 	(void)k;
 	(void)base;
@@ -278,7 +278,7 @@ void print_targets(FILE *f, const struct key *k, const void *base, const struct 
 			   "  - ", "    ");
 }
 
-void print_probes(FILE *f, const struct key *k, const void *base, const struct config *c)
+void cfg_print_probes(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
 	(void)k;
 	(void)base;
@@ -396,7 +396,7 @@ int cfg_key_doc(unsigned i, struct cfg_key_doc *d)
 	if (k->type->word)
 		snprintf(d->type, sizeof(d->type), "%s", k->type->word);
 	else
-		enum_word(k->names, d->type, sizeof(d->type));
+		cfg_enum_word(k->names, d->type, sizeof(d->type));
 	d->def = k->def;
 	d->required = k->required;
 	d->help = k->help;

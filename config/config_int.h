@@ -22,7 +22,7 @@ struct probe_refs {
 
 struct parser {
 	const char *name;
-	size_t *str_tagged; /* where the scalars tagged !!str start (node_tagged_str()) */
+	size_t *str_tagged; /* where the scalars tagged !!str start (cfg_node_tagged_str()) */
 	size_t n_str_tagged;
 	struct cfg_error *err;
 	yaml_document_t *doc;
@@ -121,58 +121,60 @@ struct section {
 __attribute__((format_arg(1))) char *elide_format(const char *fmt, va_list ap);
 /* Where the part of the file name @name that a message shows starts: @name, or
  * past its first bytes when it is longer than ELIDE_NAME (shown after "…"). */
-const char *elide_name(const char *name);
+const char *cfg_elide_name(const char *name);
 
 /* yaml.c */
 __attribute__((format(printf, 3, 4))) int fail_at(struct parser *p, const yaml_node_t *n,
 						  const char *fmt, ...);
-yaml_node_t *node_get(struct parser *p, int index);
-const char *node_str(const yaml_node_t *n);
-const char *node_kind(const yaml_node_t *n);
-bool scalar_is(const yaml_node_t *n, const char *lit);
-bool node_is_null(const yaml_node_t *n);
-bool node_has_nul(const yaml_node_t *n);
-bool node_tagged_str(const struct parser *p, const yaml_node_t *n);
-/* cfg_yaml_load() with @p's name and error, noting in @p what node_tagged_str()
+yaml_node_t *cfg_node_get(struct parser *p, int index);
+const char *cfg_node_str(const yaml_node_t *n);
+const char *cfg_node_kind(const yaml_node_t *n);
+bool cfg_scalar_is(const yaml_node_t *n, const char *lit);
+bool cfg_node_is_null(const yaml_node_t *n);
+bool cfg_node_has_nul(const yaml_node_t *n);
+bool cfg_node_tagged_str(const struct parser *p, const yaml_node_t *n);
+/* cfg_yaml_load() with @p's name and error, noting in @p what cfg_node_tagged_str()
  * asks (@p->str_tagged: free() it). */
-int yaml_load(struct parser *p, const char *text, size_t len, yaml_document_t *doc,
-	      const char *empty);
-int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
-	       const char **out);
+int cfg_parser_load(struct parser *p, const char *text, size_t len, yaml_document_t *doc,
+		    const char *empty);
+int cfg_get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+		   const char **out);
 
 /* env.c */
-int expand_env(struct parser *p, const yaml_node_t *n, const char *key, const char *in, char **out);
+int cfg_expand_env(struct parser *p, const yaml_node_t *n, const char *key, const char *in,
+		   char **out);
 
 /* values.c */
 struct size_words;
-int get_plain(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
-	      const char **out);
-int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out);
+int cfg_get_plain(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+		  const char **out);
+int cfg_get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out);
 extern const struct size_words words_size;
 extern const struct size_words words_keep_free;
-int size_error(struct parser *p, const yaml_node_t *n, const char *key, const char *range,
-	       const char *s, int r, const struct size_words *w);
-int get_size(struct parser *p, const yaml_node_t *n, const char *key, const struct size_words *w,
-	     uint64_t *out);
-int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
-int get_uint(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
-int check_count(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v, uint64_t lo,
-		uint64_t hi);
-int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double max,
-		const char *example, double *out);
-int get_number(struct parser *p, const yaml_node_t *n, const char *key, double *out);
-int get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
-int check_range(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v, uint64_t lo,
-		uint64_t hi, bool is_duration);
-int get_enum(struct parser *p, const yaml_node_t *n, const char *key, const char *const *names,
-	     const char *expect, unsigned *out);
-int get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out);
-int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi, int *out);
+int cfg_size_error(struct parser *p, const yaml_node_t *n, const char *key, const char *range,
+		   const char *s, int r, const struct size_words *w);
+int cfg_get_size(struct parser *p, const yaml_node_t *n, const char *key,
+		 const struct size_words *w, uint64_t *out);
+int cfg_get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
+int cfg_get_uint(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
+int cfg_check_count(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v,
+		    uint64_t lo, uint64_t hi);
+int cfg_get_percent(struct parser *p, const yaml_node_t *n, const char *key, double max,
+		    const char *example, double *out);
+int cfg_get_number(struct parser *p, const yaml_node_t *n, const char *key, double *out);
+int cfg_get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out);
+int cfg_check_range(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v,
+		    uint64_t lo, uint64_t hi, bool is_duration);
+int cfg_get_enum(struct parser *p, const yaml_node_t *n, const char *key, const char *const *names,
+		 const char *expect, unsigned *out);
+int cfg_get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out);
+int cfg_get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi,
+		int *out);
 
 /* types.c */
-const void *cfield(const struct key *k, const void *base);
-void enum_word(const char *const *names, char *buf, size_t len);
-bool str_same(const char *a, const char *b);
+const void *cfg_cfield(const struct key *k, const void *base);
+void cfg_enum_word(const char *const *names, char *buf, size_t len);
+bool cfg_str_same(const char *a, const char *b);
 extern const struct key_type type_name;
 extern const struct key_type type_size;
 extern const struct key_type type_rate;
@@ -196,11 +198,12 @@ extern const struct key_type type_targets;
 extern const struct key_type type_probes;
 
 /* types_target.c */
-int get_path(struct parser *p, const yaml_node_t *n, const char *key, const char *s, char **out);
+int cfg_get_path(struct parser *p, const yaml_node_t *n, const char *key, const char *s,
+		 char **out);
 extern const struct key_type type_target_path;
 extern const struct key_type type_keep_free;
 extern const struct key_type type_require_mount;
-bool shown_if_labels(const void *base);
+bool cfg_shown_if_labels(const void *base);
 extern const struct key_type type_labels;
 
 /* types_probe.c */
@@ -219,26 +222,26 @@ extern const struct section sec_target;
 extern const struct section sec_probe;
 
 /* check.c */
-int target_misplaced(struct parser *p, const struct item *it, const struct key *k,
-		     const yaml_node_t *knode);
-int check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it);
-int probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
-		    const yaml_node_t *knode);
-int check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, unsigned idx);
-int resolve_probes(struct parser *p);
+int cfg_target_misplaced(struct parser *p, const struct item *it, const struct key *k,
+			 const yaml_node_t *knode);
+int cfg_check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it);
+int cfg_probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
+			const yaml_node_t *knode);
+int cfg_check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, unsigned idx);
+int cfg_resolve_probes(struct parser *p);
 
 /* walk.c */
-bool is_close(const char *s, const char *cand);
-bool in_section(const struct item *it, const struct key *k);
-const yaml_node_t *item_key(const struct item *it, const char *name);
-const yaml_node_t *item_value(const struct item *it, const char *name);
-const yaml_node_t *later_key(const yaml_node_t *a, const yaml_node_t *b);
-int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
-int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
-int parse_root(struct parser *p, const yaml_node_t *root);
+bool cfg_is_close(const char *s, const char *cand);
+bool cfg_in_section(const struct item *it, const struct key *k);
+const yaml_node_t *cfg_item_key(const struct item *it, const char *name);
+const yaml_node_t *cfg_item_value(const struct item *it, const char *name);
+const yaml_node_t *cfg_later_key(const yaml_node_t *a, const yaml_node_t *b);
+int cfg_parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
+int cfg_parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
+int cfg_parse_root(struct parser *p, const yaml_node_t *root);
 
 /* config.c */
-void print_targets(FILE *f, const struct key *k, const void *base, const struct config *c);
-void print_probes(FILE *f, const struct key *k, const void *base, const struct config *c);
+void cfg_print_targets(FILE *f, const struct key *k, const void *base, const struct config *c);
+void cfg_print_probes(FILE *f, const struct key *k, const void *base, const struct config *c);
 
 #endif

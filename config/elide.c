@@ -239,7 +239,7 @@ char *elide_format(const char *fmt, va_list ap)
 	return out;
 }
 
-const char *elide_name(const char *name)
+const char *cfg_elide_name(const char *name)
 {
 	size_t len = strlen(name), skip;
 

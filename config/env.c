@@ -78,7 +78,7 @@ static int expand_ref(struct parser *p, const yaml_node_t *n, const char *key, c
 	return fputs(val, f) < 0 ? -ENOMEM : 0;
 }
 
-/* Writes @in to @f with its references expanded (see expand_env()). */
+/* Writes @in to @f with its references expanded (see cfg_expand_env()). */
 static int expand_into(struct parser *p, const yaml_node_t *n, const char *key, const char *in,
 		       FILE *f)
 {
@@ -105,7 +105,8 @@ static int expand_into(struct parser *p, const yaml_node_t *n, const char *key, 
  * taken literally) and "$$" as "$". Any other '$' is itself. Into a new string
  * in *@out (the caller frees it).
  */
-int expand_env(struct parser *p, const yaml_node_t *n, const char *key, const char *in, char **out)
+int cfg_expand_env(struct parser *p, const yaml_node_t *n, const char *key, const char *in,
+		   char **out)
 {
 	char *buf = NULL;
 	size_t len = 0;

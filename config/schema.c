@@ -20,8 +20,8 @@
  * and the key entries of iopulse.yaml(5) (a unit test compares them) all come
  * from the rows (a judgement row, how figures are judged, is left out of the
  * comparisons: a reload applies it and keeps what was measured). Checks
- * between keys stay in code, in check.c: check_target_kind(), check_ping(),
- * check_burst() and resolve_probes().
+ * between keys stay in code, in check.c: cfg_check_target_kind(), check_ping(),
+ * check_burst() and cfg_resolve_probes().
  */
 
 /* ---- the table ---- */
@@ -138,7 +138,7 @@ const struct key schema[] = {
 	{"ok_minutes", W_TARGET, &type_count, TGT(ok_minutes), .def = "3", .min = 1,
 	 .max = CFG_MAX_JUDGE_MINUTES, .judgement = true,
 	 .help = "good minutes in a row that make a slow op good again"},
-	{"labels", W_TARGET, &type_labels, TGT(labels), .shown = shown_if_labels,
+	{"labels", W_TARGET, &type_labels, TGT(labels), .shown = cfg_shown_if_labels,
 	 .help = "extra labels of the target's iopulse_target_info series"},
 
 	/* probes */
@@ -227,5 +227,5 @@ const unsigned schema_rows = sizeof(schema) / sizeof(schema[0]);
 _Static_assert(sizeof(schema) / sizeof(schema[0]) <= SCHEMA_MAX, "struct item is too small");
 
 const struct section sec_top = {W_TOP, "at top level", "configuration", NULL};
-const struct section sec_target = {W_TARGET, "in target", "target", target_misplaced};
-const struct section sec_probe = {W_PROBE, "in probe", "probe", probe_misplaced};
+const struct section sec_target = {W_TARGET, "in target", "target", cfg_target_misplaced};
+const struct section sec_probe = {W_PROBE, "in probe", "probe", cfg_probe_misplaced};

@@ -88,13 +88,13 @@ static void *field(const struct key *k, void *base)
 	return (char *)base + k->off;
 }
 
-const void *cfield(const struct key *k, const void *base)
+const void *cfg_cfield(const struct key *k, const void *base)
 {
 	return (const char *)base + k->off;
 }
 
 /* "a, b or c" from a NULL-terminated list, for messages and the manual. */
-void enum_word(const char *const *names, char *buf, size_t len)
+void cfg_enum_word(const char *const *names, char *buf, size_t len)
 {
 	size_t n = 0, w = 0;
 
@@ -110,7 +110,7 @@ void enum_word(const char *const *names, char *buf, size_t len)
 }
 
 /* NULL and "" alike: a path that is not set. */
-bool str_same(const char *a, const char *b)
+bool cfg_str_same(const char *a, const char *b)
 {
 	return strcmp(a ? a : "", b ? b : "") == 0;
 }
@@ -120,7 +120,7 @@ static bool same_bytes(const struct key *k, const void *a, const void *b, const 
 {
 	(void)ac;
 	(void)bc;
-	return memcmp(cfield(k, a), cfield(k, b), k->size) == 0;
+	return memcmp(cfg_cfield(k, a), cfg_cfield(k, b), k->size) == 0;
 }
 
 static bool same_chars(const struct key *k, const void *a, const void *b, const struct config *ac,
@@ -128,21 +128,21 @@ static bool same_chars(const struct key *k, const void *a, const void *b, const 
 {
 	(void)ac;
 	(void)bc;
-	return strcmp(cfield(k, a), cfield(k, b)) == 0;
+	return strcmp(cfg_cfield(k, a), cfg_cfield(k, b)) == 0;
 }
 
 /* ---- types: names ---- */
 
 static int parse_name(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
 {
-	return get_name(p, v, it->sec->noun, field(k, it->base));
+	return cfg_get_name(p, v, it->sec->noun, field(k, it->base));
 }
 
 static void print_chars(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
 	(void)c;
 	fputc(' ', f);
-	cfg_print_str(f, cfield(k, base));
+	cfg_print_str(f, cfg_cfield(k, base));
 	fputc('\n', f);
 }
 
@@ -157,11 +157,11 @@ static int parse_size(struct parser *p, const struct key *k, const yaml_node_t *
 	char a[32], lim[32];
 	int r;
 
-	r = get_size(p, v, k->name, &words_size, out);
+	r = cfg_get_size(p, v, k->name, &words_size, out);
 	if (r < 0 || k->min)
 		return r < 0 ? r
-			     : check_range(p, v, k->name, *out, (uint64_t)k->min, (uint64_t)k->max,
-					   false);
+			     : cfg_check_range(p, v, k->name, *out, (uint64_t)k->min,
+					       (uint64_t)k->max, false);
 	if (*out <= (uint64_t)k->max)
 		return 0;
 	cfg_format_size((uint64_t)k->max, lim, sizeof(lim));
@@ -174,7 +174,7 @@ static void print_size(FILE *f, const struct key *k, const void *base, const str
 	char buf[32];
 
 	(void)c;
-	cfg_format_size(*(const uint64_t *)cfield(k, base), buf, sizeof(buf));
+	cfg_format_size(*(const uint64_t *)cfg_cfield(k, base), buf, sizeof(buf));
 	fprintf(f, " %s\n", buf);
 }
 
@@ -187,7 +187,7 @@ static int parse_rate(struct parser *p, const struct key *k, const yaml_node_t *
 	char a[32], lim[32];
 	int r;
 
-	r = get_rate(p, v, k->name, out);
+	r = cfg_get_rate(p, v, k->name, out);
 	if (r < 0)
 		return r;
 	cfg_format_size(*out, a, sizeof(a));
@@ -205,7 +205,7 @@ static int parse_rate(struct parser *p, const struct key *k, const yaml_node_t *
 
 static void print_rate(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
-	uint64_t v = *(const uint64_t *)cfield(k, base);
+	uint64_t v = *(const uint64_t *)cfg_cfield(k, base);
 	char buf[32];
 
 	(void)c;
@@ -222,10 +222,10 @@ static int parse_duration(struct parser *p, const struct key *k, const yaml_node
 	uint64_t *out = field(k, it->base);
 	int r;
 
-	r = get_duration(p, v, k->name, out);
+	r = cfg_get_duration(p, v, k->name, out);
 	if (r < 0)
 		return r;
-	return check_range(p, v, k->name, *out, (uint64_t)k->min, (uint64_t)k->max, true);
+	return cfg_check_range(p, v, k->name, *out, (uint64_t)k->min, (uint64_t)k->max, true);
 }
 
 static void print_duration(FILE *f, const struct key *k, const void *base, const struct config *c)
@@ -233,7 +233,7 @@ static void print_duration(FILE *f, const struct key *k, const void *base, const
 	char buf[32];
 
 	(void)c;
-	cfg_format_duration(*(const uint64_t *)cfield(k, base), buf, sizeof(buf));
+	cfg_format_duration(*(const uint64_t *)cfg_cfield(k, base), buf, sizeof(buf));
 	fprintf(f, " %s\n", buf);
 }
 
@@ -256,7 +256,7 @@ static int parse_duration_auto(struct parser *p, const struct key *k, const yaml
 static void print_duration_auto(FILE *f, const struct key *k, const void *base,
 				const struct config *c)
 {
-	if (*(const uint64_t *)cfield(k, base) == CFG_SLOW_FLOOR_AUTO)
+	if (*(const uint64_t *)cfg_cfield(k, base) == CFG_SLOW_FLOOR_AUTO)
 		fputs(" auto\n", f);
 	else
 		print_duration(f, k, base, c);
@@ -291,7 +291,7 @@ static int parse_factor(struct parser *p, const struct key *k, const yaml_node_t
 	char got[32];
 	int r;
 
-	r = get_number(p, v, k->name, out);
+	r = cfg_get_number(p, v, k->name, out);
 	if (r < 0 || (*out > (double)k->min && *out <= (double)k->max))
 		return r;
 	cfg_format_number(*out, got, sizeof(got));
@@ -304,7 +304,7 @@ static void print_number(FILE *f, const struct key *k, const void *base, const s
 	char buf[32];
 
 	(void)c;
-	cfg_format_number(*(const double *)cfield(k, base), buf, sizeof(buf));
+	cfg_format_number(*(const double *)cfg_cfield(k, base), buf, sizeof(buf));
 	fprintf(f, " %s\n", buf);
 }
 
@@ -317,9 +317,9 @@ static int parse_count(struct parser *p, const struct key *k, const yaml_node_t 
 	unsigned u;
 	int r;
 
-	r = get_uint(p, v, k->name, &n);
+	r = cfg_get_uint(p, v, k->name, &n);
 	if (r == 0)
-		r = check_count(p, v, k->name, n, (uint64_t)k->min, (uint64_t)k->max);
+		r = cfg_check_count(p, v, k->name, n, (uint64_t)k->min, (uint64_t)k->max);
 	u = (unsigned)n;
 	memcpy(field(k, it->base), k->size == sizeof(u) ? (void *)&u : (void *)&n, k->size);
 	return r;
@@ -332,10 +332,10 @@ static void print_count(FILE *f, const struct key *k, const void *base, const st
 
 	(void)c;
 	if (k->size == sizeof(u)) {
-		memcpy(&u, cfield(k, base), sizeof(u));
+		memcpy(&u, cfg_cfield(k, base), sizeof(u));
 		n = u;
 	} else {
-		memcpy(&n, cfield(k, base), sizeof(n));
+		memcpy(&n, cfg_cfield(k, base), sizeof(n));
 	}
 	fprintf(f, " %llu\n", (unsigned long long)n);
 }
@@ -344,13 +344,13 @@ const struct key_type type_count = {"whole number", parse_count, print_count, sa
 
 static int parse_int(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
 {
-	return get_int(p, v, k->name, (long)k->min, (long)k->max, field(k, it->base));
+	return cfg_get_int(p, v, k->name, (long)k->min, (long)k->max, field(k, it->base));
 }
 
 static void print_int(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
 	(void)c;
-	fprintf(f, " %d\n", *(const int *)cfield(k, base));
+	fprintf(f, " %d\n", *(const int *)cfg_cfield(k, base));
 }
 
 const struct key_type type_int = {"whole number, may be negative", parse_int, print_int, same_bytes,
@@ -360,7 +360,7 @@ const struct key_type type_int = {"whole number, may be negative", parse_int, pr
 static int parse_percent(struct parser *p, const struct key *k, const yaml_node_t *v,
 			 struct item *it)
 {
-	return get_percent(p, v, k->name, 1.0, "70%", field(k, it->base));
+	return cfg_get_percent(p, v, k->name, 1.0, "70%", field(k, it->base));
 }
 
 static void print_percent(FILE *f, const struct key *k, const void *base, const struct config *c)
@@ -368,7 +368,7 @@ static void print_percent(FILE *f, const struct key *k, const void *base, const 
 	char buf[32];
 
 	(void)c;
-	cfg_format_percent(*(const double *)cfield(k, base), buf, sizeof(buf));
+	cfg_format_percent(*(const double *)cfg_cfield(k, base), buf, sizeof(buf));
 	fprintf(f, " %s\n", buf);
 }
 
@@ -378,13 +378,13 @@ const struct key_type type_percent = {"percentage", parse_percent, print_percent
 
 static int parse_bool(struct parser *p, const struct key *k, const yaml_node_t *v, struct item *it)
 {
-	return get_bool(p, v, k->name, field(k, it->base));
+	return cfg_get_bool(p, v, k->name, field(k, it->base));
 }
 
 static void print_bool(FILE *f, const struct key *k, const void *base, const struct config *c)
 {
 	(void)c;
-	fprintf(f, " %s\n", *(const bool *)cfield(k, base) ? "true" : "false");
+	fprintf(f, " %s\n", *(const bool *)cfg_cfield(k, base) ? "true" : "false");
 }
 
 const struct key_type type_bool = {"boolean", parse_bool, print_bool, same_bytes, NULL};
@@ -397,8 +397,8 @@ static int parse_enum(struct parser *p, const struct key *k, const yaml_node_t *
 	int r;
 
 	_Static_assert(sizeof(enum cfg_rw) == sizeof(unsigned), "enum fields are unsigned");
-	enum_word(k->names, expect, sizeof(expect));
-	r = get_enum(p, v, k->name, k->names, expect, &e);
+	cfg_enum_word(k->names, expect, sizeof(expect));
+	r = cfg_get_enum(p, v, k->name, k->names, expect, &e);
 	memcpy(field(k, it->base), &e, sizeof(e));
 	return r;
 }
@@ -408,7 +408,7 @@ static void print_enum(FILE *f, const struct key *k, const void *base, const str
 	unsigned e;
 
 	(void)c;
-	memcpy(&e, cfield(k, base), sizeof(e));
+	memcpy(&e, cfg_cfield(k, base), sizeof(e));
 	fprintf(f, " %s\n", k->names[e]);
 }
 
@@ -423,12 +423,12 @@ static int parse_engine(struct parser *p, const struct key *k, const yaml_node_t
 	int r;
 
 	/* The null engine, not YAML's null: nothing else could be meant here. */
-	if (scalar_is(v, "null")) {
+	if (cfg_scalar_is(v, "null")) {
 		strcpy(field(k, it->base), "null");
 		return 0;
 	}
-	enum_word(k->names, expect, sizeof(expect));
-	r = get_enum(p, v, k->name, k->names, expect, &e);
+	cfg_enum_word(k->names, expect, sizeof(expect));
+	r = cfg_get_enum(p, v, k->name, k->names, expect, &e);
 	if (r == 0)
 		strcpy(field(k, it->base), k->names[e]);
 	return r;
@@ -441,7 +441,7 @@ static int parse_io_priority(struct parser *p, const struct key *k, const yaml_n
 			     struct item *it)
 {
 	const char *s = NULL;
-	int r = get_scalar(p, v, k->name, "none, idle, best-effort:N or realtime:N", &s);
+	int r = cfg_get_scalar(p, v, k->name, "none, idle, best-effort:N or realtime:N", &s);
 
 	if (r < 0)
 		return r;
@@ -463,7 +463,7 @@ static void print_io_priority(FILE *f, const struct key *k, const void *base,
 	char buf[IOPRIO_TEXT_MAX];
 
 	(void)c;
-	fprintf(f, " %s\n", ioprio_format(*(const int *)cfield(k, base), buf, sizeof(buf)));
+	fprintf(f, " %s\n", ioprio_format(*(const int *)cfg_cfield(k, base), buf, sizeof(buf)));
 }
 
 const struct key_type type_io_priority = {"none, idle, best-effort:N or realtime:N",

@@ -17,7 +17,7 @@ static int check_block_size(struct parser *p, const yaml_node_t *n, uint64_t v)
 {
 	int r;
 
-	r = check_range(p, n, "block_size", v, CFG_MIN_BLOCK_SIZE, CFG_MAX_BLOCK_SIZE, false);
+	r = cfg_check_range(p, n, "block_size", v, CFG_MIN_BLOCK_SIZE, CFG_MAX_BLOCK_SIZE, false);
 	if (r < 0)
 		return r;
 	if (v % 512)
@@ -41,12 +41,12 @@ static int parse_block_size(struct parser *p, const struct key *k, const yaml_no
 
 	(void)k;
 
-	r = get_plain(p, n, "block_size", "a size", &s);
+	r = cfg_get_plain(p, n, "block_size", "a size", &s);
 	if (r < 0)
 		return r;
 	dash = strchr(s, '-');
 	if (!dash || dash == s) {
-		r = get_size(p, n, "block_size", &words_size, &pr->block_size);
+		r = cfg_get_size(p, n, "block_size", &words_size, &pr->block_size);
 		if (r < 0)
 			return r;
 		pr->block_size_max = pr->block_size;
@@ -62,13 +62,13 @@ static int parse_block_size(struct parser *p, const struct key *k, const yaml_no
 		return -ENOMEM;
 	r = cfg_parse_size(lo_s, &pr->block_size);
 	if (r < 0)
-		r = size_error(p, n, "block_size", s, lo_s, r, &words_size);
+		r = cfg_size_error(p, n, "block_size", s, lo_s, r, &words_size);
 	free(lo_s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_size(dash + 1, &pr->block_size_max);
 	if (r < 0)
-		return size_error(p, n, "block_size", s, dash + 1, r, &words_size);
+		return cfg_size_error(p, n, "block_size", s, dash + 1, r, &words_size);
 	r = check_block_size(p, n, pr->block_size);
 	if (r == 0)
 		r = check_block_size(p, n, pr->block_size_max);
@@ -98,7 +98,7 @@ static int parse_target_ref(struct parser *p, const struct key *k, const yaml_no
 	const char *s = NULL;
 
 	(void)it;
-	return get_scalar(p, v, k->name, "a target name", &s);
+	return cfg_get_scalar(p, v, k->name, "a target name", &s);
 }
 
 static void print_target_ref(FILE *f, const struct key *k, const void *base, const struct config *c)

@@ -34,13 +34,13 @@ static bool device_path_valid(const char *path)
  * The value @s of path key @key, environment-expanded into @out (what was there
  * is freed): at most PATH_MAX - 1 bytes. When it is longer, @out holds it still.
  */
-int get_path(struct parser *p, const yaml_node_t *n, const char *key, const char *s, char **out)
+int cfg_get_path(struct parser *p, const yaml_node_t *n, const char *key, const char *s, char **out)
 {
 	int r;
 
 	free(*out);
 	*out = NULL;
-	r = expand_env(p, n, key, s, out);
+	r = cfg_expand_env(p, n, key, s, out);
 	if (r < 0)
 		return r;
 	if (strlen(*out) >= PATH_MAX)
@@ -62,20 +62,20 @@ static int parse_require_mount(struct parser *p, const struct key *k, const yaml
 
 	(void)k;
 
-	r = get_scalar(p, v, "require_mount", "true, false, auto or a path", &s);
+	r = cfg_get_scalar(p, v, "require_mount", "true, false, auto or a path", &s);
 	if (r < 0)
 		return r;
-	if (scalar_is(v, "auto")) {
+	if (cfg_scalar_is(v, "auto")) {
 		t->require_mount = CFG_MOUNT_AUTO;
 		return 0;
 	}
-	if (scalar_is(v, "true") || scalar_is(v, "false")) {
-		r = get_bool(p, v, "require_mount", &self);
+	if (cfg_scalar_is(v, "true") || cfg_scalar_is(v, "false")) {
+		r = cfg_get_bool(p, v, "require_mount", &self);
 		t->require_mount = self ? CFG_MOUNT_SELF : CFG_MOUNT_NO;
 		return r;
 	}
 	/* A relative path is told as such even when it is also too long. */
-	r = get_path(p, v, "require_mount", s, &t->mount_path);
+	r = cfg_get_path(p, v, "require_mount", s, &t->mount_path);
 	if (t->mount_path && t->mount_path[0] != '/')
 		return fail_at(p, v,
 			       "'require_mount' must be true, false, auto or the absolute path of "
@@ -97,16 +97,16 @@ static int parse_keep_free(struct parser *p, const struct key *k, const yaml_nod
 
 	(void)k;
 
-	r = get_plain(p, v, "keep_free", "a size or a percentage", &s);
+	r = cfg_get_plain(p, v, "keep_free", "a size or a percentage", &s);
 	if (r < 0)
 		return r;
 	if (*s && s[strlen(s) - 1] == '%') {
 		t->keep_free_bytes = 0;
-		return get_percent(p, v, "keep_free", CFG_MAX_KEEP_FREE_FRACTION, "5%",
-				   &t->keep_free_fraction);
+		return cfg_get_percent(p, v, "keep_free", CFG_MAX_KEEP_FREE_FRACTION, "5%",
+				       &t->keep_free_fraction);
 	}
 	t->keep_free_fraction = 0;
-	return get_size(p, v, "keep_free", &words_keep_free, &t->keep_free_bytes);
+	return cfg_get_size(p, v, "keep_free", &words_keep_free, &t->keep_free_bytes);
 }
 
 /* ---- types: paths, require_mount, keep_free ---- */
@@ -119,9 +119,9 @@ static int parse_target_path(struct parser *p, const struct key *k, const yaml_n
 	const char *s = NULL;
 	int r;
 
-	r = get_scalar(p, v, k->name, "a path", &s);
+	r = cfg_get_scalar(p, v, k->name, "a path", &s);
 	if (r == 0)
-		r = get_path(p, v, k->name, s, &t->path);
+		r = cfg_get_path(p, v, k->name, s, &t->path);
 	if (r < 0)
 		return r;
 	if (!*t->path)
@@ -155,7 +155,7 @@ static bool same_target_path(const struct key *k, const void *a, const void *b,
 	(void)k;
 	(void)ac;
 	(void)bc;
-	return ta->kind == tb->kind && str_same(ta->path, tb->path);
+	return ta->kind == tb->kind && cfg_str_same(ta->path, tb->path);
 }
 
 const struct key_type type_target_path = {"path", parse_target_path, print_target_path,
@@ -213,7 +213,8 @@ static bool same_require_mount(const struct key *k, const void *a, const void *b
 	(void)k;
 	(void)ac;
 	(void)bc;
-	return ta->require_mount == tb->require_mount && str_same(ta->mount_path, tb->mount_path);
+	return ta->require_mount == tb->require_mount &&
+	       cfg_str_same(ta->mount_path, tb->mount_path);
 }
 
 const struct key_type type_require_mount = {"true, false, auto or an absolute path",
@@ -255,10 +256,10 @@ static int parse_label_name(struct parser *p, const yaml_node_t *kn, struct cfg_
 {
 	const char *s;
 
-	if (kn->type != YAML_SCALAR_NODE || node_has_nul(kn))
+	if (kn->type != YAML_SCALAR_NODE || cfg_node_has_nul(kn))
 		return fail_at(p, kn, "'labels' must map label names to strings, got %s as a name",
-			       node_has_nul(kn) ? "a NUL byte (\\0)" : node_kind(kn));
-	s = node_str(kn);
+			       cfg_node_has_nul(kn) ? "a NUL byte (\\0)" : cfg_node_kind(kn));
+	s = cfg_node_str(kn);
 	if (!label_name_valid(s))
 		return fail_at(p, kn,
 			       "invalid label name '%s' in 'labels': use 1 to %d characters from "
@@ -290,9 +291,9 @@ static int parse_label_value(struct parser *p, const yaml_node_t *kn, const yaml
 
 	if (v->type != YAML_SCALAR_NODE)
 		return fail_at(p, v, "label '%s' in 'labels' must be a string, got %s", l->name,
-			       node_kind(v));
-	if (node_is_null(v) || !v->data.scalar.length)
-		return fail_at(p, node_is_null(v) ? kn : v,
+			       cfg_node_kind(v));
+	if (cfg_node_is_null(v) || !v->data.scalar.length)
+		return fail_at(p, cfg_node_is_null(v) ? kn : v,
 			       "label '%s' in 'labels' must not be empty", l->name);
 	if (v->data.scalar.length > CFG_LABEL_VALUE_MAX)
 		return fail_at(p, v,
@@ -316,7 +317,7 @@ static int parse_labels(struct parser *p, const struct key *k, const yaml_node_t
 	(void)k;
 	if (n->type != YAML_MAPPING_NODE)
 		return fail_at(p, n, "'labels' must be a mapping of label names to strings, got %s",
-			       node_is_null(n) ? "nothing" : node_kind(n));
+			       cfg_node_is_null(n) ? "nothing" : cfg_node_kind(n));
 	count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
 	if (count > CFG_MAX_LABELS)
 		return fail_at(p, n, "'labels' has %zu entries, at most %d are allowed", count,
@@ -324,7 +325,8 @@ static int parse_labels(struct parser *p, const struct key *k, const yaml_node_t
 	t->n_labels = 0;
 	for (size_t i = 0; i < count; i++) {
 		const yaml_node_pair_t *pair = &n->data.mapping.pairs.start[i];
-		const yaml_node_t *kn = node_get(p, pair->key), *v = node_get(p, pair->value);
+		const yaml_node_t *kn = cfg_node_get(p, pair->key),
+				  *v = cfg_node_get(p, pair->value);
 		int r = parse_label_name(p, kn, t);
 
 		if (r == 0)
@@ -371,7 +373,7 @@ static bool same_labels(const struct key *k, const void *a, const void *b, const
 	return true;
 }
 
-bool shown_if_labels(const void *base)
+bool cfg_shown_if_labels(const void *base)
 {
 	return ((const struct cfg_target *)base)->n_labels > 0;
 }

@@ -102,7 +102,7 @@ static int parse_listen(struct parser *p, const struct key *k, const yaml_node_t
 	(void)k;
 	(void)it;
 
-	r = get_scalar(p, n, "listen", "a string", &s);
+	r = cfg_get_scalar(p, n, "listen", "a string", &s);
 	if (r < 0)
 		return r;
 	switch (listen_split(s, host, sizeof(host), &port)) {
@@ -146,7 +146,8 @@ static int parse_buckets(struct parser *p, const struct key *k, const yaml_node_
 
 	(void)k;
 	if (n->type != YAML_SEQUENCE_NODE)
-		return fail_at(p, n, "'buckets' must be a list of durations, got %s", node_kind(n));
+		return fail_at(p, n, "'buckets' must be a list of durations, got %s",
+			       cfg_node_kind(n));
 	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
 	if (count < 1)
 		return fail_at(p, n, "'buckets' must not be empty");
@@ -155,12 +156,12 @@ static int parse_buckets(struct parser *p, const struct key *k, const yaml_node_
 			       CFG_MAX_BUCKETS);
 	c->n_buckets = 0;
 	for (size_t i = 0; i < count; i++) {
-		const yaml_node_t *item = node_get(p, n->data.sequence.items.start[i]);
+		const yaml_node_t *item = cfg_node_get(p, n->data.sequence.items.start[i]);
 		uint64_t v;
 		char a[32], b[32];
 		int r;
 
-		r = get_duration(p, item, "buckets", &v);
+		r = cfg_get_duration(p, item, "buckets", &v);
 		if (r < 0)
 			return r;
 		if (v == 0)
@@ -229,9 +230,9 @@ static int parse_state_directory(struct parser *p, const struct key *k, const ya
 {
 	struct config *c = it->base;
 	const char *s = NULL;
-	int r = get_scalar(p, v, k->name, "a path", &s);
+	int r = cfg_get_scalar(p, v, k->name, "a path", &s);
 
-	return r < 0 ? r : get_path(p, v, k->name, s, &c->state_directory);
+	return r < 0 ? r : cfg_get_path(p, v, k->name, s, &c->state_directory);
 }
 
 static void print_state_directory(FILE *f, const struct key *k, const void *base,
@@ -250,11 +251,13 @@ static bool same_state_directory(const struct key *k, const void *a, const void 
 	(void)k;
 	(void)a;
 	(void)b;
-	return str_same(ac->state_directory, bc->state_directory);
+	return cfg_str_same(ac->state_directory, bc->state_directory);
 }
 
 const struct key_type type_state_directory = {"path", parse_state_directory, print_state_directory,
 					      same_state_directory, NULL};
 
-const struct key_type type_targets = {"list of targets", parse_targets, print_targets, NULL, NULL};
-const struct key_type type_probes = {"list of probes", parse_probes, print_probes, NULL, NULL};
+const struct key_type type_targets = {"list of targets", cfg_parse_targets, cfg_print_targets, NULL,
+				      NULL};
+const struct key_type type_probes = {"list of probes", cfg_parse_probes, cfg_print_probes, NULL,
+				     NULL};

@@ -25,17 +25,17 @@ static bool tagged_scalar_type(const yaml_node_t *n)
 
 /*
  * The text of @n, the value of @key read as a number, a size, a duration, a
- * percentage or a boolean (@what: "a whole number", ...): as get_scalar(), and
+ * percentage or a boolean (@what: "a whole number", ...): as cfg_get_scalar(), and
  * not a string in YAML's eyes. Quoted or tagged !!str, YAML makes it one, and
  * where the schema expects a number a string is an error, whatever it holds
  * (as a quoted "true" is); the message says how to write it. YAML's own tags
  * decide as YAML says: !!int "4" is a number. The one check of every
  * number-like type.
  */
-int get_plain(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
-	      const char **out)
+int cfg_get_plain(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+		  const char **out)
 {
-	int r = get_scalar(p, n, key, what, out);
+	int r = cfg_get_scalar(p, n, key, what, out);
 
 	if (r < 0)
 		return r;
@@ -44,7 +44,7 @@ int get_plain(struct parser *p, const yaml_node_t *n, const char *key, const cha
 			       "'%s' must be %s, got the string '%s' (quoted): write it without "
 			       "quotes",
 			       key, what, *out);
-	if (node_tagged_str(p, n))
+	if (cfg_node_tagged_str(p, n))
 		return fail_at(p, n,
 			       "'%s' must be %s, got the string '%s' (tagged as a string): write "
 			       "it without the tag",
@@ -52,18 +52,18 @@ int get_plain(struct parser *p, const yaml_node_t *n, const char *key, const cha
 	return 0;
 }
 
-int get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out)
+int cfg_get_bool(struct parser *p, const yaml_node_t *n, const char *key, bool *out)
 {
 	const char *s = NULL;
 	int r;
 
-	r = get_plain(p, n, key, "true or false", &s);
+	r = cfg_get_plain(p, n, key, "true or false", &s);
 	if (r < 0)
 		return r;
 	/* Only the two spellings everyone reads the same way: no yes/no/on/off. */
-	if (scalar_is(n, "true"))
+	if (cfg_scalar_is(n, "true"))
 		*out = true;
-	else if (scalar_is(n, "false"))
+	else if (cfg_scalar_is(n, "false"))
 		*out = false;
 	else
 		return fail_at(p, n, "'%s' must be true or false, got '%s'", key, s);
@@ -99,7 +99,7 @@ static bool size_is_miscased(const char *s, size_t n, char *fixed, size_t len)
 	return true;
 }
 
-/* How the messages of size_error() name a size-like value. */
+/* How the messages of cfg_size_error() name a size-like value. */
 struct size_words {
 	const char *noun;      /* "invalid <noun> '64MB' for ...": "size", "rate" */
 	const char *suffix;    /* after the number and unit: "" or "/s" */
@@ -145,8 +145,8 @@ static size_t len_without(const char *s, const char *suffix)
  * range @range (NULL when none). Every value is quoted in the format itself,
  * so that a long one is shortened there (elide.c), not the reason.
  */
-int size_error(struct parser *p, const yaml_node_t *n, const char *key, const char *range,
-	       const char *s, int r, const struct size_words *w)
+int cfg_size_error(struct parser *p, const yaml_node_t *n, const char *key, const char *range,
+		   const char *s, int r, const struct size_words *w)
 {
 	size_t len = len_without(s, w->suffix);
 	const char *noun = w->noun;
@@ -174,27 +174,27 @@ int size_error(struct parser *p, const yaml_node_t *n, const char *key, const ch
 }
 
 /* A size; @w names it in messages (&words_size but for 'keep_free'). */
-int get_size(struct parser *p, const yaml_node_t *n, const char *key, const struct size_words *w,
-	     uint64_t *out)
+int cfg_get_size(struct parser *p, const yaml_node_t *n, const char *key,
+		 const struct size_words *w, uint64_t *out)
 {
 	const char *s = NULL;
 	int r;
 
-	r = get_plain(p, n, key, "a size", &s);
+	r = cfg_get_plain(p, n, key, "a size", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_size(s, out);
-	return r < 0 ? size_error(p, n, key, NULL, s, r, w) : 0;
+	return r < 0 ? cfg_size_error(p, n, key, NULL, s, r, w) : 0;
 }
 
 /* A size per second: "32MiB/s", or a size alone ("32MiB", "0"). */
-int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
+int cfg_get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
 	const char *s = NULL;
 	char *num;
 	int r;
 
-	r = get_plain(p, n, key, "a size per second", &s);
+	r = cfg_get_plain(p, n, key, "a size per second", &s);
 	if (r < 0)
 		return r;
 	num = strndup(s, len_without(s, words_rate.suffix));
@@ -202,16 +202,16 @@ int get_rate(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *
 		return -ENOMEM;
 	r = cfg_parse_size(num, out);
 	free(num);
-	return r < 0 ? size_error(p, n, key, NULL, s, r, &words_rate) : 0;
+	return r < 0 ? cfg_size_error(p, n, key, NULL, s, r, &words_rate) : 0;
 }
 
 /* A count: plain decimal digits, as "iodepth: 32". */
-int get_uint(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
+int cfg_get_uint(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
 	const char *s = NULL, *q;
 	int r;
 
-	r = get_plain(p, n, key, "a whole number", &s);
+	r = cfg_get_plain(p, n, key, "a whole number", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_uint(s, out);
@@ -240,9 +240,9 @@ int get_uint(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *
 		       key);
 }
 
-/* As check_range(), for counts: printed as plain numbers. */
-int check_count(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v, uint64_t lo,
-		uint64_t hi)
+/* As cfg_check_range(), for counts: printed as plain numbers. */
+int cfg_check_count(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v,
+		    uint64_t lo, uint64_t hi)
 {
 	if (v >= lo && v <= hi)
 		return 0;
@@ -251,14 +251,14 @@ int check_count(struct parser *p, const yaml_node_t *n, const char *key, uint64_
 }
 
 /* A percentage from 0% to @max (a fraction); @example ("70%") is for the message. */
-int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double max,
-		const char *example, double *out)
+int cfg_get_percent(struct parser *p, const yaml_node_t *n, const char *key, double max,
+		    const char *example, double *out)
 {
 	char max_s[32];
 	const char *s = NULL;
 	int r;
 
-	r = get_plain(p, n, key, "a percentage", &s);
+	r = cfg_get_plain(p, n, key, "a percentage", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_percent(s, out);
@@ -278,12 +278,12 @@ int get_percent(struct parser *p, const yaml_node_t *n, const char *key, double 
 }
 
 /* A plain number, as "slow_factor: 2.5". */
-int get_number(struct parser *p, const yaml_node_t *n, const char *key, double *out)
+int cfg_get_number(struct parser *p, const yaml_node_t *n, const char *key, double *out)
 {
 	const char *s = NULL;
 	int r;
 
-	r = get_plain(p, n, key, "a number", &s);
+	r = cfg_get_plain(p, n, key, "a number", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_number(s, out);
@@ -297,13 +297,13 @@ int get_number(struct parser *p, const yaml_node_t *n, const char *key, double *
 	return 0;
 }
 
-int get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
+int cfg_get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64_t *out)
 {
 	const char *s = NULL;
 	bool number = true;
 	int r;
 
-	r = get_plain(p, n, key, "a duration", &s);
+	r = cfg_get_plain(p, n, key, "a duration", &s);
 	if (r < 0)
 		return r;
 	r = cfg_parse_duration(s, out);
@@ -326,8 +326,8 @@ int get_duration(struct parser *p, const yaml_node_t *n, const char *key, uint64
 	return 0;
 }
 
-int check_range(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v, uint64_t lo,
-		uint64_t hi, bool is_duration)
+int cfg_check_range(struct parser *p, const yaml_node_t *n, const char *key, uint64_t v,
+		    uint64_t lo, uint64_t hi, bool is_duration)
 {
 	char a[32], b[32], c[32];
 	void (*fmt)(uint64_t, char *, size_t) = is_duration ? cfg_format_duration : cfg_format_size;
@@ -341,17 +341,17 @@ int check_range(struct parser *p, const yaml_node_t *n, const char *key, uint64_
 }
 
 /* One of @names (NULL-terminated); @expect is the list for the message. */
-int get_enum(struct parser *p, const yaml_node_t *n, const char *key, const char *const *names,
-	     const char *expect, unsigned *out)
+int cfg_get_enum(struct parser *p, const yaml_node_t *n, const char *key, const char *const *names,
+		 const char *expect, unsigned *out)
 {
 	const char *s = NULL;
 	int r;
 
-	r = get_scalar(p, n, key, "a string", &s);
+	r = cfg_get_scalar(p, n, key, "a string", &s);
 	if (r < 0)
 		return r;
 	for (unsigned i = 0; names[i]; i++) {
-		if (scalar_is(n, names[i])) {
+		if (cfg_scalar_is(n, names[i])) {
 			*out = i;
 			return 0;
 		}
@@ -375,12 +375,12 @@ static bool name_valid(const char *s)
 	return true;
 }
 
-int get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out)
+int cfg_get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out)
 {
 	const char *s = NULL;
 	int r;
 
-	r = get_scalar(p, n, "name", "a string", &s);
+	r = cfg_get_scalar(p, n, "name", "a string", &s);
 	if (r < 0)
 		return r;
 	if (!name_valid(s))
@@ -394,14 +394,14 @@ int get_name(struct parser *p, const yaml_node_t *n, const char *what, char *out
 /* ---- signed numbers ----------------------------------------------------------- */
 
 /* A signed whole number, as "native_histogram_schema: -2", within [lo, hi]. */
-int get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi, int *out)
+int cfg_get_int(struct parser *p, const yaml_node_t *n, const char *key, long lo, long hi, int *out)
 {
 	const char *s = NULL;
 	char *end;
 	long v;
 	int r;
 
-	r = get_plain(p, n, key, "a whole number", &s);
+	r = cfg_get_plain(p, n, key, "a whole number", &s);
 	if (r < 0)
 		return r;
 	errno = 0;

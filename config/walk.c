@@ -45,7 +45,7 @@ static size_t edit_distance(const char *a, const char *b)
 }
 
 /* Is @cand close enough to @s to be what the user meant? */
-bool is_close(const char *s, const char *cand)
+bool cfg_is_close(const char *s, const char *cand)
 {
 	size_t ls = strlen(s), lc = strlen(cand);
 	size_t limit = (ls > lc ? ls : lc) / 3;
@@ -59,7 +59,7 @@ bool is_close(const char *s, const char *cand)
 
 /* ---- reading an item ---------------------------------------------------------- */
 
-bool in_section(const struct item *it, const struct key *k)
+bool cfg_in_section(const struct item *it, const struct key *k)
 {
 	return k->where & it->sec->mask;
 }
@@ -68,25 +68,25 @@ bool in_section(const struct item *it, const struct key *k)
 static const struct key *find_key(const struct item *it, const yaml_node_t *kn, unsigned valid)
 {
 	for (const struct key *k = schema; k < SCHEMA_END; k++)
-		if (in_section(it, k) && (k->where & valid) && scalar_is(kn, k->name))
+		if (cfg_in_section(it, k) && (k->where & valid) && cfg_scalar_is(kn, k->name))
 			return k;
 	return NULL;
 }
 
 /* The key @name as written in @it (by whichever of its rows), or NULL. */
-const yaml_node_t *item_key(const struct item *it, const char *name)
+const yaml_node_t *cfg_item_key(const struct item *it, const char *name)
 {
 	for (const struct key *k = schema; k < SCHEMA_END; k++)
-		if (in_section(it, k) && it->key[k - schema] && !strcmp(k->name, name))
+		if (cfg_in_section(it, k) && it->key[k - schema] && !strcmp(k->name, name))
 			return it->key[k - schema];
 	return NULL;
 }
 
 /* The value of key @name as written in @it, or NULL. */
-const yaml_node_t *item_value(const struct item *it, const char *name)
+const yaml_node_t *cfg_item_value(const struct item *it, const char *name)
 {
 	for (const struct key *k = schema; k < SCHEMA_END; k++)
-		if (in_section(it, k) && it->value[k - schema] && !strcmp(k->name, name))
+		if (cfg_in_section(it, k) && it->value[k - schema] && !strcmp(k->name, name))
 			return it->value[k - schema];
 	return NULL;
 }
@@ -95,7 +95,7 @@ const yaml_node_t *item_value(const struct item *it, const char *name)
 static bool first_of_name(const struct item *it, const struct key *k, unsigned valid)
 {
 	for (const struct key *o = schema; o < k; o++)
-		if (in_section(it, o) && (o->where & valid) && !strcmp(o->name, k->name))
+		if (cfg_in_section(it, o) && (o->where & valid) && !strcmp(o->name, k->name))
 			return false;
 	return true;
 }
@@ -103,15 +103,15 @@ static bool first_of_name(const struct item *it, const struct key *k, unsigned v
 /* An unknown key: the valid key it is close to, or the list of them all. */
 static int unknown_key(struct parser *p, const struct item *it, const yaml_node_t *kn)
 {
-	const char *ks = node_str(kn);
+	const char *ks = cfg_node_str(kn);
 	char list[512] = "";
 
 	for (const struct key *k = schema; k < SCHEMA_END; k++)
-		if (in_section(it, k) && (k->where & it->valid) && is_close(ks, k->name))
+		if (cfg_in_section(it, k) && (k->where & it->valid) && cfg_is_close(ks, k->name))
 			return fail_at(p, kn, "unknown key '%s' %s, did you mean '%s'?", ks,
 				       it->sec->where, k->name);
 	for (const struct key *k = schema; k < SCHEMA_END; k++) {
-		if (!in_section(it, k) || !(k->where & it->valid) ||
+		if (!cfg_in_section(it, k) || !(k->where & it->valid) ||
 		    !first_of_name(it, k, it->valid))
 			continue;
 		strncat(list, *list ? ", " : "", sizeof(list) - strlen(list) - 1);
@@ -128,15 +128,15 @@ static int read_pair(struct parser *p, struct item *it, const yaml_node_t *kn, c
 	const yaml_node_t *prev;
 
 	if (kn->type != YAML_SCALAR_NODE)
-		return fail_at(p, kn, "keys %s must be strings, got %s", where, node_kind(kn));
-	if (node_has_nul(kn))
+		return fail_at(p, kn, "keys %s must be strings, got %s", where, cfg_node_kind(kn));
+	if (cfg_node_has_nul(kn))
 		return fail_at(p, kn, "keys %s must not contain a NUL byte (\\0)", where);
 	k = find_key(it, kn, it->valid);
 	if (!k)
 		k = find_key(it, kn, it->sec->mask);
 	if (!k)
 		return unknown_key(p, it, kn);
-	prev = item_key(it, k->name);
+	prev = cfg_item_key(it, k->name);
 	if (prev)
 		return fail_at(p, kn, "duplicate key '%s' %s (first defined at line %zu)", k->name,
 			       where, prev->start_mark.line + 1);
@@ -152,7 +152,7 @@ static int walk_item(struct parser *p, struct item *it, const yaml_node_t *m)
 {
 	for (yaml_node_pair_t *pair = m->data.mapping.pairs.start; pair < m->data.mapping.pairs.top;
 	     pair++) {
-		int r = read_pair(p, it, node_get(p, pair->key), node_get(p, pair->value));
+		int r = read_pair(p, it, cfg_node_get(p, pair->key), cfg_node_get(p, pair->value));
 
 		if (r < 0)
 			return r;
@@ -166,16 +166,16 @@ static int check_required(struct parser *p, const struct item *it, const yaml_no
 	const struct key *name = NULL;
 
 	for (const struct key *k = schema; k < SCHEMA_END && !name; k++)
-		if (in_section(it, k) && !strcmp(k->name, "name"))
+		if (cfg_in_section(it, k) && !strcmp(k->name, "name"))
 			name = k;
 	for (const struct key *k = schema; k < SCHEMA_END; k++) {
-		if (!in_section(it, k) || !k->required || item_key(it, k->name))
+		if (!cfg_in_section(it, k) || !k->required || cfg_item_key(it, k->name))
 			continue;
 		if (!name || k == name)
 			return fail_at(p, m, "%s is missing required key '%s'", it->sec->noun,
 				       k->name);
 		return fail_at(p, m, "%s '%s' is missing required key '%s'", it->sec->noun,
-			       (const char *)cfield(name, it->base), k->name);
+			       (const char *)cfg_cfield(name, it->base), k->name);
 	}
 	return 0;
 }
@@ -187,7 +187,7 @@ static int set_defaults(struct parser *p, struct item *it)
 		yaml_node_t n = {.type = YAML_SCALAR_NODE};
 		int r;
 
-		if (!in_section(it, k) || !(k->where & it->valid) || item_key(it, k->name))
+		if (!cfg_in_section(it, k) || !(k->where & it->valid) || cfg_item_key(it, k->name))
 			continue;
 		if (k->type->set_default) {
 			k->type->set_default(k, it->base);
@@ -206,7 +206,7 @@ static int set_defaults(struct parser *p, struct item *it)
 }
 
 /* The later of two keys in the document, for "has both" errors. */
-const yaml_node_t *later_key(const yaml_node_t *a, const yaml_node_t *b)
+const yaml_node_t *cfg_later_key(const yaml_node_t *a, const yaml_node_t *b)
 {
 	return a->start_mark.index > b->start_mark.index ? a : b;
 }
@@ -221,14 +221,14 @@ static int parse_target(struct parser *p, const yaml_node_t *m, unsigned idx)
 
 	if (m->type != YAML_MAPPING_NODE)
 		return fail_at(p, m, "each item of 'targets' must be a mapping, got %s",
-			       node_kind(m));
+			       cfg_node_kind(m));
 	t->pos.line = (unsigned)m->start_mark.line + 1;
 	t->pos.col = (unsigned)m->start_mark.column + 1;
 	r = walk_item(p, &it, m);
 	if (r == 0)
 		r = check_required(p, &it, m);
 	if (r == 0)
-		r = check_target_kind(p, m, &it);
+		r = cfg_check_target_kind(p, m, &it);
 	if (r == 0)
 		r = set_defaults(p, &it);
 	if (r < 0)
@@ -250,9 +250,9 @@ static int list_size(struct parser *p, const yaml_node_t *n, const char *key, un
 	size_t count;
 
 	if (n->type != YAML_SEQUENCE_NODE) {
-		if (node_is_null(n))
+		if (cfg_node_is_null(n))
 			return fail_at(p, n, "'%s' must not be empty", key);
-		return fail_at(p, n, "'%s' must be a list, got %s", key, node_kind(n));
+		return fail_at(p, n, "'%s' must be a list, got %s", key, cfg_node_kind(n));
 	}
 	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
 	if (count < 1)
@@ -262,7 +262,7 @@ static int list_size(struct parser *p, const yaml_node_t *n, const char *key, un
 	return (int)count;
 }
 
-int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it)
+int cfg_parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it)
 {
 	int count, r;
 
@@ -276,7 +276,7 @@ int parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, s
 		return -ENOMEM;
 	for (int i = 0; i < count; i++) {
 		p->c->n_targets = (unsigned)i + 1; /* so cfg_free() sees paths set so far */
-		r = parse_target(p, node_get(p, n->data.sequence.items.start[i]), (unsigned)i);
+		r = parse_target(p, cfg_node_get(p, n->data.sequence.items.start[i]), (unsigned)i);
 		if (r < 0)
 			return r;
 	}
@@ -294,12 +294,12 @@ static int probe_kind_early(struct parser *p, const yaml_node_t *m)
 {
 	for (yaml_node_pair_t *pair = m->data.mapping.pairs.start; pair < m->data.mapping.pairs.top;
 	     pair++) {
-		const yaml_node_t *v = node_get(p, pair->value);
+		const yaml_node_t *v = cfg_node_get(p, pair->value);
 
-		if (!scalar_is(node_get(p, pair->key), "type"))
+		if (!cfg_scalar_is(cfg_node_get(p, pair->key), "type"))
 			continue;
 		for (int i = 0; probe_kind_names[i]; i++)
-			if (scalar_is(v, probe_kind_names[i]))
+			if (cfg_scalar_is(v, probe_kind_names[i]))
 				return i;
 		return -1;
 	}
@@ -315,7 +315,7 @@ static int parse_probe(struct parser *p, const yaml_node_t *m, unsigned idx)
 
 	if (m->type != YAML_MAPPING_NODE)
 		return fail_at(p, m, "each item of 'probes' must be a mapping, got %s",
-			       node_kind(m));
+			       cfg_node_kind(m));
 	pr->pos.line = (unsigned)m->start_mark.line + 1;
 	pr->pos.col = (unsigned)m->start_mark.column + 1;
 	it.kind = probe_kind_early(p, m);
@@ -327,20 +327,20 @@ static int parse_probe(struct parser *p, const yaml_node_t *m, unsigned idx)
 	if (r == 0)
 		r = set_defaults(p, &it);
 	if (r == 0)
-		r = check_probe(p, m, &it, idx);
+		r = cfg_check_probe(p, m, &it, idx);
 	if (r < 0)
 		return r;
-	ref->target = item_value(&it, "target");
-	ref->writes = item_value(&it, pr->kind == CFG_PROBE_PING    ? "op"
-				      : pr->kind == CFG_PROBE_BURST ? "rw"
-								    : "type");
-	ref->ws = item_value(&it, "working_set");
-	ref->bs = item_value(&it, "block_size");
+	ref->target = cfg_item_value(&it, "target");
+	ref->writes = cfg_item_value(&it, pr->kind == CFG_PROBE_PING	? "op"
+					  : pr->kind == CFG_PROBE_BURST ? "rw"
+									: "type");
+	ref->ws = cfg_item_value(&it, "working_set");
+	ref->bs = cfg_item_value(&it, "block_size");
 	ref->item = m;
 	return 0;
 }
 
-int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it)
+int cfg_parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it)
 {
 	int count, r;
 
@@ -355,7 +355,7 @@ int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, st
 		return -ENOMEM;
 	p->c->n_probes = (unsigned)count;
 	for (int i = 0; i < count; i++) {
-		r = parse_probe(p, node_get(p, n->data.sequence.items.start[i]), (unsigned)i);
+		r = parse_probe(p, cfg_node_get(p, n->data.sequence.items.start[i]), (unsigned)i);
 		if (r < 0)
 			return r;
 	}
@@ -364,7 +364,7 @@ int parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, st
 
 /* ---- top level ----------------------------------------------------------------- */
 
-int parse_root(struct parser *p, const yaml_node_t *root)
+int cfg_parse_root(struct parser *p, const yaml_node_t *root)
 {
 	struct item it = {.sec = &sec_top, .base = p->c, .valid = W_TOP, .kind = -1};
 	int r;
@@ -373,7 +373,7 @@ int parse_root(struct parser *p, const yaml_node_t *root)
 		return fail_at(
 			p, root,
 			"configuration must be a mapping with 'targets' and 'probes', got %s",
-			node_kind(root));
+			cfg_node_kind(root));
 	r = walk_item(p, &it, root);
 	if (r == 0)
 		r = check_required(p, &it, root);
@@ -381,5 +381,5 @@ int parse_root(struct parser *p, const yaml_node_t *root)
 		r = set_defaults(p, &it);
 	if (r < 0)
 		return r;
-	return resolve_probes(p);
+	return cfg_resolve_probes(p);
 }

@@ -18,11 +18,11 @@
 /* ---- errors and nodes ---------------------------------------------------- */
 
 /* "name:line:col: " (or "name: ") into @msg; the name's last bytes only when
- * @shorten (elide_name()). What snprintf() returns. */
+ * @shorten (cfg_elide_name()). What snprintf() returns. */
 static int write_position(char *msg, size_t size, const char *name, const yaml_node_t *n,
 			  bool shorten)
 {
-	const char *shown = shorten ? elide_name(name) : name;
+	const char *shown = shorten ? cfg_elide_name(name) : name;
 	const char *dots = shown != name ? "\u2026" : "";
 
 	if (n)
@@ -70,18 +70,18 @@ __attribute__((format(printf, 3, 4))) int fail_at(struct parser *p, const yaml_n
 	return r;
 }
 
-yaml_node_t *node_get(struct parser *p, int index)
+yaml_node_t *cfg_node_get(struct parser *p, int index)
 {
 	return yaml_document_get_node(p->doc, index);
 }
 
-const char *node_str(const yaml_node_t *n)
+const char *cfg_node_str(const yaml_node_t *n)
 {
 	return (const char *)n->data.scalar.value;
 }
 
 /* "a list", "a mapping", "'text'" — what the user wrote, for "got ..." */
-const char *node_kind(const yaml_node_t *n)
+const char *cfg_node_kind(const yaml_node_t *n)
 {
 	switch (n->type) {
 	case YAML_SEQUENCE_NODE:
@@ -97,7 +97,7 @@ const char *node_kind(const yaml_node_t *n)
  * Whether @n is a scalar holding exactly @lit. By length, not as a C string:
  * "null\0x" (a NUL byte in double quotes) is not "null".
  */
-bool scalar_is(const yaml_node_t *n, const char *lit)
+bool cfg_scalar_is(const yaml_node_t *n, const char *lit)
 {
 	size_t len = strlen(lit);
 
@@ -105,19 +105,19 @@ bool scalar_is(const yaml_node_t *n, const char *lit)
 	       !memcmp(n->data.scalar.value, lit, len);
 }
 
-bool node_is_null(const yaml_node_t *n)
+bool cfg_node_is_null(const yaml_node_t *n)
 {
 	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 		return false;
-	return scalar_is(n, "") || scalar_is(n, "~") || scalar_is(n, "null") ||
-	       scalar_is(n, "Null") || scalar_is(n, "NULL");
+	return cfg_scalar_is(n, "") || cfg_scalar_is(n, "~") || cfg_scalar_is(n, "null") ||
+	       cfg_scalar_is(n, "Null") || cfg_scalar_is(n, "NULL");
 }
 
 /*
  * A scalar holding a NUL byte ("a\0b" in double quotes): as a C string it would
  * silently end there, so every value and key is checked for one.
  */
-bool node_has_nul(const yaml_node_t *n)
+bool cfg_node_has_nul(const yaml_node_t *n)
 {
 	return n->type == YAML_SCALAR_NODE &&
 	       memchr(n->data.scalar.value, '\0', n->data.scalar.length);
@@ -135,7 +135,7 @@ static int cmp_index(const void *a, const void *b)
  * "&a !!str 4". libyaml's document gives an untagged scalar the same tag, so
  * the scalars written so were noted from the events (scan_events()).
  */
-bool node_tagged_str(const struct parser *p, const yaml_node_t *n)
+bool cfg_node_tagged_str(const struct parser *p, const yaml_node_t *n)
 {
 	size_t at = n->start_mark.index;
 
@@ -144,16 +144,16 @@ bool node_tagged_str(const struct parser *p, const yaml_node_t *n)
 }
 
 /* The value of a key that must be a scalar; @what is "a duration", "a string", ... */
-int get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
-	       const char **out)
+int cfg_get_scalar(struct parser *p, const yaml_node_t *n, const char *key, const char *what,
+		   const char **out)
 {
 	if (n->type != YAML_SCALAR_NODE)
-		return fail_at(p, n, "'%s' must be %s, got %s", key, what, node_kind(n));
-	if (node_has_nul(n))
+		return fail_at(p, n, "'%s' must be %s, got %s", key, what, cfg_node_kind(n));
+	if (cfg_node_has_nul(n))
 		return fail_at(p, n, "'%s' must not contain a NUL byte (\\0)", key);
-	if (node_is_null(n))
+	if (cfg_node_is_null(n))
 		return fail_at(p, n, "missing value for '%s'", key);
-	*out = node_str(n);
+	*out = cfg_node_str(n);
 	return 0;
 }
 
@@ -186,7 +186,7 @@ static int syntax_error(struct parser *p, yaml_parser_t *yp, const char *text, s
 }
 
 /* Notes the scalar of @ev when it is tagged a string ("!!str", "!"): where it
- * starts, as its node will (node_tagged_str()). */
+ * starts, as its node will (cfg_node_tagged_str()). */
 static int note_tag(struct parser *p, const yaml_event_t *ev)
 {
 	const char *tag = (const char *)ev->data.scalar.tag;
@@ -278,7 +278,7 @@ static int load_document(struct parser *p, const char *text, size_t len, yaml_do
 		return r;
 	}
 	root = yaml_document_get_root_node(doc);
-	if (!root || node_is_null(root)) {
+	if (!root || cfg_node_is_null(root)) {
 		snprintf(p->err->msg, sizeof(p->err->msg), "%s:1:1: %s", p->name, empty);
 		r = -EINVAL;
 	} else if (!yaml_parser_load(&yp, &extra)) {
@@ -296,8 +296,8 @@ static int load_document(struct parser *p, const char *text, size_t len, yaml_do
 	return r;
 }
 
-int yaml_load(struct parser *p, const char *text, size_t len, yaml_document_t *doc,
-	      const char *empty)
+int cfg_parser_load(struct parser *p, const char *text, size_t len, yaml_document_t *doc,
+		    const char *empty)
 {
 	int r = scan_events(p, text, len);
 
@@ -308,7 +308,7 @@ int cfg_yaml_load(const char *name, const char *text, size_t len, yaml_document_
 		  const char *empty, struct cfg_error *err)
 {
 	struct parser p = {.name = name, .err = err};
-	int r = yaml_load(&p, text, len, doc, empty);
+	int r = cfg_parser_load(&p, text, len, doc, empty);
 
 	free(p.str_tagged);
 	return r;

@@ -2062,7 +2062,7 @@ static void test_scalars_are_strings(void **state)
 }
 
 /* The types of the schema read as numbers (iopulse.yaml(5)'s words): quoted,
- * a value of any of them is refused (get_plain()); every other type is text. */
+ * a value of any of them is refused (cfg_get_plain()); every other type is text. */
 static const char *const number_like_types[] = {
 	"size",
 	"size per second",
