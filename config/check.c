@@ -121,7 +121,7 @@ static int check_burst_buffers(struct parser *p, const struct item *it)
 /* A burst of 'ios' at 'rate_iops' lasts ios / rate_iops: within the longest
  * 'duration' (a burst holds its target, pings wait) and, after its ramp, within
  * 'every'. Without a rate the length depends on the device: the burst stops
- * itself after that long (see burst.h). */
+ * itself after that long (see burst.c). */
 static int check_burst_ios_length(struct parser *p, const struct item *it)
 {
 	static const char *const keys[] = {"ios", "rate_iops"};

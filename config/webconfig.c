@@ -2,7 +2,8 @@
 /*
  * webconfig — the parser of --web.config.file (webconfig.h says what it accepts):
  * one walk of libyaml's document, each key checked for its type and its place,
- * what the TLS side cannot do refused by name, every error as file:line:column.
+ * what the TLS side cannot do refused by name, each error in it as
+ * file:line:column (a file that cannot be read: path: why).
  */
 #include <errno.h>
 #include <stdarg.h>

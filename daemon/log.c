@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * log — the lines to stderr or the journal (log.h): level check, formatting
- * into a buffer of its own, escaping, the per-text rate limit and the
- * "Suppressed N" line, and the last error kept for sd_notify's STATUS=.
+ * log — the lines to stderr (log.h; with the journal's <N> prefixes when stderr
+ * is the journal's stream): level check, formatting into a buffer of its own,
+ * escaping, the per-text rate limit and the "Suppressed N" line, and the last
+ * error kept for sd_notify's STATUS=.
  */
 #include <errno.h>
 #include <pthread.h>

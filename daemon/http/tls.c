@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tls — the certificate pair and client CA read by descriptor into memory, checked
- * (the key matches, the dates), handed to GnuTLS at each handshake, and swapped
- * by the reload thread (tls.h says why and how it is counted).
+ * tls — the certificate pair read by descriptor into memory, checked (the key
+ * matches, the dates), handed to GnuTLS at each handshake and swapped by the
+ * reload thread (tls.h says why and how it is counted); the client CA, read
+ * once at start for libmicrohttpd.
  */
 #include <errno.h>
 #include <pthread.h>

@@ -110,7 +110,7 @@ struct burst {
 	bool rated;	       /* rate_iops set */
 	double slot_ns;	       /* time between two I/Os of one job: 1e9 x jobs / rate_iops */
 	uint64_t credit_chunk; /* ios mode: measured I/Os a job claims at least at once */
-	uint64_t ios_max_ns;   /* ios mode: longest measured part (see burst.h) */
+	uint64_t ios_max_ns;   /* ios mode: longest measured part (see burst.c) */
 	uint64_t write_limit;  /* bytes a run may write (burst_limit_writes()) */
 	bool limited;	       /* write_limit is not UINT64_MAX: writes are claimed */
 	struct burst_job **job;

@@ -900,7 +900,7 @@ static uint64_t rec_written(void)
 
 /* A burst limited to @limit bytes of writes (@cfg over the rec engine) writes
  * no more, and ends there (write_limited), cleanly, less than a largest block
- * short of it and a batch of each other job (burst.h); what it wrote is the
+ * short of it and a batch of each other job (burst.c); what it wrote is the
  * bytes counted, ramp and measured. */
 static struct run run_limited(const struct cfg_probe *cfg, uint64_t limit)
 {
