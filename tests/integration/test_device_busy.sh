@@ -36,8 +36,17 @@ stop_fio() {
 on_exit stop_fio
 # The hooks run in the order registered: fio stops, the loop device lets go of
 # its file, and only then is hangfs unmounted (hangfs.sh's hook).
+# A device still open (udev's probe) is detached only once closed: wait for it,
+# or hangfs's unmount would find its file busy.
 detach_ours() {
-	[[ -z ${LOOP:-} ]] || detach_loop "$LOOP"
+	local i
+	[[ -n ${LOOP:-} ]] || return 0
+	detach_loop "$LOOP"
+	for ((i = 0; i < 100; i++)); do
+		[[ -e /sys/block/${LOOP#/dev/}/loop ]] || return 0
+		sleep 0.1
+	done
+	echo "# $LOOP is still attached 10s after losetup -d" >&2
 }
 on_exit detach_ours
 # shellcheck source=hangfs.sh
@@ -126,11 +135,11 @@ num "$run_s" '>' 0 || fail "the ping ran, yet its run seconds are $run_s"
 note "burst held back while fio loads $LOOP (utilisation $util, queue depth $queue); ping runs on"
 
 # The load stops: a retry runs the burst.
+kill -s RTMIN+4 "$HANGFS_PID" # fast before the load stops: a retry finds it so
+wait_hangfs 60 1 fast
 kill "$FIO_PID"
 wait "$FIO_PID" 2>/dev/null || true
 FIO_PID=
-kill -s RTMIN+4 "$HANGFS_PID"
-wait_hangfs 60 1 fast
 wait_until 60 "the held-back burst to run once the load stopped" scraped "$S_BRUNS" '>=' 1
 wait_until 60 "the burst's I/Os to be counted" scraped "$S_BIOS" '>=' 500
 grep -q "Target dev: $DEV is no longer busy (.*): bursts run again" "$DAEMON_LOG" ||
