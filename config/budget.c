@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/config_int.h"
 
 #define NS_PER_HOUR (3600.0 * 1e9)
 
@@ -70,8 +71,8 @@ static double burst_write_share(const struct cfg_probe *p)
 }
 
 /* One run of burst @p into @out, scaled to @runs_per_hour. */
-static void burst_cost(const struct cfg_probe *p, const struct cfg_target *t, double runs_per_hour,
-		       struct cfg_cost *out)
+void cfg_burst_cost(const struct cfg_probe *p, const struct cfg_target *t, double runs_per_hour,
+		    struct cfg_cost *out)
 {
 	double run_ns = (double)p->ramp_ns + burst_phase_ns(p, t);
 	/* sizes are k x block_size, k uniform in 1..max/min (a burst's jobs, daemon/probes/) */
@@ -86,32 +87,38 @@ static void burst_cost(const struct cfg_probe *p, const struct cfg_target *t, do
 		24 * runs_per_hour * ios_per_run * burst_write_share(p) * mean_bs;
 }
 
-void cfg_probe_cost(const struct config *c, const struct cfg_probe *p, struct cfg_cost *out)
+/* One run of ping @p. */
+void cfg_ping_cost(const struct cfg_probe *p, const struct cfg_target *t, double runs_per_hour,
+		   struct cfg_cost *out)
 {
-	const struct cfg_target *t = &c->targets[p->target];
-	double runs_per_hour = NS_PER_HOUR / (double)p->interval_ns;
 	unsigned ios = p->op == IO_WRITE && p->sync == CFG_SYNC_FDATASYNC ? 2 : 1;
 	/* 'warmup_after' shorter than the interval: the ping's own last I/O is older
 	 * than that at every run, so each run may warm up first with the same I/O
 	 * (the worst case, when no other probe keeps the target awake). */
 	unsigned warm = p->warmup_idle_ns && p->warmup_idle_ns < p->interval_ns ? 2 : 1;
 
-	if (p->kind == CFG_PROBE_BURST) {
-		burst_cost(p, t, runs_per_hour, out);
-		return;
-	}
-	if (p->kind == CFG_PROBE_VERIFY) {
-		/* the state's write and sync after the blocks' (daemon/probes/verify.c) */
-		ios = p->verify_blocks + p->verify_per_run + 1 + 2;
-		out->busy_s_per_hour = runs_per_hour * ios * (double)t->expected_latency_ns / 1e9;
-		out->write_bytes_per_day =
-			24 * runs_per_hour *
-			((double)p->verify_per_run * (double)p->block_size + CFG_VERIFY_STATE_SIZE);
-		return;
-	}
 	out->busy_s_per_hour = runs_per_hour * ios * warm * (double)t->expected_latency_ns / 1e9;
 	out->write_bytes_per_day =
 		p->op == IO_WRITE ? 24 * runs_per_hour * warm * (double)p->block_size : 0;
+}
+
+/* One run of verify probe @p: every block read back, blocks_per_run written and
+ * synced, then the state's write and sync (daemon/probes/verify.c). */
+void cfg_verify_cost(const struct cfg_probe *p, const struct cfg_target *t, double runs_per_hour,
+		     struct cfg_cost *out)
+{
+	unsigned ios = p->verify_blocks + p->verify_per_run + 1 + 2;
+
+	out->busy_s_per_hour = runs_per_hour * ios * (double)t->expected_latency_ns / 1e9;
+	out->write_bytes_per_day =
+		24 * runs_per_hour *
+		((double)p->verify_per_run * (double)p->block_size + CFG_VERIFY_STATE_SIZE);
+}
+
+void cfg_probe_cost(const struct config *c, const struct cfg_probe *p, struct cfg_cost *out)
+{
+	cfg_kind(p->kind)->cost(p, &c->targets[p->target], NS_PER_HOUR / (double)p->interval_ns,
+				out);
 }
 
 void cfg_target_cost(const struct config *c, unsigned ti, struct cfg_cost *out)

@@ -60,11 +60,11 @@ int cfg_check_target_kind(struct parser *p, const yaml_node_t *m, struct item *i
 int cfg_probe_misplaced(struct parser *p, const struct item *it, const struct key *k,
 			const yaml_node_t *knode)
 {
-	if (it->kind == CFG_PROBE_VERIFY && !(k->where & W_VERIFY))
-		return fail_at(p, knode,
-			       "'%s' is not a verify probe key: a verify probe reads and writes "
-			       "blocks of its own in a file of its own, one at a time",
-			       k->name);
+	const struct cfg_kind *kind = it->kind >= 0 ? cfg_kind(it->kind) : NULL;
+
+	if (kind && kind->foreign_why && !(k->where & W_PROBE_KIND(it->kind)))
+		return fail_at(p, knode, "'%s' is not a %s probe key: %s", k->name,
+			       cfg_probe_kind_name(it->kind), kind->foreign_why);
 	return fail_at(p, knode, "'%s' is a %s key; %s", k->name,
 		       cfg_probe_kind_name(W_PROBE_KIND_OF(k->where)), k->elsewhere);
 }
@@ -151,7 +151,7 @@ static int check_burst_ios_length(struct parser *p, const struct item *it)
 }
 
 /* Checks between the keys of a burst, once all are read; fills in derived defaults. */
-static int check_burst(struct parser *p, const struct item *it)
+int cfg_check_burst(struct parser *p, const struct item *it)
 {
 	struct cfg_probe *pr = it->base;
 	const yaml_node_t *every = cfg_item_value(it, "every"), *ramp = cfg_item_value(it, "ramp");
@@ -203,7 +203,7 @@ static int check_burst(struct parser *p, const struct item *it)
 }
 
 /* Checks between the keys of a ping; fills in what it is as a burst. */
-static int check_ping(struct parser *p, const struct item *it)
+int cfg_check_ping(struct parser *p, const struct item *it)
 {
 	struct cfg_probe *pr = it->base;
 
@@ -220,7 +220,7 @@ static int check_ping(struct parser *p, const struct item *it)
 }
 
 /* Checks between the keys of a verify probe; fills in what it is as a ping. */
-static int check_verify(struct parser *p, const struct item *it)
+int cfg_check_verify(struct parser *p, const struct item *it)
 {
 	struct cfg_probe *pr = it->base;
 
@@ -243,9 +243,7 @@ static int check_verify(struct parser *p, const struct item *it)
 int cfg_check_probe(struct parser *p, const yaml_node_t *m, const struct item *it, unsigned idx)
 {
 	const struct cfg_probe *pr = it->base;
-	int r = pr->kind == CFG_PROBE_PING    ? check_ping(p, it)
-		: pr->kind == CFG_PROBE_BURST ? check_burst(p, it)
-					      : check_verify(p, it);
+	int r = cfg_kind(pr->kind)->check(p, it);
 
 	if (r < 0)
 		return r;
@@ -288,7 +286,8 @@ static int check_working_set(struct parser *p, const struct cfg_probe *pr,
 			       "probe '%s': %s'block_size' (%s) is larger than target '%s' (%s)",
 			       pr->name, largest_if_range(pr), b, t->name, a);
 	}
-	if (pr->kind != CFG_PROBE_BURST || (pr->rw != CFG_RW_READ && pr->rw != CFG_RW_WRITE))
+	/* Every kind's check filled in its rw: a ping's and a verify probe's are random. */
+	if (pr->rw != CFG_RW_READ && pr->rw != CFG_RW_WRITE)
 		return 0;
 	/* A part is a whole number of blocks, and the largest is a multiple of the
 	 * smallest: it holds one when ws / jobs does. */
@@ -310,8 +309,8 @@ static int check_working_set(struct parser *p, const struct cfg_probe *pr,
  * them with O_DIRECT reads: through the page cache it would read back its own
  * writes from memory and never see what the storage lost.
  */
-static int check_verify_target(struct parser *p, const struct cfg_probe *pr,
-			       const struct probe_refs *ref, const struct cfg_target *t)
+int cfg_check_verify_target(struct parser *p, const struct cfg_probe *pr,
+			    const struct probe_refs *ref, const struct cfg_target *t)
 {
 	if (t->kind != CFG_TARGET_DIRECTORY)
 		return fail_at(p, ref->target,
@@ -352,8 +351,8 @@ int cfg_resolve_probes(struct parser *p)
 		}
 		pr->target = (unsigned)ti;
 		t = &c->targets[ti];
-		if (pr->kind == CFG_PROBE_VERIFY) {
-			int r = check_verify_target(p, pr, ref, t);
+		if (cfg_kind(pr->kind)->check_target) {
+			int r = cfg_kind(pr->kind)->check_target(p, pr, ref, t);
 
 			if (r < 0)
 				return r;

@@ -386,12 +386,8 @@ int cfg_key_doc(unsigned i, struct cfg_key_doc *d)
 		d->section = "TOP LEVEL";
 	else if (k->where & W_TARGET)
 		d->section = "TARGETS";
-	else if (k->where & W_PING)
-		d->section = "PING PROBES";
-	else if (k->where & W_BURST)
-		d->section = "BURST PROBES";
-	else
-		d->section = "VERIFY PROBES";
+	else /* a key of several kinds: its first kind's section */
+		d->section = cfg_kind(W_PROBE_KIND_OF(k->where))->section;
 	d->name = k->name;
 	if (k->type->word)
 		snprintf(d->type, sizeof(d->type), "%s", k->type->word);
@@ -405,13 +401,7 @@ int cfg_key_doc(unsigned i, struct cfg_key_doc *d)
 
 bool cfg_probe_writes(const struct cfg_probe *p)
 {
-	if (!p)
-		return false;
-	if (p->kind == CFG_PROBE_PING)
-		return p->op == IO_WRITE;
-	if (p->kind == CFG_PROBE_VERIFY)
-		return true;
-	return p->rw == CFG_RW_RANDWRITE || p->rw == CFG_RW_RANDRW || p->rw == CFG_RW_WRITE;
+	return p && cfg_kind(p->kind)->writes(p);
 }
 
 uint64_t cfg_burst_buffer_bytes(const struct cfg_probe *p)

@@ -221,7 +221,41 @@ extern const struct section sec_top;
 extern const struct section sec_target;
 extern const struct section sec_probe;
 
+/*
+ * kinds.c: one row per kind of probe, and the only place in config/ that tells
+ * the kinds apart. Its 'type' name is probe_kind_names[] (schema.c); its keys
+ * are the schema rows whose 'where' has its W_PROBE_KIND() bit.
+ */
+struct cfg_kind {
+	const char *section; /* its section of iopulse.yaml(5), KEYS */
+	/* The key whose value makes a probe of it write: what a refusal of its
+	 * writes points at ('type' for a kind that always writes). */
+	const char *writes_key;
+	/* What a key of another kind is told, after "'KEY' is not a KIND probe
+	 * key: "; NULL: the key's own 'elsewhere' text, after its kind. */
+	const char *foreign_why;
+	bool block_range; /* 'block_size' may be a range */
+	/* Checks between its keys; fills in what the other kinds' fields are
+	 * for it (a ping's rw, a verify probe's engine...). 0 or -errno. */
+	int (*check)(struct parser *p, const struct item *it);
+	/* Checks against its target; NULL: those of a probe on the target's
+	 * probe file (check.c: writes allowed, working set). 0 or -errno. */
+	int (*check_target)(struct parser *p, const struct cfg_probe *pr,
+			    const struct probe_refs *ref, const struct cfg_target *t);
+	bool (*writes)(const struct cfg_probe *p);
+	/* One run's cost, scaled to @runs_per_hour, into @out (budget.c). */
+	void (*cost)(const struct cfg_probe *p, const struct cfg_target *t, double runs_per_hour,
+		     struct cfg_cost *out);
+};
+/* The row of @k; NULL for a value that is not a kind. */
+const struct cfg_kind *cfg_kind(enum cfg_probe_kind k);
+
 /* check.c */
+int cfg_check_ping(struct parser *p, const struct item *it);
+int cfg_check_burst(struct parser *p, const struct item *it);
+int cfg_check_verify(struct parser *p, const struct item *it);
+int cfg_check_verify_target(struct parser *p, const struct cfg_probe *pr,
+			    const struct probe_refs *ref, const struct cfg_target *t);
 int cfg_target_misplaced(struct parser *p, const struct item *it, const struct key *k,
 			 const yaml_node_t *knode);
 int cfg_check_target_kind(struct parser *p, const yaml_node_t *m, struct item *it);
@@ -239,6 +273,14 @@ const yaml_node_t *cfg_later_key(const yaml_node_t *a, const yaml_node_t *b);
 int cfg_parse_targets(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
 int cfg_parse_probes(struct parser *p, const struct key *k, const yaml_node_t *n, struct item *it);
 int cfg_parse_root(struct parser *p, const yaml_node_t *root);
+
+/* budget.c */
+void cfg_ping_cost(const struct cfg_probe *p, const struct cfg_target *t, double runs_per_hour,
+		   struct cfg_cost *out);
+void cfg_burst_cost(const struct cfg_probe *p, const struct cfg_target *t, double runs_per_hour,
+		    struct cfg_cost *out);
+void cfg_verify_cost(const struct cfg_probe *p, const struct cfg_target *t, double runs_per_hour,
+		     struct cfg_cost *out);
 
 /* config.c */
 void cfg_print_targets(FILE *f, const struct key *k, const void *base, const struct config *c);

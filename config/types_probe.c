@@ -52,7 +52,7 @@ static int parse_block_size(struct parser *p, const struct key *k, const yaml_no
 		pr->block_size_max = pr->block_size;
 		return check_block_size(p, n, pr->block_size);
 	}
-	if (it->kind != CFG_PROBE_BURST)
+	if (it->kind < 0 || !cfg_kind((enum cfg_probe_kind)it->kind)->block_range)
 		return fail_at(p, n,
 			       "'block_size' of a %s probe must be one size, got '%s': ranges "
 			       "are for burst probes",

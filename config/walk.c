@@ -331,9 +331,7 @@ static int parse_probe(struct parser *p, const yaml_node_t *m, unsigned idx)
 	if (r < 0)
 		return r;
 	ref->target = cfg_item_value(&it, "target");
-	ref->writes = cfg_item_value(&it, pr->kind == CFG_PROBE_PING	? "op"
-					  : pr->kind == CFG_PROBE_BURST ? "rw"
-									: "type");
+	ref->writes = cfg_item_value(&it, cfg_kind(pr->kind)->writes_key);
 	ref->ws = cfg_item_value(&it, "working_set");
 	ref->bs = cfg_item_value(&it, "block_size");
 	ref->item = m;
