@@ -186,6 +186,7 @@ int lane_init(struct lane *l, const struct config *cfg, unsigned ti, struct metr
 	atomic_init(&l->inflight_ns, 0);
 	atomic_init(&l->running, -1);
 	atomic_init(&l->up, false);
+	atomic_init(&l->pinned, false);
 	atomic_init(&l->timeout_claimed, 0);
 	atomic_init(&l->stuck_logged, false);
 	atomic_init(&l->run_mono_ns, 0);

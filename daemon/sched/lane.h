@@ -124,9 +124,14 @@ struct lane {
 	 * which a reload applies to a lane it keeps. */
 	struct status_judging judge;
 
-	_Atomic uint64_t inflight_ns;	   /* start of a target check or open, 0 when none */
-	_Atomic int running;		   /* index of the probe running, -1 when idle */
-	_Atomic bool up;		   /* target open and checked by the last run */
+	_Atomic uint64_t inflight_ns; /* start of a target check or open, 0 when none */
+	_Atomic int running;	      /* index of the probe running, -1 when idle */
+	_Atomic bool up;	      /* target open and checked by the last run */
+	/* l->target's identity (dev, fs_type) is set, by the lane thread's first
+	 * open that pinned it, and stays: stored (release) after it, read
+	 * (acquire) by the status before the identity. Not 'up', which a reload
+	 * hands over to a lane that has not opened its target yet. */
+	_Atomic bool pinned;
 	_Atomic bool stopping;		   /* shutdown: bursts and layouts give up */
 	_Atomic uint64_t timeout_claimed;  /* submit time of the last I/O counted as timed out */
 	_Atomic bool stuck_logged;	   /* scheduler logged "stuck"; the lane logs the end */

@@ -221,6 +221,8 @@ static int lane_prepare_target(struct lane *l)
 		}
 	}
 	atomic_store(&l->inflight_ns, 0);
+	if (l->target.pinned && !atomic_load_explicit(&l->pinned, memory_order_relaxed))
+		atomic_store_explicit(&l->pinned, true, memory_order_release);
 	if (l->target.stale_removed) { /* files deleted, whatever came next: say so */
 		log_notice("Target %s: removed %u temporary probe file(s) left by an iopulse "
 			   "killed during a layout",

@@ -241,8 +241,8 @@ unsigned lane_status_ops(const struct lane *l, struct status_op *out)
 	struct status_identity id = {0};
 	unsigned n = 0;
 
-	/* Pinned by the first open, before 'up' was first set, and never again. */
-	if (atomic_load(&l->up) && l->target.pinned)
+	/* Pinned by the lane's first open, and never again (lane.h). */
+	if (atomic_load(&l->up) && atomic_load_explicit(&l->pinned, memory_order_acquire))
 		id = (struct status_identity){.known = true,
 					      .kind = (uint8_t)l->cfg->kind,
 					      .dev = l->target.dev,
