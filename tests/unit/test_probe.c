@@ -917,7 +917,7 @@ static void test_io_priority_realtime_refused(void **state)
 static void test_kind_table(void **state)
 {
 	(void)state;
-	for (int k = CFG_PROBE_PING; k <= CFG_PROBE_VERIFY; k++) {
+	for (int k = 0; k < CFG_PROBE_KINDS; k++) {
 		const struct probe_ops *ops = probe_ops_of((enum cfg_probe_kind)k);
 
 		assert_non_null(ops);
