@@ -336,6 +336,7 @@ int cfg_resolve_probes(struct parser *p)
 		const struct probe_refs *ref = &p->refs[i];
 		const char *want = cfg_node_str(ref->target);
 		const struct cfg_target *t;
+		const struct cfg_kind *kind;
 		int ti = cfg_target_index(c, want);
 
 		if (ti < 0) {
@@ -351,8 +352,9 @@ int cfg_resolve_probes(struct parser *p)
 		}
 		pr->target = (unsigned)ti;
 		t = &c->targets[ti];
-		if (cfg_kind(pr->kind)->check_target) {
-			int r = cfg_kind(pr->kind)->check_target(p, pr, ref, t);
+		kind = cfg_kind(pr->kind);
+		if (kind->check_target) {
+			int r = kind->check_target(p, pr, ref, t);
 
 			if (r < 0)
 				return r;
